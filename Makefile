@@ -1,0 +1,113 @@
+# ringcast — one Makefile for everything. Every dependency comes from pkg-config.
+#   make            build library, tools and tests
+#   make test       install missing packages, build, run every test
+#   make run        install missing packages, build, run the daemon on the simulated card
+#   make bench      run the benchmarks
+#   make install PREFIX=/usr/local DESTDIR=
+#   make CC=clang   build with clang
+CC       ?= gcc
+PREFIX   ?= /usr/local
+DESTDIR  ?=
+BUILD    ?= build
+VERSION  := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
+
+PKGS      := libfabric libdpdk liburcu-memb liburcu-cds inih
+TEST_PKGS := cunit
+
+# DPDK's pkg-config flags pull in -march=corei7 and many warnings-as-errors
+# unfriendly defines; keep our own warning set strict.
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+TEST_CFLAGS := $(shell pkg-config --cflags $(TEST_PKGS) 2>/dev/null)
+TEST_LIBS   := $(shell pkg-config --libs $(TEST_PKGS) 2>/dev/null)
+
+OPT      ?= -O2 -g
+CFLAGS   ?= $(OPT)
+WARN     := -Wall -Wextra -Werror -Wno-missing-field-initializers
+CPPFLAGS += -I. -DRC_VERSION=\"$(VERSION)\" -D_GNU_SOURCE
+ALL_CFLAGS = -std=gnu11 $(WARN) -fPIC $(CPPFLAGS) $(PKG_CFLAGS) $(CFLAGS) $(EXTRA_CFLAGS)
+LDLIBS   += $(PKG_LIBS) -lpthread -lm
+
+LIB_SRC   := $(wildcard config/*.c dma/*.c readout/*.c net/*.c)
+LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+TOOL_MAIN := $(wildcard tools/ringcast-*.c)
+TOOL_AUX  := $(filter-out $(TOOL_MAIN),$(wildcard tools/*.c))
+TOOL_AUX_OBJ := $(TOOL_AUX:%.c=$(BUILD)/obj/%.o)
+TOOLS     := $(TOOL_MAIN:tools/%.c=$(BUILD)/bin/%)
+TEST_SRC  := $(wildcard tests/unit/test_*.c)
+TEST_AUX  := $(filter-out $(TEST_SRC),$(wildcard tests/unit/*.c))
+TEST_AUX_OBJ := $(TEST_AUX:%.c=$(BUILD)/obj/%.o)
+TESTS     := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+STATIC_LIB := $(BUILD)/lib/libringcast.a
+SHARED_LIB := $(BUILD)/lib/libringcast.so
+
+.PHONY: all deps test unit-test integration-test run bench install clean config-example check-example
+all: $(STATIC_LIB) $(SHARED_LIB) $(TOOLS) $(TESTS)
+
+deps:
+	@./deploy/install-deps.sh
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/obj/tests/%.o: tests/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(TEST_CFLAGS) -MMD -MP -c $< -o $@
+
+$(STATIC_LIB): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(SHARED_LIB): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -o $@ $^ $(LDLIBS)
+
+$(BUILD)/bin/%: $(BUILD)/obj/tools/%.o $(TOOL_AUX_OBJ) $(STATIC_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $< $(TOOL_AUX_OBJ) $(STATIC_LIB) $(LDLIBS) $(LDFLAGS)
+
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(TEST_AUX_OBJ) $(STATIC_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $< $(TEST_AUX_OBJ) $(STATIC_LIB) $(TEST_LIBS) $(LDLIBS) $(LDFLAGS)
+
+# The documented example configuration is generated from the schema table.
+config-example: $(BUILD)/bin/ringcast-readout
+	$(BUILD)/bin/ringcast-readout --print-example-config > deploy/ringcast.ini
+
+check-example: $(BUILD)/bin/ringcast-readout
+	@$(BUILD)/bin/ringcast-readout --print-example-config | diff -u deploy/ringcast.ini - \
+	  || { echo "deploy/ringcast.ini is out of date: run 'make config-example'"; exit 1; }
+
+unit-test: all
+	@./tests/run-unit-tests.sh $(BUILD)
+
+integration-test: all
+	@./tests/run-integration-tests.sh $(BUILD)
+
+test: deps
+	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory check-example
+	@./tests/run-all-tests.sh $(BUILD)
+
+run: deps
+	@$(MAKE) --no-print-directory all
+	@./tools/run-demo.sh $(BUILD)
+
+bench: deps
+	@$(MAKE) --no-print-directory all
+	$(BUILD)/bin/ringcast-bench all
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/ringcast \
+	  $(DESTDIR)$(PREFIX)/share/ringcast
+	install -m 755 $(TOOLS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 $(STATIC_LIB) $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(SHARED_LIB) $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 deploy/ringcast.ini $(DESTDIR)$(PREFIX)/share/ringcast/
+	for h in $(wildcard net/ringcast_sub.h); do install -m 644 $$h $(DESTDIR)$(PREFIX)/include/ringcast/; done
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,77 @@
+/* config.h — ringcast configuration: INI files parsed with inih, validated
+ * against one schema table (config/schema_*.c) that is the single source of
+ * truth for parsing, validation, --help-config and deploy/ringcast.ini.
+ *
+ * Callers: tools/ only. Modules get their own *_params structs, filled here.
+ */
+#ifndef RC_CONFIG_H
+#define RC_CONFIG_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "net/fabric_params.h"
+#include "readout/card_params.h"
+#include "readout/sim_params.h"
+
+#define RC_MAX_CARDS 8u
+
+enum rc_log_level { RC_LOG_ERROR = 0, RC_LOG_WARN, RC_LOG_INFO, RC_LOG_DEBUG };
+
+/* [readout] — the daemon as a whole. */
+struct rc_daemon_params {
+    enum rc_log_level log_level;
+    uint64_t stats_interval_ns;   /* statistics to the log every N; 0 = never */
+    uint32_t publisher_threads;
+    uint32_t queue_size;          /* readout -> publisher queue entries (power of 2) */
+};
+
+struct rc_config {
+    struct rc_daemon_params daemon;
+    struct rc_fabric_params fabric;
+    unsigned ncards;                          /* cards are [card.0] .. [card.ncards-1] */
+    struct rc_card_params card[RC_MAX_CARDS];
+    bool has_sim[RC_MAX_CARDS];               /* a [sim.N] section was given */
+    struct rc_sim_params sim[RC_MAX_CARDS];
+    char source[256];                         /* the file it came from */
+};
+
+/* Schema value types. */
+enum rc_cfg_type {
+    RC_CFG_BOOL,      /* true/false, yes/no, on/off, 1/0 */
+    RC_CFG_UINT,      /* decimal or 0x hex */
+    RC_CFG_SIZE,      /* bytes, k/M/G suffix = powers of 1024 */
+    RC_CFG_DURATION,  /* ns stored; units ns, us, ms, s required */
+    RC_CFG_RATE,      /* struct rc_rate: unlimited | 2.5GB/s | 10Mchunks/s (SI) */
+    RC_CFG_PROB,      /* double in [0, 1] */
+    RC_CFG_STRING,    /* char[size] */
+    RC_CFG_ENUM,      /* one of choices "a|b|c"; stored as int index */
+};
+
+/* Error collected while loading. */
+struct rc_config_error {
+    char msg[512];    /* "file:line: [section] key: what is wrong" */
+};
+
+/* Fill cfg with defaults, parse file (may be NULL: defaults only), then apply
+ * overrides "section.key=value" (same validation). On any error returns -1
+ * with the first error in err (all errors are printed to errlog if non-NULL)
+ * and cfg is unusable: a process never starts half-configured. */
+int rc_config_load(struct rc_config *cfg, const char *file, const char *const *overrides,
+                   unsigned noverrides, FILE *errlog, struct rc_config_error *err);
+
+/* Print the effective configuration as an INI file (every key, with values). */
+void rc_config_print(const struct rc_config *cfg, FILE *out);
+/* Print every section and key: type, default, range, help. */
+void rc_config_print_help(FILE *out);
+/* Print the documented example configuration (deploy/ringcast.ini). */
+void rc_config_print_example(FILE *out);
+
+/* Unit parsers, shared with command-line options. Return 0 or -EINVAL/-ERANGE. */
+int rc_parse_size(const char *s, uint64_t *out);
+int rc_parse_duration(const char *s, uint64_t *ns);
+int rc_parse_rate(const char *s, struct rc_rate *out);
+int rc_parse_bool(const char *s, bool *out);
+int rc_parse_uint(const char *s, uint64_t *out);
+
+#endif

@@ -1,0 +1,42 @@
+#!/bin/sh
+# Install the Debian 12 packages ringcast needs to build, test and run.
+# Idempotent: only packages that are missing are installed; when nothing is
+# missing it does not touch apt at all (so it is fast and works offline).
+set -eu
+
+# Build and runtime dependencies (pkg-config names in the Makefile).
+PACKAGES="build-essential pkg-config clang
+libfabric-dev libfabric1 libibverbs-dev rdma-core
+libdpdk-dev liburcu-dev libcunit1-dev libinih-dev
+libclang-rt-14-dev iproute2 procps"
+# Optional tools used by `make bench --plot`; installed only when asked.
+if [ "${RINGCAST_WITH_PLOT:-0}" = 1 ]; then
+    PACKAGES="$PACKAGES gnuplot-nox"
+fi
+
+missing=""
+for pkg in $PACKAGES; do
+    status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
+    case "$status" in
+        "install ok installed") ;;
+        *) missing="$missing $pkg" ;;
+    esac
+done
+
+if [ -z "$missing" ]; then
+    echo "install-deps: all packages present"
+    exit 0
+fi
+
+echo "install-deps: installing:$missing"
+SUDO=""
+if [ "$(id -u)" != 0 ]; then
+    if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else
+        echo "install-deps: not root and no sudo; install as root:$missing" >&2
+        exit 1
+    fi
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -q --no-install-recommends $missing

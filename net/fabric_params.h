@@ -1,0 +1,31 @@
+/* fabric_params.h — settings of the libfabric layer (the [fabric] section).
+ * net/ knows nothing of cards: it gets only these and registered memory. */
+#ifndef RC_FABRIC_PARAMS_H
+#define RC_FABRIC_PARAMS_H
+#include <stdint.h>
+
+enum rc_ep_kind { RC_EP_MSG = 0, RC_EP_RDM };
+
+struct rc_fabric_params {
+    char provider[64];            /* "tcp", "tcp;ofi_rxm", "verbs", "shm", ... */
+    enum rc_ep_kind endpoint;     /* msg (connections) or rdm (reliable datagrams) */
+    char address[128];            /* address to listen on (publisher) */
+    uint16_t port;
+    uint32_t tx_queue;            /* requested tx context size */
+    uint32_t rx_queue;
+    uint32_t cq_size;             /* at least the sum of tx sizes bound to it */
+    uint32_t header_slots;        /* zero-copy header-slot pool */
+    uint32_t header_slot_size;
+    uint32_t buffered_pages;      /* buffered-mode page pool */
+    uint32_t buffered_page_size;
+    uint64_t flush_timeout_ns;    /* buffered page sent at latest after this */
+    uint32_t rx_buffers;          /* subscriber receive buffers */
+    uint32_t rx_buffer_size;
+    uint64_t peer_timeout_ns;     /* a peer silent this long is dead; its keys come back */
+    uint64_t heartbeat_ns;        /* both sides send a heartbeat this often */
+    uint64_t poll_spin_ns;        /* adaptive polling: spin, then wait on the CQ fd */
+    uint32_t max_subscribers;
+    uint32_t max_tags_per_subscriber;
+};
+
+#endif

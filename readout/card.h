@@ -1,0 +1,40 @@
+/* card.h — a card is an ops table plus its BAR. The host side (wupper_dma.h,
+ * readout.h) uses only the BAR accessors, so real and simulated cards run the
+ * same host code. */
+#ifndef RC_CARD_H
+#define RC_CARD_H
+#include <stdbool.h>
+#include <stdint.h>
+#include "readout/card_bar.h"
+
+/* What the card's firmware reports about itself (simulator: everything it produced). */
+struct rc_card_stats {
+    uint64_t chunks_produced;
+    uint64_t bytes_produced;       /* payload bytes */
+    uint64_t blocks_written;
+    uint64_t stall_ns;             /* time stalled by backpressure (ring full) */
+    uint64_t injected_truncated, injected_crc, injected_malformed, injected_seqskip;
+    bool finished;                 /* a fixed run length was reached */
+};
+
+struct rc_card;
+struct rc_card_ops {
+    const char *kind;
+    int  (*start)(struct rc_card *c);      /* begin producing (after the host enabled DMA) */
+    void (*stop)(struct rc_card *c);       /* stop producing; returns when stopped */
+    void (*get_stats)(struct rc_card *c, struct rc_card_stats *s);
+    void (*destroy)(struct rc_card *c);
+};
+
+struct rc_card {
+    const struct rc_card_ops *ops;
+    struct rc_bar bar;
+    void *impl;
+};
+
+static inline int  rc_card_start(struct rc_card *c) { return c->ops->start(c); }
+static inline void rc_card_stop(struct rc_card *c) { c->ops->stop(c); }
+static inline void rc_card_get_stats(struct rc_card *c, struct rc_card_stats *s) { c->ops->get_stats(c, s); }
+static inline void rc_card_destroy(struct rc_card *c) { c->ops->destroy(c); }
+
+#endif

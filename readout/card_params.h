@@ -1,0 +1,34 @@
+/* card_params.h — settings of one card, its DMA ring and its readout thread.
+ * Filled by config/ from the [card.N] section; see `ringcast-readout --help-config`. */
+#ifndef RC_CARD_PARAMS_H
+#define RC_CARD_PARAMS_H
+#include <stdbool.h>
+#include <stdint.h>
+#include "dma/dma_mem.h"
+#include "readout/felix_block.h"
+
+enum rc_card_type {
+    RC_CARD_SIM = 0,        /* simulated card: firmware thread in this process */
+    RC_CARD_SIM_PROCESS     /* simulated card: ringcast-sim process attached via shm */
+};
+
+struct rc_card_params {
+    unsigned index;                /* N of [card.N] */
+    enum rc_card_type type;
+    uint64_t tag_base;             /* default: index * 65536 */
+    unsigned dma_descriptor;       /* Wupper descriptor number 0..7 */
+    uint64_t ring_size;            /* bytes, multiple of block_size */
+    uint32_t block_size;           /* 1 KiB .. 64 KiB, multiple of 1 KiB */
+    enum felix_format block_format;/* abcd / abce need 1 KiB blocks */
+    enum rc_mem_backend memory;
+    char shm_name[64];             /* base name for shm objects (sim-process) */
+    /* readout thread */
+    uint64_t poll_spin_ns;         /* spin this long on an idle ring ... */
+    uint64_t poll_sleep_ns;        /* ... then sleep this long between polls */
+    uint64_t rd_update_bytes;      /* batch RD_POINTER writes: at most every N bytes released */
+    uint32_t max_chunk_size;       /* larger chunks are dropped and counted (oversize) */
+    uint32_t max_chunk_pieces;     /* more pieces: dropped and counted (oversize) */
+    uint32_t max_chunks_in_flight; /* descriptor pool; when empty the reader waits */
+};
+
+#endif

@@ -1,0 +1,29 @@
+/* sim_params.h — settings of the simulated card's firmware (the [sim.N] section). */
+#ifndef RC_SIM_PARAMS_H
+#define RC_SIM_PARAMS_H
+#include <stdbool.h>
+#include <stdint.h>
+#include "readout/pattern.h"
+
+enum rc_sim_fill { RC_FILL_PATTERN = 0, RC_FILL_NONE };
+enum rc_rate_unit { RC_RATE_UNLIMITED = 0, RC_RATE_BYTES, RC_RATE_CHUNKS };
+struct rc_rate { enum rc_rate_unit unit; double per_second; };
+
+struct rc_sim_params {
+    uint32_t elinks;               /* e-links 0..elinks-1, round-robin */
+    uint32_t chunk_size_min;       /* equal min/max: fixed size */
+    uint32_t chunk_size_max;
+    struct rc_rate rate;           /* unlimited, bytes/s or chunks/s */
+    enum rc_sim_fill fill;
+    double err_truncated;          /* probability per chunk, 0..1 */
+    double err_crc;
+    double err_malformed;          /* per block: a trailer whose length does not fit */
+    double err_seqskip;            /* per block: skip a sequence number */
+    char replay_file[256];         /* raw blocks to replay instead of generating */
+    bool replay_loop;
+    uint64_t run_chunks;           /* 0 = unlimited */
+    uint64_t run_ns;               /* 0 = unlimited */
+    uint64_t seed;
+};
+
+#endif

@@ -1,0 +1,17 @@
+#!/bin/sh
+# Run every integration test script tests/integration/*.sh with the build dir.
+BUILD=${1:-build}
+pass=0; fail=0
+for t in tests/integration/*.sh; do
+    [ -f "$t" ] || continue
+    name=$(basename "$t" .sh)
+    log="$BUILD/tests/$name.log"
+    mkdir -p "$BUILD/tests"
+    if sh "$t" "$BUILD" >"$log" 2>&1; then
+        pass=$((pass + 1)); echo "PASS $name"
+    else
+        fail=$((fail + 1)); echo "FAIL $name (log: $log)"; tail -n 40 "$log"
+    fi
+done
+echo "integration: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
