@@ -4,6 +4,10 @@
  *   RC_MEM_HUGETLB  MAP_HUGETLB (2 MiB pages); fails clearly if none are free;
  *   RC_MEM_SHM      a POSIX shared-memory object /dev/shm/<name>, so that a
  *                   simulator in another process can write into it.
+ *
+ * All mappings are populated at map time (MAP_POPULATE), so the hot path never
+ * takes a first-touch page fault. Not thread-safe per region: map and unmap a
+ * region from one thread.
  */
 #ifndef RC_DMA_MEM_H
 #define RC_DMA_MEM_H
@@ -13,13 +17,18 @@
 
 enum rc_mem_backend { RC_MEM_ANON = 0, RC_MEM_HUGETLB, RC_MEM_SHM };
 
+#define RC_MEM_HUGE_PAGE   ((size_t)2 << 20)   /* RC_MEM_HUGETLB sizes are multiples of this */
+#define RC_MEM_NAME_MAX    63                  /* longest shm name (without the '/') */
+
 struct rc_mem_region {
-    uint8_t *addr;
+    uint8_t *addr;        /* NULL when not mapped */
     size_t size;
     enum rc_mem_backend backend;
     bool locked;          /* mlock succeeded */
+    int lock_errno;       /* why mlock failed (0: it did not, or was not asked for) */
     bool owner;           /* created (and will unlink) the shm object */
-    char name[64];        /* shm object name without the leading '/' */
+    int fd;               /* owner's shm descriptor, holds the liveness lock; else -1 */
+    char name[RC_MEM_NAME_MAX + 1];   /* shm object name without the leading '/' */
 };
 
 const char *rc_mem_backend_name(enum rc_mem_backend b);
@@ -27,9 +36,26 @@ const char *rc_mem_backend_name(enum rc_mem_backend b);
 int rc_mem_backend_parse(const char *s, enum rc_mem_backend *out);
 
 /* Allocate (create = true) or attach to (create = false, SHM only) a region.
- * Returns 0 or -errno with a message naming the backend and size in err. */
+ * Returns 0 or -errno with a message naming the backend and size in err.
+ * On success err is "" or holds a warning the caller should log:
+ *  - lock requested but mlock failed (region usable, not pinned: locked=false,
+ *    lock_errno set; the caller decides whether that is acceptable);
+ *  - SHM create replaced a stale object left by a killed process.
+ *
+ * SHM names: 1..RC_MEM_NAME_MAX characters of [A-Za-z0-9._-], not starting
+ * with '.'. Create uses O_EXCL. If /dev/shm/<name> already exists, the creator
+ * checks whether its owner is alive: a live owner holds an exclusive flock()
+ * on the object for as long as it is mapped, so
+ *  - lock held   -> -EEXIST (another running instance uses this name);
+ *  - lock free   -> the object is stale (its owner died): it is unlinked and
+ *                   recreated, and err says so.
+ * Attach (create = false) maps an existing object whose size must equal size.
+ * The owner unlinks the object in rc_mem_unmap(); attached mappings stay valid
+ * until they are unmapped too. */
 int  rc_mem_map(enum rc_mem_backend b, size_t size, const char *shm_name, bool create,
                 bool lock, struct rc_mem_region *out, char *err, size_t errlen);
+/* Unmap (and, for the shm owner, unlink). Safe on a zeroed or already
+ * unmapped region. */
 void rc_mem_unmap(struct rc_mem_region *r);
 
 #endif

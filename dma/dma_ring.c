@@ -1,0 +1,351 @@
+/* dma_ring.c — the DMA ring and its lock-free out-of-order release tracker.
+ *
+ * Bookkeeping is per unit (unit_size bytes). take() writes, into the slot of
+ * the take's first unit, the value key << 1 ("taken, not released"); every
+ * other slot is 0. release(key) flips that slot to (key << 1) | 1 with one
+ * compare-and-swap; advance() walks from read while the slot under read is
+ * released, clears it and jumps over the take.
+ *
+ * Key = (T mod 2^tag_bits) << count_bits | count, where T is the monotonic
+ * unit index of the take's first unit, count its length in units, count_bits
+ * the bits needed for `units` and tag_bits = 63 - count_bits (bit 63 is 0, so
+ * key << 1 fits). Because the slot holds the whole key, the CAS itself checks
+ * lap, start and length: a stale key (its slot cleared or retaken by a later
+ * take with another T) or a duplicate (slot already released) cannot match.
+ *
+ * Positions are kept in units (read, taken are unit aligned); written is in
+ * bytes because the card may stop mid-unit.
+ */
+#include "dma/dma_ring.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define CACHE_LINE 64
+#define SLOT_RELEASED 1ull
+
+struct rc_dma_ring {
+    /* Immutable after create. */
+    struct rc_mem_region mem;
+    uint64_t size, unit, units;
+    unsigned count_bits;
+    uint64_t count_mask, tag_mask;
+    _Atomic uint64_t *slots;            /* one per unit */
+
+    /* Written by the owner, read by releasers on every release: kept apart
+     * from the owner's other fields so that those writes do not invalidate
+     * this line under the releasing threads. */
+    _Alignas(CACHE_LINE) _Atomic uint64_t read_units;
+    _Atomic uint64_t taken_units;
+
+    /* Written by the owner only; atomics so that getters on other threads
+     * read whole values (relaxed: each is a statistic or a single position). */
+    _Alignas(CACHE_LINE) _Atomic uint64_t written;
+    _Atomic uint64_t high_water, takes, releases, bad_written;
+    _Atomic uint64_t full_ns;
+    _Atomic uint64_t full_since_ns;      /* 0: not full */
+
+    /* Written by any thread, rarely (bad keys only). */
+    _Alignas(CACHE_LINE) _Atomic uint64_t bad_releases;
+};
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || errlen == 0) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The owner is the only writer of these fields: a load and a store are
+ * enough (no read-modify-write needed, and none paid for). */
+static inline uint64_t owner_get(const _Atomic uint64_t *a)
+{
+    return atomic_load_explicit(a, memory_order_relaxed);
+}
+
+static inline void owner_set(_Atomic uint64_t *a, uint64_t v)
+{
+    atomic_store_explicit(a, v, memory_order_relaxed);
+}
+
+static inline void owner_add(_Atomic uint64_t *a, uint64_t d)
+{
+    owner_set(a, owner_get(a) + d);
+}
+
+static unsigned bits_for(uint64_t v)
+{
+    return v ? 64u - (unsigned)__builtin_clzll(v) : 0u;
+}
+
+static int check_params(const struct rc_dma_ring_params *p, char *err, size_t errlen)
+{
+    if (!p) {
+        set_err(err, errlen, "dma ring: no parameters");
+        return -EINVAL;
+    }
+    if (p->unit_size == 0 || p->size == 0 || p->size % p->unit_size != 0) {
+        set_err(err, errlen, "dma ring: size %zu must be a non-zero multiple of unit size %zu",
+                p->size, p->unit_size);
+        return -EINVAL;
+    }
+    if (p->size / p->unit_size > RC_DMA_RING_MAX_UNITS) {
+        set_err(err, errlen, "dma ring: %zu units of %zu bytes, at most %llu allowed",
+                p->size / p->unit_size, p->unit_size, RC_DMA_RING_MAX_UNITS);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static int alloc_ring(uint64_t units, struct rc_dma_ring **out)
+{
+    struct rc_dma_ring *r = NULL;
+    void *slots = NULL;
+    if (posix_memalign((void **)&r, CACHE_LINE, sizeof *r) != 0) return -ENOMEM;
+    if (posix_memalign(&slots, CACHE_LINE, units * sizeof(_Atomic uint64_t)) != 0) {
+        free(r);
+        return -ENOMEM;
+    }
+    memset(r, 0, sizeof *r);
+    r->slots = slots;
+    for (uint64_t i = 0; i < units; i++) atomic_init(&r->slots[i], 0);
+    *out = r;
+    return 0;
+}
+
+int rc_dma_ring_create(const struct rc_dma_ring_params *p, struct rc_dma_ring **out,
+                       char *err, size_t errlen)
+{
+    set_err(err, errlen, "%s", "");
+    int rc = check_params(p, err, errlen);
+    if (rc < 0) return rc;
+    struct rc_dma_ring *r;
+    uint64_t units = p->size / p->unit_size;
+    if (alloc_ring(units, &r) < 0) {
+        set_err(err, errlen, "dma ring: no memory for %llu unit slots",
+                (unsigned long long)units);
+        return -ENOMEM;
+    }
+    rc = rc_mem_map(p->backend, p->size, p->shm_name, true, p->lock_memory, &r->mem, err,
+                    errlen);
+    if (rc < 0) {
+        free(r->slots);
+        free(r);
+        return rc;
+    }
+    r->size = p->size;
+    r->unit = p->unit_size;
+    r->units = units;
+    r->count_bits = bits_for(units);
+    r->count_mask = (1ull << r->count_bits) - 1;
+    r->tag_mask = (1ull << (63 - r->count_bits)) - 1;
+    *out = r;
+    return 0;
+}
+
+void rc_dma_ring_destroy(struct rc_dma_ring *r)
+{
+    if (!r) return;
+    rc_mem_unmap(&r->mem);
+    free(r->slots);
+    free(r);
+}
+
+uint8_t *rc_dma_ring_addr(const struct rc_dma_ring *r) { return r->mem.addr; }
+size_t rc_dma_ring_size(const struct rc_dma_ring *r) { return r->size; }
+size_t rc_dma_ring_unit(const struct rc_dma_ring *r) { return r->unit; }
+const struct rc_mem_region *rc_dma_ring_region(const struct rc_dma_ring *r) { return &r->mem; }
+
+/* Acquire pairs with the release store in advance(): a reader that sees a
+ * read position also sees the written position that allowed it, so
+ * written - read computed afterwards never underflows. */
+uint64_t rc_dma_ring_read_pos(const struct rc_dma_ring *r)
+{
+    return atomic_load_explicit(&r->read_units, memory_order_acquire) * r->unit;
+}
+
+uint64_t rc_dma_ring_written_pos(const struct rc_dma_ring *r) { return owner_get(&r->written); }
+
+uint64_t rc_dma_ring_taken_pos(const struct rc_dma_ring *r)
+{
+    return atomic_load_explicit(&r->taken_units, memory_order_relaxed) * r->unit;
+}
+
+/* Owner thread. A full ring is the only state that stalls the card; time it
+ * on transitions only (here and in advance), never per release. */
+static void note_full_start(struct rc_dma_ring *r, uint64_t in_use)
+{
+    if (in_use == r->size && owner_get(&r->full_since_ns) == 0) {
+        uint64_t t = now_ns();
+        owner_set(&r->full_since_ns, t ? t : 1);
+    }
+}
+
+static void note_full_end(struct rc_dma_ring *r)
+{
+    uint64_t since = owner_get(&r->full_since_ns);
+    if (since == 0) return;
+    uint64_t stalled = now_ns() - since;
+    /* Clear `since` before publishing the new total (release): a stats
+     * reader that sees the new total then also sees since == 0, so an ending
+     * stall is never counted twice (it may be briefly under-counted). */
+    owner_set(&r->full_since_ns, 0);
+    atomic_store_explicit(&r->full_ns, owner_get(&r->full_ns) + stalled, memory_order_release);
+}
+
+int rc_dma_ring_note_written(struct rc_dma_ring *r, uint64_t written)
+{
+    uint64_t old = owner_get(&r->written);
+    uint64_t read = owner_get(&r->read_units) * r->unit;
+    uint64_t limit = read + r->size;
+    int rc = 0;
+    if (written < old) {               /* card went backwards: keep what we had */
+        written = old;
+        rc = -EINVAL;
+    } else if (written > limit) {      /* card overtook read: data below is lost */
+        written = limit;
+        rc = -EINVAL;
+    }
+    if (rc < 0) owner_add(&r->bad_written, 1);
+    owner_set(&r->written, written);
+    uint64_t in_use = written - read;
+    if (in_use > owner_get(&r->high_water)) owner_set(&r->high_water, in_use);
+    note_full_start(r, in_use);
+    return rc;
+}
+
+static void fill_span(const struct rc_dma_ring *r, uint64_t start, uint64_t len,
+                      struct rc_dma_span *span)
+{
+    uint64_t off = start % r->size;
+    uint64_t first = r->size - off < len ? r->size - off : len;
+    span->count = first == len ? 1 : 2;
+    span->piece[0].offset = off;
+    span->piece[0].len = first;
+    span->piece[1].offset = 0;
+    span->piece[1].len = len - first;
+}
+
+int rc_dma_ring_take(struct rc_dma_ring *r, size_t len, struct rc_dma_span *span,
+                     uint64_t *key)
+{
+    if (len == 0 || len > r->size || len % r->unit != 0) return -EINVAL;
+    uint64_t taken = owner_get(&r->taken_units);
+    uint64_t count = len / r->unit;
+    if ((taken + count) * r->unit > owner_get(&r->written)) return -EAGAIN;
+
+    uint64_t k = ((taken & r->tag_mask) << r->count_bits) | count;
+    /* Relaxed: the key travels to the releaser through a channel that orders
+     * memory (see header), which carries this store with it. The slot is 0
+     * here: its previous take was advanced past before written could reach
+     * this far. */
+    atomic_store_explicit(&r->slots[taken % r->units], k << 1, memory_order_relaxed);
+    /* Relaxed for the same reason: releasers only bound-check against it. */
+    atomic_store_explicit(&r->taken_units, taken + count, memory_order_relaxed);
+    owner_add(&r->takes, 1);
+    fill_span(r, taken * r->unit, len, span);
+    *key = k;
+    return 0;
+}
+
+static int reject(struct rc_dma_ring *r)
+{
+    /* Relaxed: a counter; bad keys are rare, so the shared RMW is too. */
+    atomic_fetch_add_explicit(&r->bad_releases, 1, memory_order_relaxed);
+    return -EINVAL;
+}
+
+int rc_dma_ring_release(struct rc_dma_ring *r, uint64_t key)
+{
+    uint64_t count = key & r->count_mask;
+    if ((key >> 63) != 0 || count == 0 || count > r->units) return reject(r);
+
+    /* Rebuild the full start unit T from its truncated tag. For a live key
+     * read <= T < read + units, where `read` may be any value loaded after the
+     * take (read only grows, and never past an unreleased take). Relaxed is
+     * enough: the key's channel orders the take before this load, so we see
+     * at least the read and taken of take time. A stale or corrupt key gives
+     * T outside that window or a slot that does not match. */
+    uint64_t read = atomic_load_explicit(&r->read_units, memory_order_relaxed);
+    uint64_t delta = ((key >> r->count_bits) - read) & r->tag_mask;
+    if (delta >= r->units) return reject(r);
+    uint64_t start = read + delta;
+    if (start + count > atomic_load_explicit(&r->taken_units, memory_order_relaxed))
+        return reject(r);
+
+    /* The slot must still hold exactly this take, not released. Release on
+     * success: the caller's reads of the range happen before advance()
+     * (acquire) lets the card overwrite it. Relaxed on failure: nothing was
+     * published and nothing is read afterwards. Of two racing duplicates the
+     * CAS lets exactly one through. */
+    uint64_t expected = key << 1;
+    if (!atomic_compare_exchange_strong_explicit(&r->slots[start % r->units], &expected,
+                                                 (key << 1) | SLOT_RELEASED,
+                                                 memory_order_release, memory_order_relaxed))
+        return reject(r);
+    return 0;
+}
+
+uint64_t rc_dma_ring_advance(struct rc_dma_ring *r)
+{
+    uint64_t read = owner_get(&r->read_units);
+    uint64_t taken = owner_get(&r->taken_units);
+    uint64_t retired = 0;
+    while (read < taken) {
+        _Atomic uint64_t *slot = &r->slots[read % r->units];
+        /* Acquire pairs with the releasing CAS: the releaser's use of the
+         * range is complete before we hand it back to the card. */
+        uint64_t v = atomic_load_explicit(slot, memory_order_acquire);
+        if (!(v & SLOT_RELEASED)) break;
+        /* Relaxed: only this thread writes a released slot; late duplicate
+         * releases compare against "taken" and fail either way. */
+        atomic_store_explicit(slot, 0, memory_order_relaxed);
+        read += (v >> 1) & r->count_mask;
+        retired++;
+    }
+    if (retired == 0) return read * r->unit;
+    owner_add(&r->releases, retired);
+    /* Release: readers of read (getters, stats) also see the written
+     * position and counters that preceded it. */
+    atomic_store_explicit(&r->read_units, read, memory_order_release);
+    note_full_end(r);
+    return read * r->unit;
+}
+
+void rc_dma_ring_get_stats(const struct rc_dma_ring *r, struct rc_dma_ring_stats *s)
+{
+    memset(s, 0, sizeof *s);
+    s->size = r->size;
+    /* read before written: see rc_dma_ring_read_pos */
+    s->read = rc_dma_ring_read_pos(r);
+    s->taken = rc_dma_ring_taken_pos(r);
+    s->written = owner_get(&r->written);
+    s->in_use = s->written - s->read;
+    s->high_water = owner_get(&r->high_water);
+    /* full_ns first (acquire, see note_full_end), then any stall in progress */
+    s->full_ns = atomic_load_explicit(&r->full_ns, memory_order_acquire);
+    uint64_t since = owner_get(&r->full_since_ns);
+    uint64_t now = since ? now_ns() : 0;
+    if (since && now > since) s->full_ns += now - since;
+    s->takes = owner_get(&r->takes);
+    s->releases = owner_get(&r->releases);
+    s->bad_releases = atomic_load_explicit(&r->bad_releases, memory_order_relaxed);
+    s->bad_written = owner_get(&r->bad_written);
+}

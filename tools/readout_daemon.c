@@ -1,0 +1,394 @@
+/* readout_daemon.c — cards -> DMA rings -> readout threads, as run by
+ * ringcast-readout. Chunks are handed to a sink; with no publisher wired in,
+ * every chunk has no subscriber and its key goes back to the ring at once,
+ * which is exactly what the publisher does for unsubscribed tags. */
+#include "tools/readout_daemon.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "dma/dma_ring.h"
+#include "readout/readout.h"
+#include "readout/sim_card.h"
+#include "tools/log.h"
+
+#define DAEMON_TICK_NS      (100ull * 1000 * 1000)
+#define DRAIN_TIMEOUT_NS    (2ull * 1000 * 1000 * 1000)
+
+struct daemon_card {
+    const struct rc_card_params *params;
+    struct rc_dma_ring *ring;
+    struct rc_card *card;
+    struct rc_readout *readout;
+    bool started;
+    /* Written by the readout thread, read by the stats printer. */
+    _Atomic uint64_t sink_chunks, sink_bytes;
+    /* Previous sample for rates. */
+    uint64_t last_chunks, last_bytes;
+};
+
+struct daemon {
+    const struct rc_config *cfg;
+    unsigned ncards;
+    struct daemon_card cards[RC_MAX_CARDS];
+    uint64_t start_ns, last_stats_ns;
+};
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop_signal(int sig)
+{
+    (void)sig;
+    stop_requested = 1;
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_ns(uint64_t ns)
+{
+    struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000ull), .tv_nsec = (long)(ns % 1000000000ull)};
+    nanosleep(&ts, NULL);
+}
+
+static int install_signal_handlers(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGINT, &sa, NULL) || sigaction(SIGTERM, &sa, NULL))
+        return -errno;
+    signal(SIGPIPE, SIG_IGN);
+    return 0;
+}
+
+/* No subscriber: the chunk's key goes straight back to the ring. */
+static int release_at_once(void *ctx, const struct rc_chunk *chunk)
+{
+    struct daemon_card *dc = ctx;
+    atomic_fetch_add_explicit(&dc->sink_chunks, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&dc->sink_bytes, chunk->length, memory_order_relaxed);
+    rc_readout_release(dc->readout, chunk->key);
+    return 0;
+}
+
+static int create_ring(struct daemon_card *dc, char *err, size_t errlen)
+{
+    const struct rc_card_params *p = dc->params;
+    char shm_name[96];
+    snprintf(shm_name, sizeof shm_name, "%s-ring", p->shm_name);
+    struct rc_dma_ring_params rp = {
+        .size = p->ring_size,
+        .unit_size = p->block_size,
+        .backend = p->memory,
+        .shm_name = shm_name,
+        .lock_memory = true,
+    };
+    return rc_dma_ring_create(&rp, &dc->ring, err, errlen);
+}
+
+static int create_card(struct daemon *d, struct daemon_card *dc, char *err, size_t errlen)
+{
+    const struct rc_card_params *p = dc->params;
+    unsigned n = p->index;
+    switch (p->type) {
+    case RC_CARD_SIM:
+        if (!d->cfg->has_sim[n]) {
+            snprintf(err, errlen, "card.%u is a simulated card but there is no [sim.%u] section", n, n);
+            return -EINVAL;
+        }
+        return rc_sim_card_create(p, &d->cfg->sim[n], rc_dma_ring_addr(dc->ring),
+                                  rc_dma_ring_size(dc->ring), &dc->card, err, errlen);
+    case RC_CARD_SIM_PROCESS:
+        snprintf(err, errlen, "card.%u: type sim-process is not supported by this daemon yet", n);
+        return -ENOTSUP;
+    }
+    snprintf(err, errlen, "card.%u: unknown card type %d", n, (int)p->type);
+    return -EINVAL;
+}
+
+static int setup_card(struct daemon *d, struct daemon_card *dc)
+{
+    char err[512] = "";
+    unsigned n = dc->params->index;
+    int rc = create_ring(dc, err, sizeof err);
+    if (rc == 0)
+        rc = create_card(d, dc, err, sizeof err);
+    if (rc == 0)
+        rc = rc_readout_create(dc->params, dc->ring, dc->card, release_at_once, dc, &dc->readout,
+                               err, sizeof err);
+    if (rc != 0) {
+        rc_error("card.%u: %s", n, err);
+        return rc;
+    }
+    if (!rc_dma_ring_region(dc->ring)->locked)
+        rc_warn("card.%u: the %" PRIu64 " MiB ring is not locked in memory (mlock failed): it may be"
+                " paged out; give the service CAP_IPC_LOCK or a larger memlock limit",
+                n, dc->params->ring_size >> 20);
+    rc_info("card.%u: %s card, ring %" PRIu64 " MiB (%s memory), %u B blocks, tag base 0x%" PRIx64, n,
+            dc->card->ops->kind, dc->params->ring_size >> 20, rc_mem_backend_name(dc->params->memory),
+            dc->params->block_size, dc->params->tag_base);
+    return 0;
+}
+
+static void teardown_card(struct daemon_card *dc)
+{
+    if (dc->readout)
+        rc_readout_destroy(dc->readout);
+    if (dc->card)
+        rc_card_destroy(dc->card);
+    if (dc->ring)
+        rc_dma_ring_destroy(dc->ring);
+    dc->readout = NULL;
+    dc->card = NULL;
+    dc->ring = NULL;
+}
+
+static uint64_t decode_errors(const struct rc_readout_stats *s)
+{
+    return s->bad_header + s->err_malformed + s->err_seq_gap + s->err_oversize + s->err_orphan;
+}
+
+static void log_card_stats(struct daemon *d, struct daemon_card *dc, double interval_s)
+{
+    struct rc_readout_stats rs;
+    struct rc_dma_ring_stats ring;
+    struct rc_card_stats cs;
+    rc_readout_get_stats(dc->readout, &rs);
+    rc_dma_ring_get_stats(dc->ring, &ring);
+    rc_card_get_stats(dc->card, &cs);
+    uint64_t chunks = atomic_load_explicit(&dc->sink_chunks, memory_order_relaxed);
+    uint64_t bytes = atomic_load_explicit(&dc->sink_bytes, memory_order_relaxed);
+    double chunk_rate = interval_s > 0 ? (double)(chunks - dc->last_chunks) / interval_s : 0;
+    double byte_rate = interval_s > 0 ? (double)(bytes - dc->last_bytes) / interval_s : 0;
+    dc->last_chunks = chunks;
+    dc->last_bytes = bytes;
+    (void)d;
+    rc_info("card.%u: %.3f Mchunk/s %.3f GB/s | produced %" PRIu64 " decoded %" PRIu64
+            " in flight %" PRIu64 " | ring %.1f%% (hwm %.1f%%) full %.3f s | card stalled %.3f s"
+            " | errors %" PRIu64,
+            dc->params->index, chunk_rate / 1e6, byte_rate / 1e9, cs.chunks_produced, rs.chunks,
+            rs.chunks_in_flight, 100.0 * (double)ring.in_use / (double)ring.size,
+            100.0 * (double)ring.high_water / (double)ring.size, (double)ring.full_ns / 1e9,
+            (double)cs.stall_ns / 1e9, decode_errors(&rs));
+}
+
+static void log_stats(struct daemon *d, uint64_t now)
+{
+    double interval_s = (double)(now - d->last_stats_ns) / 1e9;
+    d->last_stats_ns = now;
+    for (unsigned i = 0; i < d->ncards; i++)
+        log_card_stats(d, &d->cards[i], interval_s);
+}
+
+static bool card_finished(struct daemon_card *dc)
+{
+    struct rc_card_stats cs;
+    rc_card_get_stats(dc->card, &cs);
+    return cs.finished;
+}
+
+/* Decoded everything the card wrote, and every key came back. */
+static bool card_drained(struct daemon_card *dc)
+{
+    struct rc_readout_stats rs;
+    rc_readout_get_stats(dc->readout, &rs);
+    return rc_dma_ring_taken_pos(dc->ring) == rc_dma_ring_written_pos(dc->ring) &&
+           rs.chunks_in_flight == 0;
+}
+
+static bool all_cards(struct daemon *d, bool (*pred)(struct daemon_card *))
+{
+    for (unsigned i = 0; i < d->ncards; i++)
+        if (!pred(&d->cards[i]))
+            return false;
+    return true;
+}
+
+static int start_cards(struct daemon *d)
+{
+    for (unsigned i = 0; i < d->ncards; i++) {
+        struct daemon_card *dc = &d->cards[i];
+        int rc = rc_readout_start(dc->readout);
+        if (rc != 0) {
+            rc_error("card.%u: cannot start the readout: %s", dc->params->index, strerror(-rc));
+            return rc;
+        }
+        dc->started = true;
+    }
+    return 0;
+}
+
+static void run_until_done(struct daemon *d)
+{
+    uint64_t interval = d->cfg->daemon.stats_interval_ns;
+    while (!stop_requested) {
+        sleep_ns(DAEMON_TICK_NS);
+        uint64_t now = now_ns();
+        if (interval && now - d->last_stats_ns >= interval)
+            log_stats(d, now);
+        if (all_cards(d, card_finished) && all_cards(d, card_drained)) {
+            rc_info("every card finished its run and everything was drained");
+            return;
+        }
+    }
+    rc_info("stop requested");
+}
+
+/* Stop order: cards stop writing, the readouts decode what was written and
+ * wait for every key, then the readout threads stop. */
+static void stop_cards(struct daemon *d)
+{
+    for (unsigned i = 0; i < d->ncards; i++)
+        if (d->cards[i].started)
+            rc_card_stop(d->cards[i].card);
+    uint64_t deadline = now_ns() + DRAIN_TIMEOUT_NS;
+    while (!all_cards(d, card_drained) && now_ns() < deadline)
+        sleep_ns(1000000);
+    for (unsigned i = 0; i < d->ncards; i++)
+        if (d->cards[i].started)
+            rc_readout_stop(d->cards[i].readout);
+}
+
+struct totals {
+    uint64_t produced, decoded, bytes, in_flight, ring_in_use, errors, stall_ns, full_ns;
+};
+
+static void sum_totals(struct daemon *d, struct totals *t)
+{
+    memset(t, 0, sizeof *t);
+    for (unsigned i = 0; i < d->ncards; i++) {
+        struct rc_readout_stats rs;
+        struct rc_dma_ring_stats ring;
+        struct rc_card_stats cs;
+        rc_readout_get_stats(d->cards[i].readout, &rs);
+        rc_dma_ring_get_stats(d->cards[i].ring, &ring);
+        rc_card_get_stats(d->cards[i].card, &cs);
+        t->produced += cs.chunks_produced;
+        t->decoded += rs.chunks;
+        t->bytes += rs.bytes;
+        t->in_flight += rs.chunks_in_flight;
+        t->ring_in_use += ring.in_use;
+        t->errors += decode_errors(&rs);
+        t->stall_ns += cs.stall_ns;
+        t->full_ns += ring.full_ns;
+    }
+}
+
+static void log_summary(struct daemon *d, const struct totals *t)
+{
+    double secs = (double)(now_ns() - d->start_ns) / 1e9;
+    rc_info("summary: %.2f s, %" PRIu64 " chunks produced, %" PRIu64 " decoded (%.3f GB, %.3f GB/s),"
+            " %" PRIu64 " decode errors, %" PRIu64 " keys outstanding, card stalled %.3f s",
+            secs, t->produced, t->decoded, (double)t->bytes / 1e9,
+            secs > 0 ? (double)t->bytes / 1e9 / secs : 0.0, t->errors, t->in_flight,
+            (double)t->stall_ns / 1e9);
+}
+
+static void write_card_json(FILE *f, struct daemon_card *dc)
+{
+    struct rc_readout_stats rs;
+    struct rc_dma_ring_stats ring;
+    struct rc_card_stats cs;
+    rc_readout_get_stats(dc->readout, &rs);
+    rc_dma_ring_get_stats(dc->ring, &ring);
+    rc_card_get_stats(dc->card, &cs);
+    fprintf(f,
+            "{\"card\":%u,\"chunks_produced\":%" PRIu64 ",\"bytes_produced\":%" PRIu64
+            ",\"card_stall_ns\":%" PRIu64 ",\"chunks_decoded\":%" PRIu64 ",\"bytes_decoded\":%" PRIu64
+            ",\"blocks\":%" PRIu64 ",\"bad_header\":%" PRIu64 ",\"err_malformed\":%" PRIu64
+            ",\"err_seq_gap\":%" PRIu64 ",\"err_oversize\":%" PRIu64 ",\"err_orphan\":%" PRIu64
+            ",\"chunks_truncated\":%" PRIu64 ",\"chunks_error\":%" PRIu64 ",\"chunks_crc\":%" PRIu64
+            ",\"chunks_busy\":%" PRIu64 ",\"keys_outstanding\":%" PRIu64 ",\"bad_releases\":%" PRIu64
+            ",\"ring_size\":%" PRIu64 ",\"ring_bytes_in_use\":%" PRIu64 ",\"ring_high_water\":%" PRIu64
+            ",\"ring_full_ns\":%" PRIu64 "}",
+            dc->params->index, cs.chunks_produced, cs.bytes_produced, cs.stall_ns, rs.chunks, rs.bytes,
+            rs.blocks, rs.bad_header, rs.err_malformed, rs.err_seq_gap, rs.err_oversize, rs.err_orphan,
+            rs.chunks_truncated, rs.chunks_error, rs.chunks_crc, rs.chunks_busy, rs.chunks_in_flight,
+            rs.bad_releases, ring.size, ring.in_use, ring.high_water, ring.full_ns);
+}
+
+static int write_stats_json(struct daemon *d, const struct totals *t, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        rc_error("--stats-json %s: %s", path, strerror(errno));
+        return -errno;
+    }
+    fprintf(f,
+            "{\"seconds\":%.3f,\"chunks_produced\":%" PRIu64 ",\"chunks_decoded\":%" PRIu64
+            ",\"bytes_decoded\":%" PRIu64 ",\"keys_outstanding\":%" PRIu64
+            ",\"ring_bytes_in_use\":%" PRIu64 ",\"decode_errors\":%" PRIu64 ",\"cards\":[",
+            (double)(now_ns() - d->start_ns) / 1e9, t->produced, t->decoded, t->bytes, t->in_flight,
+            t->ring_in_use, t->errors);
+    for (unsigned i = 0; i < d->ncards; i++) {
+        if (i)
+            fputc(',', f);
+        write_card_json(f, &d->cards[i]);
+    }
+    fputs("]}\n", f);
+    if (fclose(f) != 0) {
+        rc_error("--stats-json %s: %s", path, strerror(errno));
+        return -EIO;
+    }
+    return 0;
+}
+
+static int setup_all(struct daemon *d)
+{
+    for (unsigned i = 0; i < d->ncards; i++) {
+        d->cards[i].params = &d->cfg->card[i];
+        int rc = setup_card(d, &d->cards[i]);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+int rc_daemon_run(const struct rc_config *cfg, const char *stats_json)
+{
+    static struct daemon d;
+    memset(&d, 0, sizeof d);
+    d.cfg = cfg;
+    d.ncards = cfg->ncards;
+    if (d.ncards == 0) {
+        rc_error("%s: no [card.N] section: nothing to read out", cfg->source[0] ? cfg->source : "configuration");
+        return 2;
+    }
+    if (install_signal_handlers() != 0) {
+        rc_error("cannot install signal handlers: %s", strerror(errno));
+        return 1;
+    }
+    int status = 1;
+    if (setup_all(&d) == 0) {
+        d.start_ns = d.last_stats_ns = now_ns();
+        if (start_cards(&d) == 0) {
+            run_until_done(&d);
+            status = 0;
+        }
+        stop_cards(&d);
+        struct totals t;
+        sum_totals(&d, &t);
+        log_summary(&d, &t);
+        if (t.in_flight != 0) {
+            rc_error("%" PRIu64 " keys still outstanding after the drain", t.in_flight);
+            status = 1;
+        }
+        if (stats_json && write_stats_json(&d, &t, stats_json) != 0)
+            status = 1;
+    }
+    for (unsigned i = 0; i < d.ncards; i++)
+        teardown_card(&d.cards[i]);
+    return status;
+}
