@@ -9,6 +9,7 @@ CC       ?= gcc
 PREFIX   ?= /usr/local
 DESTDIR  ?=
 BUILD    ?= build
+NPROC    := $(shell nproc 2>/dev/null || echo 2)
 VERSION  := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 
 PKGS      := libfabric libdpdk liburcu-memb liburcu-cds inih
@@ -41,7 +42,7 @@ TESTS     := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 STATIC_LIB := $(BUILD)/lib/libringcast.a
 SHARED_LIB := $(BUILD)/lib/libringcast.so
 
-.PHONY: all deps test unit-test integration-test run bench install clean config-example check-example
+.PHONY: all deps test unit-test integration-test run bench install clean config-example check-example check-clang
 all: $(STATIC_LIB) $(SHARED_LIB) $(TOOLS) $(TESTS)
 
 deps:
@@ -85,17 +86,22 @@ unit-test: all
 integration-test: all
 	@./tests/run-integration-tests.sh $(BUILD)
 
+# The standards say gcc and clang: make test compiles everything with clang too.
+check-clang:
+	@$(MAKE) --no-print-directory -j$(NPROC) CC=clang BUILD=$(BUILD)-clang all
+
 test: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$(NPROC) all
 	@$(MAKE) --no-print-directory check-example
+	@$(MAKE) --no-print-directory check-clang
 	@./tests/run-all-tests.sh $(BUILD)
 
 run: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$(NPROC) all
 	@./tools/run-demo.sh $(BUILD)
 
 bench: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$(NPROC) all
 	$(BUILD)/bin/ringcast-bench all
 
 install: all

@@ -50,28 +50,48 @@ enum rc_cfg_type {
 
 /* Error collected while loading. */
 struct rc_config_error {
-    char msg[512];    /* "file:line: [section] key: what is wrong" */
+    char msg[512];    /* "file:line: [section] key: what is wrong" (the first error) */
+    unsigned count;   /* how many errors were found in total */
 };
 
 /* Fill cfg with defaults, parse file (may be NULL: defaults only), then apply
- * overrides "section.key=value" (same validation). On any error returns -1
- * with the first error in err (all errors are printed to errlog if non-NULL)
- * and cfg is unusable: a process never starts half-configured. */
+ * overrides "section.key=value" (same validation). On any error returns
+ * -EINVAL (-ENOMEM if memory ran out) with the first error in err (all errors
+ * are printed to errlog if non-NULL, one per line) and cfg zeroed: a process
+ * never starts half-configured. err may be NULL. */
 int rc_config_load(struct rc_config *cfg, const char *file, const char *const *overrides,
                    unsigned noverrides, FILE *errlog, struct rc_config_error *err);
 
-/* Print the effective configuration as an INI file (every key, with values). */
+/* Print the effective configuration as an INI file that loads back to the
+ * same values: every key of [readout], [fabric] and, for each card, [card.N]
+ * and [sim.N] (every card runs a simulator, so [sim.N] is printed even when
+ * it was not given; has_sim then reads true after a reload). */
 void rc_config_print(const struct rc_config *cfg, FILE *out);
 /* Print every section and key: type, default, range, help. */
 void rc_config_print_help(FILE *out);
 /* Print the documented example configuration (deploy/ringcast.ini). */
 void rc_config_print_example(FILE *out);
 
-/* Unit parsers, shared with command-line options. Return 0 or -EINVAL/-ERANGE. */
+/* Unit parsers, shared with command-line options. Return 0 or -EINVAL/-ERANGE.
+ *   size:     4096, 4k, 4K, 64M, 1G, 1T, 1.5k, 0x1000, 4KiB, 64MiB, 4096B
+ *             (k/M/G/T = powers of 1024; kB/MB/GB are rejected as ambiguous)
+ *   duration: 250ns, 50us, 1.5ms, 3s; a unit is required except for "0"
+ *   rate:     unlimited, 2.5GB/s, 800MB/s, 10Mchunks/s, 5000chunks/s
+ *             (k/K/M/G = powers of 1000)
+ *   bool:     true/false, yes/no, on/off, 1/0 (any case)
+ *   uint:     decimal or 0x hexadecimal
+ * A blank may separate the number from its unit ("64 M"). */
 int rc_parse_size(const char *s, uint64_t *out);
 int rc_parse_duration(const char *s, uint64_t *ns);
 int rc_parse_rate(const char *s, struct rc_rate *out);
 int rc_parse_bool(const char *s, bool *out);
 int rc_parse_uint(const char *s, uint64_t *out);
+
+/* Formatters whose output the parsers above read back to the same value
+ * (the largest exact unit is chosen: 65536 -> "64k", 1500000 -> "1500us").
+ * They return buf; 32 bytes are always enough. */
+char *rc_format_size(uint64_t bytes, char *buf, size_t len);
+char *rc_format_duration(uint64_t ns, char *buf, size_t len);
+char *rc_format_rate(const struct rc_rate *rate, char *buf, size_t len);
 
 #endif

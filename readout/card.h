@@ -13,14 +13,20 @@ struct rc_card_stats {
     uint64_t bytes_produced;       /* payload bytes */
     uint64_t blocks_written;
     uint64_t stall_ns;             /* time stalled by backpressure (ring full) */
+    uint64_t stall_events;         /* times the ring was found full */
     uint64_t injected_truncated, injected_crc, injected_malformed, injected_seqskip;
+    uint64_t replay_loops;         /* times a looped replay file restarted */
+    uint64_t host_errors;          /* host protocol errors the card saw: unusable descriptor
+                                      programming, RD_POINTER outside the ring or beyond
+                                      the write pointer (see readout/README.md) */
     bool finished;                 /* a fixed run length was reached */
 };
 
 struct rc_card;
 struct rc_card_ops {
     const char *kind;
-    int  (*start)(struct rc_card *c);      /* begin producing (after the host enabled DMA) */
+    int  (*start)(struct rc_card *c);      /* begin producing once the host enables the DMA
+                                              descriptor (either order works); 0 or -errno */
     void (*stop)(struct rc_card *c);       /* stop producing; returns when stopped */
     void (*get_stats)(struct rc_card *c, struct rc_card_stats *s);
     void (*destroy)(struct rc_card *c);

@@ -6,10 +6,16 @@
  * pieces point into the ring. A block goes back to the ring when every chunk
  * touching it has been released; the ring's read pointer is then written to
  * the card in batches.
+ *
+ * Threads: one owner runs the decoder — the readout thread once started,
+ * otherwise the caller of rc_readout_decode(). rc_readout_release() and the
+ * statistics getters may be called from any thread. See readout/README.md
+ * ("Block decoder") for the decoding rules and what each counter means.
  */
 #ifndef RC_READOUT_H
 #define RC_READOUT_H
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include "dma/dma_ring.h"
 #include "readout/card.h"
@@ -17,9 +23,13 @@
 #include "readout/chunk.h"
 
 /* The sink takes a chunk: returns 0 (accepted: it will release the key) or
- * -EAGAIN (not now: the same chunk is offered again later; backpressure). */
+ * -EAGAIN (not now: the same chunk is offered again later; backpressure).
+ * Any other return value refuses the chunk for good: it is dropped and
+ * counted in sink_errors. The sink may release the key before it returns. */
 typedef int (*rc_chunk_sink_fn)(void *ctx, const struct rc_chunk *chunk);
 
+/* Per e-link counters. The readout thread updates them with relaxed atomic
+ * stores; other threads should copy them with rc_readout_get_elink_stats(). */
 struct rc_elink_stats {
     uint64_t blocks, chunks, bytes;
     uint64_t err_truncated, err_crc, err_flag, err_busy;   /* flagged chunks by kind */
@@ -27,41 +37,82 @@ struct rc_elink_stats {
     uint64_t err_seq_gap;          /* blocks missing by sequence number */
     uint64_t err_oversize;         /* chunks over max size / pieces: dropped */
     uint64_t err_orphan;           /* middle/last without a first: dropped */
+    uint64_t chunks_dropped_gap;   /* open chunks dropped because blocks were missing */
+    uint64_t chunks_incomplete;    /* open chunks ended by a first/whole or a malformed block */
+    uint64_t timeouts, oob, reserved; /* subchunks of these types: counted, skipped */
+};
+
+/* Why the last bad block was skipped (rc_readout_stats.last_bad_kind). */
+enum rc_readout_bad_kind {
+    RC_BAD_NONE = 0,
+    RC_BAD_MARKER,         /* unknown format marker */
+    RC_BAD_BLOCK_SIZE,     /* marker's block size differs from the configured one */
+    RC_BAD_LENGTH,         /* a trailer's length runs past the block header */
+    RC_BAD_NULL_TRAILER,   /* a type-0 trailer with other bits set */
+    RC_BAD_TYPE_ORDER      /* first not last / last not first / middle not alone */
 };
 
 struct rc_readout_stats {
     uint64_t blocks, chunks, bytes;
-    uint64_t bad_header;           /* blocks with an unknown marker or e-link: skipped */
+    uint64_t bad_header;           /* blocks with an unknown marker or block size: skipped */
     uint64_t err_malformed, err_seq_gap, err_oversize, err_orphan;
+    uint64_t chunks_dropped_gap, chunks_incomplete;
+    uint64_t timeouts, oob, reserved;
     uint64_t chunks_truncated, chunks_error, chunks_crc, chunks_busy;
     uint64_t releases, bad_releases;
-    uint64_t chunks_in_flight;     /* emitted, not yet released */
+    uint64_t chunks_in_flight;     /* accepted by the sink, not yet released */
     uint64_t sink_again;           /* times the sink said -EAGAIN */
+    uint64_t sink_errors;          /* chunks the sink refused for good: dropped */
+    uint64_t chunks_dropped_pool;  /* open chunks dropped because they held every descriptor */
     uint64_t pool_empty_ns;        /* time waiting for free descriptors */
     uint64_t polls, sleeps, rd_writes;
+    uint64_t last_bad_pos;         /* ring position (monotonic) of the last bad block */
+    enum rc_readout_bad_kind last_bad_kind;
 };
 
 struct rc_readout;
 
-/* card may be NULL (tests drive the ring directly with rc_readout_decode). */
+/* card may be NULL (tests drive the ring directly with rc_readout_decode).
+ * Validates p against the ring: block_size 1..64 KiB in 1 KiB steps, ring
+ * size a multiple of it, pool and piece limits non-zero. */
 int  rc_readout_create(const struct rc_card_params *p, struct rc_dma_ring *ring,
                        struct rc_card *card, rc_chunk_sink_fn sink, void *sink_ctx,
                        struct rc_readout **out, char *err, size_t errlen);
+/* Stops the thread if running. Chunks still held by a sink become invalid. */
 void rc_readout_destroy(struct rc_readout *r);
 
-/* Start / stop the readout thread (which programs the card's DMA). */
+/* Start the readout thread: it programs the card's DMA over the ring, starts
+ * the card and polls. Once per readout object; needs a card. 0 or -errno. */
 int  rc_readout_start(struct rc_readout *r);
+/* Stop the thread (join), advance the ring and write the final RD_POINTER,
+ * then disable the DMA descriptor. It does not stop the card: the caller
+ * stops the card first, waits with rc_readout_wait_drained(), then stops. */
 void rc_readout_stop(struct rc_readout *r);
 
 /* One decode pass over everything written up to the ring's written position;
- * returns the number of chunks emitted. Used by the thread, tests and bench. */
+ * returns the number of chunks emitted. Owner thread only: the thread, or
+ * tests and the bench when no thread runs (they call note_written first). */
 unsigned rc_readout_decode(struct rc_readout *r);
 
-/* Any thread: the chunk with this key is done. Lock-free. */
+/* Any thread: the chunk with this key is done. Lock-free. A stale,
+ * duplicate or corrupt key is rejected and counted in bad_releases. */
 void rc_readout_release(struct rc_readout *r, uint64_t key);
 
+/* Everything the decoder has seen written is decoded, nothing waits for the
+ * sink and every emitted chunk has been released. Any thread. */
+bool rc_readout_drained(const struct rc_readout *r);
+/* With the thread running: wait until a poll that started after this call
+ * found the ring drained (so data the card wrote before the call counts).
+ * Returns 0, -ETIMEDOUT, or -EINVAL if the thread is not running. */
+int  rc_readout_wait_drained(struct rc_readout *r, uint64_t timeout_ns);
+
 void rc_readout_get_stats(const struct rc_readout *r, struct rc_readout_stats *s);
-/* Per e-link statistics (elink < 2048); NULL if never seen. */
+/* Per e-link statistics (elink < 2048); NULL if never seen. The fields change
+ * while the thread runs: prefer rc_readout_get_elink_stats() from other threads. */
 const struct rc_elink_stats *rc_readout_elink_stats(const struct rc_readout *r, unsigned elink);
+/* Copy one e-link's statistics; 0, or -ENOENT if never seen / out of range. */
+int  rc_readout_get_elink_stats(const struct rc_readout *r, unsigned elink,
+                                struct rc_elink_stats *out);
+const char *rc_readout_bad_kind_name(enum rc_readout_bad_kind kind);
 
 #endif

@@ -111,31 +111,45 @@ static int create_card(struct daemon *d, struct daemon_card *dc, char *err, size
         return rc_sim_card_create(p, &d->cfg->sim[n], rc_dma_ring_addr(dc->ring),
                                   rc_dma_ring_size(dc->ring), &dc->card, err, errlen);
     case RC_CARD_SIM_PROCESS:
-        snprintf(err, errlen, "card.%u: type sim-process is not supported by this daemon yet", n);
-        return -ENOTSUP;
+        /* The firmware runs in `ringcast-sim -c FILE --card N`, attached to
+         * the BAR created here and to the ring's shm object. */
+        return rc_sim_bar_create_shm(p, &dc->card, err, errlen);
     }
     snprintf(err, errlen, "card.%u: unknown card type %d", n, (int)p->type);
     return -EINVAL;
+}
+
+/* A step that succeeded may still leave a warning in err (mlock failed, a
+ * stale shm object from a killed run was replaced): say it. */
+static int setup_step(int rc, unsigned card, char *err)
+{
+    if (rc != 0)
+        rc_error("card.%u: %s", card, err[0] ? err : strerror(-rc));
+    else if (err[0])
+        rc_warn("card.%u: %s", card, err);
+    err[0] = '\0';
+    return rc;
 }
 
 static int setup_card(struct daemon *d, struct daemon_card *dc)
 {
     char err[512] = "";
     unsigned n = dc->params->index;
-    int rc = create_ring(dc, err, sizeof err);
+    int rc = setup_step(create_ring(dc, err, sizeof err), n, err);
     if (rc == 0)
-        rc = create_card(d, dc, err, sizeof err);
+        rc = setup_step(create_card(d, dc, err, sizeof err), n, err);
     if (rc == 0)
-        rc = rc_readout_create(dc->params, dc->ring, dc->card, release_at_once, dc, &dc->readout,
-                               err, sizeof err);
-    if (rc != 0) {
-        rc_error("card.%u: %s", n, err);
+        rc = setup_step(rc_readout_create(dc->params, dc->ring, dc->card, release_at_once, dc,
+                                          &dc->readout, err, sizeof err), n, err);
+    if (rc != 0)
         return rc;
-    }
     if (!rc_dma_ring_region(dc->ring)->locked)
-        rc_warn("card.%u: the %" PRIu64 " MiB ring is not locked in memory (mlock failed): it may be"
-                " paged out; give the service CAP_IPC_LOCK or a larger memlock limit",
+        rc_warn("card.%u: the %" PRIu64 " MiB ring is not locked in memory: it may be paged out;"
+                " give the service CAP_IPC_LOCK or a larger memlock limit",
                 n, dc->params->ring_size >> 20);
+    if (dc->params->type == RC_CARD_SIM_PROCESS)
+        rc_info("card.%u: waiting for `ringcast-sim -c %s --card %u` to attach to shm %s",
+                n, d->cfg->source[0] ? d->cfg->source : "FILE", n, dc->params->shm_name);
     rc_info("card.%u: %s card, ring %" PRIu64 " MiB (%s memory), %u B blocks, tag base 0x%" PRIx64, n,
             dc->card->ops->kind, dc->params->ring_size >> 20, rc_mem_backend_name(dc->params->memory),
             dc->params->block_size, dc->params->tag_base);
@@ -155,9 +169,11 @@ static void teardown_card(struct daemon_card *dc)
     dc->ring = NULL;
 }
 
+/* Everything the decoder counted as wrong in the card's data. */
 static uint64_t decode_errors(const struct rc_readout_stats *s)
 {
-    return s->bad_header + s->err_malformed + s->err_seq_gap + s->err_oversize + s->err_orphan;
+    return s->bad_header + s->err_malformed + s->err_seq_gap + s->err_oversize + s->err_orphan +
+           s->chunks_dropped_gap + s->chunks_incomplete + s->chunks_dropped_pool + s->sink_errors;
 }
 
 static void log_card_stats(struct daemon *d, struct daemon_card *dc, double interval_s)
@@ -199,13 +215,10 @@ static bool card_finished(struct daemon_card *dc)
     return cs.finished;
 }
 
-/* Decoded everything the card wrote, and every key came back. */
+/* A snapshot: decoded everything seen written, and every key came back. */
 static bool card_drained(struct daemon_card *dc)
 {
-    struct rc_readout_stats rs;
-    rc_readout_get_stats(dc->readout, &rs);
-    return rc_dma_ring_taken_pos(dc->ring) == rc_dma_ring_written_pos(dc->ring) &&
-           rs.chunks_in_flight == 0;
+    return rc_readout_drained(dc->readout);
 }
 
 static bool all_cards(struct daemon *d, bool (*pred)(struct daemon_card *))
@@ -253,9 +266,13 @@ static void stop_cards(struct daemon *d)
     for (unsigned i = 0; i < d->ncards; i++)
         if (d->cards[i].started)
             rc_card_stop(d->cards[i].card);
-    uint64_t deadline = now_ns() + DRAIN_TIMEOUT_NS;
-    while (!all_cards(d, card_drained) && now_ns() < deadline)
-        sleep_ns(1000000);
+    /* wait_drained counts what the card wrote before it stopped, even if the
+     * readout thread had not polled it yet. */
+    for (unsigned i = 0; i < d->ncards; i++) {
+        struct daemon_card *dc = &d->cards[i];
+        if (dc->started && rc_readout_wait_drained(dc->readout, DRAIN_TIMEOUT_NS) != 0)
+            rc_warn("card.%u: not drained within %.1f s", dc->params->index, DRAIN_TIMEOUT_NS / 1e9);
+    }
     for (unsigned i = 0; i < d->ncards; i++)
         if (d->cards[i].started)
             rc_readout_stop(d->cards[i].readout);
@@ -309,12 +326,15 @@ static void write_card_json(FILE *f, struct daemon_card *dc)
             ",\"card_stall_ns\":%" PRIu64 ",\"chunks_decoded\":%" PRIu64 ",\"bytes_decoded\":%" PRIu64
             ",\"blocks\":%" PRIu64 ",\"bad_header\":%" PRIu64 ",\"err_malformed\":%" PRIu64
             ",\"err_seq_gap\":%" PRIu64 ",\"err_oversize\":%" PRIu64 ",\"err_orphan\":%" PRIu64
+            ",\"chunks_dropped_gap\":%" PRIu64 ",\"chunks_incomplete\":%" PRIu64
+            ",\"chunks_dropped_pool\":%" PRIu64 ",\"sink_errors\":%" PRIu64
             ",\"chunks_truncated\":%" PRIu64 ",\"chunks_error\":%" PRIu64 ",\"chunks_crc\":%" PRIu64
             ",\"chunks_busy\":%" PRIu64 ",\"keys_outstanding\":%" PRIu64 ",\"bad_releases\":%" PRIu64
             ",\"ring_size\":%" PRIu64 ",\"ring_bytes_in_use\":%" PRIu64 ",\"ring_high_water\":%" PRIu64
             ",\"ring_full_ns\":%" PRIu64 "}",
             dc->params->index, cs.chunks_produced, cs.bytes_produced, cs.stall_ns, rs.chunks, rs.bytes,
             rs.blocks, rs.bad_header, rs.err_malformed, rs.err_seq_gap, rs.err_oversize, rs.err_orphan,
+            rs.chunks_dropped_gap, rs.chunks_incomplete, rs.chunks_dropped_pool, rs.sink_errors,
             rs.chunks_truncated, rs.chunks_error, rs.chunks_crc, rs.chunks_busy, rs.chunks_in_flight,
             rs.bad_releases, ring.size, ring.in_use, ring.high_water, ring.full_ns);
 }

@@ -1,0 +1,110 @@
+/* config_print.c — the three texts made from the schema table: the effective
+ * configuration (an INI file that loads back to the same values), the
+ * --help-config reference, and the documented example deploy/ringcast.ini. */
+#include "config/schema.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define VALUE_LEN 256
+
+static const char syntax_help[] =
+    "Syntax: [section] headers and 'key = value' lines; lines starting with ';' or '#' and\n"
+    "text after ' ;' are comments; a line holds at most 200 characters.\n"
+    "Sizes: 4096, 4k, 64M, 1G, 1.5k, 0x1000, 64MiB (k/M/G/T = powers of 1024; kB/MB/GB are\n"
+    "refused as ambiguous). Durations: 250ns, 50us, 1ms, 3s (a unit is required, except for 0).\n"
+    "Rates: unlimited, 2.5GB/s, 800MB/s, 10Mchunks/s, 5000chunks/s (k/M/G = powers of 1000).\n"
+    "Booleans: true/false, yes/no, on/off, 1/0. Integers: decimal or 0x hex.\n"
+    "Cards: [card.0], [card.1], ... numbered without gaps; [sim.N] configures the simulator of\n"
+    "card N and needs [card.N]. Every key can be set on the command line with\n"
+    "-o section.key=value (e.g. -o card.0.ring_size=256M), checked like the file.\n";
+
+/* One line per key: "key = value" ("key =" when the value is empty). */
+static void print_key_value(FILE *out, const char *key, const char *value)
+{
+    if (value[0]) fprintf(out, "%s = %s\n", key, value);
+    else fprintf(out, "%s =\n", key);
+}
+
+static void print_instance(FILE *out, const struct rc_cfg_section *s, const struct rc_config *cfg,
+                           unsigned index)
+{
+    char name[32], value[VALUE_LEN];
+    rc_cfg_instance_name(s, index, name, sizeof name);
+    fprintf(out, "\n[%s]\n", name);
+    const void *params = rc_cfg_params_const(s, cfg, index);
+    for (size_t r = 0; r < s->nkeys; r++) {
+        rc_cfg_format_value(&s->keys[r], params, value, sizeof value);
+        print_key_value(out, s->keys[r].key, value);
+    }
+}
+
+void rc_config_print(const struct rc_config *cfg, FILE *out)
+{
+    fprintf(out, "# ringcast effective configuration (%s%s)\n",
+            cfg->source[0] ? "from " : "defaults and command line",
+            cfg->source[0] ? cfg->source : "");
+    print_instance(out, &rc_cfg_section_readout, cfg, 0);
+    print_instance(out, &rc_cfg_section_fabric, cfg, 0);
+    /* every card runs a simulator, so its [sim.N] is in effect even when not given */
+    for (unsigned i = 0; i < cfg->ncards; i++) {
+        print_instance(out, &rc_cfg_section_card, cfg, i);
+        print_instance(out, &rc_cfg_section_sim, cfg, i);
+    }
+}
+
+static void print_section_help(FILE *out, const struct rc_cfg_section *s)
+{
+    char range[160];
+    if (s->repeated)
+        fprintf(out, "\n[%s.N]  (N = 0..%u)  %s\n", s->name, RC_MAX_CARDS - 1, s->help);
+    else
+        fprintf(out, "\n[%s]  %s\n", s->name, s->help);
+    for (size_t r = 0; r < s->nkeys; r++) {
+        const struct rc_cfg_key *k = &s->keys[r];
+        rc_cfg_format_range(k, range, sizeof range);
+        fprintf(out, "  %-24s %-11s default: %-12s allowed: %s\n", k->key,
+                rc_cfg_type_name(k->type), k->def[0] ? k->def : "(empty)", range);
+        fprintf(out, "  %-24s %s\n", "", k->help);
+    }
+}
+
+void rc_config_print_help(FILE *out)
+{
+    fprintf(out, "ringcast configuration keys (INI file, or -o section.key=value)\n\n%s",
+            syntax_help);
+    for (unsigned i = 0; i < RC_CFG_NSECTIONS; i++) print_section_help(out, rc_cfg_sections[i]);
+}
+
+/* syntax_help as comment lines */
+static void print_commented(FILE *out, const char *text)
+{
+    while (*text) {
+        size_t n = strcspn(text, "\n");
+        fprintf(out, "# %.*s\n", (int)n, text);
+        text += n + (text[n] == '\n');
+    }
+}
+
+static void print_example_section(FILE *out, const struct rc_cfg_section *s)
+{
+    char range[160];
+    fprintf(out, "\n# %s\n[%s%s]\n", s->help, s->name, s->repeated ? ".0" : "");
+    for (size_t r = 0; r < s->nkeys; r++) {
+        const struct rc_cfg_key *k = &s->keys[r];
+        rc_cfg_format_range(k, range, sizeof range);
+        fprintf(out, "\n# %s (%s: %s)\n", k->help, rc_cfg_type_name(k->type), range);
+        print_key_value(out, k->key, k->def);
+    }
+}
+
+void rc_config_print_example(FILE *out)
+{
+    fprintf(out, "# ringcast example configuration: every key with its default value.\n"
+                 "# Generated from the schema in config/ by `ringcast-readout "
+                 "--print-example-config`\n"
+                 "# (make config-example); copy it and edit the copy. The full reference:\n"
+                 "# `ringcast-readout --help-config`.\n#\n");
+    print_commented(out, syntax_help);
+    for (unsigned i = 0; i < RC_CFG_NSECTIONS; i++) print_example_section(out, rc_cfg_sections[i]);
+}

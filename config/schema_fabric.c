@@ -1,0 +1,87 @@
+/* schema_fabric.c — the [fabric] section: struct rc_fabric_params
+ * (net/fabric_params.h).
+ *
+ * To add a key: add the member to struct rc_fabric_params, then one row here:
+ *   {.key = "name", .type = RC_CFG_..., .def = "default text",
+ *    .min = ..., .max = ...,           (in bytes / ns / count / characters)
+ *    RC_CFG_FIELD(T, member), .help = "One line."},
+ * optionally .multiple, .flags = RC_CFG_F_POW2, .choices = "a|b" (RC_CFG_ENUM,
+ * in the order of the C enum). The default is parsed like user input, so a bad
+ * default fails every load (and test_config). Checks that involve two keys go
+ * into check_fabric() in config.c. Then run `make config-example`. */
+#include "config/schema.h"
+
+#define T struct rc_fabric_params
+#define MS 1000000ull
+#define S  1000000000ull
+
+static const struct rc_cfg_key fabric_keys[] = {
+    {.key = "provider", .type = RC_CFG_STRING, .def = "tcp", .min = 1, .max = 63,
+     RC_CFG_FIELD(T, provider),
+     .help = "libfabric provider: tcp, tcp;ofi_rxm, verbs, shm, ... (see fi_info -l)."},
+    {.key = "endpoint", .type = RC_CFG_ENUM, .def = "msg", .choices = "msg|rdm",
+     RC_CFG_FIELD(T, endpoint),
+     .help = "Endpoint type: msg (connections) or rdm (reliable datagrams)."},
+    {.key = "address", .type = RC_CFG_STRING, .def = "127.0.0.1", .min = 1, .max = 127,
+     RC_CFG_FIELD(T, address),
+     .help = "Address the publisher listens on."},
+    {.key = "port", .type = RC_CFG_UINT, .def = "12345", .min = 1, .max = 65535,
+     RC_CFG_FIELD(T, port),
+     .help = "Port the publisher listens on."},
+    {.key = "tx_queue", .type = RC_CFG_UINT, .def = "256", .min = 1, .max = 65536,
+     RC_CFG_FIELD(T, tx_queue),
+     .help = "Requested transmit context size (sends in flight per endpoint)."},
+    {.key = "rx_queue", .type = RC_CFG_UINT, .def = "256", .min = 1, .max = 65536,
+     RC_CFG_FIELD(T, rx_queue),
+     .help = "Requested receive context size."},
+    {.key = "cq_size", .type = RC_CFG_UINT, .def = "1024", .min = 1, .max = 1u << 20,
+     RC_CFG_FIELD(T, cq_size),
+     .help = "Completion queue entries; at least tx_queue."},
+    {.key = "header_slots", .type = RC_CFG_UINT, .def = "1024", .min = 1, .max = 1u << 20,
+     RC_CFG_FIELD(T, header_slots),
+     .help = "Zero-copy header slots (one per zero-copy send in flight)."},
+    {.key = "header_slot_size", .type = RC_CFG_SIZE, .def = "64", .min = 32, .max = 4096,
+     RC_CFG_FIELD(T, header_slot_size),
+     .help = "Bytes of one zero-copy header slot."},
+    {.key = "buffered_pages", .type = RC_CFG_UINT, .def = "64", .min = 1, .max = 65536,
+     RC_CFG_FIELD(T, buffered_pages),
+     .help = "Pages of the buffered-mode pool."},
+    {.key = "buffered_page_size", .type = RC_CFG_SIZE, .def = "64k", .min = 1024,
+     .max = 64ull << 20, RC_CFG_FIELD(T, buffered_page_size),
+     .help = "Bytes of one buffered-mode page; at most rx_buffer_size."},
+    {.key = "flush_timeout", .type = RC_CFG_DURATION, .def = "1ms", .min = 1000, .max = 10 * S,
+     RC_CFG_FIELD(T, flush_timeout_ns),
+     .help = "A buffered page that is not full is sent at the latest after this."},
+    {.key = "rx_buffers", .type = RC_CFG_UINT, .def = "64", .min = 1, .max = 65536,
+     RC_CFG_FIELD(T, rx_buffers),
+     .help = "Receive buffers of a subscriber."},
+    {.key = "rx_buffer_size", .type = RC_CFG_SIZE, .def = "64k", .min = 1024, .max = 64ull << 20,
+     RC_CFG_FIELD(T, rx_buffer_size),
+     .help = "Bytes of one receive buffer; must hold the largest page."},
+    {.key = "peer_timeout", .type = RC_CFG_DURATION, .def = "3s", .min = 10 * MS, .max = 600 * S,
+     RC_CFG_FIELD(T, peer_timeout_ns),
+     .help = "A peer silent this long is dead and its chunks are released."},
+    {.key = "heartbeat", .type = RC_CFG_DURATION, .def = "500ms", .min = 1 * MS, .max = 60 * S,
+     RC_CFG_FIELD(T, heartbeat_ns),
+     .help = "Both sides send a heartbeat this often; less than peer_timeout."},
+    {.key = "poll_spin", .type = RC_CFG_DURATION, .def = "20us", .min = 0, .max = 1 * S,
+     RC_CFG_FIELD(T, poll_spin_ns),
+     .help = "Poll the completion queue this long before sleeping on its file descriptor."},
+    {.key = "max_subscribers", .type = RC_CFG_UINT, .def = "64", .min = 1, .max = 4096,
+     RC_CFG_FIELD(T, max_subscribers),
+     .help = "Subscribers connected at the same time."},
+    {.key = "max_tags_per_subscriber", .type = RC_CFG_UINT, .def = "65536", .min = 1,
+     .max = UINT32_MAX, RC_CFG_FIELD(T, max_tags_per_subscriber),
+     .help = "Tags one subscriber may subscribe to (a range counts as its size)."},
+};
+
+const struct rc_cfg_section rc_cfg_section_fabric = {
+    .name = "fabric",
+    .repeated = false,
+    .help = "The libfabric layer (net/): listening address, queues, buffers, liveness. The daemon does not publish yet.",
+    .keys = fabric_keys,
+    .nkeys = sizeof fabric_keys / sizeof fabric_keys[0],
+    .cfg_offset = offsetof(struct rc_config, fabric),
+    .struct_size = sizeof(T),
+    .struct_align = _Alignof(T),
+};

@@ -1,0 +1,58 @@
+/* schema_sim.c — the [sim.N] sections: struct rc_sim_params
+ * (readout/sim_params.h), the simulated firmware of card N. Rows follow the
+ * pattern described in schema_fabric.c; two-key checks live in check_sim()
+ * in config.c. */
+#include "config/schema.h"
+
+#define T struct rc_sim_params
+
+static const struct rc_cfg_key sim_keys[] = {
+    {.key = "elinks", .type = RC_CFG_UINT, .def = "8", .min = 1, .max = 2048,
+     RC_CFG_FIELD(T, elinks),
+     .help = "E-links 0..elinks-1; chunks are produced round-robin over them."},
+    {.key = "chunk_size_min", .type = RC_CFG_SIZE, .def = "1k", .min = 1, .max = 16ull << 20,
+     RC_CFG_FIELD(T, chunk_size_min),
+     .help = "Smallest chunk; equal to chunk_size_max for a fixed size."},
+    {.key = "chunk_size_max", .type = RC_CFG_SIZE, .def = "1k", .min = 1, .max = 16ull << 20,
+     RC_CFG_FIELD(T, chunk_size_max),
+     .help = "Largest chunk."},
+    {.key = "rate", .type = RC_CFG_RATE, .def = "unlimited", .min = 1,
+     .max = 1000000000000ull, RC_CFG_FIELD(T, rate),
+     .help = "Production rate: unlimited, bytes (2.5GB/s) or chunks (10Mchunks/s) per second."},
+    {.key = "fill", .type = RC_CFG_ENUM, .def = "pattern", .choices = "pattern|none",
+     RC_CFG_FIELD(T, fill),
+     .help = "Payload: the verifiable pattern of readout/pattern.h, or none (payload bytes not written)."},
+    {.key = "err_truncated", .type = RC_CFG_PROB, .def = "0", RC_CFG_FIELD(T, err_truncated),
+     .help = "Probability per chunk to mark it truncated."},
+    {.key = "err_crc", .type = RC_CFG_PROB, .def = "0", RC_CFG_FIELD(T, err_crc),
+     .help = "Probability per chunk to mark a CRC error."},
+    {.key = "err_malformed", .type = RC_CFG_PROB, .def = "0", RC_CFG_FIELD(T, err_malformed),
+     .help = "Probability per block to write a trailer whose length does not fit."},
+    {.key = "err_seqskip", .type = RC_CFG_PROB, .def = "0", RC_CFG_FIELD(T, err_seqskip),
+     .help = "Probability per block to skip a sequence number."},
+    {.key = "replay_file", .type = RC_CFG_STRING, .def = "", .min = 0, .max = 180,
+     RC_CFG_FIELD(T, replay_file),
+     .help = "File of raw blocks to replay instead of generating chunks (path relative to the working directory); empty = generate."},
+    {.key = "replay_loop", .type = RC_CFG_BOOL, .def = "false", RC_CFG_FIELD(T, replay_loop),
+     .help = "Start the replay file again at its end."},
+    {.key = "run_chunks", .type = RC_CFG_UINT, .def = "0", .min = 0, .max = UINT64_MAX,
+     RC_CFG_FIELD(T, run_chunks),
+     .help = "Stop after this many chunks; 0 = unlimited."},
+    {.key = "run_time", .type = RC_CFG_DURATION, .def = "0", .min = 0, .max = UINT64_MAX,
+     RC_CFG_FIELD(T, run_ns),
+     .help = "Stop after this long; 0 = unlimited."},
+    {.key = "seed", .type = RC_CFG_UINT, .def = "1", .min = 0, .max = UINT64_MAX,
+     RC_CFG_FIELD(T, seed),
+     .help = "Seed of the random chunk sizes and error injection."},
+};
+
+const struct rc_cfg_section rc_cfg_section_sim = {
+    .name = "sim",
+    .repeated = true,
+    .help = "The simulated firmware of card N (needs a [card.N]).",
+    .keys = sim_keys,
+    .nkeys = sizeof sim_keys / sizeof sim_keys[0],
+    .cfg_offset = offsetof(struct rc_config, sim),
+    .struct_size = sizeof(T),
+    .struct_align = _Alignof(T),
+};

@@ -1,0 +1,111 @@
+/* chunk_pool.c — fixed pool of chunk descriptors (see chunk_pool.h). */
+#include "readout/chunk_pool.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KEY_INDEX_MASK 0xffffffffull
+
+/* liburcu's push and pop_all order memory with atomics ThreadSanitizer does
+ * not see (the library is not instrumented); tell it, in TSan builds only. */
+#if defined(__SANITIZE_THREAD__)
+#define RC_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define RC_TSAN 1
+#endif
+#endif
+#ifdef RC_TSAN
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+#define TSAN_RELEASE(p) __tsan_release(p)
+#define TSAN_ACQUIRE(p) __tsan_acquire(p)
+#else
+#define TSAN_RELEASE(p) ((void)(p))
+#define TSAN_ACQUIRE(p) ((void)(p))
+#endif
+
+int rc_chunk_pool_init(struct rc_chunk_pool *pool, uint32_t count, uint32_t max_pieces,
+                       char *err, size_t errlen)
+{
+    memset(pool, 0, sizeof *pool);
+    if (count == 0 || count == UINT32_MAX || max_pieces == 0) {
+        snprintf(err, errlen, "chunk pool: max_chunks_in_flight (%u) and max_chunk_pieces (%u) "
+                 "must be at least 1", count, max_pieces);
+        return -EINVAL;
+    }
+    pool->recs = calloc(count, sizeof *pool->recs);
+    pool->piece_store = calloc((size_t)count * max_pieces, sizeof *pool->piece_store);
+    if (!pool->recs || !pool->piece_store) {
+        snprintf(err, errlen, "chunk pool: cannot allocate %u descriptors of %u pieces",
+                 count, max_pieces);
+        rc_chunk_pool_fini(pool);
+        return -ENOMEM;
+    }
+    pool->count = count;
+    pool->max_pieces = max_pieces;
+    __cds_lfs_init(&pool->free_stack);
+    /* Push in reverse so that the first records come out first (nicer to debug). */
+    for (uint32_t i = count; i-- > 0;) {
+        struct rc_chunk_rec *rec = &pool->recs[i];
+        rec->index = i;
+        rec->chunk.pieces = &pool->piece_store[(size_t)i * max_pieces];
+        atomic_init(&rec->live_key, 0);
+        cds_lfs_node_init(&rec->node);
+        cds_lfs_push(&pool->free_stack, &rec->node);
+    }
+    return 0;
+}
+
+void rc_chunk_pool_fini(struct rc_chunk_pool *pool)
+{
+    free(pool->recs);
+    free(pool->piece_store);
+    pool->recs = NULL;
+    pool->piece_store = NULL;
+}
+
+struct rc_chunk_rec *rc_chunk_pool_get(struct rc_chunk_pool *pool)
+{
+    if (!pool->taken_free) {
+        struct cds_lfs_head *all = __cds_lfs_pop_all(&pool->free_stack);
+        TSAN_ACQUIRE(&pool->free_stack);
+        pool->taken_free = all ? &all->node : NULL;
+        if (!pool->taken_free)
+            return NULL;
+    }
+    struct cds_lfs_node *node = pool->taken_free;
+    pool->taken_free = node->next;
+    struct rc_chunk_rec *rec = caa_container_of(node, struct rc_chunk_rec, node);
+    /* Generation 0 is skipped so that no key is ever 0 (0 means "not live"). */
+    if (++rec->gen == 0)
+        rec->gen = 1;
+    rec->chunk.key = ((uint64_t)rec->gen << 32) | rec->index;
+    rec->chunk.flags = 0;
+    rec->chunk.length = 0;
+    rec->chunk.npieces = 0;
+    return rec;
+}
+
+void rc_chunk_pool_put(struct rc_chunk_pool *pool, struct rc_chunk_rec *rec)
+{
+    TSAN_RELEASE(&pool->free_stack);
+    cds_lfs_push(&pool->free_stack, &rec->node);
+}
+
+struct rc_chunk_rec *rc_chunk_pool_claim(struct rc_chunk_pool *pool, uint64_t key)
+{
+    uint64_t index = key & KEY_INDEX_MASK;
+    if (key == 0 || index >= pool->count)
+        return NULL;
+    struct rc_chunk_rec *rec = &pool->recs[index];
+    uint64_t expected = key;
+    /* Acquire: the decoder's writes to the chunk and its pieces happened
+     * before it made the key live (release). */
+    if (!atomic_compare_exchange_strong_explicit(&rec->live_key, &expected, 0,
+                                                 memory_order_acq_rel, memory_order_relaxed))
+        return NULL;
+    return rec;
+}

@@ -1,0 +1,466 @@
+/* decoder.c — turns ring blocks into chunk descriptors (see readout.h and the
+ * "Block decoder" section of readout/README.md).
+ *
+ * Reference counting: a block's refs hold the decoder's own reference while
+ * it parses the block (as a bias, see RC_BLOCK_BIAS) plus one per chunk piece
+ * in the block. Pieces belong to a chunk record — an open chunk still being
+ * assembled, a chunk the sink has not taken yet, or one in flight — and are
+ * dropped when that record is discarded or released. The last drop gives the
+ * block back to the ring.
+ *
+ * A stall (no free record, or the sink said -EAGAIN) leaves the decoder in a
+ * state it resumes from on the next pass: every step below either completes
+ * or changes nothing it would redo.
+ */
+#include <errno.h>
+#include <time.h>
+#include "readout/felix_block.h"
+#include "readout/readout_internal.h"
+
+enum step { STEP_DONE, STEP_STALL };
+enum offer_result { OFFER_ACCEPTED, OFFER_DROPPED, OFFER_AGAIN };
+
+uint64_t rc_readout_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- block references ------------------------------------------------- */
+
+static void block_unref_n(struct rc_readout *r, uint32_t block, uint32_t n)
+{
+    struct rc_block_meta *m = &r->blocks[block];
+    if (atomic_fetch_sub_explicit(&m->refs, n, memory_order_acq_rel) == n)
+        /* Nobody references the block: its slot stays ours until the ring
+         * gets it back, so reading ring_key here is safe. A failure is
+         * counted by the ring itself (bad_releases). */
+        (void)rc_dma_ring_release(r->ring, m->ring_key);
+}
+
+static void drop_piece_refs(struct rc_readout *r, const struct rc_chunk *c)
+{
+    for (uint32_t i = 0; i < c->npieces; i++)
+        block_unref_n(r, c->pieces[i].ring_offset / r->p.block_size, 1);
+}
+
+/* The decoder is done with the current block: trade the bias for the
+ * pieces it made (see RC_BLOCK_BIAS). */
+static void finish_block_refs(struct rc_readout *r, uint32_t block, uint32_t pieces)
+{
+    block_unref_n(r, block, RC_BLOCK_BIAS - pieces);
+}
+
+uint64_t rc_readout_in_flight(const struct rc_readout *r)
+{
+    /* releases first (acquire): every release counted there was of a chunk
+     * whose acceptance the decoder had already counted. */
+    uint64_t released = atomic_load_explicit(&r->shared.releases, memory_order_acquire);
+    return RC_STAT_GET(r->st.accepted) - RC_STAT_GET(r->st.releases_local) - released;
+}
+
+/* Decoder thread: a record the sink never kept goes back to the pool with
+ * its references. */
+static void discard_rec(struct rc_readout *r, struct rc_chunk_rec *rec)
+{
+    drop_piece_refs(r, &rec->chunk);
+    rc_chunk_pool_put_local(&r->pool, rec);
+}
+
+/* ---- releases (any thread) ---------------------------------------------- */
+
+/* The readout whose decode pass runs on this thread, if any. A sink that
+ * releases in place (consumes or drops the chunk at once) then gives the
+ * record straight back to the decoder's private free list. */
+static _Thread_local const struct rc_readout *decoding_here;
+
+void rc_readout_release(struct rc_readout *r, uint64_t key)
+{
+    struct rc_chunk_rec *rec = rc_chunk_pool_claim(&r->pool, key);
+    if (!rec) {
+        atomic_fetch_add_explicit(&r->shared.bad_releases, 1, memory_order_relaxed);
+        return;
+    }
+    drop_piece_refs(r, &rec->chunk);
+    if (decoding_here == r) {
+        rc_chunk_pool_put_local(&r->pool, rec);
+        RC_STAT_ADD(r->st.releases_local, 1);
+        return;
+    }
+    rc_chunk_pool_put(&r->pool, rec);
+    /* After the put: a decoder that finds the pool empty with nothing in
+     * flight knows no put is on its way (see get_record). */
+    atomic_fetch_add_explicit(&r->shared.releases, 1, memory_order_release);
+}
+
+/* ---- chunk records -------------------------------------------------------- */
+
+static void note_bad_block(struct rc_readout *r, uint64_t pos, enum rc_readout_bad_kind kind)
+{
+    RC_STAT_SET(r->st.last_bad_pos, pos);
+    RC_STAT_SET(r->st.last_bad_kind, (uint64_t)kind);
+}
+
+/* Drop the e-link's open chunk (if any), counting it in *counter. */
+static void drop_open(struct rc_readout *r, struct rc_elink_state *e, uint64_t *counter)
+{
+    if (!e->open)
+        return;
+    discard_rec(r, e->open);
+    e->open = NULL;
+    RC_STAT_ADD(*counter, 1);
+}
+
+/* Every record is an open chunk waiting for blocks we cannot reach: without
+ * this the decoder would wait forever. Counted; only bad input or a pool
+ * smaller than the number of interleaved e-links gets here. */
+static void drop_all_open(struct rc_readout *r)
+{
+    for (unsigned i = 0; i < RC_READOUT_MAX_ELINKS; i++) {
+        struct rc_elink_state *e = &r->elinks[i];
+        if (e->open) {
+            e->skipping = true;   /* its remaining pieces must not become orphans */
+            drop_open(r, e, &r->st.chunks_dropped_pool);
+        }
+    }
+}
+
+static struct rc_chunk_rec *get_record(struct rc_readout *r)
+{
+    struct rc_chunk_rec *rec = rc_chunk_pool_get(&r->pool);
+    if (!rec && rc_readout_in_flight(r) == 0) {
+        /* A release may have put its record back just before it counted
+         * itself: look once more before concluding that only open chunks
+         * hold records. */
+        rec = rc_chunk_pool_get(&r->pool);
+        if (!rec) {
+            drop_all_open(r);
+            rec = rc_chunk_pool_get(&r->pool);
+        }
+    }
+    if (!rec) {
+        if (r->pool_empty_since == 0)
+            r->pool_empty_since = rc_readout_now_ns();
+        return NULL;
+    }
+    if (r->pool_empty_since != 0) {
+        RC_STAT_ADD(r->st.pool_empty_ns, rc_readout_now_ns() - r->pool_empty_since);
+        r->pool_empty_since = 0;
+    }
+    return rec;
+}
+
+static struct rc_piece *rec_pieces(struct rc_readout *r, struct rc_chunk_rec *rec)
+{
+    return &r->pool.piece_store[(size_t)rec->index * r->pool.max_pieces];
+}
+
+/* Add a subchunk of the current block to a chunk; false if the chunk would
+ * exceed max_chunk_size or max_chunk_pieces. Empty subchunks add only flags. */
+static bool add_piece(struct rc_readout *r, struct rc_chunk_rec *rec, const struct rc_subchunk *sc)
+{
+    struct rc_chunk *c = &rec->chunk;
+    c->flags |= sc->flags;
+    if (sc->len == 0)
+        return true;
+    if (c->npieces >= r->pool.max_pieces || sc->len > r->p.max_chunk_size - c->length)
+        return false;
+    uint32_t ring_offset = r->cur.block * r->p.block_size + sc->offset;
+    rec_pieces(r, rec)[c->npieces] = (struct rc_piece){
+        .addr = r->ring_base + ring_offset, .len = sc->len, .ring_offset = ring_offset };
+    c->npieces++;
+    c->length += sc->len;
+    r->cur.pieces++;   /* covered by the block's bias until finish_block_refs() */
+    return true;
+}
+
+/* ---- handing chunks to the sink ------------------------------------------- */
+
+static void count_chunk(struct rc_readout *r, unsigned elink, uint32_t length, uint32_t flags)
+{
+    struct rc_elink_stats *s = &r->elink_stats[elink];
+    RC_STAT_ADD(s->chunks, 1);
+    RC_STAT_ADD(s->bytes, length);
+    if (flags & RC_CHUNK_TRUNCATED)
+        RC_STAT_ADD(s->err_truncated, 1);
+    if (flags & RC_CHUNK_ERROR)
+        RC_STAT_ADD(s->err_flag, 1);
+    if (flags & RC_CHUNK_CRC_ERROR)
+        RC_STAT_ADD(s->err_crc, 1);
+    if (flags & RC_CHUNK_BUSY)
+        RC_STAT_ADD(s->err_busy, 1);
+}
+
+/* Take a refused chunk back from the live state; false if the sink released
+ * it anyway (then the release already returned the record). */
+static bool take_back(struct rc_readout *r, struct rc_chunk_rec *rec)
+{
+    uint64_t expected = rec->chunk.key;
+    if (!atomic_compare_exchange_strong_explicit(&rec->live_key, &expected, 0,
+                                                 memory_order_acq_rel, memory_order_relaxed))
+        return false;
+    RC_STAT_SET(r->st.accepted, r->st.accepted - 1);
+    return true;
+}
+
+static enum offer_result offer(struct rc_readout *r, struct rc_chunk_rec *rec)
+{
+    /* Copied first: once accepted, the chunk may be released at any moment. */
+    unsigned elink = rec->chunk.elink;
+    uint32_t length = rec->chunk.length, flags = rec->chunk.flags;
+
+    /* Counted before the key is live: a release (perhaps from inside the
+     * sink) is then never seen before its acceptance. */
+    RC_STAT_ADD(r->st.accepted, 1);
+    rc_chunk_rec_make_live(rec);
+    int rc = r->sink(r->sink_ctx, &rec->chunk);
+    if (rc == 0) {
+        count_chunk(r, elink, length, flags);
+        return OFFER_ACCEPTED;
+    }
+    bool reclaimed = take_back(r, rec);
+    if (rc == -EAGAIN && reclaimed) {
+        RC_STAT_ADD(r->st.sink_again, 1);
+        r->pending = rec;
+        return OFFER_AGAIN;
+    }
+    /* Refused for good, or released although refused: either way it is gone. */
+    RC_STAT_ADD(r->st.sink_errors, 1);
+    if (reclaimed)
+        discard_rec(r, rec);
+    return OFFER_DROPPED;
+}
+
+/* ---- subchunks ------------------------------------------------------------ */
+
+/* WHOLE or FIRST: a new chunk begins; whatever was open never got its LAST. */
+static enum step start_chunk(struct rc_readout *r, struct rc_elink_state *e,
+                             struct rc_elink_stats *s, const struct rc_subchunk *sc,
+                             struct rc_chunk_rec **ready)
+{
+    bool whole = sc->type == FELIX_SUB_WHOLE;
+    drop_open(r, e, &s->chunks_incomplete);
+    e->skipping = false;
+    if (sc->len > r->p.max_chunk_size) {
+        RC_STAT_ADD(s->err_oversize, 1);
+        e->skipping = !whole;
+        return STEP_DONE;
+    }
+    struct rc_chunk_rec *rec = get_record(r);
+    if (!rec)
+        return STEP_STALL;
+    rec->chunk.tag = r->p.tag_base + r->cur.elink;
+    rec->chunk.elink = r->cur.elink;
+    add_piece(r, rec, sc);   /* cannot fail: len <= max_chunk_size, pieces >= 1 */
+    if (whole)
+        *ready = rec;
+    else
+        e->open = rec;
+    return STEP_DONE;
+}
+
+/* MIDDLE or LAST: extend the open chunk; LAST completes it. */
+static void continue_chunk(struct rc_readout *r, struct rc_elink_state *e,
+                           struct rc_elink_stats *s, const struct rc_subchunk *sc,
+                           struct rc_chunk_rec **ready)
+{
+    bool last = sc->type == FELIX_SUB_LAST;
+    if (e->skipping) {
+        e->skipping = !last;
+        return;
+    }
+    if (!e->open) {
+        RC_STAT_ADD(s->err_orphan, 1);
+        return;
+    }
+    if (!add_piece(r, e->open, sc)) {
+        drop_open(r, e, &s->err_oversize);
+        e->skipping = !last;
+        return;
+    }
+    if (last) {
+        *ready = e->open;
+        e->open = NULL;
+    }
+}
+
+static enum step handle_subchunk(struct rc_readout *r, const struct rc_subchunk *sc,
+                                 struct rc_chunk_rec **ready)
+{
+    struct rc_elink_state *e = &r->elinks[r->cur.elink];
+    struct rc_elink_stats *s = &r->elink_stats[r->cur.elink];
+    switch (sc->type) {
+    case FELIX_SUB_WHOLE:
+    case FELIX_SUB_FIRST:
+        return start_chunk(r, e, s, sc, ready);
+    case FELIX_SUB_MIDDLE:
+    case FELIX_SUB_LAST:
+        continue_chunk(r, e, s, sc, ready);
+        return STEP_DONE;
+    case FELIX_SUB_TIMEOUT:
+        RC_STAT_ADD(s->timeouts, 1);
+        return STEP_DONE;
+    case FELIX_SUB_OOB:
+        RC_STAT_ADD(s->oob, 1);
+        return STEP_DONE;
+    default:   /* FELIX_SUB_RESERVED; NULL trailers never reach here */
+        RC_STAT_ADD(s->reserved, 1);
+        return STEP_DONE;
+    }
+}
+
+/* Handle the current block's remaining subchunks; *emitted counts accepted chunks. */
+static enum step continue_block(struct rc_readout *r, unsigned *emitted)
+{
+    while (r->cur.next < r->cur.end) {
+        struct rc_chunk_rec *ready = NULL;
+        if (handle_subchunk(r, &r->subs[r->cur.next], &ready) == STEP_STALL)
+            return STEP_STALL;
+        r->cur.next++;
+        if (ready) {
+            enum offer_result res = offer(r, ready);
+            if (res == OFFER_AGAIN)
+                return STEP_STALL;
+            *emitted += res == OFFER_ACCEPTED;
+        }
+    }
+    r->cur.active = false;
+    finish_block_refs(r, r->cur.block, r->cur.pieces);
+    return STEP_DONE;
+}
+
+/* ---- blocks --------------------------------------------------------------- */
+
+static void check_sequence(struct rc_readout *r, struct rc_elink_state *e,
+                           struct rc_elink_stats *s, unsigned seq)
+{
+    if (e->seen) {
+        unsigned missing = (seq - e->expected_seq) % FELIX_SEQ_MOD;
+        if (missing != 0) {
+            RC_STAT_ADD(s->err_seq_gap, missing);
+            drop_open(r, e, &s->chunks_dropped_gap);
+            e->skipping = false;   /* what follows the gap cannot be matched */
+        }
+    }
+    e->seen = true;
+    e->expected_seq = (uint8_t)((seq + 1) % FELIX_SEQ_MOD);
+}
+
+/* Take the next complete block and parse it. Returns false when none is
+ * written yet. A bad block is counted and given back at once. */
+static bool begin_block(struct rc_readout *r)
+{
+    struct rc_dma_span span;
+    uint64_t ring_key;
+    uint32_t bs = r->p.block_size;
+    if (rc_dma_ring_take(r->ring, bs, &span, &ring_key) != 0)
+        return false;
+    uint64_t pos = r->st.taken;
+    uint32_t block = (uint32_t)(span.piece[0].offset / bs);
+    atomic_store_explicit(&r->blocks[block].refs, RC_BLOCK_BIAS, memory_order_relaxed);
+    r->blocks[block].ring_key = ring_key;
+    /* Busy before taken moves, so rc_readout_drained() never sees the taken
+     * block as done while it is being decoded. */
+    RC_STAT_SET(r->st.pending_or_active, 1);
+    __atomic_store_n(&r->st.taken, pos + bs, __ATOMIC_RELEASE);
+
+    const uint8_t *blk = r->ring_base + span.piece[0].offset;
+    struct rc_block_header h;
+    enum rc_readout_bad_kind bad = rc_block_parse_header(blk, bs, &h);
+    if (bad != RC_BAD_NONE) {
+        RC_STAT_ADD(r->st.bad_header, 1);
+        note_bad_block(r, pos, bad);
+        finish_block_refs(r, block, 0);
+        return true;
+    }
+    struct rc_elink_state *e = &r->elinks[h.elink];
+    struct rc_elink_stats *s = &r->elink_stats[h.elink];
+    RC_STAT_ADD(s->blocks, 1);
+    check_sequence(r, e, s, h.seq);
+
+    unsigned first;
+    bad = rc_block_parse_subchunks(blk, bs, h.trailer_bytes, r->subs, r->subs_cap, &first);
+    if (bad != RC_BAD_NONE) {
+        RC_STAT_ADD(s->err_malformed, 1);
+        note_bad_block(r, pos, bad);
+        drop_open(r, e, &s->chunks_incomplete);
+        e->skipping = false;
+        finish_block_refs(r, block, 0);
+        return true;
+    }
+    r->cur = (struct rc_cur_block){ .active = true, .block = block, .elink = h.elink,
+                                    .next = first, .end = r->subs_cap, .pieces = 0 };
+    return true;
+}
+
+/* ---- passes --------------------------------------------------------------- */
+
+unsigned rc_readout_decode_pass(struct rc_readout *r, bool *took_blocks, bool *more)
+{
+    unsigned emitted = 0;
+    /* Bounded so that the read pointer moves (and the card can write again)
+     * while a large backlog is decoded. */
+    uint64_t budget = r->ring_size / 4 > r->p.block_size ? r->ring_size / 4 : r->p.block_size;
+    uint64_t start = r->st.taken;
+    *took_blocks = false;
+    *more = false;
+    RC_STAT_SET(r->st.written_seen, rc_dma_ring_written_pos(r->ring));
+    decoding_here = r;
+
+    if (r->pending) {
+        struct rc_chunk_rec *rec = r->pending;
+        r->pending = NULL;
+        enum offer_result res = offer(r, rec);
+        if (res == OFFER_AGAIN)
+            goto out;
+        emitted += res == OFFER_ACCEPTED;
+    }
+    for (;;) {
+        if (!r->cur.active) {
+            if (r->st.taken - start >= budget) {
+                *more = true;
+                break;
+            }
+            if (!begin_block(r))
+                break;
+            *took_blocks = true;
+            if (!r->cur.active)
+                continue;
+        }
+        if (continue_block(r, &emitted) == STEP_STALL)
+            break;
+    }
+out:
+    decoding_here = NULL;
+    RC_STAT_SET(r->st.pending_or_active, (uint64_t)(r->cur.active || r->pending));
+    return emitted;
+}
+
+void rc_readout_update_read(struct rc_readout *r, bool idle, bool force)
+{
+    uint64_t read = rc_dma_ring_advance(r->ring);
+    if (!r->dma_active || read == r->rd_sent)
+        return;
+    /* Batch RD_POINTER writes (each costs PCIe bandwidth), but never leave
+     * the card starved: write when idle or once the card sees the ring more
+     * than half full. */
+    bool batch_full = read - r->rd_sent >= r->p.rd_update_bytes;
+    bool card_half_full = r->st.written_seen - r->rd_sent > r->ring_size / 2;
+    if (force || idle || batch_full || card_half_full) {
+        rc_wupper_dma_set_read(&r->dma, read);
+        r->rd_sent = read;
+        RC_STAT_ADD(r->st.rd_writes, 1);
+    }
+}
+
+unsigned rc_readout_decode(struct rc_readout *r)
+{
+    unsigned emitted = 0;
+    bool took, more;
+    do {
+        emitted += rc_readout_decode_pass(r, &took, &more);
+        rc_readout_update_read(r, !took, false);
+    } while (more);
+    return emitted;
+}

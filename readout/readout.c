@@ -1,0 +1,200 @@
+/* readout.c — creating a readout over a ring, and its statistics. The
+ * decoder is in decoder.c, the thread in readout_thread.c. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "readout/felix_block.h"
+#include "readout/readout_internal.h"
+
+/* Every field of struct rc_elink_stats, for copying and summing. */
+#define RC_ELINK_STAT_FIELDS(X)                                                      \
+    X(blocks) X(chunks) X(bytes) X(err_truncated) X(err_crc) X(err_flag) X(err_busy) \
+    X(err_malformed) X(err_seq_gap) X(err_oversize) X(err_orphan)                    \
+    X(chunks_dropped_gap) X(chunks_incomplete) X(timeouts) X(oob) X(reserved)
+#define RC_COUNT_FIELD(f) +1
+_Static_assert(sizeof(struct rc_elink_stats) ==
+                   (0 RC_ELINK_STAT_FIELDS(RC_COUNT_FIELD)) * sizeof(uint64_t),
+               "RC_ELINK_STAT_FIELDS must list every field of struct rc_elink_stats");
+
+static int validate_params(const struct rc_card_params *p, struct rc_dma_ring *ring,
+                           rc_chunk_sink_fn sink, char *err, size_t errlen)
+{
+    size_t ring_size = rc_dma_ring_size(ring), unit = rc_dma_ring_unit(ring);
+    const char *problem = NULL;
+    if (!sink)
+        problem = "no chunk sink";
+    else if (p->block_size < FELIX_MIN_BLOCK || p->block_size > FELIX_MAX_BLOCK ||
+             p->block_size % 1024 != 0)
+        problem = "block_size must be 1 KiB .. 64 KiB in steps of 1 KiB";
+    else if (p->block_format != FELIX_FMT_C0CE && p->block_size != FELIX_MIN_BLOCK)
+        problem = "block formats abcd and abce have 1 KiB blocks";
+    else if (p->ring_size != ring_size)
+        problem = "ring_size differs from the ring's actual size";
+    else if (ring_size % p->block_size != 0 || ring_size / p->block_size < 2)
+        problem = "ring_size must be a multiple of block_size, at least 2 blocks";
+    else if (ring_size > (1ull << 32))
+        problem = "ring_size above 4 GiB (piece offsets are 32-bit)";
+    else if (unit == 0 || p->block_size % unit != 0)
+        problem = "the ring's unit size does not divide block_size";
+    else if (p->max_chunk_size == 0 || p->max_chunk_pieces == 0 || p->max_chunks_in_flight == 0)
+        problem = "max_chunk_size, max_chunk_pieces and max_chunks_in_flight must be non-zero";
+    if (!problem)
+        return 0;
+    snprintf(err, errlen, "card.%u readout: %s (block_size %u, ring_size %llu, ring %zu bytes)",
+             p->index, problem, p->block_size, (unsigned long long)p->ring_size, ring_size);
+    return -EINVAL;
+}
+
+static int allocate_tables(struct rc_readout *r, char *err, size_t errlen)
+{
+    r->subs_cap = rc_block_max_subchunks(r->p.block_size);
+    r->blocks = calloc(r->nblocks, sizeof *r->blocks);
+    r->elinks = calloc(RC_READOUT_MAX_ELINKS, sizeof *r->elinks);
+    r->elink_stats = calloc(RC_READOUT_MAX_ELINKS, sizeof *r->elink_stats);
+    r->subs = calloc(r->subs_cap, sizeof *r->subs);
+    if (!r->blocks || !r->elinks || !r->elink_stats || !r->subs) {
+        snprintf(err, errlen, "card.%u readout: cannot allocate tables for %u blocks",
+                 r->p.index, r->nblocks);
+        return -ENOMEM;
+    }
+    for (uint32_t i = 0; i < r->nblocks; i++)
+        atomic_init(&r->blocks[i].refs, 0);
+    return rc_chunk_pool_init(&r->pool, r->p.max_chunks_in_flight, r->p.max_chunk_pieces,
+                              err, errlen);
+}
+
+int rc_readout_create(const struct rc_card_params *p, struct rc_dma_ring *ring,
+                      struct rc_card *card, rc_chunk_sink_fn sink, void *sink_ctx,
+                      struct rc_readout **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    int rc = validate_params(p, ring, sink, err, errlen);
+    if (rc != 0)
+        return rc;
+    struct rc_readout *r = aligned_alloc(64, (sizeof *r + 63) / 64 * 64);
+    if (!r) {
+        snprintf(err, errlen, "card.%u readout: out of memory", p->index);
+        return -ENOMEM;
+    }
+    memset(r, 0, sizeof *r);
+    r->p = *p;
+    r->ring = ring;
+    r->card = card;
+    r->sink = sink;
+    r->sink_ctx = sink_ctx;
+    r->ring_base = rc_dma_ring_addr(ring);
+    r->ring_size = rc_dma_ring_size(ring);
+    r->nblocks = (uint32_t)(r->ring_size / p->block_size);
+    atomic_init(&r->stop_requested, false);
+    atomic_init(&r->loop_iter, 0);
+    atomic_init(&r->drained_iter, 0);
+    atomic_init(&r->shared.releases, 0);
+    atomic_init(&r->shared.bad_releases, 0);
+    r->st.taken = rc_dma_ring_taken_pos(ring);
+    r->st.written_seen = rc_dma_ring_written_pos(ring);
+    rc = allocate_tables(r, err, errlen);
+    if (rc != 0) {
+        rc_readout_destroy(r);
+        return rc;
+    }
+    *out = r;
+    return 0;
+}
+
+void rc_readout_destroy(struct rc_readout *r)
+{
+    if (!r)
+        return;
+    if (r->thread_running)
+        rc_readout_stop(r);
+    rc_chunk_pool_fini(&r->pool);
+    free(r->blocks);
+    free(r->elinks);
+    free(r->elink_stats);
+    free(r->subs);
+    free(r);
+}
+
+bool rc_readout_drained(const struct rc_readout *r)
+{
+    /* taken first (acquire): it is stored after the busy flag is set. */
+    uint64_t taken = __atomic_load_n(&r->st.taken, __ATOMIC_ACQUIRE);
+    uint64_t written = RC_STAT_GET(r->st.written_seen);
+    bool busy = RC_STAT_GET(r->st.pending_or_active) != 0;
+    return written - taken < r->p.block_size && !busy && rc_readout_in_flight(r) == 0;
+}
+
+static void copy_elink_stats(const struct rc_elink_stats *src, struct rc_elink_stats *dst)
+{
+#define RC_COPY_FIELD(f) dst->f = RC_STAT_GET(src->f);
+    RC_ELINK_STAT_FIELDS(RC_COPY_FIELD)
+#undef RC_COPY_FIELD
+}
+
+static void add_elink_stats(struct rc_elink_stats *sum, const struct rc_elink_stats *s)
+{
+#define RC_ADD_FIELD(f) sum->f += s->f;
+    RC_ELINK_STAT_FIELDS(RC_ADD_FIELD)
+#undef RC_ADD_FIELD
+}
+
+void rc_readout_get_stats(const struct rc_readout *r, struct rc_readout_stats *s)
+{
+    struct rc_elink_stats sum = {0}, one;
+    for (unsigned i = 0; i < RC_READOUT_MAX_ELINKS; i++) {
+        copy_elink_stats(&r->elink_stats[i], &one);
+        add_elink_stats(&sum, &one);
+    }
+    *s = (struct rc_readout_stats){
+        .blocks = sum.blocks, .chunks = sum.chunks, .bytes = sum.bytes,
+        .bad_header = RC_STAT_GET(r->st.bad_header),
+        .err_malformed = sum.err_malformed, .err_seq_gap = sum.err_seq_gap,
+        .err_oversize = sum.err_oversize, .err_orphan = sum.err_orphan,
+        .chunks_dropped_gap = sum.chunks_dropped_gap, .chunks_incomplete = sum.chunks_incomplete,
+        .timeouts = sum.timeouts, .oob = sum.oob, .reserved = sum.reserved,
+        .chunks_truncated = sum.err_truncated, .chunks_error = sum.err_flag,
+        .chunks_crc = sum.err_crc, .chunks_busy = sum.err_busy,
+        .releases = atomic_load_explicit(&r->shared.releases, memory_order_relaxed) +
+                    RC_STAT_GET(r->st.releases_local),
+        .bad_releases = atomic_load_explicit(&r->shared.bad_releases, memory_order_relaxed),
+        .chunks_in_flight = rc_readout_in_flight(r),
+        .sink_again = RC_STAT_GET(r->st.sink_again),
+        .sink_errors = RC_STAT_GET(r->st.sink_errors),
+        .chunks_dropped_pool = RC_STAT_GET(r->st.chunks_dropped_pool),
+        .pool_empty_ns = RC_STAT_GET(r->st.pool_empty_ns),
+        .polls = RC_STAT_GET(r->st.polls), .sleeps = RC_STAT_GET(r->st.sleeps),
+        .rd_writes = RC_STAT_GET(r->st.rd_writes),
+        .last_bad_pos = RC_STAT_GET(r->st.last_bad_pos),
+        .last_bad_kind = (enum rc_readout_bad_kind)RC_STAT_GET(r->st.last_bad_kind),
+    };
+}
+
+const struct rc_elink_stats *rc_readout_elink_stats(const struct rc_readout *r, unsigned elink)
+{
+    if (elink >= RC_READOUT_MAX_ELINKS || RC_STAT_GET(r->elink_stats[elink].blocks) == 0)
+        return NULL;
+    return &r->elink_stats[elink];
+}
+
+int rc_readout_get_elink_stats(const struct rc_readout *r, unsigned elink,
+                               struct rc_elink_stats *out)
+{
+    if (!rc_readout_elink_stats(r, elink))
+        return -ENOENT;
+    copy_elink_stats(&r->elink_stats[elink], out);
+    return 0;
+}
+
+const char *rc_readout_bad_kind_name(enum rc_readout_bad_kind kind)
+{
+    switch (kind) {
+    case RC_BAD_NONE: return "none";
+    case RC_BAD_MARKER: return "unknown block marker";
+    case RC_BAD_BLOCK_SIZE: return "marker's block size differs from the configured one";
+    case RC_BAD_LENGTH: return "trailer length runs past the block header";
+    case RC_BAD_NULL_TRAILER: return "null trailer with non-zero bits";
+    case RC_BAD_TYPE_ORDER: return "subchunk types out of order";
+    }
+    return "unknown";
+}

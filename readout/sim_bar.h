@@ -1,0 +1,115 @@
+/* sim_bar.h — internal to readout/: the simulated card's BAR, a memory
+ * region shared by the host side (through rc_bar accessors) and the
+ * simulated firmware (thread or ringcast-sim process).
+ *
+ *   [0x0000, 0x1000)  Wupper BAR0 registers, 64-bit words at their offsets
+ *   [0x1000, 0x2000)  simulator-private page (struct rc_sim_priv): not part of
+ *                     the Wupper map; no real card has it.
+ *
+ * Register writes are events in hardware; the sim BAR's write64 carries out
+ * the firmware's reaction in the writer's context (see sim_bar.c). The status
+ * register DMA_DESC_STATUS_n is guarded by a per-descriptor seqlock in the
+ * private page: writers (firmware publishing CURRENT_ADDRESS/EVEN_DMA, host
+ * enable and reset events) take it exclusively, readers (read128) retry
+ * until they saw no writer. See readout/README.md ("Simulated card").
+ */
+#ifndef RC_SIM_BAR_H
+#define RC_SIM_BAR_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "readout/card_bar.h"
+#include "readout/card_params.h"
+#include "readout/wupper_regs.h"
+
+#define RC_SIM_BAR_MAGIC    0x5241425f4d495352ull   /* "RSIM_BAR" little-endian */
+#define RC_SIM_BAR_VERSION  1u
+#define RC_SIM_PRIV_OFFSET  WUPPER_BAR0_SIZE
+#define RC_SIM_BAR_BYTES    (RC_SIM_PRIV_OFFSET + 0x1000u)
+
+/* What the firmware is doing, for the daemon and the ringcast-sim summary. */
+enum rc_sim_fw_state {
+    RC_FW_NONE = 0,        /* no firmware attached (sim-process card, before attach) */
+    RC_FW_IDLE,            /* waiting: descriptor not enabled, or paused by rc_card_stop */
+    RC_FW_RUNNING,         /* writing blocks */
+    RC_FW_STALLED,         /* ring full: waiting for the host's RD_POINTER */
+    RC_FW_RATE_LIMITED,    /* waiting for the rate limiter */
+    RC_FW_FINISHED,        /* run length reached (or replay played once) */
+    RC_FW_REFUSED,         /* the descriptor programming is unusable (fw_error says why) */
+    RC_FW_EXITED           /* the ringcast-sim process has detached */
+};
+
+struct rc_sim_desc_priv {
+    uint64_t seq;               /* seqlock over DMA_DESC_STATUS_n: odd while written */
+    uint64_t host_read_total;   /* monotonic bytes the host gave back via RD_POINTER */
+    uint64_t run_gen;           /* bumped by an enable rising edge and by DMA_RESET */
+    uint64_t bad_rd_writes;     /* RD_POINTER writes outside [START, END): ignored */
+    uint64_t reserved[4];
+};
+
+/* Everything the firmware counts; written by the firmware only (relaxed
+ * atomic stores), read by anyone. */
+struct rc_sim_priv_stats {
+    uint64_t chunks_produced, bytes_produced, blocks_written;
+    uint64_t stall_ns, stall_events;
+    uint64_t injected_truncated, injected_crc, injected_malformed, injected_seqskip;
+    uint64_t replay_loops;
+    uint64_t host_errors;       /* refused programming + host read beyond written */
+    uint64_t finished;
+    uint64_t write_total;       /* monotonic bytes written in the current run */
+    uint64_t reserved[3];
+};
+
+struct rc_sim_priv {
+    uint64_t magic, version, bar_bytes;
+    /* The card as its creator configured it; an attaching process checks
+     * its own configuration against these. */
+    uint64_t ring_size, block_size, block_format, tag_base, descriptor;
+    /* control */
+    uint64_t run_request;       /* rc_card_start = 1 / rc_card_stop = 0 */
+    uint64_t host_closed;       /* the creator destroyed the card */
+    uint64_t fw_pid;            /* attached ringcast-sim process, 0 = none */
+    uint64_t fw_state;          /* enum rc_sim_fw_state */
+    uint64_t lock_steals;       /* seqlock taken over from a writer that held it > 100 ms */
+    uint64_t torn_reads;        /* read128 gave up waiting for a stable status */
+    char fw_error[192];         /* last reason the firmware refused to run */
+    struct rc_sim_desc_priv desc[WUPPER_MAX_DESCRIPTORS];
+    struct rc_sim_priv_stats stats;
+};
+
+_Static_assert(sizeof(struct rc_sim_priv) <= RC_SIM_BAR_BYTES - RC_SIM_PRIV_OFFSET,
+               "private page overflows the simulated BAR");
+
+static inline uint64_t *rc_sim_reg(uint8_t *bar, uint32_t off) { return (uint64_t *)(bar + off); }
+static inline struct rc_sim_priv *rc_sim_priv(uint8_t *bar)
+{
+    return (struct rc_sim_priv *)(bar + RC_SIM_PRIV_OFFSET);
+}
+
+#define RC_SIM_LOAD(p)     __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define RC_SIM_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define RC_SIM_RELAXED_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+
+/* Zero the region and write the private page header for card cp. */
+void rc_sim_bar_format(uint8_t *bar, const struct rc_card_params *cp);
+/* 0 if bar (of size bytes) has a private page header of this version, else
+ * -EPROTO with the reason in err (named after where, e.g. the shm object). */
+int  rc_sim_bar_validate(uint8_t *bar, size_t size, const char *where, char *err, size_t errlen);
+/* Host-side accessors over the region. */
+void rc_sim_bar_init_ops(struct rc_bar *b, uint8_t *bar);
+
+/* Status seqlock, writer side (exclusive among writers). lock returns the
+ * odd sequence value it set; pass it to unlock. A writer that held the lock
+ * for more than 100 ms is taken to be dead (a killed process) and the lock
+ * is taken over (counted in lock_steals). */
+uint64_t rc_sim_status_lock(uint8_t *bar, unsigned desc);
+void     rc_sim_status_unlock(uint8_t *bar, unsigned desc, uint64_t locked);
+
+uint64_t rc_sim_now_ns(void);
+void     rc_sim_cpu_relax(void);
+
+/* rc_card_stats from the private page. */
+struct rc_card_stats;
+void rc_sim_bar_read_stats(uint8_t *bar, struct rc_card_stats *s);
+
+#endif

@@ -1,0 +1,461 @@
+/* sim_firmware.c — the simulated card's firmware (see sim_firmware.h). */
+#include "readout/sim_firmware.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "readout/sim_blocks.h"
+#include "readout/wupper_regs.h"
+
+#define BATCH_BYTES        (64u << 10)   /* publish the write pointer at least this often */
+#define STALL_SPIN_NS      20000ull      /* then sleep STALL_SLEEP_NS between checks */
+#define STALL_SLEEP_NS     30000ull
+#define IDLE_SLEEP_NS      1000000ull
+#define RATE_MAX_SLEEP_NS  1000000ull
+#define RATE_BURST_S       1e-3          /* the bucket holds this much time's worth ... */
+#define RATE_BURST_BLOCKS  2.0           /* ... or this many full blocks' worth, if more */
+
+struct rate_bucket {
+    enum rc_rate_unit unit;       /* RC_RATE_UNLIMITED: no bucket */
+    double per_ns, burst, tokens;
+    uint64_t last_ns;
+};
+
+struct rc_sim_fw {
+    uint8_t *bar;
+    struct rc_sim_priv *priv;
+    unsigned desc;
+    uint8_t *ring;
+    uint64_t ring_size;
+    uint32_t block_size;
+    unsigned batch;
+    struct rc_sim_gen *gen;
+    struct rate_bucket rate;
+    uint64_t run_ns;              /* 0 = no time limit */
+    uint64_t first_arm_ns;        /* the run clock starts at the first enable */
+
+    /* the current DMA run */
+    bool armed;
+    uint64_t run_gen;
+    bool refused;
+    uint64_t refused_gen;
+    uint64_t start;               /* bus address of ring[0] */
+    uint64_t write_total;         /* monotonic bytes written this run */
+    uint64_t last_bad_read;       /* last host read total seen beyond write_total */
+
+    bool stalled;
+    uint64_t stall_since, stall_ns, stall_events;
+    uint64_t host_errors;
+    bool finished;
+    enum rc_sim_fw_state state;
+    uint64_t wait_hint_ns;
+};
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || errlen == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+static uint64_t *reg(const struct rc_sim_fw *fw, uint32_t off) { return rc_sim_reg(fw->bar, off); }
+
+/* ---- rate limiter -------------------------------------------------------- */
+
+/* Units a full block holds: bytes, or the most chunks of the smallest size. */
+static double block_units(const struct rc_sim_params *sp, enum felix_format fmt, uint32_t bs)
+{
+    if (sp->rate.unit == RC_RATE_BYTES)
+        return bs;
+    unsigned tb = rc_felix_trailer_bytes(fmt);
+    uint32_t smallest = (sp->chunk_size_min + tb - 1) / tb * tb + tb;
+    double n = (double)(bs - FELIX_HEADER_BYTES) / smallest;
+    return n < 1 ? 1 : n;
+}
+
+static int rate_init(struct rate_bucket *r, const struct rc_sim_params *sp,
+                     const struct rc_card_params *cp, char *err, size_t errlen)
+{
+    r->unit = sp->rate.unit;
+    if (r->unit == RC_RATE_UNLIMITED)
+        return 0;
+    if ((r->unit != RC_RATE_BYTES && r->unit != RC_RATE_CHUNKS) ||
+        !(sp->rate.per_second > 0) || isinf(sp->rate.per_second)) {
+        set_err(err, errlen, "sim: rate must be unlimited or a positive number of %s per second",
+                r->unit == RC_RATE_CHUNKS ? "chunks" : "bytes");
+        return -EINVAL;
+    }
+    r->per_ns = sp->rate.per_second * 1e-9;
+    r->burst = fmax(sp->rate.per_second * RATE_BURST_S,
+                    RATE_BURST_BLOCKS * block_units(sp, cp->block_format, cp->block_size));
+    r->tokens = r->burst;
+    return 0;
+}
+
+/* Fill budget from the bucket; false (and a wait hint) if not even one unit
+ * is there. Unlimited: *bp = NULL. */
+static bool rate_budget(struct rc_sim_fw *fw, uint64_t now, struct rc_sim_budget *b,
+                        const struct rc_sim_budget **bp)
+{
+    struct rate_bucket *r = &fw->rate;
+    *bp = NULL;
+    if (r->unit == RC_RATE_UNLIMITED)
+        return true;
+    if (r->last_ns != 0 && now > r->last_ns)
+        r->tokens = fmin(r->burst, r->tokens + (double)(now - r->last_ns) * r->per_ns);
+    r->last_ns = now;
+    if (r->tokens < 1.0) {
+        fw->wait_hint_ns = (uint64_t)((1.0 - r->tokens) / r->per_ns) + 1;
+        return false;
+    }
+    uint64_t units = (uint64_t)r->tokens;
+    b->new_chunks = r->unit == RC_RATE_CHUNKS ? units : UINT64_MAX;
+    b->payload_bytes = r->unit == RC_RATE_BYTES ? units : UINT64_MAX;
+    *bp = b;
+    return true;
+}
+
+/* A block may overdraw the bucket (a started chunk is finished): the debt
+ * delays the next block, so the average rate holds. */
+static void rate_consume(struct rc_sim_fw *fw, const struct rc_sim_block_info *info)
+{
+    if (fw->rate.unit == RC_RATE_CHUNKS)
+        fw->rate.tokens -= info->chunks_started;
+    else if (fw->rate.unit == RC_RATE_BYTES)
+        fw->rate.tokens -= (double)info->payload_bytes;
+}
+
+/* ---- create -------------------------------------------------------------- */
+
+int rc_sim_fw_create(uint8_t *bar, const struct rc_card_params *cp,
+                     const struct rc_sim_params *sp, uint8_t *ring, uint64_t ring_size,
+                     struct rc_sim_fw **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (cp->dma_descriptor >= WUPPER_MAX_DESCRIPTORS) {
+        set_err(err, errlen, "card.%u: DMA descriptor %u is not 0..%u", cp->index,
+                cp->dma_descriptor, WUPPER_MAX_DESCRIPTORS - 1);
+        return -EINVAL;
+    }
+    if (ring_size == 0 || ring_size % cp->block_size != 0) {
+        set_err(err, errlen, "card.%u: ring of %" PRIu64 " bytes is not a non-zero multiple of the %"
+                PRIu32 "-byte block size", cp->index, ring_size, cp->block_size);
+        return -EINVAL;
+    }
+    struct rc_sim_fw *fw = calloc(1, sizeof *fw);
+    if (!fw) {
+        set_err(err, errlen, "card.%u: out of memory", cp->index);
+        return -ENOMEM;
+    }
+    struct rc_sim_gen_config gc = { .format = cp->block_format, .block_size = cp->block_size,
+                                    .tag_base = cp->tag_base, .sim = *sp };
+    int rc = rc_sim_gen_create(&gc, &fw->gen, err, errlen);
+    if (rc == 0)
+        rc = rate_init(&fw->rate, sp, cp, err, errlen);
+    if (rc != 0) {
+        rc_sim_fw_destroy(fw);
+        return rc;
+    }
+    fw->bar = bar;
+    fw->priv = rc_sim_priv(bar);
+    fw->desc = cp->dma_descriptor;
+    fw->ring = ring;
+    fw->ring_size = ring_size;
+    fw->block_size = cp->block_size;
+    fw->batch = BATCH_BYTES / cp->block_size ? BATCH_BYTES / cp->block_size : 1;
+    fw->run_ns = sp->run_ns;
+    fw->state = RC_FW_IDLE;
+    RC_SIM_STORE(&fw->priv->fw_state, (uint64_t)RC_FW_IDLE);
+    *out = fw;
+    return 0;
+}
+
+void rc_sim_fw_destroy(struct rc_sim_fw *fw)
+{
+    if (!fw)
+        return;
+    rc_sim_gen_destroy(fw->gen);
+    free(fw);
+}
+
+enum rc_sim_fw_state rc_sim_fw_state(const struct rc_sim_fw *fw) { return fw->state; }
+uint64_t rc_sim_fw_wait_hint_ns(const struct rc_sim_fw *fw) { return fw->wait_hint_ns; }
+uint64_t rc_sim_fw_write_total(const struct rc_sim_fw *fw) { return fw->write_total; }
+unsigned rc_sim_fw_batch(const struct rc_sim_fw *fw) { return fw->batch; }
+
+/* ---- descriptor tracking -------------------------------------------------- */
+
+static void end_stall(struct rc_sim_fw *fw, uint64_t now)
+{
+    if (fw->stalled) {
+        fw->stall_ns += now - fw->stall_since;
+        fw->stalled = false;
+    }
+}
+
+static void refuse(struct rc_sim_fw *fw, uint64_t gen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void refuse(struct rc_sim_fw *fw, uint64_t gen, const char *fmt, ...)
+{
+    char msg[sizeof fw->priv->fw_error];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    memcpy(fw->priv->fw_error, msg, sizeof msg);
+    fw->refused = true;
+    fw->refused_gen = gen;
+    fw->host_errors++;
+}
+
+/* Latch the descriptor the host enabled; refuse what this card cannot do. */
+static bool arm(struct rc_sim_fw *fw, uint64_t gen, uint64_t now)
+{
+    unsigned n = fw->desc;
+    uint64_t start = RC_SIM_LOAD(reg(fw, WUPPER_DESC_START(n)));
+    uint64_t end = RC_SIM_LOAD(reg(fw, WUPPER_DESC_END(n)));
+    uint64_t ctrl = RC_SIM_LOAD(reg(fw, WUPPER_DESC_CTRL(n)));
+    uint64_t rd = RC_SIM_LOAD(reg(fw, WUPPER_DESC_RD_POINTER(n)));
+    if (end <= start || end - start != fw->ring_size) {
+        refuse(fw, gen, "descriptor %u: END - START = 0x%" PRIx64 " - 0x%" PRIx64
+               " is not the %" PRIu64 "-byte ring this card writes", n, end, start, fw->ring_size);
+        return false;
+    }
+    if (ctrl & WUPPER_CTRL_READ_WRITE) {
+        refuse(fw, gen, "descriptor %u: READ_WRITE = 1 (FromHost); the simulator only does ToHost", n);
+        return false;
+    }
+    if (!(ctrl & WUPPER_CTRL_WRAP_AROUND)) {
+        refuse(fw, gen, "descriptor %u: WRAP_AROUND = 0; the simulator only does endless DMA", n);
+        return false;
+    }
+    if (rd != start) {
+        refuse(fw, gen, "descriptor %u: RD_POINTER 0x%" PRIx64 " is not START 0x%" PRIx64
+               " when enabled", n, rd, start);
+        return false;
+    }
+    fw->armed = true;
+    fw->refused = false;
+    fw->run_gen = gen;
+    fw->start = start;
+    fw->write_total = 0;
+    if (fw->first_arm_ns == 0)
+        fw->first_arm_ns = now;
+    return true;
+}
+
+/* React to enable / disable / reset. True if the firmware may write. */
+static bool track_descriptor(struct rc_sim_fw *fw, uint64_t now)
+{
+    unsigned n = fw->desc;
+    uint64_t gen = RC_SIM_LOAD(&fw->priv->desc[n].run_gen);
+    bool enabled = (RC_SIM_LOAD(reg(fw, WUPPER_DESC_ENABLE)) >> n) & 1u;
+    if (fw->armed && (gen != fw->run_gen || !enabled)) {
+        fw->armed = false;
+        end_stall(fw, now);
+    }
+    if (!enabled) {
+        fw->state = RC_FW_IDLE;
+        return false;
+    }
+    if (!fw->armed) {
+        if ((fw->refused && fw->refused_gen == gen) || !arm(fw, gen, now)) {
+            fw->state = RC_FW_REFUSED;
+            return false;
+        }
+    }
+    return true;
+}
+
+/* ---- writing ---------------------------------------------------------------- */
+
+/* Room for one more block without overtaking the host's read pointer. */
+static bool ring_has_room(struct rc_sim_fw *fw, uint64_t now)
+{
+    uint64_t read = RC_SIM_LOAD(&fw->priv->desc[fw->desc].host_read_total);
+    if (read > fw->write_total) {
+        /* The host gave back data never written: a host bug. Count it once
+         * per value and trust only what this card wrote. */
+        if (read != fw->last_bad_read) {
+            fw->last_bad_read = read;
+            fw->host_errors++;
+        }
+        read = fw->write_total;
+    }
+    if (fw->ring_size - (fw->write_total - read) >= fw->block_size) {
+        end_stall(fw, now);
+        return true;
+    }
+    if (!fw->stalled) {
+        fw->stalled = true;
+        fw->stall_since = now;
+        fw->stall_events++;
+    }
+    return false;
+}
+
+/* CURRENT_ADDRESS and EVEN_DMA, unless the host began a new run meanwhile. */
+static void publish_position(struct rc_sim_fw *fw)
+{
+    unsigned n = fw->desc;
+    uint64_t s = rc_sim_status_lock(fw->bar, n);
+    if (RC_SIM_LOAD(&fw->priv->desc[n].run_gen) == fw->run_gen) {
+        RC_SIM_RELAXED_STORE(reg(fw, WUPPER_STATUS_CURRENT(n)),
+                             fw->start + fw->write_total % fw->ring_size);
+        bool odd_lap = (fw->write_total / fw->ring_size) & 1u;
+        uint64_t *bits = reg(fw, WUPPER_STATUS_BITS(n));
+        bool even_dma = __atomic_load_n(bits, __ATOMIC_RELAXED) & WUPPER_STATUS_EVEN_DMA;
+        /* xor, not store: the host toggles EVEN_PC in the same word. */
+        if (even_dma != odd_lap)
+            __atomic_fetch_xor(bits, WUPPER_STATUS_EVEN_DMA, __ATOMIC_RELAXED);
+    }
+    rc_sim_status_unlock(fw->bar, n, s);
+}
+
+static void publish_stats(struct rc_sim_fw *fw, uint64_t now)
+{
+    struct rc_sim_gen_stats g;
+    rc_sim_gen_get_stats(fw->gen, &g);
+    struct rc_sim_priv_stats *ps = &fw->priv->stats;
+    uint64_t stall_ns = fw->stall_ns + (fw->stalled ? now - fw->stall_since : 0);
+    RC_SIM_RELAXED_STORE(&ps->chunks_produced, g.chunks_completed);
+    RC_SIM_RELAXED_STORE(&ps->bytes_produced, g.payload_bytes);
+    RC_SIM_RELAXED_STORE(&ps->blocks_written, g.blocks);
+    RC_SIM_RELAXED_STORE(&ps->stall_ns, stall_ns);
+    RC_SIM_RELAXED_STORE(&ps->stall_events, fw->stall_events);
+    RC_SIM_RELAXED_STORE(&ps->injected_truncated, g.injected_truncated);
+    RC_SIM_RELAXED_STORE(&ps->injected_crc, g.injected_crc);
+    RC_SIM_RELAXED_STORE(&ps->injected_malformed, g.injected_malformed);
+    RC_SIM_RELAXED_STORE(&ps->injected_seqskip, g.injected_seqskip);
+    RC_SIM_RELAXED_STORE(&ps->replay_loops, g.replay_loops);
+    RC_SIM_RELAXED_STORE(&ps->host_errors, fw->host_errors);
+    RC_SIM_RELAXED_STORE(&ps->write_total, fw->write_total);
+    RC_SIM_RELAXED_STORE(&ps->finished, (uint64_t)fw->finished);
+    RC_SIM_STORE(&fw->priv->fw_state, (uint64_t)fw->state);
+}
+
+static void check_time_limit(struct rc_sim_fw *fw, uint64_t now)
+{
+    if (fw->run_ns && now - fw->first_arm_ns >= fw->run_ns)
+        rc_sim_gen_stop_new_chunks(fw->gen);
+}
+
+/* Write blocks while everything allows; sets the state that stopped it. */
+static unsigned write_blocks(struct rc_sim_fw *fw, unsigned max_blocks, uint64_t now)
+{
+    unsigned written = 0;
+    fw->state = RC_FW_RUNNING;
+    while (written < max_blocks) {
+        if (!ring_has_room(fw, now)) {
+            fw->state = RC_FW_STALLED;
+            break;
+        }
+        struct rc_sim_budget budget;
+        const struct rc_sim_budget *bp;
+        if (!rate_budget(fw, now, &budget, &bp)) {
+            fw->state = RC_FW_RATE_LIMITED;
+            break;
+        }
+        struct rc_sim_block_info info;
+        uint8_t *dst = fw->ring + fw->write_total % fw->ring_size;
+        if (!rc_sim_gen_next(fw->gen, dst, bp, &info)) {
+            fw->finished = rc_sim_gen_done(fw->gen);
+            fw->state = fw->finished ? RC_FW_FINISHED : RC_FW_RATE_LIMITED;
+            break;
+        }
+        fw->write_total += fw->block_size;
+        rate_consume(fw, &info);
+        written++;
+    }
+    return written;
+}
+
+unsigned rc_sim_fw_step(struct rc_sim_fw *fw, unsigned max_blocks)
+{
+    uint64_t now = rc_sim_now_ns();
+    unsigned written = 0;
+    fw->wait_hint_ns = 0;
+    if (track_descriptor(fw, now)) {
+        if (fw->finished) {
+            fw->state = RC_FW_FINISHED;
+        } else {
+            check_time_limit(fw, now);
+            written = write_blocks(fw, max_blocks, now);
+            if (written)
+                publish_position(fw);
+        }
+    }
+    publish_stats(fw, now);
+    return written;
+}
+
+/* ---- run loop ------------------------------------------------------------- */
+
+static void sleep_ns(uint64_t ns)
+{
+    struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000ull),
+                           .tv_nsec = (long)(ns % 1000000000ull) };
+    nanosleep(&ts, NULL);   /* an early wake-up (signal) only means an early re-check */
+}
+
+/* Nothing was written this tick: wait in the way that suits why. */
+static void idle_wait(struct rc_sim_fw *fw, uint64_t *idle_since)
+{
+    switch (fw->state) {
+    case RC_FW_STALLED: {
+        uint64_t now = rc_sim_now_ns();
+        if (*idle_since == 0)
+            *idle_since = now;
+        if (now - *idle_since < STALL_SPIN_NS)
+            rc_sim_cpu_relax();
+        else
+            sleep_ns(STALL_SLEEP_NS);
+        return;
+    }
+    case RC_FW_RATE_LIMITED:
+        if (fw->wait_hint_ns > STALL_SLEEP_NS)
+            sleep_ns(fw->wait_hint_ns < RATE_MAX_SLEEP_NS ? fw->wait_hint_ns : RATE_MAX_SLEEP_NS);
+        else
+            rc_sim_cpu_relax();
+        return;
+    default:
+        sleep_ns(IDLE_SLEEP_NS);
+        return;
+    }
+}
+
+void rc_sim_fw_run(struct rc_sim_fw *fw,
+                   enum rc_sim_loop_cmd (*control)(void *ctx, const struct rc_sim_fw *fw),
+                   void *ctx)
+{
+    uint64_t idle_since = 0;
+    for (;;) {
+        enum rc_sim_loop_cmd cmd = control(ctx, fw);
+        if (cmd == RC_SIM_LOOP_EXIT)
+            return;
+        if (cmd == RC_SIM_LOOP_PAUSE) {
+            end_stall(fw, rc_sim_now_ns());     /* paused is not backpressure */
+            fw->state = RC_FW_IDLE;
+            RC_SIM_STORE(&fw->priv->fw_state, (uint64_t)RC_FW_IDLE);
+            idle_since = 0;
+            sleep_ns(IDLE_SLEEP_NS);
+            continue;
+        }
+        if (rc_sim_fw_step(fw, fw->batch) > 0) {
+            idle_since = 0;
+            continue;
+        }
+        idle_wait(fw, &idle_since);
+    }
+}

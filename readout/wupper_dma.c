@@ -1,0 +1,108 @@
+/* wupper_dma.c — host side of Wupper's endless ToHost DMA (see wupper_dma.h
+ * for the position arithmetic). */
+#include "readout/wupper_dma.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "readout/wupper_regs.h"
+
+static void set_enable_bit(const struct rc_bar *bar, unsigned desc, bool on)
+{
+    uint64_t en = rc_bar_read64(bar, WUPPER_DESC_ENABLE);
+    en = on ? en | (1ull << desc) : en & ~(1ull << desc);
+    rc_bar_write64(bar, WUPPER_DESC_ENABLE, en);
+}
+
+int rc_wupper_dma_start(struct rc_wupper_dma *d, const struct rc_bar *bar, unsigned desc,
+                        uint64_t bus_start, uint64_t size)
+{
+    if (desc >= WUPPER_MAX_DESCRIPTORS || size == 0 || size % RC_WUPPER_ALIGN != 0 ||
+        bus_start % RC_WUPPER_ALIGN != 0 || bus_start + size < bus_start)
+        return -EINVAL;
+    memset(d, 0, sizeof *d);
+    d->bar = bar;
+    d->desc = desc;
+    d->start = bus_start;
+    d->end = bus_start + size;
+    d->size = size;
+    set_enable_bit(bar, desc, false);
+    rc_bar_write64(bar, WUPPER_DESC_START(desc), d->start);
+    rc_bar_write64(bar, WUPPER_DESC_END(desc), d->end);
+    rc_bar_write64(bar, WUPPER_DESC_CTRL(desc), RC_WUPPER_TLP_WORDS | WUPPER_CTRL_WRAP_AROUND);
+    rc_bar_write64(bar, WUPPER_DESC_RD_POINTER(desc), d->start);
+    set_enable_bit(bar, desc, true);
+    return 0;
+}
+
+/* The monotonic position a status value stands for, if it can be right. */
+static bool status_to_written(const struct rc_wupper_dma *d, uint64_t current, uint64_t bits,
+                              uint64_t *written)
+{
+    if (current < d->start || current >= d->end)
+        return false;
+    uint64_t woff = current - d->start;
+    uint64_t rlap = d->read_total / d->size, roff = d->read_total % d->size;
+    bool dma_odd = bits & WUPPER_STATUS_EVEN_DMA;
+    bool pc_odd = bits & WUPPER_STATUS_EVEN_PC;
+    if (pc_odd != (bool)(rlap & 1))
+        return false;               /* the card disagrees about the host's own wraps */
+    uint64_t w;
+    if (dma_odd == pc_odd) {        /* same lap: the card is at or ahead of RD_POINTER */
+        if (woff < roff)
+            return false;
+        w = rlap * d->size + woff;
+    } else {                        /* one lap ahead: the card is at or behind RD_POINTER */
+        if (woff > roff)
+            return false;
+        w = (rlap + 1) * d->size + woff;
+    }
+    if (w < d->written_total)
+        return false;
+    *written = w;
+    return true;
+}
+
+uint64_t rc_wupper_dma_poll(struct rc_wupper_dma *d)
+{
+    for (int attempt = 0; attempt < 2; attempt++) {
+        uint64_t current, bits, w;
+        rc_bar_read128(d->bar, WUPPER_STATUS(d->desc), &current, &bits);
+        if (status_to_written(d, current, bits, &w)) {
+            d->written_total = w;
+            return w;
+        }
+        d->bad_status++;
+    }
+    return d->written_total;
+}
+
+static void write_rd_pointer(struct rc_wupper_dma *d, uint64_t read_total)
+{
+    rc_bar_write64(d->bar, WUPPER_DESC_RD_POINTER(d->desc), d->start + read_total % d->size);
+    d->read_total = read_total;
+    d->rd_writes++;
+}
+
+void rc_wupper_dma_set_read(struct rc_wupper_dma *d, uint64_t read_total)
+{
+    if (read_total < d->read_total || read_total > d->written_total) {
+        d->bad_set_read++;
+        return;
+    }
+    /* An advance of a whole ring would leave RD_POINTER where it was: the
+     * card could not tell it from no advance. Go half-way first (rounded to
+     * the TLP size, so the pointer stays TLP-aligned). */
+    uint64_t half = d->size / 2 / (RC_WUPPER_TLP_WORDS * 4) * (RC_WUPPER_TLP_WORDS * 4);
+    while (read_total - d->read_total >= d->size)
+        write_rd_pointer(d, d->read_total + half);
+    if (read_total != d->read_total)
+        write_rd_pointer(d, read_total);
+}
+
+void rc_wupper_dma_stop(struct rc_wupper_dma *d)
+{
+    if (d->bar)
+        set_enable_bit(d->bar, d->desc, false);
+}

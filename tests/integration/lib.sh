@@ -1,0 +1,17 @@
+# Shared helpers for the integration tests (sourced, not run).
+BUILD=${1:-build}
+BIN="$BUILD/bin"
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/ringcast-it.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+checks=0
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+ok()   { checks=$((checks + 1)); echo "ok: $*"; }
+
+# json_num KEY FILE: the first numeric value of "KEY" in a JSON file.
+json_num() { grep -o "\"$1\":[0-9][0-9]*" "$2" | head -n 1 | cut -d: -f2; }
+
+# expect_eq WHAT ACTUAL EXPECTED
+expect_eq() { [ "$2" = "$3" ] || fail "$1: got '$2', expected '$3'"; ok "$1 = $3"; }
+# expect_gt WHAT ACTUAL MIN
+expect_gt() { [ -n "$2" ] && [ "$2" -gt "$3" ] || fail "$1: got '$2', expected > $3"; ok "$1 = $2 > $3"; }
