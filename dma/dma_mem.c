@@ -1,5 +1,6 @@
 /* dma_mem.c — anonymous, hugetlb and POSIX shared-memory regions for DMA rings. */
 #include "dma/dma_mem.h"
+#include "dma/errbuf.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,19 +22,9 @@ static const char *const backend_names[] = {
     [RC_MEM_ANON] = "anon", [RC_MEM_HUGETLB] = "hugetlb", [RC_MEM_SHM] = "shm",
 };
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 static void add_warning(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* Warnings accumulate ("; "-separated): a replaced stale object and a failed
  * mlock can both happen in one call. */
@@ -90,7 +81,7 @@ static int map_anon(struct rc_mem_region *r, char *err, size_t errlen)
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     if (p == MAP_FAILED) {
         int e = errno;
-        set_err(err, errlen, "anon: mmap of %zu bytes failed: %s", r->size, strerror(e));
+        rc_set_err(err, errlen, "anon: mmap of %zu bytes failed: %s", r->size, strerror(e));
         return -e;
     }
     r->addr = p;
@@ -111,7 +102,7 @@ static long read_long_file(const char *path)
 static int map_hugetlb(struct rc_mem_region *r, char *err, size_t errlen)
 {
     if (r->size % RC_MEM_HUGE_PAGE != 0) {
-        set_err(err, errlen, "hugetlb: size %zu is not a multiple of 2 MiB (%zu bytes)",
+        rc_set_err(err, errlen, "hugetlb: size %zu is not a multiple of 2 MiB (%zu bytes)",
                 r->size, RC_MEM_HUGE_PAGE);
         return -EINVAL;
     }
@@ -126,7 +117,7 @@ static int map_hugetlb(struct rc_mem_region *r, char *err, size_t errlen)
         long total = read_long_file(path);
         snprintf(path, sizeof path, "%s/free_hugepages", dir);
         long free_pages = read_long_file(path);
-        set_err(err, errlen,
+        rc_set_err(err, errlen,
                 "hugetlb: cannot map %zu bytes (%zu pages of 2 MiB): %s; 2 MiB huge pages "
                 "reserved %ld, free %ld; reserve them in /proc/sys/vm/nr_hugepages "
                 "(or %s/nr_hugepages)",
@@ -146,22 +137,22 @@ static bool shm_name_char_ok(char c)
 static int check_shm_name(const char *name, char *err, size_t errlen)
 {
     if (!name || !name[0]) {
-        set_err(err, errlen, "shm: empty object name");
+        rc_set_err(err, errlen, "shm: empty object name");
         return -EINVAL;
     }
     size_t len = strlen(name);
     if (len > RC_MEM_NAME_MAX) {
-        set_err(err, errlen, "shm: object name '%.*s...' is %zu characters, at most %d allowed",
+        rc_set_err(err, errlen, "shm: object name '%.*s...' is %zu characters, at most %d allowed",
                 20, name, len, RC_MEM_NAME_MAX);
         return -EINVAL;
     }
     if (name[0] == '.') {
-        set_err(err, errlen, "shm: object name '%s' must not start with '.'", name);
+        rc_set_err(err, errlen, "shm: object name '%s' must not start with '.'", name);
         return -EINVAL;
     }
     for (size_t i = 0; i < len; i++) {
         if (!shm_name_char_ok(name[i])) {
-            set_err(err, errlen,
+            rc_set_err(err, errlen,
                     "shm: object name '%s' has '%c' at %zu; only [A-Za-z0-9._-] allowed "
                     "(no '/': the name lives directly in /dev/shm)",
                     name, name[i], i);
@@ -181,7 +172,7 @@ static int remove_if_stale(const char *path, char *err, size_t errlen)
         int e = errno;
         close(fd);
         if (e != EWOULDBLOCK) return -e;
-        set_err(err, errlen,
+        rc_set_err(err, errlen,
                 "shm: /dev/shm%s exists and is in use by a running process "
                 "(another ringcast instance with the same name?)",
                 path);
@@ -201,17 +192,17 @@ static int shm_create_fd(struct rc_mem_region *r, const char *path, char *err, s
         int rc = remove_if_stale(path, err, errlen);
         if (rc == -EEXIST) return rc;
         if (rc < 0) {
-            set_err(err, errlen, "shm: cannot remove stale /dev/shm%s: %s", path, strerror(-rc));
+            rc_set_err(err, errlen, "shm: cannot remove stale /dev/shm%s: %s", path, strerror(-rc));
             return rc;
         }
         fd = shm_open(path, O_CREAT | O_EXCL | O_RDWR, 0600);
         if (fd >= 0)
-            set_err(err, errlen, "shm: replaced stale /dev/shm%s left by a process that died",
+            rc_set_err(err, errlen, "shm: replaced stale /dev/shm%s left by a process that died",
                     path);
     }
     if (fd < 0) {
         int e = errno;
-        set_err(err, errlen, "shm: cannot create /dev/shm%s (%zu bytes): %s", path, r->size,
+        rc_set_err(err, errlen, "shm: cannot create /dev/shm%s (%zu bytes): %s", path, r->size,
                 strerror(e));
         return -e;
     }
@@ -219,7 +210,7 @@ static int shm_create_fd(struct rc_mem_region *r, const char *path, char *err, s
      * the process dies), so a later creator can tell stale from in use. */
     if (flock(fd, LOCK_EX | LOCK_NB) != 0 || ftruncate(fd, (off_t)r->size) != 0) {
         int e = errno;
-        set_err(err, errlen, "shm: cannot set up /dev/shm%s (%zu bytes): %s", path, r->size,
+        rc_set_err(err, errlen, "shm: cannot set up /dev/shm%s (%zu bytes): %s", path, r->size,
                 strerror(e));
         shm_unlink(path);
         close(fd);
@@ -233,7 +224,7 @@ static int shm_attach_fd(struct rc_mem_region *r, const char *path, char *err, s
     int fd = shm_open(path, O_RDWR, 0);
     if (fd < 0) {
         int e = errno;
-        set_err(err, errlen, "shm: cannot attach to /dev/shm%s: %s%s", path, strerror(e),
+        rc_set_err(err, errlen, "shm: cannot attach to /dev/shm%s: %s%s", path, strerror(e),
                 e == ENOENT ? " (is the creating process running?)" : "");
         return -e;
     }
@@ -241,12 +232,12 @@ static int shm_attach_fd(struct rc_mem_region *r, const char *path, char *err, s
     if (fstat(fd, &st) != 0) {
         int e = errno;
         close(fd);
-        set_err(err, errlen, "shm: cannot stat /dev/shm%s: %s", path, strerror(e));
+        rc_set_err(err, errlen, "shm: cannot stat /dev/shm%s: %s", path, strerror(e));
         return -e;
     }
     if ((uint64_t)st.st_size != r->size) {
         close(fd);
-        set_err(err, errlen, "shm: /dev/shm%s has %lld bytes, expected %zu", path,
+        rc_set_err(err, errlen, "shm: /dev/shm%s has %lld bytes, expected %zu", path,
                 (long long)st.st_size, r->size);
         return -EINVAL;
     }
@@ -265,7 +256,7 @@ static int map_shm(struct rc_mem_region *r, const char *name, bool create, char 
     void *p = mmap(NULL, r->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
     if (p == MAP_FAILED) {
         int e = errno;
-        set_err(err, errlen, "shm: mmap of /dev/shm%s (%zu bytes) failed: %s", path, r->size,
+        rc_set_err(err, errlen, "shm: mmap of /dev/shm%s (%zu bytes) failed: %s", path, r->size,
                 strerror(e));
         if (create) shm_unlink(path);
         close(fd);
@@ -285,17 +276,17 @@ static int map_shm(struct rc_mem_region *r, const char *name, bool create, char 
 int rc_mem_map(enum rc_mem_backend b, size_t size, const char *shm_name, bool create,
                bool lock, struct rc_mem_region *out, char *err, size_t errlen)
 {
-    set_err(err, errlen, "%s", "");
+    rc_set_err(err, errlen, "%s", "");
     memset(out, 0, sizeof *out);
     out->fd = -1;
     out->backend = b;
     out->size = size;
     if (size == 0) {
-        set_err(err, errlen, "%s: size 0", rc_mem_backend_name(b));
+        rc_set_err(err, errlen, "%s: size 0", rc_mem_backend_name(b));
         return -EINVAL;
     }
     if (!create && b != RC_MEM_SHM) {
-        set_err(err, errlen, "%s: only shm regions can be attached to", rc_mem_backend_name(b));
+        rc_set_err(err, errlen, "%s: only shm regions can be attached to", rc_mem_backend_name(b));
         return -EINVAL;
     }
     int rc;
@@ -304,7 +295,7 @@ int rc_mem_map(enum rc_mem_backend b, size_t size, const char *shm_name, bool cr
     case RC_MEM_HUGETLB: rc = map_hugetlb(out, err, errlen); break;
     case RC_MEM_SHM:     rc = map_shm(out, shm_name, create, err, errlen); break;
     default:
-        set_err(err, errlen, "memory backend %d unknown", (int)b);
+        rc_set_err(err, errlen, "memory backend %d unknown", (int)b);
         rc = -EINVAL;
     }
     if (rc < 0) {

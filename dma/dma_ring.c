@@ -17,6 +17,7 @@
  * bytes because the card may stop mid-unit.
  */
 #include "dma/dma_ring.h"
+#include "dma/errbuf.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -54,17 +55,7 @@ struct rc_dma_ring {
     _Alignas(CACHE_LINE) _Atomic uint64_t bad_releases;
 };
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 static uint64_t now_ns(void)
 {
@@ -98,16 +89,16 @@ static unsigned bits_for(uint64_t v)
 static int check_params(const struct rc_dma_ring_params *p, char *err, size_t errlen)
 {
     if (!p) {
-        set_err(err, errlen, "dma ring: no parameters");
+        rc_set_err(err, errlen, "dma ring: no parameters");
         return -EINVAL;
     }
     if (p->unit_size == 0 || p->size == 0 || p->size % p->unit_size != 0) {
-        set_err(err, errlen, "dma ring: size %zu must be a non-zero multiple of unit size %zu",
+        rc_set_err(err, errlen, "dma ring: size %zu must be a non-zero multiple of unit size %zu",
                 p->size, p->unit_size);
         return -EINVAL;
     }
     if (p->size / p->unit_size > RC_DMA_RING_MAX_UNITS) {
-        set_err(err, errlen, "dma ring: %zu units of %zu bytes, at most %llu allowed",
+        rc_set_err(err, errlen, "dma ring: %zu units of %zu bytes, at most %llu allowed",
                 p->size / p->unit_size, p->unit_size, RC_DMA_RING_MAX_UNITS);
         return -EINVAL;
     }
@@ -133,13 +124,13 @@ static int alloc_ring(uint64_t units, struct rc_dma_ring **out)
 int rc_dma_ring_create(const struct rc_dma_ring_params *p, struct rc_dma_ring **out,
                        char *err, size_t errlen)
 {
-    set_err(err, errlen, "%s", "");
+    rc_set_err(err, errlen, "%s", "");
     int rc = check_params(p, err, errlen);
     if (rc < 0) return rc;
     struct rc_dma_ring *r;
     uint64_t units = p->size / p->unit_size;
     if (alloc_ring(units, &r) < 0) {
-        set_err(err, errlen, "dma ring: no memory for %llu unit slots",
+        rc_set_err(err, errlen, "dma ring: no memory for %llu unit slots",
                 (unsigned long long)units);
         return -ENOMEM;
     }

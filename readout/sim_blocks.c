@@ -1,6 +1,7 @@
 /* sim_blocks.c — FELIX ToHost block writer of the simulated card (see
  * sim_blocks.h for the API and readout/README.md for the byte layout). */
 #include "readout/sim_blocks.h"
+#include "dma/errbuf.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -17,17 +18,6 @@
  * small enough that every length and offset fits in 32 bits. */
 #define RC_SIM_MAX_CHUNK (256u << 20)
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 static inline void put_le16(uint8_t *p, uint16_t v)
 {
@@ -66,7 +56,7 @@ int rc_felix_check_format(enum felix_format fmt, uint32_t block_size, char *err,
     case FELIX_FMT_ABCD:
     case FELIX_FMT_ABCE:
         if (block_size != FELIX_MIN_BLOCK) {
-            set_err(err, errlen, "format %s needs 1024-byte blocks, not %" PRIu32,
+            rc_set_err(err, errlen, "format %s needs 1024-byte blocks, not %" PRIu32,
                     format_name(fmt), block_size);
             return -EINVAL;
         }
@@ -74,14 +64,14 @@ int rc_felix_check_format(enum felix_format fmt, uint32_t block_size, char *err,
     case FELIX_FMT_C0CE:
         if (block_size < FELIX_MIN_BLOCK || block_size > FELIX_MAX_BLOCK ||
             block_size % FELIX_MIN_BLOCK != 0) {
-            set_err(err, errlen,
+            rc_set_err(err, errlen,
                     "format c0ce needs a block size of 1..64 KiB in 1 KiB steps, not %" PRIu32,
                     block_size);
             return -EINVAL;
         }
         return 0;
     }
-    set_err(err, errlen, "unknown block format %d", (int)fmt);
+    rc_set_err(err, errlen, "unknown block format %d", (int)fmt);
     return -EINVAL;
 }
 
@@ -256,17 +246,17 @@ static int validate_sim(const struct rc_sim_gen_config *c, char *err, size_t err
 {
     const struct rc_sim_params *s = &c->sim;
     if (s->elinks < 1 || s->elinks > FELIX_ELINK_MASK + 1) {
-        set_err(err, errlen, "sim: elinks must be 1..2048, not %" PRIu32, s->elinks);
+        rc_set_err(err, errlen, "sim: elinks must be 1..2048, not %" PRIu32, s->elinks);
         return -EINVAL;
     }
     if (s->chunk_size_min < 1 || s->chunk_size_min > s->chunk_size_max ||
         s->chunk_size_max > RC_SIM_MAX_CHUNK) {
-        set_err(err, errlen, "sim: chunk size %" PRIu32 "-%" PRIu32 " is not within 1..%u with min <= max",
+        rc_set_err(err, errlen, "sim: chunk size %" PRIu32 "-%" PRIu32 " is not within 1..%u with min <= max",
                 s->chunk_size_min, s->chunk_size_max, RC_SIM_MAX_CHUNK);
         return -EINVAL;
     }
     if (s->fill != RC_FILL_PATTERN && s->fill != RC_FILL_NONE) {
-        set_err(err, errlen, "sim: unknown fill %d", (int)s->fill);
+        rc_set_err(err, errlen, "sim: unknown fill %d", (int)s->fill);
         return -EINVAL;
     }
     const struct { const char *name; double p; } probs[] = {
@@ -275,7 +265,7 @@ static int validate_sim(const struct rc_sim_gen_config *c, char *err, size_t err
     };
     for (size_t i = 0; i < sizeof probs / sizeof probs[0]; i++) {
         if (!prob_ok(probs[i].p)) {
-            set_err(err, errlen, "sim: %s must be a probability in [0, 1], not %g", probs[i].name,
+            rc_set_err(err, errlen, "sim: %s must be a probability in [0, 1], not %g", probs[i].name,
                     probs[i].p);
             return -EINVAL;
         }
@@ -289,26 +279,26 @@ static int read_file(const char *path, uint8_t **data, uint64_t *size, char *err
     FILE *f = fopen(path, "rb");
     if (!f) {
         int e = errno;
-        set_err(err, errlen, "replay file %s: cannot open: %s", path, strerror(e));
+        rc_set_err(err, errlen, "replay file %s: cannot open: %s", path, strerror(e));
         return -e;
     }
     struct stat st;
     if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        set_err(err, errlen, "replay file %s: not a regular file", path);
+        rc_set_err(err, errlen, "replay file %s: not a regular file", path);
         fclose(f);
         return -EINVAL;
     }
     *size = (uint64_t)st.st_size;
     *data = malloc(*size ? *size : 1);
     if (!*data) {
-        set_err(err, errlen, "replay file %s: cannot allocate %" PRIu64 " bytes", path, *size);
+        rc_set_err(err, errlen, "replay file %s: cannot allocate %" PRIu64 " bytes", path, *size);
         fclose(f);
         return -ENOMEM;
     }
     size_t got = fread(*data, 1, *size, f);
     fclose(f);
     if (got != *size) {
-        set_err(err, errlen, "replay file %s: read %zu of %" PRIu64 " bytes", path, got, *size);
+        rc_set_err(err, errlen, "replay file %s: read %zu of %" PRIu64 " bytes", path, got, *size);
         free(*data);
         *data = NULL;
         return -EIO;
@@ -323,14 +313,14 @@ static int index_replay(struct rc_sim_gen *g, const char *path, char *err, size_
     uint32_t bs = g->c.block_size;
     g->replay_counts = calloc(g->replay_blocks, sizeof *g->replay_counts);
     if (!g->replay_counts) {
-        set_err(err, errlen, "replay file %s: cannot allocate the block index", path);
+        rc_set_err(err, errlen, "replay file %s: cannot allocate the block index", path);
         return -ENOMEM;
     }
     for (uint64_t i = 0; i < g->replay_blocks; i++) {
         const uint8_t *blk = g->replay + i * bs;
         uint16_t marker = get_le16(blk + 2);
         if (!rc_felix_marker_ok(marker, g->c.format, bs)) {
-            set_err(err, errlen,
+            rc_set_err(err, errlen,
                     "replay file %s: block %" PRIu64 " at byte offset %" PRIu64
                     " has marker 0x%04x, expected 0x%04x (format %s, %" PRIu32 "-byte blocks)",
                     path, i, i * bs, marker, rc_felix_marker(g->c.format, bs),
@@ -356,11 +346,11 @@ static int load_replay(struct rc_sim_gen *g, char *err, size_t errlen)
         return rc;
     uint32_t bs = g->c.block_size;
     if (size == 0) {
-        set_err(err, errlen, "replay file %s: empty (byte offset 0)", path);
+        rc_set_err(err, errlen, "replay file %s: empty (byte offset 0)", path);
         return -EINVAL;
     }
     if (size % bs != 0) {
-        set_err(err, errlen,
+        rc_set_err(err, errlen,
                 "replay file %s: %" PRIu64 " bytes is not a multiple of the %" PRIu32
                 "-byte block size: the block at byte offset %" PRIu64 " is incomplete",
                 path, size, bs, size - size % bs);
@@ -381,7 +371,7 @@ int rc_sim_gen_create(const struct rc_sim_gen_config *c, struct rc_sim_gen **out
         return rc;
     struct rc_sim_gen *g = calloc(1, sizeof *g);
     if (!g) {
-        set_err(err, errlen, "sim: out of memory");
+        rc_set_err(err, errlen, "sim: out of memory");
         return -ENOMEM;
     }
     g->c = *c;
@@ -390,7 +380,7 @@ int rc_sim_gen_create(const struct rc_sim_gen_config *c, struct rc_sim_gen **out
     g->rng = c->sim.seed;
     g->el = calloc(c->sim.elinks, sizeof *g->el);
     if (!g->el) {
-        set_err(err, errlen, "sim: out of memory for %" PRIu32 " e-links", c->sim.elinks);
+        rc_set_err(err, errlen, "sim: out of memory for %" PRIu32 " e-links", c->sim.elinks);
         rc_sim_gen_destroy(g);
         return -ENOMEM;
     }

@@ -2,6 +2,7 @@
  * (firmware thread), the daemon side of a sim-process card (BAR in shared
  * memory) and the ringcast-sim process side (attach and run). */
 #include "readout/sim_card.h"
+#include "dma/errbuf.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -21,27 +22,16 @@
 
 #define STOP_WAIT_NS 1000000000ull   /* rc_card_stop waits this long for a process to pause */
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 static int check_card_params(const struct rc_card_params *cp, char *err, size_t errlen)
 {
     char why[160];
     if (rc_felix_check_format(cp->block_format, cp->block_size, why, sizeof why) != 0) {
-        set_err(err, errlen, "card.%u: %s", cp->index, why);
+        rc_set_err(err, errlen, "card.%u: %s", cp->index, why);
         return -EINVAL;
     }
     if (cp->dma_descriptor >= WUPPER_MAX_DESCRIPTORS) {
-        set_err(err, errlen, "card.%u: DMA descriptor %u is not 0..%u", cp->index,
+        rc_set_err(err, errlen, "card.%u: DMA descriptor %u is not 0..%u", cp->index,
                 cp->dma_descriptor, WUPPER_MAX_DESCRIPTORS - 1);
         return -EINVAL;
     }
@@ -142,7 +132,7 @@ int rc_sim_card_create(const struct rc_card_params *cp, const struct rc_sim_para
     if (!sc || !bar) {
         free(sc);
         free(bar);
-        set_err(err, errlen, "card.%u: out of memory for the simulated card", cp->index);
+        rc_set_err(err, errlen, "card.%u: out of memory for the simulated card", cp->index);
         return -ENOMEM;
     }
     struct rc_card_params described = *cp;
@@ -174,14 +164,14 @@ int rc_sim_shm_names(const char *base, char ring[RC_MEM_NAME_MAX + 1],
                      char bar[RC_MEM_NAME_MAX + 1], char *err, size_t errlen)
 {
     if (!base || !base[0]) {
-        set_err(err, errlen, "shm_name is empty: a sim-process card needs one");
+        rc_set_err(err, errlen, "shm_name is empty: a sim-process card needs one");
         return -EINVAL;
     }
     size_t room = RC_MEM_NAME_MAX + 1;
     int n1 = snprintf(ring, room, "%s%s", base, RC_SIM_SHM_RING_SUFFIX);
     int n2 = snprintf(bar, room, "%s%s", base, RC_SIM_SHM_BAR_SUFFIX);
     if (n1 < 0 || n2 < 0 || (size_t)n1 >= room || (size_t)n2 >= room) {
-        set_err(err, errlen, "shm_name \"%s\" is too long: with \"%s\" it must fit in %d characters",
+        rc_set_err(err, errlen, "shm_name \"%s\" is too long: with \"%s\" it must fit in %d characters",
                 base, RC_SIM_SHM_RING_SUFFIX, RC_MEM_NAME_MAX);
         return -ENAMETOOLONG;
     }
@@ -262,13 +252,13 @@ int rc_sim_bar_create_shm(const struct rc_card_params *cp, struct rc_card **out,
         return rc;
     struct shm_card *sc = calloc(1, sizeof *sc);
     if (!sc) {
-        set_err(err, errlen, "card.%u: out of memory", cp->index);
+        rc_set_err(err, errlen, "card.%u: out of memory", cp->index);
         return -ENOMEM;
     }
     char why[256] = "";
     rc = rc_mem_map(RC_MEM_SHM, RC_SIM_BAR_BYTES, bar_name, true, false, &sc->bar, why, sizeof why);
     if (rc != 0) {
-        set_err(err, errlen, "card.%u: simulated BAR: %s", cp->index, why);
+        rc_set_err(err, errlen, "card.%u: simulated BAR: %s", cp->index, why);
         free(sc);
         return rc;
     }
@@ -278,7 +268,7 @@ int rc_sim_bar_create_shm(const struct rc_card_params *cp, struct rc_card **out,
     rc_sim_bar_init_ops(&sc->card.bar, sc->bar.addr);
     /* A warning (a stale object from a killed daemon was replaced) is worth
      * passing on even on success. */
-    set_err(err, errlen, "%s", why);
+    rc_set_err(err, errlen, "%s", why);
     *out = &sc->card;
     return 0;
 }
@@ -302,7 +292,7 @@ static int map_bar(const char *shm_name, struct rc_mem_region *bar, char *ring_n
         return rc;
     rc = rc_mem_map(RC_MEM_SHM, RC_SIM_BAR_BYTES, bar_name, false, false, bar, why, sizeof why);
     if (rc != 0) {
-        set_err(err, errlen, "simulated BAR /dev/shm/%s: %s", bar_name, why);
+        rc_set_err(err, errlen, "simulated BAR /dev/shm/%s: %s", bar_name, why);
         return rc;
     }
     char where[RC_MEM_NAME_MAX + 16];
@@ -346,7 +336,7 @@ static int check_against_bar(const struct rc_card_params *cp, const struct rc_si
     };
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
         if (f[i].mine != f[i].daemon) {
-            set_err(err, errlen, "shm %s: %s %" PRIu64 " differs from the daemon's %" PRIu64,
+            rc_set_err(err, errlen, "shm %s: %s %" PRIu64 " differs from the daemon's %" PRIu64,
                     cp->shm_name, f[i].what, f[i].mine, f[i].daemon);
             return -EINVAL;
         }
@@ -361,7 +351,7 @@ static int claim(struct rc_sim_priv *p, const char *shm_name, char *err, size_t 
     while (!__atomic_compare_exchange_n(&p->fw_pid, &cur, me, false, __ATOMIC_ACQ_REL,
                                         __ATOMIC_ACQUIRE)) {
         if (process_alive(cur)) {
-            set_err(err, errlen, "shm %s: ringcast-sim pid %" PRIu64 " is already attached",
+            rc_set_err(err, errlen, "shm %s: ringcast-sim pid %" PRIu64 " is already attached",
                     shm_name, cur);
             return -EBUSY;
         }
@@ -376,7 +366,7 @@ int rc_sim_card_attach(const struct rc_card_params *cp, const struct rc_sim_para
     *out = NULL;
     struct rc_sim_process *proc = calloc(1, sizeof *proc);
     if (!proc) {
-        set_err(err, errlen, "out of memory");
+        rc_set_err(err, errlen, "out of memory");
         return -ENOMEM;
     }
     char ring_name[RC_MEM_NAME_MAX + 1], why[256] = "";
@@ -393,7 +383,7 @@ int rc_sim_card_attach(const struct rc_card_params *cp, const struct rc_sim_para
         rc = rc_mem_map(RC_MEM_SHM, p->ring_size, ring_name, false, false, &proc->ring, why,
                         sizeof why);
         if (rc != 0)
-            set_err(err, errlen, "ring /dev/shm/%s: %s", ring_name, why);
+            rc_set_err(err, errlen, "ring /dev/shm/%s: %s", ring_name, why);
     }
     if (rc == 0)
         rc = claim(p, cp->shm_name, err, errlen);

@@ -1,5 +1,6 @@
 /* sim_firmware.c — the simulated card's firmware (see sim_firmware.h). */
 #include "readout/sim_firmware.h"
+#include "dma/errbuf.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -57,17 +58,6 @@ struct rc_sim_fw {
     uint64_t wait_hint_ns;
 };
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 static uint64_t *reg(const struct rc_sim_fw *fw, uint32_t off) { return rc_sim_reg(fw->bar, off); }
 
@@ -92,7 +82,7 @@ static int rate_init(struct rate_bucket *r, const struct rc_sim_params *sp,
         return 0;
     if ((r->unit != RC_RATE_BYTES && r->unit != RC_RATE_CHUNKS) ||
         !(sp->rate.per_second > 0) || isinf(sp->rate.per_second)) {
-        set_err(err, errlen, "sim: rate must be unlimited or a positive number of %s per second",
+        rc_set_err(err, errlen, "sim: rate must be unlimited or a positive number of %s per second",
                 r->unit == RC_RATE_CHUNKS ? "chunks" : "bytes");
         return -EINVAL;
     }
@@ -144,18 +134,18 @@ int rc_sim_fw_create(uint8_t *bar, const struct rc_card_params *cp,
 {
     *out = NULL;
     if (cp->dma_descriptor >= WUPPER_MAX_DESCRIPTORS) {
-        set_err(err, errlen, "card.%u: DMA descriptor %u is not 0..%u", cp->index,
+        rc_set_err(err, errlen, "card.%u: DMA descriptor %u is not 0..%u", cp->index,
                 cp->dma_descriptor, WUPPER_MAX_DESCRIPTORS - 1);
         return -EINVAL;
     }
     if (ring_size == 0 || ring_size % cp->block_size != 0) {
-        set_err(err, errlen, "card.%u: ring of %" PRIu64 " bytes is not a non-zero multiple of the %"
+        rc_set_err(err, errlen, "card.%u: ring of %" PRIu64 " bytes is not a non-zero multiple of the %"
                 PRIu32 "-byte block size", cp->index, ring_size, cp->block_size);
         return -EINVAL;
     }
     struct rc_sim_fw *fw = calloc(1, sizeof *fw);
     if (!fw) {
-        set_err(err, errlen, "card.%u: out of memory", cp->index);
+        rc_set_err(err, errlen, "card.%u: out of memory", cp->index);
         return -ENOMEM;
     }
     struct rc_sim_gen_config gc = { .format = cp->block_format, .block_size = cp->block_size,

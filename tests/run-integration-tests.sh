@@ -1,8 +1,8 @@
 #!/bin/sh
-# Run every integration test script tests/integration/*.sh with the build dir.
+# Run every integration test script tests/integration/test_*.sh with the build dir.
 BUILD=${1:-build}
 pass=0; fail=0
-for t in tests/integration/*.sh; do
+for t in tests/integration/test_*.sh; do
     [ -f "$t" ] || continue
     name=$(basename "$t" .sh)
     log="$BUILD/tests/$name.log"

@@ -169,6 +169,20 @@ static void teardown_card(struct daemon_card *dc)
     dc->ring = NULL;
 }
 
+/* The three statistics of one card, taken together. */
+struct card_snapshot {
+    struct rc_readout_stats rs;
+    struct rc_dma_ring_stats ring;
+    struct rc_card_stats cs;
+};
+
+static void snapshot_card(struct daemon_card *dc, struct card_snapshot *snap)
+{
+    rc_readout_get_stats(dc->readout, &snap->rs);
+    rc_dma_ring_get_stats(dc->ring, &snap->ring);
+    rc_card_get_stats(dc->card, &snap->cs);
+}
+
 /* Everything the decoder counted as wrong in the card's data. */
 static uint64_t decode_errors(const struct rc_readout_stats *s)
 {
@@ -176,28 +190,25 @@ static uint64_t decode_errors(const struct rc_readout_stats *s)
            s->chunks_dropped_gap + s->chunks_incomplete + s->chunks_dropped_pool + s->sink_errors;
 }
 
-static void log_card_stats(struct daemon *d, struct daemon_card *dc, double interval_s)
+static void log_card_stats(struct daemon_card *dc, double interval_s)
 {
-    struct rc_readout_stats rs;
-    struct rc_dma_ring_stats ring;
-    struct rc_card_stats cs;
-    rc_readout_get_stats(dc->readout, &rs);
-    rc_dma_ring_get_stats(dc->ring, &ring);
-    rc_card_get_stats(dc->card, &cs);
+    struct card_snapshot snap;
+    snapshot_card(dc, &snap);
+    const struct rc_readout_stats *rs = &snap.rs;
+    const struct rc_dma_ring_stats *ring = &snap.ring;
     uint64_t chunks = atomic_load_explicit(&dc->sink_chunks, memory_order_relaxed);
     uint64_t bytes = atomic_load_explicit(&dc->sink_bytes, memory_order_relaxed);
     double chunk_rate = interval_s > 0 ? (double)(chunks - dc->last_chunks) / interval_s : 0;
     double byte_rate = interval_s > 0 ? (double)(bytes - dc->last_bytes) / interval_s : 0;
     dc->last_chunks = chunks;
     dc->last_bytes = bytes;
-    (void)d;
     rc_info("card.%u: %.3f Mchunk/s %.3f GB/s | produced %" PRIu64 " decoded %" PRIu64
             " in flight %" PRIu64 " | ring %.1f%% (hwm %.1f%%) full %.3f s | card stalled %.3f s"
             " | errors %" PRIu64,
-            dc->params->index, chunk_rate / 1e6, byte_rate / 1e9, cs.chunks_produced, rs.chunks,
-            rs.chunks_in_flight, 100.0 * (double)ring.in_use / (double)ring.size,
-            100.0 * (double)ring.high_water / (double)ring.size, (double)ring.full_ns / 1e9,
-            (double)cs.stall_ns / 1e9, decode_errors(&rs));
+            dc->params->index, chunk_rate / 1e6, byte_rate / 1e9, snap.cs.chunks_produced, rs->chunks,
+            rs->chunks_in_flight, 100.0 * (double)ring->in_use / (double)ring->size,
+            100.0 * (double)ring->high_water / (double)ring->size, (double)ring->full_ns / 1e9,
+            (double)snap.cs.stall_ns / 1e9, decode_errors(rs));
 }
 
 static void log_stats(struct daemon *d, uint64_t now)
@@ -205,7 +216,7 @@ static void log_stats(struct daemon *d, uint64_t now)
     double interval_s = (double)(now - d->last_stats_ns) / 1e9;
     d->last_stats_ns = now;
     for (unsigned i = 0; i < d->ncards; i++)
-        log_card_stats(d, &d->cards[i], interval_s);
+        log_card_stats(&d->cards[i], interval_s);
 }
 
 static bool card_finished(struct daemon_card *dc)
@@ -286,20 +297,16 @@ static void sum_totals(struct daemon *d, struct totals *t)
 {
     memset(t, 0, sizeof *t);
     for (unsigned i = 0; i < d->ncards; i++) {
-        struct rc_readout_stats rs;
-        struct rc_dma_ring_stats ring;
-        struct rc_card_stats cs;
-        rc_readout_get_stats(d->cards[i].readout, &rs);
-        rc_dma_ring_get_stats(d->cards[i].ring, &ring);
-        rc_card_get_stats(d->cards[i].card, &cs);
-        t->produced += cs.chunks_produced;
-        t->decoded += rs.chunks;
-        t->bytes += rs.bytes;
-        t->in_flight += rs.chunks_in_flight;
-        t->ring_in_use += ring.in_use;
-        t->errors += decode_errors(&rs);
-        t->stall_ns += cs.stall_ns;
-        t->full_ns += ring.full_ns;
+        struct card_snapshot snap;
+        snapshot_card(&d->cards[i], &snap);
+        t->produced += snap.cs.chunks_produced;
+        t->decoded += snap.rs.chunks;
+        t->bytes += snap.rs.bytes;
+        t->in_flight += snap.rs.chunks_in_flight;
+        t->ring_in_use += snap.ring.in_use;
+        t->errors += decode_errors(&snap.rs);
+        t->stall_ns += snap.cs.stall_ns;
+        t->full_ns += snap.ring.full_ns;
     }
 }
 
@@ -315,12 +322,11 @@ static void log_summary(struct daemon *d, const struct totals *t)
 
 static void write_card_json(FILE *f, struct daemon_card *dc)
 {
-    struct rc_readout_stats rs;
-    struct rc_dma_ring_stats ring;
-    struct rc_card_stats cs;
-    rc_readout_get_stats(dc->readout, &rs);
-    rc_dma_ring_get_stats(dc->ring, &ring);
-    rc_card_get_stats(dc->card, &cs);
+    struct card_snapshot snap;
+    snapshot_card(dc, &snap);
+    const struct rc_readout_stats rs = snap.rs;
+    const struct rc_dma_ring_stats ring = snap.ring;
+    const struct rc_card_stats cs = snap.cs;
     fprintf(f,
             "{\"card\":%u,\"chunks_produced\":%" PRIu64 ",\"bytes_produced\":%" PRIu64
             ",\"card_stall_ns\":%" PRIu64 ",\"chunks_decoded\":%" PRIu64 ",\"bytes_decoded\":%" PRIu64
