@@ -1,0 +1,210 @@
+/* buffered.c — buffered sends: small chunks are copied as records into a
+ * registered page (one per subscriber being filled), and the page goes out as
+ * one PAGE message when full or flush_timeout after its first record. The
+ * chunk's key is released right after the copy; pages are recycled on their
+ * send completion (or when their subscriber dies). */
+#include <endian.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "net/pub_internal.h"
+
+#define RC_PAGE_ALIGN 4096u
+
+static uint8_t *page_addr(const struct rc_publisher *p, uint32_t op)
+{
+    return p->page_mem + (size_t)(op - p->nslots) * p->page_size;
+}
+
+int rc_buf_init(struct rc_publisher *p, char *err, size_t errlen)
+{
+    if (p->npages == 0)
+        return 0;  /* buffered mode off */
+    p->page_size = p->fab.params.buffered_page_size;
+    size_t bytes = (size_t)p->npages * p->page_size;
+    p->page_mem = aligned_alloc(RC_PAGE_ALIGN, (bytes + RC_PAGE_ALIGN - 1) & ~(size_t)(RC_PAGE_ALIGN - 1));
+    p->page_free = calloc(p->npages, sizeof *p->page_free);
+    if (!p->page_mem || !p->page_free)
+        return rc_fabric_error(&p->fab, err, errlen, "rc_buf_init(alloc)", -FI_ENOMEM);
+    memset(p->page_mem, 0, bytes);
+    for (uint32_t i = 0; i < p->npages; i++)
+        p->page_free[i] = p->nslots + p->npages - 1 - i;
+    p->npage_free = p->npages;
+    return rc_fabric_mr_reg(&p->fab, p->page_mem, bytes, FI_SEND, p->fab.ep, &p->page_mr,
+                            err, errlen);
+}
+
+void rc_buf_fini(struct rc_publisher *p)
+{
+    rc_fabric_mr_close(&p->page_mr);
+    free(p->page_mem);
+    free(p->page_free);
+    p->page_mem = NULL;
+    p->page_free = NULL;
+}
+
+static void recycle(struct rc_publisher *p, uint32_t op_id)
+{
+    struct rc_pub_txop *op = &p->ops[op_id];
+    op->state = RC_TXOP_FREE;
+    op->gen++;
+    p->page_free[p->npage_free++] = op_id;
+}
+
+void rc_buf_page_done(struct rc_publisher *p, uint32_t op_id, int status)
+{
+    rc_pub_op_unlink(p, op_id);
+    recycle(p, op_id);
+    if (status) {
+        p->st.pages_failed++;
+        rc_fabric_error(&p->fab, p->err, sizeof p->err, "PAGE completion", status);
+    }
+}
+
+void rc_buf_drop_filling(struct rc_publisher *p, struct rc_pub_peer *peer)
+{
+    if (peer->page == RC_PUB_NONE)
+        return;
+    /* Its records' keys were released at copy time: the data is lost. */
+    p->st.pages_failed++;
+    recycle(p, peer->page);
+    peer->page = RC_PUB_NONE;
+}
+
+/* Post the peer's filling page. 0, -EAGAIN (still filling, retried later), or
+ * another error (page dropped and counted: its records are lost). */
+static int post_page(struct rc_publisher *p, struct rc_pub_peer *peer)
+{
+    uint32_t op_id = peer->page;
+    struct rc_pub_txop *op = &p->ops[op_id];
+    uint8_t *buf = page_addr(p, op_id);
+    struct iovec iov = { .iov_base = buf, .iov_len = rc_wire_page_length(buf) };
+    void *desc = p->page_mr.desc;
+    int rc = rc_pub_post(p, peer, &iov, &desc, 1, rc_pub_ctx(RC_CTX_TXOP, op_id, op->gen));
+    if (rc == -FI_EAGAIN)
+        return -EAGAIN;
+    peer->page = RC_PUB_NONE;
+    if (rc) {
+        rc_fabric_error(&p->fab, p->err, sizeof p->err, "fi_sendv(page)", rc);
+        p->st.pages_failed++;
+        recycle(p, op_id);
+        return rc < 0 ? rc : -rc;
+    }
+    op->state = RC_TXOP_POSTED;
+    op->len = (uint32_t)iov.iov_len;
+    rc_pub_op_link(p, (uint32_t)(peer - p->peers), op_id, rc_fabric_now_ns());
+    p->st.pages_sent++;
+    return 0;
+}
+
+static int open_page(struct rc_publisher *p, struct rc_pub_peer *peer)
+{
+    if (p->npage_free == 0) {
+        p->st.again_no_page++;
+        rc_pub_poll_cq(p);
+        return -EAGAIN;
+    }
+    uint32_t op_id = p->page_free[--p->npage_free];
+    struct rc_pub_txop *op = &p->ops[op_id];
+    rc_wire_page_init(page_addr(p, op_id), p->page_size);
+    op->state = RC_TXOP_FILLING;
+    op->peer = (uint32_t)(peer - p->peers);
+    op->since_ns = rc_fabric_now_ns();
+    peer->page = op_id;
+    return 0;
+}
+
+static uint32_t page_capacity(const struct rc_publisher *p, const struct rc_pub_peer *peer)
+{
+    return peer->rx_max < p->page_size ? peer->rx_max : p->page_size;
+}
+
+/* Append one record gathered from the pieces; the layout is the one of
+ * rc_wire_page_append() (wire.h), which takes a single payload pointer. */
+static void append_record(uint8_t *page, uint64_t tag, uint32_t flags, const struct iovec *iov,
+                          unsigned n, uint32_t len, uint32_t rec_size)
+{
+    struct rc_wire_page *hdr = (struct rc_wire_page *)page;
+    uint32_t used = le32toh(hdr->hdr.length);
+    uint8_t *rec = page + used;
+    struct rc_wire_record r = { .tag = htole64(tag), .flags = htole32(flags), .len = htole32(len) };
+    memcpy(rec, &r, sizeof r);
+    uint8_t *dst = rec + sizeof r;
+    for (unsigned i = 0; i < n; i++) {
+        memcpy(dst, iov[i].iov_base, iov[i].iov_len);
+        dst += iov[i].iov_len;
+    }
+    memset(dst, 0, rec_size - sizeof r - len);
+    hdr->hdr.length = htole32(used + rec_size);
+    hdr->records = htole32(le32toh(hdr->records) + 1);
+}
+
+int rc_publisher_send_buffered(struct rc_publisher *p, rc_peer_id peer_id, uint64_t tag,
+                               uint32_t flags, const struct iovec *iov, unsigned n, uint64_t key)
+{
+    struct rc_pub_peer *peer = rc_pub_peer_of(p, peer_id);
+    if (!peer || peer->state != RC_PEER_ACTIVE || peer->doom != RC_DOOM_NONE || !peer->connected)
+        return -ENOTCONN;
+    if (p->npages == 0)
+        return -ENOTSUP;
+    uint64_t len = 0;
+    for (unsigned i = 0; i < n; i++)
+        len += iov[i].iov_len;
+    uint64_t rec_size = sizeof(struct rc_wire_record) + ((len + 7u) & ~(uint64_t)7u);
+    uint32_t cap = page_capacity(p, peer);
+    if (sizeof(struct rc_wire_page) + rec_size > cap)
+        return -EMSGSIZE;
+    if (peer->page != RC_PUB_NONE &&
+        rc_wire_page_length(page_addr(p, peer->page)) + rec_size > cap) {
+        int rc = post_page(p, peer);
+        if (rc == -EAGAIN) {
+            rc_pub_poll_cq(p);
+            return rc;
+        }
+    }
+    if (peer->page == RC_PUB_NONE) {
+        int rc = open_page(p, peer);
+        if (rc)
+            return rc;
+    }
+    append_record(page_addr(p, peer->page), tag, flags, iov, n, (uint32_t)len, (uint32_t)rec_size);
+    p->st.buffered_records++;
+    p->st.buffered_bytes += len;
+    p->st.keys_completed_ok++;
+    p->cb.on_send_complete(p->cb.arg, key, 0);
+    /* Full: not even an empty record fits any more. */
+    if (rc_wire_page_length(page_addr(p, peer->page)) + sizeof(struct rc_wire_record) > cap)
+        post_page(p, peer);
+    return 0;
+}
+
+int rc_publisher_flush(struct rc_publisher *p, rc_peer_id peer_id)
+{
+    struct rc_pub_peer *peer = rc_pub_peer_of(p, peer_id);
+    if (!peer || peer->state != RC_PEER_ACTIVE)
+        return -ENOTCONN;
+    if (peer->page == RC_PUB_NONE)
+        return 0;
+    int rc = post_page(p, peer);
+    if (rc == -EAGAIN)
+        rc_pub_poll_cq(p);
+    return rc;
+}
+
+int rc_buf_flush_due(struct rc_publisher *p, uint64_t now)
+{
+    int posted = 0;
+    for (uint32_t i = 0; i < p->npeers; i++) {
+        struct rc_pub_peer *peer = &p->peers[i];
+        if (peer->page == RC_PUB_NONE || peer->state != RC_PEER_ACTIVE)
+            continue;
+        if (now - p->ops[peer->page].since_ns < p->fab.params.flush_timeout_ns)
+            continue;
+        if (post_page(p, peer) == 0) {
+            p->st.pages_flushed_by_timeout++;
+            posted++;
+        }
+    }
+    return posted;
+}

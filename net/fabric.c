@@ -1,0 +1,549 @@
+/* fabric.c — libfabric setup, registration, completion/event reading and
+ * adaptive waiting. See fabric.h for the contract and net/README.md for the
+ * rules (why each provider answer is honoured the way it is). */
+#include "net/fabric.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define RC_FABRIC_EQ_SIZE 256u
+#define RC_FABRIC_NOFD_SLEEP_NS 50000u
+#define RC_FABRIC_CQ_BATCH 64u
+
+uint64_t rc_fabric_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int rc_fabric_error(const struct rc_fabric *f, char *err, size_t errlen, const char *call, int rc)
+{
+    int code = rc < 0 ? -rc : rc;
+    if (code == 0)
+        code = FI_EOTHER;
+    if (err && errlen)
+        snprintf(err, errlen, "%s(%s): %s", call, f ? f->where : "", fi_strerror(code));
+    return -code;
+}
+
+static const char *ep_kind_name(enum rc_ep_kind k)
+{
+    return k == RC_EP_RDM ? "rdm" : "msg";
+}
+
+/* MR modes we can handle. FI_MR_ENDPOINT is left out for a MSG listener:
+ * there one registration must serve every accepted endpoint. */
+static uint64_t offered_mr_mode(enum rc_ep_kind kind, enum rc_fabric_role role)
+{
+    uint64_t m = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+    if (!(kind == RC_EP_MSG && role == RC_FABRIC_LISTEN))
+        m |= FI_MR_ENDPOINT;
+    return m;
+}
+
+static int get_info(struct rc_fabric *f, char *err, size_t errlen)
+{
+    const struct rc_fabric_params *p = &f->params;
+    struct fi_info *hints = fi_allocinfo();
+    if (!hints)
+        return rc_fabric_error(f, err, errlen, "fi_allocinfo", -FI_ENOMEM);
+    hints->caps = FI_MSG | FI_SEND | FI_RECV;
+    /* The RDM publisher must know who sent a control message. */
+    if (p->endpoint == RC_EP_RDM && f->role == RC_FABRIC_LISTEN)
+        hints->caps |= FI_SOURCE;
+    hints->mode = 0;  /* no FI_CONTEXT: contexts are opaque values (fabric.h) */
+    hints->ep_attr->type = p->endpoint == RC_EP_RDM ? FI_EP_RDM : FI_EP_MSG;
+    hints->domain_attr->mr_mode = (int)offered_mr_mode(p->endpoint, f->role);
+    hints->domain_attr->threading = FI_THREAD_DOMAIN;
+    hints->fabric_attr->prov_name = strdup(p->provider);
+    if (!hints->fabric_attr->prov_name) {
+        fi_freeinfo(hints);
+        return rc_fabric_error(f, err, errlen, "strdup", -FI_ENOMEM);
+    }
+    char service[16];
+    snprintf(service, sizeof service, "%u", (unsigned)p->port);
+    uint64_t flags = f->role == RC_FABRIC_LISTEN ? FI_SOURCE : 0;
+    int rc = fi_getinfo(RC_FABRIC_API_VERSION, p->address, service, flags, hints, &f->info);
+    fi_freeinfo(hints);
+    if (rc)
+        return rc_fabric_error(f, err, errlen, "fi_getinfo", rc);
+    return 0;
+}
+
+/* Record what the provider answered and clamp queue sizes to our request. */
+static void honour_info(struct rc_fabric *f)
+{
+    struct fi_info *i = f->info;
+    uint64_t mr = (uint64_t)i->domain_attr->mr_mode;
+    f->rdm = i->ep_attr->type == FI_EP_RDM;
+    f->rxm = i->fabric_attr->prov_name && strstr(i->fabric_attr->prov_name, "ofi_rxm");
+    f->source_addr = f->rdm && (i->caps & FI_SOURCE);
+    f->mr_local = mr & FI_MR_LOCAL;
+    f->mr_virt_addr = mr & FI_MR_VIRT_ADDR;
+    f->mr_allocated = mr & FI_MR_ALLOCATED;
+    f->mr_prov_key = mr & FI_MR_PROV_KEY;
+    f->mr_endpoint = mr & FI_MR_ENDPOINT;
+    f->tx_iov_limit = i->tx_attr->iov_limit;
+    if (f->rxm && f->tx_iov_limit > RC_FABRIC_RXM_TX_IOV_MAX)
+        f->tx_iov_limit = RC_FABRIC_RXM_TX_IOV_MAX;
+    f->rx_iov_limit = i->rx_attr->iov_limit;
+    f->inject_size = i->tx_attr->inject_size;
+    f->max_msg_size = i->ep_attr->max_msg_size;
+    if (f->params.tx_queue && f->params.tx_queue < i->tx_attr->size)
+        i->tx_attr->size = f->params.tx_queue;
+    if (f->params.rx_queue && f->params.rx_queue < i->rx_attr->size)
+        i->rx_attr->size = f->params.rx_queue;
+    f->tx_size = i->tx_attr->size;
+    f->rx_size = i->rx_attr->size;
+    f->next_requested_key = 1;
+}
+
+static int open_cq(struct rc_fabric *f, size_t min_entries, char *err, size_t errlen)
+{
+    struct fi_cq_attr attr = {
+        .size = f->params.cq_size > min_entries ? f->params.cq_size : min_entries,
+        .format = FI_CQ_FORMAT_MSG,
+        .wait_obj = FI_WAIT_FD,
+    };
+    f->cq_entries = attr.size;
+    int rc = fi_cq_open(f->domain, &attr, &f->cq, NULL);
+    if (rc) {  /* some providers have no fd: poll without one */
+        attr.wait_obj = FI_WAIT_NONE;
+        rc = fi_cq_open(f->domain, &attr, &f->cq, NULL);
+        if (rc)
+            return rc_fabric_error(f, err, errlen, "fi_cq_open", rc);
+        return 0;
+    }
+    if (fi_control(&f->cq->fid, FI_GETWAIT, &f->cq_fd))
+        f->cq_fd = -1;
+    return 0;
+}
+
+static int open_eq(struct rc_fabric *f, char *err, size_t errlen)
+{
+    struct fi_eq_attr attr = { .size = RC_FABRIC_EQ_SIZE, .wait_obj = FI_WAIT_FD };
+    int rc = fi_eq_open(f->fabric, &attr, &f->eq, NULL);
+    if (rc) {
+        attr.wait_obj = FI_WAIT_NONE;
+        rc = fi_eq_open(f->fabric, &attr, &f->eq, NULL);
+        if (rc)
+            return rc_fabric_error(f, err, errlen, "fi_eq_open", rc);
+        return 0;
+    }
+    if (fi_control(&f->eq->fid, FI_GETWAIT, &f->eq_fd))
+        f->eq_fd = -1;
+    return 0;
+}
+
+static int open_rdm_endpoint(struct rc_fabric *f, char *err, size_t errlen)
+{
+    struct fi_av_attr av_attr = {
+        .type = FI_AV_UNSPEC,
+        .count = f->params.max_subscribers ? f->params.max_subscribers + 1u : 64u,
+    };
+    int rc = fi_av_open(f->domain, &av_attr, &f->av, NULL);
+    if (rc)
+        return rc_fabric_error(f, err, errlen, "fi_av_open", rc);
+    rc = fi_endpoint(f->domain, f->info, &f->ep, NULL);
+    if (rc)
+        return rc_fabric_error(f, err, errlen, "fi_endpoint", rc);
+    rc = fi_ep_bind(f->ep, &f->av->fid, 0);
+    if (rc)
+        return rc_fabric_error(f, err, errlen, "fi_ep_bind(av)", rc);
+    rc = fi_ep_bind(f->ep, &f->cq->fid, FI_TRANSMIT | FI_RECV);
+    if (rc)
+        return rc_fabric_error(f, err, errlen, "fi_ep_bind(cq)", rc);
+    rc = fi_enable(f->ep);
+    if (rc)
+        return rc_fabric_error(f, err, errlen, "fi_enable", rc);
+    return 0;
+}
+
+static int open_listener(struct rc_fabric *f, char *err, size_t errlen)
+{
+    int rc = fi_passive_ep(f->fabric, f->info, &f->pep, NULL);
+    if (rc)
+        return rc_fabric_error(f, err, errlen, "fi_passive_ep", rc);
+    rc = fi_pep_bind(f->pep, &f->eq->fid, 0);
+    if (rc)
+        return rc_fabric_error(f, err, errlen, "fi_pep_bind", rc);
+    rc = fi_listen(f->pep);
+    if (rc)
+        return rc_fabric_error(f, err, errlen, "fi_listen", rc);
+    return 0;
+}
+
+static int open_all(struct rc_fabric *f, size_t min_cq_entries, char *err, size_t errlen)
+{
+    int rc = get_info(f, err, errlen);
+    if (rc)
+        return rc;
+    honour_info(f);
+    rc = fi_fabric(f->info->fabric_attr, &f->fabric, NULL);
+    if (rc)
+        return rc_fabric_error(f, err, errlen, "fi_fabric", rc);
+    rc = fi_domain(f->fabric, f->info, &f->domain, NULL);
+    if (rc)
+        return rc_fabric_error(f, err, errlen, "fi_domain", rc);
+    rc = open_cq(f, min_cq_entries, err, errlen);
+    if (rc)
+        return rc;
+    if (f->rdm)
+        return open_rdm_endpoint(f, err, errlen);
+    rc = open_eq(f, err, errlen);
+    if (rc || f->role != RC_FABRIC_LISTEN)
+        return rc;
+    return open_listener(f, err, errlen);
+}
+
+int rc_fabric_open(struct rc_fabric *f, const struct rc_fabric_params *params,
+                   enum rc_fabric_role role, size_t min_cq_entries, char *err, size_t errlen)
+{
+    memset(f, 0, sizeof *f);
+    f->params = *params;
+    f->role = role;
+    f->cq_fd = f->eq_fd = -1;
+    snprintf(f->where, sizeof f->where, "prov=%s, ep=%s, %s:%u", params->provider,
+             ep_kind_name(params->endpoint), params->address, (unsigned)params->port);
+    int rc = open_all(f, min_cq_entries, err, errlen);
+    if (rc)
+        rc_fabric_close(f);
+    return rc;
+}
+
+static void close_fid(fid_t fid)
+{
+    if (fid)
+        fi_close(fid);
+}
+
+void rc_fabric_close(struct rc_fabric *f)
+{
+    if (f->ep)
+        close_fid(&f->ep->fid);
+    if (f->pep)
+        close_fid(&f->pep->fid);
+    if (f->av)
+        close_fid(&f->av->fid);
+    if (f->cq)
+        close_fid(&f->cq->fid);
+    if (f->eq)
+        close_fid(&f->eq->fid);
+    if (f->domain)
+        close_fid(&f->domain->fid);
+    if (f->fabric)
+        close_fid(&f->fabric->fid);
+    if (f->info)
+        fi_freeinfo(f->info);
+    struct rc_fabric_params keep = f->params;
+    char where[sizeof f->where];
+    memcpy(where, f->where, sizeof where);
+    memset(f, 0, sizeof *f);
+    f->params = keep;
+    memcpy(f->where, where, sizeof where);
+    f->cq_fd = f->eq_fd = -1;
+}
+
+int rc_fabric_msg_ep_open(struct rc_fabric *f, struct fi_info *info, void *context,
+                          struct fid_ep **ep, char *err, size_t errlen)
+{
+    if (f->rdm || !f->eq)
+        return rc_fabric_error(f, err, errlen, "rc_fabric_msg_ep_open", -FI_EINVAL);
+    if (!info)
+        info = f->info;
+    /* A CONNREQ's info carries the provider's sizes: clamp them as ours. */
+    if (info->tx_attr && f->tx_size && f->tx_size < info->tx_attr->size)
+        info->tx_attr->size = f->tx_size;
+    if (info->rx_attr && f->rx_size && f->rx_size < info->rx_attr->size)
+        info->rx_attr->size = f->rx_size;
+    *ep = NULL;
+    int rc = fi_endpoint(f->domain, info, ep, context);
+    if (rc)
+        return rc_fabric_error(f, err, errlen, "fi_endpoint", rc);
+    rc = fi_ep_bind(*ep, &f->eq->fid, 0);
+    if (!rc)
+        rc = fi_ep_bind(*ep, &f->cq->fid, FI_TRANSMIT | FI_RECV);
+    if (rc) {
+        rc_fabric_ep_close(*ep);
+        *ep = NULL;
+        return rc_fabric_error(f, err, errlen, "fi_ep_bind", rc);
+    }
+    rc = fi_enable(*ep);
+    if (rc) {
+        rc_fabric_ep_close(*ep);
+        *ep = NULL;
+        return rc_fabric_error(f, err, errlen, "fi_enable", rc);
+    }
+    return 0;
+}
+
+int rc_fabric_msg_connect(struct rc_fabric *f, struct fid_ep *ep, uint64_t timeout_ns,
+                          char *err, size_t errlen)
+{
+    int rc = fi_connect(ep, f->info->dest_addr, NULL, 0);
+    if (rc)
+        return rc_fabric_error(f, err, errlen, "fi_connect", rc);
+    uint64_t deadline = rc_fabric_now_ns() + timeout_ns;
+    for (;;) {
+        struct rc_fabric_event ev;
+        rc = rc_fabric_eq_poll(f, &ev, err, errlen);
+        if (rc < 0)
+            return rc;
+        if (rc == 1 && ev.fid == &ep->fid) {
+            if (ev.err)
+                return rc_fabric_error(f, err, errlen, "fi_connect(event)", ev.err);
+            if (ev.event == FI_CONNECTED)
+                return 0;
+            if (ev.event == FI_SHUTDOWN)
+                return rc_fabric_error(f, err, errlen, "fi_connect(shutdown)", -FI_ECONNREFUSED);
+        }
+        if (rc == 1 && ev.info)
+            fi_freeinfo(ev.info);
+        if (rc == 1)
+            continue;
+        uint64_t now = rc_fabric_now_ns();
+        if (now >= deadline)
+            return rc_fabric_error(f, err, errlen, "fi_connect(wait)", -FI_ETIMEDOUT);
+        rc_fabric_wait(f, deadline - now);
+    }
+}
+
+void rc_fabric_ep_close(struct fid_ep *ep)
+{
+    if (ep)
+        fi_close(&ep->fid);
+}
+
+int rc_fabric_mr_reg(struct rc_fabric *f, const void *addr, size_t len, uint64_t access,
+                     struct fid_ep *ep, struct rc_fabric_mr *mr, char *err, size_t errlen)
+{
+    memset(mr, 0, sizeof *mr);
+    if (f->mr_endpoint && !ep)
+        return rc_fabric_error(f, err, errlen, "fi_mr_reg(no endpoint for FI_MR_ENDPOINT)",
+                               -FI_EINVAL);
+    /* Without FI_MR_PROV_KEY duplicate keys fail with -FI_ENOKEY. */
+    uint64_t key = f->mr_prov_key ? 0 : f->next_requested_key++;
+    int rc = fi_mr_reg(f->domain, addr, len, access, 0, key, 0, &mr->mr, NULL);
+    if (rc) {
+        mr->mr = NULL;
+        return rc_fabric_error(f, err, errlen, "fi_mr_reg", rc);
+    }
+    if (f->mr_endpoint) {
+        rc = fi_mr_bind(mr->mr, &ep->fid, 0);
+        if (!rc)
+            rc = fi_mr_enable(mr->mr);
+        if (rc) {
+            rc_fabric_mr_close(mr);
+            return rc_fabric_error(f, err, errlen, "fi_mr_bind/enable", rc);
+        }
+    }
+    mr->desc = fi_mr_desc(mr->mr);
+    mr->addr = addr;
+    mr->len = len;
+    return 0;
+}
+
+void rc_fabric_mr_close(struct rc_fabric_mr *mr)
+{
+    if (mr->mr)
+        fi_close(&mr->mr->fid);
+    memset(mr, 0, sizeof *mr);
+}
+
+int rc_fabric_av_insert(struct rc_fabric *f, const void *addr, size_t addrlen,
+                        fi_addr_t *out, char *err, size_t errlen)
+{
+    (void)addrlen;  /* the provider knows its address format's length */
+    if (!f->av)
+        return rc_fabric_error(f, err, errlen, "fi_av_insert(no AV)", -FI_EINVAL);
+    int rc = fi_av_insert(f->av, addr, 1, out, 0, NULL);
+    if (rc != 1)
+        return rc_fabric_error(f, err, errlen, "fi_av_insert", rc < 0 ? rc : -FI_EADDRNOTAVAIL);
+    return 0;
+}
+
+int rc_fabric_av_remove(struct rc_fabric *f, fi_addr_t addr, char *err, size_t errlen)
+{
+    if (!f->av)
+        return rc_fabric_error(f, err, errlen, "fi_av_remove(no AV)", -FI_EINVAL);
+    int rc = fi_av_remove(f->av, &addr, 1, 0);
+    if (rc)
+        return rc_fabric_error(f, err, errlen, "fi_av_remove", rc);
+    return 0;
+}
+
+int rc_fabric_getname(struct rc_fabric *f, struct fid_ep *ep, void *buf, size_t *len,
+                      char *err, size_t errlen)
+{
+    int rc = fi_getname(&ep->fid, buf, len);
+    if (rc)
+        return rc_fabric_error(f, err, errlen, "fi_getname", rc);
+    return 0;
+}
+
+bool rc_fabric_addr_plausible(const struct rc_fabric *f, const void *addr, size_t addrlen)
+{
+    size_t own = f->info ? f->info->src_addrlen : 0;
+    sa_family_t family;
+    if (addrlen < sizeof family)
+        return false;
+    memcpy(&family, addr, sizeof family);
+    switch (f->info ? f->info->addr_format : FI_FORMAT_UNSPEC) {
+    case FI_SOCKADDR_IN:
+        return family == AF_INET && addrlen >= sizeof(struct sockaddr_in);
+    case FI_SOCKADDR_IN6:
+        return family == AF_INET6 && addrlen >= sizeof(struct sockaddr_in6);
+    case FI_SOCKADDR:
+        return (family == AF_INET && addrlen >= sizeof(struct sockaddr_in)) ||
+               (family == AF_INET6 && addrlen >= sizeof(struct sockaddr_in6));
+    default:
+        return addrlen >= own;
+    }
+}
+
+void rc_fabric_addr_str(const struct rc_fabric *f, const void *addr, size_t addrlen,
+                        char *buf, size_t buflen)
+{
+    if (!buflen)
+        return;
+    buf[0] = '\0';
+    size_t n = buflen;
+    if (f->av && fi_av_straddr(f->av, addr, buf, &n))
+        return;
+    if (!f->av || !buf[0])
+        snprintf(buf, buflen, "<%zu-byte address>", addrlen);
+}
+
+static int read_cq_error(struct rc_fabric *f, struct rc_fabric_cqe *out, char *err, size_t errlen)
+{
+    struct fi_cq_err_entry e = {0};
+    ssize_t rc = fi_cq_readerr(f->cq, &e, 0);
+    if (rc == -FI_EAGAIN)
+        return 0;
+    if (rc < 0)
+        return rc_fabric_error(f, err, errlen, "fi_cq_readerr", (int)rc);
+    out->context = e.op_context;
+    out->flags = e.flags;
+    out->len = e.len;
+    out->src = FI_ADDR_NOTAVAIL;
+    out->err = e.err ? e.err : FI_EOTHER;
+    out->prov_errno = e.prov_errno;
+    return 1;
+}
+
+int rc_fabric_cq_poll(struct rc_fabric *f, struct rc_fabric_cqe *out, size_t max,
+                      char *err, size_t errlen)
+{
+    struct fi_cq_msg_entry e[RC_FABRIC_CQ_BATCH];
+    fi_addr_t src[RC_FABRIC_CQ_BATCH];
+    size_t want = max < RC_FABRIC_CQ_BATCH ? max : RC_FABRIC_CQ_BATCH;
+    if (want == 0)
+        return 0;
+    ssize_t n = f->source_addr ? fi_cq_readfrom(f->cq, e, want, src)
+                               : fi_cq_read(f->cq, e, want);
+    if (n == -FI_EAGAIN)
+        return 0;
+    if (n == -FI_EAVAIL)
+        return read_cq_error(f, out, err, errlen);
+    if (n < 0)
+        return rc_fabric_error(f, err, errlen, "fi_cq_read", (int)n);
+    for (ssize_t i = 0; i < n; i++) {
+        out[i] = (struct rc_fabric_cqe){
+            .context = e[i].op_context, .flags = e[i].flags, .len = e[i].len,
+            .src = f->source_addr ? src[i] : FI_ADDR_NOTAVAIL,
+        };
+    }
+    return (int)n;
+}
+
+int rc_fabric_eq_poll(struct rc_fabric *f, struct rc_fabric_event *ev, char *err, size_t errlen)
+{
+    memset(ev, 0, sizeof *ev);
+    if (!f->eq)
+        return 0;
+    union {
+        struct fi_eq_cm_entry cm;
+        uint8_t raw[sizeof(struct fi_eq_cm_entry) + 256];
+    } entry;
+    uint32_t event = 0;
+    ssize_t rc = fi_eq_read(f->eq, &event, &entry, sizeof entry, 0);
+    if (rc == -FI_EAGAIN)
+        return 0;
+    if (rc == -FI_EAVAIL) {
+        struct fi_eq_err_entry e = {0};
+        rc = fi_eq_readerr(f->eq, &e, 0);
+        if (rc == -FI_EAGAIN)
+            return 0;
+        if (rc < 0)
+            return rc_fabric_error(f, err, errlen, "fi_eq_readerr", (int)rc);
+        ev->fid = e.fid;
+        ev->context = e.fid ? e.fid->context : e.context;
+        ev->err = e.err ? e.err : FI_EOTHER;
+        return 1;
+    }
+    if (rc < 0)
+        return rc_fabric_error(f, err, errlen, "fi_eq_read", (int)rc);
+    ev->event = event;
+    ev->fid = entry.cm.fid;
+    ev->context = entry.cm.fid ? entry.cm.fid->context : NULL;
+    if (event == FI_CONNREQ)
+        ev->info = entry.cm.info;
+    return 1;
+}
+
+void rc_fabric_wait(struct rc_fabric *f, uint64_t timeout_ns)
+{
+    struct pollfd pfd[2];
+    struct fid *fids[2];
+    int n = 0;
+    if (f->cq && f->cq_fd >= 0) {
+        fids[n] = &f->cq->fid;
+        pfd[n++] = (struct pollfd){ .fd = f->cq_fd, .events = POLLIN };
+    }
+    if (f->eq && f->eq_fd >= 0) {
+        fids[n] = &f->eq->fid;
+        pfd[n++] = (struct pollfd){ .fd = f->eq_fd, .events = POLLIN };
+    }
+    if (n == 0 || fi_trywait(f->fabric, fids, n) != FI_SUCCESS) {
+        /* No fd, or work is pending (trywait said so): do not block on an fd. */
+        if (n == 0) {
+            uint64_t ns = timeout_ns < RC_FABRIC_NOFD_SLEEP_NS ? timeout_ns : RC_FABRIC_NOFD_SLEEP_NS;
+            struct timespec ts = { .tv_sec = 0, .tv_nsec = (long)ns };
+            nanosleep(&ts, NULL);
+        }
+        return;
+    }
+    struct timespec ts = { .tv_sec = (time_t)(timeout_ns / 1000000000u),
+                           .tv_nsec = (long)(timeout_ns % 1000000000u) };
+    ppoll(pfd, (nfds_t)n, &ts, NULL);
+}
+
+int rc_fabric_wait_adaptive(struct rc_fabric *f, int (*poll_fn)(void *arg), void *arg,
+                            uint64_t timeout_ns)
+{
+    uint64_t start = rc_fabric_now_ns();
+    uint64_t spin_end = start + (f->params.poll_spin_ns < timeout_ns ? f->params.poll_spin_ns
+                                                                      : timeout_ns);
+    uint64_t deadline = start + timeout_ns;
+    int rc;
+    do {
+        rc = poll_fn(arg);
+        if (rc)
+            return rc;
+    } while (rc_fabric_now_ns() < spin_end);
+    for (;;) {
+        uint64_t now = rc_fabric_now_ns();
+        if (now >= deadline)
+            return 0;
+        rc_fabric_wait(f, deadline - now);
+        rc = poll_fn(arg);
+        if (rc)
+            return rc;
+    }
+}

@@ -1,0 +1,465 @@
+/* pub_control.c — the publisher's side of the control protocol: every
+ * incoming message is checked with rc_wire_check() (net/wire.c) before use
+ * and counted by rejection kind; HELLO -> WELCOME, (UN)SUBSCRIBE -> SUB_ACK,
+ * HEARTBEAT, BYE. Control messages go out from registered buffers with
+ * fi_sendv and a completion, like data: they sit on the peer's op list, so
+ * the dead-peer rules see them and their buffers come back when the peer
+ * dies, and nothing depends on the provider's inject_size. A small per-peer
+ * queue holds them while no buffer is free or the provider says -FI_EAGAIN.
+ * Also the per-subscriber tag sets. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "net/pub_internal.h"
+
+/* ---- control sends --------------------------------------------------------- */
+
+int rc_pub_ctrl_init(struct rc_publisher *p, char *err, size_t errlen)
+{
+    p->nctrl = RC_PUB_CTRL_PER_PEER * p->npeers + RC_PUB_CTRL_SPARE;
+    size_t bytes = (size_t)p->nctrl * RC_PUB_CTRL_MAX;
+    p->ctrl_mem = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+    p->ctrl_free = calloc(p->nctrl, sizeof *p->ctrl_free);
+    if (!p->ctrl_mem || !p->ctrl_free)
+        return rc_fabric_error(&p->fab, err, errlen, "control buffers(alloc)", -FI_ENOMEM);
+    uint32_t first = p->nslots + p->npages;
+    for (uint32_t i = 0; i < p->nctrl; i++)
+        p->ctrl_free[i] = first + p->nctrl - 1 - i;
+    p->nctrl_free = p->nctrl;
+    return rc_fabric_mr_reg(&p->fab, p->ctrl_mem, bytes, FI_SEND, p->fab.ep, &p->ctrl_mr, err,
+                            errlen);
+}
+
+void rc_pub_ctrl_fini(struct rc_publisher *p)
+{
+    rc_fabric_mr_close(&p->ctrl_mr);
+    free(p->ctrl_mem);
+    free(p->ctrl_free);
+    p->ctrl_mem = NULL;
+    p->ctrl_free = NULL;
+}
+
+void rc_pub_ctrl_done(struct rc_publisher *p, uint32_t op_id)
+{
+    struct rc_pub_txop *op = &p->ops[op_id];
+    if (op->peer == RC_PUB_NONE)
+        p->ctrl_peerless--;
+    rc_pub_op_unlink(p, op_id);
+    op->state = RC_TXOP_FREE;
+    op->gen++;
+    p->ctrl_free[p->nctrl_free++] = op_id;
+}
+
+/* Post one control message from a registered buffer. A peer's buffers are
+ * on its op list (released if it dies); peer NULL (a refusal to an RDM
+ * sender without a peer slot) may only use the spare buffers. */
+static int ctrl_post(struct rc_publisher *p, struct rc_pub_peer *peer, fi_addr_t addr,
+                     const void *msg, size_t len)
+{
+    if (p->nctrl_free == 0 || (!peer && p->ctrl_peerless >= RC_PUB_CTRL_SPARE))
+        return -FI_EAGAIN;
+    struct fid_ep *ep = p->fab.rdm ? p->fab.ep : peer->ep;
+    if (!ep)
+        return -FI_ENOTCONN;
+    uint32_t op_id = p->ctrl_free[p->nctrl_free - 1];
+    struct rc_pub_txop *op = &p->ops[op_id];
+    uint8_t *buf = p->ctrl_mem + (size_t)(op_id - p->nslots - p->npages) * RC_PUB_CTRL_MAX;
+    memcpy(buf, msg, len);
+    struct iovec iov = { .iov_base = buf, .iov_len = len };
+    void *desc = p->ctrl_mr.desc;
+    void *ctx = rc_pub_ctx(RC_CTX_TXOP, op_id, op->gen);
+    int rc = (int)fi_sendv(ep, &iov, &desc, 1, addr, ctx);
+    if (rc)
+        return rc;
+    p->nctrl_free--;
+    op->state = RC_TXOP_POSTED;
+    op->len = (uint32_t)len;
+    op->peer = RC_PUB_NONE;
+    op->prev = op->next = RC_PUB_NONE;
+    if (peer)
+        rc_pub_op_link(p, (uint32_t)(peer - p->peers), op_id, rc_fabric_now_ns());
+    else
+        p->ctrl_peerless++;  /* never released if it never completes: bounded */
+    return 0;
+}
+
+static int send_control(struct rc_publisher *p, struct rc_pub_peer *peer, const void *msg, size_t len)
+{
+    return ctrl_post(p, peer, peer->has_addr ? peer->addr : FI_ADDR_UNSPEC, msg, len);
+}
+
+static void flush_peer(struct rc_publisher *p, struct rc_pub_peer *peer)
+{
+    if (!peer->connected)
+        return;  /* MSG: sent once FI_CONNECTED is read */
+    while (peer->ctrl_count) {
+        struct rc_pub_ctrl_msg *m = &peer->ctrl[peer->ctrl_head];
+        int rc = send_control(p, peer, m->bytes, m->len);
+        if (rc == -FI_EAGAIN) {
+            p->st.control_send_retries++;
+            return;
+        }
+        if (rc) {
+            p->st.control_dropped++;
+            char err[200];
+            rc_fabric_error(&p->fab, err, sizeof err, "fi_sendv(control)", rc);
+            snprintf(p->err, sizeof p->err, "%.100s: %.200s", peer->name, err);
+        }
+        peer->ctrl_head = (peer->ctrl_head + 1) % RC_PUB_CTRL_QUEUE;
+        if (--peer->ctrl_count == 0)
+            p->ctrl_waiting--;
+    }
+}
+
+static void enqueue(struct rc_publisher *p, struct rc_pub_peer *peer, const void *msg, ssize_t len)
+{
+    if (len <= 0 || (size_t)len > RC_PUB_CTRL_MAX)
+        return;  /* encoders only fail on our own bad arguments */
+    if (peer->ctrl_count == RC_PUB_CTRL_QUEUE) {
+        p->st.control_dropped++;
+        snprintf(p->err, sizeof p->err, "%s: control queue full, message dropped", peer->name);
+        return;
+    }
+    struct rc_pub_ctrl_msg *m = &peer->ctrl[(peer->ctrl_head + peer->ctrl_count) % RC_PUB_CTRL_QUEUE];
+    memcpy(m->bytes, msg, (size_t)len);
+    m->len = (uint8_t)len;
+    if (peer->ctrl_count++ == 0)
+        p->ctrl_waiting++;
+    flush_peer(p, peer);
+}
+
+void rc_pub_flush_control(struct rc_publisher *p)
+{
+    for (uint32_t i = 0; i < p->npeers && p->ctrl_waiting; i++) {
+        struct rc_pub_peer *peer = &p->peers[i];
+        if (peer->ctrl_count && peer->state != RC_PEER_CLOSED && peer->state != RC_PEER_FREE)
+            flush_peer(p, peer);
+    }
+}
+
+void rc_pub_drop_control(struct rc_publisher *p, struct rc_pub_peer *peer)
+{
+    if (peer->ctrl_count) {
+        flush_peer(p, peer);  /* a last BYE may still get out */
+        if (peer->ctrl_count)
+            p->ctrl_waiting--;
+        p->st.control_dropped += peer->ctrl_count;
+    }
+    peer->ctrl_count = 0;
+}
+
+void rc_pub_send_heartbeat(struct rc_publisher *p, struct rc_pub_peer *peer, uint64_t now)
+{
+    uint8_t msg[sizeof(struct rc_wire_heartbeat)];
+    enqueue(p, peer, msg, rc_wire_build_heartbeat(msg, sizeof msg, now));
+    p->st.heartbeats_sent++;
+}
+
+void rc_pub_send_bye(struct rc_publisher *p, struct rc_pub_peer *peer, enum rc_bye_reason why)
+{
+    uint8_t msg[sizeof(struct rc_wire_bye)];
+    enqueue(p, peer, msg, rc_wire_build_bye(msg, sizeof msg, why));
+}
+
+/* ---- tag sets: sorted, disjoint, non-adjacent inclusive ranges ------------- */
+
+/* A range starting at `first` touches or overlaps one ending at `last`. */
+static bool starts_by(uint64_t first, uint64_t last)
+{
+    return first <= last || first - 1 == last;
+}
+
+static int range_add(struct rc_wire_range *a, uint32_t *n, struct rc_wire_range r)
+{
+    uint32_t i = 0;
+    while (i < *n && !starts_by(r.first, a[i].last))
+        i++;
+    uint32_t j = i;
+    while (j < *n && starts_by(a[j].first, r.last)) {
+        if (a[j].first < r.first)
+            r.first = a[j].first;
+        if (a[j].last > r.last)
+            r.last = a[j].last;
+        j++;
+    }
+    uint32_t new_n = *n - (j - i) + 1;
+    if (new_n > RC_WIRE_MAX_RANGES)
+        return -ENOSPC;
+    memmove(&a[i + 1], &a[j], (*n - j) * sizeof *a);
+    a[i] = r;
+    *n = new_n;
+    return 0;
+}
+
+static int range_remove(struct rc_wire_range *a, uint32_t *n, struct rc_wire_range r)
+{
+    uint32_t i = 0;
+    while (i < *n) {
+        if (a[i].last < r.first || a[i].first > r.last) {
+            i++;
+            continue;
+        }
+        bool left = a[i].first < r.first, right = a[i].last > r.last;
+        if (left && right) {
+            if (*n == RC_WIRE_MAX_RANGES)
+                return -ENOSPC;
+            memmove(&a[i + 2], &a[i + 1], (*n - i - 1) * sizeof *a);
+            a[i + 1] = (struct rc_wire_range){ r.last + 1, a[i].last };
+            a[i].last = r.first - 1;
+            (*n)++;
+            i += 2;
+        } else if (left) {
+            a[i++].last = r.first - 1;
+        } else if (right) {
+            a[i++].first = r.last + 1;
+        } else {
+            memmove(&a[i], &a[i + 1], (*n - i - 1) * sizeof *a);
+            (*n)--;
+        }
+    }
+    return 0;
+}
+
+/* Number of tags in the set, saturating (the full range has 2^64). */
+static uint64_t tag_count(const struct rc_wire_range *a, uint32_t n)
+{
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t size = a[i].last - a[i].first;
+        if (size == UINT64_MAX || total + size + 1 < total)
+            return UINT64_MAX;
+        total += size + 1;
+    }
+    return total;
+}
+
+static bool set_contains(const struct rc_wire_range *a, uint32_t n, uint64_t tag)
+{
+    uint32_t lo = 0, hi = n;   /* first range with first > tag */
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (a[mid].first <= tag)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo > 0 && tag <= a[lo - 1].last;
+}
+
+unsigned rc_publisher_subscribers_of(struct rc_publisher *p, uint64_t tag, rc_peer_id *out,
+                                     unsigned max)
+{
+    unsigned found = 0;
+    for (uint32_t i = 0; i < p->npeers; i++) {
+        struct rc_pub_peer *peer = &p->peers[i];
+        if (peer->state != RC_PEER_ACTIVE || peer->doom || !peer->connected ||
+            !set_contains(peer->ranges, peer->nranges, tag))
+            continue;
+        if (found < max)
+            out[found] = rc_pub_peer_id(p, peer);
+        found++;
+    }
+    return found;
+}
+
+/* ---- incoming messages -------------------------------------------------------- */
+
+static void reject(struct rc_publisher *p, const char *who, enum rc_wire_error why)
+{
+    p->st.malformed[why]++;
+    snprintf(p->err, sizeof p->err, "message from %s rejected: %s", who, rc_wire_error_name(why));
+}
+
+static void peer_event(struct rc_publisher *p, struct rc_pub_peer *peer, enum rc_pub_peer_event ev)
+{
+    if (p->cb.on_peer_event)
+        p->cb.on_peer_event(p->cb.arg, rc_pub_peer_id(p, peer), ev);
+}
+
+static void send_welcome(struct rc_publisher *p, struct rc_pub_peer *peer)
+{
+    uint8_t msg[sizeof(struct rc_wire_welcome)];
+    uint64_t hb_ms = p->fab.params.heartbeat_ns / 1000000u;
+    enqueue(p, peer, msg, rc_wire_build_welcome(msg, sizeof msg, p->fab.params.max_tags_per_subscriber,
+                                                hb_ms ? (uint32_t)hb_ms : 1u, p->publisher_id));
+}
+
+static void on_hello(struct rc_publisher *p, struct rc_pub_peer *peer, const uint8_t *buf, size_t len)
+{
+    struct rc_wire_hello h;
+    rc_wire_check_hello(buf, len, &h);
+    if (peer->joined) {  /* repeated HELLO (our WELCOME was lost?): answer again */
+        send_welcome(p, peer);
+        return;
+    }
+    if (rc_wire_negotiate(h.min_version, h.max_version) == 0) {
+        p->st.connections_refused++;
+        snprintf(p->err, sizeof p->err, "%s: no common protocol version (%u..%u)", peer->name,
+                 h.min_version, h.max_version);
+        rc_pub_send_bye(p, peer, RC_BYE_REFUSED);
+        rc_pub_peer_fail(p, (uint32_t)(peer - p->peers), RC_DOOM_LOCAL);
+        return;
+    }
+    peer->rx_max = h.rx_buffer_size;
+    if (p->fab.max_msg_size && p->fab.max_msg_size < peer->rx_max)
+        peer->rx_max = (uint32_t)p->fab.max_msg_size;
+    peer->client_id = h.client_id;
+    peer->joined = true;
+    peer->state = RC_PEER_ACTIVE;
+    p->st.connections++;
+    p->st.peers_active++;
+    send_welcome(p, peer);
+    peer_event(p, peer, RC_PUB_PEER_JOINED);
+}
+
+static enum rc_sub_status edit_tags(struct rc_publisher *p, struct rc_pub_peer *peer,
+                                    const uint8_t *buf, const struct rc_wire_sub *s)
+{
+    bool add = s->hdr.type == RC_MSG_SUBSCRIBE;
+    uint32_t n = peer->nranges;
+    memcpy(p->scratch, peer->ranges, n * sizeof *p->scratch);
+    for (uint32_t i = 0; i < s->count; i++) {
+        struct rc_wire_range r = rc_wire_sub_range(buf, i);
+        if (r.first > r.last)
+            return RC_SUB_BAD_REQUEST;
+        if ((add ? range_add(p->scratch, &n, r) : range_remove(p->scratch, &n, r)) != 0)
+            return RC_SUB_TOO_MANY_TAGS;
+    }
+    uint32_t limit = p->fab.params.max_tags_per_subscriber;
+    if (add && limit && tag_count(p->scratch, n) > limit)
+        return RC_SUB_TOO_MANY_TAGS;
+    memcpy(peer->ranges, p->scratch, n * sizeof *p->scratch);
+    peer->nranges = n;
+    return RC_SUB_OK;
+}
+
+static void on_sub(struct rc_publisher *p, struct rc_pub_peer *peer, const uint8_t *buf, size_t len)
+{
+    struct rc_wire_sub s;
+    rc_wire_check_sub(buf, len, &s);
+    if (s.hdr.type == RC_MSG_SUBSCRIBE)
+        p->st.subscribe_requests++;
+    else
+        p->st.unsubscribe_requests++;
+    enum rc_sub_status status = edit_tags(p, peer, buf, &s);
+    uint8_t ack[sizeof(struct rc_wire_sub_ack)];
+    enqueue(p, peer, ack, rc_wire_build_sub_ack(ack, sizeof ack, s.request_id, status));
+    if (status != RC_SUB_OK) {
+        p->st.subscriptions_refused++;
+        snprintf(p->err, sizeof p->err, "%s: (un)subscribe %u refused (status %d)", peer->name,
+                 s.request_id, (int)status);
+        return;
+    }
+    peer_event(p, peer, RC_PUB_PEER_SUBSCRIPTIONS);
+}
+
+/* ---- RDM: a HELLO from an address we do not know yet --------------------------- */
+
+void rc_pub_forget_refused(struct rc_publisher *p, uint64_t now)
+{
+    if (p->nrefused == 0 || now - p->refused_ns < p->fab.params.heartbeat_ns)
+        return;
+    for (uint32_t i = 0; i < p->nrefused; i++) {
+        char err[200];
+        if (rc_fabric_av_remove(&p->fab, p->refused[i], err, sizeof err))
+            snprintf(p->err, sizeof p->err, "%s", err);
+    }
+    p->nrefused = 0;
+}
+
+static void refuse_address(struct rc_publisher *p, fi_addr_t addr, const char *name)
+{
+    uint8_t bye[sizeof(struct rc_wire_bye)];
+    ssize_t len = rc_wire_build_bye(bye, sizeof bye, RC_BYE_REFUSED);
+    p->st.connections_refused++;
+    snprintf(p->err, sizeof p->err, "subscriber %s refused: max_subscribers reached", name);
+    if (len > 0 && ctrl_post(p, NULL, addr, bye, (size_t)len))
+        p->st.control_dropped++;
+    if (p->nrefused == sizeof p->refused / sizeof p->refused[0])
+        rc_pub_forget_refused(p, UINT64_MAX);
+    if (p->nrefused == 0)
+        p->refused_ns = rc_fabric_now_ns();
+    p->refused[p->nrefused++] = addr;
+}
+
+static void rdm_hello(struct rc_publisher *p, const uint8_t *buf, size_t len, uint64_t now)
+{
+    struct rc_wire_hello h;
+    rc_wire_check_hello(buf, len, &h);
+    char name[112];
+    if (h.addr_len == 0) {
+        reject(p, "unknown RDM sender (HELLO without address)", RC_WIRE_BAD_FIELD);
+        return;
+    }
+    const uint8_t *addr = buf + sizeof(struct rc_wire_hello);
+    if (!rc_fabric_addr_plausible(&p->fab, addr, h.addr_len)) {
+        reject(p, "unknown RDM sender (HELLO with a bad address)", RC_WIRE_BAD_FIELD);
+        return;
+    }
+    rc_fabric_addr_str(&p->fab, addr, h.addr_len, name, sizeof name);
+    fi_addr_t fa;
+    char err[200];
+    if (rc_fabric_av_insert(&p->fab, addr, h.addr_len, &fa, err, sizeof err)) {
+        reject(p, name, RC_WIRE_BAD_FIELD);
+        snprintf(p->err, sizeof p->err, "HELLO from %.100s: %.200s", name, err);
+        return;
+    }
+    struct rc_pub_peer *peer = rc_pub_peer_by_addr(p, fa);
+    if (!peer) {
+        peer = rc_pub_new_peer(p, now);
+        if (!peer) {
+            refuse_address(p, fa, name);
+            return;
+        }
+        peer->addr = fa;
+        peer->has_addr = true;
+        snprintf(peer->name, sizeof peer->name, "%s", name);
+    }
+    peer->last_rx_ns = now;
+    on_hello(p, peer, buf, len);
+}
+
+void rc_pub_control_message(struct rc_publisher *p, struct rc_pub_peer *owner,
+                            const uint8_t *buf, size_t len)
+{
+    enum rc_wire_error why = RC_WIRE_OK;
+    int type = rc_wire_check(buf, len, RC_WIRE_TO_PUBLISHER, &why);
+    const char *who = owner ? owner->name : "unknown RDM sender";
+    if (type <= 0) {
+        reject(p, who, why);
+        return;
+    }
+    uint64_t now = rc_fabric_now_ns();
+    if (!owner) {
+        if (type == RC_MSG_HELLO && p->fab.rdm)
+            rdm_hello(p, buf, len, now);
+        else
+            p->st.unknown_sender++;
+        return;
+    }
+    owner->last_rx_ns = now;
+    bool joined = owner->state == RC_PEER_ACTIVE;
+    switch (type) {
+    case RC_MSG_HELLO:
+        on_hello(p, owner, buf, len);
+        break;
+    case RC_MSG_SUBSCRIBE:
+    case RC_MSG_UNSUBSCRIBE:
+        if (joined)
+            on_sub(p, owner, buf, len);
+        else
+            reject(p, who, RC_WIRE_BAD_TYPE);  /* before HELLO */
+        break;
+    case RC_MSG_HEARTBEAT:
+        p->st.heartbeats_received++;
+        break;
+    case RC_MSG_BYE:
+        rc_pub_peer_fail(p, (uint32_t)(owner - p->peers), RC_DOOM_BYE);
+        break;
+    default:
+        reject(p, who, RC_WIRE_BAD_TYPE);
+        break;
+    }
+}

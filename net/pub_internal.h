@@ -1,0 +1,202 @@
+/* pub_internal.h — the publisher's state, shared by publisher.c (peers,
+ * control protocol, progress), zc_send.c (header slots, fragments) and
+ * buffered.c (pages). Not for use outside net/.
+ *
+ * Outstanding transmit operations ("tx ops") are header slots (one per DATA
+ * message) and pages (one per PAGE message). Both live in one array: ids
+ * 0..nslots-1 are slots, nslots..nslots+npages-1 are pages. A posted op is on
+ * its peer's doubly linked list (through the array: no malloc), oldest first,
+ * so a dead peer's ops can be found and released, and the RDM stuck-send rule
+ * only needs to look at the list head.
+ *
+ * Every op carries a generation, bumped each time it is released; the
+ * op_context given to libfabric encodes (kind, index, generation), so a
+ * completion arriving after its op was released (dead peer) is recognised
+ * and ignored. */
+#ifndef RC_PUB_INTERNAL_H
+#define RC_PUB_INTERNAL_H
+#include <stdbool.h>
+#include <stdint.h>
+#include "net/fabric.h"
+#include "net/publisher.h"
+#include "net/wire.h"
+
+#define RC_PUB_NONE UINT32_MAX
+#define RC_PUB_MAX_IOV 16u             /* stack iov arrays; tx_iov_limit is clamped to it */
+#define RC_PUB_RX_PER_PEER 4u          /* control receives posted per subscriber */
+#define RC_PUB_CTRL_QUEUE 8u           /* control messages waiting for the provider */
+#define RC_PUB_CTRL_PER_PEER 4u        /* control send buffers per subscriber */
+#define RC_PUB_CTRL_SPARE 8u           /* for refusals to senders without a peer slot */
+#define RC_PUB_CTRL_MAX 32u            /* largest control message we send */
+#define RC_PUB_CQ_BATCH 32u
+
+/* op_context = kind << 60 | generation << 28 | index (index < 2^28). */
+enum rc_pub_ctx_kind { RC_CTX_TXOP = 1, RC_CTX_RX = 2 };
+#define RC_PUB_INDEX_BITS 28u
+#define RC_PUB_GEN_MASK 0xffffffffu
+static inline void *rc_pub_ctx(enum rc_pub_ctx_kind kind, uint32_t index, uint32_t gen)
+{
+    return (void *)(uintptr_t)(((uint64_t)kind << 60) | ((uint64_t)gen << RC_PUB_INDEX_BITS) | index);
+}
+static inline enum rc_pub_ctx_kind rc_pub_ctx_kind(void *ctx)
+{
+    return (enum rc_pub_ctx_kind)((uint64_t)(uintptr_t)ctx >> 60);
+}
+static inline uint32_t rc_pub_ctx_index(void *ctx)
+{
+    return (uint32_t)((uint64_t)(uintptr_t)ctx & ((1u << RC_PUB_INDEX_BITS) - 1));
+}
+static inline uint32_t rc_pub_ctx_gen(void *ctx)
+{
+    return (uint32_t)(((uint64_t)(uintptr_t)ctx >> RC_PUB_INDEX_BITS) & RC_PUB_GEN_MASK);
+}
+
+enum rc_txop_state { RC_TXOP_FREE = 0, RC_TXOP_FILLING, RC_TXOP_POSTED };
+
+struct rc_pub_txop {
+    uint32_t gen;
+    uint8_t state;             /* enum rc_txop_state */
+    uint32_t peer;             /* peer index while FILLING/POSTED */
+    uint32_t prev, next;       /* the peer's list of posted ops */
+    uint64_t since_ns;         /* POSTED: when posted; FILLING: first record */
+    uint64_t key;              /* slot without record: the key it completes */
+    uint32_t record;           /* slot of a fragmented send: its record */
+    uint32_t len;              /* bytes of the message (slot: header only) */
+};
+
+/* A fragmented send: the key completes after its last fragment. */
+struct rc_pub_sendrec {
+    uint64_t key;
+    uint32_t remaining;        /* fragments posted and not yet completed/released */
+    int status;                /* first error among the fragments */
+};
+
+enum rc_peer_state {
+    RC_PEER_FREE = 0,
+    RC_PEER_CONNECTING,        /* MSG: accepted, FI_CONNECTED not yet seen */
+    RC_PEER_CONNECTED,         /* waiting for HELLO */
+    RC_PEER_ACTIVE,            /* through HELLO: may receive data */
+    RC_PEER_CLOSED,            /* endpoint gone; outstanding ops still to release */
+};
+
+enum rc_peer_doom { RC_DOOM_NONE = 0, RC_DOOM_BYE, RC_DOOM_SHUTDOWN, RC_DOOM_SILENCE,
+                    RC_DOOM_STUCK, RC_DOOM_ERROR, RC_DOOM_LOCAL };
+
+struct rc_pub_ctrl_msg { uint8_t len; uint8_t bytes[RC_PUB_CTRL_MAX]; };
+
+struct rc_pub_peer {
+    uint32_t gen;
+    enum rc_peer_state state;
+    enum rc_peer_doom doom;    /* set by handlers; teardown happens in progress */
+    struct fid_ep *ep;         /* MSG */
+    fi_addr_t addr;            /* RDM */
+    bool has_addr;
+    uint32_t rx_max;           /* HELLO.rx_buffer_size */
+    uint64_t client_id;
+    bool joined;               /* HELLO accepted (counted in peers_active) */
+    bool connected;            /* MSG: FI_CONNECTED read (a HELLO may come first); RDM: true */
+    uint64_t last_rx_ns, last_hb_tx_ns;
+    uint32_t op_head, op_tail, nops;
+    uint32_t page;             /* page being filled, or RC_PUB_NONE */
+    struct rc_wire_range *ranges;   /* sorted, disjoint, not adjacent */
+    uint32_t nranges;
+    struct rc_pub_ctrl_msg ctrl[RC_PUB_CTRL_QUEUE];
+    uint32_t ctrl_head, ctrl_count;
+    char name[112];
+};
+
+struct rc_pub_rxbuf {
+    uint32_t gen;
+    uint32_t peer;             /* MSG: owner; RDM: RC_PUB_NONE */
+    bool posted;
+};
+
+struct rc_publisher {
+    struct rc_fabric fab;
+    struct rc_publisher_callbacks cb;
+    struct rc_fabric_mr region[RC_PUB_MAX_REGIONS];
+    unsigned nregions;
+    unsigned iov_max;          /* usable iovs per message, header included */
+
+    uint8_t *slot_mem, *page_mem, *rx_mem, *ctrl_mem;
+    struct rc_fabric_mr slot_mr, page_mr, rx_mr, ctrl_mr;
+    uint32_t nslots, slot_size, npages, page_size, nrx, rx_size, nctrl;
+    uint32_t *ctrl_free, nctrl_free;
+    uint32_t ctrl_peerless;    /* refusals in flight (at most RC_PUB_CTRL_SPARE) */
+
+    struct rc_pub_txop *ops;   /* nslots + npages */
+    uint32_t *slot_free, nslot_free, min_free_slots;
+    uint32_t *page_free, npage_free;
+    struct rc_pub_sendrec *recs;
+    uint32_t *rec_free, nrec_free;
+    struct rc_pub_rxbuf *rx;
+    uint32_t *rx_free, nrx_free;
+
+    struct rc_pub_peer *peers;
+    uint32_t npeers;
+    uint64_t publisher_id;
+    uint64_t next_timer_ns, timer_period_ns;
+    uint32_t ndoomed;          /* peers marked for teardown (done in progress only) */
+    uint32_t nclosed;          /* closed peers whose keys are not yet reported */
+    uint32_t ctrl_waiting;     /* peers with control messages waiting */
+    struct rc_wire_range *scratch;  /* RC_WIRE_MAX_RANGES: subscription edits */
+    fi_addr_t refused[8];      /* RDM: refused addresses, removed from the AV later */
+    uint64_t refused_ns;       /* when the oldest of them was refused */
+    uint32_t nrefused;
+
+    struct rc_publisher_stats st;
+    char err[320];
+};
+
+/* publisher.c */
+struct rc_pub_peer *rc_pub_peer_of(struct rc_publisher *p, rc_peer_id id);
+int  rc_pub_poll_cq(struct rc_publisher *p);
+void rc_pub_peer_fail(struct rc_publisher *p, uint32_t peer, enum rc_peer_doom why);
+/* Post one message [iov...] to a peer: fi_sendv to its ep / fi_addr. */
+int  rc_pub_post(struct rc_publisher *p, struct rc_pub_peer *peer, const struct iovec *iov,
+                 void **desc, size_t n, void *ctx);
+
+rc_peer_id rc_pub_peer_id(const struct rc_publisher *p, const struct rc_pub_peer *peer);
+/* A free peer slot, reset, state CONNECTED; NULL when max_subscribers. */
+struct rc_pub_peer *rc_pub_new_peer(struct rc_publisher *p, uint64_t now);
+struct rc_pub_peer *rc_pub_peer_by_addr(struct rc_publisher *p, fi_addr_t addr);
+
+/* pub_control.c: validate and act on one received message. owner is the peer
+ * it came from (NULL: an RDM sender not known yet; only HELLO is accepted). */
+void rc_pub_control_message(struct rc_publisher *p, struct rc_pub_peer *owner,
+                            const uint8_t *buf, size_t len);
+void rc_pub_send_heartbeat(struct rc_publisher *p, struct rc_pub_peer *peer, uint64_t now);
+void rc_pub_send_bye(struct rc_publisher *p, struct rc_pub_peer *peer, enum rc_bye_reason why);
+int  rc_pub_ctrl_init(struct rc_publisher *p, char *err, size_t errlen);
+void rc_pub_ctrl_fini(struct rc_publisher *p);
+/* A control buffer's send completed or was released. */
+void rc_pub_ctrl_done(struct rc_publisher *p, uint32_t op_id);
+/* Retry queued control messages of every peer (provider queue was full). */
+void rc_pub_flush_control(struct rc_publisher *p);
+/* Drop a closing peer's queued control messages. */
+void rc_pub_drop_control(struct rc_publisher *p, struct rc_pub_peer *peer);
+/* RDM: remove refused addresses from the AV once their BYE had a heartbeat
+ * period to go out (all of them when `now` is UINT64_MAX). */
+void rc_pub_forget_refused(struct rc_publisher *p, uint64_t now);
+
+/* zc_send.c */
+int  rc_zc_init(struct rc_publisher *p, char *err, size_t errlen);
+void rc_zc_fini(struct rc_publisher *p);
+/* A txop completed (status 0 or -errno) or was released (peer dead). */
+void rc_zc_slot_done(struct rc_publisher *p, uint32_t slot, int status, uint64_t *pulled_key,
+                     bool *pulled);
+
+/* buffered.c */
+int  rc_buf_init(struct rc_publisher *p, char *err, size_t errlen);
+void rc_buf_fini(struct rc_publisher *p);
+void rc_buf_page_done(struct rc_publisher *p, uint32_t page, int status);
+/* Post pages whose flush timeout passed; returns pages posted. */
+int  rc_buf_flush_due(struct rc_publisher *p, uint64_t now);
+/* The peer leaves: drop its filling page (records were already released). */
+void rc_buf_drop_filling(struct rc_publisher *p, struct rc_pub_peer *peer);
+
+/* Shared op list helpers (publisher.c). */
+void rc_pub_op_link(struct rc_publisher *p, uint32_t peer, uint32_t op, uint64_t now);
+void rc_pub_op_unlink(struct rc_publisher *p, uint32_t op);
+
+#endif

@@ -1,0 +1,846 @@
+/* publisher.c — the publisher's life cycle, subscribers (peers), completion
+ * dispatch, timers (heartbeats, flush timeouts, dead-peer rule) and the
+ * progress/wait loop. The control protocol lives in pub_control.c, data
+ * sends in zc_send.c and buffered.c. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "net/pub_internal.h"
+
+#define RC_PUB_TIMER_MIN_NS 100000u      /* 100 us */
+#define RC_PUB_TIMER_MAX_NS 10000000u    /* 10 ms */
+
+/* ---- peers and their op lists ------------------------------------------ */
+
+static rc_peer_id peer_id_of(const struct rc_publisher *p, const struct rc_pub_peer *peer)
+{
+    return ((uint64_t)peer->gen << 32) | (uint64_t)(peer - p->peers + 1);
+}
+
+struct rc_pub_peer *rc_pub_peer_of(struct rc_publisher *p, rc_peer_id id)
+{
+    uint32_t idx = (uint32_t)(id & 0xffffffffu);
+    if (idx == 0 || idx > p->npeers)
+        return NULL;
+    struct rc_pub_peer *peer = &p->peers[idx - 1];
+    if (peer->state == RC_PEER_FREE || peer->gen != (uint32_t)(id >> 32))
+        return NULL;
+    return peer;
+}
+
+void rc_pub_op_link(struct rc_publisher *p, uint32_t peer_idx, uint32_t op_id, uint64_t now)
+{
+    struct rc_pub_peer *peer = &p->peers[peer_idx];
+    struct rc_pub_txop *op = &p->ops[op_id];
+    op->peer = peer_idx;
+    op->since_ns = now;
+    op->next = RC_PUB_NONE;
+    op->prev = peer->op_tail;
+    if (peer->op_tail != RC_PUB_NONE)
+        p->ops[peer->op_tail].next = op_id;
+    else
+        peer->op_head = op_id;
+    peer->op_tail = op_id;
+    peer->nops++;
+}
+
+void rc_pub_op_unlink(struct rc_publisher *p, uint32_t op_id)
+{
+    struct rc_pub_txop *op = &p->ops[op_id];
+    if (op->state != RC_TXOP_POSTED || op->peer == RC_PUB_NONE)
+        return;
+    struct rc_pub_peer *peer = &p->peers[op->peer];
+    if (op->prev != RC_PUB_NONE)
+        p->ops[op->prev].next = op->next;
+    else
+        peer->op_head = op->next;
+    if (op->next != RC_PUB_NONE)
+        p->ops[op->next].prev = op->prev;
+    else
+        peer->op_tail = op->prev;
+    peer->nops--;
+    op->prev = op->next = RC_PUB_NONE;
+}
+
+int rc_pub_post(struct rc_publisher *p, struct rc_pub_peer *peer, const struct iovec *iov,
+                void **desc, size_t n, void *ctx)
+{
+    struct fid_ep *ep = p->fab.rdm ? p->fab.ep : peer->ep;
+    if (!ep)
+        return -FI_ENOTCONN;
+    return (int)fi_sendv(ep, iov, desc, n, peer->has_addr ? peer->addr : FI_ADDR_UNSPEC, ctx);
+}
+
+void rc_pub_peer_fail(struct rc_publisher *p, uint32_t idx, enum rc_peer_doom why)
+{
+    struct rc_pub_peer *peer = &p->peers[idx];
+    if (peer->state == RC_PEER_FREE || peer->state == RC_PEER_CLOSED || peer->doom)
+        return;
+    peer->doom = why;
+    p->ndoomed++;
+}
+
+/* Release every op still on the peer's list; keys complete with `status`. */
+static void release_ops(struct rc_publisher *p, struct rc_pub_peer *peer, int status,
+                        uint64_t *keys, unsigned max, unsigned *count)
+{
+    while (peer->op_head != RC_PUB_NONE && (!keys || *count < max)) {
+        uint32_t op = peer->op_head;
+        if (op >= p->nslots + p->npages) {
+            rc_pub_ctrl_done(p, op);
+            continue;
+        }
+        if (op >= p->nslots) {
+            rc_buf_page_done(p, op, status);
+            continue;
+        }
+        uint64_t key = 0;
+        bool pulled = false;
+        rc_zc_slot_done(p, op, status, keys ? &key : NULL, keys ? &pulled : NULL);
+        if (pulled)
+            keys[(*count)++] = key;
+    }
+}
+
+static void post_rdm_receives(struct rc_publisher *p);
+
+/* Give a MSG peer's receive buffers back: its endpoint is closed, so the
+ * provider no longer owns them; late completions fail the generation check. */
+static void reclaim_peer_rx(struct rc_publisher *p, uint32_t idx)
+{
+    for (uint32_t i = 0; i < p->nrx; i++) {
+        struct rc_pub_rxbuf *b = &p->rx[i];
+        if (b->peer != idx || !b->posted)
+            continue;
+        b->posted = false;
+        b->gen++;
+        b->peer = RC_PUB_NONE;
+        p->rx_free[p->nrx_free++] = i;
+    }
+}
+
+/* Close the transport to a peer: afterwards it can neither send nor receive.
+ * Its outstanding ops stay listed until reaped or pulled. */
+static void close_transport(struct rc_publisher *p, struct rc_pub_peer *peer)
+{
+    uint32_t idx = (uint32_t)(peer - p->peers);
+    rc_pub_drop_control(p, peer);  /* while a last BYE can still go out */
+    if (peer->ep) {
+        rc_fabric_ep_close(peer->ep);
+        peer->ep = NULL;
+        reclaim_peer_rx(p, idx);
+    }
+    if (peer->has_addr) {
+        char err[256];
+        if (rc_fabric_av_remove(&p->fab, peer->addr, err, sizeof err))
+            snprintf(p->err, sizeof p->err, "%.100s: %.200s", peer->name, err);
+        peer->has_addr = false;
+    }
+    rc_buf_drop_filling(p, peer);
+    peer->state = RC_PEER_CLOSED;
+}
+
+static void count_doom(struct rc_publisher *p, enum rc_peer_doom why)
+{
+    switch (why) {
+    case RC_DOOM_BYE:
+    case RC_DOOM_LOCAL:
+    case RC_DOOM_NONE:
+        p->st.peers_closed++;
+        return;
+    case RC_DOOM_SHUTDOWN: p->st.dead_by_shutdown++; break;
+    case RC_DOOM_SILENCE: p->st.dead_by_silence++; break;
+    case RC_DOOM_STUCK: p->st.dead_by_stuck_send++; break;
+    case RC_DOOM_ERROR: p->st.dead_by_error++; break;
+    }
+    p->st.peers_dead++;
+}
+
+/* A closed peer's remaining ops complete with -ECONNRESET; the slot is free. */
+static void reap(struct rc_publisher *p, struct rc_pub_peer *peer)
+{
+    rc_peer_id id = peer_id_of(p, peer);
+    uint64_t before = p->st.keys_completed_error;
+    release_ops(p, peer, -ECONNRESET, NULL, 0, NULL);
+    p->st.keys_released_by_peer_death += p->st.keys_completed_error - before;
+    bool was_joined = peer->joined;
+    peer->joined = false;
+    peer->state = RC_PEER_FREE;
+    peer->gen++;
+    if (was_joined)
+        p->st.peers_active--;
+    if (was_joined && p->cb.on_peer_event)
+        p->cb.on_peer_event(p->cb.arg, id, RC_PUB_PEER_GONE);
+}
+
+static void bury_doomed(struct rc_publisher *p)
+{
+    for (uint32_t i = 0; i < p->npeers && p->ndoomed; i++) {
+        struct rc_pub_peer *peer = &p->peers[i];
+        if (peer->doom == RC_DOOM_NONE)
+            continue;
+        enum rc_peer_doom why = peer->doom;
+        peer->doom = RC_DOOM_NONE;
+        p->ndoomed--;
+        if (peer->state == RC_PEER_FREE)
+            continue;
+        if (peer->state != RC_PEER_CLOSED) {
+            count_doom(p, why);
+            close_transport(p, peer);
+        }
+        reap(p, peer);
+    }
+}
+
+/* Peers closed with rc_publisher_close_peer(): report what was not pulled. */
+static void reap_closed(struct rc_publisher *p)
+{
+    for (uint32_t i = 0; i < p->npeers && p->nclosed; i++) {
+        struct rc_pub_peer *peer = &p->peers[i];
+        if (peer->state != RC_PEER_CLOSED)
+            continue;
+        p->nclosed--;
+        reap(p, peer);
+    }
+}
+
+static struct rc_pub_peer *new_peer(struct rc_publisher *p, uint64_t now)
+{
+    for (uint32_t i = 0; i < p->npeers; i++) {
+        struct rc_pub_peer *peer = &p->peers[i];
+        if (peer->state != RC_PEER_FREE)
+            continue;
+        peer->state = RC_PEER_CONNECTED;
+        peer->doom = RC_DOOM_NONE;
+        peer->ep = NULL;
+        peer->has_addr = false;
+        peer->rx_max = 0;
+        peer->client_id = 0;
+        peer->joined = false;
+        peer->connected = p->fab.rdm;
+        peer->last_rx_ns = peer->last_hb_tx_ns = now;
+        peer->op_head = peer->op_tail = RC_PUB_NONE;
+        peer->nops = 0;
+        peer->page = RC_PUB_NONE;
+        peer->nranges = 0;
+        peer->ctrl_head = peer->ctrl_count = 0;
+        peer->name[0] = '\0';
+        return peer;
+    }
+    return NULL;
+}
+
+/* ---- receive buffers ----------------------------------------------------- */
+
+static uint8_t *rx_addr(const struct rc_publisher *p, uint32_t i)
+{
+    return p->rx_mem + (size_t)i * p->rx_size;
+}
+
+static int post_rx(struct rc_publisher *p, struct fid_ep *ep, uint32_t i, uint32_t owner)
+{
+    struct rc_pub_rxbuf *b = &p->rx[i];
+    int rc = (int)fi_recv(ep, rx_addr(p, i), p->rx_size, p->rx_mr.desc, FI_ADDR_UNSPEC,
+                          rc_pub_ctx(RC_CTX_RX, i, b->gen));
+    if (rc)
+        return rc;
+    b->posted = true;
+    b->peer = owner;
+    return 0;
+}
+
+static void post_rdm_receives(struct rc_publisher *p)
+{
+    while (p->nrx_free) {
+        uint32_t i = p->rx_free[p->nrx_free - 1];
+        int rc = post_rx(p, p->fab.ep, i, RC_PUB_NONE);
+        if (rc) {
+            if (rc != -FI_EAGAIN)
+                rc_fabric_error(&p->fab, p->err, sizeof p->err, "fi_recv", rc);
+            return;
+        }
+        p->nrx_free--;
+    }
+}
+
+/* MSG: RC_PUB_RX_PER_PEER buffers on the new endpoint, or an error. */
+static int post_peer_receives(struct rc_publisher *p, struct rc_pub_peer *peer)
+{
+    if (p->nrx_free < RC_PUB_RX_PER_PEER)
+        return -FI_ENOMEM;
+    for (unsigned k = 0; k < RC_PUB_RX_PER_PEER; k++) {
+        uint32_t i = p->rx_free[p->nrx_free - 1];
+        int rc = post_rx(p, peer->ep, i, (uint32_t)(peer - p->peers));
+        if (rc)
+            return rc;
+        p->nrx_free--;
+    }
+    return 0;
+}
+
+static void repost_rx(struct rc_publisher *p, uint32_t i, struct rc_pub_peer *owner)
+{
+    struct rc_pub_rxbuf *b = &p->rx[i];
+    b->gen++;
+    if (p->fab.rdm) {
+        if (post_rx(p, p->fab.ep, i, RC_PUB_NONE))
+            p->rx_free[p->nrx_free++] = i;  /* the timer posts it again */
+        return;
+    }
+    if (owner && owner->ep && owner->state != RC_PEER_CLOSED &&
+        post_rx(p, owner->ep, i, (uint32_t)(owner - p->peers)) == 0)
+        return;
+    b->peer = RC_PUB_NONE;
+    p->rx_free[p->nrx_free++] = i;
+    if (owner && owner->state != RC_PEER_CLOSED)  /* it would starve of receives */
+        rc_pub_peer_fail(p, (uint32_t)(owner - p->peers), RC_DOOM_ERROR);
+}
+
+struct rc_pub_peer *rc_pub_peer_by_addr(struct rc_publisher *p, fi_addr_t addr)
+{
+    if (addr == FI_ADDR_NOTAVAIL || addr == FI_ADDR_UNSPEC)
+        return NULL;
+    for (uint32_t i = 0; i < p->npeers; i++)
+        if (p->peers[i].state != RC_PEER_FREE && p->peers[i].has_addr && p->peers[i].addr == addr)
+            return &p->peers[i];
+    return NULL;
+}
+
+static void on_rx(struct rc_publisher *p, const struct rc_fabric_cqe *e)
+{
+    uint32_t i = rc_pub_ctx_index(e->context);
+    if (i >= p->nrx || p->rx[i].gen != rc_pub_ctx_gen(e->context) || !p->rx[i].posted) {
+        p->st.stale_completions++;
+        return;
+    }
+    struct rc_pub_rxbuf *b = &p->rx[i];
+    b->posted = false;
+    struct rc_pub_peer *owner = p->fab.rdm ? rc_pub_peer_by_addr(p, e->src)
+                                           : (b->peer < p->npeers ? &p->peers[b->peer] : NULL);
+    if (e->err) {
+        if (e->err == FI_ETRUNC)
+            p->st.malformed[RC_WIRE_BAD_LENGTH]++;
+        else if (e->err != FI_ECANCELED)
+            p->st.rx_errors++;
+        if (e->err != FI_ETRUNC && e->err != FI_ECANCELED && owner)
+            rc_pub_peer_fail(p, (uint32_t)(owner - p->peers), RC_DOOM_ERROR);
+    } else {
+        rc_pub_control_message(p, owner, rx_addr(p, i), e->len);
+    }
+    repost_rx(p, i, owner);
+}
+
+/* ---- completions ---------------------------------------------------------- */
+
+static void on_tx(struct rc_publisher *p, const struct rc_fabric_cqe *e)
+{
+    uint32_t op_id = rc_pub_ctx_index(e->context);
+    if (op_id >= p->nslots + p->npages + p->nctrl || p->ops[op_id].gen != rc_pub_ctx_gen(e->context) ||
+        p->ops[op_id].state != RC_TXOP_POSTED) {
+        p->st.stale_completions++;  /* released already: its peer died */
+        return;
+    }
+    int status = e->err ? -e->err : 0;
+    uint32_t peer = p->ops[op_id].peer;
+    if (status) {
+        p->st.completions_error++;
+        rc_fabric_error(&p->fab, p->err, sizeof p->err, "send completion", e->err);
+        if (peer != RC_PUB_NONE)
+            rc_pub_peer_fail(p, peer, RC_DOOM_ERROR);
+    } else {
+        p->st.completions_ok++;
+    }
+    if (op_id >= p->nslots + p->npages)
+        rc_pub_ctrl_done(p, op_id);
+    else if (op_id < p->nslots)
+        rc_zc_slot_done(p, op_id, status, NULL, NULL);
+    else
+        rc_buf_page_done(p, op_id, status);
+}
+
+int rc_pub_poll_cq(struct rc_publisher *p)
+{
+    struct rc_fabric_cqe e[RC_PUB_CQ_BATCH];
+    int total = 0;
+    for (;;) {
+        int n = rc_fabric_cq_poll(&p->fab, e, RC_PUB_CQ_BATCH, p->err, sizeof p->err);
+        if (n <= 0)
+            return n < 0 ? n : total;
+        for (int k = 0; k < n; k++) {
+            if (rc_pub_ctx_kind(e[k].context) == RC_CTX_RX)
+                on_rx(p, &e[k]);
+            else if (rc_pub_ctx_kind(e[k].context) == RC_CTX_TXOP)
+                on_tx(p, &e[k]);
+            else
+                p->st.stale_completions++;
+        }
+        total += n;
+        if (n < (int)RC_PUB_CQ_BATCH)
+            return total;
+    }
+}
+
+/* ---- connection events (MSG) --------------------------------------------- */
+
+static void sockaddr_name(const void *sa, char *buf, size_t len)
+{
+    const struct sockaddr *s = sa;
+    char host[INET6_ADDRSTRLEN] = "?";
+    unsigned port = 0;
+    if (s && s->sa_family == AF_INET) {
+        const struct sockaddr_in *in = sa;
+        inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
+        port = ntohs(in->sin_port);
+    } else if (s && s->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = sa;
+        inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
+        port = ntohs(in6->sin6_port);
+    }
+    snprintf(buf, len, "%s:%u", host, port);
+}
+
+static void refuse_connreq(struct rc_publisher *p, struct fi_info *info, const char *why)
+{
+    p->st.connections_refused++;
+    char who[64];
+    sockaddr_name(info->dest_addr, who, sizeof who);
+    snprintf(p->err, sizeof p->err, "connection from %s refused: %s", who, why);
+    fi_reject(p->fab.pep, info->handle, NULL, 0);
+}
+
+static void on_connreq(struct rc_publisher *p, struct fi_info *info, uint64_t now)
+{
+    struct rc_pub_peer *peer = new_peer(p, now);
+    if (!peer) {
+        refuse_connreq(p, info, "max_subscribers reached");
+        return;
+    }
+    sockaddr_name(info->dest_addr, peer->name, sizeof peer->name);
+    void *ctx = (void *)(uintptr_t)peer_id_of(p, peer);
+    char err[256];
+    int rc = rc_fabric_msg_ep_open(&p->fab, info, ctx, &peer->ep, err, sizeof err);
+    if (rc == 0)
+        rc = post_peer_receives(p, peer);
+    if (rc == 0)
+        rc = fi_accept(peer->ep, NULL, 0);
+    if (rc) {
+        refuse_connreq(p, info, rc == -FI_ENOMEM ? "no receive buffers" : fi_strerror(-rc));
+        close_transport(p, peer);
+        peer->state = RC_PEER_FREE;
+        peer->gen++;
+        return;
+    }
+    peer->state = RC_PEER_CONNECTING;
+}
+
+static void on_eq_event(struct rc_publisher *p, struct rc_fabric_event *ev, uint64_t now)
+{
+    if (ev->event == FI_CONNREQ && !ev->err) {
+        on_connreq(p, ev->info, now);
+        return;
+    }
+    if (ev->err) {
+        p->st.connection_errors++;
+        rc_fabric_error(&p->fab, p->err, sizeof p->err, "connection event", ev->err);
+    }
+    struct rc_pub_peer *peer = rc_pub_peer_of(p, (rc_peer_id)(uintptr_t)ev->context);
+    if (!peer || peer->state == RC_PEER_CLOSED)
+        return;  /* the listener's, or an endpoint we already closed */
+    uint32_t idx = (uint32_t)(peer - p->peers);
+    if (ev->err) {
+        rc_pub_peer_fail(p, idx, RC_DOOM_ERROR);
+    } else if (ev->event == FI_CONNECTED) {
+        /* The subscriber's HELLO may have been read before this event. */
+        if (peer->state == RC_PEER_CONNECTING)
+            peer->state = RC_PEER_CONNECTED;
+        peer->connected = true;
+        peer->last_rx_ns = now;
+        rc_pub_flush_control(p);
+    } else if (ev->event == FI_SHUTDOWN) {
+        rc_pub_peer_fail(p, idx, RC_DOOM_SHUTDOWN);
+    }
+}
+
+static int poll_eq(struct rc_publisher *p, uint64_t now)
+{
+    int handled = 0;
+    for (;;) {
+        struct rc_fabric_event ev;
+        int rc = rc_fabric_eq_poll(&p->fab, &ev, p->err, sizeof p->err);
+        if (rc <= 0)
+            return rc < 0 ? rc : handled;
+        on_eq_event(p, &ev, now);
+        if (ev.info)
+            fi_freeinfo(ev.info);
+        handled++;
+    }
+}
+
+/* ---- timers ---------------------------------------------------------------- */
+
+/* The dead-peer rule (net/README.md): silent for peer_timeout, or (RDM) its
+ * oldest send outstanding for peer_timeout. */
+static void check_liveness(struct rc_publisher *p, struct rc_pub_peer *peer, uint64_t now)
+{
+    uint64_t limit = p->fab.params.peer_timeout_ns;
+    uint32_t idx = (uint32_t)(peer - p->peers);
+    if (now - peer->last_rx_ns > limit)
+        rc_pub_peer_fail(p, idx, RC_DOOM_SILENCE);
+    else if (p->fab.rdm && peer->op_head != RC_PUB_NONE &&
+             now - p->ops[peer->op_head].since_ns > limit)
+        rc_pub_peer_fail(p, idx, RC_DOOM_STUCK);
+}
+
+static void run_timers(struct rc_publisher *p, uint64_t now)
+{
+    for (uint32_t i = 0; i < p->npeers; i++) {
+        struct rc_pub_peer *peer = &p->peers[i];
+        if (peer->state == RC_PEER_FREE || peer->state == RC_PEER_CLOSED)
+            continue;
+        check_liveness(p, peer, now);
+        if (peer->state == RC_PEER_ACTIVE && now - peer->last_hb_tx_ns >= p->fab.params.heartbeat_ns) {
+            peer->last_hb_tx_ns = now;
+            rc_pub_send_heartbeat(p, peer, now);
+        }
+    }
+    if (p->npages)
+        rc_buf_flush_due(p, now);
+    if (p->fab.rdm) {
+        post_rdm_receives(p);
+        rc_pub_forget_refused(p, now);
+    }
+}
+
+int rc_publisher_progress(struct rc_publisher *p)
+{
+    int work = rc_pub_poll_cq(p);
+    if (work < 0)
+        return work;
+    uint64_t now = rc_fabric_now_ns();
+    if (!p->fab.rdm) {
+        int rc = poll_eq(p, now);
+        if (rc < 0)
+            return rc;
+        work += rc;
+    }
+    if (now >= p->next_timer_ns) {
+        run_timers(p, now);
+        p->next_timer_ns = now + p->timer_period_ns;
+    }
+    if (p->ctrl_waiting)
+        rc_pub_flush_control(p);
+    if (p->ndoomed) {
+        work++;
+        bury_doomed(p);
+    }
+    if (p->nclosed) {
+        work++;
+        reap_closed(p);
+    }
+    return work;
+}
+
+static int progress_thunk(void *arg)
+{
+    return rc_publisher_progress(arg);
+}
+
+int rc_publisher_wait(struct rc_publisher *p, uint64_t timeout_ns)
+{
+    /* Never sleep through a timer (heartbeats, flushes, dead peers). */
+    uint64_t now = rc_fabric_now_ns();
+    uint64_t to_timer = p->next_timer_ns > now ? p->next_timer_ns - now : 0;
+    if (to_timer < timeout_ns)
+        timeout_ns = to_timer;
+    return rc_fabric_wait_adaptive(&p->fab, progress_thunk, p, timeout_ns);
+}
+
+/* ---- life cycle ------------------------------------------------------------- */
+
+static int check_params(const struct rc_fabric_params *fp, char *err, size_t errlen)
+{
+    const char *bad = NULL;
+    if (fp->header_slots == 0 || fp->header_slots >= (1u << RC_PUB_INDEX_BITS) / 2)
+        bad = "header_slots must be 1 .. 2^27";
+    else if (fp->header_slot_size < sizeof(struct rc_wire_data))
+        bad = "header_slot_size must hold a 32-byte DATA header";
+    else if (fp->buffered_pages && fp->buffered_page_size < RC_WIRE_MIN_RX_BUFFER)
+        bad = "buffered_page_size must be at least 64 bytes";
+    else if (fp->buffered_pages >= (1u << RC_PUB_INDEX_BITS) / 2)
+        bad = "buffered_pages must be below 2^27";
+    else if (fp->max_subscribers == 0 || fp->max_subscribers > 65536)
+        bad = "max_subscribers must be 1 .. 65536";
+    else if (fp->peer_timeout_ns == 0 || fp->heartbeat_ns == 0 ||
+             fp->heartbeat_ns >= fp->peer_timeout_ns)
+        bad = "need 0 < heartbeat < peer_timeout";
+    if (!bad)
+        return 0;
+    snprintf(err, errlen, "publisher [fabric]: %s", bad);
+    return -EINVAL;
+}
+
+static int init_rx(struct rc_publisher *p, char *err, size_t errlen)
+{
+    p->rx_size = (uint32_t)RC_WIRE_MAX_CONTROL;
+    p->nrx = RC_PUB_RX_PER_PEER * p->npeers + (p->fab.rdm ? RC_PUB_RX_PER_PEER : 0);
+    size_t bytes = (size_t)p->nrx * p->rx_size;
+    p->rx_mem = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+    p->rx = calloc(p->nrx, sizeof *p->rx);
+    p->rx_free = calloc(p->nrx, sizeof *p->rx_free);
+    if (!p->rx_mem || !p->rx || !p->rx_free)
+        return rc_fabric_error(&p->fab, err, errlen, "init_rx(alloc)", -FI_ENOMEM);
+    for (uint32_t i = 0; i < p->nrx; i++) {
+        p->rx[i].peer = RC_PUB_NONE;
+        p->rx_free[i] = p->nrx - 1 - i;
+    }
+    p->nrx_free = p->nrx;
+    int rc = rc_fabric_mr_reg(&p->fab, p->rx_mem, bytes, FI_RECV, p->fab.ep, &p->rx_mr, err, errlen);
+    if (rc)
+        return rc;
+    if (p->fab.rdm)
+        post_rdm_receives(p);
+    return 0;
+}
+
+static int init_peers(struct rc_publisher *p)
+{
+    p->npeers = p->fab.params.max_subscribers;
+    p->peers = calloc(p->npeers, sizeof *p->peers);
+    if (!p->peers)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < p->npeers; i++) {
+        p->peers[i].gen = 1;
+        p->peers[i].page = RC_PUB_NONE;
+        p->peers[i].op_head = p->peers[i].op_tail = RC_PUB_NONE;
+        p->peers[i].ranges = calloc(RC_WIRE_MAX_RANGES, sizeof(struct rc_wire_range));
+        if (!p->peers[i].ranges)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+static uint64_t timer_period(const struct rc_fabric_params *fp)
+{
+    uint64_t t = fp->heartbeat_ns;
+    if (fp->peer_timeout_ns < t)
+        t = fp->peer_timeout_ns;
+    if (fp->buffered_pages && fp->flush_timeout_ns && fp->flush_timeout_ns < t)
+        t = fp->flush_timeout_ns;
+    t /= 4;
+    return t < RC_PUB_TIMER_MIN_NS ? RC_PUB_TIMER_MIN_NS : t > RC_PUB_TIMER_MAX_NS ? RC_PUB_TIMER_MAX_NS : t;
+}
+
+static int setup(struct rc_publisher *p, const struct rc_fabric_params *fp, char *err, size_t errlen)
+{
+    p->nslots = fp->header_slots;
+    p->npages = fp->buffered_pages;
+    size_t nctrl = RC_PUB_CTRL_PER_PEER * (size_t)fp->max_subscribers + RC_PUB_CTRL_SPARE;
+    size_t max_ops = (size_t)p->nslots + p->npages + nctrl;
+    size_t nrx = RC_PUB_RX_PER_PEER * ((size_t)fp->max_subscribers + 1);
+    /* Each posted op completes at most once, but an op released with a dead
+     * peer may still complete after its slot was reused: room for twice. */
+    int rc = rc_fabric_open(&p->fab, fp, RC_FABRIC_LISTEN, 2 * (max_ops + nrx) + 16, err, errlen);
+    if (rc)
+        return rc;
+    p->iov_max = (unsigned)(p->fab.tx_iov_limit < RC_PUB_MAX_IOV ? p->fab.tx_iov_limit
+                                                                 : RC_PUB_MAX_IOV);
+    if (p->iov_max < 2)
+        return rc_fabric_error(&p->fab, err, errlen, "tx iov_limit below 2", -FI_ENOSYS);
+    p->ops = calloc(max_ops, sizeof *p->ops);
+    p->scratch = calloc(RC_WIRE_MAX_RANGES, sizeof *p->scratch);
+    if (!p->ops || !p->scratch || init_peers(p))
+        return rc_fabric_error(&p->fab, err, errlen, "publisher(alloc)", -FI_ENOMEM);
+    rc = rc_zc_init(p, err, errlen);
+    if (!rc)
+        rc = rc_buf_init(p, err, errlen);
+    if (!rc)
+        rc = rc_pub_ctrl_init(p, err, errlen);
+    if (!rc)
+        rc = init_rx(p, err, errlen);
+    if (rc)
+        return rc;
+    if (getrandom(&p->publisher_id, sizeof p->publisher_id, 0) != sizeof p->publisher_id)
+        p->publisher_id = rc_fabric_now_ns() ^ ((uint64_t)getpid() << 32);
+    p->timer_period_ns = timer_period(fp);
+    p->next_timer_ns = rc_fabric_now_ns() + p->timer_period_ns;
+    p->st.slots_total = p->nslots;
+    p->st.pages_total = p->npages;
+    return 0;
+}
+
+int rc_publisher_create(const struct rc_fabric_params *params,
+                        const struct rc_publisher_callbacks *cb, struct rc_publisher **out,
+                        char *err, size_t errlen)
+{
+    *out = NULL;
+    if (!cb || !cb->on_send_complete) {
+        snprintf(err, errlen, "publisher: on_send_complete callback required");
+        return -EINVAL;
+    }
+    int rc = check_params(params, err, errlen);
+    if (rc)
+        return rc;
+    struct rc_publisher *p = calloc(1, sizeof *p);
+    if (!p) {
+        snprintf(err, errlen, "publisher: out of memory");
+        return -ENOMEM;
+    }
+    p->cb = *cb;
+    p->fab.cq_fd = p->fab.eq_fd = -1;
+    rc = setup(p, params, err, errlen);
+    if (rc) {
+        rc_publisher_destroy(p);
+        return rc;
+    }
+    *out = p;
+    return 0;
+}
+
+static void free_peers(struct rc_publisher *p)
+{
+    for (uint32_t i = 0; p->peers && i < p->npeers; i++)
+        free(p->peers[i].ranges);
+    free(p->peers);
+}
+
+void rc_publisher_destroy(struct rc_publisher *p)
+{
+    if (!p)
+        return;
+    for (uint32_t i = 0; p->peers && p->ops && i < p->npeers; i++) {
+        struct rc_pub_peer *peer = &p->peers[i];
+        if (peer->state == RC_PEER_FREE)
+            continue;
+        close_transport(p, peer);
+        release_ops(p, peer, -ECANCELED, NULL, 0, NULL);
+        peer->state = RC_PEER_FREE;
+    }
+    if (p->fab.rdm)
+        rc_pub_forget_refused(p, UINT64_MAX);
+    /* The RDM endpoint goes before the MRs its operations used. */
+    rc_fabric_ep_close(p->fab.ep);
+    p->fab.ep = NULL;
+    for (unsigned i = 0; i < p->nregions; i++)
+        rc_fabric_mr_close(&p->region[i]);
+    rc_fabric_mr_close(&p->rx_mr);
+    if (p->slot_free)
+        rc_zc_fini(p);
+    rc_buf_fini(p);
+    rc_pub_ctrl_fini(p);
+    rc_fabric_close(&p->fab);
+    free(p->rx_mem);
+    free(p->rx);
+    free(p->rx_free);
+    free(p->ops);
+    free(p->scratch);
+    free_peers(p);
+    free(p);
+}
+
+int rc_publisher_register(struct rc_publisher *p, const void *addr, size_t len, char *err,
+                          size_t errlen)
+{
+    if (p->nregions == RC_PUB_MAX_REGIONS) {
+        snprintf(err, errlen, "publisher: at most %u registered regions", RC_PUB_MAX_REGIONS);
+        return -ENOSPC;
+    }
+    int rc = rc_fabric_mr_reg(&p->fab, addr, len, FI_SEND, p->fab.ep, &p->region[p->nregions],
+                              err, errlen);
+    if (rc)
+        return rc;
+    p->nregions++;
+    return 0;
+}
+
+/* ---- peers seen from outside ------------------------------------------------- */
+
+int rc_publisher_close_peer(struct rc_publisher *p, rc_peer_id id)
+{
+    struct rc_pub_peer *peer = rc_pub_peer_of(p, id);
+    if (!peer)
+        return -ENOTCONN;
+    if (peer->state == RC_PEER_CLOSED)
+        return 0;
+    if (peer->state == RC_PEER_ACTIVE)
+        rc_pub_send_bye(p, peer, RC_BYE_NORMAL);
+    if (peer->doom) {
+        peer->doom = RC_DOOM_NONE;
+        p->ndoomed--;
+    }
+    count_doom(p, RC_DOOM_LOCAL);
+    close_transport(p, peer);
+    p->nclosed++;
+    return 0;
+}
+
+int rc_publisher_pending_sends(struct rc_publisher *p, rc_peer_id id, uint64_t *keys, unsigned max)
+{
+    struct rc_pub_peer *peer = rc_pub_peer_of(p, id);
+    if (!peer)
+        return -ENOTCONN;
+    if (peer->state != RC_PEER_CLOSED && peer->doom == RC_DOOM_NONE)
+        return -EBUSY;
+    if (peer->state != RC_PEER_CLOSED) {  /* dead, not yet buried: close it now */
+        peer->doom = RC_DOOM_NONE;
+        p->ndoomed--;
+        count_doom(p, RC_DOOM_ERROR);
+        close_transport(p, peer);
+        p->nclosed++;
+    }
+    unsigned count = 0;
+    release_ops(p, peer, -ECONNRESET, keys, max, &count);
+    p->st.keys_released_by_peer_death += count;
+    return (int)count;
+}
+
+unsigned rc_publisher_peers(struct rc_publisher *p, rc_peer_id *out, unsigned max)
+{
+    unsigned n = 0;
+    for (uint32_t i = 0; i < p->npeers; i++) {
+        struct rc_pub_peer *peer = &p->peers[i];
+        if (peer->state != RC_PEER_ACTIVE || peer->doom || !peer->connected)
+            continue;
+        if (n < max)
+            out[n] = peer_id_of(p, peer);
+        n++;
+    }
+    return n;
+}
+
+const char *rc_publisher_peer_name(struct rc_publisher *p, rc_peer_id id)
+{
+    struct rc_pub_peer *peer = rc_pub_peer_of(p, id);
+    return peer ? peer->name : "";
+}
+
+rc_peer_id rc_pub_peer_id(const struct rc_publisher *p, const struct rc_pub_peer *peer)
+{
+    return peer_id_of(p, peer);
+}
+
+struct rc_pub_peer *rc_pub_new_peer(struct rc_publisher *p, uint64_t now)
+{
+    return new_peer(p, now);
+}
+
+void rc_publisher_get_stats(const struct rc_publisher *p, struct rc_publisher_stats *s)
+{
+    *s = p->st;
+    s->slots_free = p->nslot_free;
+    s->pages_free = p->npage_free;
+}
+
+const struct rc_fabric *rc_publisher_fabric(const struct rc_publisher *p)
+{
+    return &p->fab;
+}
+
+const char *rc_publisher_last_error(const struct rc_publisher *p)
+{
+    return p->err;
+}

@@ -1,0 +1,173 @@
+/* publisher.h — the publishing side of ringcast's fabric layer.
+ *
+ * A publisher listens on [fabric] address:port (MSG: passive endpoint and
+ * connection events; RDM: one endpoint, subscribers announce their address in
+ * HELLO). Subscribers say HELLO, then SUBSCRIBE/UNSUBSCRIBE tag ranges; the
+ * publisher answers WELCOME and SUB_ACK, sends HEARTBEATs and detects dead
+ * subscribers (net/README.md, "Dead peers").
+ *
+ * Data goes out in two ways, chosen per call:
+ *  - rc_publisher_send(): zero copy. A registered header slot carries the
+ *    DATA header, the payload pieces are sent from registered memory (the DMA
+ *    ring, registered once with rc_publisher_register()). When the provider is
+ *    done, on_send_complete(key, status) runs: exactly once per accepted key.
+ *  - rc_publisher_send_buffered(): small chunks are copied into registered
+ *    pages sent as PAGE messages; the key is released right after the copy.
+ *
+ * Threads: a publisher belongs to ONE thread: every function here, and the
+ * callbacks, run on it. Nothing locks. Callbacks must not call back into the
+ * publisher (they typically release a ring key).
+ *
+ * Hot path (send, send_buffered, progress): no malloc, no locks; syscalls
+ * only those the provider makes.
+ */
+#ifndef RC_PUBLISHER_H
+#define RC_PUBLISHER_H
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+#include "net/fabric.h"
+#include "net/fabric_params.h"
+#include "net/wire.h"
+
+/* Identifies one subscriber connection: slot index + generation, so a stale
+ * id of a subscriber that left never reaches its successor. 0 is never valid. */
+typedef uint64_t rc_peer_id;
+
+enum rc_pub_peer_event {
+    RC_PUB_PEER_JOINED = 1,         /* HELLO accepted, WELCOME sent */
+    RC_PUB_PEER_SUBSCRIPTIONS = 2,  /* its tag set changed */
+    RC_PUB_PEER_GONE = 3,           /* closed or dead; its keys were released */
+};
+
+struct rc_publisher_callbacks {
+    /* status 0: sent; <0: -errno (-ECONNRESET: subscriber dead or gone,
+     * -ECANCELED: publisher destroyed, other: the provider's error). */
+    void (*on_send_complete)(void *arg, uint64_t key, int status);
+    /* Optional. */
+    void (*on_peer_event)(void *arg, rc_peer_id peer, enum rc_pub_peer_event ev);
+    void *arg;
+};
+
+struct rc_publisher_stats {
+    /* data path */
+    uint64_t sends;                 /* accepted zero-copy sends (keys) */
+    uint64_t send_bytes;            /* their payload bytes */
+    uint64_t messages;              /* DATA messages posted (fragments count) */
+    uint64_t fragmented_sends;      /* sends that needed more than one message */
+    uint64_t fragments;             /* DATA messages of fragmented sends */
+    uint64_t again_no_slot;         /* -EAGAIN: header slots exhausted */
+    uint64_t again_provider;        /* -EAGAIN: provider queue full */
+    uint64_t send_errors;           /* sends refused with an error */
+    uint64_t unregistered_pieces;   /* pieces outside every registered region */
+    uint64_t completions_ok;
+    uint64_t completions_error;     /* error completions of DATA/PAGE */
+    uint64_t stale_completions;     /* for slots already released (dead peer) */
+    uint64_t keys_completed_ok;
+    uint64_t keys_completed_error;
+    uint64_t fragment_retry_timeouts; /* later fragments never accepted: key failed */
+    /* buffered path */
+    uint64_t buffered_records;
+    uint64_t buffered_bytes;
+    uint64_t pages_sent;
+    uint64_t pages_flushed_by_timeout;
+    uint64_t pages_failed;          /* page send/completion failed: records lost (counted) */
+    uint64_t again_no_page;
+    /* subscribers */
+    uint64_t connections;           /* accepted HELLOs */
+    uint64_t connections_refused;   /* max_subscribers, bad version, no buffers */
+    uint64_t peers_closed;          /* orderly: BYE or rc_publisher_close_peer() */
+    uint64_t peers_dead;            /* shutdown, silence or stuck sends */
+    uint64_t dead_by_shutdown, dead_by_silence, dead_by_stuck_send, dead_by_error;
+    uint64_t keys_released_by_peer_death;
+    uint64_t subscribe_requests, unsubscribe_requests;
+    uint64_t subscriptions_refused; /* any status but RC_SUB_OK */
+    uint64_t heartbeats_sent, heartbeats_received;
+    uint64_t control_send_retries;  /* control message waited for the provider */
+    uint64_t control_dropped;       /* control queue of a peer overflowed */
+    uint64_t rx_errors;             /* receive error completions */
+    uint64_t connection_errors;     /* MSG: error events on the EQ */
+    uint64_t malformed[RC_WIRE_ERROR_KINDS]; /* rejected incoming messages by kind */
+    uint64_t unknown_sender;        /* RDM: message from an address not said HELLO */
+    /* watermarks */
+    uint64_t slots_total, slots_free;
+    uint64_t pages_total, pages_free;
+    uint64_t peers_active;
+};
+
+struct rc_publisher;
+
+/* Open the fabric (listening), register the header-slot, page and receive
+ * buffers once each. Returns 0 or -errno with the reason in err. */
+int  rc_publisher_create(const struct rc_fabric_params *params,
+                         const struct rc_publisher_callbacks *cb,
+                         struct rc_publisher **out, char *err, size_t errlen);
+/* Release every outstanding key (-ECANCELED), close everything. */
+void rc_publisher_destroy(struct rc_publisher *p);
+
+/* Register source memory (the DMA ring) once; pieces passed to send() must lie
+ * inside a registered region. At most RC_PUB_MAX_REGIONS regions. */
+#define RC_PUB_MAX_REGIONS 4u
+int  rc_publisher_register(struct rc_publisher *p, const void *addr, size_t len,
+                           char *err, size_t errlen);
+
+/* Zero-copy send of one chunk (tag, flags, pieces iov[0..n-1]) to `peer`.
+ * Returns 0: accepted, on_send_complete(key) will run exactly once;
+ *   -EAGAIN: nothing sent (no header slot or provider queue full); progress
+ *            was driven, try again later; the key is still the caller's;
+ *   -ENOTCONN: peer unknown, gone, or not yet through HELLO;
+ *   -EFAULT: a piece is not in a registered region;  -EMSGSIZE: chunk
+ *            needs more fragments than slots/the protocol allow;
+ *   other -errno: the provider refused; the key is still the caller's.
+ * Split into fragments when 1 + n > the provider's usable iov limit or the
+ * chunk does not fit the subscriber's receive buffer. */
+int  rc_publisher_send(struct rc_publisher *p, rc_peer_id peer, uint64_t tag, uint32_t flags,
+                       const struct iovec *iov, unsigned n, uint64_t key);
+/* Buffered send: copy the chunk as one record into the peer's current page;
+ * on 0 the key has been released (on_send_complete(key, 0)) before return.
+ * -EAGAIN: no free page; -EMSGSIZE: record larger than a page (use send());
+ * -ENOTCONN as above. */
+int  rc_publisher_send_buffered(struct rc_publisher *p, rc_peer_id peer, uint64_t tag,
+                                uint32_t flags, const struct iovec *iov, unsigned n,
+                                uint64_t key);
+/* Send the peer's partly filled page now (0, -EAGAIN, -ENOTCONN). */
+int  rc_publisher_flush(struct rc_publisher *p, rc_peer_id peer);
+
+/* Drive everything without blocking: completions, connection events, control
+ * messages, page flush timeouts, heartbeats, dead-peer detection. Returns the
+ * number of things handled (>= 0) or -errno if the fabric itself failed. */
+int  rc_publisher_progress(struct rc_publisher *p);
+/* Adaptive wait: spin poll_spin_ns on progress, then sleep on the CQ/EQ fds,
+ * at most timeout_ns. Returns what progress returned (>0 work, 0 timeout). */
+int  rc_publisher_wait(struct rc_publisher *p, uint64_t timeout_ns);
+
+/* Lowest number of free header slots since the previous call (watermark). */
+uint32_t rc_publisher_available_slots(struct rc_publisher *p);
+
+/* Close a subscriber (BYE, endpoint closed / address removed). Its outstanding
+ * keys will never complete: collect them with rc_publisher_pending_sends(),
+ * otherwise the next progress call reports them (-ECONNRESET). */
+int  rc_publisher_close_peer(struct rc_publisher *p, rc_peer_id peer);
+/* Keys of sends to a closed or dead peer that will never complete: up to max
+ * are written to keys[] and released (no callback for them). Returns the
+ * count, 0 when none are left, -ENOTCONN for an unknown id, -EBUSY if the
+ * peer is still alive. */
+int  rc_publisher_pending_sends(struct rc_publisher *p, rc_peer_id peer, uint64_t *keys,
+                                unsigned max);
+
+/* Active subscribers whose tag set contains tag (up to max ids; returns the
+ * number found, which may exceed max). */
+unsigned rc_publisher_subscribers_of(struct rc_publisher *p, uint64_t tag, rc_peer_id *out,
+                                     unsigned max);
+/* Active subscribers (through HELLO), up to max; returns the number. */
+unsigned rc_publisher_peers(struct rc_publisher *p, rc_peer_id *out, unsigned max);
+/* Printable address of a peer ("" for an unknown id). */
+const char *rc_publisher_peer_name(struct rc_publisher *p, rc_peer_id peer);
+
+void rc_publisher_get_stats(const struct rc_publisher *p, struct rc_publisher_stats *s);
+/* The fabric (read-only): provider answers such as tx_iov_limit. */
+const struct rc_fabric *rc_publisher_fabric(const struct rc_publisher *p);
+/* Last error met inside progress (a peer's failure, a lost page...). */
+const char *rc_publisher_last_error(const struct rc_publisher *p);
+
+#endif

@@ -1,0 +1,149 @@
+/* ringcast_sub.h — the ringcast subscriber library (installed as a public
+ * header; it includes nothing of ringcast's internals).
+ *
+ * A subscriber connects to one publisher over libfabric (MSG connection or
+ * RDM endpoint), says HELLO, subscribes to tag ranges and receives chunks
+ * through on_data(). It is single-threaded: the application calls
+ * rc_sub_poll() in a loop; every callback runs inside rc_sub_poll() (or
+ * rc_sub_destroy() for the last on_disconnect), and no function may be
+ * called from two threads at once. From inside a callback the application
+ * may call rc_sub_subscribe/unsubscribe/get_stats, not poll or destroy.
+ *
+ * Connection life: rc_sub_create() only prepares; rc_sub_poll() connects,
+ * and whenever the publisher is lost (connection shut down, BYE, nothing
+ * received for peer_timeout, too much garbage, a send or receive error) it
+ * reconnects every reconnect_interval, then re-sends every subscription and
+ * calls on_resubscribed() once the publisher acknowledged them all. A
+ * restarted publisher is recognised by its new publisher_id.
+ *
+ * Data: on_data() gets one chunk: its tag, its flags (readout chunk flags:
+ * truncated, error, crc error, busy) and the payload, valid only during the
+ * call. Fragmented chunks are reassembled into one buffer of max_chunk_size
+ * bytes allocated at create. A fragment that does not continue the chunk
+ * being reassembled (other tag, index or offset, or a chunk bigger than
+ * max_chunk_size) makes the subscriber drop the incomplete chunk and count it
+ * (reassembly_drops / too_big): it never delivers a chunk with a hole. The
+ * publisher sends one chunk's fragments back to back to a given subscriber.
+ * After rc_sub_unsubscribe() returns, on_data() is not called for those tags
+ * any more (chunks still in flight are counted as unwanted and dropped).
+ */
+#ifndef RINGCAST_SUB_H
+#define RINGCAST_SUB_H
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct rc_sub;
+
+enum rc_sub_endpoint { RC_SUB_EP_MSG = 0, RC_SUB_EP_RDM = 1 };
+
+/* Why on_disconnect() was called. */
+enum rc_sub_disconnect_reason {
+    RC_SUB_DISC_SHUTDOWN = 0,   /* the connection went down (FI_SHUTDOWN, send/recv error) */
+    RC_SUB_DISC_TIMEOUT,        /* nothing received for peer_timeout */
+    RC_SUB_DISC_BYE,            /* the publisher said BYE */
+    RC_SUB_DISC_PROTOCOL,       /* the publisher sent too many malformed messages */
+    RC_SUB_DISC_CLOSED,         /* rc_sub_destroy() */
+};
+
+struct rc_sub_callbacks {
+    void *ctx;   /* first argument of every callback */
+    void (*on_data)(void *ctx, uint64_t tag, uint32_t flags, const void *data, size_t len);
+    void (*on_connect)(void *ctx);                      /* WELCOME received */
+    void (*on_disconnect)(void *ctx, enum rc_sub_disconnect_reason reason);
+    void (*on_resubscribed)(void *ctx);                 /* after a reconnection */
+};
+
+struct rc_sub_params {
+    char provider[64];             /* "tcp", "tcp;ofi_rxm", "verbs", ... */
+    enum rc_sub_endpoint endpoint;
+    char host[128];                /* the publisher */
+    uint16_t port;
+    uint32_t rx_buffers;           /* receive buffers kept posted */
+    uint32_t rx_buffer_size;       /* largest message; announced in HELLO */
+    uint32_t max_chunk_size;       /* reassembly buffer for fragmented chunks */
+    uint64_t heartbeat_ns;         /* send HEARTBEAT at least this often */
+    uint64_t peer_timeout_ns;      /* publisher silent this long: reconnect */
+    uint64_t reconnect_interval_ns;/* between connection attempts */
+    uint64_t poll_spin_ns;         /* rc_sub_poll spins this long before sleeping */
+    uint32_t malformed_limit;      /* malformed messages tolerated per connection */
+    struct rc_sub_callbacks cb;
+};
+
+/* Error kinds of malformed messages, in the order of net/wire.h's
+ * enum rc_wire_error (index 0 is unused). */
+#define RC_SUB_MALFORMED_KINDS 7
+
+struct rc_sub_stats {
+    uint64_t messages;             /* valid messages received */
+    uint64_t chunks;               /* on_data() calls */
+    uint64_t bytes;                /* payload bytes passed to on_data() */
+    uint64_t data_messages, pages, records;
+    uint64_t fragments;            /* DATA messages that were one fragment of several */
+    uint64_t reassembled;          /* chunks delivered from fragments */
+    uint64_t reassembly_drops;     /* incomplete chunks abandoned, and runs of
+                                    * fragments whose fragment 0 never came */
+    uint64_t too_big;              /* fragmented chunks larger than max_chunk_size */
+    uint64_t unwanted;             /* chunks for tags not subscribed (in flight) */
+    uint64_t malformed[RC_SUB_MALFORMED_KINDS]; /* by enum rc_wire_error */
+    uint64_t malformed_total;
+    uint64_t truncated;            /* messages larger than rx_buffer_size */
+    uint64_t unexpected;           /* valid but out of place (DATA before WELCOME, unknown ack) */
+    uint64_t connects;             /* WELCOMEs received */
+    uint64_t connect_failures;     /* attempts that did not reach WELCOME */
+    uint64_t reconnects;           /* connects after the first */
+    uint64_t disconnects;
+    uint64_t publisher_restarts;   /* WELCOME with a publisher_id not seen before */
+    uint64_t garbage_disconnects;  /* disconnects for malformed_limit */
+    uint64_t heartbeats_sent, heartbeats_received;
+    uint64_t sub_requests;         /* SUBSCRIBE/UNSUBSCRIBE sent */
+    uint64_t sub_refused;          /* SUB_ACK with a status other than OK */
+    uint64_t rx_errors, tx_errors; /* error completions */
+    uint64_t send_again;           /* control sends delayed (no free send slot) */
+    int connected;                 /* 1 after WELCOME, until the connection is lost */
+    uint64_t publisher_id;         /* of the current (or last) publisher */
+};
+
+/* Defaults: tcp msg 127.0.0.1:4711, 64 x 64 KiB rx buffers, 16 MiB max
+ * chunk, heartbeat 1 s, peer timeout 5 s, reconnect 1 s, spin 50 us,
+ * malformed_limit 16. Callbacks zero. */
+void rc_sub_params_default(struct rc_sub_params *p);
+
+/* Validate params and allocate every buffer (none is allocated later).
+ * Returns 0 and *out, or -errno with a message in err. Does not connect. */
+int rc_sub_create(const struct rc_sub_params *params, struct rc_sub **out, char *err, size_t errlen);
+
+/* Add inclusive tag ranges [first[i], last[i]] to the subscription (merged
+ * with what is there). Sent at once when connected, otherwise at connect.
+ * -EINVAL for first > last or count 0; -EAGAIN when every control send slot
+ * is busy (call rc_sub_poll and retry; nothing changed). */
+int rc_sub_subscribe(struct rc_sub *s, const uint64_t *first, const uint64_t *last, size_t count);
+int rc_sub_subscribe_all(struct rc_sub *s);
+/* Remove ranges (also parts of subscribed ranges). Same results. */
+int rc_sub_unsubscribe(struct rc_sub *s, const uint64_t *first, const uint64_t *last, size_t count);
+
+/* Do the work that is due (connect, receive and deliver, heartbeats,
+ * timeouts); wait up to timeout_ns for work when there is none (spinning
+ * poll_spin_ns first, then sleeping on the completion queue's fd). Never
+ * blocks longer: a MSG connect proceeds across calls. Returns the number of
+ * messages received (0 when none came before the timeout). Connection
+ * problems are not errors here: they are counted, reported through
+ * on_disconnect() and rc_sub_last_error(), and retried. */
+int rc_sub_poll(struct rc_sub *s, uint64_t timeout_ns);
+
+void rc_sub_get_stats(const struct rc_sub *s, struct rc_sub_stats *st);
+/* The last connection problem, "" if none ("fi_connect(...): Connection refused"). */
+const char *rc_sub_last_error(const struct rc_sub *s);
+/* Name of a wire error kind (index into stats.malformed): "short", ... */
+const char *rc_sub_malformed_name(unsigned kind);
+
+/* Say BYE if connected, close everything, free s (NULL is fine). */
+void rc_sub_destroy(struct rc_sub *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

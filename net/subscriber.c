@@ -1,0 +1,965 @@
+/* subscriber.c — the ringcast subscriber library (contract: ringcast_sub.h,
+ * protocol: wire.h, libfabric setup: fabric.h).
+ *
+ * One connection at a time. Every fabric object of a connection (fabric,
+ * domain, CQ, EQ/AV, endpoint, memory registrations) is opened when it starts
+ * and closed when it ends: after a publisher restart nothing of the old
+ * connection can linger (with rxm a send to a dead peer never completes, so
+ * our send slots are simply reclaimed when the endpoint is closed). The
+ * buffers themselves are allocated once in rc_sub_create().
+ *
+ * States: IDLE (no connection; next attempt at next_attempt_ns) ->
+ * CONNECTING (MSG only: fi_connect issued, waiting for FI_CONNECTED) ->
+ * HELLO_SENT (waiting for WELCOME) -> ACTIVE. CONNECTING and HELLO_SENT
+ * last at most peer_timeout each. Nothing blocks: the connect completes in
+ * rc_sub_poll(), so one thread may drive a publisher and a subscriber.
+ */
+#include "net/ringcast_sub.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "net/fabric.h"
+#include "net/sub_ranges.h"
+#include "net/wire.h"
+
+_Static_assert(RC_SUB_MALFORMED_KINDS == RC_WIRE_ERROR_KINDS, "malformed kinds follow wire.h");
+
+#define TX_SLOTS 16u                      /* control messages in flight */
+#define TX_SLOT_SIZE RC_WIRE_MAX_CONTROL  /* the largest SUBSCRIBE */
+#define RESYNC_BIT 0x80000000u            /* request_id of a resubscription */
+#define BYE_FLUSH_NS 100000000ull         /* how long a BYE may take to leave */
+#define CQ_BATCH 32u
+
+enum sub_state { ST_IDLE, ST_CONNECTING, ST_HELLO_SENT, ST_ACTIVE };
+enum tx_state { TX_FREE, TX_QUEUED, TX_POSTED };
+
+struct rx_slot {
+    uint8_t *buf;
+    bool posted;
+};
+
+struct tx_slot {
+    uint8_t *buf;
+    size_t len;
+    enum tx_state state;
+};
+
+/* Reassembly of one fragmented chunk. `discard` follows the fragments of a
+ * chunk that is already counted as lost, so that it is counted once. */
+struct reassembly {
+    bool active, discard;
+    uint64_t tag;
+    uint32_t flags, chunk_len, next_offset;
+    uint16_t frag_count, next_index;
+};
+
+struct rc_sub {
+    struct rc_sub_params p;
+    uint64_t client_id;
+
+    /* Buffers: allocated once. */
+    uint8_t *rx_pool, *tx_pool, *reasm_buf;
+    struct rx_slot *rx;
+    struct tx_slot tx[TX_SLOTS];
+    uint32_t tx_queue[TX_SLOTS];          /* FIFO of TX_QUEUED slots: send order */
+    uint32_t tx_queue_head, tx_queue_len;
+
+    /* The current connection. */
+    enum sub_state state;
+    bool fabric_open;
+    struct rc_fabric f;
+    struct fid_ep *ep;                    /* MSG: own endpoint; RDM: f.ep */
+    struct rc_fabric_mr rx_mr, tx_mr;
+    fi_addr_t peer;                       /* RDM: the publisher */
+    uint64_t next_attempt_ns, deadline_ns, last_rx_ns, last_hb_ns, heartbeat_ns;
+    uint32_t conn_malformed;
+    bool lost;                            /* set while handling: tear down after */
+    enum rc_sub_disconnect_reason lost_reason;
+
+    /* Subscriptions and their resending after a (re)connect. */
+    struct rc_tag_ranges subs;
+    struct rc_wire_range batch[RC_WIRE_MAX_RANGES];   /* one message's ranges */
+    bool resync_active, resync_done_sending, resync_is_reconnect;
+    uint64_t resync_from;
+    uint32_t resync_outstanding, user_outstanding, next_request;
+
+    struct reassembly ra;
+    struct rc_sub_stats st;
+    bool ever_connected;
+    int handled;                          /* messages handled in this rc_sub_poll */
+    char err[256];
+};
+
+/* ---- parameters ---------------------------------------------------------- */
+
+void rc_sub_params_default(struct rc_sub_params *p)
+{
+    memset(p, 0, sizeof *p);
+    snprintf(p->provider, sizeof p->provider, "tcp");
+    p->endpoint = RC_SUB_EP_MSG;
+    snprintf(p->host, sizeof p->host, "127.0.0.1");
+    p->port = 4711;
+    p->rx_buffers = 64;
+    p->rx_buffer_size = 64u * 1024u;
+    p->max_chunk_size = 16u * 1024u * 1024u;
+    p->heartbeat_ns = 1000000000ull;
+    p->peer_timeout_ns = 5000000000ull;
+    p->reconnect_interval_ns = 1000000000ull;
+    p->poll_spin_ns = 50000ull;
+    p->malformed_limit = 16;
+}
+
+static int check_params(const struct rc_sub_params *p, char *err, size_t errlen)
+{
+    const char *why = NULL;
+    if (!memchr(p->provider, 0, sizeof p->provider) || !p->provider[0])
+        why = "provider is empty";
+    else if (!memchr(p->host, 0, sizeof p->host) || !p->host[0])
+        why = "host is empty";
+    else if (p->port == 0)
+        why = "port is 0";
+    else if (p->endpoint != RC_SUB_EP_MSG && p->endpoint != RC_SUB_EP_RDM)
+        why = "endpoint is neither msg nor rdm";
+    else if (p->rx_buffers < 2 || p->rx_buffers > 65536)
+        why = "rx_buffers must be 2..65536";
+    else if (p->rx_buffer_size < RC_WIRE_MIN_RX_BUFFER || p->rx_buffer_size > (1u << 30))
+        why = "rx_buffer_size must be 64 B..1 GiB";
+    else if (p->max_chunk_size < 1 || p->max_chunk_size > (1u << 30))
+        why = "max_chunk_size must be 1 B..1 GiB";
+    else if (p->heartbeat_ns == 0 || p->reconnect_interval_ns == 0)
+        why = "heartbeat and reconnect_interval must be > 0";
+    else if (p->peer_timeout_ns <= p->heartbeat_ns)
+        why = "peer_timeout must be longer than heartbeat";
+    else if (!p->cb.on_data)
+        why = "on_data callback missing";
+    if (why && err && errlen)
+        snprintf(err, errlen, "rc_sub_create(%s:%u): %s", p->host, (unsigned)p->port, why);
+    return why ? -EINVAL : 0;
+}
+
+/* ---- create / destroy ---------------------------------------------------- */
+
+static uint64_t random_id(void)
+{
+    uint64_t id = 0;
+    if (getrandom(&id, sizeof id, GRND_NONBLOCK) != (ssize_t)sizeof id)
+        id = rc_fabric_now_ns() ^ ((uint64_t)getpid() << 32);
+    return id;
+}
+
+static void *alloc_aligned(size_t len)
+{
+    void *p = NULL;
+    return posix_memalign(&p, 4096, len) ? NULL : p;
+}
+
+int rc_sub_create(const struct rc_sub_params *params, struct rc_sub **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    int rc = check_params(params, err, errlen);
+    if (rc)
+        return rc;
+    struct rc_sub *s = calloc(1, sizeof *s);
+    if (!s)
+        goto nomem;
+    s->p = *params;
+    s->client_id = random_id();
+    s->rx_pool = alloc_aligned((size_t)params->rx_buffers * params->rx_buffer_size);
+    s->tx_pool = alloc_aligned((size_t)TX_SLOTS * TX_SLOT_SIZE);
+    s->reasm_buf = malloc(params->max_chunk_size);
+    s->rx = calloc(params->rx_buffers, sizeof *s->rx);
+    if (!s->rx_pool || !s->tx_pool || !s->reasm_buf || !s->rx)
+        goto nomem;
+    for (uint32_t i = 0; i < params->rx_buffers; i++)
+        s->rx[i].buf = s->rx_pool + (size_t)i * params->rx_buffer_size;
+    for (uint32_t i = 0; i < TX_SLOTS; i++)
+        s->tx[i].buf = s->tx_pool + (size_t)i * TX_SLOT_SIZE;
+    s->state = ST_IDLE;
+    s->next_attempt_ns = 0;   /* connect at the first poll */
+    *out = s;
+    return 0;
+nomem:
+    rc_sub_destroy(s);
+    if (err && errlen)
+        snprintf(err, errlen, "rc_sub_create(%s:%u): out of memory", params->host, (unsigned)params->port);
+    return -ENOMEM;
+}
+
+/* ---- sending control messages -------------------------------------------- */
+
+/* Mark the connection lost; it is torn down once the current handling is
+ * over (never in the middle of walking completions). The first reason wins. */
+static void lose(struct rc_sub *s, enum rc_sub_disconnect_reason reason)
+{
+    if (!s->lost) {
+        s->lost = true;
+        s->lost_reason = reason;
+    }
+}
+
+static uint32_t free_tx_slots(const struct rc_sub *s)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < TX_SLOTS; i++)
+        n += s->tx[i].state == TX_FREE;
+    return n;
+}
+
+static struct tx_slot *take_tx_slot(struct rc_sub *s)
+{
+    for (uint32_t i = 0; i < TX_SLOTS; i++)
+        if (s->tx[i].state == TX_FREE)
+            return &s->tx[i];
+    return NULL;
+}
+
+/* Post queued sends in order; stop at the first the provider cannot take yet
+ * (-FI_EAGAIN: rxm before its connection is up, or a full queue). */
+static int flush_tx_queue(struct rc_sub *s)
+{
+    int posted = 0;
+    while (s->tx_queue_len > 0) {
+        struct tx_slot *t = &s->tx[s->tx_queue[s->tx_queue_head]];
+        ssize_t rc = fi_send(s->ep, t->buf, t->len, s->tx_mr.desc, s->peer, t);
+        if (rc == -FI_EAGAIN)
+            break;
+        s->tx_queue_head = (s->tx_queue_head + 1) % TX_SLOTS;
+        s->tx_queue_len--;
+        if (rc) {
+            rc_fabric_error(&s->f, s->err, sizeof s->err, "fi_send", (int)rc);
+            s->st.tx_errors++;
+            t->state = TX_FREE;
+            lose(s, RC_SUB_DISC_SHUTDOWN);
+            return posted;
+        }
+        t->state = TX_POSTED;
+        posted++;
+    }
+    return posted;
+}
+
+/* Queue a message built into slot t (length len) and try to post it. */
+static void queue_tx(struct rc_sub *s, struct tx_slot *t, size_t len)
+{
+    t->len = len;
+    t->state = TX_QUEUED;
+    s->tx_queue[(s->tx_queue_head + s->tx_queue_len) % TX_SLOTS] = (uint32_t)(t - s->tx);
+    s->tx_queue_len++;
+    flush_tx_queue(s);
+}
+
+static void send_heartbeat(struct rc_sub *s, uint64_t now)
+{
+    struct tx_slot *t = take_tx_slot(s);
+    s->last_hb_ns = now;
+    if (!t) {   /* control traffic is queued: the publisher hears from us anyway */
+        s->st.send_again++;
+        return;
+    }
+    queue_tx(s, t, (size_t)rc_wire_build_heartbeat(t->buf, TX_SLOT_SIZE, now));
+    s->st.heartbeats_sent++;
+}
+
+/* Send one SUBSCRIBE/UNSUBSCRIBE of at most RC_WIRE_MAX_RANGES ranges; false
+ * when no slot is free or the ranges are invalid (callers check both first). */
+static bool send_ranges(struct rc_sub *s, enum rc_msg_type type, uint32_t request_id,
+                        const struct rc_wire_range *r, uint32_t count)
+{
+    struct tx_slot *t = take_tx_slot(s);
+    ssize_t len = t ? rc_wire_build_sub(t->buf, TX_SLOT_SIZE, type, request_id, r, count) : -ENOSPC;
+    if (len < 0)
+        return false;
+    s->st.sub_requests++;
+    queue_tx(s, t, (size_t)len);
+    return true;
+}
+
+static uint32_t new_request_id(struct rc_sub *s, bool resync)
+{
+    s->next_request = (s->next_request + 1) & ~RESYNC_BIT;
+    return s->next_request | (resync ? RESYNC_BIT : 0);
+}
+
+/* Resend the subscription set after WELCOME, as many messages as free send
+ * slots allow now; continued from poll until done (resync_from keeps the
+ * position by tag value, so changes to the set meanwhile are safe: a change
+ * is also sent on its own). */
+static void continue_resync(struct rc_sub *s)
+{
+    struct rc_wire_range *batch = s->batch;
+    while (s->resync_active && !s->resync_done_sending && !s->lost && take_tx_slot(s)) {
+        int done = 0;
+        uint32_t n = rc_tag_ranges_slice(&s->subs, &s->resync_from, &done, batch, RC_WIRE_MAX_RANGES);
+        if (n > 0 && send_ranges(s, RC_MSG_SUBSCRIBE, new_request_id(s, true), batch, n))
+            s->resync_outstanding++;
+        s->resync_done_sending = done;
+    }
+    if (s->resync_active && s->resync_done_sending && s->resync_outstanding == 0) {
+        s->resync_active = false;
+        if (s->resync_is_reconnect && s->p.cb.on_resubscribed)
+            s->p.cb.on_resubscribed(s->p.cb.ctx);
+    }
+}
+
+/* ---- connection setup and teardown -------------------------------------- */
+
+static void fill_fabric_params(const struct rc_sub *s, struct rc_fabric_params *fp)
+{
+    memset(fp, 0, sizeof *fp);
+    snprintf(fp->provider, sizeof fp->provider, "%s", s->p.provider);
+    fp->endpoint = s->p.endpoint == RC_SUB_EP_RDM ? RC_EP_RDM : RC_EP_MSG;
+    snprintf(fp->address, sizeof fp->address, "%s", s->p.host);
+    fp->port = s->p.port;
+    fp->tx_queue = TX_SLOTS;
+    fp->rx_queue = s->p.rx_buffers;
+    fp->rx_buffers = s->p.rx_buffers;
+    fp->rx_buffer_size = s->p.rx_buffer_size;
+    fp->peer_timeout_ns = s->p.peer_timeout_ns;
+    fp->heartbeat_ns = s->p.heartbeat_ns;
+    fp->poll_spin_ns = s->p.poll_spin_ns;
+}
+
+static int post_rx(struct rc_sub *s, struct rx_slot *r)
+{
+    ssize_t rc = fi_recv(s->ep, r->buf, s->p.rx_buffer_size, s->rx_mr.desc, FI_ADDR_UNSPEC, r);
+    if (rc == -FI_EAGAIN)
+        return 0;   /* retried from poll */
+    if (rc)
+        return rc_fabric_error(&s->f, s->err, sizeof s->err, "fi_recv", (int)rc);
+    r->posted = true;
+    return 0;
+}
+
+static int post_all_rx(struct rc_sub *s)
+{
+    int done = 0;
+    for (uint32_t i = 0; i < s->p.rx_buffers; i++) {
+        if (s->rx[i].posted)
+            continue;
+        int rc = post_rx(s, &s->rx[i]);
+        if (rc)
+            return rc;
+        done += s->rx[i].posted;
+    }
+    return done;
+}
+
+static int register_buffers(struct rc_sub *s)
+{
+    if (!s->f.mr_local)
+        return 0;   /* descriptors stay NULL: the provider needs none */
+    size_t rx_len = (size_t)s->p.rx_buffers * s->p.rx_buffer_size;
+    int rc = rc_fabric_mr_reg(&s->f, s->rx_pool, rx_len, FI_RECV, s->ep, &s->rx_mr, s->err, sizeof s->err);
+    if (!rc)
+        rc = rc_fabric_mr_reg(&s->f, s->tx_pool, (size_t)TX_SLOTS * TX_SLOT_SIZE, FI_SEND, s->ep,
+                              &s->tx_mr, s->err, sizeof s->err);
+    return rc;
+}
+
+static int send_hello(struct rc_sub *s)
+{
+    uint8_t addr[RC_WIRE_MAX_ADDR];
+    size_t addr_len = 0;
+    if (s->f.rdm) {   /* the publisher answers to the address we announce */
+        addr_len = sizeof addr;
+        int rc = rc_fabric_getname(&s->f, s->ep, addr, &addr_len, s->err, sizeof s->err);
+        if (rc)
+            return rc;
+    }
+    struct tx_slot *t = take_tx_slot(s);   /* a new connection: all are free */
+    if (!t)
+        return -ENOBUFS;
+    ssize_t len = rc_wire_build_hello(t->buf, TX_SLOT_SIZE, s->client_id, s->p.rx_buffer_size, addr,
+                                      (uint16_t)addr_len);
+    if (len < 0)
+        return (int)len;
+    queue_tx(s, t, (size_t)len);
+    if (s->lost)
+        return -EIO;
+    s->state = ST_HELLO_SENT;
+    s->deadline_ns = rc_fabric_now_ns() + s->p.peer_timeout_ns;
+    return 0;
+}
+
+/* Open everything of one connection; RDM: send HELLO, MSG: start the
+ * connect (HELLO follows FI_CONNECTED). Receives are posted first so that
+ * nothing the publisher sends can find no buffer. */
+static int open_connection(struct rc_sub *s)
+{
+    struct rc_fabric_params fp;
+    fill_fabric_params(s, &fp);
+    int rc = rc_fabric_open(&s->f, &fp, RC_FABRIC_CONNECT, s->p.rx_buffers + TX_SLOTS, s->err,
+                            sizeof s->err);
+    if (rc)
+        return rc;
+    s->fabric_open = true;
+    s->peer = FI_ADDR_UNSPEC;
+    if (s->f.rdm) {
+        s->ep = s->f.ep;
+        rc = rc_fabric_av_insert(&s->f, s->f.info->dest_addr, s->f.info->dest_addrlen, &s->peer, s->err,
+                                 sizeof s->err);
+    } else {
+        rc = rc_fabric_msg_ep_open(&s->f, NULL, s, &s->ep, s->err, sizeof s->err);
+    }
+    if (!rc)
+        rc = register_buffers(s);
+    if (rc)
+        return rc;
+    int posted = post_all_rx(s);
+    if (posted < 0)
+        return posted;
+    if (s->f.rdm)
+        return send_hello(s);
+    rc = fi_connect(s->ep, s->f.info->dest_addr, NULL, 0);
+    if (rc)
+        return rc_fabric_error(&s->f, s->err, sizeof s->err, "fi_connect", rc);
+    s->state = ST_CONNECTING;
+    s->deadline_ns = rc_fabric_now_ns() + s->p.peer_timeout_ns;
+    return 0;
+}
+
+static void close_connection(struct rc_sub *s)
+{
+    rc_fabric_mr_close(&s->rx_mr);
+    rc_fabric_mr_close(&s->tx_mr);
+    if (s->fabric_open && !s->f.rdm)
+        rc_fabric_ep_close(s->ep);
+    if (s->fabric_open)
+        rc_fabric_close(&s->f);
+    s->fabric_open = false;
+    s->ep = NULL;
+    /* Nothing posted on a closed endpoint completes: every slot is ours. */
+    for (uint32_t i = 0; i < s->p.rx_buffers; i++)
+        s->rx[i].posted = false;
+    for (uint32_t i = 0; i < TX_SLOTS; i++)
+        s->tx[i].state = TX_FREE;
+    s->tx_queue_head = s->tx_queue_len = 0;
+    s->ra.active = false;
+    s->resync_active = false;
+    s->resync_outstanding = s->user_outstanding = 0;
+    s->lost = false;
+    s->state = ST_IDLE;
+}
+
+static bool is_tx_context(const struct rc_sub *s, const void *ctx)
+{
+    return (uintptr_t)ctx >= (uintptr_t)s->tx && (uintptr_t)ctx < (uintptr_t)(s->tx + TX_SLOTS);
+}
+
+/* Give a BYE a short chance to leave before the endpoint closes. Only send
+ * completions are looked at: nothing is delivered any more. */
+static void say_bye(struct rc_sub *s, enum rc_bye_reason reason)
+{
+    struct tx_slot *t = take_tx_slot(s);
+    if (!t)
+        return;
+    queue_tx(s, t, (size_t)rc_wire_build_bye(t->buf, TX_SLOT_SIZE, reason));
+    uint64_t deadline = rc_fabric_now_ns() + BYE_FLUSH_NS;
+    while (t->state != TX_FREE && rc_fabric_now_ns() < deadline) {
+        struct rc_fabric_cqe c[CQ_BATCH];
+        int n = rc_fabric_cq_poll(&s->f, c, CQ_BATCH, NULL, 0);
+        if (n < 0)
+            break;
+        for (int i = 0; i < n; i++)
+            if (is_tx_context(s, c[i].context))
+                ((struct tx_slot *)c[i].context)->state = TX_FREE;
+        flush_tx_queue(s);
+    }
+}
+
+/* End the connection: callbacks, counters, next attempt. */
+static void drop_connection(struct rc_sub *s, enum rc_sub_disconnect_reason reason)
+{
+    bool was_active = s->state == ST_ACTIVE;
+    if (was_active && (reason == RC_SUB_DISC_PROTOCOL || reason == RC_SUB_DISC_CLOSED))
+        say_bye(s, reason == RC_SUB_DISC_PROTOCOL ? RC_BYE_PROTOCOL : RC_BYE_NORMAL);
+    close_connection(s);
+    s->next_attempt_ns = rc_fabric_now_ns() + s->p.reconnect_interval_ns;
+    if (!was_active) {
+        s->st.connect_failures++;
+        return;
+    }
+    s->st.disconnects++;
+    s->st.connected = 0;
+    if (reason == RC_SUB_DISC_PROTOCOL)
+        s->st.garbage_disconnects++;
+    if (s->p.cb.on_disconnect)
+        s->p.cb.on_disconnect(s->p.cb.ctx, reason);
+}
+
+static void try_connect(struct rc_sub *s)
+{
+    s->err[0] = '\0';
+    s->conn_malformed = 0;
+    if (open_connection(s)) {
+        close_connection(s);
+        s->st.connect_failures++;
+        s->next_attempt_ns = rc_fabric_now_ns() + s->p.reconnect_interval_ns;
+        return;
+    }
+    s->last_rx_ns = s->last_hb_ns = rc_fabric_now_ns();
+    s->heartbeat_ns = s->p.heartbeat_ns;
+}
+
+void rc_sub_destroy(struct rc_sub *s)
+{
+    if (!s)
+        return;
+    if (s->state == ST_ACTIVE)
+        drop_connection(s, RC_SUB_DISC_CLOSED);
+    else if (s->fabric_open)
+        close_connection(s);   /* not connected yet: nobody to tell */
+    rc_tag_ranges_free(&s->subs);
+    free(s->rx);
+    free(s->rx_pool);
+    free(s->tx_pool);
+    free(s->reasm_buf);
+    free(s);
+}
+
+/* ---- receiving ------------------------------------------------------------- */
+
+static void deliver(struct rc_sub *s, uint64_t tag, uint32_t flags, const void *data, size_t len)
+{
+    if (!rc_tag_ranges_contains(&s->subs, tag)) {
+        s->st.unwanted++;
+        return;
+    }
+    s->st.chunks++;
+    s->st.bytes += len;
+    s->p.cb.on_data(s->p.cb.ctx, tag, flags, data, len);
+}
+
+/* A fragment that does not continue the chunk under reassembly: that chunk
+ * (if any, and not already counted) is lost; so is the chunk the fragment
+ * belongs to unless it is its fragment 0 or the same, already counted chunk.
+ * The rest of a lost chunk's fragments are then skipped without counting. */
+static void reassembly_broken(struct rc_sub *s, const struct rc_wire_data *d)
+{
+    struct reassembly *ra = &s->ra;
+    bool same_chunk = ra->active && d->tag == ra->tag && d->frag_count == ra->frag_count &&
+                      d->chunk_len == ra->chunk_len;
+    if (ra->active && !ra->discard)
+        s->st.reassembly_drops++;
+    if (d->frag_index == 0) {
+        ra->active = false;
+        return;
+    }
+    if (!same_chunk)
+        s->st.reassembly_drops++;
+    *ra = (struct reassembly){.active = true, .discard = true, .tag = d->tag,
+                              .chunk_len = d->chunk_len, .frag_count = d->frag_count};
+    ra->next_index = d->frag_index;
+}
+
+static bool continues(const struct reassembly *ra, const struct rc_wire_data *d)
+{
+    return ra->active && d->tag == ra->tag && d->frag_count == ra->frag_count &&
+           d->chunk_len == ra->chunk_len && d->frag_index == ra->next_index &&
+           (ra->discard || d->frag_offset == ra->next_offset);
+}
+
+static void start_reassembly(struct rc_sub *s, const struct rc_wire_data *d)
+{
+    bool fits = d->chunk_len <= s->p.max_chunk_size;
+    if (!fits)
+        s->st.too_big++;
+    s->ra = (struct reassembly){.active = true, .discard = !fits, .tag = d->tag, .flags = d->flags,
+                                .chunk_len = d->chunk_len, .frag_count = d->frag_count};
+}
+
+static void handle_fragment(struct rc_sub *s, const struct rc_wire_data *d, const uint8_t *payload,
+                            uint32_t len)
+{
+    struct reassembly *ra = &s->ra;
+    s->st.fragments++;
+    if (!continues(ra, d)) {
+        if (ra->active || d->frag_index != 0)
+            reassembly_broken(s, d);
+        if (d->frag_index == 0)
+            start_reassembly(s, d);
+    }
+    if (!ra->discard) {
+        memcpy(s->reasm_buf + ra->next_offset, payload, len);
+        ra->flags |= d->flags;
+    }
+    ra->next_offset += len;
+    ra->next_index++;
+    if (ra->next_index < ra->frag_count)
+        return;
+    ra->active = false;
+    if (!ra->discard) {
+        s->st.reassembled++;
+        deliver(s, ra->tag, ra->flags, s->reasm_buf, ra->chunk_len);
+    }
+}
+
+static void handle_data(struct rc_sub *s, const uint8_t *buf, size_t len)
+{
+    struct rc_wire_data d;
+    rc_wire_check_data(buf, len, &d);   /* checked by the caller: decodes only */
+    const uint8_t *payload = buf + sizeof d;
+    uint32_t plen = (uint32_t)(len - sizeof d);
+    s->st.data_messages++;
+    if (d.frag_count > 1) {
+        handle_fragment(s, &d, payload, plen);
+        return;
+    }
+    if (s->ra.active && !s->ra.discard)
+        s->st.reassembly_drops++;   /* a whole chunk cut into a fragmented one */
+    s->ra.active = false;
+    deliver(s, d.tag, d.flags, payload, plen);
+}
+
+static void handle_page(struct rc_sub *s, const uint8_t *buf, size_t len)
+{
+    struct rc_wire_record_view rec;
+    size_t pos = 0;
+    s->st.pages++;
+    while (rc_wire_page_next(buf, len, &pos, &rec)) {
+        s->st.records++;
+        deliver(s, rec.tag, rec.flags, rec.payload, rec.len);
+    }
+}
+
+static void handle_welcome(struct rc_sub *s, const uint8_t *buf, size_t len)
+{
+    struct rc_wire_welcome w;
+    rc_wire_check_welcome(buf, len, &w);
+    if (s->ever_connected && w.publisher_id != s->st.publisher_id)
+        s->st.publisher_restarts++;
+    s->st.publisher_id = w.publisher_id;
+    uint64_t hb = (uint64_t)w.heartbeat_ms * 1000000ull;
+    s->heartbeat_ns = hb < s->p.heartbeat_ns ? hb : s->p.heartbeat_ns;
+    s->state = ST_ACTIVE;
+    s->st.connected = 1;
+    s->st.connects++;
+    if (s->ever_connected)
+        s->st.reconnects++;
+    s->resync_is_reconnect = s->ever_connected;
+    s->ever_connected = true;
+    s->resync_active = true;
+    s->resync_done_sending = false;
+    s->resync_from = 0;
+    s->resync_outstanding = 0;
+    if (s->p.cb.on_connect)
+        s->p.cb.on_connect(s->p.cb.ctx);
+    continue_resync(s);
+}
+
+static void handle_sub_ack(struct rc_sub *s, const uint8_t *buf, size_t len)
+{
+    struct rc_wire_sub_ack a;
+    rc_wire_check_sub_ack(buf, len, &a);
+    uint32_t *outstanding = (a.request_id & RESYNC_BIT) ? &s->resync_outstanding : &s->user_outstanding;
+    if (*outstanding == 0) {
+        s->st.unexpected++;
+        return;
+    }
+    (*outstanding)--;
+    if (a.status != RC_SUB_OK)
+        s->st.sub_refused++;
+    continue_resync(s);
+}
+
+static void count_malformed(struct rc_sub *s, enum rc_wire_error why)
+{
+    s->st.malformed[(unsigned)why < RC_SUB_MALFORMED_KINDS ? why : RC_WIRE_BAD_FIELD]++;
+    s->st.malformed_total++;
+    if (++s->conn_malformed > s->p.malformed_limit)
+        lose(s, RC_SUB_DISC_PROTOCOL);
+}
+
+/* A valid message arriving in a state where it makes no sense. */
+static void count_unexpected(struct rc_sub *s)
+{
+    s->st.unexpected++;
+    if (++s->conn_malformed > s->p.malformed_limit)
+        lose(s, RC_SUB_DISC_PROTOCOL);
+}
+
+static void handle_message(struct rc_sub *s, const uint8_t *buf, size_t len)
+{
+    enum rc_wire_error why;
+    int type = rc_wire_check(buf, len, RC_WIRE_TO_SUBSCRIBER, &why);
+    if (type == 0) {
+        count_malformed(s, why);
+        return;
+    }
+    s->st.messages++;
+    s->last_rx_ns = rc_fabric_now_ns();
+    bool active = s->state == ST_ACTIVE;
+    switch (type) {
+    case RC_MSG_WELCOME:
+        if (s->state == ST_HELLO_SENT)
+            handle_welcome(s, buf, len);
+        else
+            count_unexpected(s);
+        break;
+    case RC_MSG_SUB_ACK:
+        if (active)
+            handle_sub_ack(s, buf, len);
+        else
+            count_unexpected(s);
+        break;
+    case RC_MSG_DATA:
+        if (active)
+            handle_data(s, buf, len);
+        else
+            count_unexpected(s);
+        break;
+    case RC_MSG_PAGE:
+        if (active)
+            handle_page(s, buf, len);
+        else
+            count_unexpected(s);
+        break;
+    case RC_MSG_HEARTBEAT:
+        s->st.heartbeats_received++;
+        break;
+    case RC_MSG_BYE:
+        lose(s, RC_SUB_DISC_BYE);
+        break;
+    default:
+        count_unexpected(s);
+        break;
+    }
+}
+
+static void rx_completion(struct rc_sub *s, struct rx_slot *r, const struct rc_fabric_cqe *c)
+{
+    r->posted = false;
+    if (c->err == FI_ETRUNC) {
+        s->st.truncated++;   /* the peer ignored our rx_buffer_size */
+        count_malformed(s, RC_WIRE_BAD_LENGTH);
+    } else if (c->err) {
+        s->st.rx_errors++;
+        rc_fabric_error(&s->f, s->err, sizeof s->err, "fi_recv(completion)", c->err);
+        lose(s, RC_SUB_DISC_SHUTDOWN);
+        return;
+    } else {
+        s->handled++;
+        handle_message(s, r->buf, c->len);
+    }
+    if (!s->lost && post_rx(s, r))
+        lose(s, RC_SUB_DISC_SHUTDOWN);
+}
+
+static void tx_completion(struct rc_sub *s, struct tx_slot *t, const struct rc_fabric_cqe *c)
+{
+    t->state = TX_FREE;
+    if (c->err) {
+        s->st.tx_errors++;
+        rc_fabric_error(&s->f, s->err, sizeof s->err, "fi_send(completion)", c->err);
+        lose(s, RC_SUB_DISC_SHUTDOWN);
+    }
+}
+
+/* Contexts are pointers to our own slots: which array tells rx from tx
+ * (error entries do not reliably carry FI_RECV/FI_SEND flags). */
+static void completion(struct rc_sub *s, const struct rc_fabric_cqe *c)
+{
+    uintptr_t ctx = (uintptr_t)c->context;
+    if (ctx >= (uintptr_t)s->rx && ctx < (uintptr_t)(s->rx + s->p.rx_buffers))
+        rx_completion(s, (struct rx_slot *)c->context, c);
+    else if (is_tx_context(s, c->context))
+        tx_completion(s, (struct tx_slot *)c->context, c);
+    else
+        s->st.rx_errors++;   /* not ours: a provider-internal entry */
+}
+
+static int poll_completions(struct rc_sub *s)
+{
+    struct rc_fabric_cqe c[CQ_BATCH];
+    int n = rc_fabric_cq_poll(&s->f, c, CQ_BATCH, s->err, sizeof s->err);
+    if (n < 0) {
+        lose(s, RC_SUB_DISC_SHUTDOWN);
+        return 1;
+    }
+    for (int i = 0; i < n && !s->lost; i++)
+        completion(s, &c[i]);
+    return n;
+}
+
+static int poll_events(struct rc_sub *s)
+{
+    struct rc_fabric_event ev;
+    int n = 0;
+    while (!s->lost && rc_fabric_eq_poll(&s->f, &ev, s->err, sizeof s->err) == 1) {
+        n++;
+        if (ev.info)
+            fi_freeinfo(ev.info);
+        if (ev.fid != &s->ep->fid)
+            continue;
+        if (ev.err) {
+            rc_fabric_error(&s->f, s->err, sizeof s->err, "connection", ev.err);
+            lose(s, RC_SUB_DISC_SHUTDOWN);
+        } else if (ev.event == FI_CONNECTED && s->state == ST_CONNECTING) {
+            if (send_hello(s))
+                lose(s, RC_SUB_DISC_SHUTDOWN);
+        } else if (ev.event == FI_SHUTDOWN) {
+            snprintf(s->err, sizeof s->err, "connection to %s:%u shut down", s->p.host, (unsigned)s->p.port);
+            lose(s, RC_SUB_DISC_SHUTDOWN);
+        }
+    }
+    return n;
+}
+
+/* One round of work on the open connection; > 0 when something happened
+ * (a lost connection counts: the waiting must stop so it is torn down). */
+static int poll_once(void *arg)
+{
+    struct rc_sub *s = arg;
+    int work = poll_completions(s);
+    if (!s->lost)
+        work += poll_events(s);
+    if (!s->lost)
+        work += flush_tx_queue(s);
+    if (!s->lost) {
+        int reposted = post_all_rx(s);
+        work += reposted > 0 ? reposted : 0;
+    }
+    if (!s->lost && s->resync_active)
+        continue_resync(s);
+    return s->lost ? 1 : work;
+}
+
+/* ---- timers and the poll loop ------------------------------------------- */
+
+static void run_timers(struct rc_sub *s)
+{
+    uint64_t now = rc_fabric_now_ns();
+    if (s->state == ST_IDLE) {
+        if (now >= s->next_attempt_ns)
+            try_connect(s);
+        return;
+    }
+    if (s->state == ST_CONNECTING && now >= s->deadline_ns) {
+        snprintf(s->err, sizeof s->err, "no connection to %s:%u within the peer timeout", s->p.host,
+                 (unsigned)s->p.port);
+        lose(s, RC_SUB_DISC_TIMEOUT);
+    } else if (s->state == ST_HELLO_SENT && now >= s->deadline_ns) {
+        snprintf(s->err, sizeof s->err, "no WELCOME from %s:%u within the peer timeout", s->p.host,
+                 (unsigned)s->p.port);
+        lose(s, RC_SUB_DISC_TIMEOUT);
+    } else if (s->state == ST_ACTIVE && now - s->last_rx_ns >= s->p.peer_timeout_ns) {
+        snprintf(s->err, sizeof s->err, "publisher %s:%u silent for the peer timeout", s->p.host,
+                 (unsigned)s->p.port);
+        lose(s, RC_SUB_DISC_TIMEOUT);
+    } else if (s->state != ST_CONNECTING && now - s->last_hb_ns >= s->heartbeat_ns) {
+        send_heartbeat(s, now);
+    }
+}
+
+/* How long poll may wait before a timer is due. */
+static uint64_t until_next_timer(const struct rc_sub *s, uint64_t now)
+{
+    uint64_t due;
+    if (s->state == ST_IDLE)
+        due = s->next_attempt_ns;
+    else if (s->state == ST_CONNECTING || s->state == ST_HELLO_SENT)
+        due = s->deadline_ns;
+    else
+        due = s->last_rx_ns + s->p.peer_timeout_ns;
+    if (s->state >= ST_HELLO_SENT && s->last_hb_ns + s->heartbeat_ns < due)
+        due = s->last_hb_ns + s->heartbeat_ns;
+    return due > now ? due - now : 0;
+}
+
+static void settle(struct rc_sub *s)
+{
+    if (s->lost)
+        drop_connection(s, s->lost_reason);
+}
+
+static void sleep_ns(uint64_t ns)
+{
+    struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000ull), .tv_nsec = (long)(ns % 1000000000ull)};
+    nanosleep(&ts, NULL);
+}
+
+int rc_sub_poll(struct rc_sub *s, uint64_t timeout_ns)
+{
+    s->handled = 0;
+    run_timers(s);
+    settle(s);
+    uint64_t now = rc_fabric_now_ns();
+    uint64_t wait = until_next_timer(s, now);
+    if (wait > timeout_ns)
+        wait = timeout_ns;
+    if (s->state == ST_IDLE) {
+        sleep_ns(wait);
+    } else {
+        rc_fabric_wait_adaptive(&s->f, poll_once, s, wait);
+        settle(s);
+    }
+    run_timers(s);
+    settle(s);
+    return s->handled;
+}
+
+/* ---- subscriptions -------------------------------------------------------- */
+
+static int change_subscription(struct rc_sub *s, enum rc_msg_type type, const uint64_t *first,
+                               const uint64_t *last, size_t count)
+{
+    if (count == 0 || count > UINT32_MAX / 2 || !first || !last)
+        return -EINVAL;
+    for (size_t i = 0; i < count; i++)
+        if (first[i] > last[i])
+            return -EINVAL;
+    bool send = s->state == ST_ACTIVE;
+    uint32_t messages = (uint32_t)((count + RC_WIRE_MAX_RANGES - 1) / RC_WIRE_MAX_RANGES);
+    if (send && free_tx_slots(s) < messages) {
+        s->st.send_again++;
+        return -EAGAIN;
+    }
+    if (rc_tag_ranges_reserve(&s->subs, (uint32_t)count))
+        return -ENOMEM;
+    for (size_t i = 0; i < count; i++) {
+        if (type == RC_MSG_SUBSCRIBE)
+            rc_tag_ranges_add(&s->subs, first[i], last[i]);
+        else
+            rc_tag_ranges_remove(&s->subs, first[i], last[i]);
+    }
+    struct rc_wire_range *batch = s->batch;
+    for (size_t done = 0; send && done < count;) {
+        uint32_t n = 0;
+        for (; n < RC_WIRE_MAX_RANGES && done < count; n++, done++)
+            batch[n] = (struct rc_wire_range){first[done], last[done]};
+        if (send_ranges(s, type, new_request_id(s, false), batch, n))
+            s->user_outstanding++;
+    }
+    return 0;
+}
+
+int rc_sub_subscribe(struct rc_sub *s, const uint64_t *first, const uint64_t *last, size_t count)
+{
+    return change_subscription(s, RC_MSG_SUBSCRIBE, first, last, count);
+}
+
+int rc_sub_subscribe_all(struct rc_sub *s)
+{
+    const uint64_t first = 0, last = UINT64_MAX;
+    return change_subscription(s, RC_MSG_SUBSCRIBE, &first, &last, 1);
+}
+
+int rc_sub_unsubscribe(struct rc_sub *s, const uint64_t *first, const uint64_t *last, size_t count)
+{
+    return change_subscription(s, RC_MSG_UNSUBSCRIBE, first, last, count);
+}
+
+/* ---- statistics ----------------------------------------------------------- */
+
+void rc_sub_get_stats(const struct rc_sub *s, struct rc_sub_stats *st) { *st = s->st; }
+
+const char *rc_sub_last_error(const struct rc_sub *s) { return s->err; }
+
+const char *rc_sub_malformed_name(unsigned kind) { return rc_wire_error_name((enum rc_wire_error)kind); }

@@ -1,0 +1,567 @@
+/* wire.c — validation, decoding and encoding of ringcast wire messages.
+ *
+ * Every checker first makes sure the bytes it is about to read lie inside
+ * [buf, buf + len): a message comes from the network and may be truncated,
+ * lying about its length or pure garbage. Fields are read with memcpy and
+ * converted from little-endian, so neither alignment nor host byte order
+ * matter. Checks run in a fixed order (size, magic, version, type, length,
+ * fields) so that one defect always gives the same error kind. */
+#include "net/wire.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <stddef.h>
+#include <string.h>
+
+/* ---- little-endian loads and stores at byte offsets -------------------- */
+
+static uint16_t load16(const void *buf, size_t off)
+{
+    uint16_t v;
+    memcpy(&v, (const uint8_t *)buf + off, sizeof v);
+    return le16toh(v);
+}
+
+static uint32_t load32(const void *buf, size_t off)
+{
+    uint32_t v;
+    memcpy(&v, (const uint8_t *)buf + off, sizeof v);
+    return le32toh(v);
+}
+
+static uint64_t load64(const void *buf, size_t off)
+{
+    uint64_t v;
+    memcpy(&v, (const uint8_t *)buf + off, sizeof v);
+    return le64toh(v);
+}
+
+static void store16(void *buf, size_t off, uint16_t v)
+{
+    v = htole16(v);
+    memcpy((uint8_t *)buf + off, &v, sizeof v);
+}
+
+static void store32(void *buf, size_t off, uint32_t v)
+{
+    v = htole32(v);
+    memcpy((uint8_t *)buf + off, &v, sizeof v);
+}
+
+static void store64(void *buf, size_t off, uint64_t v)
+{
+    v = htole64(v);
+    memcpy((uint8_t *)buf + off, &v, sizeof v);
+}
+
+#define OFF(type, field) offsetof(struct type, field)
+
+/* ---- common header ----------------------------------------------------- */
+
+static void decode_hdr(const void *buf, struct rc_wire_hdr *hdr)
+{
+    hdr->magic = load16(buf, OFF(rc_wire_hdr, magic));
+    hdr->version = ((const uint8_t *)buf)[OFF(rc_wire_hdr, version)];
+    hdr->type = ((const uint8_t *)buf)[OFF(rc_wire_hdr, type)];
+    hdr->length = load32(buf, OFF(rc_wire_hdr, length));
+}
+
+static void encode_hdr(void *buf, uint8_t version, enum rc_msg_type type, uint32_t length)
+{
+    store16(buf, OFF(rc_wire_hdr, magic), RC_WIRE_MAGIC);
+    ((uint8_t *)buf)[OFF(rc_wire_hdr, version)] = version;
+    ((uint8_t *)buf)[OFF(rc_wire_hdr, type)] = (uint8_t)type;
+    store32(buf, OFF(rc_wire_hdr, length), length);
+}
+
+/* Checks shared by every type: at least `fixed` bytes, right magic, version
+ * and type, and a header length equal to the bytes received. HELLO passes
+ * version 0 to skip the version check (it is done against its own fields). */
+static enum rc_wire_error check_hdr(const void *buf, size_t len, size_t fixed, enum rc_msg_type type,
+                                    uint8_t version, struct rc_wire_hdr *hdr)
+{
+    if (buf == NULL || len < sizeof(struct rc_wire_hdr))
+        return RC_WIRE_SHORT;
+    decode_hdr(buf, hdr);
+    if (hdr->magic != RC_WIRE_MAGIC)
+        return RC_WIRE_BAD_MAGIC;
+    if (version != 0 && hdr->version != version)
+        return RC_WIRE_BAD_VERSION;
+    if (hdr->type != type)
+        return RC_WIRE_BAD_TYPE;
+    if (len < fixed)
+        return RC_WIRE_SHORT;
+    if (hdr->length != len)
+        return RC_WIRE_BAD_LENGTH;
+    return RC_WIRE_OK;
+}
+
+/* A fixed-size message must be exactly its size. */
+static enum rc_wire_error check_fixed(const void *buf, size_t len, size_t size, enum rc_msg_type type,
+                                      struct rc_wire_hdr *hdr)
+{
+    enum rc_wire_error e = check_hdr(buf, len, size, type, RC_WIRE_VERSION, hdr);
+    if (e == RC_WIRE_OK && len != size)
+        return RC_WIRE_BAD_LENGTH;
+    return e;
+}
+
+/* ---- per-type checkers ------------------------------------------------- */
+
+enum rc_wire_error rc_wire_check_hello(const void *buf, size_t len, struct rc_wire_hello *out)
+{
+    struct rc_wire_hello h;
+    enum rc_wire_error e = check_hdr(buf, len, sizeof h, RC_MSG_HELLO, 0, &h.hdr);
+    if (e != RC_WIRE_OK)
+        return e;
+    const uint8_t *p = buf;
+    h.min_version = p[OFF(rc_wire_hello, min_version)];
+    h.max_version = p[OFF(rc_wire_hello, max_version)];
+    h.addr_len = load16(buf, OFF(rc_wire_hello, addr_len));
+    h.rx_buffer_size = load32(buf, OFF(rc_wire_hello, rx_buffer_size));
+    h.client_id = load64(buf, OFF(rc_wire_hello, client_id));
+    if (h.min_version < 1 || h.min_version > h.max_version || h.hdr.version != h.max_version)
+        return RC_WIRE_BAD_VERSION;
+    if (h.addr_len > RC_WIRE_MAX_ADDR)
+        return RC_WIRE_BAD_FIELD;
+    if (len != sizeof h + h.addr_len)
+        return RC_WIRE_BAD_LENGTH;
+    if (h.rx_buffer_size < RC_WIRE_MIN_RX_BUFFER)
+        return RC_WIRE_BAD_FIELD;
+    if (out)
+        memcpy(out, &h, sizeof h);
+    return RC_WIRE_OK;
+}
+
+enum rc_wire_error rc_wire_check_welcome(const void *buf, size_t len, struct rc_wire_welcome *out)
+{
+    struct rc_wire_welcome w;
+    enum rc_wire_error e = check_fixed(buf, len, sizeof w, RC_MSG_WELCOME, &w.hdr);
+    if (e != RC_WIRE_OK)
+        return e;
+    w.max_tags = load32(buf, OFF(rc_wire_welcome, max_tags));
+    w.heartbeat_ms = load32(buf, OFF(rc_wire_welcome, heartbeat_ms));
+    w.publisher_id = load64(buf, OFF(rc_wire_welcome, publisher_id));
+    if (w.heartbeat_ms == 0)
+        return RC_WIRE_BAD_FIELD;
+    if (out)
+        *out = w;
+    return RC_WIRE_OK;
+}
+
+struct rc_wire_range rc_wire_sub_range(const void *buf, uint32_t i)
+{
+    size_t off = sizeof(struct rc_wire_sub) + (size_t)i * sizeof(struct rc_wire_range);
+    struct rc_wire_range r = {load64(buf, off), load64(buf, off + 8)};
+    return r;
+}
+
+enum rc_wire_error rc_wire_check_sub(const void *buf, size_t len, struct rc_wire_sub *out)
+{
+    struct rc_wire_sub s;
+    if (buf != NULL && len >= sizeof(struct rc_wire_hdr) &&
+        ((const uint8_t *)buf)[OFF(rc_wire_hdr, type)] == RC_MSG_UNSUBSCRIBE)
+        s.hdr.type = RC_MSG_UNSUBSCRIBE;
+    else
+        s.hdr.type = RC_MSG_SUBSCRIBE;
+    enum rc_wire_error e = check_hdr(buf, len, sizeof s, s.hdr.type, RC_WIRE_VERSION, &s.hdr);
+    if (e != RC_WIRE_OK)
+        return e;
+    s.request_id = load32(buf, OFF(rc_wire_sub, request_id));
+    s.count = load32(buf, OFF(rc_wire_sub, count));
+    if (s.count < 1 || s.count > RC_WIRE_MAX_RANGES)
+        return RC_WIRE_BAD_FIELD;
+    if (len != sizeof s + (size_t)s.count * sizeof(struct rc_wire_range))
+        return RC_WIRE_BAD_LENGTH;
+    for (uint32_t i = 0; i < s.count; i++) {
+        struct rc_wire_range r = rc_wire_sub_range(buf, i);
+        if (r.first > r.last)
+            return RC_WIRE_BAD_FIELD;
+    }
+    if (out)
+        memcpy(out, &s, sizeof s);
+    return RC_WIRE_OK;
+}
+
+enum rc_wire_error rc_wire_check_sub_ack(const void *buf, size_t len, struct rc_wire_sub_ack *out)
+{
+    struct rc_wire_sub_ack a;
+    enum rc_wire_error e = check_fixed(buf, len, sizeof a, RC_MSG_SUB_ACK, &a.hdr);
+    if (e != RC_WIRE_OK)
+        return e;
+    a.request_id = load32(buf, OFF(rc_wire_sub_ack, request_id));
+    a.status = load32(buf, OFF(rc_wire_sub_ack, status));
+    if (a.status > RC_SUB_REFUSED)
+        return RC_WIRE_BAD_FIELD;
+    if (out)
+        *out = a;
+    return RC_WIRE_OK;
+}
+
+/* The fragment fields must describe a piece lying inside the chunk, and the
+ * first and last fragments must touch the chunk's ends: a receiver that
+ * reassembles in order then never has a hole it cannot see. */
+static int fragment_is_consistent(const struct rc_wire_data *d, uint64_t payload)
+{
+    if (d->frag_count < 1 || d->frag_index >= d->frag_count)
+        return 0;
+    if ((uint64_t)d->frag_offset + payload > d->chunk_len)
+        return 0;
+    if (d->frag_index == 0 && d->frag_offset != 0)
+        return 0;
+    if (d->frag_index == d->frag_count - 1 && (uint64_t)d->frag_offset + payload != d->chunk_len)
+        return 0;
+    if (d->chunk_len > 0 && payload == 0)
+        return 0;
+    return 1;
+}
+
+enum rc_wire_error rc_wire_check_data(const void *buf, size_t len, struct rc_wire_data *out)
+{
+    struct rc_wire_data d;
+    enum rc_wire_error e = check_hdr(buf, len, sizeof d, RC_MSG_DATA, RC_WIRE_VERSION, &d.hdr);
+    if (e != RC_WIRE_OK)
+        return e;
+    d.tag = load64(buf, OFF(rc_wire_data, tag));
+    d.flags = load32(buf, OFF(rc_wire_data, flags));
+    d.chunk_len = load32(buf, OFF(rc_wire_data, chunk_len));
+    d.frag_offset = load32(buf, OFF(rc_wire_data, frag_offset));
+    d.frag_index = load16(buf, OFF(rc_wire_data, frag_index));
+    d.frag_count = load16(buf, OFF(rc_wire_data, frag_count));
+    if (!fragment_is_consistent(&d, (uint64_t)(len - sizeof d)))
+        return RC_WIRE_BAD_FIELD;
+    if (out)
+        memcpy(out, &d, sizeof d);
+    return RC_WIRE_OK;
+}
+
+static uint64_t padded8(uint64_t n) { return (n + 7u) & ~(uint64_t)7u; }
+
+/* Walk one record starting at byte `pos` of a page of `len` bytes: returns
+ * the position after it (padding included), or 0 when the record does not
+ * fit; *err tells why (BAD_LENGTH: leaves the buffer, BAD_FIELD: padding). */
+static size_t walk_record(const uint8_t *p, size_t len, size_t pos, enum rc_wire_error *err)
+{
+    *err = RC_WIRE_BAD_LENGTH;
+    if (len - pos < sizeof(struct rc_wire_record))
+        return 0;
+    uint64_t payload = load32(p, pos + OFF(rc_wire_record, len));
+    uint64_t body = padded8(payload);
+    if (body > len - pos - sizeof(struct rc_wire_record))
+        return 0;
+    size_t start = pos + sizeof(struct rc_wire_record);
+    for (uint64_t i = payload; i < body; i++) {
+        if (p[start + i] != 0) {
+            *err = RC_WIRE_BAD_FIELD;
+            return 0;
+        }
+    }
+    *err = RC_WIRE_OK;
+    return start + (size_t)body;
+}
+
+enum rc_wire_error rc_wire_check_page(const void *buf, size_t len, struct rc_wire_page *out)
+{
+    struct rc_wire_page pg;
+    enum rc_wire_error e = check_hdr(buf, len, sizeof pg, RC_MSG_PAGE, RC_WIRE_VERSION, &pg.hdr);
+    if (e != RC_WIRE_OK)
+        return e;
+    pg.records = load32(buf, OFF(rc_wire_page, records));
+    pg.reserved = load32(buf, OFF(rc_wire_page, reserved));
+    if (pg.records < 1 || pg.reserved != 0)
+        return RC_WIRE_BAD_FIELD;
+    /* Every record takes at least 16 bytes: a count the length cannot hold
+     * is rejected before walking, so a huge count costs nothing. */
+    if (pg.records > (len - sizeof pg) / sizeof(struct rc_wire_record))
+        return RC_WIRE_BAD_LENGTH;
+    size_t pos = sizeof pg;
+    for (uint32_t i = 0; i < pg.records; i++) {
+        pos = walk_record(buf, len, pos, &e);
+        if (pos == 0)
+            return e;
+    }
+    if (pos != len)
+        return RC_WIRE_BAD_LENGTH;
+    if (out)
+        memcpy(out, &pg, sizeof pg);
+    return RC_WIRE_OK;
+}
+
+int rc_wire_page_next(const void *buf, size_t len, size_t *pos, struct rc_wire_record_view *rec)
+{
+    if (*pos == 0)
+        *pos = sizeof(struct rc_wire_page);
+    if (*pos >= len)
+        return 0;
+    enum rc_wire_error err;
+    size_t next = walk_record(buf, len, *pos, &err);
+    if (next == 0)
+        return 0;
+    rec->tag = load64(buf, *pos + OFF(rc_wire_record, tag));
+    rec->flags = load32(buf, *pos + OFF(rc_wire_record, flags));
+    rec->len = load32(buf, *pos + OFF(rc_wire_record, len));
+    rec->payload = (const uint8_t *)buf + *pos + sizeof(struct rc_wire_record);
+    *pos = next;
+    return 1;
+}
+
+enum rc_wire_error rc_wire_check_heartbeat(const void *buf, size_t len, struct rc_wire_heartbeat *out)
+{
+    struct rc_wire_heartbeat h;
+    enum rc_wire_error e = check_fixed(buf, len, sizeof h, RC_MSG_HEARTBEAT, &h.hdr);
+    if (e != RC_WIRE_OK)
+        return e;
+    h.sent_ns = load64(buf, OFF(rc_wire_heartbeat, sent_ns));
+    if (out)
+        *out = h;
+    return RC_WIRE_OK;
+}
+
+enum rc_wire_error rc_wire_check_bye(const void *buf, size_t len, struct rc_wire_bye *out)
+{
+    struct rc_wire_bye b;
+    enum rc_wire_error e = check_fixed(buf, len, sizeof b, RC_MSG_BYE, &b.hdr);
+    if (e != RC_WIRE_OK)
+        return e;
+    b.reason = load32(buf, OFF(rc_wire_bye, reason));
+    b.reserved = load32(buf, OFF(rc_wire_bye, reserved));
+    if (b.reason > RC_BYE_PROTOCOL || b.reserved != 0)
+        return RC_WIRE_BAD_FIELD;
+    if (out)
+        *out = b;
+    return RC_WIRE_OK;
+}
+
+/* ---- generic checker --------------------------------------------------- */
+
+static int type_allowed(uint8_t type, enum rc_wire_dir dir)
+{
+    switch (type) {
+    case RC_MSG_HELLO:
+    case RC_MSG_SUBSCRIBE:
+    case RC_MSG_UNSUBSCRIBE:
+        return dir == RC_WIRE_TO_PUBLISHER;
+    case RC_MSG_WELCOME:
+    case RC_MSG_SUB_ACK:
+    case RC_MSG_DATA:
+    case RC_MSG_PAGE:
+        return dir == RC_WIRE_TO_SUBSCRIBER;
+    case RC_MSG_HEARTBEAT:
+    case RC_MSG_BYE:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static enum rc_wire_error check_by_type(const void *buf, size_t len, uint8_t type)
+{
+    switch (type) {
+    case RC_MSG_HELLO:       return rc_wire_check_hello(buf, len, NULL);
+    case RC_MSG_WELCOME:     return rc_wire_check_welcome(buf, len, NULL);
+    case RC_MSG_SUBSCRIBE:
+    case RC_MSG_UNSUBSCRIBE: return rc_wire_check_sub(buf, len, NULL);
+    case RC_MSG_SUB_ACK:     return rc_wire_check_sub_ack(buf, len, NULL);
+    case RC_MSG_DATA:        return rc_wire_check_data(buf, len, NULL);
+    case RC_MSG_PAGE:        return rc_wire_check_page(buf, len, NULL);
+    case RC_MSG_HEARTBEAT:   return rc_wire_check_heartbeat(buf, len, NULL);
+    case RC_MSG_BYE:         return rc_wire_check_bye(buf, len, NULL);
+    default:                 return RC_WIRE_BAD_TYPE;
+    }
+}
+
+int rc_wire_check(const void *buf, size_t len, enum rc_wire_dir dir, enum rc_wire_error *why)
+{
+    enum rc_wire_error e = RC_WIRE_OK;
+    struct rc_wire_hdr hdr;
+    if (buf == NULL || len < sizeof hdr) {
+        e = RC_WIRE_SHORT;
+    } else {
+        decode_hdr(buf, &hdr);
+        /* Magic and version come first, as in the per-type checkers, so a
+         * stray non-ringcast message is always "bad magic". */
+        if (hdr.magic != RC_WIRE_MAGIC)
+            e = RC_WIRE_BAD_MAGIC;
+        else if (hdr.type != RC_MSG_HELLO && hdr.version != RC_WIRE_VERSION)
+            e = RC_WIRE_BAD_VERSION;
+        else if (!type_allowed(hdr.type, dir))
+            e = RC_WIRE_BAD_TYPE;
+        else
+            e = check_by_type(buf, len, hdr.type);
+    }
+    if (why)
+        *why = e;
+    return e == RC_WIRE_OK ? hdr.type : 0;
+}
+
+const char *rc_wire_error_name(enum rc_wire_error e)
+{
+    static const char *const names[RC_WIRE_ERROR_KINDS] = {
+        [RC_WIRE_OK] = "ok",
+        [RC_WIRE_SHORT] = "short",
+        [RC_WIRE_BAD_MAGIC] = "bad_magic",
+        [RC_WIRE_BAD_VERSION] = "bad_version",
+        [RC_WIRE_BAD_TYPE] = "bad_type",
+        [RC_WIRE_BAD_LENGTH] = "bad_length",
+        [RC_WIRE_BAD_FIELD] = "bad_field",
+    };
+    if ((unsigned)e >= RC_WIRE_ERROR_KINDS)
+        return "unknown";
+    return names[e];
+}
+
+uint8_t rc_wire_negotiate(uint8_t peer_min, uint8_t peer_max)
+{
+    if (peer_min > peer_max || peer_min < 1)
+        return 0;
+    uint8_t high = peer_max < RC_WIRE_VERSION ? peer_max : (uint8_t)RC_WIRE_VERSION;
+    uint8_t low = peer_min > RC_WIRE_MIN_VERSION ? peer_min : (uint8_t)RC_WIRE_MIN_VERSION;
+    return high >= low ? high : 0;
+}
+
+/* ---- encoders ---------------------------------------------------------- */
+
+ssize_t rc_wire_build_hello(void *buf, size_t cap, uint64_t client_id, uint32_t rx_buffer_size,
+                            const void *addr, uint16_t addr_len)
+{
+    size_t len = sizeof(struct rc_wire_hello) + addr_len;
+    if (addr_len > RC_WIRE_MAX_ADDR || (addr_len > 0 && addr == NULL) ||
+        rx_buffer_size < RC_WIRE_MIN_RX_BUFFER)
+        return -EINVAL;
+    if (cap < len)
+        return -ENOSPC;
+    encode_hdr(buf, RC_WIRE_VERSION, RC_MSG_HELLO, (uint32_t)len);
+    uint8_t *p = buf;
+    p[OFF(rc_wire_hello, min_version)] = RC_WIRE_MIN_VERSION;
+    p[OFF(rc_wire_hello, max_version)] = RC_WIRE_VERSION;
+    store16(buf, OFF(rc_wire_hello, addr_len), addr_len);
+    store32(buf, OFF(rc_wire_hello, rx_buffer_size), rx_buffer_size);
+    store64(buf, OFF(rc_wire_hello, client_id), client_id);
+    if (addr_len > 0)
+        memcpy(p + sizeof(struct rc_wire_hello), addr, addr_len);
+    return (ssize_t)len;
+}
+
+ssize_t rc_wire_build_welcome(void *buf, size_t cap, uint32_t max_tags, uint32_t heartbeat_ms,
+                              uint64_t publisher_id)
+{
+    if (heartbeat_ms == 0)
+        return -EINVAL;
+    if (cap < sizeof(struct rc_wire_welcome))
+        return -ENOSPC;
+    encode_hdr(buf, RC_WIRE_VERSION, RC_MSG_WELCOME, sizeof(struct rc_wire_welcome));
+    store32(buf, OFF(rc_wire_welcome, max_tags), max_tags);
+    store32(buf, OFF(rc_wire_welcome, heartbeat_ms), heartbeat_ms);
+    store64(buf, OFF(rc_wire_welcome, publisher_id), publisher_id);
+    return sizeof(struct rc_wire_welcome);
+}
+
+ssize_t rc_wire_build_sub(void *buf, size_t cap, enum rc_msg_type type, uint32_t request_id,
+                          const struct rc_wire_range *ranges, uint32_t count)
+{
+    if ((type != RC_MSG_SUBSCRIBE && type != RC_MSG_UNSUBSCRIBE) || count < 1 ||
+        count > RC_WIRE_MAX_RANGES || ranges == NULL)
+        return -EINVAL;
+    for (uint32_t i = 0; i < count; i++)
+        if (ranges[i].first > ranges[i].last)
+            return -EINVAL;
+    size_t len = sizeof(struct rc_wire_sub) + (size_t)count * sizeof(struct rc_wire_range);
+    if (cap < len)
+        return -ENOSPC;
+    encode_hdr(buf, RC_WIRE_VERSION, type, (uint32_t)len);
+    store32(buf, OFF(rc_wire_sub, request_id), request_id);
+    store32(buf, OFF(rc_wire_sub, count), count);
+    for (uint32_t i = 0; i < count; i++) {
+        size_t off = sizeof(struct rc_wire_sub) + (size_t)i * sizeof(struct rc_wire_range);
+        store64(buf, off, ranges[i].first);
+        store64(buf, off + 8, ranges[i].last);
+    }
+    return (ssize_t)len;
+}
+
+ssize_t rc_wire_build_sub_ack(void *buf, size_t cap, uint32_t request_id, enum rc_sub_status status)
+{
+    if ((unsigned)status > RC_SUB_REFUSED)
+        return -EINVAL;
+    if (cap < sizeof(struct rc_wire_sub_ack))
+        return -ENOSPC;
+    encode_hdr(buf, RC_WIRE_VERSION, RC_MSG_SUB_ACK, sizeof(struct rc_wire_sub_ack));
+    store32(buf, OFF(rc_wire_sub_ack, request_id), request_id);
+    store32(buf, OFF(rc_wire_sub_ack, status), (uint32_t)status);
+    return sizeof(struct rc_wire_sub_ack);
+}
+
+ssize_t rc_wire_build_data_hdr(void *buf, size_t cap, uint64_t tag, uint32_t flags, uint32_t chunk_len,
+                               uint32_t frag_offset, uint16_t frag_index, uint16_t frag_count,
+                               uint32_t payload_len)
+{
+    struct rc_wire_data d = {.chunk_len = chunk_len, .frag_offset = frag_offset,
+                             .frag_index = frag_index, .frag_count = frag_count};
+    if (!fragment_is_consistent(&d, payload_len) ||
+        payload_len > UINT32_MAX - sizeof(struct rc_wire_data))
+        return -EINVAL;
+    if (cap < sizeof d)
+        return -ENOSPC;
+    encode_hdr(buf, RC_WIRE_VERSION, RC_MSG_DATA, (uint32_t)(sizeof d + payload_len));
+    store64(buf, OFF(rc_wire_data, tag), tag);
+    store32(buf, OFF(rc_wire_data, flags), flags);
+    store32(buf, OFF(rc_wire_data, chunk_len), chunk_len);
+    store32(buf, OFF(rc_wire_data, frag_offset), frag_offset);
+    store16(buf, OFF(rc_wire_data, frag_index), frag_index);
+    store16(buf, OFF(rc_wire_data, frag_count), frag_count);
+    return sizeof d;
+}
+
+ssize_t rc_wire_page_init(void *buf, size_t cap)
+{
+    if (cap < sizeof(struct rc_wire_page))
+        return -ENOSPC;
+    encode_hdr(buf, RC_WIRE_VERSION, RC_MSG_PAGE, sizeof(struct rc_wire_page));
+    store32(buf, OFF(rc_wire_page, records), 0);
+    store32(buf, OFF(rc_wire_page, reserved), 0);
+    return sizeof(struct rc_wire_page);
+}
+
+size_t rc_wire_page_length(const void *buf) { return load32(buf, OFF(rc_wire_hdr, length)); }
+
+ssize_t rc_wire_page_append(void *buf, size_t cap, uint64_t tag, uint32_t flags, const void *payload,
+                            uint32_t len)
+{
+    if (len > 0 && payload == NULL)
+        return -EINVAL;
+    size_t used = rc_wire_page_length(buf);
+    uint64_t need = sizeof(struct rc_wire_record) + padded8(len);
+    if (used > cap || need > cap - used || used + need > UINT32_MAX)
+        return -ENOSPC;
+    uint8_t *rec = (uint8_t *)buf + used;
+    store64(rec, OFF(rc_wire_record, tag), tag);
+    store32(rec, OFF(rc_wire_record, flags), flags);
+    store32(rec, OFF(rc_wire_record, len), len);
+    if (len > 0)
+        memcpy(rec + sizeof(struct rc_wire_record), payload, len);
+    memset(rec + sizeof(struct rc_wire_record) + len, 0, (size_t)(padded8(len) - len));
+    store32(buf, OFF(rc_wire_hdr, length), (uint32_t)(used + need));
+    store32(buf, OFF(rc_wire_page, records), load32(buf, OFF(rc_wire_page, records)) + 1);
+    return (ssize_t)(used + need);
+}
+
+ssize_t rc_wire_build_heartbeat(void *buf, size_t cap, uint64_t sent_ns)
+{
+    if (cap < sizeof(struct rc_wire_heartbeat))
+        return -ENOSPC;
+    encode_hdr(buf, RC_WIRE_VERSION, RC_MSG_HEARTBEAT, sizeof(struct rc_wire_heartbeat));
+    store64(buf, OFF(rc_wire_heartbeat, sent_ns), sent_ns);
+    return sizeof(struct rc_wire_heartbeat);
+}
+
+ssize_t rc_wire_build_bye(void *buf, size_t cap, enum rc_bye_reason reason)
+{
+    if ((unsigned)reason > RC_BYE_PROTOCOL)
+        return -EINVAL;
+    if (cap < sizeof(struct rc_wire_bye))
+        return -ENOSPC;
+    encode_hdr(buf, RC_WIRE_VERSION, RC_MSG_BYE, sizeof(struct rc_wire_bye));
+    store32(buf, OFF(rc_wire_bye, reason), (uint32_t)reason);
+    store32(buf, OFF(rc_wire_bye, reserved), 0);
+    return sizeof(struct rc_wire_bye);
+}

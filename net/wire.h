@@ -1,0 +1,248 @@
+/* wire.h — the ringcast wire protocol (version 1). Documented in net/README.md.
+ *
+ * Every message starts with an 8-byte common header; all integers are
+ * little-endian, all structs are packed with explicit sizes (checked by
+ * static asserts), so the format does not depend on the compiler.
+ *
+ *   publisher <- subscriber : HELLO, SUBSCRIBE, UNSUBSCRIBE, HEARTBEAT, BYE
+ *   publisher -> subscriber : WELCOME, SUB_ACK, DATA, PAGE, HEARTBEAT, BYE
+ *
+ * Every message from the network is validated with rc_wire_check_*() before
+ * any field is used; the checkers never read past `len`.
+ */
+#ifndef RC_WIRE_H
+#define RC_WIRE_H
+#include <stddef.h>
+#include <stdint.h>
+
+#define RC_WIRE_MAGIC        0x5243u   /* "RC" */
+#define RC_WIRE_VERSION      1u        /* the only version this build speaks */
+#define RC_WIRE_MIN_VERSION  1u
+
+enum rc_msg_type {
+    RC_MSG_HELLO = 1,        /* sub -> pub: versions, rx buffer size, own address (RDM) */
+    RC_MSG_WELCOME = 2,      /* pub -> sub: chosen version, limits */
+    RC_MSG_SUBSCRIBE = 3,    /* sub -> pub: tag ranges */
+    RC_MSG_UNSUBSCRIBE = 4,  /* sub -> pub: tag ranges */
+    RC_MSG_SUB_ACK = 5,      /* pub -> sub: result of (un)subscribe */
+    RC_MSG_DATA = 6,         /* pub -> sub: one chunk, or one fragment of it */
+    RC_MSG_PAGE = 7,         /* pub -> sub: buffered page of records */
+    RC_MSG_HEARTBEAT = 8,    /* both ways: liveness */
+    RC_MSG_BYE = 9,          /* both ways: orderly close */
+    RC_MSG_TYPE_MAX = 9
+};
+
+struct __attribute__((packed)) rc_wire_hdr {
+    uint16_t magic;          /* RC_WIRE_MAGIC */
+    uint8_t  version;        /* negotiated version (HELLO: highest the sender speaks) */
+    uint8_t  type;           /* enum rc_msg_type */
+    uint32_t length;         /* whole message in bytes, this header included */
+};
+
+/* HELLO: the subscriber's offer. addr is its fabric address (fi_getname) for
+ * RDM endpoints (addr_len 0 for MSG). */
+#define RC_WIRE_MAX_ADDR 128u
+struct __attribute__((packed)) rc_wire_hello {
+    struct rc_wire_hdr hdr;
+    uint8_t  min_version, max_version;
+    uint16_t addr_len;
+    uint32_t rx_buffer_size; /* largest message the subscriber can receive */
+    uint64_t client_id;      /* random per subscriber process: reconnect identity */
+    uint8_t  addr[];         /* addr_len bytes */
+};
+
+/* WELCOME: the publisher's answer. */
+struct __attribute__((packed)) rc_wire_welcome {
+    struct rc_wire_hdr hdr;
+    uint32_t max_tags;       /* tags (ranges count as their size) a subscriber may hold */
+    uint32_t heartbeat_ms;   /* both sides send HEARTBEAT at least this often */
+    uint64_t publisher_id;   /* random per publisher process: a restart is visible */
+};
+
+/* SUBSCRIBE / UNSUBSCRIBE: inclusive tag ranges; "all" is [0, UINT64_MAX]. */
+#define RC_WIRE_MAX_RANGES 1024u
+struct __attribute__((packed)) rc_wire_range { uint64_t first, last; };
+struct __attribute__((packed)) rc_wire_sub {
+    struct rc_wire_hdr hdr;
+    uint32_t request_id;
+    uint32_t count;          /* number of ranges, 1..RC_WIRE_MAX_RANGES */
+    struct rc_wire_range range[];
+};
+
+enum rc_sub_status {
+    RC_SUB_OK = 0, RC_SUB_BAD_REQUEST = 1, RC_SUB_TOO_MANY_TAGS = 2, RC_SUB_REFUSED = 3
+};
+struct __attribute__((packed)) rc_wire_sub_ack {
+    struct rc_wire_hdr hdr;
+    uint32_t request_id;
+    uint32_t status;         /* enum rc_sub_status */
+};
+
+/* DATA: header (from a registered header slot) followed by payload bytes that
+ * the publisher sends from the DMA ring without copying. A chunk larger than
+ * the subscriber's rx buffer, or with more pieces than the provider's
+ * iov_limit allows, goes as several fragments 0..frag_count-1 in order. */
+#define RC_WIRE_MAX_FRAGS 65535u
+struct __attribute__((packed)) rc_wire_data {
+    struct rc_wire_hdr hdr;
+    uint64_t tag;
+    uint32_t flags;          /* chunk flags (readout/chunk.h bits) */
+    uint32_t chunk_len;      /* whole chunk */
+    uint32_t frag_offset;    /* offset of this fragment's payload in the chunk */
+    uint16_t frag_index;
+    uint16_t frag_count;     /* 1 = not fragmented */
+    /* payload: hdr.length - sizeof(struct rc_wire_data) bytes */
+};
+
+/* PAGE: buffered mode. Records back to back, each 8-byte aligned:
+ *   u64 tag, u32 flags, u32 len, len payload bytes, zero padding to 8. */
+struct __attribute__((packed)) rc_wire_page {
+    struct rc_wire_hdr hdr;
+    uint32_t records;
+    uint32_t reserved;       /* zero */
+};
+struct __attribute__((packed)) rc_wire_record {
+    uint64_t tag;
+    uint32_t flags;
+    uint32_t len;
+};
+
+struct __attribute__((packed)) rc_wire_heartbeat {
+    struct rc_wire_hdr hdr;
+    uint64_t sent_ns;        /* sender's CLOCK_MONOTONIC, informative */
+};
+
+struct __attribute__((packed)) rc_wire_bye {
+    struct rc_wire_hdr hdr;
+    uint32_t reason;         /* 0 normal shutdown, 1 refused, 2 protocol error */
+    uint32_t reserved;
+};
+
+_Static_assert(sizeof(struct rc_wire_hdr) == 8, "wire header size");
+_Static_assert(sizeof(struct rc_wire_hello) == 24, "hello size");
+_Static_assert(sizeof(struct rc_wire_welcome) == 24, "welcome size");
+_Static_assert(sizeof(struct rc_wire_sub) == 16, "sub size");
+_Static_assert(sizeof(struct rc_wire_range) == 16, "range size");
+_Static_assert(sizeof(struct rc_wire_sub_ack) == 16, "sub ack size");
+_Static_assert(sizeof(struct rc_wire_data) == 32, "data header size");
+_Static_assert(sizeof(struct rc_wire_page) == 16, "page header size");
+_Static_assert(sizeof(struct rc_wire_record) == 16, "record header size");
+_Static_assert(sizeof(struct rc_wire_heartbeat) == 16, "heartbeat size");
+_Static_assert(sizeof(struct rc_wire_bye) == 16, "bye size");
+
+/* Why a message was rejected: counted per kind by both sides. */
+enum rc_wire_error {
+    RC_WIRE_OK = 0,
+    RC_WIRE_SHORT,           /* fewer bytes than the header or the type's fixed part */
+    RC_WIRE_BAD_MAGIC,
+    RC_WIRE_BAD_VERSION,
+    RC_WIRE_BAD_TYPE,        /* unknown type, or a type not allowed in this direction */
+    RC_WIRE_BAD_LENGTH,      /* hdr.length != received bytes, or inconsistent counts */
+    RC_WIRE_BAD_FIELD,       /* a field out of range (ranges, fragments, records...) */
+    RC_WIRE_ERROR_KINDS
+};
+
+
+/* ---- Checkers, decoders and encoders (net/wire.c) ----------------------
+ * Added by the subscriber helper; everything above is the lead's protocol. */
+#include <sys/types.h>
+
+/* Which way a message travels: decides which types are allowed. */
+enum rc_wire_dir {
+    RC_WIRE_TO_PUBLISHER = 0,   /* HELLO, SUBSCRIBE, UNSUBSCRIBE, HEARTBEAT, BYE */
+    RC_WIRE_TO_SUBSCRIBER = 1   /* WELCOME, SUB_ACK, DATA, PAGE, HEARTBEAT, BYE */
+};
+
+enum rc_bye_reason { RC_BYE_NORMAL = 0, RC_BYE_REFUSED = 1, RC_BYE_PROTOCOL = 2 };
+
+/* Smallest rx_buffer_size a HELLO may announce: a DATA header plus 32 bytes
+ * of payload, so every control message and some payload always fit. */
+#define RC_WIRE_MIN_RX_BUFFER 64u
+/* Largest message a subscriber sends (a SUBSCRIBE with the most ranges):
+ * the publisher's receive buffers must hold this much. */
+#define RC_WIRE_MAX_CONTROL (sizeof(struct rc_wire_sub) + RC_WIRE_MAX_RANGES * sizeof(struct rc_wire_range))
+
+/* Rules beyond the struct comments, enforced by the checkers:
+ * - every type but HELLO carries hdr.version == RC_WIRE_VERSION; HELLO's
+ *   layout never changes, its hdr.version must equal its max_version and
+ *   1 <= min_version <= max_version (overlap with ours: rc_wire_negotiate);
+ * - hdr.length equals the received byte count, fixed-size types have exactly
+ *   their size, HELLO is 24 + addr_len, SUBSCRIBE is 16 + 16 * count;
+ * - HELLO: addr_len <= RC_WIRE_MAX_ADDR, rx_buffer_size >= RC_WIRE_MIN_RX_BUFFER;
+ * - WELCOME: heartbeat_ms > 0;  SUB_ACK: status <= RC_SUB_REFUSED;
+ * - DATA: 1 <= frag_count, frag_index < frag_count, frag_offset + payload <=
+ *   chunk_len; fragment 0 starts at offset 0, the last one ends at chunk_len,
+ *   an unfragmented chunk is all there, a fragment of a non-empty chunk
+ *   carries at least one byte;
+ * - PAGE: records >= 1, reserved == 0, every record header and payload inside
+ *   the message, padding bytes zero, no bytes after the last record;
+ * - BYE: reason <= RC_BYE_PROTOCOL, reserved == 0. */
+
+/* Check any message travelling in direction `dir`. Returns its type (> 0)
+ * when valid; 0 when rejected, with the reason in *why (may be NULL). */
+int rc_wire_check(const void *buf, size_t len, enum rc_wire_dir dir, enum rc_wire_error *why);
+
+/* Per-type checkers: RC_WIRE_OK (0) or the reason. When `out` is not NULL and
+ * the message is valid, it receives the fixed part with every integer
+ * converted to host byte order (variable parts stay in `buf`). */
+enum rc_wire_error rc_wire_check_hello(const void *buf, size_t len, struct rc_wire_hello *out);
+enum rc_wire_error rc_wire_check_welcome(const void *buf, size_t len, struct rc_wire_welcome *out);
+/* SUBSCRIBE or UNSUBSCRIBE (the type is in out->hdr.type). */
+enum rc_wire_error rc_wire_check_sub(const void *buf, size_t len, struct rc_wire_sub *out);
+enum rc_wire_error rc_wire_check_sub_ack(const void *buf, size_t len, struct rc_wire_sub_ack *out);
+enum rc_wire_error rc_wire_check_data(const void *buf, size_t len, struct rc_wire_data *out);
+enum rc_wire_error rc_wire_check_page(const void *buf, size_t len, struct rc_wire_page *out);
+enum rc_wire_error rc_wire_check_heartbeat(const void *buf, size_t len, struct rc_wire_heartbeat *out);
+enum rc_wire_error rc_wire_check_bye(const void *buf, size_t len, struct rc_wire_bye *out);
+
+/* Short stable name of an error kind ("short", "bad_magic", ...) for
+ * counters and JSON; "unknown" for values out of range. */
+const char *rc_wire_error_name(enum rc_wire_error e);
+
+/* The version both sides speak: the highest in [peer_min, peer_max] that
+ * this build speaks, or 0 when the ranges do not overlap. */
+uint8_t rc_wire_negotiate(uint8_t peer_min, uint8_t peer_max);
+
+/* Decoders for the variable parts of messages that passed their checker. */
+/* Range i (0 <= i < count) of a valid SUBSCRIBE/UNSUBSCRIBE, host order. */
+struct rc_wire_range rc_wire_sub_range(const void *buf, uint32_t i);
+
+/* One PAGE record, host order, payload pointing into the page. */
+struct rc_wire_record_view {
+    uint64_t tag;
+    uint32_t flags;
+    uint32_t len;
+    const uint8_t *payload;
+};
+/* Walk the records of a valid PAGE: start with *pos = 0; returns 1 and fills
+ * *rec while there is a record, 0 at the end (or if the walk would leave
+ * the buffer, which a checked page never does). */
+int rc_wire_page_next(const void *buf, size_t len, size_t *pos, struct rc_wire_record_view *rec);
+
+/* Encoders: write a complete message into buf (capacity cap) and return its
+ * length, or -ENOSPC (cap too small) / -EINVAL (arguments the checker would
+ * reject). Integers are given in host order. */
+ssize_t rc_wire_build_hello(void *buf, size_t cap, uint64_t client_id, uint32_t rx_buffer_size,
+                            const void *addr, uint16_t addr_len);
+ssize_t rc_wire_build_welcome(void *buf, size_t cap, uint32_t max_tags, uint32_t heartbeat_ms,
+                              uint64_t publisher_id);
+/* type is RC_MSG_SUBSCRIBE or RC_MSG_UNSUBSCRIBE. */
+ssize_t rc_wire_build_sub(void *buf, size_t cap, enum rc_msg_type type, uint32_t request_id,
+                          const struct rc_wire_range *ranges, uint32_t count);
+ssize_t rc_wire_build_sub_ack(void *buf, size_t cap, uint32_t request_id, enum rc_sub_status status);
+/* Only the 32-byte DATA header; hdr.length counts payload_len more bytes,
+ * which the caller sends right behind it (zero copy: a separate iov). */
+ssize_t rc_wire_build_data_hdr(void *buf, size_t cap, uint64_t tag, uint32_t flags, uint32_t chunk_len,
+                               uint32_t frag_offset, uint16_t frag_index, uint16_t frag_count,
+                               uint32_t payload_len);
+/* PAGE built in place: init, then append records while they fit (-ENOSPC
+ * when the next one does not; the page stays valid). The message length is
+ * the page's hdr.length: rc_wire_page_length(). */
+ssize_t rc_wire_page_init(void *buf, size_t cap);
+ssize_t rc_wire_page_append(void *buf, size_t cap, uint64_t tag, uint32_t flags, const void *payload,
+                            uint32_t len);
+size_t rc_wire_page_length(const void *buf);
+ssize_t rc_wire_build_heartbeat(void *buf, size_t cap, uint64_t sent_ns);
+ssize_t rc_wire_build_bye(void *buf, size_t cap, enum rc_bye_reason reason);
+
+#endif

@@ -1,0 +1,1214 @@
+/* test_net_publisher.c — the publisher (net/publisher.h) against real
+ * subscribers over loopback, with tcp (msg) and tcp;ofi_rxm (rdm):
+ *  - 10^6 zero-copy messages, 8 B .. 64 KiB, 1..N pieces from one registered
+ *    buffer; every byte checked by the subscriber, every key back once;
+ *  - -EAGAIN when header slots run out, and recovery;
+ *  - closing a subscriber: pending_sends() returns its keys exactly once;
+ *  - the iov_limit / rx-buffer fallback (fragments counted, bytes right);
+ *  - buffered pages;
+ *  - a subscriber leaving mid-stream: its keys come back, the other one is
+ *    still served;
+ *  - malformed control messages (raw libfabric client) rejected and counted,
+ *    refused subscriptions, a client vanishing without BYE;
+ *  - max_subscribers: one more subscriber is refused (again and again);
+ *  - a ringcast-sub process SIGKILLed mid-stream.
+ * The publisher runs in the test thread, subscribers in threads (the
+ * subscriber library net/ringcast_sub.h) or a child process. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "net/fabric.h"
+#include "net/publisher.h"
+#include "net/ringcast_sub.h"
+#include "net/wire.h"
+#include "tests/unit/cunit_main.h"
+
+#define MS 1000000ull
+#define SEC 1000000000ull
+#define SRC_SIZE (1u << 20)
+#define MAX_PIECES 16u
+#define STREAM_MESSAGES 1000000u
+
+extern char **environ;
+
+/* ---- providers and ports ------------------------------------------------------ */
+
+struct prov { const char *name; enum rc_ep_kind ep; enum rc_sub_endpoint sub_ep; };
+static const struct prov PROVS[] = {
+    { "tcp", RC_EP_MSG, RC_SUB_EP_MSG },
+    { "tcp;ofi_rxm", RC_EP_RDM, RC_SUB_EP_RDM },
+};
+
+static uint16_t next_port(void)
+{
+    static unsigned k;
+    return (uint16_t)(20000u + ((unsigned)getpid() % 2000u) * 20u + (k++ % 20u));
+}
+
+static void pub_params(struct rc_fabric_params *fp, const struct prov *pv, uint16_t port)
+{
+    memset(fp, 0, sizeof *fp);
+    snprintf(fp->provider, sizeof fp->provider, "%s", pv->name);
+    fp->endpoint = pv->ep;
+    snprintf(fp->address, sizeof fp->address, "127.0.0.1");
+    fp->port = port;
+    fp->header_slots = 256;
+    fp->header_slot_size = 64;
+    fp->buffered_pages = 16;
+    fp->buffered_page_size = 8192;
+    fp->flush_timeout_ns = 1 * MS;
+    fp->peer_timeout_ns = 3 * SEC;   /* generous: a busy 2-core box stalls threads */
+    fp->heartbeat_ns = 100 * MS;
+    fp->poll_spin_ns = 20000;
+    fp->max_subscribers = 4;
+}
+
+/* ---- source buffer and message layouts --------------------------------------- */
+
+static uint8_t *src_buf;
+
+static void fill_source(void)
+{
+    if (src_buf)
+        return;
+    src_buf = aligned_alloc(4096, SRC_SIZE);
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (size_t i = 0; i < SRC_SIZE; i++) {
+        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        src_buf[i] = (uint8_t)x;
+    }
+}
+
+static uint64_t mix(uint64_t z)
+{
+    z += 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+struct layout { unsigned n; uint32_t total; uint32_t off[MAX_PIECES], len[MAX_PIECES]; };
+
+/* Deterministic from (seq, max_pieces, max_size): sender and checker agree.
+ * Mostly small messages (8..256 B), some medium, 1 % up to max_size. */
+static void make_layout(uint64_t seq, unsigned max_pieces, uint32_t max_size, struct layout *l)
+{
+    uint64_t r = mix(seq);
+    unsigned cls = (unsigned)(r % 100);
+    uint32_t lo = 8, hi = 256;
+    if (cls >= 99) { lo = 4096; hi = max_size; }
+    else if (cls >= 90) { lo = 256; hi = 4096 < max_size ? 4096 : max_size; }
+    if (hi < lo) hi = lo;
+    l->total = lo + (uint32_t)((r >> 8) % (hi - lo + 1));
+    l->n = 1 + (unsigned)((r >> 40) % max_pieces);
+    if (l->n > l->total)
+        l->n = l->total;
+    uint32_t each = l->total / l->n;
+    for (unsigned i = 0; i < l->n; i++) {
+        l->len[i] = i + 1 == l->n ? l->total - each * (l->n - 1) : each;
+        l->off[i] = (uint32_t)(mix(seq * 31 + i) % (SRC_SIZE - l->len[i] + 1));
+    }
+}
+
+static bool layout_matches(const struct layout *l, const uint8_t *data, size_t len)
+{
+    if (len != l->total)
+        return false;
+    for (unsigned i = 0; i < l->n; i++) {
+        if (memcmp(data, src_buf + l->off[i], l->len[i]))
+            return false;
+        data += l->len[i];
+    }
+    return true;
+}
+
+static unsigned to_iov(const struct layout *l, struct iovec *iov)
+{
+    for (unsigned i = 0; i < l->n; i++)
+        iov[i] = (struct iovec){ .iov_base = src_buf + l->off[i], .iov_len = l->len[i] };
+    return l->n;
+}
+
+/* ---- keys: each one must come back exactly once ------------------------------ */
+
+struct keys {
+    uint8_t *seen;
+    uint64_t n;
+    uint64_t ok, err, dup, out_of_range;
+};
+
+static void keys_init(struct keys *k, uint64_t n)
+{
+    memset(k, 0, sizeof *k);
+    k->seen = calloc(n, 1);
+    k->n = n;
+}
+
+static void on_key(void *arg, uint64_t key, int status)
+{
+    struct keys *k = arg;
+    if (key >= k->n) {
+        k->out_of_range++;
+        return;
+    }
+    if (k->seen[key]) {
+        k->dup++;
+        return;
+    }
+    k->seen[key] = 1;
+    if (status)
+        k->err++;
+    else
+        k->ok++;
+}
+
+static uint64_t keys_back(const struct keys *k) { return k->ok + k->err; }
+
+/* ---- subscriber threads (net/ringcast_sub.h) --------------------------------- */
+
+struct sub_thread {
+    pthread_t th;
+    const struct prov *pv;
+    uint16_t port;
+    uint32_t rx_buffer_size;
+    unsigned max_pieces;
+    uint32_t max_size;
+    uint64_t tag_base;             /* tag = tag_base + seq */
+    unsigned odd_pieces;           /* ODD_TAG: odd_pieces x 16 B at src + 1000 i */
+    atomic_bool stop;
+    atomic_bool started;
+    atomic_int create_rc;
+    atomic_uint_fast64_t chunks, bad, reassembled;
+    struct rc_sub_stats final;
+};
+
+#define ODD_TAG (UINT64_C(1) << 40)
+
+static void sub_on_data(void *ctx, uint64_t tag, uint32_t flags, const void *data, size_t len)
+{
+    struct sub_thread *t = ctx;
+    struct layout l;
+    if (tag == ODD_TAG && t->odd_pieces) {
+        l.n = t->odd_pieces;
+        l.total = 16 * l.n;
+        for (unsigned i = 0; i < l.n; i++) {
+            l.off[i] = 1000 * i;
+            l.len[i] = 16;
+        }
+    } else {
+        make_layout(tag - t->tag_base, t->max_pieces, t->max_size, &l);
+    }
+    if (flags != (uint32_t)(tag & 0xf) || !layout_matches(&l, data, len))
+        atomic_fetch_add(&t->bad, 1);
+    atomic_fetch_add(&t->chunks, 1);
+}
+
+static void *sub_main(void *arg)
+{
+    struct sub_thread *t = arg;
+    struct rc_sub_params sp;
+    rc_sub_params_default(&sp);
+    snprintf(sp.provider, sizeof sp.provider, "%s", t->pv->name);
+    sp.endpoint = t->pv->sub_ep;
+    sp.port = t->port;
+    sp.rx_buffer_size = t->rx_buffer_size;
+    sp.heartbeat_ns = 100 * MS;
+    sp.peer_timeout_ns = 5 * SEC;
+    sp.reconnect_interval_ns = 100 * MS;
+    sp.cb = (struct rc_sub_callbacks){ .ctx = t, .on_data = sub_on_data };
+    struct rc_sub *s = NULL;
+    char err[256];
+    int rc = rc_sub_create(&sp, &s, err, sizeof err);
+    if (rc == 0)
+        rc = rc_sub_subscribe_all(s);
+    if (rc)
+        fprintf(stderr, "subscriber: %s\n", err);
+    atomic_store(&t->create_rc, rc);
+    atomic_store(&t->started, true);
+    while (rc == 0 && !atomic_load(&t->stop))
+        rc_sub_poll(s, 1 * MS);
+    if (s) {
+        rc_sub_get_stats(s, &t->final);
+        atomic_store(&t->reassembled, t->final.reassembled);
+        rc_sub_destroy(s);
+    }
+    return NULL;
+}
+
+static void sub_start(struct sub_thread *t, const struct prov *pv, uint16_t port,
+                      uint32_t rx_buffer_size, unsigned max_pieces, uint32_t max_size,
+                      uint64_t tag_base)
+{
+    memset(t, 0, sizeof *t);
+    t->pv = pv;
+    t->port = port;
+    t->rx_buffer_size = rx_buffer_size;
+    t->max_pieces = max_pieces;
+    t->max_size = max_size;
+    t->tag_base = tag_base;
+    pthread_create(&t->th, NULL, sub_main, t);
+}
+
+static void sub_stop(struct sub_thread *t)
+{
+    atomic_store(&t->stop, true);
+    pthread_join(t->th, NULL);
+}
+
+/* ---- publisher helpers ------------------------------------------------------- */
+
+struct pubctx {
+    struct rc_publisher *p;
+    struct keys keys;
+    uint64_t gone_ns;              /* when the last RC_PUB_PEER_GONE came */
+    unsigned gone;                 /* how many */
+    char err[256];
+};
+
+static void on_peer(void *arg, rc_peer_id peer, enum rc_pub_peer_event ev)
+{
+    struct pubctx *c = arg;
+    (void)peer;
+    if (ev == RC_PUB_PEER_GONE) {
+        c->gone_ns = rc_fabric_now_ns();
+        c->gone++;
+    }
+}
+
+static void on_send_done(void *arg, uint64_t key, int status)
+{
+    on_key(&((struct pubctx *)arg)->keys, key, status);
+}
+
+static int pub_open(struct pubctx *c, const struct rc_fabric_params *fp, uint64_t nkeys)
+{
+    fill_source();
+    keys_init(&c->keys, nkeys);
+    c->gone_ns = 0;
+    c->gone = 0;
+    struct rc_publisher_callbacks cb = { .on_send_complete = on_send_done,
+                                         .on_peer_event = on_peer, .arg = c };
+    int rc = rc_publisher_create(fp, &cb, &c->p, c->err, sizeof c->err);
+    if (rc) {
+        fprintf(stderr, "publisher: %s\n", c->err);
+        return rc;
+    }
+    rc = rc_publisher_register(c->p, src_buf, SRC_SIZE, c->err, sizeof c->err);
+    if (rc)
+        fprintf(stderr, "register: %s\n", c->err);
+    return rc;
+}
+
+static void pub_close(struct pubctx *c)
+{
+    rc_publisher_destroy(c->p);
+    free(c->keys.seen);
+    c->p = NULL;
+}
+
+/* Drive the publisher until cond(arg) or timeout; returns cond's last value. */
+static bool pump_until(struct pubctx *c, bool (*cond)(struct pubctx *, void *), void *arg,
+                       uint64_t timeout_ns)
+{
+    uint64_t end = rc_fabric_now_ns() + timeout_ns;
+    while (!cond(c, arg)) {
+        if (rc_fabric_now_ns() > end)
+            return false;
+        rc_publisher_wait(c->p, 1 * MS);
+    }
+    return true;
+}
+
+static bool n_subscribed(struct pubctx *c, void *arg)
+{
+    rc_peer_id ids[8];
+    return rc_publisher_subscribers_of(c->p, 0, ids, 8) >= *(unsigned *)arg;
+}
+
+static bool keys_reached(struct pubctx *c, void *arg)
+{
+    return keys_back(&c->keys) >= *(uint64_t *)arg;
+}
+
+struct chunks_goal { struct sub_thread *t; uint64_t n; };
+static bool chunks_reached(struct pubctx *c, void *arg)
+{
+    (void)c;
+    struct chunks_goal *g = arg;
+    return atomic_load(&g->t->chunks) >= g->n;
+}
+
+/* rxm completes small sends as soon as they are buffered: without a window
+ * the publisher runs far ahead of a subscriber that checks every byte, and
+ * the RDM stuck-send rule (a send outstanding for peer_timeout) would rightly
+ * cut that slow subscriber. Real deployments size peer_timeout for this. */
+#define WINDOW 2048u
+static void throttle(struct pubctx *c, struct sub_thread *t, uint64_t sent)
+{
+    struct chunks_goal g = { t, sent > WINDOW ? sent - WINDOW : 0 };
+    pump_until(c, chunks_reached, &g, 10 * SEC);
+}
+
+/* Subscribers joined and subscribed: their ids (in join order unknown). */
+static unsigned wait_subscribers(struct pubctx *c, unsigned n, rc_peer_id *ids)
+{
+    pump_until(c, n_subscribed, &n, 10 * SEC);
+    return rc_publisher_subscribers_of(c->p, 0, ids, n);
+}
+
+/* Send one message, retrying on -EAGAIN (which drives progress itself). */
+static int send_one(struct pubctx *c, rc_peer_id peer, uint64_t seq, uint64_t tag_base,
+                    unsigned max_pieces, uint32_t max_size, uint64_t key)
+{
+    struct layout l;
+    struct iovec iov[MAX_PIECES];
+    make_layout(seq, max_pieces, max_size, &l);
+    unsigned n = to_iov(&l, iov);
+    uint64_t tag = tag_base + seq;
+    uint64_t end = rc_fabric_now_ns() + 10 * SEC;
+    for (;;) {
+        int rc = rc_publisher_send(c->p, peer, tag, (uint32_t)(tag & 0xf), iov, n, key);
+        if (rc != -EAGAIN)
+            return rc;
+        rc_publisher_progress(c->p);
+        if (rc_fabric_now_ns() > end)
+            return -ETIMEDOUT;
+    }
+}
+
+/* ---- 1. the stream: 10^6 messages, every byte and key checked ---------------- */
+
+static void stream_test(const struct prov *pv)
+{
+    struct rc_fabric_params fp;
+    uint16_t port = next_port();
+    pub_params(&fp, pv, port);
+    struct pubctx c;
+    if (pub_open(&c, &fp, STREAM_MESSAGES)) {
+        CU_FAIL("publisher create");
+        return;
+    }
+    unsigned max_pieces = (unsigned)rc_publisher_fabric(c.p)->tx_iov_limit - 1;
+    struct sub_thread t;
+    sub_start(&t, pv, port, 128 * 1024, max_pieces, 65536, 0);
+    rc_peer_id peer;
+    CU_ASSERT_EQUAL_FATAL(wait_subscribers(&c, 1, &peer), 1);
+    int failed = 0;
+    for (uint64_t seq = 0; seq < STREAM_MESSAGES && !failed; seq++) {
+        int rc = send_one(&c, peer, seq, 0, max_pieces, 65536, seq);
+        if (rc) {
+            fprintf(stderr, "send %llu: %s (%s)\n", (unsigned long long)seq, strerror(-rc),
+                    rc_publisher_last_error(c.p));
+            failed++;
+        }
+        if ((seq & 255) == 0)
+            throttle(&c, &t, seq);
+    }
+    CU_ASSERT_EQUAL(failed, 0);
+    struct rc_publisher_stats st;
+    rc_publisher_get_stats(c.p, &st);
+    if (failed)
+        fprintf(stderr, "sub chunks %llu; dead: shutdown %llu silence %llu stuck %llu error %llu closed %llu\n",
+                (unsigned long long)atomic_load(&t.chunks),
+                (unsigned long long)st.dead_by_shutdown, (unsigned long long)st.dead_by_silence,
+                (unsigned long long)st.dead_by_stuck_send, (unsigned long long)st.dead_by_error,
+                (unsigned long long)st.peers_closed);
+    uint64_t want = STREAM_MESSAGES;
+    CU_ASSERT(pump_until(&c, keys_reached, &want, 30 * SEC));
+    struct chunks_goal g = { &t, STREAM_MESSAGES };
+    CU_ASSERT(pump_until(&c, chunks_reached, &g, 30 * SEC));
+    CU_ASSERT_EQUAL(atomic_load(&t.chunks), STREAM_MESSAGES);
+    CU_ASSERT_EQUAL(atomic_load(&t.bad), 0);
+    CU_ASSERT_EQUAL(c.keys.ok, STREAM_MESSAGES);
+    CU_ASSERT_EQUAL(c.keys.err + c.keys.dup + c.keys.out_of_range, 0);
+    rc_publisher_get_stats(c.p, &st);
+    CU_ASSERT_EQUAL(st.sends, STREAM_MESSAGES);
+    CU_ASSERT_EQUAL(st.fragmented_sends, 0);
+    CU_ASSERT_EQUAL(st.slots_free, fp.header_slots);
+    sub_stop(&t);
+    pub_close(&c);
+}
+
+static void test_stream_msg(void) { stream_test(&PROVS[0]); }
+static void test_stream_rdm(void) { stream_test(&PROVS[1]); }
+
+/* ---- 2. -EAGAIN when slots run out, then recovery ----------------------------- */
+
+static void again_test(const struct prov *pv)
+{
+    struct rc_fabric_params fp;
+    uint16_t port = next_port();
+    pub_params(&fp, pv, port);
+    fp.header_slots = 8;
+    struct pubctx c;
+    if (pub_open(&c, &fp, 2000)) {
+        CU_FAIL("publisher create");
+        return;
+    }
+    struct sub_thread t;
+    sub_start(&t, pv, port, 128 * 1024, 1, 65536, 0);
+    rc_peer_id peer;
+    CU_ASSERT_EQUAL_FATAL(wait_subscribers(&c, 1, &peer), 1);
+    CU_ASSERT_EQUAL(rc_publisher_available_slots(c.p), 8);
+    struct layout l;
+    struct iovec iov[MAX_PIECES];
+    /* No progress between sends: the ninth finds every slot taken. */
+    int rc = 0;
+    uint64_t seq = 0;
+    for (; seq < 8 && rc == 0; seq++) {
+        make_layout(seq, 1, 65536, &l);
+        rc = rc_publisher_send(c.p, peer, seq, (uint32_t)(seq & 0xf), iov, to_iov(&l, iov), seq);
+    }
+    CU_ASSERT_EQUAL(rc, 0);
+    make_layout(seq, 1, 65536, &l);
+    rc = rc_publisher_send(c.p, peer, seq, (uint32_t)(seq & 0xf), iov, to_iov(&l, iov), seq);
+    CU_ASSERT_EQUAL(rc, -EAGAIN);
+    struct rc_publisher_stats st;
+    rc_publisher_get_stats(c.p, &st);
+    CU_ASSERT(st.again_no_slot >= 1);
+    CU_ASSERT_EQUAL(rc_publisher_available_slots(c.p), 0);
+    uint64_t want = 8;
+    CU_ASSERT(pump_until(&c, keys_reached, &want, 10 * SEC));
+    rc_publisher_available_slots(c.p);                      /* low mark of the last period */
+    CU_ASSERT_EQUAL(rc_publisher_available_slots(c.p), 8);  /* all free again */
+    for (; seq < 2000; seq++)
+        CU_ASSERT_EQUAL_FATAL(send_one(&c, peer, seq, 0, 1, 65536, seq), 0);
+    want = 2000;
+    CU_ASSERT(pump_until(&c, keys_reached, &want, 10 * SEC));
+    struct chunks_goal g = { &t, 2000 };
+    CU_ASSERT(pump_until(&c, chunks_reached, &g, 10 * SEC));
+    CU_ASSERT_EQUAL(c.keys.ok, 2000);
+    CU_ASSERT_EQUAL(c.keys.dup, 0);
+    CU_ASSERT_EQUAL(atomic_load(&t.bad), 0);
+    sub_stop(&t);
+    pub_close(&c);
+}
+
+static void test_again_msg(void) { again_test(&PROVS[0]); }
+static void test_again_rdm(void) { again_test(&PROVS[1]); }
+
+/* ---- 2b. closing a subscriber: its keys are collected, not called back ----- */
+
+static void pending_test(const struct prov *pv)
+{
+    struct rc_fabric_params fp;
+    uint16_t port = next_port();
+    pub_params(&fp, pv, port);
+    fp.header_slots = 8;
+    struct pubctx c;
+    if (pub_open(&c, &fp, 8)) {
+        CU_FAIL("publisher create");
+        return;
+    }
+    struct sub_thread t;
+    sub_start(&t, pv, port, 128 * 1024, 1, 65536, 0);
+    rc_peer_id peer;
+    CU_ASSERT_EQUAL_FATAL(wait_subscribers(&c, 1, &peer), 1);
+    /* No progress call: the 8 completions stay unread in the CQ. */
+    for (uint64_t seq = 0; seq < 8; seq++) {
+        struct layout l;
+        struct iovec iov[MAX_PIECES];
+        make_layout(seq, 1, 65536, &l);
+        CU_ASSERT_EQUAL(rc_publisher_send(c.p, peer, seq, (uint32_t)(seq & 0xf), iov,
+                                          to_iov(&l, iov), seq), 0);
+    }
+    uint64_t keys[16];
+    CU_ASSERT_EQUAL(rc_publisher_pending_sends(c.p, peer, keys, 16), -EBUSY);
+    CU_ASSERT_EQUAL(rc_publisher_close_peer(c.p, peer), 0);
+    CU_ASSERT_EQUAL(rc_publisher_pending_sends(c.p, peer, keys, 3), 3);
+    CU_ASSERT_EQUAL(rc_publisher_pending_sends(c.p, peer, keys + 3, 13), 5);
+    CU_ASSERT_EQUAL(rc_publisher_pending_sends(c.p, peer, keys, 16), 0);
+    unsigned seen = 0;
+    for (unsigned i = 0; i < 8; i++)
+        if (keys[i] < 8)
+            seen |= 1u << keys[i];
+    CU_ASSERT_EQUAL(seen, 0xff);
+    /* Late completions for the released slots are recognised and ignored. */
+    uint64_t end = rc_fabric_now_ns() + 300 * MS;
+    while (rc_fabric_now_ns() < end)
+        rc_publisher_wait(c.p, 1 * MS);
+    CU_ASSERT_EQUAL(keys_back(&c.keys), 0);
+    CU_ASSERT_EQUAL(rc_publisher_pending_sends(c.p, peer, keys, 16), -ENOTCONN);
+    struct layout l;
+    struct iovec iov[MAX_PIECES];
+    make_layout(0, 1, 65536, &l);
+    CU_ASSERT_EQUAL(rc_publisher_send(c.p, peer, 0, 0, iov, to_iov(&l, iov), 0), -ENOTCONN);
+    struct rc_publisher_stats st;
+    rc_publisher_get_stats(c.p, &st);
+    CU_ASSERT_EQUAL(st.keys_released_by_peer_death, 8);
+    CU_ASSERT_EQUAL(st.peers_closed, 1);
+    CU_ASSERT_EQUAL(st.slots_free, 8);
+    sub_stop(&t);
+    pub_close(&c);
+}
+
+static void test_pending_msg(void) { pending_test(&PROVS[0]); }
+static void test_pending_rdm(void) { pending_test(&PROVS[1]); }
+
+/* ---- 3. fragments: more pieces than iov_limit, chunks above the rx buffer ---- */
+
+static void fragment_test(const struct prov *pv)
+{
+    enum { N = 3000 };
+    struct rc_fabric_params fp;
+    uint16_t port = next_port();
+    pub_params(&fp, pv, port);
+    struct pubctx c;
+    if (pub_open(&c, &fp, N + 1)) {
+        CU_FAIL("publisher create");
+        return;
+    }
+    unsigned iov_limit = (unsigned)rc_publisher_fabric(c.p)->tx_iov_limit;
+    unsigned n = 3 * iov_limit < MAX_PIECES ? 3 * iov_limit : MAX_PIECES;
+    struct sub_thread t;
+    sub_start(&t, pv, port, 4096, MAX_PIECES, 65536, 0);
+    t.odd_pieces = n;
+    rc_peer_id peer;
+    CU_ASSERT_EQUAL_FATAL(wait_subscribers(&c, 1, &peer), 1);
+
+    /* One small chunk with 3 x iov_limit pieces: split by the iov limit only. */
+    struct iovec iov[MAX_PIECES];
+    for (unsigned i = 0; i < n; i++)
+        iov[i] = (struct iovec){ .iov_base = src_buf + 1000 * i, .iov_len = 16 };
+    struct rc_publisher_stats before, after;
+    rc_publisher_get_stats(c.p, &before);
+    int rc;
+    while ((rc = rc_publisher_send(c.p, peer, ODD_TAG, 0, iov, n, N)) == -EAGAIN)
+        rc_publisher_progress(c.p);
+    CU_ASSERT_EQUAL(rc, 0);
+    rc_publisher_get_stats(c.p, &after);
+    CU_ASSERT_EQUAL(after.fragmented_sends, before.fragmented_sends + 1);
+    /* pieces per message: iov_limit - 1 (one iov is the header) */
+    unsigned per = iov_limit - 1;
+    CU_ASSERT_EQUAL(after.fragments - before.fragments, (n + per - 1) / per);
+
+    for (uint64_t seq = 0; seq < N; seq++) {
+        CU_ASSERT_EQUAL_FATAL(send_one(&c, peer, seq, 0, MAX_PIECES, 65536, seq), 0);
+        if ((seq & 255) == 0)
+            throttle(&c, &t, seq);
+    }
+    uint64_t want = N + 1;
+    CU_ASSERT(pump_until(&c, keys_reached, &want, 20 * SEC));
+    struct chunks_goal g = { &t, N + 1 };
+    CU_ASSERT(pump_until(&c, chunks_reached, &g, 20 * SEC));
+    CU_ASSERT_EQUAL(c.keys.ok, N + 1);
+    CU_ASSERT_EQUAL(c.keys.dup + c.keys.err, 0);
+    rc_publisher_get_stats(c.p, &after);
+    CU_ASSERT(after.fragmented_sends > 100);
+    CU_ASSERT(after.fragments > 2 * after.fragmented_sends - 1);
+    sub_stop(&t);
+    CU_ASSERT_EQUAL(atomic_load(&t.bad), 0);
+    CU_ASSERT(atomic_load(&t.reassembled) >= after.fragmented_sends);
+    pub_close(&c);
+}
+
+static void test_fragments_msg(void) { fragment_test(&PROVS[0]); }
+static void test_fragments_rdm(void) { fragment_test(&PROVS[1]); }
+
+/* ---- 4. buffered pages --------------------------------------------------------- */
+
+static void buffered_test(const struct prov *pv)
+{
+    enum { N = 100000 };
+    struct rc_fabric_params fp;
+    uint16_t port = next_port();
+    pub_params(&fp, pv, port);
+    struct pubctx c;
+    if (pub_open(&c, &fp, N)) {
+        CU_FAIL("publisher create");
+        return;
+    }
+    struct sub_thread t;
+    sub_start(&t, pv, port, 64 * 1024, 3, 256, 0);
+    rc_peer_id peer;
+    CU_ASSERT_EQUAL_FATAL(wait_subscribers(&c, 1, &peer), 1);
+    for (uint64_t seq = 0; seq < N; seq++) {
+        struct layout l;
+        struct iovec iov[MAX_PIECES];
+        make_layout(seq, 3, 256, &l);
+        unsigned n = to_iov(&l, iov);
+        int rc;
+        while ((rc = rc_publisher_send_buffered(c.p, peer, seq, (uint32_t)(seq & 0xf), iov, n,
+                                                seq)) == -EAGAIN)
+            rc_publisher_progress(c.p);
+        if (rc)
+            fprintf(stderr, "send_buffered %llu: %s (%s)\n", (unsigned long long)seq,
+                    strerror(-rc), rc_publisher_last_error(c.p));
+        CU_ASSERT_EQUAL_FATAL(rc, 0);
+        /* The key is released right after the copy. */
+        CU_ASSERT_EQUAL_FATAL(c.keys.ok, seq + 1);
+    }
+    /* The last page goes out by flush_timeout, without an explicit flush. */
+    struct chunks_goal g = { &t, N };
+    CU_ASSERT(pump_until(&c, chunks_reached, &g, 20 * SEC));
+    CU_ASSERT_EQUAL(atomic_load(&t.bad), 0);
+    struct rc_publisher_stats st;
+    rc_publisher_get_stats(c.p, &st);
+    CU_ASSERT_EQUAL(st.buffered_records, N);
+    CU_ASSERT(st.pages_sent > 0 && st.pages_sent < N / 10);
+    CU_ASSERT(st.pages_flushed_by_timeout >= 1);
+    CU_ASSERT_EQUAL(st.pages_failed, 0);
+    sub_stop(&t);
+    pub_close(&c);
+}
+
+static void test_buffered_msg(void) { buffered_test(&PROVS[0]); }
+static void test_buffered_rdm(void) { buffered_test(&PROVS[1]); }
+
+/* ---- 5. a subscriber leaves mid-stream ------------------------------------------ */
+
+struct gone { rc_peer_id peer; };
+static bool peer_gone(struct pubctx *c, void *arg)
+{
+    return rc_publisher_peer_name(c->p, ((struct gone *)arg)->peer)[0] == '\0';
+}
+
+/* Stream to a and b (keys: seq * 2 + index); stop a after `stop_after`
+ * sends by calling leave(); check a's keys all come back in time and b gets
+ * everything. */
+static void two_subscriber_stream(struct pubctx *c, rc_peer_id pa, rc_peer_id pb,
+                                  struct sub_thread *tb, uint64_t n, uint64_t stop_after,
+                                  void (*leave)(void *), void *leave_arg, uint64_t bound_ns,
+                                  uint32_t max_size)
+{
+    uint64_t sent_a = 0, left_at = 0;
+    bool a_alive = true;
+    for (uint64_t seq = 0; seq < n; seq++) {
+        if (seq == stop_after) {
+            leave(leave_arg);
+            left_at = rc_fabric_now_ns();
+        }
+        if (a_alive) {
+            int rc = send_one(c, pa, seq, 0, 1, max_size, seq * 2);
+            if (rc == 0)
+                sent_a++;
+            else
+                a_alive = false;  /* -ENOTCONN once the publisher buried it */
+            CU_ASSERT(rc == 0 || rc == -ENOTCONN);
+        }
+        CU_ASSERT_EQUAL_FATAL(send_one(c, pb, seq, 0, 1, max_size, seq * 2 + 1), 0);
+        if ((seq & 255) == 0)
+            throttle(c, tb, seq);
+    }
+    struct gone gn = { pa };
+    CU_ASSERT(pump_until(c, peer_gone, &gn, bound_ns));
+    uint64_t want = sent_a + n;
+    CU_ASSERT(pump_until(c, keys_reached, &want, bound_ns));
+    /* a's keys are all reported before its GONE event, within the bound */
+    CU_ASSERT_EQUAL(c->gone, 1);
+    CU_ASSERT(c->gone_ns >= left_at && c->gone_ns - left_at < bound_ns);
+    CU_ASSERT_EQUAL(keys_back(&c->keys), sent_a + n);
+    CU_ASSERT_EQUAL(c->keys.dup + c->keys.out_of_range, 0);
+    for (uint64_t seq = 0; seq < n; seq++)
+        if (!c->keys.seen[seq * 2 + 1] || (seq < sent_a && !c->keys.seen[seq * 2])) {
+            CU_FAIL("a key did not come back");
+            break;
+        }
+    struct chunks_goal g = { tb, n };
+    CU_ASSERT(pump_until(c, chunks_reached, &g, 20 * SEC));
+    CU_ASSERT_EQUAL(atomic_load(&tb->bad), 0);
+}
+
+static void stop_thread(void *arg) { sub_stop(arg); }
+
+static void disconnect_test(const struct prov *pv)
+{
+    enum { N = 20000 };
+    struct rc_fabric_params fp;
+    uint16_t port = next_port();
+    pub_params(&fp, pv, port);
+    struct pubctx c;
+    if (pub_open(&c, &fp, 2 * N)) {
+        CU_FAIL("publisher create");
+        return;
+    }
+    struct sub_thread ta, tb;
+    sub_start(&ta, pv, port, 128 * 1024, 1, 65536, 0);
+    unsigned one = 1;
+    pump_until(&c, n_subscribed, &one, 10 * SEC);
+    rc_peer_id pa;
+    CU_ASSERT_EQUAL_FATAL(rc_publisher_subscribers_of(c.p, 0, &pa, 1), 1);
+    sub_start(&tb, pv, port, 128 * 1024, 1, 65536, 0);
+    rc_peer_id ids[2], pb = 0;
+    CU_ASSERT_EQUAL_FATAL(wait_subscribers(&c, 2, ids), 2);
+    pb = ids[0] == pa ? ids[1] : ids[0];
+    two_subscriber_stream(&c, pa, pb, &tb, N, N / 4, stop_thread, &ta,
+                          fp.peer_timeout_ns + 2 * SEC, 65536);
+    struct rc_publisher_stats st;
+    rc_publisher_get_stats(c.p, &st);
+    CU_ASSERT_EQUAL(st.peers_closed + st.peers_dead, 1);
+    CU_ASSERT_EQUAL(st.peers_active, 1);
+    sub_stop(&tb);
+    pub_close(&c);
+}
+
+static void test_disconnect_msg(void) { disconnect_test(&PROVS[0]); }
+static void test_disconnect_rdm(void) { disconnect_test(&PROVS[1]); }
+
+/* ---- 6. malformed control messages from a raw libfabric client ----------------- */
+
+struct raw_client {
+    pthread_t th;
+    const struct prov *pv;
+    uint16_t port;
+    atomic_int step;               /* progress marker, -1 = failed */
+    atomic_bool done, close_now;
+    char failure[256];
+    uint32_t ack_status[2];
+};
+
+#define RAW_RX 4u
+#define RAW_RX_SIZE 65536u
+
+struct raw {
+    struct rc_fabric f;
+    struct fid_ep *ep;             /* MSG endpoint, or f.ep */
+    fi_addr_t pub;
+    uint8_t *tx, *rx;
+    struct rc_fabric_mr txmr, rxmr;
+    unsigned pending[RAW_RX], npending;   /* received while waiting for a send */
+    size_t pending_len[RAW_RX];
+};
+
+
+static int raw_post_rx(struct raw *r, unsigned i)
+{
+    return (int)fi_recv(r->ep, r->rx + (size_t)i * RAW_RX_SIZE, RAW_RX_SIZE, r->rxmr.desc,
+                        FI_ADDR_UNSPEC, (void *)(uintptr_t)(i + 1));
+}
+
+static int raw_open(struct raw *r, const struct prov *pv, uint16_t port, char *err, size_t len)
+{
+    struct rc_fabric_params fp;
+    pub_params(&fp, pv, port);
+    memset(r, 0, sizeof *r);
+    int rc = rc_fabric_open(&r->f, &fp, RC_FABRIC_CONNECT, 64, err, len);
+    if (rc)
+        return rc;
+    r->tx = aligned_alloc(4096, 65536);
+    r->rx = aligned_alloc(4096, RAW_RX * RAW_RX_SIZE);
+    if (r->f.rdm) {
+        r->ep = r->f.ep;
+        rc = rc_fabric_av_insert(&r->f, r->f.info->dest_addr, r->f.info->dest_addrlen, &r->pub,
+                                 err, len);
+    } else {
+        rc = rc_fabric_msg_ep_open(&r->f, NULL, NULL, &r->ep, err, len);
+    }
+    if (!rc)
+        rc = rc_fabric_mr_reg(&r->f, r->tx, 65536, FI_SEND, r->ep, &r->txmr, err, len);
+    if (!rc)
+        rc = rc_fabric_mr_reg(&r->f, r->rx, RAW_RX * RAW_RX_SIZE, FI_RECV, r->ep, &r->rxmr, err, len);
+    for (unsigned i = 0; !rc && i < RAW_RX; i++)
+        rc = raw_post_rx(r, i);
+    if (!rc && !r->f.rdm)
+        rc = rc_fabric_msg_connect(&r->f, r->ep, 10 * SEC, err, len);
+    return rc;
+}
+
+static void raw_close(struct raw *r)
+{
+    if (!r->f.rdm)
+        rc_fabric_ep_close(r->ep);
+    else
+        rc_fabric_ep_close(r->f.ep);
+    r->f.ep = NULL;
+    rc_fabric_mr_close(&r->txmr);
+    rc_fabric_mr_close(&r->rxmr);
+    rc_fabric_close(&r->f);
+    free(r->tx);
+    free(r->rx);
+}
+
+static void raw_keep(struct raw *r, const struct rc_fabric_cqe *e)
+{
+    unsigned k = (unsigned)(uintptr_t)e->context;
+    if (k == 0 || k > RAW_RX)
+        return;
+    if (e->err) {
+        raw_post_rx(r, k - 1);
+        return;
+    }
+    r->pending_len[r->npending] = e->len;
+    r->pending[r->npending++] = k - 1;
+}
+
+/* Send len bytes of r->tx and wait for the completion (receives that come in
+ * meanwhile are kept for raw_expect). */
+static int raw_send(struct raw *r, size_t len)
+{
+    int rc;
+    uint64_t end = rc_fabric_now_ns() + 10 * SEC;
+    while ((rc = (int)fi_send(r->ep, r->tx, len, r->txmr.desc, r->f.rdm ? r->pub : FI_ADDR_UNSPEC,
+                              (void *)(uintptr_t)1000)) == -FI_EAGAIN) {
+        struct rc_fabric_cqe e[4];
+        char err[256];
+        int n = rc_fabric_cq_poll(&r->f, e, 4, err, sizeof err);
+        for (int i = 0; i < n; i++)
+            raw_keep(r, &e[i]);
+        if (rc_fabric_now_ns() > end)
+            return -ETIMEDOUT;
+    }
+    if (rc)
+        return rc;
+    for (;;) {
+        struct rc_fabric_cqe e[4];
+        char err[256];
+        int n = rc_fabric_cq_poll(&r->f, e, 4, err, sizeof err);
+        bool sent = false;
+        for (int i = 0; i < n; i++) {  /* keep receives read in the same batch */
+            if ((uintptr_t)e[i].context == 1000) {
+                sent = true;
+                rc = e[i].err ? -e[i].err : 0;
+            } else {
+                raw_keep(r, &e[i]);
+            }
+        }
+        if (sent)
+            return rc;
+        if (rc_fabric_now_ns() > end)
+            return -ETIMEDOUT;
+    }
+}
+
+/* Wait for a message of `type`; copies it to out (len bytes max). Other
+ * messages (heartbeats) are dropped. */
+static int raw_expect(struct raw *r, int type, void *out, size_t len)
+{
+    uint64_t end = rc_fabric_now_ns() + 10 * SEC;
+    while (rc_fabric_now_ns() < end) {
+        struct rc_fabric_cqe e[4];
+        char err[256];
+        int n = rc_fabric_cq_poll(&r->f, e, 4, err, sizeof err);
+        for (int i = 0; i < n; i++)
+            raw_keep(r, &e[i]);
+        bool found = false;
+        while (r->npending) {
+            unsigned k = r->pending[--r->npending];
+            const uint8_t *m = r->rx + (size_t)k * RAW_RX_SIZE;
+            size_t mlen = r->pending_len[r->npending];
+            if (!found && rc_wire_check(m, mlen, RC_WIRE_TO_SUBSCRIBER, NULL) == type) {
+                memcpy(out, m, mlen < len ? mlen : len);
+                found = true;
+            }
+            raw_post_rx(r, k);
+        }
+        if (found)
+            return 0;
+        rc_fabric_wait(&r->f, 1 * MS);
+    }
+    return -ETIMEDOUT;
+}
+
+static int raw_subscribe(struct raw *r, uint32_t id, uint64_t first, uint64_t last, uint32_t *status)
+{
+    struct rc_wire_range range = { first, last };
+    ssize_t n = rc_wire_build_sub(r->tx, 65536, RC_MSG_SUBSCRIBE, id, &range, 1);
+    int rc = n > 0 ? raw_send(r, (size_t)n) : -EINVAL;
+    struct rc_wire_sub_ack ack;
+    if (!rc)
+        rc = raw_expect(r, RC_MSG_SUB_ACK, &ack, sizeof ack);
+    if (!rc && rc_wire_check_sub_ack(&ack, sizeof ack, &ack) == RC_WIRE_OK)
+        *status = ack.status;
+    return rc;
+}
+
+#define RAW_STEP(cond, what)                                                     \
+    do {                                                                         \
+        if (!(cond)) {                                                           \
+            snprintf(c->failure, sizeof c->failure, "%s", what);                 \
+            goto out;                                                            \
+        }                                                                        \
+        atomic_fetch_add(&c->step, 1);                                           \
+    } while (0)
+
+static void *raw_main(void *arg)
+{
+    struct raw_client *c = arg;
+    struct raw r;
+    char err[256] = "";
+    int rc = raw_open(&r, c->pv, c->port, err, sizeof err);
+    RAW_STEP(rc == 0, err);
+    uint8_t addr[RC_WIRE_MAX_ADDR];
+    size_t alen = sizeof addr;
+    if (r.f.rdm)
+        RAW_STEP(rc_fabric_getname(&r.f, r.ep, addr, &alen, err, sizeof err) == 0, err);
+    ssize_t n;
+    if (r.f.rdm) {  /* a HELLO whose address cannot be one: rejected, no WELCOME */
+        static const uint8_t bogus[4] = { 0xff, 0xff, 0, 0 };
+        n = rc_wire_build_hello(r.tx, 65536, 41, 65536, bogus, sizeof bogus);
+        RAW_STEP(n > 0 && raw_send(&r, (size_t)n) == 0, "send bogus HELLO");
+    }
+    n = rc_wire_build_hello(r.tx, 65536, 42, 65536, addr, r.f.rdm ? (uint16_t)alen : 0);
+    RAW_STEP(n > 0 && raw_send(&r, (size_t)n) == 0, "send HELLO");
+    struct rc_wire_welcome w;
+    RAW_STEP(raw_expect(&r, RC_MSG_WELCOME, &w, sizeof w) == 0, "no WELCOME");
+    /* Garbage: short, bad magic, a type not allowed towards the publisher. */
+    memset(r.tx, 0xab, 64);
+    RAW_STEP(raw_send(&r, 4) == 0, "send short");
+    n = rc_wire_build_heartbeat(r.tx, 65536, 1);
+    r.tx[0] ^= 0xff;
+    RAW_STEP(raw_send(&r, (size_t)n) == 0, "send bad magic");
+    n = rc_wire_build_data_hdr(r.tx, 65536, 7, 0, 0, 0, 0, 1, 0);
+    RAW_STEP(raw_send(&r, (size_t)n) == 0, "send DATA to publisher");
+    n = rc_wire_build_heartbeat(r.tx, 65536, 1);
+    ((struct rc_wire_hdr *)r.tx)->length = 9999;
+    RAW_STEP(raw_send(&r, (size_t)n) == 0, "send bad length");
+    /* Too many tags (limit 100), then an acceptable subscription. */
+    RAW_STEP(raw_subscribe(&r, 1, 0, 1000, &c->ack_status[0]) == 0, "SUB_ACK 1");
+    RAW_STEP(raw_subscribe(&r, 2, 0, 9, &c->ack_status[1]) == 0, "SUB_ACK 2");
+    atomic_store(&c->done, true);
+    while (!atomic_load(&c->close_now))
+        usleep(1000);
+out:
+    if (c->failure[0])
+        atomic_store(&c->step, -1);
+    raw_close(&r);  /* no BYE: the publisher must notice by itself */
+    atomic_store(&c->done, true);
+    return NULL;
+}
+
+static bool raw_done(struct pubctx *c, void *arg)
+{
+    (void)c;
+    return atomic_load(&((struct raw_client *)arg)->done);
+}
+
+static void malformed_test(const struct prov *pv)
+{
+    struct rc_fabric_params fp;
+    uint16_t port = next_port();
+    pub_params(&fp, pv, port);
+    fp.max_tags_per_subscriber = 100;
+    struct pubctx c;
+    if (pub_open(&c, &fp, 1)) {
+        CU_FAIL("publisher create");
+        return;
+    }
+    struct raw_client rc = { .pv = pv, .port = port };
+    pthread_create(&rc.th, NULL, raw_main, &rc);
+    CU_ASSERT(pump_until(&c, raw_done, &rc, 30 * SEC));
+    struct rc_publisher_stats st;
+    rc_publisher_get_stats(c.p, &st);
+    if (atomic_load(&rc.step) < 0)
+        fprintf(stderr, "raw client failed: %s (publisher: %llu joined, %llu unknown, "
+                "%llu control retries, %llu dropped, %llu heartbeats in, %llu subscribes, %s)\n",
+                rc.failure, (unsigned long long)st.connections,
+                (unsigned long long)st.unknown_sender, (unsigned long long)st.control_send_retries,
+                (unsigned long long)st.control_dropped, (unsigned long long)st.heartbeats_received,
+                (unsigned long long)st.subscribe_requests, rc_publisher_last_error(c.p));
+    CU_ASSERT(atomic_load(&rc.step) >= 0);
+    CU_ASSERT(st.malformed[RC_WIRE_SHORT] >= 1);
+    CU_ASSERT(st.malformed[RC_WIRE_BAD_MAGIC] >= 1);
+    CU_ASSERT(st.malformed[RC_WIRE_BAD_TYPE] >= 1);
+    CU_ASSERT(st.malformed[RC_WIRE_BAD_LENGTH] >= 1);
+    if (pv->ep == RC_EP_RDM)
+        CU_ASSERT_EQUAL(st.malformed[RC_WIRE_BAD_FIELD], 1);
+    CU_ASSERT_EQUAL(st.connections, 1);
+    CU_ASSERT_EQUAL(rc.ack_status[0], RC_SUB_TOO_MANY_TAGS);
+    CU_ASSERT_EQUAL(rc.ack_status[1], RC_SUB_OK);
+    CU_ASSERT_EQUAL(st.subscriptions_refused, 1);
+    rc_peer_id ids[2];
+    CU_ASSERT_EQUAL(rc_publisher_subscribers_of(c.p, 5, ids, 2), 1);
+    CU_ASSERT_EQUAL(rc_publisher_subscribers_of(c.p, 10, ids, 2), 0);
+    /* The client vanishes without BYE: gone within peer_timeout (+ margin). */
+    struct gone gn = { ids[0] };
+    atomic_store(&rc.close_now, true);
+    pthread_join(rc.th, NULL);
+    uint64_t t0 = rc_fabric_now_ns();
+    CU_ASSERT(pump_until(&c, peer_gone, &gn, fp.peer_timeout_ns + 2 * SEC));
+    CU_ASSERT(rc_fabric_now_ns() - t0 < fp.peer_timeout_ns + 2 * SEC);
+    rc_publisher_get_stats(c.p, &st);
+    CU_ASSERT_EQUAL(st.peers_dead, 1);
+    CU_ASSERT_EQUAL(st.peers_active, 0);
+    pub_close(&c);
+}
+
+static void test_malformed_msg(void) { malformed_test(&PROVS[0]); }
+static void test_malformed_rdm(void) { malformed_test(&PROVS[1]); }
+
+/* ---- 6b. max_subscribers: the next one is refused, the first still served -- */
+
+struct refusals { uint64_t n; };
+static bool refused_enough(struct pubctx *c, void *arg)
+{
+    struct rc_publisher_stats st;
+    rc_publisher_get_stats(c->p, &st);
+    return st.connections_refused >= ((struct refusals *)arg)->n;
+}
+
+static void max_subscribers_test(const struct prov *pv)
+{
+    struct rc_fabric_params fp;
+    uint16_t port = next_port();
+    pub_params(&fp, pv, port);
+    fp.max_subscribers = 1;
+    struct pubctx c;
+    if (pub_open(&c, &fp, 100)) {
+        CU_FAIL("publisher create");
+        return;
+    }
+    struct sub_thread ta, tb;
+    sub_start(&ta, pv, port, 128 * 1024, 1, 65536, 0);
+    rc_peer_id pa;
+    CU_ASSERT_EQUAL_FATAL(wait_subscribers(&c, 1, &pa), 1);
+    sub_start(&tb, pv, port, 128 * 1024, 1, 65536, 0);
+    struct refusals want = { 2 };   /* it retries: refused again and again */
+    CU_ASSERT(pump_until(&c, refused_enough, &want, 10 * SEC));
+    rc_peer_id ids[2];
+    CU_ASSERT_EQUAL(rc_publisher_peers(c.p, ids, 2), 1);
+    for (uint64_t seq = 0; seq < 100; seq++)
+        CU_ASSERT_EQUAL_FATAL(send_one(&c, pa, seq, 0, 1, 65536, seq), 0);
+    struct chunks_goal g = { &ta, 100 };
+    CU_ASSERT(pump_until(&c, chunks_reached, &g, 10 * SEC));
+    CU_ASSERT_EQUAL(atomic_load(&tb.chunks), 0);
+    sub_stop(&tb);
+    sub_stop(&ta);
+    pub_close(&c);
+}
+
+static void test_max_subscribers_msg(void) { max_subscribers_test(&PROVS[0]); }
+static void test_max_subscribers_rdm(void) { max_subscribers_test(&PROVS[1]); }
+
+/* ---- 7. ringcast-sub SIGKILLed mid-stream ---------------------------------------- */
+
+static int find_sub_tool(char *path, size_t len)
+{
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0)
+        return -1;
+    self[n] = '\0';
+    char *slash = strrchr(self, '/');   /* .../build/tests/test_x -> .../build */
+    if (!slash)
+        return -1;
+    *slash = '\0';
+    slash = strrchr(self, '/');
+    if (!slash)
+        return -1;
+    *slash = '\0';
+    static const char tail[] = "/bin/ringcast-sub";
+    size_t dir = strlen(self);
+    if (dir + sizeof tail > len)
+        return -1;
+    memcpy(path, self, dir);
+    memcpy(path + dir, tail, sizeof tail);
+    return access(path, X_OK);
+}
+
+struct killer { pid_t pid; };
+static void kill_child(void *arg)
+{
+    kill(((struct killer *)arg)->pid, SIGKILL);
+}
+
+static void sigkill_test(const struct prov *pv)
+{
+    enum { N = 6000 };
+    char tool[PATH_MAX];
+    if (find_sub_tool(tool, sizeof tool)) {
+        CU_FAIL("build/bin/ringcast-sub not built (make all)");
+        return;
+    }
+    struct rc_fabric_params fp;
+    uint16_t port = next_port();
+    pub_params(&fp, pv, port);
+    struct pubctx c;
+    if (pub_open(&c, &fp, 2 * N)) {
+        CU_FAIL("publisher create");
+        return;
+    }
+    char connect[64];
+    snprintf(connect, sizeof connect, "127.0.0.1:%u", port);
+    char *argv[] = { tool, "--connect", connect, "--provider", (char *)pv->name, "--endpoint",
+                     pv->ep == RC_EP_RDM ? "rdm" : "msg", "--tags", "all", NULL };
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    struct killer k = { 0 };
+    int rc = posix_spawn(&k.pid, tool, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    unsigned one = 1;
+    CU_ASSERT(pump_until(&c, n_subscribed, &one, 10 * SEC));
+    rc_peer_id pa;
+    if (rc_publisher_subscribers_of(c.p, 0, &pa, 1) != 1) {
+        CU_FAIL("ringcast-sub did not subscribe");
+        kill(k.pid, SIGKILL);
+        waitpid(k.pid, NULL, 0);
+        pub_close(&c);
+        return;
+    }
+    struct sub_thread tb;
+    sub_start(&tb, pv, port, 128 * 1024, 1, 65536, 0);
+    rc_peer_id ids[2];
+    CU_ASSERT_EQUAL_FATAL(wait_subscribers(&c, 2, ids), 2);
+    rc_peer_id pb = ids[0] == pa ? ids[1] : ids[0];
+    /* Large chunks: above rxm's eager size, the sends to a killed peer hang. */
+    two_subscriber_stream(&c, pa, pb, &tb, N, N / 3, kill_child, &k, fp.peer_timeout_ns + 2 * SEC,
+                          65536);
+    int status = 0;
+    waitpid(k.pid, &status, 0);
+    CU_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    struct rc_publisher_stats st;
+    rc_publisher_get_stats(c.p, &st);
+    CU_ASSERT_EQUAL(st.peers_dead, 1);
+    sub_stop(&tb);
+    pub_close(&c);
+}
+
+static void test_sigkill_msg(void) { sigkill_test(&PROVS[0]); }
+static void test_sigkill_rdm(void) { sigkill_test(&PROVS[1]); }
+
+struct named_test { const char *name; CU_TestFunc fn; };
+
+/* RC_TEST_FILTER=substring runs only the matching tests (for debugging). */
+static void add_suite(const char *name, const struct named_test *t, size_t n)
+{
+    const char *filter = getenv("RC_TEST_FILTER");
+    CU_pSuite s = CU_add_suite(name, NULL, NULL);
+    for (size_t i = 0; s && i < n; i++)
+        if (!filter || strstr(t[i].name, filter))
+            CU_add_test(s, t[i].name, t[i].fn);
+}
+
+static void register_tests(void)
+{
+    static const struct named_test msg[] = {
+        { "stream 10^6 msgs, tcp msg", test_stream_msg },
+        { "EAGAIN and recovery, tcp msg", test_again_msg },
+        { "close_peer and pending_sends, tcp msg", test_pending_msg },
+        { "iov_limit / rx buffer fragments, tcp msg", test_fragments_msg },
+        { "buffered pages, tcp msg", test_buffered_msg },
+        { "subscriber leaves mid-stream, tcp msg", test_disconnect_msg },
+        { "malformed control messages, tcp msg", test_malformed_msg },
+        { "max_subscribers refusal, tcp msg", test_max_subscribers_msg },
+        { "ringcast-sub SIGKILLed, tcp msg", test_sigkill_msg },
+    };
+    static const struct named_test rdm[] = {
+        { "stream 10^6 msgs, tcp;ofi_rxm rdm", test_stream_rdm },
+        { "EAGAIN and recovery, tcp;ofi_rxm rdm", test_again_rdm },
+        { "close_peer and pending_sends, tcp;ofi_rxm rdm", test_pending_rdm },
+        { "iov_limit / rx buffer fragments, tcp;ofi_rxm rdm", test_fragments_rdm },
+        { "buffered pages, tcp;ofi_rxm rdm", test_buffered_rdm },
+        { "subscriber leaves mid-stream, tcp;ofi_rxm rdm", test_disconnect_rdm },
+        { "malformed control messages, tcp;ofi_rxm rdm", test_malformed_rdm },
+        { "max_subscribers refusal, tcp;ofi_rxm rdm", test_max_subscribers_rdm },
+        { "ringcast-sub SIGKILLed, tcp;ofi_rxm rdm", test_sigkill_rdm },
+    };
+    add_suite("net_publisher_msg", msg, sizeof msg / sizeof msg[0]);
+    add_suite("net_publisher_rdm", rdm, sizeof rdm / sizeof rdm[0]);
+}
+
+RC_CUNIT_MAIN(register_tests)

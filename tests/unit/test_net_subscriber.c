@@ -1,0 +1,871 @@
+/* test_net_subscriber.c — the subscriber library (net/subscriber.c) against
+ * the real publisher (net/publisher.h) over tcp MSG and tcp;ofi_rxm RDM, and
+ * against a fake publisher built from raw libfabric calls (net/fabric.h)
+ * that sends malformed and awkward messages on purpose.
+ *
+ * Everything runs on one thread: the publisher's progress and rc_sub_poll()
+ * are called in turn (neither blocks). Waits are bounded by generous
+ * deadlines: a test fails when something does not happen, never because it
+ * was slow. */
+#include "net/publisher.h"
+#include "net/ringcast_sub.h"
+#include "net/sub_ranges.h"
+#include "net/wire.h"
+#include "tests/unit/cunit_main.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define WAIT_S 10.0
+#define SRC_LEN (1u << 20)
+#define SUB_RX_SIZE 4096u
+
+static uint64_t now_ns(void) { return rc_fabric_now_ns(); }
+
+/* ---- the variant under test ------------------------------------------------ */
+
+struct variant {
+    const char *provider;
+    enum rc_ep_kind ep;
+};
+static const struct variant msg_variant = {"tcp", RC_EP_MSG};
+static const struct variant rdm_variant = {"tcp;ofi_rxm", RC_EP_RDM};
+static const struct variant *cur = &msg_variant;
+
+static int use_msg(void) { cur = &msg_variant; return 0; }
+static int use_rdm(void) { cur = &rdm_variant; return 0; }
+
+/* A port nobody uses right now (other tests may run at the same time). */
+static uint16_t free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    uint16_t port = 0;
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+        port = ntohs(a.sin_port);
+    if (fd >= 0)
+        close(fd);
+    return port;
+}
+
+/* ---- what the subscriber saw ------------------------------------------------- */
+
+struct got {
+    uint64_t tag;
+    uint32_t flags, len;
+    size_t off;   /* payload copy in arena */
+};
+
+static struct env {
+    struct rc_publisher *pub;
+    struct rc_sub *sub;
+    uint16_t port;
+    unsigned connects, disconnects, resubscribed;
+    enum rc_sub_disconnect_reason last_reason;
+    struct got got[512];
+    unsigned ngot;
+    uint8_t arena[4u << 20];
+    size_t arena_used;
+    unsigned completed, completed_bad;
+    uint64_t next_key;
+} E;
+
+static uint8_t *src;   /* the publisher's registered source memory */
+
+static void on_data(void *ctx, uint64_t tag, uint32_t flags, const void *data, size_t len)
+{
+    (void)ctx;
+    if (E.ngot == sizeof E.got / sizeof E.got[0] || E.arena_used + len > sizeof E.arena) {
+        CU_FAIL("test buffer full");
+        return;
+    }
+    E.got[E.ngot++] = (struct got){tag, flags, (uint32_t)len, E.arena_used};
+    memcpy(E.arena + E.arena_used, data, len);
+    E.arena_used += len;
+}
+static void on_connect(void *ctx) { (void)ctx; E.connects++; }
+static void on_disconnect(void *ctx, enum rc_sub_disconnect_reason r)
+{
+    (void)ctx;
+    E.disconnects++;
+    E.last_reason = r;
+}
+static void on_resubscribed(void *ctx) { (void)ctx; E.resubscribed++; }
+
+static void on_send_complete(void *arg, uint64_t key, int status)
+{
+    (void)arg;
+    (void)key;
+    E.completed++;
+    E.completed_bad += status != 0;
+}
+
+/* ---- driving ------------------------------------------------------------------ */
+
+static void fake_progress(void);
+static bool fake_running;
+
+static void pump_once(void)
+{
+    if (E.pub)
+        rc_publisher_progress(E.pub);
+    if (fake_running)
+        fake_progress();
+    if (E.sub)
+        rc_sub_poll(E.sub, 100000);
+}
+
+#define PUMP_UNTIL(cond)                                                     \
+    ({                                                                       \
+        uint64_t end_ = now_ns() + (uint64_t)(WAIT_S * 1e9);                 \
+        bool ok_ = true;                                                     \
+        while (!(cond)) {                                                    \
+            if (now_ns() > end_) {                                           \
+                ok_ = false;                                                 \
+                break;                                                       \
+            }                                                                \
+            pump_once();                                                     \
+        }                                                                    \
+        ok_;                                                                 \
+    })
+
+static void pump_for(double seconds)
+{
+    uint64_t end = now_ns() + (uint64_t)(seconds * 1e9);
+    while (now_ns() < end)
+        pump_once();
+}
+
+/* ---- set up and tear down ------------------------------------------------------ */
+
+static int pub_open(void)
+{
+    struct rc_fabric_params fp = {0};
+    snprintf(fp.provider, sizeof fp.provider, "%s", cur->provider);
+    fp.endpoint = cur->ep;
+    snprintf(fp.address, sizeof fp.address, "127.0.0.1");
+    fp.port = E.port;
+    fp.tx_queue = 256;
+    fp.rx_queue = 64;
+    fp.header_slots = 64;
+    fp.header_slot_size = 64;
+    fp.buffered_pages = 8;
+    fp.buffered_page_size = 2048;
+    fp.flush_timeout_ns = 1000000;
+    fp.peer_timeout_ns = 2000000000ull;
+    fp.heartbeat_ns = 100000000ull;
+    fp.max_subscribers = 4;
+    struct rc_publisher_callbacks cb = {.on_send_complete = on_send_complete};
+    char err[256];
+    int rc = rc_publisher_create(&fp, &cb, &E.pub, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "publisher: %s\n", err);
+        return rc;
+    }
+    rc = rc_publisher_register(E.pub, src, SRC_LEN, err, sizeof err);
+    if (rc)
+        fprintf(stderr, "register: %s\n", err);
+    return rc;
+}
+
+/* A restarted publisher may need its port a moment after the old one closed. */
+static int pub_reopen(void)
+{
+    for (int i = 0; i < 50; i++) {
+        if (pub_open() == 0)
+            return 0;
+        pump_for(0.1);
+    }
+    return -1;
+}
+
+static void pub_close(void)
+{
+    rc_publisher_destroy(E.pub);
+    E.pub = NULL;
+}
+
+static int sub_open(uint32_t max_chunk)
+{
+    struct rc_sub_params p;
+    rc_sub_params_default(&p);
+    snprintf(p.provider, sizeof p.provider, "%s", cur->provider);
+    p.endpoint = cur->ep == RC_EP_RDM ? RC_SUB_EP_RDM : RC_SUB_EP_MSG;
+    snprintf(p.host, sizeof p.host, "127.0.0.1");
+    p.port = E.port;
+    p.rx_buffers = 16;
+    p.rx_buffer_size = SUB_RX_SIZE;
+    p.max_chunk_size = max_chunk;
+    p.heartbeat_ns = 100000000ull;
+    p.peer_timeout_ns = 1000000000ull;
+    p.reconnect_interval_ns = 50000000ull;
+    p.poll_spin_ns = 0;
+    p.malformed_limit = 8;
+    p.cb = (struct rc_sub_callbacks){.on_data = on_data, .on_connect = on_connect,
+                                     .on_disconnect = on_disconnect, .on_resubscribed = on_resubscribed};
+    char err[256];
+    int rc = rc_sub_create(&p, &E.sub, err, sizeof err);
+    if (rc)
+        fprintf(stderr, "subscriber: %s\n", err);
+    return rc;
+}
+
+static void env_reset(void)
+{
+    memset(&E, 0, sizeof E);
+    E.port = free_port();
+    E.next_key = 1;
+}
+
+static void env_close(void)
+{
+    rc_sub_destroy(E.sub);
+    E.sub = NULL;
+    if (E.pub)
+        pub_close();
+}
+
+/* Publisher and subscriber up, connected. */
+static bool env_open(uint32_t max_chunk)
+{
+    env_reset();
+    if (pub_open() || sub_open(max_chunk))
+        return false;
+    return PUMP_UNTIL(E.connects == 1);
+}
+
+static unsigned subscribers_of(uint64_t tag)
+{
+    rc_peer_id ids[4];
+    return rc_publisher_subscribers_of(E.pub, tag, ids, 4);
+}
+
+static rc_peer_id the_peer(void)
+{
+    rc_peer_id ids[4];
+    return rc_publisher_peers(E.pub, ids, 4) == 1 ? ids[0] : 0;
+}
+
+static struct rc_sub_stats sub_stats(void)
+{
+    struct rc_sub_stats st;
+    rc_sub_get_stats(E.sub, &st);
+    return st;
+}
+
+/* ---- sending chunks made of pieces of src -------------------------------------- */
+
+struct piece_spec {
+    uint32_t off, len;
+};
+
+static int send_chunk(bool buffered, uint64_t tag, uint32_t flags, const struct piece_spec *ps, unsigned n)
+{
+    struct iovec iov[16];
+    for (unsigned i = 0; i < n; i++)
+        iov[i] = (struct iovec){src + ps[i].off, ps[i].len};
+    uint64_t end = now_ns() + (uint64_t)(WAIT_S * 1e9);
+    for (;;) {
+        int rc = buffered ? rc_publisher_send_buffered(E.pub, the_peer(), tag, flags, iov, n, E.next_key)
+                          : rc_publisher_send(E.pub, the_peer(), tag, flags, iov, n, E.next_key);
+        if (rc != -EAGAIN) {
+            E.next_key += rc == 0;
+            return rc;
+        }
+        if (now_ns() > end)
+            return rc;
+        pump_once();
+    }
+}
+
+/* Did delivery i carry exactly the bytes of these pieces? */
+static bool got_equals(unsigned i, uint64_t tag, uint32_t flags, const struct piece_spec *ps, unsigned n)
+{
+    if (i >= E.ngot || E.got[i].tag != tag || E.got[i].flags != flags)
+        return false;
+    size_t pos = E.got[i].off, total = 0;
+    for (unsigned k = 0; k < n; k++) {
+        if (total + ps[k].len > E.got[i].len || memcmp(E.arena + pos, src + ps[k].off, ps[k].len))
+            return false;
+        pos += ps[k].len;
+        total += ps[k].len;
+    }
+    return total == E.got[i].len;
+}
+
+/* ---- tests against the real publisher ------------------------------------------- */
+
+static void test_subscribe_and_unsubscribe(void)
+{
+    env_reset();
+    CU_ASSERT_FATAL(pub_open() == 0);
+    CU_ASSERT_FATAL(sub_open(1u << 20) == 0);
+    /* Subscribed before the connection exists: sent after WELCOME. */
+    const uint64_t f1[] = {0, 1000}, l1[] = {63, 1000};
+    CU_ASSERT_EQUAL(rc_sub_subscribe(E.sub, f1, l1, 2), 0);
+    CU_ASSERT(PUMP_UNTIL(E.connects == 1));
+    CU_ASSERT(PUMP_UNTIL(subscribers_of(5) == 1 && subscribers_of(1000) == 1));
+    CU_ASSERT_EQUAL(subscribers_of(64), 0);
+    CU_ASSERT_EQUAL(subscribers_of(999), 0);
+
+    const uint64_t f2 = 10, l2 = 20;
+    CU_ASSERT_EQUAL(rc_sub_unsubscribe(E.sub, &f2, &l2, 1), 0);
+    CU_ASSERT(PUMP_UNTIL(subscribers_of(15) == 0));
+    CU_ASSERT_EQUAL(subscribers_of(9), 1);
+    CU_ASSERT_EQUAL(subscribers_of(21), 1);
+
+    CU_ASSERT_EQUAL(rc_sub_subscribe_all(E.sub), 0);
+    CU_ASSERT(PUMP_UNTIL(subscribers_of(1ull << 60) == 1 && subscribers_of(15) == 1));
+    const uint64_t f3 = 0, l3 = UINT64_MAX;
+    CU_ASSERT_EQUAL(rc_sub_unsubscribe(E.sub, &f3, &l3, 1), 0);
+    CU_ASSERT(PUMP_UNTIL(subscribers_of(5) == 0 && subscribers_of(1ull << 60) == 0));
+
+    const uint64_t bad_f = 5, bad_l = 4;
+    CU_ASSERT_EQUAL(rc_sub_subscribe(E.sub, &bad_f, &bad_l, 1), -EINVAL);
+    CU_ASSERT_EQUAL(rc_sub_subscribe(E.sub, &bad_f, &bad_l, 0), -EINVAL);
+    struct rc_sub_stats st = sub_stats();
+    CU_ASSERT_EQUAL(st.sub_requests, 4);   /* resync + unsub + all + unsub all */
+    CU_ASSERT_EQUAL(st.sub_refused, 0);
+    CU_ASSERT_EQUAL(st.connected, 1);
+    CU_ASSERT_EQUAL(E.resubscribed, 0);    /* only after a reconnection */
+    CU_ASSERT_EQUAL(st.malformed_total, 0);
+    env_close();
+}
+
+static void test_data_byte_exact_and_fragments(void)
+{
+    CU_ASSERT_FATAL(env_open(1u << 20));
+    const uint64_t f = 0, l = 99;
+    CU_ASSERT_EQUAL(rc_sub_subscribe(E.sub, &f, &l, 1), 0);
+    CU_ASSERT_FATAL(PUMP_UNTIL(subscribers_of(0) == 1));
+
+    /* Sizes around the subscriber's 4096-byte receive buffer (32 of it are
+     * the DATA header), several pieces, more pieces than any iov limit. */
+    static const struct piece_spec c0[] = {{0, 1}};
+    static const struct piece_spec c1[] = {{100, 7}};
+    static const struct piece_spec c2[] = {{1000, 4064}};
+    static const struct piece_spec c3[] = {{5000, 4065}};
+    static const struct piece_spec c4[] = {{3, 20000}};
+    static const struct piece_spec c5[] = {{70000, 100}, {80001, 3}, {90000, 999}};
+    static const struct piece_spec c6[] = {{1, 10}, {50, 700}, {900, 1}, {2000, 3000}, {9000, 64},
+                                           {12000, 5000}, {20000, 9}, {30000, 33}};
+    static const struct { const struct piece_spec *p; unsigned n; uint32_t flags; } chunks[] = {
+        {c0, 1, 0}, {c1, 1, 1}, {c2, 1, 0}, {c3, 1, 8}, {c4, 1, 0}, {c5, 3, 2}, {c6, 8, 0},
+    };
+    const unsigned n = sizeof chunks / sizeof chunks[0];
+    for (unsigned i = 0; i < n; i++)
+        CU_ASSERT_EQUAL(send_chunk(false, 10 + i, chunks[i].flags, chunks[i].p, chunks[i].n), 0);
+    /* A tag not subscribed (the publisher sends what it is told to). */
+    CU_ASSERT_EQUAL(send_chunk(false, 500, 0, c1, 1), 0);
+    CU_ASSERT(PUMP_UNTIL(E.ngot == n && E.completed == n + 1 && sub_stats().unwanted == 1));
+    for (unsigned i = 0; i < n; i++)
+        CU_ASSERT(got_equals(i, 10 + i, chunks[i].flags, chunks[i].p, chunks[i].n));
+    struct rc_sub_stats st = sub_stats();
+    CU_ASSERT(st.reassembled >= 2);   /* 4065 and 20000 bytes do not fit 4096 */
+    CU_ASSERT(st.fragments >= 2 + 5);
+    CU_ASSERT_EQUAL(st.reassembly_drops, 0);
+    CU_ASSERT_EQUAL(st.chunks, n);
+    CU_ASSERT_EQUAL(E.completed_bad, 0);
+    CU_ASSERT_EQUAL(st.malformed_total, 0);
+    env_close();
+}
+
+static void test_buffered_pages(void)
+{
+    CU_ASSERT_FATAL(env_open(1u << 20));
+    CU_ASSERT_EQUAL(rc_sub_subscribe_all(E.sub), 0);
+    CU_ASSERT_FATAL(PUMP_UNTIL(subscribers_of(0) == 1));
+    struct piece_spec ps[20][2];
+    for (unsigned i = 0; i < 20; i++) {
+        ps[i][0] = (struct piece_spec){i * 100, i + 1};
+        ps[i][1] = (struct piece_spec){50000 + i * 7, i};
+        int rc = send_chunk(true, 1ull << 40 | i, i & 3, ps[i], i ? 2 : 1);
+        CU_ASSERT_EQUAL(rc, 0);
+        if (rc)
+            fprintf(stderr, "send_buffered: %s (%s)\n", strerror(-rc), rc_publisher_last_error(E.pub));
+    }
+    CU_ASSERT_EQUAL(rc_publisher_flush(E.pub, the_peer()), 0);
+    CU_ASSERT(PUMP_UNTIL(E.ngot == 20));
+    for (unsigned i = 0; i < 20; i++)
+        CU_ASSERT(got_equals(i, 1ull << 40 | i, i & 3, ps[i], i ? 2 : 1));
+    struct rc_sub_stats st = sub_stats();
+    CU_ASSERT(st.pages >= 1);
+    CU_ASSERT_EQUAL(st.records, 20);
+    env_close();
+}
+
+static void test_publisher_restart(void)
+{
+    CU_ASSERT_FATAL(env_open(1u << 20));
+    const uint64_t f[] = {5, 100}, l[] = {6, 200};
+    CU_ASSERT_EQUAL(rc_sub_subscribe(E.sub, f, l, 2), 0);
+    CU_ASSERT_FATAL(PUMP_UNTIL(subscribers_of(150) == 1));
+    uint64_t first_id = sub_stats().publisher_id;
+
+    pub_close();
+    CU_ASSERT_FATAL(pub_reopen() == 0);
+    CU_ASSERT(PUMP_UNTIL(E.resubscribed == 1));
+    CU_ASSERT(PUMP_UNTIL(subscribers_of(150) == 1 && subscribers_of(5) == 1));
+    CU_ASSERT_EQUAL(subscribers_of(7), 0);
+    struct rc_sub_stats st = sub_stats();
+    CU_ASSERT_EQUAL(E.connects, 2);
+    CU_ASSERT_EQUAL(E.disconnects, 1);
+    CU_ASSERT_EQUAL(st.reconnects, 1);
+    CU_ASSERT_EQUAL(st.publisher_restarts, 1);
+    CU_ASSERT_NOT_EQUAL(st.publisher_id, first_id);
+
+    static const struct piece_spec c[] = {{4242, 1234}};
+    CU_ASSERT_EQUAL(send_chunk(false, 150, 0, c, 1), 0);
+    CU_ASSERT(PUMP_UNTIL(E.ngot == 1));
+    CU_ASSERT(got_equals(0, 150, 0, c, 1));
+    env_close();
+}
+
+/* The publisher vanishes without a word: the subscriber notices by silence
+ * (or by the connection going down) and keeps trying. */
+static void test_publisher_gone_then_back(void)
+{
+    CU_ASSERT_FATAL(env_open(1u << 20));
+    CU_ASSERT_EQUAL(rc_sub_subscribe_all(E.sub), 0);
+    CU_ASSERT_FATAL(PUMP_UNTIL(subscribers_of(1) == 1));
+    pub_close();
+    CU_ASSERT(PUMP_UNTIL(E.disconnects == 1));
+    /* Attempts fail while nobody listens (MSG: refused; RDM: HELLO unanswered). */
+    CU_ASSERT(PUMP_UNTIL(sub_stats().connect_failures >= 1));
+    CU_ASSERT_EQUAL(sub_stats().connected, 0);
+    CU_ASSERT_FATAL(pub_reopen() == 0);
+    CU_ASSERT(PUMP_UNTIL(E.resubscribed == 1 && subscribers_of(1) == 1));
+    env_close();
+}
+
+/* ---- a fake publisher: raw libfabric (tcp MSG), sends what we want ------------------ */
+
+#define FAKE_RX 8u
+static struct fake {
+    struct rc_fabric f;
+    struct fid_ep *ep;
+    bool connected, shutdown;
+    uint8_t rx[FAKE_RX][RC_WIRE_MAX_CONTROL];
+    uint8_t tx[8192];
+    unsigned tx_done, tx_posted;
+    unsigned hellos, subs, byes, heartbeats;
+    uint32_t last_sub_request, bye_reason;
+    uint64_t ranges_total;        /* ranges in every SUBSCRIBE received */
+    uint32_t unacked[64];         /* request ids still to answer */
+    unsigned nunacked;
+    struct rc_wire_hello hello;
+} F;
+
+static void fake_handle(const uint8_t *buf, size_t len)
+{
+    enum rc_wire_error why;
+    int type = rc_wire_check(buf, len, RC_WIRE_TO_PUBLISHER, &why);
+    CU_ASSERT_NOT_EQUAL(type, 0);   /* the subscriber only sends valid messages */
+    if (type == RC_MSG_HELLO) {
+        F.hellos++;
+        rc_wire_check_hello(buf, len, &F.hello);
+    } else if (type == RC_MSG_SUBSCRIBE || type == RC_MSG_UNSUBSCRIBE) {
+        struct rc_wire_sub s;
+        rc_wire_check_sub(buf, len, &s);
+        F.subs++;
+        F.last_sub_request = s.request_id;
+        F.ranges_total += s.count;
+        if (F.nunacked < 64)
+            F.unacked[F.nunacked++] = s.request_id;
+    } else if (type == RC_MSG_BYE) {
+        struct rc_wire_bye b;
+        rc_wire_check_bye(buf, len, &b);
+        F.byes++;
+        F.bye_reason = b.reason;
+    } else if (type == RC_MSG_HEARTBEAT) {
+        F.heartbeats++;
+    }
+}
+
+static void fake_events(void)
+{
+    struct rc_fabric_event ev;
+    char err[256];
+    while (rc_fabric_eq_poll(&F.f, &ev, err, sizeof err) == 1) {
+        if (ev.event == FI_CONNREQ && !ev.err && !F.ep) {
+            CU_ASSERT_FATAL(rc_fabric_msg_ep_open(&F.f, ev.info, NULL, &F.ep, err, sizeof err) == 0);
+            for (uintptr_t i = 0; i < FAKE_RX; i++)
+                CU_ASSERT(fi_recv(F.ep, F.rx[i], sizeof F.rx[i], NULL, 0, (void *)(i + 1)) == 0);
+            CU_ASSERT(fi_accept(F.ep, NULL, 0) == 0);
+        } else if (ev.event == FI_CONNECTED) {
+            F.connected = true;
+        } else if (ev.event == FI_SHUTDOWN || ev.err) {
+            F.shutdown = true;   /* ready for the subscriber's next connection */
+            rc_fabric_ep_close(F.ep);
+            F.ep = NULL;
+            F.connected = false;
+        }
+        if (ev.info)
+            fi_freeinfo(ev.info);
+    }
+}
+
+static void fake_progress(void)
+{
+    fake_events();
+    struct rc_fabric_cqe c[16];
+    char err[256];
+    int n = rc_fabric_cq_poll(&F.f, c, 16, err, sizeof err);
+    for (int i = 0; i < n; i++) {
+        uintptr_t ctx = (uintptr_t)c[i].context;
+        if (ctx == 0) {   /* our send */
+            F.tx_done++;
+        } else if (!c[i].err) {
+            fake_handle(F.rx[ctx - 1], c[i].len);
+            fi_recv(F.ep, F.rx[ctx - 1], sizeof F.rx[0], NULL, 0, (void *)ctx);
+        }
+    }
+}
+
+static bool fake_open(void)
+{
+    memset(&F, 0, sizeof F);
+    struct rc_fabric_params fp = {0};
+    snprintf(fp.provider, sizeof fp.provider, "tcp");
+    fp.endpoint = RC_EP_MSG;
+    snprintf(fp.address, sizeof fp.address, "127.0.0.1");
+    fp.port = E.port;
+    char err[256];
+    if (rc_fabric_open(&F.f, &fp, RC_FABRIC_LISTEN, 64, err, sizeof err)) {
+        fprintf(stderr, "fake publisher: %s\n", err);
+        return false;
+    }
+    /* tcp needs no registration; the fake relies on that. */
+    fake_running = !F.f.mr_local;
+    return fake_running;
+}
+
+static void fake_close(void)
+{
+    fake_running = false;
+    rc_fabric_ep_close(F.ep);
+    rc_fabric_close(&F.f);
+}
+
+/* Send len bytes as one message and wait until the provider is done. */
+static bool fake_send(const void *msg, size_t len)
+{
+    memcpy(F.tx, msg, len);
+    unsigned want = F.tx_done + 1;
+    ssize_t rc;
+    uint64_t end = now_ns() + (uint64_t)(WAIT_S * 1e9);
+    while ((rc = fi_send(F.ep, F.tx, len, NULL, 0, NULL)) == -FI_EAGAIN && now_ns() < end)
+        pump_once();
+    return rc == 0 && PUMP_UNTIL(F.tx_done >= want);
+}
+
+static void send_data(uint64_t tag, uint32_t chunk_len, uint32_t off, uint16_t idx, uint16_t cnt,
+                      const char *payload, uint32_t len)
+{
+    uint8_t m[4096];
+    ssize_t h = rc_wire_build_data_hdr(m, sizeof m, tag, 0, chunk_len, off, idx, cnt, len);
+    CU_ASSERT_FATAL(h == 32);
+    memcpy(m + h, payload, len);
+    CU_ASSERT(fake_send(m, (size_t)h + len));
+}
+
+/* Bring the subscriber through HELLO/WELCOME/SUBSCRIBE with the fake. */
+static bool fake_session(uint32_t max_chunk)
+{
+    env_reset();
+    if (!fake_open() || sub_open(max_chunk))
+        return false;
+    const uint64_t f = 0, l = 1000;
+    CU_ASSERT(rc_sub_subscribe(E.sub, &f, &l, 1) == 0);
+    if (!PUMP_UNTIL(F.hellos == 1))
+        return false;
+    uint8_t m[64];
+    if (!fake_send(m, (size_t)rc_wire_build_welcome(m, sizeof m, 0, 100, 1234)))
+        return false;
+    if (!PUMP_UNTIL(E.connects == 1 && F.subs == 1))
+        return false;
+    return fake_send(m, (size_t)rc_wire_build_sub_ack(m, sizeof m, F.last_sub_request, RC_SUB_OK));
+}
+
+static void test_hello_contents(void)
+{
+    CU_ASSERT_FATAL(fake_session(1u << 20));
+    CU_ASSERT_EQUAL(F.hello.rx_buffer_size, SUB_RX_SIZE);
+    CU_ASSERT_EQUAL(F.hello.addr_len, 0);   /* MSG: the connection is the address */
+    CU_ASSERT_EQUAL(F.hello.min_version, RC_WIRE_MIN_VERSION);
+    CU_ASSERT_EQUAL(F.hello.max_version, RC_WIRE_VERSION);
+    CU_ASSERT_EQUAL(sub_stats().publisher_id, 1234);
+    /* Heartbeats flow (every 100 ms here). */
+    CU_ASSERT(PUMP_UNTIL(F.heartbeats >= 2));
+    env_close();
+    fake_close();
+}
+
+static void test_malformed_counted_and_survived(void)
+{
+    CU_ASSERT_FATAL(fake_session(1u << 20));
+    uint8_t m[256];
+    size_t hb = (size_t)rc_wire_build_heartbeat(m, sizeof m, 1);
+    uint8_t bad[6][64];
+    size_t bad_len[6];
+    for (int k = 0; k < 6; k++) {
+        memcpy(bad[k], m, hb);
+        bad_len[k] = hb;
+    }
+    bad_len[0] = 4;                           /* RC_WIRE_SHORT */
+    bad[1][0] ^= 0xff;                        /* RC_WIRE_BAD_MAGIC */
+    bad[2][2] = 7;                            /* RC_WIRE_BAD_VERSION */
+    bad[3][3] = RC_MSG_HELLO;                 /* RC_WIRE_BAD_TYPE: wrong direction */
+    bad[4][4] = 17;                           /* RC_WIRE_BAD_LENGTH */
+    bad_len[5] = (size_t)rc_wire_build_bye(bad[5], 64, RC_BYE_NORMAL);
+    bad[5][8] = 9;                            /* RC_WIRE_BAD_FIELD: bye reason */
+    for (int k = 0; k < 6; k++)
+        CU_ASSERT(fake_send(bad[k], bad_len[k]));
+    send_data(7, 5, 0, 0, 1, "hello", 5);
+    CU_ASSERT(PUMP_UNTIL(E.ngot == 1));
+    struct rc_sub_stats st = sub_stats();
+    for (int k = RC_WIRE_SHORT; k <= RC_WIRE_BAD_FIELD; k++)
+        CU_ASSERT_EQUAL(st.malformed[k], 1);
+    CU_ASSERT_EQUAL(st.malformed_total, 6);
+    CU_ASSERT_EQUAL(st.connected, 1);
+    CU_ASSERT_EQUAL(E.disconnects, 0);
+    CU_ASSERT(E.ngot == 1 && E.got[0].tag == 7 && E.got[0].len == 5 &&
+              memcmp(E.arena + E.got[0].off, "hello", 5) == 0);
+
+    /* A WELCOME in the middle of a session is out of place. */
+    CU_ASSERT(fake_send(m, (size_t)rc_wire_build_welcome(m, sizeof m, 0, 100, 99)));
+    CU_ASSERT(PUMP_UNTIL(sub_stats().unexpected == 1));
+
+    /* Past malformed_limit (8 per connection; 7 used): disconnect, BYE(protocol). */
+    CU_ASSERT(fake_send(bad[1], bad_len[1]));
+    CU_ASSERT(fake_send(bad[1], bad_len[1]));
+    CU_ASSERT(PUMP_UNTIL(E.disconnects == 1));
+    CU_ASSERT_EQUAL(E.last_reason, RC_SUB_DISC_PROTOCOL);
+    CU_ASSERT_EQUAL(sub_stats().garbage_disconnects, 1);
+    CU_ASSERT(PUMP_UNTIL(F.byes == 1 || F.shutdown));
+    if (F.byes == 1)
+        CU_ASSERT_EQUAL(F.bye_reason, RC_BYE_PROTOCOL);
+    env_close();
+    fake_close();
+}
+
+static void test_fragment_rules(void)
+{
+    CU_ASSERT_FATAL(fake_session(1024));
+    const char *abc = "aaaaaaaaaabbbbbbbbbbcccccccccc";
+    /* Fragment 1 of 3 missing: the chunk is dropped, never delivered. */
+    send_data(8, 30, 0, 0, 3, abc, 10);
+    send_data(8, 30, 20, 2, 3, abc + 20, 10);
+    /* A complete chunk in three fragments. */
+    send_data(9, 30, 0, 0, 3, abc, 10);
+    send_data(9, 30, 10, 1, 3, abc + 10, 10);
+    send_data(9, 30, 20, 2, 3, abc + 20, 10);
+    CU_ASSERT(PUMP_UNTIL(E.ngot == 1));
+    CU_ASSERT(E.got[0].tag == 9 && E.got[0].len == 30 && memcmp(E.arena + E.got[0].off, abc, 30) == 0);
+    struct rc_sub_stats st = sub_stats();
+    CU_ASSERT_EQUAL(st.reassembly_drops, 1);
+    CU_ASSERT_EQUAL(st.reassembled, 1);
+
+    /* Interleaved chunks: the first is cut by the second's fragment 0. */
+    send_data(10, 20, 0, 0, 2, abc, 10);
+    send_data(11, 20, 0, 0, 2, abc, 10);
+    send_data(11, 20, 10, 1, 2, abc + 10, 10);
+    send_data(10, 20, 10, 1, 2, abc + 10, 10);   /* orphan: part of the lost chunk */
+    CU_ASSERT(PUMP_UNTIL(E.ngot == 2));
+    CU_ASSERT(E.got[1].tag == 11 && E.got[1].len == 20);
+
+    /* Larger than max_chunk_size (1024): counted once, nothing delivered. */
+    static char big[1000];
+    send_data(12, 2000, 0, 0, 2, big, 1000);
+    send_data(12, 2000, 1000, 1, 2, big, 1000);
+    /* Tag not subscribed: dropped and counted. */
+    send_data(5000, 3, 0, 0, 1, "xyz", 3);
+    /* A page of three records. */
+    uint8_t page[256];
+    rc_wire_page_init(page, sizeof page);
+    rc_wire_page_append(page, sizeof page, 1, 0, "one", 3);
+    rc_wire_page_append(page, sizeof page, 2, 4, "", 0);
+    rc_wire_page_append(page, sizeof page, 3, 0, "three333", 8);
+    CU_ASSERT(fake_send(page, rc_wire_page_length(page)));
+    CU_ASSERT(PUMP_UNTIL(E.ngot == 5));
+    st = sub_stats();
+    /* 1 above, the cut chunk 10, and the orphan run of chunk 10's fragment 1. */
+    CU_ASSERT_EQUAL(st.reassembly_drops, 3);
+    CU_ASSERT_EQUAL(st.too_big, 1);
+    CU_ASSERT_EQUAL(st.unwanted, 1);
+    CU_ASSERT_EQUAL(st.records, 3);
+    CU_ASSERT(E.got[2].tag == 1 && E.got[2].len == 3 && !memcmp(E.arena + E.got[2].off, "one", 3));
+    CU_ASSERT(E.got[3].tag == 2 && E.got[3].len == 0 && E.got[3].flags == 4);
+    CU_ASSERT(E.got[4].tag == 3 && E.got[4].len == 8 && !memcmp(E.arena + E.got[4].off, "three333", 8));
+    CU_ASSERT_EQUAL(st.malformed_total, 0);
+    env_close();
+    fake_close();
+}
+
+/* Answer every SUBSCRIBE received so far with OK. */
+static bool fake_ack_all(void)
+{
+    uint8_t m[64];
+    bool ok = true;
+    while (F.nunacked > 0 && ok)
+        ok = fake_send(m, (size_t)rc_wire_build_sub_ack(m, sizeof m, F.unacked[--F.nunacked], RC_SUB_OK));
+    return ok;
+}
+
+/* 2500 disjoint ranges go out in messages of at most 1024, after the first
+ * WELCOME and again after a reconnection to a restarted publisher; the
+ * resubscribed callback waits for every acknowledgement. */
+static void test_resubscribe_in_batches(void)
+{
+    env_reset();
+    CU_ASSERT_FATAL(fake_open() && sub_open(1u << 20) == 0);
+    static uint64_t first[2500], last[2500];
+    for (unsigned i = 0; i < 2500; i++) {
+        first[i] = 3ull * i;
+        last[i] = 3ull * i + 1;
+    }
+    CU_ASSERT_EQUAL(rc_sub_subscribe(E.sub, first, last, 2500), 0);
+    uint8_t m[64];
+    CU_ASSERT_FATAL(PUMP_UNTIL(F.hellos == 1));
+    CU_ASSERT(fake_send(m, (size_t)rc_wire_build_welcome(m, sizeof m, 0, 100, 1)));
+    CU_ASSERT(PUMP_UNTIL(F.subs == 3));
+    CU_ASSERT_EQUAL(F.ranges_total, 2500);
+    CU_ASSERT(fake_ack_all());
+
+    /* The publisher leaves and comes back as a new process (new id). */
+    CU_ASSERT(fake_send(m, (size_t)rc_wire_build_bye(m, sizeof m, RC_BYE_NORMAL)));
+    CU_ASSERT(PUMP_UNTIL(E.disconnects == 1 && F.ep == NULL));
+    CU_ASSERT_FATAL(PUMP_UNTIL(F.hellos == 2));
+    CU_ASSERT(fake_send(m, (size_t)rc_wire_build_welcome(m, sizeof m, 0, 100, 2)));
+    CU_ASSERT(PUMP_UNTIL(F.subs == 6));
+    CU_ASSERT_EQUAL(F.ranges_total, 5000);
+    pump_for(0.05);
+    CU_ASSERT_EQUAL(E.resubscribed, 0);   /* not before the acknowledgements */
+    CU_ASSERT(fake_ack_all());
+    CU_ASSERT(PUMP_UNTIL(E.resubscribed == 1));
+    struct rc_sub_stats st = sub_stats();
+    CU_ASSERT_EQUAL(st.reconnects, 1);
+    CU_ASSERT_EQUAL(st.publisher_restarts, 1);
+    CU_ASSERT_EQUAL(st.sub_refused, 0);
+    CU_ASSERT_EQUAL(st.unexpected, 0);
+    env_close();
+    fake_close();
+}
+
+/* The publisher says BYE: disconnect with that reason, then reconnect. */
+static void test_bye_from_publisher(void)
+{
+    CU_ASSERT_FATAL(fake_session(1u << 20));
+    uint8_t m[64];
+    CU_ASSERT(fake_send(m, (size_t)rc_wire_build_bye(m, sizeof m, RC_BYE_NORMAL)));
+    CU_ASSERT(PUMP_UNTIL(E.disconnects == 1));
+    CU_ASSERT_EQUAL(E.last_reason, RC_SUB_DISC_BYE);
+    env_close();
+    fake_close();
+}
+
+/* ---- no network ---------------------------------------------------------------- */
+
+static void test_params_rejected(void)
+{
+    struct rc_sub_params p;
+    struct rc_sub *s = NULL;
+    char err[256];
+    rc_sub_params_default(&p);
+    CU_ASSERT_EQUAL(rc_sub_create(&p, &s, err, sizeof err), -EINVAL);   /* no on_data */
+    CU_ASSERT(strstr(err, "on_data") != NULL);
+    p.cb.on_data = on_data;
+    p.rx_buffer_size = 63;
+    CU_ASSERT_EQUAL(rc_sub_create(&p, &s, err, sizeof err), -EINVAL);
+    rc_sub_params_default(&p);
+    p.cb.on_data = on_data;
+    p.peer_timeout_ns = p.heartbeat_ns;
+    CU_ASSERT_EQUAL(rc_sub_create(&p, &s, err, sizeof err), -EINVAL);
+    rc_sub_params_default(&p);
+    p.cb.on_data = on_data;
+    p.port = 0;
+    CU_ASSERT_EQUAL(rc_sub_create(&p, &s, err, sizeof err), -EINVAL);
+    CU_ASSERT_PTR_NULL(s);
+    rc_sub_destroy(NULL);
+}
+
+static void test_tag_ranges(void)
+{
+    struct rc_tag_ranges s = {0};
+    CU_ASSERT_EQUAL(rc_tag_ranges_add(&s, 10, 20), 0);
+    CU_ASSERT_EQUAL(rc_tag_ranges_add(&s, 30, 40), 0);
+    CU_ASSERT_EQUAL(rc_tag_ranges_add(&s, 21, 29), 0);   /* adjacent on both sides: one range */
+    CU_ASSERT_EQUAL(s.count, 1);
+    CU_ASSERT(s.r[0].first == 10 && s.r[0].last == 40);
+    CU_ASSERT_EQUAL(rc_tag_ranges_remove(&s, 15, 35), 0);  /* split */
+    CU_ASSERT_EQUAL(s.count, 2);
+    CU_ASSERT(rc_tag_ranges_contains(&s, 14) && !rc_tag_ranges_contains(&s, 15));
+    CU_ASSERT(!rc_tag_ranges_contains(&s, 35) && rc_tag_ranges_contains(&s, 36));
+    CU_ASSERT(!rc_tag_ranges_contains(&s, 9) && !rc_tag_ranges_contains(&s, 41));
+    CU_ASSERT_EQUAL(rc_tag_ranges_add(&s, 0, UINT64_MAX), 0);
+    CU_ASSERT(s.count == 1 && rc_tag_ranges_contains(&s, UINT64_MAX));
+    CU_ASSERT_EQUAL(rc_tag_ranges_remove(&s, 0, 0), 0);
+    CU_ASSERT_EQUAL(rc_tag_ranges_remove(&s, UINT64_MAX, UINT64_MAX), 0);
+    CU_ASSERT(s.count == 1 && s.r[0].first == 1 && s.r[0].last == UINT64_MAX - 1);
+    CU_ASSERT_EQUAL(rc_tag_ranges_add(&s, 5, 4), -EINVAL);
+    rc_tag_ranges_free(&s);
+
+    /* Slicing walks every range once, in batches, from a tag position. */
+    for (uint64_t t = 0; t < 2500; t++)
+        rc_tag_ranges_add(&s, 3 * t, 3 * t + 1);
+    struct rc_wire_range out[1024];
+    uint64_t from = 0, total = 0;
+    int done = 0, batches = 0;
+    while (!done) {
+        uint32_t n = rc_tag_ranges_slice(&s, &from, &done, out, 1024);
+        for (uint32_t i = 0; i < n; i++)
+            total += out[i].last - out[i].first + 1;
+        batches++;
+    }
+    CU_ASSERT_EQUAL(total, 5000);
+    CU_ASSERT_EQUAL(batches, 3);
+    from = 4;   /* inside the second range [3,4]: clipped */
+    rc_tag_ranges_slice(&s, &from, &done, out, 1);
+    CU_ASSERT(out[0].first == 4 && out[0].last == 4 && !done && from == 5);
+    rc_tag_ranges_free(&s);
+}
+
+static void register_tests(void)
+{
+    src = malloc(SRC_LEN);
+    for (size_t i = 0; i < SRC_LEN; i++)
+        src[i] = (uint8_t)(i * 131 + (i >> 8));
+    RC_SUITE("subscriber (local)", {"params rejected", test_params_rejected},
+             {"tag ranges", test_tag_ranges});
+
+    static const struct { const char *n; CU_TestFunc f; } real[] = {
+        {"subscribe and unsubscribe", test_subscribe_and_unsubscribe},
+        {"data byte-exact and fragments", test_data_byte_exact_and_fragments},
+        {"buffered pages", test_buffered_pages},
+        {"publisher restart", test_publisher_restart},
+        {"publisher gone, then back", test_publisher_gone_then_back},
+    };
+    CU_pSuite msg = CU_add_suite("subscriber vs publisher, tcp msg", use_msg, NULL);
+    CU_pSuite rdm = CU_add_suite("subscriber vs publisher, tcp;ofi_rxm rdm", use_rdm, NULL);
+    for (size_t i = 0; msg && rdm && i < sizeof real / sizeof real[0]; i++) {
+        CU_add_test(msg, real[i].n, real[i].f);
+        CU_add_test(rdm, real[i].n, real[i].f);
+    }
+    CU_pSuite fake = CU_add_suite("subscriber vs fake publisher, tcp msg", use_msg, NULL);
+    if (fake) {
+        CU_add_test(fake, "hello contents and heartbeats", test_hello_contents);
+        CU_add_test(fake, "malformed counted and survived", test_malformed_counted_and_survived);
+        CU_add_test(fake, "fragment rules", test_fragment_rules);
+        CU_add_test(fake, "bye from publisher", test_bye_from_publisher);
+        CU_add_test(fake, "resubscribe in batches", test_resubscribe_in_batches);
+    }
+}
+
+RC_CUNIT_MAIN(register_tests)

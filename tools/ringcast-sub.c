@@ -1,0 +1,668 @@
+/* ringcast-sub — subscribe to a ringcast publisher, count (and optionally
+ * verify and record) what arrives. See tools/README.md.
+ *
+ *   ringcast-sub --connect HOST:PORT [--provider P] [--endpoint msg|rdm]
+ *                --tags LIST [--verify] [--duration S] [--count N]
+ *                [--out FILE] [--json]
+ *
+ * Exit status: 0 fine, 1 verification failed or a runtime error, 2 usage. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "net/ringcast_sub.h"
+#include "net/wire.h"
+#include "readout/pattern.h"
+#include "tools/log.h"
+
+#define EXIT_USAGE 2
+#define MAX_TAG_ITEMS 4096u
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop_requested = 1;
+}
+
+/* ---- options ------------------------------------------------------------- */
+
+struct options {
+    char host[128];
+    uint16_t port;
+    char provider[64];
+    enum rc_sub_endpoint endpoint;
+    bool all_tags;
+    uint64_t first[MAX_TAG_ITEMS], last[MAX_TAG_ITEMS];
+    size_t ntags;
+    bool verify, json;
+    double duration;      /* seconds, 0 = until stopped */
+    uint64_t count;       /* chunks, 0 = no limit */
+    const char *out;
+    uint32_t rx_buffer_size, max_chunk_size;
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: ringcast-sub --connect HOST:PORT --tags LIST [options]\n"
+            "  --connect HOST:PORT     the publisher (IPv6: [ADDR]:PORT)\n"
+            "  --provider P            libfabric provider (default tcp; e.g. \"tcp;ofi_rxm\")\n"
+            "  --endpoint msg|rdm      endpoint type (default msg)\n"
+            "  --tags LIST             'all' or tags and ranges: 0-63,1000,0x100-0x1ff\n"
+            "  --verify                check simulator pattern data and per-tag sequences\n"
+            "  --duration S            stop after S seconds\n"
+            "  --count N               stop after N chunks\n"
+            "  --out FILE              write every chunk as a record (tools/README.md)\n"
+            "  --json                  print the summary as one JSON object\n"
+            "  --rx-buffer-size B      receive buffer size in bytes (default 65536)\n"
+            "  --max-chunk-size B      largest reassembled chunk (default 16777216)\n"
+            "  --help\n");
+}
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "ringcast-sub: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n(try --help)\n");
+    return -1;
+}
+
+/* Whole-string unsigned decimal/hex number; no sign, no junk. */
+static int parse_u64(const char *s, uint64_t *out)
+{
+    if (!*s || *s == '-' || *s == '+' || *s == ' ')
+        return -1;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 0);
+    if (errno || *end)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_connect(const char *arg, struct options *o)
+{
+    const char *colon;
+    const char *host = arg;
+    size_t host_len;
+    if (arg[0] == '[') {   /* [v6addr]:port */
+        const char *close = strchr(arg, ']');
+        if (!close || close[1] != ':')
+            return usage_error("--connect '%s': expected [ADDRESS]:PORT", arg);
+        host = arg + 1;
+        host_len = (size_t)(close - host);
+        colon = close + 1;
+    } else {
+        colon = strrchr(arg, ':');
+        if (!colon)
+            return usage_error("--connect '%s': expected HOST:PORT", arg);
+        host_len = (size_t)(colon - arg);
+    }
+    uint64_t port;
+    if (host_len == 0 || host_len >= sizeof o->host)
+        return usage_error("--connect '%s': host missing or too long", arg);
+    if (parse_u64(colon + 1, &port) || port == 0 || port > 65535)
+        return usage_error("--connect '%s': port must be 1..65535", arg);
+    memcpy(o->host, host, host_len);
+    o->host[host_len] = '\0';
+    o->port = (uint16_t)port;
+    return 0;
+}
+
+/* One item of a tag list: N or A-B. */
+static int parse_tag_item(const char *item, uint64_t *first, uint64_t *last)
+{
+    char buf[64];
+    if (strlen(item) >= sizeof buf)
+        return -1;
+    strcpy(buf, item);
+    char *dash = strchr(buf, '-');
+    if (dash)
+        *dash = '\0';
+    if (parse_u64(buf, first))
+        return -1;
+    if (!dash) {
+        *last = *first;
+        return 0;
+    }
+    return parse_u64(dash + 1, last) || *first > *last ? -1 : 0;
+}
+
+static int parse_tags(const char *arg, struct options *o)
+{
+    if (strcmp(arg, "all") == 0) {
+        o->all_tags = true;
+        return 0;
+    }
+    char *copy = strdup(arg);
+    if (!copy)
+        return usage_error("%s", "out of memory");
+    int rc = 0;
+    char *save = NULL;
+    size_t len = strlen(arg);
+    if (len == 0 || arg[0] == ',' || arg[len - 1] == ',' || strstr(arg, ",,"))
+        rc = usage_error("--tags '%s': empty item", arg);
+    for (char *item = strtok_r(copy, ",", &save); !rc && item; item = strtok_r(NULL, ",", &save)) {
+        if (o->ntags == MAX_TAG_ITEMS)
+            rc = usage_error("--tags: more than %s items", "4096");
+        else if (parse_tag_item(item, &o->first[o->ntags], &o->last[o->ntags]))
+            rc = usage_error("--tags: '%s' is not a tag (N) or a range (A-B with A <= B)", item);
+        else
+            o->ntags++;
+    }
+    free(copy);
+    return rc;
+}
+
+static int parse_size(const char *name, const char *arg, uint32_t min, uint32_t *out)
+{
+    uint64_t v;
+    if (parse_u64(arg, &v) || v < min || v > (1u << 30)) {
+        fprintf(stderr, "ringcast-sub: %s '%s': expected bytes, %u..1073741824\n", name, arg, min);
+        return -1;
+    }
+    *out = (uint32_t)v;
+    return 0;
+}
+
+static int parse_option(int c, const char *arg, struct options *o)
+{
+    uint64_t v;
+    char *end;
+    switch (c) {
+    case 'c': return parse_connect(arg, o);
+    case 'p':
+        if (strlen(arg) == 0 || strlen(arg) >= sizeof o->provider)
+            return usage_error("--provider '%s': empty or too long", arg);
+        strcpy(o->provider, arg);
+        return 0;
+    case 'e':
+        if (strcmp(arg, "msg") == 0)
+            o->endpoint = RC_SUB_EP_MSG;
+        else if (strcmp(arg, "rdm") == 0)
+            o->endpoint = RC_SUB_EP_RDM;
+        else
+            return usage_error("--endpoint '%s': expected msg or rdm", arg);
+        return 0;
+    case 't': return parse_tags(arg, o);
+    case 'v': o->verify = true; return 0;
+    case 'j': o->json = true; return 0;
+    case 'o': o->out = arg; return 0;
+    case 'd':
+        errno = 0;
+        o->duration = strtod(arg, &end);
+        if (errno || *end || !(o->duration > 0) || !isfinite(o->duration))
+            return usage_error("--duration '%s': expected seconds > 0", arg);
+        return 0;
+    case 'n':
+        if (parse_u64(arg, &v) || v == 0)
+            return usage_error("--count '%s': expected a number of chunks > 0", arg);
+        o->count = v;
+        return 0;
+    case 'r': return parse_size("--rx-buffer-size", arg, RC_WIRE_MIN_RX_BUFFER, &o->rx_buffer_size);
+    case 'm': return parse_size("--max-chunk-size", arg, 1, &o->max_chunk_size);
+    default: return -1;
+    }
+}
+
+/* 0: run; 1: --help printed; -1: usage error (already reported). */
+static int parse_args(int argc, char **argv, struct options *o)
+{
+    static const struct option longopts[] = {
+        {"connect", required_argument, NULL, 'c'},  {"provider", required_argument, NULL, 'p'},
+        {"endpoint", required_argument, NULL, 'e'}, {"tags", required_argument, NULL, 't'},
+        {"verify", no_argument, NULL, 'v'},         {"duration", required_argument, NULL, 'd'},
+        {"count", required_argument, NULL, 'n'},    {"out", required_argument, NULL, 'o'},
+        {"json", no_argument, NULL, 'j'},           {"rx-buffer-size", required_argument, NULL, 'r'},
+        {"max-chunk-size", required_argument, NULL, 'm'}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    memset(o, 0, sizeof *o);
+    strcpy(o->provider, "tcp");
+    o->endpoint = RC_SUB_EP_MSG;
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        if (c == 'h') {
+            usage(stdout);
+            return 1;
+        }
+        if (c == '?' || c == ':')
+            return usage_error("unknown option or missing argument: '%s'", argv[optind - 1]);
+        if (parse_option(c, optarg, o))
+            return -1;
+    }
+    if (optind < argc)
+        return usage_error("unexpected argument '%s'", argv[optind]);
+    if (!o->host[0])
+        return usage_error("%s", "--connect HOST:PORT is required");
+    if (!o->all_tags && o->ntags == 0)
+        return usage_error("%s", "--tags LIST is required ('all' for every tag)");
+    return 0;
+}
+
+/* ---- per-tag state: open addressing, grows rarely (new tags only) -------- */
+
+struct tag_state {
+    uint64_t tag;
+    uint64_t chunks;
+    uint64_t next_seq;
+    bool used, seen_seq;
+};
+
+struct tag_table {
+    struct tag_state *slot;
+    size_t cap, used;
+};
+
+static size_t tag_hash(uint64_t tag, size_t cap)
+{
+    return (size_t)((tag * 0x9E3779B97F4A7C15ull) >> 17) & (cap - 1);
+}
+
+static struct tag_state *tag_find_slot(struct tag_state *slots, size_t cap, uint64_t tag)
+{
+    size_t i = tag_hash(tag, cap);
+    while (slots[i].used && slots[i].tag != tag)
+        i = (i + 1) & (cap - 1);
+    return &slots[i];
+}
+
+static int tag_grow(struct tag_table *t)
+{
+    size_t cap = t->cap ? t->cap * 2 : 1024;
+    struct tag_state *slots = calloc(cap, sizeof *slots);
+    if (!slots)
+        return -ENOMEM;
+    for (size_t i = 0; i < t->cap; i++)
+        if (t->slot[i].used)
+            *tag_find_slot(slots, cap, t->slot[i].tag) = t->slot[i];
+    free(t->slot);
+    t->slot = slots;
+    t->cap = cap;
+    return 0;
+}
+
+static struct tag_state *tag_get(struct tag_table *t, uint64_t tag)
+{
+    if ((t->used + 1) * 2 > t->cap && tag_grow(t))
+        return NULL;
+    struct tag_state *st = tag_find_slot(t->slot, t->cap, tag);
+    if (!st->used) {
+        *st = (struct tag_state){.tag = tag, .used = true};
+        t->used++;
+    }
+    return st;
+}
+
+/* ---- receiving ----------------------------------------------------------- */
+
+struct results {
+    uint64_t chunks, bytes;
+    uint64_t gaps, missing, corrupt, duplicates, flagged;
+    uint64_t out_errors, table_errors;
+    uint64_t first_corrupt_tag;
+    long first_corrupt_offset;
+};
+
+struct app {
+    const struct options *o;
+    struct tag_table tags;
+    struct results r;
+    FILE *out;
+    struct rc_sub *sub;
+    bool have_publisher_id;
+    uint64_t publisher_id;
+};
+
+/* Sequence continuity of one tag. The first chunk of a tag only sets the
+ * expectation: a subscriber may join a running stream. */
+static void check_sequence(struct results *r, struct tag_state *ts, uint64_t seq)
+{
+    if (ts->seen_seq && seq < ts->next_seq) {
+        r->duplicates++;   /* repeated or reordered: the expectation stays */
+        return;
+    }
+    if (ts->seen_seq && seq > ts->next_seq) {
+        r->gaps++;
+        r->missing += seq - ts->next_seq;
+    }
+    ts->seen_seq = true;
+    ts->next_seq = seq + 1;
+}
+
+/* A chunk of fewer than 8 bytes carries only the low len bytes of its
+ * sequence number: take the first number at or after the expected one that
+ * ends in those bytes (exact unless 2^(8*len) chunks went missing). Returns
+ * false when nothing is expected yet (the high bytes are unknown). */
+static bool complete_short_seq(const struct tag_state *ts, uint64_t partial, size_t len, uint64_t *seq)
+{
+    if (!ts->seen_seq)
+        return false;
+    uint64_t mask = len == 0 ? 0 : (UINT64_MAX >> (64 - 8 * len));
+    uint64_t s = (ts->next_seq & ~mask) | (partial & mask);
+    if (s < ts->next_seq)
+        s += mask + 1;
+    *seq = s;
+    return true;
+}
+
+static void follow_sequence(struct results *r, struct tag_state *ts, uint64_t seq, size_t len)
+{
+    if (len >= 8 || complete_short_seq(ts, seq, len, &seq))
+        check_sequence(r, ts, seq);
+}
+
+/* Flagged chunks (truncated, error, CRC error, busy) are counted and their
+ * sequence number is followed, but their bytes are not checked: the card
+ * said they are damaged. */
+static void verify_chunk(struct app *a, struct tag_state *ts, uint64_t tag, uint32_t flags,
+                         const uint8_t *data, size_t len)
+{
+    uint64_t seq = rc_pattern_seq(data, len);
+    if (flags) {
+        a->r.flagged++;
+        follow_sequence(&a->r, ts, seq, len);
+        return;
+    }
+    long bad = rc_pattern_check(data, 0, len, tag, seq);
+    if (bad >= 0) {
+        if (a->r.corrupt++ == 0) {
+            a->r.first_corrupt_tag = tag;
+            a->r.first_corrupt_offset = bad;
+        }
+        /* Count it as the expected chunk: its sequence bytes may be the
+         * damaged ones, and a second error (a gap) would be invented. */
+        if (ts->seen_seq)
+            ts->next_seq++;
+        return;
+    }
+    follow_sequence(&a->r, ts, seq, len);
+}
+
+static void write_record(struct app *a, uint64_t tag, uint32_t flags, const void *data, size_t len)
+{
+    uint8_t hdr[16];
+    for (int i = 0; i < 8; i++)
+        hdr[i] = (uint8_t)(tag >> (8 * i));
+    for (int i = 0; i < 4; i++) {
+        hdr[8 + i] = (uint8_t)(flags >> (8 * i));
+        hdr[12 + i] = (uint8_t)((uint32_t)len >> (8 * i));
+    }
+    static const uint8_t zeros[8];
+    size_t pad = (8 - len % 8) % 8;
+    if (fwrite(hdr, sizeof hdr, 1, a->out) != 1 || (len && fwrite(data, len, 1, a->out) != 1) ||
+        (pad && fwrite(zeros, pad, 1, a->out) != 1))
+        a->r.out_errors++;
+}
+
+static void on_data(void *ctx, uint64_t tag, uint32_t flags, const void *data, size_t len)
+{
+    struct app *a = ctx;
+    a->r.chunks++;
+    a->r.bytes += len;
+    struct tag_state *ts = tag_get(&a->tags, tag);
+    if (!ts) {
+        a->r.table_errors++;
+    } else {
+        ts->chunks++;
+        if (a->o->verify)
+            verify_chunk(a, ts, tag, flags, data, len);
+    }
+    if (a->out)
+        write_record(a, tag, flags, data, len);
+    if (a->o->count && a->r.chunks >= a->o->count)
+        stop_requested = 1;
+}
+
+/* A restarted publisher starts every tag's sequence anew: what came before
+ * says nothing about what comes now. (A reconnect to the same publisher
+ * keeps the expectations: chunks lost during the outage are real gaps.) */
+static void forget_sequences(struct tag_table *t)
+{
+    for (size_t i = 0; i < t->cap; i++)
+        t->slot[i].seen_seq = false;
+}
+
+static void on_connect(void *ctx)
+{
+    struct app *a = ctx;
+    struct rc_sub_stats st;
+    rc_sub_get_stats(a->sub, &st);
+    rc_info("connected to %s:%u (publisher id %016" PRIx64 ")", a->o->host, (unsigned)a->o->port,
+            st.publisher_id);
+    if (a->have_publisher_id && st.publisher_id != a->publisher_id) {
+        rc_warn("publisher %s:%u restarted: per-tag sequences start anew", a->o->host, (unsigned)a->o->port);
+        forget_sequences(&a->tags);
+    }
+    a->have_publisher_id = true;
+    a->publisher_id = st.publisher_id;
+}
+
+static void on_disconnect(void *ctx, enum rc_sub_disconnect_reason reason)
+{
+    static const char *const names[] = {"connection shut down", "publisher silent (timeout)",
+                                        "publisher said BYE", "too many malformed messages", "closing"};
+    struct app *a = ctx;
+    if (reason == RC_SUB_DISC_CLOSED)
+        return;
+    rc_warn("disconnected from %s:%u: %s%s%s; reconnecting", a->o->host, (unsigned)a->o->port,
+            (unsigned)reason < 5 ? names[reason] : "?", rc_sub_last_error(a->sub)[0] ? " - " : "",
+            rc_sub_last_error(a->sub));
+}
+
+static void on_resubscribed(void *ctx)
+{
+    struct app *a = ctx;
+    rc_info("resubscribed at %s:%u", a->o->host, (unsigned)a->o->port);
+}
+
+/* ---- reporting ----------------------------------------------------------- */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static bool verification_failed(const struct app *a)
+{
+    const struct results *r = &a->r;
+    return a->o->verify && (r->gaps || r->corrupt || r->duplicates);
+}
+
+static int cmp_tag(const void *x, const void *y)
+{
+    uint64_t a = ((const struct tag_state *)x)->tag, b = ((const struct tag_state *)y)->tag;
+    return a < b ? -1 : a > b;
+}
+
+/* Used tag states, sorted by tag (caller frees). */
+static struct tag_state *sorted_tags(const struct tag_table *t, size_t *n)
+{
+    struct tag_state *v = malloc((t->used ? t->used : 1) * sizeof *v);
+    *n = 0;
+    if (!v)
+        return NULL;
+    for (size_t i = 0; i < t->cap; i++)
+        if (t->slot[i].used)
+            v[(*n)++] = t->slot[i];
+    qsort(v, *n, sizeof *v, cmp_tag);
+    return v;
+}
+
+static void print_json(const struct app *a, const struct rc_sub_stats *st, double seconds)
+{
+    const struct results *r = &a->r;
+    printf("{\"chunks\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"seconds\":%.3f", r->chunks, r->bytes, seconds);
+    printf(",\"verify\":%s,\"verified\":%s", a->o->verify ? "true" : "false",
+           a->o->verify && !verification_failed(a) ? "true" : "false");
+    printf(",\"gaps\":%" PRIu64 ",\"missing\":%" PRIu64 ",\"corrupt\":%" PRIu64 ",\"duplicates\":%" PRIu64
+           ",\"flagged\":%" PRIu64,
+           r->gaps, r->missing, r->corrupt, r->duplicates, r->flagged);
+    printf(",\"reassembled\":%" PRIu64 ",\"reassembly_drops\":%" PRIu64 ",\"too_big\":%" PRIu64
+           ",\"unwanted\":%" PRIu64 ",\"reconnects\":%" PRIu64 ",\"publisher_restarts\":%" PRIu64
+           ",\"connect_failures\":%" PRIu64 ",\"truncated\":%" PRIu64 ",\"out_errors\":%" PRIu64,
+           st->reassembled, st->reassembly_drops, st->too_big, st->unwanted, st->reconnects,
+           st->publisher_restarts, st->connect_failures, st->truncated, r->out_errors);
+    printf(",\"malformed\":{");
+    for (unsigned k = 1; k < RC_SUB_MALFORMED_KINDS; k++)
+        printf("%s\"%s\":%" PRIu64, k > 1 ? "," : "", rc_sub_malformed_name(k), st->malformed[k]);
+    printf("},\"per_tag\":{");
+    size_t n = 0;
+    struct tag_state *v = sorted_tags(&a->tags, &n);
+    for (size_t i = 0; v && i < n; i++)
+        printf("%s\"%" PRIu64 "\":%" PRIu64, i ? "," : "", v[i].tag, v[i].chunks);
+    free(v);
+    printf("}}\n");
+}
+
+static void print_text(const struct app *a, const struct rc_sub_stats *st, double seconds)
+{
+    const struct results *r = &a->r;
+    double mb = (double)r->bytes / 1e6;
+    printf("received %" PRIu64 " chunks, %.3f MB in %.3f s (%.1f chunks/s, %.2f MB/s) on %zu tags\n",
+           r->chunks, mb, seconds, seconds > 0 ? (double)r->chunks / seconds : 0.0,
+           seconds > 0 ? mb / seconds : 0.0, a->tags.used);
+    if (a->o->verify) {
+        printf("verify: %s - gaps %" PRIu64 " (%" PRIu64 " chunks missing), corrupt %" PRIu64
+               ", duplicates %" PRIu64 ", flagged %" PRIu64 "\n",
+               verification_failed(a) ? "FAILED" : "ok", r->gaps, r->missing, r->corrupt, r->duplicates,
+               r->flagged);
+        if (r->corrupt)
+            printf("verify: first corrupt chunk on tag %" PRIu64 ", first wrong byte at offset %ld\n",
+                   r->first_corrupt_tag, r->first_corrupt_offset);
+    }
+    printf("connection: %" PRIu64 " reconnects, %" PRIu64 " publisher restarts, %" PRIu64
+           " failed attempts; %" PRIu64 " malformed messages, %" PRIu64 " reassembly drops\n",
+           st->reconnects, st->publisher_restarts, st->connect_failures, st->malformed_total,
+           st->reassembly_drops);
+}
+
+static void print_rate(const struct app *a, double elapsed, uint64_t dchunks, uint64_t dbytes, double dt)
+{
+    printf("%8.1f s  %10.0f chunks/s  %9.2f MB/s  total %" PRIu64 " chunks%s\n", elapsed,
+           (double)dchunks / dt, (double)dbytes / dt / 1e6, a->r.chunks,
+           a->o->verify && verification_failed(a) ? "  VERIFY FAILED" : "");
+    fflush(stdout);
+}
+
+/* ---- main ------------------------------------------------------------------ */
+
+/* Called before the first poll: the subscriber is not connected yet, so the
+ * ranges are only recorded (sent after WELCOME) and -EAGAIN cannot happen. */
+static int subscribe(struct app *a)
+{
+    if (a->o->all_tags)
+        return rc_sub_subscribe_all(a->sub);
+    return rc_sub_subscribe(a->sub, a->o->first, a->o->last, a->o->ntags);
+}
+
+static void run(struct app *a)
+{
+    const struct options *o = a->o;
+    double start = now_s(), last_print = start;
+    uint64_t last_chunks = 0, last_bytes = 0;
+    bool live = isatty(STDOUT_FILENO) && !o->json;
+    while (!stop_requested) {
+        rc_sub_poll(a->sub, 100000000ull);   /* connection trouble is retried inside */
+        double now = now_s();
+        if (o->duration > 0 && now - start >= o->duration)
+            break;
+        if (live && now - last_print >= 1.0) {
+            print_rate(a, now - start, a->r.chunks - last_chunks, a->r.bytes - last_bytes, now - last_print);
+            last_print = now;
+            last_chunks = a->r.chunks;
+            last_bytes = a->r.bytes;
+        }
+    }
+}
+
+static int setup(struct app *a, const struct options *o)
+{
+    struct rc_sub_params p;
+    rc_sub_params_default(&p);
+    snprintf(p.provider, sizeof p.provider, "%s", o->provider);
+    p.endpoint = o->endpoint;
+    snprintf(p.host, sizeof p.host, "%s", o->host);
+    p.port = o->port;
+    if (o->rx_buffer_size)
+        p.rx_buffer_size = o->rx_buffer_size;
+    if (o->max_chunk_size)
+        p.max_chunk_size = o->max_chunk_size;
+    p.cb = (struct rc_sub_callbacks){.ctx = a, .on_data = on_data, .on_connect = on_connect,
+                                     .on_disconnect = on_disconnect, .on_resubscribed = on_resubscribed};
+    char err[256];
+    if (rc_sub_create(&p, &a->sub, err, sizeof err)) {
+        rc_error("%s", err);
+        return -1;
+    }
+    if (o->out && !(a->out = fopen(o->out, "wb"))) {
+        rc_error("--out %s: %s", o->out, strerror(errno));
+        return -1;
+    }
+    int rc = subscribe(a);
+    if (rc) {
+        rc_error("subscribe: %s", strerror(-rc));
+        return -1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    rc_log_init(argv[0], RC_LOG_INFO);
+    static struct options o;
+    int prc = parse_args(argc, argv, &o);
+    if (prc)
+        return prc > 0 ? 0 : EXIT_USAGE;
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    struct app a = {.o = &o};
+    int status = 0;
+    double start = now_s();
+    if (setup(&a, &o))
+        status = 1;
+    else
+        run(&a);
+    double seconds = now_s() - start;
+    struct rc_sub_stats st = {0};
+    if (a.sub) {
+        rc_sub_get_stats(a.sub, &st);
+        if (st.connects == 0 && status == 0) {
+            rc_error("never connected to %s:%u: %s", o.host, (unsigned)o.port, rc_sub_last_error(a.sub));
+            status = 1;
+        }
+    }
+    rc_sub_destroy(a.sub);
+    if (a.out && fclose(a.out)) {
+        rc_error("--out %s: %s", o.out, strerror(errno));
+        a.r.out_errors++;
+    }
+    if (a.r.out_errors) {
+        rc_error("--out %s: %" PRIu64 " records could not be written", o.out, a.r.out_errors);
+        status = 1;
+    }
+    if (o.json)
+        print_json(&a, &st, seconds);
+    else
+        print_text(&a, &st, seconds);
+    if (verification_failed(&a) || a.r.table_errors)
+        status = 1;
+    free(a.tags.slot);
+    return status;
+}
