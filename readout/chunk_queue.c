@@ -1,0 +1,174 @@
+/* chunk_queue.c — rte_ring of chunk-descriptor pointers with statistics.
+ * See chunk_queue.h for the contract. */
+#include "readout/chunk_queue.h"
+
+#include <errno.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_errno.h>
+#include <rte_ring.h>
+
+#include "dma/errbuf.h"
+#include "readout/dpdk_env.h"
+
+_Static_assert(RC_CHUNK_QUEUE_NAME_MAX + 1 <= RTE_RING_NAMESIZE, "queue names must fit rte_ring's");
+_Static_assert(RC_CHUNK_QUEUE_MAX_CAPACITY <= RTE_RING_SZ_MASK, "capacity must fit rte_ring's");
+
+#define CACHE_LINE 64
+
+/* Producer and consumer counters on separate lines: each side writes only
+ * its own, so they never bounce a line between the two threads. */
+struct producer_stats {
+    alignas(CACHE_LINE) _Atomic uint64_t enqueued, full_events, refused, high_water;
+};
+
+struct consumer_stats {
+    alignas(CACHE_LINE) _Atomic uint64_t dequeued, empty_polls;
+};
+
+struct rc_chunk_queue {
+    struct rte_ring *ring;
+    uint32_t capacity;
+    bool multi_producer, multi_consumer;
+    struct producer_stats prod;
+    struct consumer_stats cons;
+};
+
+/* With one thread on a side, a plain load/store add suffices (no lock
+ * prefix); shared counters need an atomic read-modify-write. */
+static void counter_add(_Atomic uint64_t *c, uint64_t n, bool shared)
+{
+    if (shared)
+        atomic_fetch_add_explicit(c, n, memory_order_relaxed);
+    else
+        atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n, memory_order_relaxed);
+}
+
+static void note_high_water(struct rc_chunk_queue *q, uint64_t count)
+{
+    uint64_t hw = atomic_load_explicit(&q->prod.high_water, memory_order_relaxed);
+    while (count > hw && !atomic_compare_exchange_weak_explicit(&q->prod.high_water, &hw, count,
+                                                                memory_order_relaxed, memory_order_relaxed))
+        ;
+}
+
+static int check_params(const struct rc_chunk_queue_params *p, char *err, size_t errlen)
+{
+    size_t name_len = p->name ? strlen(p->name) : 0;
+    if (name_len == 0 || name_len > RC_CHUNK_QUEUE_NAME_MAX) {
+        rc_set_err(err, errlen, "chunk queue: a name of 1..%u characters is needed (got %zu)",
+                   RC_CHUNK_QUEUE_NAME_MAX, name_len);
+        return -EINVAL;
+    }
+    if (p->capacity == 0 || p->capacity > RC_CHUNK_QUEUE_MAX_CAPACITY) {
+        rc_set_err(err, errlen, "chunk queue %s: capacity %u must be 1..%u", p->name, p->capacity,
+                   RC_CHUNK_QUEUE_MAX_CAPACITY);
+        return -EINVAL;
+    }
+    if (!rc_dpdk_started()) {
+        rc_set_err(err, errlen, "chunk queue %s: the DPDK EAL is not started (call rc_dpdk_init first)",
+                   p->name);
+        return -ENODEV;
+    }
+    return 0;
+}
+
+static unsigned ring_flags(const struct rc_chunk_queue_params *p)
+{
+    /* EXACT_SZ: the capacity asked for, not the next power of two minus one. */
+    unsigned flags = RING_F_EXACT_SZ;
+    if (!p->multi_producer)
+        flags |= RING_F_SP_ENQ;
+    if (!p->multi_consumer)
+        flags |= RING_F_SC_DEQ;
+    return flags;
+}
+
+int rc_chunk_queue_create(const struct rc_chunk_queue_params *p, struct rc_chunk_queue **out,
+                          char *err, size_t errlen)
+{
+    *out = NULL;
+    int rc = check_params(p, err, errlen);
+    if (rc != 0)
+        return rc;
+    struct rc_chunk_queue *q = aligned_alloc(CACHE_LINE, sizeof *q);
+    if (!q) {
+        rc_set_err(err, errlen, "chunk queue %s: out of memory", p->name);
+        return -ENOMEM;
+    }
+    memset(q, 0, sizeof *q);
+    q->ring = rte_ring_create(p->name, p->capacity, SOCKET_ID_ANY, ring_flags(p));
+    if (!q->ring) {
+        int e = rte_errno ? rte_errno : ENOMEM;
+        rc_set_err(err, errlen, "chunk queue %s: rte_ring_create(%u): %s", p->name, p->capacity,
+                   rte_strerror(e));
+        free(q);
+        return -e;
+    }
+    q->capacity = p->capacity;
+    q->multi_producer = p->multi_producer;
+    q->multi_consumer = p->multi_consumer;
+    *out = q;
+    return 0;
+}
+
+void rc_chunk_queue_destroy(struct rc_chunk_queue *q)
+{
+    if (!q)
+        return;
+    rte_ring_free(q->ring);
+    free(q);
+}
+
+unsigned rc_chunk_queue_enqueue(struct rc_chunk_queue *q, const struct rc_chunk *const *chunks, unsigned n)
+{
+    unsigned free_space = 0;
+    /* The ring stores void *; descriptors stay const for the consumer. */
+    unsigned done = rte_ring_enqueue_burst(q->ring, (void *const *)chunks, n, &free_space);
+    bool shared = q->multi_producer;
+    if (done)
+        counter_add(&q->prod.enqueued, done, shared);
+    if (done < n) {
+        counter_add(&q->prod.full_events, 1, shared);
+        counter_add(&q->prod.refused, n - done, shared);
+    }
+    note_high_water(q, q->capacity - free_space);
+    return done;
+}
+
+unsigned rc_chunk_queue_dequeue(struct rc_chunk_queue *q, const struct rc_chunk **chunks, unsigned max)
+{
+    unsigned done = rte_ring_dequeue_burst(q->ring, (void **)chunks, max, NULL);
+    if (done)
+        counter_add(&q->cons.dequeued, done, q->multi_consumer);
+    else
+        counter_add(&q->cons.empty_polls, 1, q->multi_consumer);
+    return done;
+}
+
+unsigned rc_chunk_queue_count(const struct rc_chunk_queue *q)
+{
+    return rte_ring_count(q->ring);
+}
+
+static uint64_t load(const _Atomic uint64_t *c)
+{
+    return atomic_load_explicit(c, memory_order_relaxed);
+}
+
+void rc_chunk_queue_get_stats(const struct rc_chunk_queue *q, struct rc_chunk_queue_stats *s)
+{
+    *s = (struct rc_chunk_queue_stats){
+        .capacity = q->capacity,
+        .count = rte_ring_count(q->ring),
+        .enqueued = load(&q->prod.enqueued),
+        .dequeued = load(&q->cons.dequeued),
+        .full_events = load(&q->prod.full_events),
+        .refused = load(&q->prod.refused),
+        .empty_polls = load(&q->cons.empty_polls),
+        .high_water = load(&q->prod.high_water),
+    };
+}
