@@ -140,9 +140,11 @@ static int check_string(const struct rc_cfg_key *k, const char *text, char *why,
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)text[i];
         if (c < 0x20 || c == 0x7f) return fail(why, whylen, "contains a control character");
-        /* an INI file would read the rest as a comment: the value could not be written back */
-        if (c == ';' && i > 0 && blank(text[i - 1]))
-            return fail(why, whylen, "contains a blank followed by ';' (the start of a comment)");
+        /* an INI file would read the rest as a comment: the value could not be written back
+         * (a leading ';' follows the blank of the printed "key = value") */
+        if (c == ';' && (i == 0 || blank(text[i - 1])))
+            return fail(why, whylen, "%s ';' (the start of a comment in an INI file)",
+                        i == 0 ? "starts with" : "contains a blank followed by");
     }
     if (len && (blank(text[0]) || blank(text[len - 1])))
         return fail(why, whylen, "starts or ends with a blank");

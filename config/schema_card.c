@@ -20,7 +20,8 @@ static const struct rc_cfg_key card_keys[] = {
     {.key = "dma_descriptor", .type = RC_CFG_UINT, .def = "0", .min = 0, .max = 7,
      RC_CFG_FIELD(T, dma_descriptor),
      .help = "Wupper DMA descriptor of the ToHost ring."},
-    {.key = "ring_size", .type = RC_CFG_SIZE, .def = "64M", .min = 4096, .max = 256ull << 30,
+    /* at most 4G: the readout's piece offsets into the ring are 32-bit */
+    {.key = "ring_size", .type = RC_CFG_SIZE, .def = "64M", .min = 4096, .max = 4ull << 30,
      RC_CFG_FIELD(T, ring_size),
      .help = "Bytes of the DMA ring: a multiple of block_size, at least 4 blocks."},
     {.key = "block_size", .type = RC_CFG_SIZE, .def = "4k", .min = 1024, .max = 65536,

@@ -394,6 +394,51 @@ static bool begin_block(struct rc_readout *r)
     return true;
 }
 
+/* ---- a ring held by open chunks ------------------------------------------- */
+
+/* The open chunk whose first piece lies nearest after the read position
+ * (it holds the oldest block), or NULL. */
+static struct rc_elink_state *oldest_open(struct rc_readout *r, uint64_t read)
+{
+    struct rc_elink_state *oldest = NULL;
+    uint64_t oldest_dist = UINT64_MAX, read_off = read % r->ring_size;
+    for (unsigned i = 0; i < RC_READOUT_MAX_ELINKS; i++) {
+        struct rc_elink_state *e = &r->elinks[i];
+        if (!e->open || e->open->chunk.npieces == 0)
+            continue;
+        uint64_t off = e->open->chunk.pieces[0].ring_offset;
+        uint64_t dist = (off + r->ring_size - read_off) % r->ring_size;
+        if (dist < oldest_dist) {
+            oldest_dist = dist;
+            oldest = e;
+        }
+    }
+    return oldest;
+}
+
+/* Called when everything written is decoded. If the ring is completely full
+ * and no chunk is in flight, only open chunks hold the ring,
+ * and the oldest holds the block under the read pointer: its LAST can only
+ * come in a block the card cannot write until that block is back (a chunk
+ * spanning more than the ring). Without this the card would stall forever.
+ * Drop that chunk (counted); a later pass looks again. In flight is checked
+ * before advancing, so that a release that completes meanwhile is seen. */
+static void unblock_full_ring(struct rc_readout *r)
+{
+    if (rc_readout_in_flight(r) != 0)
+        return;                         /* a release may still move the read pointer */
+    uint64_t read = rc_dma_ring_advance(r->ring);
+    /* Completely full: a real card moves CURRENT_ADDRESS per TLP and may be
+     * finishing a block whose room it already has (the chunk may end there). */
+    if (rc_dma_ring_written_pos(r->ring) - read < r->ring_size)
+        return;
+    struct rc_elink_state *e = oldest_open(r, read);
+    if (!e)
+        return;
+    e->skipping = true;                 /* its remaining pieces must not become orphans */
+    drop_open(r, e, &r->st.chunks_dropped_ring);
+}
+
 /* ---- passes --------------------------------------------------------------- */
 
 unsigned rc_readout_decode_pass(struct rc_readout *r, bool *took_blocks, bool *more)
@@ -422,8 +467,10 @@ unsigned rc_readout_decode_pass(struct rc_readout *r, bool *took_blocks, bool *m
                 *more = true;
                 break;
             }
-            if (!begin_block(r))
+            if (!begin_block(r)) {
+                unblock_full_ring(r);
                 break;
+            }
             *took_blocks = true;
             if (!r->cur.active)
                 continue;

@@ -162,9 +162,11 @@ void rc_readout_get_stats(const struct rc_readout *r, struct rc_readout_stats *s
         .sink_again = RC_STAT_GET(r->st.sink_again),
         .sink_errors = RC_STAT_GET(r->st.sink_errors),
         .chunks_dropped_pool = RC_STAT_GET(r->st.chunks_dropped_pool),
+        .chunks_dropped_ring = RC_STAT_GET(r->st.chunks_dropped_ring),
         .pool_empty_ns = RC_STAT_GET(r->st.pool_empty_ns),
         .polls = RC_STAT_GET(r->st.polls), .sleeps = RC_STAT_GET(r->st.sleeps),
         .rd_writes = RC_STAT_GET(r->st.rd_writes),
+        .card_bad_status = RC_STAT_GET(r->st.card_bad_status),
         .last_bad_pos = RC_STAT_GET(r->st.last_bad_pos),
         .last_bad_kind = (enum rc_readout_bad_kind)RC_STAT_GET(r->st.last_bad_kind),
     };

@@ -64,8 +64,12 @@ struct rc_readout_stats {
     uint64_t sink_again;           /* times the sink said -EAGAIN */
     uint64_t sink_errors;          /* chunks the sink refused for good: dropped */
     uint64_t chunks_dropped_pool;  /* open chunks dropped because they held every descriptor */
+    uint64_t chunks_dropped_ring;  /* open chunks dropped because they held the full ring's
+                                      oldest block (the chunk spans more than the ring) */
     uint64_t pool_empty_ns;        /* time waiting for free descriptors */
     uint64_t polls, sleeps, rd_writes;
+    uint64_t card_bad_status;      /* card status reads that could not be right: rejected
+                                      (CURRENT_ADDRESS outside the ring, wrong parity, ...) */
     uint64_t last_bad_pos;         /* ring position (monotonic) of the last bad block */
     enum rc_readout_bad_kind last_bad_kind;
 };

@@ -83,8 +83,10 @@ struct rc_readout {
     struct {
         uint64_t accepted;                  /* chunks handed to the sink and kept by it */
         uint64_t releases_local;            /* releases made by the decoding thread */
-        uint64_t bad_header, sink_again, sink_errors, chunks_dropped_pool, pool_empty_ns;
+        uint64_t bad_header, sink_again, sink_errors, chunks_dropped_pool, chunks_dropped_ring;
+        uint64_t pool_empty_ns;
         uint64_t polls, sleeps, rd_writes, last_bad_pos;
+        uint64_t card_bad_status;           /* mirror of dma.bad_status for other threads */
         uint64_t last_bad_kind;
         uint64_t taken, written_seen;       /* ring positions, mirrored for other threads */
         uint64_t pending_or_active;         /* 1 while a block or a chunk is held over */

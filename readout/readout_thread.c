@@ -24,6 +24,8 @@ static bool poll_once(struct rc_readout *r)
 {
     RC_STAT_ADD(r->st.polls, 1);
     uint64_t written = rc_wupper_dma_poll(&r->dma);
+    if (r->dma.bad_status != r->st.card_bad_status)   /* rare: store only on change */
+        RC_STAT_SET(r->st.card_bad_status, r->dma.bad_status);
     rc_dma_ring_note_written(r->ring, written);
     bool took, more;
     unsigned emitted = rc_readout_decode_pass(r, &took, &more);

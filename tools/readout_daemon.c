@@ -187,7 +187,8 @@ static void snapshot_card(struct daemon_card *dc, struct card_snapshot *snap)
 static uint64_t decode_errors(const struct rc_readout_stats *s)
 {
     return s->bad_header + s->err_malformed + s->err_seq_gap + s->err_oversize + s->err_orphan +
-           s->chunks_dropped_gap + s->chunks_incomplete + s->chunks_dropped_pool + s->sink_errors;
+           s->chunks_dropped_gap + s->chunks_incomplete + s->chunks_dropped_pool +
+           s->chunks_dropped_ring + s->card_bad_status + s->sink_errors;
 }
 
 static void log_card_stats(struct daemon_card *dc, double interval_s)
@@ -333,14 +334,16 @@ static void write_card_json(FILE *f, struct daemon_card *dc)
             ",\"blocks\":%" PRIu64 ",\"bad_header\":%" PRIu64 ",\"err_malformed\":%" PRIu64
             ",\"err_seq_gap\":%" PRIu64 ",\"err_oversize\":%" PRIu64 ",\"err_orphan\":%" PRIu64
             ",\"chunks_dropped_gap\":%" PRIu64 ",\"chunks_incomplete\":%" PRIu64
-            ",\"chunks_dropped_pool\":%" PRIu64 ",\"sink_errors\":%" PRIu64
+            ",\"chunks_dropped_pool\":%" PRIu64 ",\"chunks_dropped_ring\":%" PRIu64
+            ",\"card_bad_status\":%" PRIu64 ",\"sink_errors\":%" PRIu64
             ",\"chunks_truncated\":%" PRIu64 ",\"chunks_error\":%" PRIu64 ",\"chunks_crc\":%" PRIu64
             ",\"chunks_busy\":%" PRIu64 ",\"keys_outstanding\":%" PRIu64 ",\"bad_releases\":%" PRIu64
             ",\"ring_size\":%" PRIu64 ",\"ring_bytes_in_use\":%" PRIu64 ",\"ring_high_water\":%" PRIu64
             ",\"ring_full_ns\":%" PRIu64 "}",
             dc->params->index, cs.chunks_produced, cs.bytes_produced, cs.stall_ns, rs.chunks, rs.bytes,
             rs.blocks, rs.bad_header, rs.err_malformed, rs.err_seq_gap, rs.err_oversize, rs.err_orphan,
-            rs.chunks_dropped_gap, rs.chunks_incomplete, rs.chunks_dropped_pool, rs.sink_errors,
+            rs.chunks_dropped_gap, rs.chunks_incomplete, rs.chunks_dropped_pool,
+            rs.chunks_dropped_ring, rs.card_bad_status, rs.sink_errors,
             rs.chunks_truncated, rs.chunks_error, rs.chunks_crc, rs.chunks_busy, rs.chunks_in_flight,
             rs.bad_releases, ring.size, ring.in_use, ring.high_water, ring.full_ns);
 }

@@ -13,6 +13,7 @@
 
 #include "dma/dma_mem.h"
 #include "readout/card.h"
+#include "readout/readout.h"
 #include "readout/sim_bar.h"
 #include "readout/sim_blocks.h"
 #include "readout/sim_card.h"
@@ -441,6 +442,60 @@ static void test_bad_status(void)
     CU_ASSERT_EQUAL(d.bad_status, 9);
 }
 
+/* Status reads the host driver rejects are bad card data: they must reach the
+ * readout's statistics, not stay inside the driver. A card whose
+ * CURRENT_ADDRESS is never inside the ring, under the real readout thread. */
+static int script_card_start(struct rc_card *c) { (void)c; return 0; }
+static void script_card_nothing(struct rc_card *c) { (void)c; }
+static void script_card_stats(struct rc_card *c, struct rc_card_stats *s)
+{
+    (void)c;
+    memset(s, 0, sizeof *s);
+}
+static const struct rc_card_ops script_card_ops = {
+    "script", script_card_start, script_card_nothing, script_card_stats, script_card_nothing };
+static int refuse_chunk(void *ctx, const struct rc_chunk *c)
+{
+    (void)ctx;
+    (void)c;
+    return -EIO;
+}
+
+static void test_bad_status_in_readout_stats(void)
+{
+    static struct script_bar s;
+    struct rc_card card = { &script_card_ops, { &script_ops, &s }, NULL };
+    script(&s, 1, (uint64_t[]){ 0 }, (uint64_t[]){ 0 });   /* address 0: outside any ring */
+    struct rc_dma_ring_params rp = { .size = RING, .unit_size = KB, .backend = RC_MEM_ANON };
+    struct rc_dma_ring *ring;
+    char err[256];
+    CU_ASSERT_EQUAL_FATAL(rc_dma_ring_create(&rp, &ring, err, sizeof err), 0);
+    struct rc_card_params cp = card_params(RING, KB, FELIX_FMT_ABCE);
+    cp.rd_update_bytes = KB;
+    cp.max_chunk_size = 4 * KB;
+    cp.max_chunk_pieces = 4;
+    cp.max_chunks_in_flight = 4;
+    cp.poll_sleep_ns = 100000;
+    struct rc_readout *r;
+    CU_ASSERT_EQUAL_FATAL(rc_readout_create(&cp, ring, &card, refuse_chunk, NULL, &r, err,
+                                            sizeof err), 0);
+    CU_ASSERT_EQUAL_FATAL(rc_readout_start(r), 0);
+    struct rc_readout_stats st;
+    memset(&st, 0, sizeof st);
+    for (int i = 0; i < 5000 && st.card_bad_status < 4; i++) {   /* generous: 5 s */
+        sleep_ms(1);
+        rc_readout_get_stats(r, &st);
+    }
+    rc_readout_stop(r);
+    rc_readout_get_stats(r, &st);
+    CU_ASSERT(st.card_bad_status >= 4);                    /* two rejected reads per poll */
+    CU_ASSERT(st.polls >= 2);
+    CU_ASSERT_EQUAL(st.blocks, 0);
+    CU_ASSERT_EQUAL(rc_dma_ring_written_pos(ring), 0);
+    rc_readout_destroy(r);
+    rc_dma_ring_destroy(ring);
+}
+
 /* ---- timing-based behaviour, stepped by hand ---------------------------------- */
 
 /* Step and consume until the firmware finishes; returns elapsed ns. */
@@ -626,7 +681,8 @@ static void test_shm_process(void)
 static void register_tests(void)
 {
     RC_SUITE("accessors", { "mmio on plain memory", test_mmio_accessors },
-             { "scripted bad status", test_bad_status });
+             { "scripted bad status", test_bad_status },
+             { "bad status in the readout's statistics", test_bad_status_in_readout_stats });
     RC_SUITE("register model", { "empty at start", test_empty_at_start },
              { "full and empty, all parities", test_full_empty_parities },
              { "set_read split rule", test_set_read_split_rule },

@@ -521,6 +521,9 @@ static void test_bad_values(void)
         {"[card.0]\nblock_size = 4kx\n", "block_size = 4kx", "unknown unit 'kx'"},
         {"[card.0]\nring_size = 64MB\n", "ring_size = 64MB", "ambiguous"},
         {"[card.0]\nring_size = 99999999999G\n", "ring_size = 99999999999G", "too large"},
+        /* the readout addresses ring pieces with 32-bit offsets: refuse here, at file:line,
+         * what rc_readout_create() would refuse only when the daemon starts */
+        {"[card.0]\nring_size = 8G\n", "ring_size = 8G", "out of range (allowed: 4k..4G)"},
         {"[card.0]\npoll_spin = 50\n", "poll_spin = 50", "needs a unit"},
         {"[card.0]\nmax_chunk_pieces = 0\n", "max_chunk_pieces = 0", "out of range"},
         {"[card.0]\nblock_format = abcf\n", "block_format = abcf", "not one of abcd|abce|c0ce"},
@@ -643,6 +646,9 @@ static void test_override_errors(void)
     expect_override_error("[card.0]\n", "fabrc.port=1", "[fabrc]", "did you mean [fabric]?");
     expect_override_error(NULL, "card.0.memory=ram", "memory = ram", "not one of anon|hugetlb|shm");
     expect_override_error(NULL, "card.0.ring_size=", "ring_size", "empty value");
+    /* printed as "provider = ;tcp", inih would read the value as a comment:
+     * --check-config output must load back, so such a string is refused */
+    expect_override_error(NULL, "fabric.provider=;tcp", "[fabric] provider", "';'");
     /* a cross-field error caused by an override is located at the override */
     expect_override_error("[card.0]\n", "card.0.block_format=abcd", "[card.0] block_format",
                           "needs block_size = 1k");

@@ -954,6 +954,82 @@ static void test_pool_held_by_open_chunks(void)
     fx_close(f);
 }
 
+/* A chunk whose blocks span more than the ring: its LAST could only come in a
+ * block the card cannot write until the FIRST's block is back. The ring is
+ * full, everything written is decoded, nothing is in flight: the open chunk
+ * is dropped (counted) so that the card can go on, and its LAST is not an
+ * orphan. While a chunk in flight shares the oldest block, the decoder waits
+ * for that release instead. */
+static void test_open_chunk_holding_full_ring(void)
+{
+    struct fx *f = fx_open(FELIX_FMT_ABCE, 8);
+    struct tblk b;
+    tblk_begin(&b, FELIX_FMT_ABCE, 1024, 1, 0);
+    tblk_sub(&b, FELIX_SUB_WHOLE, NULL, 4, 0);        /* in flight, shares block 0 */
+    tblk_sub(&b, FELIX_SUB_FIRST, NULL, 10, 0);       /* never completed in this ring */
+    fx_put(f, &b);
+    for (unsigned i = 0; i < 7; i++) {
+        tblk_begin(&b, FELIX_FMT_ABCE, 1024, 2, i);
+        tblk_sub(&b, FELIX_SUB_WHOLE, NULL, 5, 0);
+        fx_put(f, &b);
+    }
+    CU_ASSERT_EQUAL(rc_readout_decode(f->r), 8);
+    for (unsigned i = 1; i < 8; i++)
+        fx_release(f, i);
+    CU_ASSERT_EQUAL(fx_read(f), 0);                   /* the ring is full */
+    CU_ASSERT_EQUAL(fx_stats(f).chunks_dropped_ring, 0);  /* a release can still free it */
+    fx_release(f, 0);
+    CU_ASSERT_EQUAL(fx_read(f), 8 * 1024);            /* nothing else can: dropped */
+    struct rc_readout_stats s = fx_stats(f);
+    CU_ASSERT_EQUAL(s.chunks_dropped_ring, 1);
+    CU_ASSERT_EQUAL(s.chunks_in_flight, 0);
+    tblk_begin(&b, FELIX_FMT_ABCE, 1024, 1, 1);
+    tblk_sub(&b, FELIX_SUB_LAST, NULL, 10, 0);
+    tblk_sub(&b, FELIX_SUB_WHOLE, NULL, 3, 0);
+    fx_put(f, &b);
+    CU_ASSERT_EQUAL(rc_readout_decode(f->r), 1);
+    CU_ASSERT_EQUAL_FATAL(f->ngot, 9);
+    CU_ASSERT_EQUAL(f->got[8].c.length, 3);
+    s = fx_stats(f);
+    CU_ASSERT_EQUAL(s.err_orphan, 0);                 /* its LAST was expected */
+    CU_ASSERT_EQUAL(s.chunks_incomplete, 0);
+    fx_release(f, 8);
+    CU_ASSERT_EQUAL(fx_read(f), 9 * 1024);
+    CU_ASSERT_TRUE(rc_readout_drained(f->r));
+    fx_close(f);
+}
+
+/* A real card moves CURRENT_ADDRESS per TLP, so the written position may end
+ * inside a block the card is still writing: that ring is not full yet, and
+ * the open chunk is kept until the card has really filled it. */
+static void test_open_chunk_ring_filling_by_tlp(void)
+{
+    struct fx *f = fx_open(FELIX_FMT_ABCE, 8);
+    f->release_in_sink = true;
+    struct tblk b;
+    tblk_begin(&b, FELIX_FMT_ABCE, 1024, 1, 0);
+    tblk_sub(&b, FELIX_SUB_FIRST, NULL, 10, 0);
+    fx_put(f, &b);
+    for (unsigned i = 0; i < 7; i++) {
+        tblk_begin(&b, FELIX_FMT_ABCE, 1024, 2, i);
+        tblk_sub(&b, FELIX_SUB_WHOLE, NULL, 5, 0);
+        if (i < 6) {
+            fx_put(f, &b);
+            continue;
+        }
+        memcpy(f->base + f->wpos, b.buf, b.size);    /* the last block, one TLP short */
+        f->wpos += b.size;
+        rc_dma_ring_note_written(f->ring, f->wpos - 256);
+    }
+    CU_ASSERT_EQUAL(fx_read(f), 0);
+    CU_ASSERT_EQUAL(fx_stats(f).chunks_dropped_ring, 0);
+    rc_dma_ring_note_written(f->ring, f->wpos);      /* the card filled the ring */
+    CU_ASSERT_EQUAL(fx_read(f), 8 * 1024);
+    CU_ASSERT_EQUAL(fx_stats(f).chunks_dropped_ring, 1);
+    CU_ASSERT_EQUAL(f->ngot, 7);
+    fx_close(f);
+}
+
 static void test_sink_again(void)
 {
     FOR_EACH_FORMAT(fmt) {
@@ -1331,6 +1407,8 @@ static void register_tests(void)
              { "duplicate, stale and corrupt keys", test_bad_releases },
              { "pool exhaustion: backpressure, resume", test_pool_backpressure },
              { "pool held by open chunks", test_pool_held_by_open_chunks },
+             { "open chunk holding the full ring", test_open_chunk_holding_full_ring },
+             { "ring still filling by TLP", test_open_chunk_ring_filling_by_tlp },
              { "sink -EAGAIN", test_sink_again },
              { "sink error drops the chunk", test_sink_error_drops });
     RC_SUITE("randomized", { "1e5 chunks, random interleaving and release", test_randomized });
