@@ -22,8 +22,26 @@ enum rc_log_level { RC_LOG_ERROR = 0, RC_LOG_WARN, RC_LOG_INFO, RC_LOG_DEBUG };
 struct rc_daemon_params {
     enum rc_log_level log_level;
     uint64_t stats_interval_ns;   /* statistics to the log every N; 0 = never */
-    uint32_t publisher_threads;
-    uint32_t queue_size;          /* readout -> publisher queue entries (power of 2) */
+    uint32_t publisher_threads;   /* exactly 1 for now (net/publisher is single-threaded) */
+    uint32_t queue_size;          /* readout -> publisher queue entries per card (power of 2) */
+    int slow_policy;              /* enum rc_slow_policy */
+    int publish_mode;             /* enum rc_publish_mode */
+    uint64_t buffered_threshold;  /* auto: chunks smaller than this go buffered */
+    uint32_t wait_subscribers;    /* hold the cards until this many subscribers subscribed */
+    uint64_t linger_ns;           /* after a finished run: serve until the subscribers left, at most this */
+};
+
+/* What the publisher does when a subscriber cannot take a chunk now. */
+enum rc_slow_policy {
+    RC_SLOW_BLOCK = 0,   /* wait: the ring fills and the card stalls (backpressure) */
+    RC_SLOW_DROP = 1,    /* drop that subscriber's share of the chunk, count it */
+};
+
+/* How chunks are sent. */
+enum rc_publish_mode {
+    RC_MODE_ZEROCOPY = 0,  /* from the ring, no copy */
+    RC_MODE_BUFFERED = 1,  /* copied into pages of records */
+    RC_MODE_AUTO = 2,      /* buffered below buffered_threshold, zero copy otherwise */
 };
 
 struct rc_config {

@@ -818,6 +818,14 @@ const char *rc_publisher_peer_name(struct rc_publisher *p, rc_peer_id id)
     return peer ? peer->name : "";
 }
 
+unsigned rc_publisher_peer_ranges(struct rc_publisher *p, rc_peer_id id,
+                                  const struct rc_wire_range **ranges)
+{
+    struct rc_pub_peer *peer = rc_pub_peer_of(p, id);
+    *ranges = peer ? peer->ranges : NULL;
+    return peer ? peer->nranges : 0;
+}
+
 rc_peer_id rc_pub_peer_id(const struct rc_publisher *p, const struct rc_pub_peer *peer)
 {
     return peer_id_of(p, peer);

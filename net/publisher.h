@@ -163,6 +163,12 @@ unsigned rc_publisher_subscribers_of(struct rc_publisher *p, uint64_t tag, rc_pe
 unsigned rc_publisher_peers(struct rc_publisher *p, rc_peer_id *out, unsigned max);
 /* Printable address of a peer ("" for an unknown id). */
 const char *rc_publisher_peer_name(struct rc_publisher *p, rc_peer_id peer);
+/* A peer's tag set: *ranges points to its sorted, disjoint inclusive ranges,
+ * valid until the next call into the publisher. Returns their number (0 and
+ * *ranges = NULL for an unknown id). For mirroring subscriptions elsewhere,
+ * e.g. on RC_PUB_PEER_SUBSCRIPTIONS. */
+unsigned rc_publisher_peer_ranges(struct rc_publisher *p, rc_peer_id peer,
+                                  const struct rc_wire_range **ranges);
 
 void rc_publisher_get_stats(const struct rc_publisher *p, struct rc_publisher_stats *s);
 /* The fabric (read-only): provider answers such as tx_iov_limit. */

@@ -1,7 +1,7 @@
-/* readout_daemon.c — cards -> DMA rings -> readout threads, as run by
- * ringcast-readout. Chunks are handed to a sink; with no publisher wired in,
- * every chunk has no subscriber and its key goes back to the ring at once,
- * which is exactly what the publisher does for unsubscribed tags. */
+/* readout_daemon.c — cards -> DMA rings -> readout threads -> publisher, as
+ * run by ringcast-readout. The readout threads hand chunks to the publishing
+ * half (tools/daemon_publish.c): chunks of tags nobody subscribed go back to
+ * the ring at once, the others are sent to every subscriber of their tag. */
 #include "tools/readout_daemon.h"
 
 #include <errno.h>
@@ -16,19 +16,20 @@
 #include "dma/dma_ring.h"
 #include "readout/readout.h"
 #include "readout/sim_card.h"
+#include "tools/daemon_publish.h"
 #include "tools/log.h"
 
 #define DAEMON_TICK_NS      (100ull * 1000 * 1000)
-#define DRAIN_TIMEOUT_NS    (2ull * 1000 * 1000 * 1000)
+#define DRAIN_MIN_NS        (2ull * 1000 * 1000 * 1000)
+#define SUBSCRIBER_POLL_NS  (10ull * 1000 * 1000)
 
 struct daemon_card {
     const struct rc_card_params *params;
     struct rc_dma_ring *ring;
     struct rc_card *card;
     struct rc_readout *readout;
+    struct rc_publish_card *publish;   /* the readout's sink context */
     bool started;
-    /* Written by the readout thread, read by the stats printer. */
-    _Atomic uint64_t sink_chunks, sink_bytes;
     /* Previous sample for rates. */
     uint64_t last_chunks, last_bytes;
 };
@@ -37,7 +38,9 @@ struct daemon {
     const struct rc_config *cfg;
     unsigned ncards;
     struct daemon_card cards[RC_MAX_CARDS];
+    struct rc_daemon_publish *publish;
     uint64_t start_ns, last_stats_ns;
+    uint64_t end_ns;                   /* run over (finished or stop requested) */
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -55,6 +58,14 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Seconds from the cards' start to the end of the run (or to now while it
+ * runs): the time rates are computed over, lingering excluded. */
+static double run_seconds(const struct daemon *d)
+{
+    uint64_t end = d->end_ns ? d->end_ns : now_ns();
+    return (double)(end - d->start_ns) / 1e9;
+}
+
 static void sleep_ns(uint64_t ns)
 {
     struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000ull), .tv_nsec = (long)(ns % 1000000000ull)};
@@ -70,16 +81,6 @@ static int install_signal_handlers(void)
     if (sigaction(SIGINT, &sa, NULL) || sigaction(SIGTERM, &sa, NULL))
         return -errno;
     signal(SIGPIPE, SIG_IGN);
-    return 0;
-}
-
-/* No subscriber: the chunk's key goes straight back to the ring. */
-static int release_at_once(void *ctx, const struct rc_chunk *chunk)
-{
-    struct daemon_card *dc = ctx;
-    atomic_fetch_add_explicit(&dc->sink_chunks, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&dc->sink_bytes, chunk->length, memory_order_relaxed);
-    rc_readout_release(dc->readout, chunk->key);
     return 0;
 }
 
@@ -139,10 +140,14 @@ static int setup_card(struct daemon *d, struct daemon_card *dc)
     if (rc == 0)
         rc = setup_step(create_card(d, dc, err, sizeof err), n, err);
     if (rc == 0)
-        rc = setup_step(rc_readout_create(dc->params, dc->ring, dc->card, release_at_once, dc,
-                                          &dc->readout, err, sizeof err), n, err);
+        rc = setup_step(rc_daemon_publish_add_card(d->publish, dc->params, dc->ring, &dc->publish,
+                                                   err, sizeof err), n, err);
+    if (rc == 0)
+        rc = setup_step(rc_readout_create(dc->params, dc->ring, dc->card, rc_daemon_publish_sink,
+                                          dc->publish, &dc->readout, err, sizeof err), n, err);
     if (rc != 0)
         return rc;
+    rc_daemon_publish_set_readout(dc->publish, dc->readout);
     if (!rc_dma_ring_region(dc->ring)->locked)
         rc_warn("card.%u: the %" PRIu64 " MiB ring is not locked in memory: it may be paged out;"
                 " give the service CAP_IPC_LOCK or a larger memlock limit",
@@ -188,7 +193,7 @@ static uint64_t decode_errors(const struct rc_readout_stats *s)
 {
     return s->bad_header + s->err_malformed + s->err_seq_gap + s->err_oversize + s->err_orphan +
            s->chunks_dropped_gap + s->chunks_incomplete + s->chunks_dropped_pool +
-           s->chunks_dropped_ring + s->card_bad_status + s->sink_errors;
+           s->chunks_dropped_ring + s->sink_errors + s->card_bad_status;
 }
 
 static void log_card_stats(struct daemon_card *dc, double interval_s)
@@ -197,8 +202,7 @@ static void log_card_stats(struct daemon_card *dc, double interval_s)
     snapshot_card(dc, &snap);
     const struct rc_readout_stats *rs = &snap.rs;
     const struct rc_dma_ring_stats *ring = &snap.ring;
-    uint64_t chunks = atomic_load_explicit(&dc->sink_chunks, memory_order_relaxed);
-    uint64_t bytes = atomic_load_explicit(&dc->sink_bytes, memory_order_relaxed);
+    uint64_t chunks = rs->chunks, bytes = rs->bytes;
     double chunk_rate = interval_s > 0 ? (double)(chunks - dc->last_chunks) / interval_s : 0;
     double byte_rate = interval_s > 0 ? (double)(bytes - dc->last_bytes) / interval_s : 0;
     dc->last_chunks = chunks;
@@ -255,6 +259,31 @@ static int start_cards(struct daemon *d)
     return 0;
 }
 
+/* readout.wait_subscribers: hold the cards until that many subscribers have
+ * a tag set, so that a fixed run reaches them from its first chunk. */
+static bool wait_for_subscribers(struct daemon *d)
+{
+    unsigned want = d->cfg->daemon.wait_subscribers;
+    if (want == 0)
+        return true;
+    if (want > d->cfg->fabric.max_subscribers) {
+        rc_error("readout.wait_subscribers = %u can never be reached: fabric.max_subscribers = %u", want,
+                 d->cfg->fabric.max_subscribers);
+        return false;
+    }
+    rc_info("waiting for %u subscriber%s to subscribe on %s:%u before starting the cards", want,
+            want == 1 ? "" : "s", d->cfg->fabric.address, d->cfg->fabric.port);
+    while (!stop_requested) {
+        if (rc_daemon_publish_subscribed(d->publish) >= want) {
+            rc_info("%u subscriber%s subscribed: starting the cards", want, want == 1 ? "" : "s");
+            return true;
+        }
+        sleep_ns(SUBSCRIBER_POLL_NS);
+    }
+    rc_info("stop requested while waiting for subscribers");
+    return false;
+}
+
 static void run_until_done(struct daemon *d)
 {
     uint64_t interval = d->cfg->daemon.stats_interval_ns;
@@ -271,10 +300,16 @@ static void run_until_done(struct daemon *d)
     rc_info("stop requested");
 }
 
-/* Stop order: cards stop writing, the readouts decode what was written and
- * wait for every key, then the readout threads stop. */
+/* Stop order: cards stop writing; the readouts decode what was written and
+ * wait for every key while the publisher keeps sending (bounded by the
+ * fabric's peer_timeout: a dead subscriber's keys come back by then); the
+ * readout threads stop; then the publisher thread, whose end releases
+ * whatever it still held. */
 static void stop_cards(struct daemon *d)
 {
+    uint64_t drain_ns = d->cfg->fabric.peer_timeout_ns + 1000000000ull;
+    if (drain_ns < DRAIN_MIN_NS)
+        drain_ns = DRAIN_MIN_NS;
     for (unsigned i = 0; i < d->ncards; i++)
         if (d->cards[i].started)
             rc_card_stop(d->cards[i].card);
@@ -282,12 +317,15 @@ static void stop_cards(struct daemon *d)
      * readout thread had not polled it yet. */
     for (unsigned i = 0; i < d->ncards; i++) {
         struct daemon_card *dc = &d->cards[i];
-        if (dc->started && rc_readout_wait_drained(dc->readout, DRAIN_TIMEOUT_NS) != 0)
-            rc_warn("card.%u: not drained within %.1f s", dc->params->index, DRAIN_TIMEOUT_NS / 1e9);
+        if (dc->started && rc_readout_wait_drained(dc->readout, drain_ns) != 0)
+            rc_warn("card.%u: not drained within %.1f s", dc->params->index, (double)drain_ns / 1e9);
     }
     for (unsigned i = 0; i < d->ncards; i++)
         if (d->cards[i].started)
             rc_readout_stop(d->cards[i].readout);
+    /* A finished run lingers for the subscribers to read the end of it; a
+     * stop by signal does not. */
+    rc_daemon_publish_stop(d->publish, stop_requested ? 0 : d->cfg->daemon.linger_ns);
 }
 
 struct totals {
@@ -313,12 +351,19 @@ static void sum_totals(struct daemon *d, struct totals *t)
 
 static void log_summary(struct daemon *d, const struct totals *t)
 {
-    double secs = (double)(now_ns() - d->start_ns) / 1e9;
+    double secs = run_seconds(d);
     rc_info("summary: %.2f s, %" PRIu64 " chunks produced, %" PRIu64 " decoded (%.3f GB, %.3f GB/s),"
             " %" PRIu64 " decode errors, %" PRIu64 " keys outstanding, card stalled %.3f s",
             secs, t->produced, t->decoded, (double)t->bytes / 1e9,
             secs > 0 ? (double)t->bytes / 1e9 / secs : 0.0, t->errors, t->in_flight,
             (double)t->stall_ns / 1e9);
+    struct rc_publish_totals pt;
+    rc_daemon_publish_get_totals(d->publish, &pt);
+    rc_info("summary: %" PRIu64 " chunks sent to subscribers (%.3f GB, %.3f GB/s), %" PRIu64
+            " without subscriber, %" PRIu64 " dropped (slow subscriber), %" PRIu64 " failed, %" PRIu64
+            " not sent (subscriber gone or shutdown)",
+            pt.chunks_sent, (double)pt.bytes_sent / 1e9, secs > 0 ? (double)pt.bytes_sent / 1e9 / secs : 0.0,
+            pt.chunks_no_subscriber, pt.chunks_dropped, pt.shares_failed, pt.shares_unsent);
 }
 
 static void write_card_json(FILE *f, struct daemon_card *dc)
@@ -335,7 +380,7 @@ static void write_card_json(FILE *f, struct daemon_card *dc)
             ",\"err_seq_gap\":%" PRIu64 ",\"err_oversize\":%" PRIu64 ",\"err_orphan\":%" PRIu64
             ",\"chunks_dropped_gap\":%" PRIu64 ",\"chunks_incomplete\":%" PRIu64
             ",\"chunks_dropped_pool\":%" PRIu64 ",\"chunks_dropped_ring\":%" PRIu64
-            ",\"card_bad_status\":%" PRIu64 ",\"sink_errors\":%" PRIu64
+            ",\"sink_errors\":%" PRIu64 ",\"card_bad_status\":%" PRIu64
             ",\"chunks_truncated\":%" PRIu64 ",\"chunks_error\":%" PRIu64 ",\"chunks_crc\":%" PRIu64
             ",\"chunks_busy\":%" PRIu64 ",\"keys_outstanding\":%" PRIu64 ",\"bad_releases\":%" PRIu64
             ",\"ring_size\":%" PRIu64 ",\"ring_bytes_in_use\":%" PRIu64 ",\"ring_high_water\":%" PRIu64
@@ -343,7 +388,7 @@ static void write_card_json(FILE *f, struct daemon_card *dc)
             dc->params->index, cs.chunks_produced, cs.bytes_produced, cs.stall_ns, rs.chunks, rs.bytes,
             rs.blocks, rs.bad_header, rs.err_malformed, rs.err_seq_gap, rs.err_oversize, rs.err_orphan,
             rs.chunks_dropped_gap, rs.chunks_incomplete, rs.chunks_dropped_pool,
-            rs.chunks_dropped_ring, rs.card_bad_status, rs.sink_errors,
+            rs.chunks_dropped_ring, rs.sink_errors, rs.card_bad_status,
             rs.chunks_truncated, rs.chunks_error, rs.chunks_crc, rs.chunks_busy, rs.chunks_in_flight,
             rs.bad_releases, ring.size, ring.in_use, ring.high_water, ring.full_ns);
 }
@@ -358,9 +403,11 @@ static int write_stats_json(struct daemon *d, const struct totals *t, const char
     fprintf(f,
             "{\"seconds\":%.3f,\"chunks_produced\":%" PRIu64 ",\"chunks_decoded\":%" PRIu64
             ",\"bytes_decoded\":%" PRIu64 ",\"keys_outstanding\":%" PRIu64
-            ",\"ring_bytes_in_use\":%" PRIu64 ",\"decode_errors\":%" PRIu64 ",\"cards\":[",
-            (double)(now_ns() - d->start_ns) / 1e9, t->produced, t->decoded, t->bytes, t->in_flight,
+            ",\"ring_bytes_in_use\":%" PRIu64 ",\"decode_errors\":%" PRIu64,
+            run_seconds(d), t->produced, t->decoded, t->bytes, t->in_flight,
             t->ring_in_use, t->errors);
+    rc_daemon_publish_write_json(d->publish, f);
+    fputs(",\"cards\":[", f);
     for (unsigned i = 0; i < d->ncards; i++) {
         if (i)
             fputc(',', f);
@@ -376,6 +423,14 @@ static int write_stats_json(struct daemon *d, const struct totals *t, const char
 
 static int setup_all(struct daemon *d)
 {
+    char err[512] = "";
+    int rc = rc_daemon_publish_create(d->cfg, &d->publish, err, sizeof err);
+    if (rc != 0) {
+        rc_error("publisher: %s", err[0] ? err : strerror(-rc));
+        return rc;
+    }
+    rc_info("publishing on %s:%u (provider %s, %s endpoint)", d->cfg->fabric.address,
+            d->cfg->fabric.port, d->cfg->fabric.provider, d->cfg->fabric.endpoint == RC_EP_RDM ? "rdm" : "msg");
     for (unsigned i = 0; i < d->ncards; i++) {
         d->cards[i].params = &d->cfg->card[i];
         int rc = setup_card(d, &d->cards[i]);
@@ -401,11 +456,21 @@ int rc_daemon_run(const struct rc_config *cfg, const char *stats_json)
     }
     int status = 1;
     if (setup_all(&d) == 0) {
-        d.start_ns = d.last_stats_ns = now_ns();
-        if (start_cards(&d) == 0) {
-            run_until_done(&d);
-            status = 0;
+        int rc = rc_daemon_publish_start(d.publish);
+        if (rc != 0)
+            rc_error("cannot start the publisher thread: %s", strerror(-rc));
+        else if (!wait_for_subscribers(&d))
+            status = stop_requested ? 0 : 1;
+        else {
+            d.start_ns = d.last_stats_ns = now_ns();
+            if (start_cards(&d) == 0) {
+                run_until_done(&d);
+                status = 0;
+            }
         }
+        if (d.start_ns == 0)
+            d.start_ns = now_ns();
+        d.end_ns = now_ns();
         stop_cards(&d);
         struct totals t;
         sum_totals(&d, &t);
@@ -417,6 +482,9 @@ int rc_daemon_run(const struct rc_config *cfg, const char *stats_json)
         if (stats_json && write_stats_json(&d, &t, stats_json) != 0)
             status = 1;
     }
+    /* The publisher may still hold keys (a failed setup): they go back to
+     * the readouts, so it goes first. */
+    rc_daemon_publish_destroy(d.publish);
     for (unsigned i = 0; i < d.ncards; i++)
         teardown_card(&d.cards[i]);
     return status;

@@ -49,6 +49,7 @@ struct options {
     uint64_t count;       /* chunks, 0 = no limit */
     const char *out;
     uint32_t rx_buffer_size, max_chunk_size;
+    uint32_t slow_us;     /* sleep per chunk (a deliberately slow consumer), 0 = none */
 };
 
 static void usage(FILE *f)
@@ -66,6 +67,7 @@ static void usage(FILE *f)
             "  --json                  print the summary as one JSON object\n"
             "  --rx-buffer-size B      receive buffer size in bytes (default 65536)\n"
             "  --max-chunk-size B      largest reassembled chunk (default 16777216)\n"
+            "  --slow-us N             sleep N microseconds per chunk: a slow consumer, for tests\n"
             "  --help\n");
 }
 
@@ -212,6 +214,11 @@ static int parse_option(int c, const char *arg, struct options *o)
         return 0;
     case 'r': return parse_size("--rx-buffer-size", arg, RC_WIRE_MIN_RX_BUFFER, &o->rx_buffer_size);
     case 'm': return parse_size("--max-chunk-size", arg, 1, &o->max_chunk_size);
+    case 's':
+        if (parse_u64(arg, &v) || v == 0 || v > 1000000)
+            return usage_error("--slow-us '%s': expected microseconds 1..1000000", arg);
+        o->slow_us = (uint32_t)v;
+        return 0;
     default: return -1;
     }
 }
@@ -226,6 +233,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"count", required_argument, NULL, 'n'},    {"out", required_argument, NULL, 'o'},
         {"json", no_argument, NULL, 'j'},           {"rx-buffer-size", required_argument, NULL, 'r'},
         {"max-chunk-size", required_argument, NULL, 'm'}, {"help", no_argument, NULL, 'h'},
+        {"slow-us", required_argument, NULL, 's'},
         {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof *o);
@@ -424,6 +432,10 @@ static void on_data(void *ctx, uint64_t tag, uint32_t flags, const void *data, s
         write_record(a, tag, flags, data, len);
     if (a->o->count && a->r.chunks >= a->o->count)
         stop_requested = 1;
+    if (a->o->slow_us) {
+        struct timespec ts = {.tv_sec = a->o->slow_us / 1000000, .tv_nsec = (long)(a->o->slow_us % 1000000) * 1000};
+        nanosleep(&ts, NULL);
+    }
 }
 
 /* A restarted publisher starts every tag's sequence anew: what came before
