@@ -70,9 +70,10 @@ static const struct rc_cfg_key fabric_keys[] = {
     {.key = "max_subscribers", .type = RC_CFG_UINT, .def = "64", .min = 1, .max = 4096,
      RC_CFG_FIELD(T, max_subscribers),
      .help = "Subscribers connected at the same time."},
-    {.key = "max_tags_per_subscriber", .type = RC_CFG_UINT, .def = "65536", .min = 1,
+    {.key = "max_tags_per_subscriber", .type = RC_CFG_UINT, .def = "0", .min = 0,
      .max = UINT32_MAX, RC_CFG_FIELD(T, max_tags_per_subscriber),
-     .help = "Tags one subscriber may subscribe to (a range counts as its size)."},
+     .help = "Tags one subscriber may subscribe to, a range counting as its size; 0 = no limit"
+             " (needed for 'all'). At most 1024 disjoint ranges either way."},
 };
 
 const struct rc_cfg_section rc_cfg_section_fabric = {

@@ -17,7 +17,7 @@ echo "== ringcast demo: deploy/ringcast.ini, simulated card, tcp 127.0.0.1:$PORT
 "$BUILD/bin/ringcast-readout" -c deploy/ringcast.ini -o "sim.0.run_time=${SECONDS_TO_RUN}s" \
     -o readout.wait_subscribers=1 -o "fabric.port=$PORT" --stats-json "$stats" &
 daemon=$!
-"$BUILD/bin/ringcast-sub" --connect "127.0.0.1:$PORT" --tags 0-0xffff --verify --json >"$substats" &
+"$BUILD/bin/ringcast-sub" --connect "127.0.0.1:$PORT" --tags all --verify --json >"$substats" &
 sub=$!
 daemon_status=0
 wait "$daemon" || daemon_status=$?

@@ -336,7 +336,7 @@ static void test_defaults_only(void)
     CU_ASSERT_EQUAL(cfg.fabric.flush_timeout_ns, 1000000);
     CU_ASSERT_EQUAL(cfg.fabric.rx_buffer_size, 65536);
     CU_ASSERT_EQUAL(cfg.fabric.heartbeat_ns, 500000000ull);
-    CU_ASSERT_EQUAL(cfg.fabric.max_tags_per_subscriber, 65536);
+    CU_ASSERT_EQUAL(cfg.fabric.max_tags_per_subscriber, 0);
     for (unsigned i = 0; i < RC_MAX_CARDS; i++) {
         CU_ASSERT_EQUAL(cfg.card[i].index, i);
         CU_ASSERT_EQUAL(cfg.card[i].tag_base, (uint64_t)i * 65536);
