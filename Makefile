@@ -48,6 +48,10 @@ all: $(STATIC_LIB) $(SHARED_LIB) $(TOOLS) $(TESTS)
 deps:
 	@./deploy/install-deps.sh
 
+# Objects of tools and tests are built through pattern rules; without this make
+# would delete them as intermediate files and rebuild them every time.
+.SECONDARY:
+
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@

@@ -15,3 +15,22 @@ json_num() { grep -o "\"$1\":[0-9][0-9]*" "$2" | head -n 1 | cut -d: -f2; }
 expect_eq() { [ "$2" = "$3" ] || fail "$1: got '$2', expected '$3'"; ok "$1 = $3"; }
 # expect_gt WHAT ACTUAL MIN
 expect_gt() { [ -n "$2" ] && [ "$2" -gt "$3" ] || fail "$1: got '$2', expected > $3"; ok "$1 = $2 > $3"; }
+
+# For tests with subscribers ($PORT, $TAGS set by the test):
+# start_sub NAME PROVIDER ENDPOINT OPTIONS...: a subscriber in the background ($sub).
+start_sub() {
+    sname=$1; prov=$2; ep=$3; shift 3
+    timeout 60 "$BIN/ringcast-sub" --connect "127.0.0.1:$PORT" --provider "$prov" --endpoint "$ep" \
+        --tags "$TAGS" --json "$@" >"$WORK/$sname.json" 2>"$WORK/$sname.log" &
+    sub=$!
+}
+
+wait_daemon() { # wait_daemon NAME
+    wait "$daemon"; st=$?
+    [ "$st" -eq 0 ] || { cat "$WORK/$1.log"; fail "$1: daemon exit status $st"; }
+}
+
+wait_sub() { # wait_sub NAME PID
+    wait "$2"; st=$?
+    [ "$st" -eq 0 ] || { cat "$WORK/$1.log" "$WORK/$1.json"; fail "$1: ringcast-sub exit status $st"; }
+}

@@ -16,22 +16,6 @@ start_daemon() { # start_daemon NAME OVERRIDES...
     daemon=$!
 }
 
-start_sub() { # start_sub NAME PROVIDER ENDPOINT OPTIONS...
-    sname=$1; prov=$2; ep=$3; shift 3
-    timeout 60 "$BIN/ringcast-sub" --connect "127.0.0.1:$PORT" --provider "$prov" --endpoint "$ep" \
-        --tags "$TAGS" --json "$@" >"$WORK/$sname.json" 2>"$WORK/$sname.log" &
-    sub=$!
-}
-
-wait_daemon() { # wait_daemon NAME
-    wait "$daemon"; st=$?
-    [ "$st" -eq 0 ] || { cat "$WORK/$1.log"; fail "$1: daemon exit status $st"; }
-}
-
-wait_sub() { # wait_sub NAME PID
-    wait "$2"; st=$?
-    [ "$st" -eq 0 ] || { cat "$WORK/$1.log" "$WORK/$1.json"; fail "$1: ringcast-sub exit status $st"; }
-}
 
 wait_cards_started() { # wait_cards_started NAME
     i=0
