@@ -1,5 +1,5 @@
 /* config.c — loading a configuration: defaults from the schema, the INI file
- * (through inih), -o overrides, the section structure ([card.N] numbered
+ * (through inih), -o overrides, the section structure ([card.N] and [mode.N] numbered
  * without gaps, [sim.N] only with its card), then the checks that involve
  * more than one key. Every error is reported with where it came from
  * ("file:line", "-o text") and loading goes on to find the others; any error
@@ -59,8 +59,11 @@ struct loader {
     const struct rc_cfg_section *sec;  /* NULL: none yet, or a bad one */
     unsigned index;
     bool bad_section;                  /* its keys are skipped: the header was reported */
-    struct instance inst[RC_CFG_NSECTIONS][RC_MAX_CARDS];
+    struct instance inst[RC_CFG_NSECTIONS][RC_CFG_MAX_INSTANCES];
 };
+
+_Static_assert(RC_MAX_CARDS <= RC_CFG_MAX_INSTANCES && RC_MAX_MODE_RULES <= RC_CFG_MAX_INSTANCES,
+               "the loader keeps RC_CFG_MAX_INSTANCES instances per section");
 
 static void report(struct loader *ld, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -85,7 +88,7 @@ static unsigned section_slot(const struct rc_cfg_section *s)
 
 static unsigned instance_count(const struct rc_cfg_section *s)
 {
-    return s->repeated ? RC_MAX_CARDS : 1;
+    return s->repeated ? s->max_instances : 1;
 }
 
 static struct instance *instance(struct loader *ld, const struct rc_cfg_section *s, unsigned index)
@@ -191,12 +194,12 @@ static void report_unknown_key(struct loader *ld, const char *where, const char 
 
 /* ---- sections ---- */
 
-/* "0".."7" without leading zeros. */
-static int parse_index(const char *text, unsigned *index)
+/* "0".."count-1" without leading zeros. */
+static int parse_index(const char *text, unsigned count, unsigned *index)
 {
     if (!*text || strspn(text, "0123456789") != strlen(text) || (text[0] == '0' && text[1]))
         return -EINVAL;
-    if (strlen(text) > 3 || (unsigned)atoi(text) >= RC_MAX_CARDS) return -ERANGE;
+    if (strlen(text) > 3 || (unsigned)atoi(text) >= count) return -ERANGE;
     *index = (unsigned)atoi(text);
     return 0;
 }
@@ -218,8 +221,12 @@ static void report_unknown_section(struct loader *ld, const char *where, const c
     if (near && is_close(base, near->name))
         snprintf(hint, sizeof hint, " (did you mean [%s%s]?)", near->name,
                  near->repeated ? (name[base_len] ? name + base_len : ".N") : "");
-    report(ld, "%s: [%s]: unknown section%s; known: [readout], [fabric], [card.N], [sim.N]",
-           where, name, hint);
+    char known[160] = "";
+    size_t n = 0;
+    for (unsigned i = 0; i < RC_CFG_NSECTIONS && n < sizeof known; i++)
+        n += (size_t)snprintf(known + n, sizeof known - n, "%s[%s%s]", i ? ", " : "",
+                              rc_cfg_sections[i]->name, rc_cfg_sections[i]->repeated ? ".N" : "");
+    report(ld, "%s: [%s]: unknown section%s; known: %s", where, name, hint, known);
 }
 
 /* Map "card.3" to its section and index; reports and fails if it is not one. */
@@ -237,13 +244,13 @@ static int resolve_section(struct loader *ld, const char *name, const char *wher
         }
         if (s->repeated && !dot) {
             report(ld, "%s: [%s]: needs an index: [%s.0] .. [%s.%u]", where, name, s->name,
-                   s->name, RC_MAX_CARDS - 1);
+                   s->name, s->max_instances - 1);
             return -EINVAL;
         }
         *index = 0;
-        if (dot && parse_index(dot + 1, index) != 0) {
+        if (dot && parse_index(dot + 1, s->max_instances, index) != 0) {
             report(ld, "%s: [%s]: the index must be a number 0..%u (no leading zeros)", where,
-                   name, RC_MAX_CARDS - 1);
+                   name, s->max_instances - 1);
             return -EINVAL;
         }
         *out = s;
@@ -452,8 +459,8 @@ static int on_pair(void *user, const char *section, const char *name, const char
     ld->unanswered_line = 0;
     if (ld->bad_section) return 1;
     if (!ld->sec) {
-        report(ld, "%s: %s: key before any section: put it under [readout], [fabric], [card.N] "
-                   "or [sim.N]", file_line(ld, ld->lineno, where, sizeof where), name);
+        report(ld, "%s: %s: key before any section: put it under [readout], [mode.N], [fabric], "
+                   "[card.N] or [sim.N]", file_line(ld, ld->lineno, where, sizeof where), name);
         return 1;
     }
     apply_setting(ld, ld->sec, ld->index, name, value,
@@ -545,24 +552,38 @@ static int fill_defaults(struct loader *ld)
                    RC_CFG_MAX_KEYS);
             return -EINVAL;
         }
+        if (s->repeated && (s->max_instances == 0 || s->max_instances > RC_CFG_MAX_INSTANCES)) {
+            report(ld, "schema: [%s.N] allows %u instances, 1..%u are possible", s->name,
+                   s->max_instances, RC_CFG_MAX_INSTANCES);
+            return -EINVAL;
+        }
         for (unsigned idx = 0; idx < instance_count(s); idx++) fill_instance_defaults(ld, s, idx);
     }
     return 0;
 }
 
+/* How many instances of a densely numbered section there are (the highest
+ * given + 1); each gap below it is reported. */
+static unsigned count_dense(struct loader *ld, const struct rc_cfg_section *s)
+{
+    char where[WHERE_LEN];
+    unsigned n = 0;
+    for (unsigned i = 0; i < s->max_instances; i++)
+        if (instance(ld, s, i)->present) n = i + 1;
+    for (unsigned i = 0; i + 1 < n; i++)
+        if (!instance(ld, s, i)->present)
+            report(ld, "%s: [%s.%u] is missing: [%s.N] must be numbered 0..n-1 without gaps "
+                       "([%s.%u] is given)",
+                   instance_where(ld, instance(ld, s, n - 1), where, sizeof where), s->name, i,
+                   s->name, s->name, n - 1);
+    return n;
+}
+
 static void check_structure(struct loader *ld)
 {
     char where[WHERE_LEN];
-    unsigned ncards = 0;
-    for (unsigned i = 0; i < RC_MAX_CARDS; i++)
-        if (instance(ld, &rc_cfg_section_card, i)->present) ncards = i + 1;
-    for (unsigned i = 0; i + 1 < ncards; i++)
-        if (!instance(ld, &rc_cfg_section_card, i)->present)
-            report(ld, "%s: [card.%u] is missing: cards must be numbered 0..n-1 without gaps "
-                       "([card.%u] is given)",
-                   instance_where(ld, instance(ld, &rc_cfg_section_card, ncards - 1), where,
-                                  sizeof where),
-                   i, ncards - 1);
+    unsigned ncards = count_dense(ld, &rc_cfg_section_card);
+    ld->cfg->nmodes = count_dense(ld, &rc_cfg_section_mode);
     for (unsigned i = 0; i < RC_MAX_CARDS; i++) {
         const struct instance *sim = instance(ld, &rc_cfg_section_sim, i);
         ld->cfg->has_sim[i] = sim->present;
@@ -611,6 +632,41 @@ static const char *value_text(const struct loader *ld, const struct rc_cfg_secti
 {
     rc_cfg_format_value(rc_cfg_find_key(s, key), rc_cfg_params_const(s, ld->cfg, index), buf, len);
     return buf;
+}
+
+/* Given in the file or by an override, not left at its default. */
+static bool key_given(struct loader *ld, const struct rc_cfg_section *s, unsigned index,
+                      const char *key)
+{
+    const struct origin *o = &instance(ld, s, index)->origin[rc_cfg_find_key(s, key) - s->keys];
+    return o->line || o->override >= 0;
+}
+
+static void missing_key(struct loader *ld, const struct rc_cfg_section *s, unsigned index,
+                        const char *key, const char *example)
+{
+    char where[WHERE_LEN], inst[32];
+    rc_cfg_instance_name(s, index, inst, sizeof inst);
+    report(ld, "%s: [%s] %s: missing: every [%s.N] needs it (e.g. %s = %s)",
+           instance_where(ld, instance(ld, s, index), where, sizeof where), inst, key, s->name,
+           key, example);
+}
+
+/* Each rule needs its tags and its mode; its range comes from tags (whose
+ * text was checked when it was read). */
+static void finish_mode_rules(struct loader *ld)
+{
+    const struct rc_cfg_section *s = &rc_cfg_section_mode;
+    for (unsigned i = 0; i < ld->cfg->nmodes; i++) {
+        struct rc_mode_rule *r = &ld->cfg->mode_rule[i];
+        char why[256];
+        if (!key_given(ld, s, i, "tags") || !r->tags[0])
+            missing_key(ld, s, i, "tags", "0-3");
+        else if (rc_cfg_parse_tag_range(r->tags, &r->first, &r->last, why, sizeof why) != 0)
+            key_error(ld, s, i, "tags", "%s", why); /* unreachable: validated when read */
+        if (!key_given(ld, s, i, "mode"))
+            missing_key(ld, s, i, "mode", "buffered");
+    }
 }
 
 static void check_fabric(struct loader *ld)
@@ -758,7 +814,9 @@ int rc_config_load(struct rc_config *cfg, const char *file, const char *const *o
         for (unsigned i = 0; overrides && i < noverrides; i++) apply_override(ld, (int)i);
         check_structure(ld);
         resolve_autos(ld);
-        /* on top of bad values these would mostly report consequences, not causes */
+        /* on top of bad values these would mostly report consequences, not causes
+         * (a tags value refused, or a rule missing in the numbering, is also "missing") */
+        if (ld->nerrors == 0) finish_mode_rules(ld);
         if (ld->nerrors == 0) check_cross(ld);
     }
     int rc = ld->nerrors ? -EINVAL : 0;

@@ -15,6 +15,8 @@
 #include "readout/sim_params.h"
 
 #define RC_MAX_CARDS 8u
+#define RC_MAX_MODE_RULES 16u
+#define RC_MODE_TAGS_MAX 48u  /* "0xffffffffffffffff-0xffffffffffffffff" is 37 characters */
 
 enum rc_log_level { RC_LOG_ERROR = 0, RC_LOG_WARN, RC_LOG_INFO, RC_LOG_DEBUG };
 
@@ -44,8 +46,21 @@ enum rc_publish_mode {
     RC_MODE_AUTO = 2,      /* buffered below buffered_threshold, zero copy otherwise */
 };
 
+/* [mode.N]: the send mode of a range of tags. The rule with the lowest N
+ * whose range holds a chunk's tag decides; a tag in no rule's range is sent
+ * as [readout] mode and buffered_threshold say. Ranges may overlap (the
+ * lower N wins), so a narrow exception can precede a wide rule. */
+struct rc_mode_rule {
+    char tags[RC_MODE_TAGS_MAX];  /* as written: "first-last" or one tag, decimal or 0x hex */
+    uint64_t first, last;         /* the inclusive range, parsed from tags by the loader */
+    int mode;                     /* enum rc_publish_mode */
+    uint64_t buffered_threshold;  /* mode auto: chunks smaller than this go buffered */
+};
+
 struct rc_config {
     struct rc_daemon_params daemon;
+    unsigned nmodes;                          /* send-mode rules [mode.0] .. [mode.nmodes-1] */
+    struct rc_mode_rule mode_rule[RC_MAX_MODE_RULES];
     struct rc_fabric_params fabric;
     unsigned ncards;                          /* cards are [card.0] .. [card.ncards-1] */
     struct rc_card_params card[RC_MAX_CARDS];
@@ -81,7 +96,7 @@ int rc_config_load(struct rc_config *cfg, const char *file, const char *const *o
                    unsigned noverrides, FILE *errlog, struct rc_config_error *err);
 
 /* Print the effective configuration as an INI file that loads back to the
- * same values: every key of [readout], [fabric] and, for each card, [card.N]
+ * same values: every key of [readout], each [mode.N], [fabric] and, for each card, [card.N]
  * and [sim.N] (every card runs a simulator, so [sim.N] is printed even when
  * it was not given; has_sim then reads true after a reload). */
 void rc_config_print(const struct rc_config *cfg, FILE *out);

@@ -16,7 +16,9 @@ static const char syntax_help[] =
     "Rates: unlimited, 2.5GB/s, 800MB/s, 10Mchunks/s, 5000chunks/s (k/M/G = powers of 1000).\n"
     "Booleans: true/false, yes/no, on/off, 1/0. Integers: decimal or 0x hex.\n"
     "Cards: [card.0], [card.1], ... numbered without gaps; [sim.N] configures the simulator of\n"
-    "card N and needs [card.N]. Every key can be set on the command line with\n"
+    "card N and needs [card.N]. [mode.0], [mode.1], ... (numbered without gaps) set the send\n"
+    "mode of tag ranges; the lowest N whose tags hold a chunk's tag decides.\n"
+    "Every key can be set on the command line with\n"
     "-o section.key=value (e.g. -o card.0.ring_size=256M), checked like the file.\n";
 
 /* One line per key: "key = value" ("key =" when the value is empty). */
@@ -45,6 +47,7 @@ void rc_config_print(const struct rc_config *cfg, FILE *out)
             cfg->source[0] ? "from " : "defaults and command line",
             cfg->source[0] ? cfg->source : "");
     print_instance(out, &rc_cfg_section_readout, cfg, 0);
+    for (unsigned i = 0; i < cfg->nmodes; i++) print_instance(out, &rc_cfg_section_mode, cfg, i);
     print_instance(out, &rc_cfg_section_fabric, cfg, 0);
     /* every card runs a simulator, so its [sim.N] is in effect even when not given */
     for (unsigned i = 0; i < cfg->ncards; i++) {
@@ -57,7 +60,7 @@ static void print_section_help(FILE *out, const struct rc_cfg_section *s)
 {
     char range[160];
     if (s->repeated)
-        fprintf(out, "\n[%s.N]  (N = 0..%u)  %s\n", s->name, RC_MAX_CARDS - 1, s->help);
+        fprintf(out, "\n[%s.N]  (N = 0..%u)  %s\n", s->name, s->max_instances - 1, s->help);
     else
         fprintf(out, "\n[%s]  %s\n", s->name, s->help);
     for (size_t r = 0; r < s->nkeys; r++) {
@@ -86,15 +89,20 @@ static void print_commented(FILE *out, const char *text)
     }
 }
 
+/* A section that is normally absent is shown commented out ("# key = value"),
+ * with example values where the default would not explain the key. */
 static void print_example_section(FILE *out, const struct rc_cfg_section *s)
 {
     char range[160];
-    fprintf(out, "\n# %s\n[%s%s]\n", s->help, s->name, s->repeated ? ".0" : "");
+    const char *lead = s->example_commented ? "# " : "";
+    fprintf(out, "\n# %s\n%s%s[%s%s]\n", s->help,
+            s->example_commented ? "# (optional: an example, uncomment to use)\n" : "", lead,
+            s->name, s->repeated ? ".0" : "");
     for (size_t r = 0; r < s->nkeys; r++) {
         const struct rc_cfg_key *k = &s->keys[r];
         rc_cfg_format_range(k, range, sizeof range);
-        fprintf(out, "\n# %s (%s: %s)\n", k->help, rc_cfg_type_name(k->type), range);
-        print_key_value(out, k->key, k->def);
+        fprintf(out, "\n# %s (%s: %s)\n%s", k->help, rc_cfg_type_name(k->type), range, lead);
+        print_key_value(out, k->key, s->example_commented && k->example ? k->example : k->def);
     }
 }
 

@@ -11,7 +11,8 @@
 #include <string.h>
 
 const struct rc_cfg_section *const rc_cfg_sections[RC_CFG_NSECTIONS] = {
-    &rc_cfg_section_readout, &rc_cfg_section_fabric, &rc_cfg_section_card, &rc_cfg_section_sim,
+    &rc_cfg_section_readout, &rc_cfg_section_mode,  &rc_cfg_section_fabric,
+    &rc_cfg_section_card,    &rc_cfg_section_sim,
 };
 
 void *rc_cfg_params(const struct rc_cfg_section *s, struct rc_config *cfg, unsigned index)
@@ -188,9 +189,12 @@ int rc_cfg_parse_value(const struct rc_cfg_key *k, const char *text, union rc_cf
     case RC_CFG_DURATION: return parse_integer(k, text, &v->u, why, whylen);
     case RC_CFG_RATE: return parse_rate(k, text, &v->rate, why, whylen);
     case RC_CFG_PROB: return parse_probability(text, &v->d, why, whylen);
-    case RC_CFG_STRING:
+    case RC_CFG_STRING: {
         v->s = text;
-        return check_string(k, text, why, whylen);
+        int rc = check_string(k, text, why, whylen);
+        /* an empty value is what a string with minimum length 0 means by "not given" */
+        return rc == 0 && k->validate && text[0] ? k->validate(text, why, whylen) : rc;
+    }
     case RC_CFG_ENUM: {
         int i = choice_index(k->choices, text);
         if (i < 0) return fail(why, whylen, "not one of %s", k->choices);

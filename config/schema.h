@@ -2,7 +2,7 @@
  * validation, --help-config and deploy/ringcast.ini, and the typed value
  * helpers built on the unit parsers of units.c.
  *
- * One table per section (schema_readout.c, schema_fabric.c, schema_card.c,
+ * One table per section (schema_readout.c, schema_mode.c, schema_fabric.c, schema_card.c,
  * schema_sim.c); rc_cfg_sections[] (schema.c) lists them in printing order.
  * A row is written with designated initializers and RC_CFG_FIELD(), which
  * takes offset, size and alignment from the params struct itself, so a row
@@ -18,7 +18,8 @@
 
 #define RC_CFG_MAX_LINE     200u  /* characters per line of an INI file, without the line end */
 #define RC_CFG_MAX_KEYS     64u   /* rows per section (the loader's bookkeeping is sized by it) */
-#define RC_CFG_NSECTIONS    4u
+#define RC_CFG_NSECTIONS    5u
+#define RC_CFG_MAX_INSTANCES 16u  /* of a repeated section (the loader's bookkeeping is sized by it) */
 #define RC_CFG_TAG_STRIDE   65536u /* card.tag_base = auto gives index * this */
 #define RC_CFG_SHM_NAME_MAX 48u   /* leaves room for the suffixes the daemon appends ("-ring") */
 
@@ -41,6 +42,12 @@ struct rc_cfg_key {
     const char *field;        /* the struct member, for the coverage test and messages */
     size_t offset, size, align;
     const char *help;         /* one line */
+    /* STRING: a check of the text beyond length and characters (NULL: none);
+     * 0, or -EINVAL with the reason in why. */
+    int (*validate)(const char *text, char *why, size_t whylen);
+    /* The value the example file shows, when the default would not explain
+     * the key (a section the example shows commented out); NULL: def. */
+    const char *example;
 };
 
 #define RC_CFG_FIELD(type, member)                                        \
@@ -56,7 +63,11 @@ struct rc_cfg_implicit {
 
 struct rc_cfg_section {
     const char *name;         /* "readout", or "card" for the repeated [card.N] */
-    bool repeated;            /* [name.N], N = 0 .. RC_MAX_CARDS-1 */
+    bool repeated;            /* [name.N], N = 0 .. max_instances-1 */
+    unsigned max_instances;   /* repeated: at most RC_CFG_MAX_INSTANCES */
+    /* The section is normally absent: the example file shows instance 0
+     * commented out (a present instance would change the configuration). */
+    bool example_commented;
     const char *help;         /* one line */
     const struct rc_cfg_key *keys;
     size_t nkeys;
@@ -72,6 +83,7 @@ struct rc_cfg_section {
 };
 
 extern const struct rc_cfg_section rc_cfg_section_readout;
+extern const struct rc_cfg_section rc_cfg_section_mode;
 extern const struct rc_cfg_section rc_cfg_section_fabric;
 extern const struct rc_cfg_section rc_cfg_section_card;
 extern const struct rc_cfg_section rc_cfg_section_sim;
@@ -116,6 +128,11 @@ int rc_cfg_parse_uint(const char *s, uint64_t *out, char *why, size_t whylen);
 int rc_cfg_parse_double(const char *s, double *out, char *why, size_t whylen);
 /* Shortest "%.Ng" text that strtod reads back to exactly d. */
 char *rc_cfg_format_double(double d, char *buf, size_t len);
+
+/* A tag range "first-last" or one tag, each decimal or 0x hex, first <= last
+ * (schema_mode.c). 0 or -EINVAL with the reason in why. */
+int rc_cfg_parse_tag_range(const char *text, uint64_t *first, uint64_t *last, char *why,
+                           size_t whylen);
 
 /* Levenshtein distance, case-insensitive (for "did you mean" suggestions). */
 unsigned rc_cfg_edit_distance(const char *a, const char *b);

@@ -78,6 +78,7 @@ static void card_resolve_auto(const struct rc_cfg_key *k, void *params, unsigned
 const struct rc_cfg_section rc_cfg_section_card = {
     .name = "card",
     .repeated = true,
+    .max_instances = RC_MAX_CARDS,
     .help = "One card, its DMA ring and its readout thread; cards are numbered 0..n-1 without gaps.",
     .keys = card_keys,
     .nkeys = sizeof card_keys / sizeof card_keys[0],

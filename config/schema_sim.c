@@ -49,6 +49,7 @@ static const struct rc_cfg_key sim_keys[] = {
 const struct rc_cfg_section rc_cfg_section_sim = {
     .name = "sim",
     .repeated = true,
+    .max_instances = RC_MAX_CARDS,
     .help = "The simulated firmware of card N (needs a [card.N]).",
     .keys = sim_keys,
     .nkeys = sizeof sim_keys / sizeof sim_keys[0],

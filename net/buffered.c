@@ -117,7 +117,11 @@ static int open_page(struct rc_publisher *p, struct rc_pub_peer *peer)
 
 static uint32_t page_capacity(const struct rc_publisher *p, const struct rc_pub_peer *peer)
 {
-    return peer->rx_max < p->page_size ? peer->rx_max : p->page_size;
+    uint32_t cap = peer->rx_max < p->page_size ? peer->rx_max : p->page_size;
+    /* Over rxm, only eager-size messages kept their order (fabric.h). */
+    if (p->fab.rxm && cap > RC_FABRIC_RXM_EAGER_PAGE)
+        cap = RC_FABRIC_RXM_EAGER_PAGE;
+    return cap;
 }
 
 /* Append one record gathered from the pieces; the layout is the one of

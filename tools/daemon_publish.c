@@ -82,7 +82,17 @@ struct rc_publish_card {
     bool cur_begun;
     uint64_t cur_first;                 /* fan-out handle of share 0 */
     uint32_t cur_k, cur_next;           /* shares, next share to send */
+    bool cur_buffered;                  /* its send mode, decided once when it is begun */
     uint32_t cur_subs[RC_FANOUT_MAX_SENDS];
+};
+
+/* How the chunks of a tag range are sent: [mode.N], then [readout] as the
+ * rule that holds every tag. Copied out of the configuration so that the
+ * per-chunk scan reads a few contiguous cache lines. */
+struct mode_range {
+    uint64_t first, last;
+    uint64_t buffered_threshold;
+    int mode;                           /* enum rc_publish_mode */
 };
 
 /* Totals changed by the publisher thread, read by others. */
@@ -111,6 +121,10 @@ struct rc_daemon_publish {
     struct send_token *tokens;
     uint32_t ntokens, free_token;
     uint32_t sub_send_limit;            /* zero-copy shares outstanding per subscriber */
+
+    /* [mode.0] .. [mode.n-1], then the global mode with the full tag range. */
+    struct mode_range modes[RC_MAX_MODE_RULES + 1];
+    unsigned nmodes;                    /* including the global one */
 
     struct pub_totals t;
     uint64_t last_stats_ns, last_sent_total, last_bytes_total;
@@ -391,11 +405,16 @@ static unsigned build_iov(struct rc_daemon_publish *pb, const struct rc_chunk *c
     return n;
 }
 
+/* The first rule whose range holds the tag decides (at most 17 compares;
+ * the last rule holds every tag). */
 static bool use_buffered(const struct rc_daemon_publish *pb, const struct rc_chunk *chunk)
 {
-    switch (pb->cfg->daemon.publish_mode) {
+    const struct mode_range *m = pb->modes;
+    while (chunk->tag < m->first || chunk->tag > m->last)
+        m++;
+    switch (m->mode) {
     case RC_MODE_BUFFERED: return true;
-    case RC_MODE_AUTO: return chunk->length < pb->cfg->daemon.buffered_threshold;
+    case RC_MODE_AUTO: return chunk->length < m->buffered_threshold;
     default: return false;
     }
 }
@@ -406,7 +425,7 @@ static int post_share(struct rc_daemon_publish *pb, struct rc_publish_card *c, s
     const struct rc_chunk *chunk = c->cur;
     unsigned n = build_iov(pb, chunk);
     int rc = -EMSGSIZE;
-    if (use_buffered(pb, chunk)) {
+    if (c->cur_buffered) {
         rc = rc_publisher_send_buffered(pb->pub, s->peer, chunk->tag, chunk->flags, pb->iov, n,
                                         tok_index);
         s->page_filling |= rc == 0;
@@ -499,6 +518,7 @@ static int begin_chunk(struct rc_daemon_publish *pb, struct rc_publish_card *c)
     if (rc_fanout_begin(c->fanout, chunk->key, found, &c->cur_first) != 0)
         return -EAGAIN;
     c->cur_begun = true;
+    c->cur_buffered = use_buffered(pb, chunk);
     c->cur_k = found;
     c->cur_next = 0;
     bump(&pb->t.published, 1);
@@ -686,6 +706,28 @@ static void *publisher_thread(void *arg)
 
 /* ---- life cycle (main thread) --------------------------------------------- */
 
+static const char *mode_name(int mode)
+{
+    switch (mode) {
+    case RC_MODE_BUFFERED: return "buffered";
+    case RC_MODE_AUTO: return "auto";
+    default: return "zerocopy";
+    }
+}
+
+static void copy_modes(struct rc_daemon_publish *pb, const struct rc_config *cfg)
+{
+    for (unsigned i = 0; i < cfg->nmodes && i < RC_MAX_MODE_RULES; i++) {
+        const struct rc_mode_rule *r = &cfg->mode_rule[i];
+        pb->modes[pb->nmodes++] = (struct mode_range){.first = r->first, .last = r->last,
+            .buffered_threshold = r->buffered_threshold, .mode = r->mode};
+        rc_info("send mode of tags 0x%" PRIx64 "-0x%" PRIx64 ": %s ([mode.%u])", r->first, r->last,
+                mode_name(r->mode), i);
+    }
+    pb->modes[pb->nmodes++] = (struct mode_range){.first = 0, .last = UINT64_MAX,
+        .buffered_threshold = cfg->daemon.buffered_threshold, .mode = cfg->daemon.publish_mode};
+}
+
 static int create_tokens(struct rc_daemon_publish *pb)
 {
     /* Zero-copy shares outstanding are bounded by the header slots (buffered
@@ -719,6 +761,7 @@ int rc_daemon_publish_create(const struct rc_config *cfg, struct rc_daemon_publi
     if (!pb)
         return -ENOMEM;
     pb->cfg = cfg;
+    copy_modes(pb, cfg);
     pb->nsubs_max = cfg->fabric.max_subscribers < MAX_SUBS ? cfg->fabric.max_subscribers : MAX_SUBS;
     pb->departed = calloc(MAX_DEPARTED, sizeof *pb->departed);
     rc = pb->departed ? create_tokens(pb) : -ENOMEM;

@@ -10,8 +10,10 @@
  *   takes each chunk in queue order, looks its subscribers up again (that
  *   lookup defines the set: a subscriber that left meanwhile gets nothing, one
  *   that joined gets the chunk), begins a fan-out record with k shares
- *   (readout/fanout.h) and sends each share zero-copy or buffered; the last
- *   completion of the k releases the key to the ring.
+ *   (readout/fanout.h) and sends each share zero-copy or buffered (the mode
+ *   of the first [mode.N] whose tag range holds the chunk's tag, else
+ *   [readout] mode; decided once per chunk); the last completion of the k
+ *   releases the key to the ring.
  * A subscriber that cannot take a share now (its outstanding sends at the
  * limit): policy block keeps the chunk and retries it, taking nothing else
  * from that card meanwhile (the queue and then the ring fill, the card

@@ -634,6 +634,65 @@ static void test_cross_errors(void)
     expect_ok(load_text("[card.0]\n[card.1]\ntag_base = 8\n", NULL, 0));
 }
 
+/* ==== [mode.N]: send modes of tag ranges ==== */
+
+static void test_mode_rules(void)
+{
+    expect_ok(load_text("[mode.0]\ntags = 0-3\nmode = buffered\n"
+                        "[mode.1]\ntags = 0x10 - 0x1f\nmode = auto\nbuffered_threshold = 1k\n"
+                        "[mode.2]\ntags = 0x20\nmode = zerocopy\n"
+                        "[mode.3]\ntags = 0-18446744073709551615\nmode = auto\n", NULL, 0));
+    CU_ASSERT_EQUAL(cfg.nmodes, 4);
+    const struct rc_mode_rule *r = cfg.mode_rule;
+    CU_ASSERT(r[0].first == 0 && r[0].last == 3 && r[0].mode == RC_MODE_BUFFERED);
+    CU_ASSERT(r[1].first == 16 && r[1].last == 31 && r[1].mode == RC_MODE_AUTO);
+    CU_ASSERT_EQUAL(r[1].buffered_threshold, 1024);
+    CU_ASSERT(r[2].first == 32 && r[2].last == 32 && r[2].mode == RC_MODE_ZEROCOPY);
+    CU_ASSERT(r[3].first == 0 && r[3].last == UINT64_MAX);
+    CU_ASSERT_EQUAL(r[3].buffered_threshold, 512);
+    CU_ASSERT_STRING_EQUAL(r[1].tags, "0x10 - 0x1f"); /* kept as written */
+    /* overrides create rules and beat the file */
+    const char *ov[] = {"mode.0.tags=0-3", "mode.1.tags=4-7", "mode.1.mode=buffered"};
+    expect_ok(load_text("[mode.0]\ntags = 100\nmode = auto\n", ov, 3));
+    CU_ASSERT_EQUAL(cfg.nmodes, 2);
+    CU_ASSERT(cfg.mode_rule[0].first == 0 && cfg.mode_rule[0].last == 3);
+    CU_ASSERT_EQUAL(cfg.mode_rule[0].mode, RC_MODE_AUTO);
+    CU_ASSERT(cfg.mode_rule[1].first == 4 && cfg.mode_rule[1].last == 7);
+    CU_ASSERT_EQUAL(cfg.mode_rule[1].mode, RC_MODE_BUFFERED);
+}
+
+static void test_mode_rule_errors(void)
+{
+    expect_error_at("[mode.0]\ntags = 3-x\nmode = buffered\n", 2, "[mode.0] tags = 3-x",
+                    "not a number");
+    expect_error_at("[mode.0]\nmode = buffered\ntags = 7-3\n", 3, "[mode.0] tags = 7-3",
+                    "the first tag 7 is larger than the last 3");
+    expect_error_at("[mode.0]\ntags = 1-2-3\nmode = auto\n", 2, "[mode.0] tags",
+                    "expected first-last or one tag");
+    expect_error_at("[mode.0]\ntags = -3\nmode = auto\n", 2, "[mode.0] tags",
+                    "a tag is missing around '-'");
+    expect_error_at("[mode.0]\ntags = 0-0x1ffffffffffffffff\nmode = auto\n", 2, "[mode.0] tags",
+                    "more than 64 bits");
+    expect_error_at("[mode.0]\ntags = 0-3\nmode = fast\n", 3, "[mode.0] mode = fast",
+                    "not one of zerocopy|buffered|auto");
+    expect_error_at("[mode.0]\ntags = 0-3\nmode = auto\nbuffered_threshold = 0\n", 4,
+                    "[mode.0] buffered_threshold", "out of range");
+    expect_error_at("[mode.0]\ntags = 0-3\nmode = auto\n[mode.2]\ntags = 5\nmode = auto\n", 4,
+                    "[mode.1] is missing", "numbered 0..n-1 without gaps ([mode.2] is given)");
+    expect_error_at("[mode.0]\ntag = 0-3\n", 2, "[mode.0] tag",
+                    "unknown key (did you mean 'tags'?)");
+    expect_error_at("[mode.0]\nelinks = 4\n", 2, "[mode.0] elinks", "belongs in [sim.N]");
+    expect_error_at("[mode.16]\n", 1, "[mode.16]", "index must be a number 0..15");
+    expect_error_at("[modes.0]\n", 1, "[modes.0]", "did you mean [mode.0]?");
+    /* a rule must say which tags and which mode (located at its header) */
+    expect_error_at("[readout]\n[mode.0]\nmode = buffered\n", 2, "[mode.0] tags", "missing");
+    expect_error_at("[readout]\n[mode.0]\ntags =\nmode = buffered\n", 2, "[mode.0] tags",
+                    "missing");
+    expect_error_at("[mode.0]\ntags = 5\n", 1, "[mode.0] mode", "missing");
+    expect_override_error(NULL, "mode.0.tags=5-1", "[mode.0] tags = 5-1", "larger than the last 1");
+    expect_override_error(NULL, "mode.0.mode=auto", "[mode.0] tags", "missing");
+}
+
 static void test_override_errors(void)
 {
     expect_override_error("[card.0]\n", "card.0.block_size=1.5k", "[card.0] block_size = 1.5k",
@@ -687,9 +746,17 @@ static void test_file_errors_and_failure_state(void)
 
 /* ==== printing ==== */
 
+static bool same_rule(const struct rc_mode_rule *a, const struct rc_mode_rule *b)
+{
+    return strcmp(a->tags, b->tags) == 0 && a->first == b->first && a->last == b->last &&
+           a->mode == b->mode && a->buffered_threshold == b->buffered_threshold;
+}
+
 static bool same_values(const struct rc_config *a, const struct rc_config *b)
 {
-    if (a->ncards != b->ncards) return false;
+    if (a->ncards != b->ncards || a->nmodes != b->nmodes) return false;
+    for (unsigned i = 0; i < a->nmodes; i++)
+        if (!same_rule(&a->mode_rule[i], &b->mode_rule[i])) return false;
     if (memcmp(&a->daemon, &b->daemon, sizeof a->daemon) != 0) return false;
     if (memcmp(&a->fabric, &b->fabric, sizeof a->fabric) != 0) return false;
     for (unsigned i = 0; i < a->ncards; i++)
@@ -709,6 +776,42 @@ static char *print_to_string(void (*print)(FILE *))
     return text;
 }
 
+/* Is line (after "# ") the header of s's instance 0 or one of its "key = value" lines? */
+static bool is_commented_setting(const char *line, const struct rc_cfg_section *s)
+{
+    char header[40];
+    snprintf(header, sizeof header, "[%s.0]\n", s->name);
+    if (strncmp(line, header, strlen(header)) == 0) return true;
+    for (size_t k = 0; k < s->nkeys; k++) {
+        size_t n = strlen(s->keys[k].key);
+        if (strncmp(line, s->keys[k].key, n) == 0 && strncmp(line + n, " = ", 3) == 0) return true;
+    }
+    return false;
+}
+
+/* The example with the commented-out instance of s made active. */
+static char *uncomment_section(const char *example, const struct rc_cfg_section *s)
+{
+    char *out = malloc(strlen(example) + 1), *o = out;
+    CU_ASSERT_FATAL(out != NULL);
+    bool in_section = false;
+    for (const char *line = example; *line;) {
+        size_t n = strcspn(line, "\n") + (line[strcspn(line, "\n")] == '\n');
+        if (line[0] == '[') in_section = false;
+        if (strncmp(line, "# ", 2) == 0 && is_commented_setting(line + 2, s) &&
+            (in_section || line[2] == '[')) {
+            in_section = true;
+            line += 2;
+            n -= 2;
+        }
+        memcpy(o, line, n);
+        o += n;
+        line += n;
+    }
+    *o = '\0';
+    return out;
+}
+
 static void test_example_round_trip(void)
 {
     static struct rc_config defaults;
@@ -719,19 +822,32 @@ static void test_example_round_trip(void)
     CU_ASSERT(cfg.has_sim[0]);
     defaults.ncards = 1;
     CU_ASSERT(same_values(&cfg, &defaults));
-    /* every key appears as "key = ..." in its section */
+    CU_ASSERT_EQUAL(cfg.nmodes, 0); /* the [mode.0] example is commented out */
+    /* every key appears as "key = ..." in its section ("# key = ..." if commented out) */
     for (unsigned s = 0; s < RC_CFG_NSECTIONS; s++)
         for (size_t k = 0; k < rc_cfg_sections[s]->nkeys; k++) {
             char needle[80];
-            snprintf(needle, sizeof needle, "\n%s =", rc_cfg_sections[s]->keys[k].key);
+            snprintf(needle, sizeof needle, "\n%s%s =",
+                     rc_cfg_sections[s]->example_commented ? "# " : "",
+                     rc_cfg_sections[s]->keys[k].key);
             CU_ASSERT_PTR_NOT_NULL(strstr(example, needle));
         }
+    /* uncommented, the example rule is valid */
+    char *uncommented = uncomment_section(example, &rc_cfg_section_mode);
+    expect_ok(load_text(uncommented, NULL, 0));
+    CU_ASSERT_EQUAL(cfg.nmodes, 1);
+    CU_ASSERT_EQUAL(cfg.mode_rule[0].first, 0);
+    CU_ASSERT_EQUAL(cfg.mode_rule[0].last, 3);
+    CU_ASSERT_EQUAL(cfg.mode_rule[0].mode, RC_MODE_BUFFERED);
+    free(uncommented);
     free(example);
 }
 
 static void test_print_round_trip(void)
 {
     const char *text = "[readout]\nlog_level = warn\nstats_interval = 250ms\nqueue_size = 64\n"
+                       "[mode.0]\ntags = 0x10-0x1f\nmode = auto\nbuffered_threshold = 1k\n"
+                       "[mode.1]\ntags = 7\nmode = zerocopy\n"
                        "[fabric]\nprovider = tcp;ofi_rxm\nendpoint = rdm\naddress = 10.0.0.1\n"
                        "port = 7000\nflush_timeout = 1500us\n"
                        "[card.0]\nblock_size = 1k\nblock_format = abce\nring_size = 3M\n"
@@ -755,6 +871,8 @@ static void test_print_round_trip(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(printed, "rate = 2.5GB/s\n"));
     CU_ASSERT_PTR_NOT_NULL(strstr(printed, "tag_base = 16777216\n"));
     CU_ASSERT_PTR_NOT_NULL(strstr(printed, "replay_file =\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(printed, "[mode.1]\ntags = 7\nmode = zerocopy\n"));
+    CU_ASSERT_EQUAL(first.nmodes, 2);
     free(printed);
 }
 
@@ -763,6 +881,7 @@ static void test_help_lists_everything(void)
     char *help = print_to_string(rc_config_print_help);
     CU_ASSERT_PTR_NOT_NULL(strstr(help, "[card.N]"));
     CU_ASSERT_PTR_NOT_NULL(strstr(help, "[sim.N]"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(help, "[mode.N]  (N = 0..15)"));
     for (unsigned s = 0; s < RC_CFG_NSECTIONS; s++)
         for (size_t k = 0; k < rc_cfg_sections[s]->nkeys; k++) {
             const struct rc_cfg_key *key = &rc_cfg_sections[s]->keys[k];
@@ -884,11 +1003,13 @@ static void test_schema_covers_structs(void)
     CU_ASSERT_EQUAL(rc_cfg_section_fabric.struct_size, sizeof(struct rc_fabric_params));
     CU_ASSERT_EQUAL(rc_cfg_section_card.struct_size, sizeof(struct rc_card_params));
     CU_ASSERT_EQUAL(rc_cfg_section_sim.struct_size, sizeof(struct rc_sim_params));
+    CU_ASSERT_EQUAL(rc_cfg_section_mode.struct_size, sizeof(struct rc_mode_rule));
 #ifdef __clang__
     DUMP_AND_CHECK(struct rc_daemon_params, &rc_cfg_section_readout);
     DUMP_AND_CHECK(struct rc_fabric_params, &rc_cfg_section_fabric);
     DUMP_AND_CHECK(struct rc_card_params, &rc_cfg_section_card);
     DUMP_AND_CHECK(struct rc_sim_params, &rc_cfg_section_sim);
+    DUMP_AND_CHECK(struct rc_mode_rule, &rc_cfg_section_mode);
 #endif
 }
 
@@ -902,6 +1023,11 @@ static void check_row(const struct rc_cfg_section *s, const struct rc_cfg_key *k
     CU_ASSERT(k->help && k->help[0] && !strchr(k->help, '\n'));
     CU_ASSERT_PTR_EQUAL(rc_cfg_find_key(s, k->key), k); /* names are unique */
     CU_ASSERT(k->def != NULL);
+    if (k->example) { /* what the example file shows must load */
+        union rc_cfg_value v;
+        char why[256];
+        CU_ASSERT_EQUAL(rc_cfg_parse_value(k, k->example, &v, why, sizeof why), 0);
+    }
     switch (k->type) {
     case RC_CFG_UINT:
     case RC_CFG_SIZE:
@@ -945,12 +1071,12 @@ static void register_tests(void)
     RC_SUITE("load", {"defaults only", test_defaults_only},
              {"empty sections count", test_empty_sections_count}, {"file syntax", test_file_syntax},
              {"enum order matches C", test_enum_order_matches_c},
-             {"override success", test_override_success});
+             {"override success", test_override_success}, {"mode rules", test_mode_rules});
     RC_SUITE("errors", {"unknown section and key", test_unknown_section_and_key},
              {"syntax", test_syntax_errors}, {"duplicates", test_duplicates},
              {"bad values", test_bad_values}, {"long lines", test_long_lines},
              {"structure", test_structure_errors}, {"cross-field", test_cross_errors},
-             {"overrides", test_override_errors},
+             {"overrides", test_override_errors}, {"mode rules", test_mode_rule_errors},
              {"file errors, failure state", test_file_errors_and_failure_state});
     RC_SUITE("print", {"example round trip", test_example_round_trip},
              {"print round trip", test_print_round_trip},
