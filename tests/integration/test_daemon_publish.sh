@@ -75,8 +75,8 @@ fixed_run rxm-rdm "tcp;ofi_rxm" rdm 50000 -o sim.0.chunk_size_min=16 -o sim.0.ch
 fixed_run buffered tcp msg 100000 -o readout.mode=buffered -o sim.0.chunk_size_min=8 -o sim.0.chunk_size_max=600
 fixed_run auto tcp msg 100000 -o readout.mode=auto -o readout.buffered_threshold=256 \
     -o sim.0.chunk_size_min=8 -o sim.0.chunk_size_max=600
-# Over rxm with two subscribers, full 64 KiB pages arrived out of order at one of them; the
-# publisher caps pages to rxm's eager size (net/fabric.h). Default page size on purpose.
+# Over rxm with two subscribers, 64 KiB pages arrived out of order at one of them (net/README.md,
+# "Order over rxm": FI_ORDER_SAS hints plus pages capped to rxm's eager size). Default page size.
 fixed_run buffered-rdm "tcp;ofi_rxm" rdm 40000 -o readout.mode=buffered \
     -o sim.0.chunk_size_min=16 -o sim.0.chunk_size_max=4000
 

@@ -97,9 +97,19 @@ static void failing_start_child(int fd)
     _exit(0);
 }
 
+/* gcc says __SANITIZE_ADDRESS__; clang before 17 only answers __has_feature. */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define RC_TEST_UNDER_SANITIZER 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define RC_TEST_UNDER_SANITIZER 1
+#endif
+
 static void test_eal_failure_reported_with_arguments(void)
 {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#ifdef RC_TEST_UNDER_SANITIZER
     fprintf(stderr, "(sanitizer shadow memory defeats the address-space limit: not run) ");
     return;
 #endif
