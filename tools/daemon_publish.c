@@ -2,6 +2,7 @@
  * -> subscribers, with fan-out, slow-subscriber policies and statistics.
  * The flow and the thread rules are in daemon_publish.h. */
 #include "tools/daemon_publish.h"
+#include "dma/monotonic.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -135,13 +136,6 @@ struct rc_daemon_publish {
     atomic_bool stop;
     bool fabric_failed;
 };
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void bump(_Atomic uint64_t *x, uint64_t n)
 {
@@ -637,13 +631,13 @@ static void flush_pages(struct rc_daemon_publish *pb)
     for (uint32_t i = 0; i < pb->nsubs_max; i++)
         if (pb->subs[i].in_use)
             rc_publisher_flush(pb->pub, pb->subs[i].peer);
-    uint64_t deadline = now_ns() + FLUSH_WAIT_NS;
+    uint64_t deadline = rc_now_ns() + FLUSH_WAIT_NS;
     struct rc_publisher_stats st;
     do {
         if (rc_publisher_wait(pb->pub, IDLE_WAIT_NS) < 0)
             break;
         rc_publisher_get_stats(pb->pub, &st);
-    } while ((st.pages_free < st.pages_total || st.slots_free < st.slots_total) && now_ns() < deadline);
+    } while ((st.pages_free < st.pages_total || st.slots_free < st.slots_total) && rc_now_ns() < deadline);
 }
 
 static unsigned subscribers_connected(const struct rc_daemon_publish *pb)
@@ -661,8 +655,8 @@ static void linger(struct rc_daemon_publish *pb)
         return;
     rc_info("waiting up to %.1f s for %u subscriber%s to leave", (double)pb->linger_ns / 1e9,
             subscribers_connected(pb), subscribers_connected(pb) == 1 ? "" : "s");
-    uint64_t deadline = now_ns() + pb->linger_ns;
-    while (subscribers_connected(pb) > 0 && now_ns() < deadline)
+    uint64_t deadline = rc_now_ns() + pb->linger_ns;
+    while (subscribers_connected(pb) > 0 && rc_now_ns() < deadline)
         if (rc_publisher_wait(pb->pub, IDLE_WAIT_NS) < 0)
             break;
 }
@@ -684,7 +678,7 @@ static void *publisher_thread(void *arg)
     struct rc_daemon_publish *pb = arg;
     rc_sub_table_register_thread();
     uint64_t interval = pb->cfg->daemon.stats_interval_ns;
-    pb->last_stats_ns = now_ns();
+    pb->last_stats_ns = rc_now_ns();
     while (!atomic_load_explicit(&pb->stop, memory_order_acquire)) {
         unsigned work = 0;
         for (unsigned i = 0; i < pb->ncards; i++)
@@ -695,7 +689,7 @@ static void *publisher_thread(void *arg)
             rc_error("publisher: the fabric failed: %s (%s)", strerror(-rc),
                      rc_publisher_last_error(pb->pub));
         }
-        uint64_t now = now_ns();
+        uint64_t now = rc_now_ns();
         if (interval && now - pb->last_stats_ns >= interval)
             log_publish_stats(pb, now);
     }

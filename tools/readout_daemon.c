@@ -3,6 +3,7 @@
  * half (tools/daemon_publish.c): chunks of tags nobody subscribed go back to
  * the ring at once, the others are sent to every subscriber of their tag. */
 #include "tools/readout_daemon.h"
+#include "dma/monotonic.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -51,25 +52,12 @@ static void on_stop_signal(int sig)
     stop_requested = 1;
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Seconds from the cards' start to the end of the run (or to now while it
  * runs): the time rates are computed over, lingering excluded. */
 static double run_seconds(const struct daemon *d)
 {
-    uint64_t end = d->end_ns ? d->end_ns : now_ns();
+    uint64_t end = d->end_ns ? d->end_ns : rc_now_ns();
     return (double)(end - d->start_ns) / 1e9;
-}
-
-static void sleep_ns(uint64_t ns)
-{
-    struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000ull), .tv_nsec = (long)(ns % 1000000000ull)};
-    nanosleep(&ts, NULL);
 }
 
 static int install_signal_handlers(void)
@@ -278,7 +266,7 @@ static bool wait_for_subscribers(struct daemon *d)
             rc_info("%u subscriber%s subscribed: starting the cards", want, want == 1 ? "" : "s");
             return true;
         }
-        sleep_ns(SUBSCRIBER_POLL_NS);
+        rc_sleep_ns(SUBSCRIBER_POLL_NS);
     }
     rc_info("stop requested while waiting for subscribers");
     return false;
@@ -288,8 +276,8 @@ static void run_until_done(struct daemon *d)
 {
     uint64_t interval = d->cfg->daemon.stats_interval_ns;
     while (!stop_requested) {
-        sleep_ns(DAEMON_TICK_NS);
-        uint64_t now = now_ns();
+        rc_sleep_ns(DAEMON_TICK_NS);
+        uint64_t now = rc_now_ns();
         if (interval && now - d->last_stats_ns >= interval)
             log_stats(d, now);
         if (all_cards(d, card_finished) && all_cards(d, card_drained)) {
@@ -462,15 +450,15 @@ int rc_daemon_run(const struct rc_config *cfg, const char *stats_json)
         else if (!wait_for_subscribers(&d))
             status = stop_requested ? 0 : 1;
         else {
-            d.start_ns = d.last_stats_ns = now_ns();
+            d.start_ns = d.last_stats_ns = rc_now_ns();
             if (start_cards(&d) == 0) {
                 run_until_done(&d);
                 status = 0;
             }
         }
         if (d.start_ns == 0)
-            d.start_ns = now_ns();
-        d.end_ns = now_ns();
+            d.start_ns = rc_now_ns();
+        d.end_ns = rc_now_ns();
         stop_cards(&d);
         struct totals t;
         sum_totals(&d, &t);

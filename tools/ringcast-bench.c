@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 #include "dma/dma_ring.h"
+#include "dma/monotonic.h"
 #include "readout/readout.h"
 #include "readout/sim_blocks.h"
 
@@ -36,13 +37,6 @@ struct bench_mode {
     const char *summary;
     int (*run)(const struct bench_opts *o);
 };
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void report(const struct bench_opts *o, const char *test, uint64_t chunk_size,
                    double chunks_per_s, double gbytes_per_s, const char *note)
@@ -194,10 +188,10 @@ static int bench_decode_size(const struct bench_opts *o, uint32_t chunk_size)
     while (rc == 0 && (laps < 3 || timed_ns < (uint64_t)(o->seconds * 1e9))) {
         if (laps > 0)
             renumber_lap(d);
-        uint64_t t0 = now_ns();
+        uint64_t t0 = rc_now_ns();
         rc_dma_ring_note_written(d->ring, (laps + 1) * DEC_RING_SIZE);
         rc_readout_decode(d->r);
-        timed_ns += now_ns() - t0;
+        timed_ns += rc_now_ns() - t0;
         laps++;
     }
     if (rc == 0) {
@@ -241,12 +235,12 @@ static int bench_memcpy(const struct bench_opts *o)
     memset(dst, 0, size);
     uint64_t best = UINT64_MAX;
     for (int i = 0; i < 3; i++) {
-        uint64_t t0 = now_ns();
+        uint64_t t0 = rc_now_ns();
         memcpy(dst, src, size);
         /* The copies are identical: without this the compiler may drop all
          * but one of them. */
         __asm__ volatile("" : : "r"(dst), "r"(src) : "memory");
-        uint64_t t = now_ns() - t0;
+        uint64_t t = rc_now_ns() - t0;
         best = t < best ? t : best;
     }
     double secs = (double)best / 1e9;

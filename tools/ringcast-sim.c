@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "config/config.h"
+#include "dma/monotonic.h"
 #include "readout/sim_card.h"
 
 #define EXIT_RUNTIME 1
@@ -322,18 +323,11 @@ static void install_signals(void)
     sigaction(SIGTERM, &sa, NULL);
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Retry while the daemon has not created the objects yet. */
 static int attach_with_wait(const struct options *o, struct setup *s, struct rc_sim_process **proc)
 {
     char err[512];
-    uint64_t deadline = now_ns() + o->attach_timeout_ns;
+    uint64_t deadline = rc_now_ns() + o->attach_timeout_ns;
     for (;;) {
         int rc;
         if (o->config_file) {
@@ -347,7 +341,7 @@ static int attach_with_wait(const struct options *o, struct setup *s, struct rc_
         }
         if (rc == 0)
             return 0;
-        if (rc != -ENOENT || now_ns() >= deadline || stop_requested) {
+        if (rc != -ENOENT || rc_now_ns() >= deadline || stop_requested) {
             fprintf(stderr, "ringcast-sim: %s\n", err);
             return rc == -EINVAL ? EXIT_USAGE : EXIT_RUNTIME;
         }
@@ -406,10 +400,10 @@ int main(int argc, char **argv)
                "-byte blocks); waiting for the daemon to start the card\n",
                s.cp.shm_name, s.cp.dma_descriptor, s.cp.ring_size, s.cp.block_size);
     fflush(stdout);
-    uint64_t t0 = now_ns();
+    uint64_t t0 = rc_now_ns();
     enum rc_sim_exit why = rc_sim_process_run(proc, &stop_requested);
     if (!o.quiet)
-        print_summary(proc, s.cp.shm_name, why, (now_ns() - t0) / 1e9);
+        print_summary(proc, s.cp.shm_name, why, (rc_now_ns() - t0) / 1e9);
     rc_sim_card_detach(proc);
     return 0;
 }
