@@ -71,6 +71,12 @@ ok "SIGTERM: exit status 0"
 expect_eq "SIGTERM keys_outstanding" "$(json_num keys_outstanding "$WORK/sigterm.json")" 0
 expect_gt "SIGTERM chunks_decoded" "$(json_num chunks_decoded "$WORK/sigterm.json")" 0
 
+# Statistics are logged every readout.stats_interval while running.
+timeout 60 "$BIN/ringcast-readout" -c deploy/ringcast.ini -o readout.stats_interval=100ms \
+    -o sim.0.run_time=1s 2>"$WORK/stats.log" || { cat "$WORK/stats.log"; fail "stats run"; }
+lines=$(grep -c "card.0: .* Mchunk/s .* GB/s | produced" "$WORK/stats.log")
+expect_gt "statistics lines in 1 s at 100 ms" "$lines" 3
+
 # Configuration: --check-config exit statuses and a file:line message.
 "$BIN/ringcast-readout" --check-config deploy/ringcast.ini >/dev/null || fail "--check-config of the example"
 ok "--check-config deploy/ringcast.ini exits 0"
