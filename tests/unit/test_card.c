@@ -64,6 +64,15 @@ static void rig_init(struct rig *r, const struct rc_card_params *cp, const struc
     r->start = (uint64_t)(uintptr_t)r->ring;
 }
 
+/* The register tests' card: an 8 KiB ring of 1 KiB ABCE blocks, one e-link
+ * of 100-byte chunks, running without end. */
+static void rig_init_one_elink(struct rig *r)
+{
+    struct rc_card_params cp = card_params(RING, KB, FELIX_FMT_ABCE);
+    struct rc_sim_params sp = sim_params(1, 100, 100, 0);
+    rig_init(r, &cp, &sp);
+}
+
 static void rig_start(struct rig *r)
 {
     CU_ASSERT_EQUAL_FATAL(rc_wupper_dma_start(&r->dma, &r->card->bar, DESC, r->start,
@@ -122,10 +131,8 @@ static void test_mmio_accessors(void)
 
 static void test_empty_at_start(void)
 {
-    struct rc_card_params cp = card_params(RING, KB, FELIX_FMT_ABCE);
-    struct rc_sim_params sp = sim_params(1, 100, 100, 0);
     struct rig r;
-    rig_init(&r, &cp, &sp);
+    rig_init_one_elink(&r);
     CU_ASSERT_EQUAL(rc_sim_fw_step(r.fw, 4), 0);          /* not enabled: nothing */
     CU_ASSERT_EQUAL(rc_sim_fw_state(r.fw), RC_FW_IDLE);
     rig_start(&r);
@@ -159,10 +166,8 @@ static void check_headers(struct rig *r, uint64_t from, uint64_t to)
  * empty told apart. */
 static void test_full_empty_parities(void)
 {
-    struct rc_card_params cp = card_params(RING, KB, FELIX_FMT_ABCE);
-    struct rc_sim_params sp = sim_params(1, 100, 100, 0);
     struct rig r;
-    rig_init(&r, &cp, &sp);
+    rig_init_one_elink(&r);
     rig_start(&r);
 
     CU_ASSERT_EQUAL(rc_sim_fw_step(r.fw, 3), 3);
@@ -252,10 +257,8 @@ static const struct rc_bar_ops rec_ops = { rec_read64, rec_write64, rec_read128 
 
 static void test_set_read_split_rule(void)
 {
-    struct rc_card_params cp = card_params(RING, KB, FELIX_FMT_ABCE);
-    struct rc_sim_params sp = sim_params(1, 100, 100, 0);
     struct rig r;
-    rig_init(&r, &cp, &sp);
+    rig_init_one_elink(&r);
     struct rec_bar rb = { .inner = &r.card->bar };
     struct rc_bar bar = { &rec_ops, &rb };
     CU_ASSERT_EQUAL_FATAL(rc_wupper_dma_start(&r.dma, &bar, DESC, r.start, RING), 0);
@@ -282,10 +285,8 @@ static void test_set_read_split_rule(void)
 
 static void test_rd_pointer_events(void)
 {
-    struct rc_card_params cp = card_params(RING, KB, FELIX_FMT_ABCE);
-    struct rc_sim_params sp = sim_params(1, 100, 100, 0);
     struct rig r;
-    rig_init(&r, &cp, &sp);
+    rig_init_one_elink(&r);
     rig_start(&r);
     const struct rc_bar *bar = &r.card->bar;
     struct rc_sim_desc_priv *dp = &rc_sim_priv(bar->ctx)->desc[DESC];
@@ -316,10 +317,8 @@ static void test_rd_pointer_events(void)
 
 static void test_enable_off_and_reset(void)
 {
-    struct rc_card_params cp = card_params(RING, KB, FELIX_FMT_ABCE);
-    struct rc_sim_params sp = sim_params(1, 100, 100, 0);
     struct rig r;
-    rig_init(&r, &cp, &sp);
+    rig_init_one_elink(&r);
     rig_start(&r);
     CU_ASSERT_EQUAL(rc_sim_fw_step(r.fw, 2), 2);
     rc_wupper_dma_stop(&r.dma);
@@ -351,10 +350,8 @@ static void test_enable_off_and_reset(void)
 
 static void test_refused_programming(void)
 {
-    struct rc_card_params cp = card_params(RING, KB, FELIX_FMT_ABCE);
-    struct rc_sim_params sp = sim_params(1, 100, 100, 0);
     struct rig r;
-    rig_init(&r, &cp, &sp);
+    rig_init_one_elink(&r);
     /* END - START is not the ring the card has mapped */
     CU_ASSERT_EQUAL_FATAL(rc_wupper_dma_start(&r.dma, &r.card->bar, DESC, r.start, RING / 2), 0);
     CU_ASSERT_EQUAL(rc_sim_fw_step(r.fw, 4), 0);

@@ -800,7 +800,7 @@ static void test_mem_hugetlb(void)
      * error says what was asked for and where to reserve pages. */
     int rc = rc_mem_map(RC_MEM_HUGETLB, 2 << 20, NULL, true, false, &m, err, sizeof err);
     if (rc == 0) {
-        CU_ASSERT_PTR_NOT_NULL(m.addr);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m.addr);
         m.addr[0] = 1;
         rc_mem_unmap(&m);
     } else {

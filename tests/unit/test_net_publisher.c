@@ -395,10 +395,7 @@ static void stream_test(const struct prov *pv)
     uint16_t port = next_port();
     pub_params(&fp, pv, port);
     struct pubctx c;
-    if (pub_open(&c, &fp, STREAM_MESSAGES)) {
-        CU_FAIL("publisher create");
-        return;
-    }
+    CU_ASSERT_EQUAL_FATAL(pub_open(&c, &fp, STREAM_MESSAGES), 0);
     unsigned max_pieces = (unsigned)rc_publisher_fabric(c.p)->tx_iov_limit - 1;
     struct sub_thread t;
     sub_start(&t, pv, port, 128 * 1024, max_pieces, 65536, 0);
@@ -452,10 +449,7 @@ static void again_test(const struct prov *pv)
     pub_params(&fp, pv, port);
     fp.header_slots = 8;
     struct pubctx c;
-    if (pub_open(&c, &fp, 2000)) {
-        CU_FAIL("publisher create");
-        return;
-    }
+    CU_ASSERT_EQUAL_FATAL(pub_open(&c, &fp, 2000), 0);
     struct sub_thread t;
     sub_start(&t, pv, port, 128 * 1024, 1, 65536, 0);
     rc_peer_id peer;
@@ -507,10 +501,7 @@ static void pending_test(const struct prov *pv)
     pub_params(&fp, pv, port);
     fp.header_slots = 8;
     struct pubctx c;
-    if (pub_open(&c, &fp, 8)) {
-        CU_FAIL("publisher create");
-        return;
-    }
+    CU_ASSERT_EQUAL_FATAL(pub_open(&c, &fp, 8), 0);
     struct sub_thread t;
     sub_start(&t, pv, port, 128 * 1024, 1, 65536, 0);
     rc_peer_id peer;
@@ -565,10 +556,7 @@ static void fragment_test(const struct prov *pv)
     uint16_t port = next_port();
     pub_params(&fp, pv, port);
     struct pubctx c;
-    if (pub_open(&c, &fp, N + 1)) {
-        CU_FAIL("publisher create");
-        return;
-    }
+    CU_ASSERT_EQUAL_FATAL(pub_open(&c, &fp, N + 1), 0);
     unsigned iov_limit = (unsigned)rc_publisher_fabric(c.p)->tx_iov_limit;
     unsigned n = 3 * iov_limit < MAX_PIECES ? 3 * iov_limit : MAX_PIECES;
     struct sub_thread t;
@@ -625,10 +613,7 @@ static void buffered_test(const struct prov *pv)
     uint16_t port = next_port();
     pub_params(&fp, pv, port);
     struct pubctx c;
-    if (pub_open(&c, &fp, N)) {
-        CU_FAIL("publisher create");
-        return;
-    }
+    CU_ASSERT_EQUAL_FATAL(pub_open(&c, &fp, N), 0);
     struct sub_thread t;
     sub_start(&t, pv, port, 64 * 1024, 3, 256, 0);
     rc_peer_id peer;
@@ -729,10 +714,7 @@ static void disconnect_test(const struct prov *pv)
     uint16_t port = next_port();
     pub_params(&fp, pv, port);
     struct pubctx c;
-    if (pub_open(&c, &fp, 2 * N)) {
-        CU_FAIL("publisher create");
-        return;
-    }
+    CU_ASSERT_EQUAL_FATAL(pub_open(&c, &fp, 2 * N), 0);
     struct sub_thread ta, tb;
     sub_start(&ta, pv, port, 128 * 1024, 1, 65536, 0);
     unsigned one = 1;
@@ -991,10 +973,7 @@ static void malformed_test(const struct prov *pv)
     pub_params(&fp, pv, port);
     fp.max_tags_per_subscriber = 100;
     struct pubctx c;
-    if (pub_open(&c, &fp, 1)) {
-        CU_FAIL("publisher create");
-        return;
-    }
+    CU_ASSERT_EQUAL_FATAL(pub_open(&c, &fp, 1), 0);
     struct raw_client rc = { .pv = pv, .port = port };
     pthread_create(&rc.th, NULL, raw_main, &rc);
     CU_ASSERT(pump_until(&c, raw_done, &rc, 30 * SEC));
@@ -1054,10 +1033,7 @@ static void max_subscribers_test(const struct prov *pv)
     pub_params(&fp, pv, port);
     fp.max_subscribers = 1;
     struct pubctx c;
-    if (pub_open(&c, &fp, 100)) {
-        CU_FAIL("publisher create");
-        return;
-    }
+    CU_ASSERT_EQUAL_FATAL(pub_open(&c, &fp, 100), 0);
     struct sub_thread ta, tb;
     sub_start(&ta, pv, port, 128 * 1024, 1, 65536, 0);
     rc_peer_id pa;
@@ -1124,10 +1100,7 @@ static void sigkill_test(const struct prov *pv)
     uint16_t port = next_port();
     pub_params(&fp, pv, port);
     struct pubctx c;
-    if (pub_open(&c, &fp, 2 * N)) {
-        CU_FAIL("publisher create");
-        return;
-    }
+    CU_ASSERT_EQUAL_FATAL(pub_open(&c, &fp, 2 * N), 0);
     char connect[64];
     snprintf(connect, sizeof connect, "127.0.0.1:%u", port);
     char *argv[] = { tool, "--connect", connect, "--provider", (char *)pv->name, "--endpoint",
