@@ -686,13 +686,6 @@ static void check_fabric(struct loader *ld)
                   value_text(ld, s, 0, "peer_timeout", b, sizeof b));
 }
 
-static bool shm_name_ok(const char *name)
-{
-    return name[0] != '.' &&
-           strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
-               strlen(name);
-}
-
 static bool uses_shm(const struct rc_card_params *c)
 {
     return c->memory == RC_MEM_SHM || c->type == RC_CARD_SIM_PROCESS;
@@ -735,7 +728,7 @@ static void check_card_shm(struct loader *ld, unsigned i)
         key_error(ld, s, i, "memory", "type = sim-process needs memory = shm");
     if (uses_shm(c) && !c->shm_name[0])
         key_error(ld, s, i, "shm_name", "empty, but memory = shm needs a name (or auto)");
-    if (c->shm_name[0] && !shm_name_ok(c->shm_name))
+    if (c->shm_name[0] && !rc_mem_shm_name_chars_ok(c->shm_name))
         key_error(ld, s, i, "shm_name", "'%s' may hold only A-Z a-z 0-9 . _ - and must not start "
                   "with '.'", c->shm_name);
 }

@@ -3,10 +3,10 @@
  * struct member, format back to text, describe the allowed range. The same
  * code handles defaults, file values and -o overrides. */
 #include "config/schema.h"
+#include "dma/errbuf.h"
 
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -54,16 +54,8 @@ const char *rc_cfg_type_name(enum rc_cfg_type t)
     return "?";
 }
 
-static int fail(char *why, size_t whylen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int fail(char *why, size_t whylen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, whylen, fmt, ap);
-    va_end(ap);
-    return -EINVAL;
-}
+/* Say why in the caller's buffer and return -EINVAL. */
+#define fail(why, whylen, ...) (rc_set_err((why), (whylen), __VA_ARGS__), -EINVAL)
 
 /* ---- integers (UINT, SIZE, DURATION) ---- */
 

@@ -7,7 +7,6 @@
 #include <string.h>
 
 #define T struct rc_card_params
-#define US 1000ull
 #define S  1000000000ull
 
 static const struct rc_cfg_key card_keys[] = {

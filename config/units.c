@@ -4,11 +4,11 @@
  * values are computed exactly (no floating point): "1.5k" is 1536 bytes, and
  * "1.1k" is an error because it is not a whole number of bytes. */
 #include "config/schema.h"
+#include "dma/errbuf.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,19 +49,8 @@ struct number {
     size_t len;              /* its length in the input */
 };
 
-static int fail(int rc, char *why, size_t whylen, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int fail(int rc, char *why, size_t whylen, const char *fmt, ...)
-{
-    if (why && whylen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(why, whylen, fmt, ap);
-        va_end(ap);
-    }
-    return rc;
-}
+/* Say why in the caller's buffer and return rc. */
+#define fail(rc, why, whylen, ...) (rc_set_err((why), (whylen), __VA_ARGS__), (rc))
 
 static bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
@@ -134,6 +123,16 @@ static int parse_number(const char *s, bool allow_hex, struct number *n, const c
     return rc;
 }
 
+/* A number followed by its unit (size, duration, rate): *unit is set to
+ * where the unit starts, blanks between the two skipped. */
+static int parse_quantity(const char *s, bool allow_hex, struct number *n, const char **unit,
+                          char *why, size_t whylen)
+{
+    int rc = parse_number(s, allow_hex, n, unit, why, whylen);
+    if (rc == 0) *unit = skip_blanks(*unit);
+    return rc;
+}
+
 static uint64_t gcd(uint64_t a, uint64_t b)
 {
     while (b) {
@@ -174,9 +173,8 @@ int rc_cfg_parse_size(const char *s, uint64_t *out, char *why, size_t whylen)
 {
     struct number n;
     const char *p;
-    int rc = parse_number(s, true, &n, &p, why, whylen);
+    int rc = parse_quantity(s, true, &n, &p, why, whylen);
     if (rc) return rc;
-    p = skip_blanks(p);
     const struct unit *u = find_unit(size_units, NELEM(size_units), p);
     if (!u) {
         for (size_t i = 0; i < NELEM(ambiguous_size_units); i++)
@@ -200,9 +198,8 @@ int rc_cfg_parse_duration(const char *s, uint64_t *ns, char *why, size_t whylen)
     }
     struct number n;
     const char *p;
-    int rc = parse_number(s, false, &n, &p, why, whylen);
+    int rc = parse_quantity(s, false, &n, &p, why, whylen);
     if (rc) return rc;
-    p = skip_blanks(p);
     if (!*p)
         return fail(-EINVAL, why, whylen,
                     "a duration needs a unit: ns, us, ms or s (only 0 may be written without one)");
@@ -232,9 +229,8 @@ int rc_cfg_parse_rate(const char *s, struct rc_rate *out, char *why, size_t whyl
     }
     struct number n;
     const char *p;
-    int rc = parse_number(s, false, &n, &p, why, whylen);
+    int rc = parse_quantity(s, false, &n, &p, why, whylen);
     if (rc) return rc;
-    p = skip_blanks(p);
     const char *unit_text = p;
     double mult = 1;
     for (size_t i = 1; i < NELEM(rate_multipliers); i++)

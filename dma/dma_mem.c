@@ -134,6 +134,14 @@ static bool shm_name_char_ok(char c)
            c == '.' || c == '_' || c == '-';
 }
 
+bool rc_mem_shm_name_chars_ok(const char *name)
+{
+    if (name[0] == '.') return false;
+    for (; *name; name++)
+        if (!shm_name_char_ok(*name)) return false;
+    return true;
+}
+
 static int check_shm_name(const char *name, char *err, size_t errlen)
 {
     if (!name || !name[0]) {

@@ -54,6 +54,9 @@ int rc_mem_backend_parse(const char *s, enum rc_mem_backend *out);
  * until they are unmapped too. */
 int  rc_mem_map(enum rc_mem_backend b, size_t size, const char *shm_name, bool create,
                 bool lock, struct rc_mem_region *out, char *err, size_t errlen);
+/* The SHM name rule above without its length bound (a caller may add a
+ * suffix before mapping): only [A-Za-z0-9._-], not starting with '.'. */
+bool rc_mem_shm_name_chars_ok(const char *name);
 /* Unmap (and, for the shm owner, unlink). Safe on a zeroed or already
  * unmapped region. */
 void rc_mem_unmap(struct rc_mem_region *r);

@@ -18,6 +18,7 @@
  */
 #include "dma/dma_ring.h"
 #include "dma/errbuf.h"
+#include "dma/monotonic.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -25,7 +26,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define CACHE_LINE 64
 #define SLOT_RELEASED 1ull
@@ -56,13 +56,6 @@ struct rc_dma_ring {
 };
 
 
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* The owner is the only writer of these fields: a load and a store are
  * enough (no read-modify-write needed, and none paid for). */
@@ -184,7 +177,7 @@ uint64_t rc_dma_ring_taken_pos(const struct rc_dma_ring *r)
 static void note_full_start(struct rc_dma_ring *r, uint64_t in_use)
 {
     if (in_use == r->size && owner_get(&r->full_since_ns) == 0) {
-        uint64_t t = now_ns();
+        uint64_t t = rc_now_ns();
         owner_set(&r->full_since_ns, t ? t : 1);
     }
 }
@@ -193,7 +186,7 @@ static void note_full_end(struct rc_dma_ring *r)
 {
     uint64_t since = owner_get(&r->full_since_ns);
     if (since == 0) return;
-    uint64_t stalled = now_ns() - since;
+    uint64_t stalled = rc_now_ns() - since;
     /* Clear `since` before publishing the new total (release): a stats
      * reader that sees the new total then also sees since == 0, so an ending
      * stall is never counted twice (it may be briefly under-counted). */
@@ -333,7 +326,7 @@ void rc_dma_ring_get_stats(const struct rc_dma_ring *r, struct rc_dma_ring_stats
     /* full_ns first (acquire, see note_full_end), then any stall in progress */
     s->full_ns = atomic_load_explicit(&r->full_ns, memory_order_acquire);
     uint64_t since = owner_get(&r->full_since_ns);
-    uint64_t now = since ? now_ns() : 0;
+    uint64_t now = since ? rc_now_ns() : 0;
     if (since && now > since) s->full_ns += now - since;
     s->takes = owner_get(&r->takes);
     s->releases = owner_get(&r->releases);

@@ -13,19 +13,12 @@
  * or changes nothing it would redo.
  */
 #include <errno.h>
-#include <time.h>
+#include "dma/monotonic.h"
 #include "readout/felix_block.h"
 #include "readout/readout_internal.h"
 
 enum step { STEP_DONE, STEP_STALL };
 enum offer_result { OFFER_ACCEPTED, OFFER_DROPPED, OFFER_AGAIN };
-
-uint64_t rc_readout_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- block references ------------------------------------------------- */
 
@@ -141,11 +134,11 @@ static struct rc_chunk_rec *get_record(struct rc_readout *r)
     }
     if (!rec) {
         if (r->pool_empty_since == 0)
-            r->pool_empty_since = rc_readout_now_ns();
+            r->pool_empty_since = rc_now_ns();
         return NULL;
     }
     if (r->pool_empty_since != 0) {
-        RC_STAT_ADD(r->st.pool_empty_ns, rc_readout_now_ns() - r->pool_empty_since);
+        RC_STAT_ADD(r->st.pool_empty_ns, rc_now_ns() - r->pool_empty_since);
         r->pool_empty_since = 0;
     }
     return rec;

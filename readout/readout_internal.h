@@ -107,7 +107,6 @@ struct rc_readout {
     _Alignas(64) struct rc_shared_counters shared;
 };
 
-uint64_t rc_readout_now_ns(void);
 /* Chunks accepted by the sink and not yet released (any thread). */
 uint64_t rc_readout_in_flight(const struct rc_readout *r);
 

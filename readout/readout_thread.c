@@ -6,17 +6,9 @@
  * poll_sleep_ns between polls, trading latency for an idle core. */
 #include <errno.h>
 #include <stdio.h>
-#include <time.h>
 #include <urcu/arch.h>
+#include "dma/monotonic.h"
 #include "readout/readout_internal.h"
-
-static void sleep_ns(uint64_t ns)
-{
-    struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000ull),
-                           .tv_nsec = (long)(ns % 1000000000ull) };
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
 
 /* One poll: read the write pointer, decode, give space back. True if
  * anything moved (new blocks, chunks emitted, read pointer written). */
@@ -47,12 +39,12 @@ static void *readout_main(void *arg)
             idle_since = 0;
             continue;
         }
-        uint64_t now = rc_readout_now_ns();
+        uint64_t now = rc_now_ns();
         if (idle_since == 0)
             idle_since = now;
         if (now - idle_since >= r->p.poll_spin_ns && r->p.poll_sleep_ns > 0) {
             RC_STAT_ADD(r->st.sleeps, 1);
-            sleep_ns(r->p.poll_sleep_ns);
+            rc_sleep_ns(r->p.poll_sleep_ns);
         } else {
             caa_cpu_relax();
         }
@@ -114,11 +106,11 @@ int rc_readout_wait_drained(struct rc_readout *r, uint64_t timeout_ns)
         return -EINVAL;
     /* Iteration `start` may have begun before this call; a later one has not. */
     uint64_t start = atomic_load_explicit(&r->loop_iter, memory_order_acquire);
-    uint64_t deadline = rc_readout_now_ns() + timeout_ns;
+    uint64_t deadline = rc_now_ns() + timeout_ns;
     while (atomic_load_explicit(&r->drained_iter, memory_order_acquire) <= start) {
-        if (rc_readout_now_ns() >= deadline)
+        if (rc_now_ns() >= deadline)
             return -ETIMEDOUT;
-        sleep_ns(100000);
+        rc_sleep_ns(100000);
     }
     return 0;
 }

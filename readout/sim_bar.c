@@ -26,25 +26,18 @@
  * unclaimed PCIe read does) and ignore writes.
  */
 #include "readout/sim_bar.h"
+#include "dma/monotonic.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "readout/card.h"
 
 #define STEAL_AFTER_NS   100000000ull   /* a live writer holds the lock for nanoseconds */
 #define SPINS_BEFORE_YIELD 1024u
-
-uint64_t rc_sim_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 void rc_sim_cpu_relax(void)
 {
@@ -65,7 +58,7 @@ static bool wait_a_little(unsigned *spins, uint64_t *since)
         rc_sim_cpu_relax();
         return false;
     }
-    uint64_t now = rc_sim_now_ns();
+    uint64_t now = rc_now_ns();
     if (*since == 0)
         *since = now;
     sched_yield();

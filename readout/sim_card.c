@@ -3,6 +3,7 @@
  * memory) and the ringcast-sim process side (attach and run). */
 #include "readout/sim_card.h"
 #include "dma/errbuf.h"
+#include "dma/monotonic.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -13,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "readout/sim_bar.h"
@@ -210,11 +210,10 @@ static void shm_stop(struct rc_card *c)
 {
     struct rc_sim_priv *p = shm_priv(c);
     RC_SIM_STORE(&p->run_request, 0);
-    uint64_t deadline = rc_sim_now_ns() + STOP_WAIT_NS;
+    uint64_t deadline = rc_now_ns() + STOP_WAIT_NS;
     while (process_alive(RC_SIM_LOAD(&p->fw_pid)) && fw_writing(RC_SIM_LOAD(&p->fw_state)) &&
-           rc_sim_now_ns() < deadline) {
-        struct timespec ts = { 0, 1000000 };
-        nanosleep(&ts, NULL);
+           rc_now_ns() < deadline) {
+        rc_sleep_ns(1000000);
     }
 }
 

@@ -1,6 +1,7 @@
 /* sim_firmware.c — the simulated card's firmware (see sim_firmware.h). */
 #include "readout/sim_firmware.h"
 #include "dma/errbuf.h"
+#include "dma/monotonic.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -9,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "readout/sim_blocks.h"
 #include "readout/wupper_regs.h"
@@ -180,9 +180,7 @@ void rc_sim_fw_destroy(struct rc_sim_fw *fw)
 }
 
 enum rc_sim_fw_state rc_sim_fw_state(const struct rc_sim_fw *fw) { return fw->state; }
-uint64_t rc_sim_fw_wait_hint_ns(const struct rc_sim_fw *fw) { return fw->wait_hint_ns; }
 uint64_t rc_sim_fw_write_total(const struct rc_sim_fw *fw) { return fw->write_total; }
-unsigned rc_sim_fw_batch(const struct rc_sim_fw *fw) { return fw->batch; }
 
 /* ---- descriptor tracking -------------------------------------------------- */
 
@@ -373,7 +371,7 @@ static unsigned write_blocks(struct rc_sim_fw *fw, unsigned max_blocks, uint64_t
 
 unsigned rc_sim_fw_step(struct rc_sim_fw *fw, unsigned max_blocks)
 {
-    uint64_t now = rc_sim_now_ns();
+    uint64_t now = rc_now_ns();
     unsigned written = 0;
     fw->wait_hint_ns = 0;
     if (track_descriptor(fw, now)) {
@@ -392,35 +390,28 @@ unsigned rc_sim_fw_step(struct rc_sim_fw *fw, unsigned max_blocks)
 
 /* ---- run loop ------------------------------------------------------------- */
 
-static void sleep_ns(uint64_t ns)
-{
-    struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000ull),
-                           .tv_nsec = (long)(ns % 1000000000ull) };
-    nanosleep(&ts, NULL);   /* an early wake-up (signal) only means an early re-check */
-}
-
 /* Nothing was written this tick: wait in the way that suits why. */
 static void idle_wait(struct rc_sim_fw *fw, uint64_t *idle_since)
 {
     switch (fw->state) {
     case RC_FW_STALLED: {
-        uint64_t now = rc_sim_now_ns();
+        uint64_t now = rc_now_ns();
         if (*idle_since == 0)
             *idle_since = now;
         if (now - *idle_since < STALL_SPIN_NS)
             rc_sim_cpu_relax();
         else
-            sleep_ns(STALL_SLEEP_NS);
+            rc_sleep_ns(STALL_SLEEP_NS);
         return;
     }
     case RC_FW_RATE_LIMITED:
         if (fw->wait_hint_ns > STALL_SLEEP_NS)
-            sleep_ns(fw->wait_hint_ns < RATE_MAX_SLEEP_NS ? fw->wait_hint_ns : RATE_MAX_SLEEP_NS);
+            rc_sleep_ns(fw->wait_hint_ns < RATE_MAX_SLEEP_NS ? fw->wait_hint_ns : RATE_MAX_SLEEP_NS);
         else
             rc_sim_cpu_relax();
         return;
     default:
-        sleep_ns(IDLE_SLEEP_NS);
+        rc_sleep_ns(IDLE_SLEEP_NS);
         return;
     }
 }
@@ -435,11 +426,11 @@ void rc_sim_fw_run(struct rc_sim_fw *fw,
         if (cmd == RC_SIM_LOOP_EXIT)
             return;
         if (cmd == RC_SIM_LOOP_PAUSE) {
-            end_stall(fw, rc_sim_now_ns());     /* paused is not backpressure */
+            end_stall(fw, rc_now_ns());     /* paused is not backpressure */
             fw->state = RC_FW_IDLE;
             RC_SIM_STORE(&fw->priv->fw_state, (uint64_t)RC_FW_IDLE);
             idle_since = 0;
-            sleep_ns(IDLE_SLEEP_NS);
+            rc_sleep_ns(IDLE_SLEEP_NS);
             continue;
         }
         if (rc_sim_fw_step(fw, fw->batch) > 0) {

@@ -34,12 +34,8 @@ void rc_sim_fw_destroy(struct rc_sim_fw *fw);
  * publish the write pointer and the statistics. Returns blocks written. */
 unsigned rc_sim_fw_step(struct rc_sim_fw *fw, unsigned max_blocks);
 enum rc_sim_fw_state rc_sim_fw_state(const struct rc_sim_fw *fw);
-/* Rate limited: nanoseconds until the next block may go. */
-uint64_t rc_sim_fw_wait_hint_ns(const struct rc_sim_fw *fw);
 /* Monotonic bytes written in the current run. */
 uint64_t rc_sim_fw_write_total(const struct rc_sim_fw *fw);
-/* Blocks per tick of the run loop. */
-unsigned rc_sim_fw_batch(const struct rc_sim_fw *fw);
 
 enum rc_sim_loop_cmd { RC_SIM_LOOP_RUN = 0, RC_SIM_LOOP_PAUSE, RC_SIM_LOOP_EXIT };
 /* Tick until control() says EXIT; while it says PAUSE the firmware writes
