@@ -3,7 +3,6 @@
  * one PAGE message when full or flush_timeout after its first record. The
  * chunk's key is released right after the copy; pages are recycled on their
  * send completion (or when their subscriber dies). */
-#include <endian.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,7 +92,7 @@ static int post_page(struct rc_publisher *p, struct rc_pub_peer *peer)
     }
     op->state = RC_TXOP_POSTED;
     op->len = (uint32_t)iov.iov_len;
-    rc_pub_op_link(p, (uint32_t)(peer - p->peers), op_id, rc_fabric_now_ns());
+    rc_pub_op_link(p, (uint32_t)(peer - p->peers), op_id, rc_now_ns());
     p->st.pages_sent++;
     return 0;
 }
@@ -110,7 +109,7 @@ static int open_page(struct rc_publisher *p, struct rc_pub_peer *peer)
     rc_wire_page_init(page_addr(p, op_id), p->page_size);
     op->state = RC_TXOP_FILLING;
     op->peer = (uint32_t)(peer - p->peers);
-    op->since_ns = rc_fabric_now_ns();
+    op->since_ns = rc_now_ns();
     peer->page = op_id;
     return 0;
 }
@@ -122,26 +121,6 @@ static uint32_t page_capacity(const struct rc_publisher *p, const struct rc_pub_
     if (p->fab.rxm && cap > RC_FABRIC_RXM_EAGER_PAGE)
         cap = RC_FABRIC_RXM_EAGER_PAGE;
     return cap;
-}
-
-/* Append one record gathered from the pieces; the layout is the one of
- * rc_wire_page_append() (wire.h), which takes a single payload pointer. */
-static void append_record(uint8_t *page, uint64_t tag, uint32_t flags, const struct iovec *iov,
-                          unsigned n, uint32_t len, uint32_t rec_size)
-{
-    struct rc_wire_page *hdr = (struct rc_wire_page *)page;
-    uint32_t used = le32toh(hdr->hdr.length);
-    uint8_t *rec = page + used;
-    struct rc_wire_record r = { .tag = htole64(tag), .flags = htole32(flags), .len = htole32(len) };
-    memcpy(rec, &r, sizeof r);
-    uint8_t *dst = rec + sizeof r;
-    for (unsigned i = 0; i < n; i++) {
-        memcpy(dst, iov[i].iov_base, iov[i].iov_len);
-        dst += iov[i].iov_len;
-    }
-    memset(dst, 0, rec_size - sizeof r - len);
-    hdr->hdr.length = htole32(used + rec_size);
-    hdr->records = htole32(le32toh(hdr->records) + 1);
 }
 
 int rc_publisher_send_buffered(struct rc_publisher *p, rc_peer_id peer_id, uint64_t tag,
@@ -172,7 +151,8 @@ int rc_publisher_send_buffered(struct rc_publisher *p, rc_peer_id peer_id, uint6
         if (rc)
             return rc;
     }
-    append_record(page_addr(p, peer->page), tag, flags, iov, n, (uint32_t)len, (uint32_t)rec_size);
+    /* Fits: checked against `cap` above (pieces come from the ring, never NULL). */
+    rc_wire_page_appendv(page_addr(p, peer->page), cap, tag, flags, iov, n);
     p->st.buffered_records++;
     p->st.buffered_bytes += len;
     p->st.keys_completed_ok++;

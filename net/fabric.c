@@ -11,24 +11,18 @@
 #include <string.h>
 #include <time.h>
 
+#include "dma/errbuf.h"
+
 #define RC_FABRIC_EQ_SIZE 256u
 #define RC_FABRIC_NOFD_SLEEP_NS 50000u
 #define RC_FABRIC_CQ_BATCH 64u
-
-uint64_t rc_fabric_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 int rc_fabric_error(const struct rc_fabric *f, char *err, size_t errlen, const char *call, int rc)
 {
     int code = rc < 0 ? -rc : rc;
     if (code == 0)
         code = FI_EOTHER;
-    if (err && errlen)
-        snprintf(err, errlen, "%s(%s): %s", call, f ? f->where : "", fi_strerror(code));
+    rc_set_err(err, errlen, "%s(%s): %s", call, f ? f->where : "", fi_strerror(code));
     return -code;
 }
 
@@ -295,7 +289,7 @@ int rc_fabric_msg_connect(struct rc_fabric *f, struct fid_ep *ep, uint64_t timeo
     int rc = fi_connect(ep, f->info->dest_addr, NULL, 0);
     if (rc)
         return rc_fabric_error(f, err, errlen, "fi_connect", rc);
-    uint64_t deadline = rc_fabric_now_ns() + timeout_ns;
+    uint64_t deadline = rc_now_ns() + timeout_ns;
     for (;;) {
         struct rc_fabric_event ev;
         rc = rc_fabric_eq_poll(f, &ev, err, errlen);
@@ -313,7 +307,7 @@ int rc_fabric_msg_connect(struct rc_fabric *f, struct fid_ep *ep, uint64_t timeo
             fi_freeinfo(ev.info);
         if (rc == 1)
             continue;
-        uint64_t now = rc_fabric_now_ns();
+        uint64_t now = rc_now_ns();
         if (now >= deadline)
             return rc_fabric_error(f, err, errlen, "fi_connect(wait)", -FI_ETIMEDOUT);
         rc_fabric_wait(f, deadline - now);
@@ -533,7 +527,7 @@ void rc_fabric_wait(struct rc_fabric *f, uint64_t timeout_ns)
 int rc_fabric_wait_adaptive(struct rc_fabric *f, int (*poll_fn)(void *arg), void *arg,
                             uint64_t timeout_ns)
 {
-    uint64_t start = rc_fabric_now_ns();
+    uint64_t start = rc_now_ns();
     uint64_t spin_end = start + (f->params.poll_spin_ns < timeout_ns ? f->params.poll_spin_ns
                                                                       : timeout_ns);
     uint64_t deadline = start + timeout_ns;
@@ -542,9 +536,9 @@ int rc_fabric_wait_adaptive(struct rc_fabric *f, int (*poll_fn)(void *arg), void
         rc = poll_fn(arg);
         if (rc)
             return rc;
-    } while (rc_fabric_now_ns() < spin_end);
+    } while (rc_now_ns() < spin_end);
     for (;;) {
-        uint64_t now = rc_fabric_now_ns();
+        uint64_t now = rc_now_ns();
         if (now >= deadline)
             return 0;
         rc_fabric_wait(f, deadline - now);

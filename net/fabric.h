@@ -30,6 +30,7 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
+#include "dma/monotonic.h"
 #include "net/fabric_params.h"
 
 #define RC_FABRIC_API_VERSION FI_VERSION(1, 17)
@@ -183,6 +184,5 @@ int  rc_fabric_wait_adaptive(struct rc_fabric *f, int (*poll_fn)(void *arg), voi
  * code as -errno (rc may be negative FI code or positive errno). f may be NULL. */
 int  rc_fabric_error(const struct rc_fabric *f, char *err, size_t errlen, const char *call,
                      int rc);
-uint64_t rc_fabric_now_ns(void);     /* CLOCK_MONOTONIC */
 
 #endif

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "net/pub_internal.h"
+#include "net/sub_ranges.h"
 
 /* ---- control sends --------------------------------------------------------- */
 
@@ -79,7 +80,7 @@ static int ctrl_post(struct rc_publisher *p, struct rc_pub_peer *peer, fi_addr_t
     op->peer = RC_PUB_NONE;
     op->prev = op->next = RC_PUB_NONE;
     if (peer)
-        rc_pub_op_link(p, (uint32_t)(peer - p->peers), op_id, rc_fabric_now_ns());
+        rc_pub_op_link(p, (uint32_t)(peer - p->peers), op_id, rc_now_ns());
     else
         p->ctrl_peerless++;  /* never released if it never completes: bounded */
     return 0;
@@ -165,63 +166,6 @@ void rc_pub_send_bye(struct rc_publisher *p, struct rc_pub_peer *peer, enum rc_b
 
 /* ---- tag sets: sorted, disjoint, non-adjacent inclusive ranges ------------- */
 
-/* A range starting at `first` touches or overlaps one ending at `last`. */
-static bool starts_by(uint64_t first, uint64_t last)
-{
-    return first <= last || first - 1 == last;
-}
-
-static int range_add(struct rc_wire_range *a, uint32_t *n, struct rc_wire_range r)
-{
-    uint32_t i = 0;
-    while (i < *n && !starts_by(r.first, a[i].last))
-        i++;
-    uint32_t j = i;
-    while (j < *n && starts_by(a[j].first, r.last)) {
-        if (a[j].first < r.first)
-            r.first = a[j].first;
-        if (a[j].last > r.last)
-            r.last = a[j].last;
-        j++;
-    }
-    uint32_t new_n = *n - (j - i) + 1;
-    if (new_n > RC_WIRE_MAX_RANGES)
-        return -ENOSPC;
-    memmove(&a[i + 1], &a[j], (*n - j) * sizeof *a);
-    a[i] = r;
-    *n = new_n;
-    return 0;
-}
-
-static int range_remove(struct rc_wire_range *a, uint32_t *n, struct rc_wire_range r)
-{
-    uint32_t i = 0;
-    while (i < *n) {
-        if (a[i].last < r.first || a[i].first > r.last) {
-            i++;
-            continue;
-        }
-        bool left = a[i].first < r.first, right = a[i].last > r.last;
-        if (left && right) {
-            if (*n == RC_WIRE_MAX_RANGES)
-                return -ENOSPC;
-            memmove(&a[i + 2], &a[i + 1], (*n - i - 1) * sizeof *a);
-            a[i + 1] = (struct rc_wire_range){ r.last + 1, a[i].last };
-            a[i].last = r.first - 1;
-            (*n)++;
-            i += 2;
-        } else if (left) {
-            a[i++].last = r.first - 1;
-        } else if (right) {
-            a[i++].first = r.last + 1;
-        } else {
-            memmove(&a[i], &a[i + 1], (*n - i - 1) * sizeof *a);
-            (*n)--;
-        }
-    }
-    return 0;
-}
-
 /* Number of tags in the set, saturating (the full range has 2^64). */
 static uint64_t tag_count(const struct rc_wire_range *a, uint32_t n)
 {
@@ -235,17 +179,11 @@ static uint64_t tag_count(const struct rc_wire_range *a, uint32_t n)
     return total;
 }
 
+/* The peer's tag set viewed as the shared range-set type (read only here). */
 static bool set_contains(const struct rc_wire_range *a, uint32_t n, uint64_t tag)
 {
-    uint32_t lo = 0, hi = n;   /* first range with first > tag */
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (a[mid].first <= tag)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo > 0 && tag <= a[lo - 1].last;
+    const struct rc_tag_ranges set = { .r = (struct rc_wire_range *)a, .count = n, .cap = n };
+    return rc_tag_ranges_contains(&set, tag);
 }
 
 unsigned rc_publisher_subscribers_of(struct rc_publisher *p, uint64_t tag, rc_peer_id *out,
@@ -318,20 +256,22 @@ static enum rc_sub_status edit_tags(struct rc_publisher *p, struct rc_pub_peer *
                                     const uint8_t *buf, const struct rc_wire_sub *s)
 {
     bool add = s->hdr.type == RC_MSG_SUBSCRIBE;
-    uint32_t n = peer->nranges;
-    memcpy(p->scratch, peer->ranges, n * sizeof *p->scratch);
+    /* Edited in scratch, so a refused request leaves the peer's set as it was. */
+    struct rc_tag_ranges set = { .r = p->scratch, .count = peer->nranges,
+                                 .cap = RC_WIRE_MAX_RANGES, .limit = RC_WIRE_MAX_RANGES };
+    memcpy(p->scratch, peer->ranges, set.count * sizeof *p->scratch);
+    /* rc_wire_check() has rejected ranges with first > last already. */
     for (uint32_t i = 0; i < s->count; i++) {
         struct rc_wire_range r = rc_wire_sub_range(buf, i);
-        if (r.first > r.last)
-            return RC_SUB_BAD_REQUEST;
-        if ((add ? range_add(p->scratch, &n, r) : range_remove(p->scratch, &n, r)) != 0)
+        if ((add ? rc_tag_ranges_add(&set, r.first, r.last)
+                 : rc_tag_ranges_remove(&set, r.first, r.last)) != 0)
             return RC_SUB_TOO_MANY_TAGS;
     }
     uint32_t limit = p->fab.params.max_tags_per_subscriber;
-    if (add && limit && tag_count(p->scratch, n) > limit)
+    if (add && limit && tag_count(p->scratch, set.count) > limit)
         return RC_SUB_TOO_MANY_TAGS;
-    memcpy(peer->ranges, p->scratch, n * sizeof *p->scratch);
-    peer->nranges = n;
+    memcpy(peer->ranges, p->scratch, set.count * sizeof *p->scratch);
+    peer->nranges = set.count;
     return RC_SUB_OK;
 }
 
@@ -380,7 +320,7 @@ static void refuse_address(struct rc_publisher *p, fi_addr_t addr, const char *n
     if (p->nrefused == sizeof p->refused / sizeof p->refused[0])
         rc_pub_forget_refused(p, UINT64_MAX);
     if (p->nrefused == 0)
-        p->refused_ns = rc_fabric_now_ns();
+        p->refused_ns = rc_now_ns();
     p->refused[p->nrefused++] = addr;
 }
 
@@ -431,7 +371,7 @@ void rc_pub_control_message(struct rc_publisher *p, struct rc_pub_peer *owner,
         reject(p, who, why);
         return;
     }
-    uint64_t now = rc_fabric_now_ns();
+    uint64_t now = rc_now_ns();
     if (!owner) {
         if (type == RC_MSG_HELLO && p->fab.rdm)
             rdm_hello(p, buf, len, now);

@@ -10,6 +10,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "dma/errbuf.h"
 #include "net/pub_internal.h"
 
 #define RC_PUB_TIMER_MIN_NS 100000u      /* 100 us */
@@ -17,7 +18,7 @@
 
 /* ---- peers and their op lists ------------------------------------------ */
 
-static rc_peer_id peer_id_of(const struct rc_publisher *p, const struct rc_pub_peer *peer)
+rc_peer_id rc_pub_peer_id(const struct rc_publisher *p, const struct rc_pub_peer *peer)
 {
     return ((uint64_t)peer->gen << 32) | (uint64_t)(peer - p->peers + 1);
 }
@@ -164,7 +165,7 @@ static void count_doom(struct rc_publisher *p, enum rc_peer_doom why)
 /* A closed peer's remaining ops complete with -ECONNRESET; the slot is free. */
 static void reap(struct rc_publisher *p, struct rc_pub_peer *peer)
 {
-    rc_peer_id id = peer_id_of(p, peer);
+    rc_peer_id id = rc_pub_peer_id(p, peer);
     uint64_t before = p->st.keys_completed_error;
     release_ops(p, peer, -ECONNRESET, NULL, 0, NULL);
     p->st.keys_released_by_peer_death += p->st.keys_completed_error - before;
@@ -209,7 +210,7 @@ static void reap_closed(struct rc_publisher *p)
     }
 }
 
-static struct rc_pub_peer *new_peer(struct rc_publisher *p, uint64_t now)
+struct rc_pub_peer *rc_pub_new_peer(struct rc_publisher *p, uint64_t now)
 {
     for (uint32_t i = 0; i < p->npeers; i++) {
         struct rc_pub_peer *peer = &p->peers[i];
@@ -415,13 +416,13 @@ static void refuse_connreq(struct rc_publisher *p, struct fi_info *info, const c
 
 static void on_connreq(struct rc_publisher *p, struct fi_info *info, uint64_t now)
 {
-    struct rc_pub_peer *peer = new_peer(p, now);
+    struct rc_pub_peer *peer = rc_pub_new_peer(p, now);
     if (!peer) {
         refuse_connreq(p, info, "max_subscribers reached");
         return;
     }
     sockaddr_name(info->dest_addr, peer->name, sizeof peer->name);
-    void *ctx = (void *)(uintptr_t)peer_id_of(p, peer);
+    void *ctx = (void *)(uintptr_t)rc_pub_peer_id(p, peer);
     char err[256];
     int rc = rc_fabric_msg_ep_open(&p->fab, info, ctx, &peer->ep, err, sizeof err);
     if (rc == 0)
@@ -521,7 +522,7 @@ int rc_publisher_progress(struct rc_publisher *p)
     int work = rc_pub_poll_cq(p);
     if (work < 0)
         return work;
-    uint64_t now = rc_fabric_now_ns();
+    uint64_t now = rc_now_ns();
     if (!p->fab.rdm) {
         int rc = poll_eq(p, now);
         if (rc < 0)
@@ -553,7 +554,7 @@ static int progress_thunk(void *arg)
 int rc_publisher_wait(struct rc_publisher *p, uint64_t timeout_ns)
 {
     /* Never sleep through a timer (heartbeats, flushes, dead peers). */
-    uint64_t now = rc_fabric_now_ns();
+    uint64_t now = rc_now_ns();
     uint64_t to_timer = p->next_timer_ns > now ? p->next_timer_ns - now : 0;
     if (to_timer < timeout_ns)
         timeout_ns = to_timer;
@@ -580,7 +581,7 @@ static int check_params(const struct rc_fabric_params *fp, char *err, size_t err
         bad = "need 0 < heartbeat < peer_timeout";
     if (!bad)
         return 0;
-    snprintf(err, errlen, "publisher [fabric]: %s", bad);
+    rc_set_err(err, errlen, "publisher [fabric]: %s", bad);
     return -EINVAL;
 }
 
@@ -665,9 +666,9 @@ static int setup(struct rc_publisher *p, const struct rc_fabric_params *fp, char
     if (rc)
         return rc;
     if (getrandom(&p->publisher_id, sizeof p->publisher_id, 0) != sizeof p->publisher_id)
-        p->publisher_id = rc_fabric_now_ns() ^ ((uint64_t)getpid() << 32);
+        p->publisher_id = rc_now_ns() ^ ((uint64_t)getpid() << 32);
     p->timer_period_ns = timer_period(fp);
-    p->next_timer_ns = rc_fabric_now_ns() + p->timer_period_ns;
+    p->next_timer_ns = rc_now_ns() + p->timer_period_ns;
     p->st.slots_total = p->nslots;
     p->st.pages_total = p->npages;
     return 0;
@@ -679,7 +680,7 @@ int rc_publisher_create(const struct rc_fabric_params *params,
 {
     *out = NULL;
     if (!cb || !cb->on_send_complete) {
-        snprintf(err, errlen, "publisher: on_send_complete callback required");
+        rc_set_err(err, errlen, "publisher: on_send_complete callback required");
         return -EINVAL;
     }
     int rc = check_params(params, err, errlen);
@@ -687,7 +688,7 @@ int rc_publisher_create(const struct rc_fabric_params *params,
         return rc;
     struct rc_publisher *p = calloc(1, sizeof *p);
     if (!p) {
-        snprintf(err, errlen, "publisher: out of memory");
+        rc_set_err(err, errlen, "publisher: out of memory");
         return -ENOMEM;
     }
     p->cb = *cb;
@@ -746,7 +747,7 @@ int rc_publisher_register(struct rc_publisher *p, const void *addr, size_t len, 
                           size_t errlen)
 {
     if (p->nregions == RC_PUB_MAX_REGIONS) {
-        snprintf(err, errlen, "publisher: at most %u registered regions", RC_PUB_MAX_REGIONS);
+        rc_set_err(err, errlen, "publisher: at most %u registered regions", RC_PUB_MAX_REGIONS);
         return -ENOSPC;
     }
     int rc = rc_fabric_mr_reg(&p->fab, addr, len, FI_SEND, p->fab.ep, &p->region[p->nregions],
@@ -806,7 +807,7 @@ unsigned rc_publisher_peers(struct rc_publisher *p, rc_peer_id *out, unsigned ma
         if (peer->state != RC_PEER_ACTIVE || peer->doom || !peer->connected)
             continue;
         if (n < max)
-            out[n] = peer_id_of(p, peer);
+            out[n] = rc_pub_peer_id(p, peer);
         n++;
     }
     return n;
@@ -824,16 +825,6 @@ unsigned rc_publisher_peer_ranges(struct rc_publisher *p, rc_peer_id id,
     struct rc_pub_peer *peer = rc_pub_peer_of(p, id);
     *ranges = peer ? peer->ranges : NULL;
     return peer ? peer->nranges : 0;
-}
-
-rc_peer_id rc_pub_peer_id(const struct rc_publisher *p, const struct rc_pub_peer *peer)
-{
-    return peer_id_of(p, peer);
-}
-
-struct rc_pub_peer *rc_pub_new_peer(struct rc_publisher *p, uint64_t now)
-{
-    return new_peer(p, now);
 }
 
 void rc_publisher_get_stats(const struct rc_publisher *p, struct rc_publisher_stats *s)

@@ -14,6 +14,8 @@ int rc_tag_ranges_reserve(struct rc_tag_ranges *s, uint32_t more)
     uint32_t need = s->count + more;
     if (need <= s->cap)
         return 0;
+    if (s->limit)
+        return -ENOSPC;   /* a fixed array: cap already covers the limit */
     uint32_t cap = s->cap ? s->cap : 8;
     while (cap < need)
         cap = cap > UINT32_MAX / 2 ? need : cap * 2;
@@ -52,8 +54,6 @@ int rc_tag_ranges_add(struct rc_tag_ranges *s, uint64_t first, uint64_t last)
 {
     if (first > last)
         return -EINVAL;
-    if (rc_tag_ranges_reserve(s, 1))
-        return -ENOMEM;
     /* Ranges adjacent to [first, last] merge with it too. */
     uint64_t touch_lo = first == 0 ? 0 : first - 1;
     uint64_t touch_hi = last == UINT64_MAX ? UINT64_MAX : last + 1;
@@ -67,6 +67,9 @@ int rc_tag_ranges_add(struct rc_tag_ranges *s, uint64_t first, uint64_t last)
             merged.last = s->r[j].last;
         j++;
     }
+    int rc = i == j ? rc_tag_ranges_reserve(s, 1) : 0;   /* nothing merged: one more */
+    if (rc)
+        return rc;
     splice(s, i, j, &merged, 1);
     return 0;
 }
@@ -75,8 +78,6 @@ int rc_tag_ranges_remove(struct rc_tag_ranges *s, uint64_t first, uint64_t last)
 {
     if (first > last)
         return -EINVAL;
-    if (rc_tag_ranges_reserve(s, 1))
-        return -ENOMEM;
     uint32_t i = first_ending_at_or_after(s, first);
     uint32_t j = i;
     while (j < s->count && s->r[j].first <= last)
@@ -89,6 +90,9 @@ int rc_tag_ranges_remove(struct rc_tag_ranges *s, uint64_t first, uint64_t last)
         keep[k++] = (struct rc_wire_range){s->r[i].first, first - 1};
     if (s->r[j - 1].last > last)
         keep[k++] = (struct rc_wire_range){last + 1, s->r[j - 1].last};
+    int rc = k > j - i ? rc_tag_ranges_reserve(s, 1) : 0;   /* one range split in two */
+    if (rc)
+        return rc;
     splice(s, i, j, keep, k);
     return 0;
 }

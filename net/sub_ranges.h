@@ -1,7 +1,8 @@
 /* sub_ranges.h — a set of 64-bit tags kept as sorted, disjoint, non-adjacent
- * inclusive ranges: the subscriber's record of what it subscribed to. Used
- * only inside net/ (subscriber.c). Changes allocate (control path); lookups
- * (per received chunk) do not. */
+ * inclusive ranges: the subscriber's record of what it subscribed to, and the
+ * publisher's record of each subscriber's tags (fixed arrays: `limit`). Used
+ * only inside net/. Changes may allocate (control path); lookups (per chunk)
+ * do not. */
 #ifndef RC_SUB_RANGES_H
 #define RC_SUB_RANGES_H
 #include <stddef.h>
@@ -11,13 +12,17 @@
 struct rc_tag_ranges {
     struct rc_wire_range *r;   /* sorted by first, r[i].last + 1 < r[i+1].first */
     uint32_t count, cap;
+    uint32_t limit;            /* 0: grow with realloc; else at most this many
+                                  ranges, in a caller-owned array of cap >= limit */
 };
 
 /* Make room so that `more` further changes (each add or remove adds at most
- * one range) cannot fail: 0 or -ENOMEM (the set is unchanged then). */
+ * one range) cannot fail: 0, -ENOMEM, or -ENOSPC beyond `limit` (the set is
+ * unchanged then). */
 int  rc_tag_ranges_reserve(struct rc_tag_ranges *s, uint32_t more);
-/* Add / remove [first, last] (first <= last). Return 0, or -ENOMEM when no
- * room was reserved and none could be allocated (set unchanged). */
+/* Add / remove [first, last] (first <= last). Room is needed only when the
+ * change adds a range. Return 0, or -ENOMEM / -ENOSPC when no room was
+ * reserved and none could be had (set unchanged). */
 int  rc_tag_ranges_add(struct rc_tag_ranges *s, uint64_t first, uint64_t last);
 int  rc_tag_ranges_remove(struct rc_tag_ranges *s, uint64_t first, uint64_t last);
 /* 1 when tag is in the set: binary search, no allocation. */

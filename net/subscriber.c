@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dma/errbuf.h"
 #include "net/fabric.h"
 #include "net/sub_ranges.h"
 #include "net/wire.h"
@@ -139,8 +140,10 @@ static int check_params(const struct rc_sub_params *p, char *err, size_t errlen)
         why = "peer_timeout must be longer than heartbeat";
     else if (!p->cb.on_data)
         why = "on_data callback missing";
-    if (why && err && errlen)
-        snprintf(err, errlen, "rc_sub_create(%s:%u): %s", p->host, (unsigned)p->port, why);
+    /* %.*s: a host without its NUL is one of the defects reported here. */
+    if (why)
+        rc_set_err(err, errlen, "rc_sub_create(%.*s:%u): %s", (int)sizeof p->host, p->host,
+                   (unsigned)p->port, why);
     return why ? -EINVAL : 0;
 }
 
@@ -150,7 +153,7 @@ static uint64_t random_id(void)
 {
     uint64_t id = 0;
     if (getrandom(&id, sizeof id, GRND_NONBLOCK) != (ssize_t)sizeof id)
-        id = rc_fabric_now_ns() ^ ((uint64_t)getpid() << 32);
+        id = rc_now_ns() ^ ((uint64_t)getpid() << 32);
     return id;
 }
 
@@ -187,8 +190,7 @@ int rc_sub_create(const struct rc_sub_params *params, struct rc_sub **out, char 
     return 0;
 nomem:
     rc_sub_destroy(s);
-    if (err && errlen)
-        snprintf(err, errlen, "rc_sub_create(%s:%u): out of memory", params->host, (unsigned)params->port);
+    rc_set_err(err, errlen, "rc_sub_create(%s:%u): out of memory", params->host, (unsigned)params->port);
     return -ENOMEM;
 }
 
@@ -384,7 +386,7 @@ static int send_hello(struct rc_sub *s)
     if (s->lost)
         return -EIO;
     s->state = ST_HELLO_SENT;
-    s->deadline_ns = rc_fabric_now_ns() + s->p.peer_timeout_ns;
+    s->deadline_ns = rc_now_ns() + s->p.peer_timeout_ns;
     return 0;
 }
 
@@ -421,7 +423,7 @@ static int open_connection(struct rc_sub *s)
     if (rc)
         return rc_fabric_error(&s->f, s->err, sizeof s->err, "fi_connect", rc);
     s->state = ST_CONNECTING;
-    s->deadline_ns = rc_fabric_now_ns() + s->p.peer_timeout_ns;
+    s->deadline_ns = rc_now_ns() + s->p.peer_timeout_ns;
     return 0;
 }
 
@@ -461,8 +463,8 @@ static void say_bye(struct rc_sub *s, enum rc_bye_reason reason)
     if (!t)
         return;
     queue_tx(s, t, (size_t)rc_wire_build_bye(t->buf, TX_SLOT_SIZE, reason));
-    uint64_t deadline = rc_fabric_now_ns() + BYE_FLUSH_NS;
-    while (t->state != TX_FREE && rc_fabric_now_ns() < deadline) {
+    uint64_t deadline = rc_now_ns() + BYE_FLUSH_NS;
+    while (t->state != TX_FREE && rc_now_ns() < deadline) {
         struct rc_fabric_cqe c[CQ_BATCH];
         int n = rc_fabric_cq_poll(&s->f, c, CQ_BATCH, NULL, 0);
         if (n < 0)
@@ -481,7 +483,7 @@ static void drop_connection(struct rc_sub *s, enum rc_sub_disconnect_reason reas
     if (was_active && (reason == RC_SUB_DISC_PROTOCOL || reason == RC_SUB_DISC_CLOSED))
         say_bye(s, reason == RC_SUB_DISC_PROTOCOL ? RC_BYE_PROTOCOL : RC_BYE_NORMAL);
     close_connection(s);
-    s->next_attempt_ns = rc_fabric_now_ns() + s->p.reconnect_interval_ns;
+    s->next_attempt_ns = rc_now_ns() + s->p.reconnect_interval_ns;
     if (!was_active) {
         s->st.connect_failures++;
         return;
@@ -501,10 +503,10 @@ static void try_connect(struct rc_sub *s)
     if (open_connection(s)) {
         close_connection(s);
         s->st.connect_failures++;
-        s->next_attempt_ns = rc_fabric_now_ns() + s->p.reconnect_interval_ns;
+        s->next_attempt_ns = rc_now_ns() + s->p.reconnect_interval_ns;
         return;
     }
-    s->last_rx_ns = s->last_hb_ns = rc_fabric_now_ns();
+    s->last_rx_ns = s->last_hb_ns = rc_now_ns();
     s->heartbeat_ns = s->p.heartbeat_ns;
 }
 
@@ -694,7 +696,7 @@ static void handle_message(struct rc_sub *s, const uint8_t *buf, size_t len)
         return;
     }
     s->st.messages++;
-    s->last_rx_ns = rc_fabric_now_ns();
+    s->last_rx_ns = rc_now_ns();
     bool active = s->state == ST_ACTIVE;
     switch (type) {
     case RC_MSG_WELCOME:
@@ -835,7 +837,7 @@ static int poll_once(void *arg)
 
 static void run_timers(struct rc_sub *s)
 {
-    uint64_t now = rc_fabric_now_ns();
+    uint64_t now = rc_now_ns();
     if (s->state == ST_IDLE) {
         if (now >= s->next_attempt_ns)
             try_connect(s);
@@ -890,7 +892,7 @@ int rc_sub_poll(struct rc_sub *s, uint64_t timeout_ns)
     s->handled = 0;
     run_timers(s);
     settle(s);
-    uint64_t now = rc_fabric_now_ns();
+    uint64_t now = rc_now_ns();
     uint64_t wait = until_next_timer(s, now);
     if (wait > timeout_ns)
         wait = timeout_ns;

@@ -524,11 +524,15 @@ ssize_t rc_wire_page_init(void *buf, size_t cap)
 
 size_t rc_wire_page_length(const void *buf) { return load32(buf, OFF(rc_wire_hdr, length)); }
 
-ssize_t rc_wire_page_append(void *buf, size_t cap, uint64_t tag, uint32_t flags, const void *payload,
-                            uint32_t len)
+ssize_t rc_wire_page_appendv(void *buf, size_t cap, uint64_t tag, uint32_t flags,
+                             const struct iovec *iov, unsigned n)
 {
-    if (len > 0 && payload == NULL)
-        return -EINVAL;
+    uint64_t len = 0;
+    for (unsigned i = 0; i < n; i++) {
+        if (iov[i].iov_len > 0 && iov[i].iov_base == NULL)
+            return -EINVAL;
+        len += iov[i].iov_len;
+    }
     size_t used = rc_wire_page_length(buf);
     uint64_t need = sizeof(struct rc_wire_record) + padded8(len);
     if (used > cap || need > cap - used || used + need > UINT32_MAX)
@@ -536,13 +540,24 @@ ssize_t rc_wire_page_append(void *buf, size_t cap, uint64_t tag, uint32_t flags,
     uint8_t *rec = (uint8_t *)buf + used;
     store64(rec, OFF(rc_wire_record, tag), tag);
     store32(rec, OFF(rc_wire_record, flags), flags);
-    store32(rec, OFF(rc_wire_record, len), len);
-    if (len > 0)
-        memcpy(rec + sizeof(struct rc_wire_record), payload, len);
-    memset(rec + sizeof(struct rc_wire_record) + len, 0, (size_t)(padded8(len) - len));
+    store32(rec, OFF(rc_wire_record, len), (uint32_t)len);
+    uint8_t *dst = rec + sizeof(struct rc_wire_record);
+    for (unsigned i = 0; i < n; i++) {
+        if (iov[i].iov_len > 0)
+            memcpy(dst, iov[i].iov_base, iov[i].iov_len);
+        dst += iov[i].iov_len;
+    }
+    memset(dst, 0, (size_t)(padded8(len) - len));
     store32(buf, OFF(rc_wire_hdr, length), (uint32_t)(used + need));
     store32(buf, OFF(rc_wire_page, records), load32(buf, OFF(rc_wire_page, records)) + 1);
     return (ssize_t)(used + need);
+}
+
+ssize_t rc_wire_page_append(void *buf, size_t cap, uint64_t tag, uint32_t flags, const void *payload,
+                            uint32_t len)
+{
+    struct iovec one = { .iov_base = (void *)payload, .iov_len = len };
+    return rc_wire_page_appendv(buf, cap, tag, flags, &one, 1);
 }
 
 ssize_t rc_wire_build_heartbeat(void *buf, size_t cap, uint64_t sent_ns)

@@ -146,6 +146,7 @@ enum rc_wire_error {
 /* ---- Checkers, decoders and encoders (net/wire.c) ----------------------
  * Added by the subscriber helper; everything above is the lead's protocol. */
 #include <sys/types.h>
+#include <sys/uio.h>
 
 /* Which way a message travels: decides which types are allowed. */
 enum rc_wire_dir {
@@ -241,6 +242,10 @@ ssize_t rc_wire_build_data_hdr(void *buf, size_t cap, uint64_t tag, uint32_t fla
 ssize_t rc_wire_page_init(void *buf, size_t cap);
 ssize_t rc_wire_page_append(void *buf, size_t cap, uint64_t tag, uint32_t flags, const void *payload,
                             uint32_t len);
+/* The same, gathering the record's payload from n pieces (buffered sends:
+ * one layout code for both). */
+ssize_t rc_wire_page_appendv(void *buf, size_t cap, uint64_t tag, uint32_t flags,
+                             const struct iovec *iov, unsigned n);
 size_t rc_wire_page_length(const void *buf);
 ssize_t rc_wire_build_heartbeat(void *buf, size_t cap, uint64_t sent_ns);
 ssize_t rc_wire_build_bye(void *buf, size_t cap, enum rc_bye_reason reason);

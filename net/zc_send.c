@@ -222,7 +222,7 @@ static int post_fragment(struct rc_publisher *p, const struct zc_send *s, const 
     op->key = s->key;
     op->record = s->record;
     op->len = (uint32_t)hlen;
-    rc_pub_op_link(p, s->peer_index, slot, rc_fabric_now_ns());
+    rc_pub_op_link(p, s->peer_index, slot, rc_now_ns());
     p->st.messages++;
     return 0;
 }
@@ -240,7 +240,7 @@ static int post_fragment_patiently(struct rc_publisher *p, const struct zc_send 
             return rc;
         p->st.again_provider++;
         rc_pub_poll_cq(p);
-        uint64_t now = rc_fabric_now_ns();
+        uint64_t now = rc_now_ns();
         if (!deadline)
             deadline = now + p->fab.params.peer_timeout_ns;
         else if (now > deadline)

@@ -281,7 +281,7 @@ static void on_peer(void *arg, rc_peer_id peer, enum rc_pub_peer_event ev)
     struct pubctx *c = arg;
     (void)peer;
     if (ev == RC_PUB_PEER_GONE) {
-        c->gone_ns = rc_fabric_now_ns();
+        c->gone_ns = rc_now_ns();
         c->gone++;
     }
 }
@@ -321,9 +321,9 @@ static void pub_close(struct pubctx *c)
 static bool pump_until(struct pubctx *c, bool (*cond)(struct pubctx *, void *), void *arg,
                        uint64_t timeout_ns)
 {
-    uint64_t end = rc_fabric_now_ns() + timeout_ns;
+    uint64_t end = rc_now_ns() + timeout_ns;
     while (!cond(c, arg)) {
-        if (rc_fabric_now_ns() > end)
+        if (rc_now_ns() > end)
             return false;
         rc_publisher_wait(c->p, 1 * MS);
     }
@@ -376,13 +376,13 @@ static int send_one(struct pubctx *c, rc_peer_id peer, uint64_t seq, uint64_t ta
     make_layout(seq, max_pieces, max_size, &l);
     unsigned n = to_iov(&l, iov);
     uint64_t tag = tag_base + seq;
-    uint64_t end = rc_fabric_now_ns() + 10 * SEC;
+    uint64_t end = rc_now_ns() + 10 * SEC;
     for (;;) {
         int rc = rc_publisher_send(c->p, peer, tag, (uint32_t)(tag & 0xf), iov, n, key);
         if (rc != -EAGAIN)
             return rc;
         rc_publisher_progress(c->p);
-        if (rc_fabric_now_ns() > end)
+        if (rc_now_ns() > end)
             return -ETIMEDOUT;
     }
 }
@@ -526,8 +526,8 @@ static void pending_test(const struct prov *pv)
             seen |= 1u << keys[i];
     CU_ASSERT_EQUAL(seen, 0xff);
     /* Late completions for the released slots are recognised and ignored. */
-    uint64_t end = rc_fabric_now_ns() + 300 * MS;
-    while (rc_fabric_now_ns() < end)
+    uint64_t end = rc_now_ns() + 300 * MS;
+    while (rc_now_ns() < end)
         rc_publisher_wait(c.p, 1 * MS);
     CU_ASSERT_EQUAL(keys_back(&c.keys), 0);
     CU_ASSERT_EQUAL(rc_publisher_pending_sends(c.p, peer, keys, 16), -ENOTCONN);
@@ -672,7 +672,7 @@ static void two_subscriber_stream(struct pubctx *c, rc_peer_id pa, rc_peer_id pb
     for (uint64_t seq = 0; seq < n; seq++) {
         if (seq == stop_after) {
             leave(leave_arg);
-            left_at = rc_fabric_now_ns();
+            left_at = rc_now_ns();
         }
         if (a_alive) {
             int rc = send_one(c, pa, seq, 0, 1, max_size, seq * 2);
@@ -830,7 +830,7 @@ static void raw_keep(struct raw *r, const struct rc_fabric_cqe *e)
 static int raw_send(struct raw *r, size_t len)
 {
     int rc;
-    uint64_t end = rc_fabric_now_ns() + 10 * SEC;
+    uint64_t end = rc_now_ns() + 10 * SEC;
     while ((rc = (int)fi_send(r->ep, r->tx, len, r->txmr.desc, r->f.rdm ? r->pub : FI_ADDR_UNSPEC,
                               (void *)(uintptr_t)1000)) == -FI_EAGAIN) {
         struct rc_fabric_cqe e[4];
@@ -838,7 +838,7 @@ static int raw_send(struct raw *r, size_t len)
         int n = rc_fabric_cq_poll(&r->f, e, 4, err, sizeof err);
         for (int i = 0; i < n; i++)
             raw_keep(r, &e[i]);
-        if (rc_fabric_now_ns() > end)
+        if (rc_now_ns() > end)
             return -ETIMEDOUT;
     }
     if (rc)
@@ -858,7 +858,7 @@ static int raw_send(struct raw *r, size_t len)
         }
         if (sent)
             return rc;
-        if (rc_fabric_now_ns() > end)
+        if (rc_now_ns() > end)
             return -ETIMEDOUT;
     }
 }
@@ -867,8 +867,8 @@ static int raw_send(struct raw *r, size_t len)
  * messages (heartbeats) are dropped. */
 static int raw_expect(struct raw *r, int type, void *out, size_t len)
 {
-    uint64_t end = rc_fabric_now_ns() + 10 * SEC;
-    while (rc_fabric_now_ns() < end) {
+    uint64_t end = rc_now_ns() + 10 * SEC;
+    while (rc_now_ns() < end) {
         struct rc_fabric_cqe e[4];
         char err[256];
         int n = rc_fabric_cq_poll(&r->f, e, 4, err, sizeof err);
@@ -1004,9 +1004,9 @@ static void malformed_test(const struct prov *pv)
     struct gone gn = { ids[0] };
     atomic_store(&rc.close_now, true);
     pthread_join(rc.th, NULL);
-    uint64_t t0 = rc_fabric_now_ns();
+    uint64_t t0 = rc_now_ns();
     CU_ASSERT(pump_until(&c, peer_gone, &gn, fp.peer_timeout_ns + 2 * SEC));
-    CU_ASSERT(rc_fabric_now_ns() - t0 < fp.peer_timeout_ns + 2 * SEC);
+    CU_ASSERT(rc_now_ns() - t0 < fp.peer_timeout_ns + 2 * SEC);
     rc_publisher_get_stats(c.p, &st);
     CU_ASSERT_EQUAL(st.peers_dead, 1);
     CU_ASSERT_EQUAL(st.peers_active, 0);

@@ -25,7 +25,7 @@
 #define SRC_LEN (1u << 20)
 #define SUB_RX_SIZE 4096u
 
-static uint64_t now_ns(void) { return rc_fabric_now_ns(); }
+static uint64_t now_ns(void) { return rc_now_ns(); }
 
 /* ---- the variant under test ------------------------------------------------ */
 
