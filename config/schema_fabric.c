@@ -40,7 +40,7 @@ static const struct rc_cfg_key fabric_keys[] = {
     {.key = "header_slots", .type = RC_CFG_UINT, .def = "1024", .min = 1, .max = 1u << 20,
      RC_CFG_FIELD(T, header_slots),
      .help = "Zero-copy header slots (one per zero-copy send in flight)."},
-    {.key = "header_slot_size", .type = RC_CFG_SIZE, .def = "64", .min = 32, .max = 4096,
+    {.key = "header_slot_size", .type = RC_CFG_SIZE, .def = "64", .min = 40, .max = 4096,
      RC_CFG_FIELD(T, header_slot_size),
      .help = "Bytes of one zero-copy header slot."},
     {.key = "buffered_pages", .type = RC_CFG_UINT, .def = "64", .min = 1, .max = 65536,

@@ -80,10 +80,13 @@ static int post_page(struct rc_publisher *p, struct rc_pub_peer *peer)
     uint8_t *buf = page_addr(p, op_id);
     struct iovec iov = { .iov_base = buf, .iov_len = rc_wire_page_length(buf) };
     void *desc = p->page_mr.desc;
+    rc_wire_set_stream_seq(buf, peer->data_seq);
     int rc = rc_pub_post(p, peer, &iov, &desc, 1, rc_pub_ctx(RC_CTX_TXOP, op_id, op->gen));
     if (rc == -FI_EAGAIN)
         return -EAGAIN;
     peer->page = RC_PUB_NONE;
+    if (rc == 0)
+        peer->data_seq++;
     if (rc) {
         rc_fabric_error(&p->fab, p->err, sizeof p->err, "fi_sendv(page)", rc);
         p->st.pages_failed++;
@@ -116,11 +119,7 @@ static int open_page(struct rc_publisher *p, struct rc_pub_peer *peer)
 
 static uint32_t page_capacity(const struct rc_publisher *p, const struct rc_pub_peer *peer)
 {
-    uint32_t cap = peer->rx_max < p->page_size ? peer->rx_max : p->page_size;
-    /* Over rxm, only eager-size messages kept their order (fabric.h). */
-    if (p->fab.rxm && cap > RC_FABRIC_RXM_EAGER_PAGE)
-        cap = RC_FABRIC_RXM_EAGER_PAGE;
-    return cap;
+    return peer->rx_max < p->page_size ? peer->rx_max : p->page_size;
 }
 
 int rc_publisher_send_buffered(struct rc_publisher *p, rc_peer_id peer_id, uint64_t tag,

@@ -55,10 +55,10 @@ static int get_info(struct rc_fabric *f, char *err, size_t errlen)
     hints->ep_attr->type = p->endpoint == RC_EP_RDM ? FI_EP_RDM : FI_EP_MSG;
     hints->domain_attr->mr_mode = (int)offered_mr_mode(p->endpoint, f->role);
     hints->domain_attr->threading = FI_THREAD_DOMAIN;
-    /* Each tag's chunks must arrive in the order they were sent. The info
-     * returned claims FI_ORDER_SAS either way, but without asking for it
-     * tcp;ofi_rxm delivered buffered pages out of order to subscribers of a
-     * slowed (sanitizer-built) publisher, every run. */
+    /* Send-after-send order is what we need, so we ask for it. It is not
+     * what guarantees order, though: tcp;ofi_rxm completed receives out of
+     * order with or without it, and the subscriber restores the order from
+     * the stream sequence numbers (wire.h, net/README.md). */
     hints->tx_attr->msg_order = FI_ORDER_SAS;
     hints->rx_attr->msg_order = FI_ORDER_SAS;
     hints->fabric_attr->prov_name = strdup(p->provider);

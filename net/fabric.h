@@ -35,11 +35,6 @@
 
 #define RC_FABRIC_API_VERSION FI_VERSION(1, 17)
 #define RC_FABRIC_RXM_TX_IOV_MAX 3u   /* rxm adds one iov of its own */
-/* rxm's eager message size (FI_OFI_RXM_BUFFER_SIZE, default 16 KiB) minus its
- * own header. Buffered 64 KiB pages were seen delivered out of order to one of
- * two concurrent subscribers even with FI_ORDER_SAS requested; capped to the
- * eager size they kept order (net/README.md, "Order over rxm"). */
-#define RC_FABRIC_RXM_EAGER_PAGE 16000u
 
 enum rc_fabric_role {
     RC_FABRIC_LISTEN,   /* publisher: bind to params.address:port */

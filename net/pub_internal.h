@@ -98,6 +98,7 @@ struct rc_pub_peer {
     uint64_t last_rx_ns, last_hb_tx_ns;
     uint32_t op_head, op_tail, nops;
     uint32_t page;             /* page being filled, or RC_PUB_NONE */
+    uint32_t data_seq;         /* stream sequence number of the next DATA/PAGE posted */
     struct rc_wire_range *ranges;   /* sorted, disjoint, not adjacent */
     uint32_t nranges;
     struct rc_pub_ctrl_msg ctrl[RC_PUB_CTRL_QUEUE];

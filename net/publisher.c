@@ -228,6 +228,7 @@ struct rc_pub_peer *rc_pub_new_peer(struct rc_publisher *p, uint64_t now)
         peer->op_head = peer->op_tail = RC_PUB_NONE;
         peer->nops = 0;
         peer->page = RC_PUB_NONE;
+        peer->data_seq = 0;
         peer->nranges = 0;
         peer->ctrl_head = peer->ctrl_count = 0;
         peer->name[0] = '\0';
@@ -569,9 +570,9 @@ static int check_params(const struct rc_fabric_params *fp, char *err, size_t err
     if (fp->header_slots == 0 || fp->header_slots >= (1u << RC_PUB_INDEX_BITS) / 2)
         bad = "header_slots must be 1 .. 2^27";
     else if (fp->header_slot_size < sizeof(struct rc_wire_data))
-        bad = "header_slot_size must hold a 32-byte DATA header";
+        bad = "header_slot_size must hold a 40-byte DATA header";
     else if (fp->buffered_pages && fp->buffered_page_size < RC_WIRE_MIN_RX_BUFFER)
-        bad = "buffered_page_size must be at least 64 bytes";
+        bad = "buffered_page_size must be at least 72 bytes";
     else if (fp->buffered_pages >= (1u << RC_PUB_INDEX_BITS) / 2)
         bad = "buffered_pages must be below 2^27";
     else if (fp->max_subscribers == 0 || fp->max_subscribers > 65536)

@@ -88,6 +88,11 @@ struct rc_sub_stats {
                                     * fragments whose fragment 0 never came */
     uint64_t too_big;              /* fragmented chunks larger than max_chunk_size */
     uint64_t unwanted;             /* chunks for tags not subscribed (in flight) */
+    uint64_t reordered;            /* DATA/PAGE received before an earlier one: held, then
+                                    * handled in stream order */
+    uint64_t seq_lost;             /* DATA/PAGE never received (stream numbers skipped when
+                                    * every spare receive buffer held a later one) */
+    uint64_t seq_late;             /* DATA/PAGE dropped: arrived after being counted lost, or twice */
     uint64_t malformed[RC_SUB_MALFORMED_KINDS]; /* by enum rc_wire_error */
     uint64_t malformed_total;
     uint64_t truncated;            /* messages larger than rx_buffer_size */

@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,9 @@ enum tx_state { TX_FREE, TX_QUEUED, TX_POSTED };
 struct rx_slot {
     uint8_t *buf;
     bool posted;
+    bool held;                 /* a DATA/PAGE that came before its turn */
+    uint32_t seq;              /* held: its stream sequence number */
+    size_t len;                /* held: its length */
 };
 
 struct tx_slot {
@@ -91,6 +95,8 @@ struct rc_sub {
     uint64_t resync_from;
     uint32_t resync_outstanding, user_outstanding, next_request;
 
+    uint32_t next_seq;                    /* stream sequence number handled next */
+    uint32_t nheld;                       /* rx slots held for order */
     struct reassembly ra;
     struct rc_sub_stats st;
     bool ever_connected;
@@ -343,7 +349,7 @@ static int post_all_rx(struct rc_sub *s)
 {
     int done = 0;
     for (uint32_t i = 0; i < s->p.rx_buffers; i++) {
-        if (s->rx[i].posted)
+        if (s->rx[i].posted || s->rx[i].held)
             continue;
         int rc = post_rx(s, &s->rx[i]);
         if (rc)
@@ -439,7 +445,9 @@ static void close_connection(struct rc_sub *s)
     s->ep = NULL;
     /* Nothing posted on a closed endpoint completes: every slot is ours. */
     for (uint32_t i = 0; i < s->p.rx_buffers; i++)
-        s->rx[i].posted = false;
+        s->rx[i].posted = s->rx[i].held = false;
+    s->nheld = 0;
+    s->next_seq = 0;   /* each connection numbers its stream from 0 */
     for (uint32_t i = 0; i < TX_SLOTS; i++)
         s->tx[i].state = TX_FREE;
     s->tx_queue_head = s->tx_queue_len = 0;
@@ -631,6 +639,88 @@ static void handle_page(struct rc_sub *s, const uint8_t *buf, size_t len)
     }
 }
 
+/* ---- stream order -----------------------------------------------------------
+ * DATA and PAGE carry the publisher's stream sequence number (wire.h). Some
+ * providers complete receives out of order (tcp;ofi_rxm did with mixed
+ * message sizes, net/README.md), so a message that comes before its turn
+ * keeps its receive buffer, unposted, until the ones before it were handled.
+ * At most rx_buffers - 1 are held: one buffer stays posted for the missing
+ * message. When one more would be needed, the missing messages are declared
+ * lost (seq_lost) and the held ones are handled; a message that arrives after
+ * that, or twice, is dropped (seq_late). All of it is counted. */
+
+static bool seq_before(uint32_t a, uint32_t b) { return (int32_t)(a - b) < 0; }
+
+static void handle_stream_message(struct rc_sub *s, const uint8_t *buf, size_t len)
+{
+    if (buf[offsetof(struct rc_wire_hdr, type)] == RC_MSG_PAGE)
+        handle_page(s, buf, len);
+    else
+        handle_data(s, buf, len);
+    s->next_seq++;
+}
+
+/* Linear: only walked while something is held, i.e. after a reordering. */
+static struct rx_slot *held_slot(struct rc_sub *s, uint32_t seq)
+{
+    for (uint32_t i = 0; i < s->p.rx_buffers; i++)
+        if (s->rx[i].held && s->rx[i].seq == seq)
+            return &s->rx[i];
+    return NULL;
+}
+
+static uint32_t lowest_held_seq(const struct rc_sub *s)
+{
+    bool any = false;
+    uint32_t low = 0;
+    for (uint32_t i = 0; i < s->p.rx_buffers; i++) {
+        const struct rx_slot *r = &s->rx[i];
+        if (r->held && (!any || seq_before(r->seq, low))) {
+            low = r->seq;
+            any = true;
+        }
+    }
+    return low;
+}
+
+/* Handle held messages whose turn has come; their buffers are reposted by
+ * the poll loop. */
+static void handle_held_in_order(struct rc_sub *s)
+{
+    struct rx_slot *r;
+    while (s->nheld && !s->lost && (r = held_slot(s, s->next_seq)) != NULL) {
+        r->held = false;
+        s->nheld--;
+        handle_stream_message(s, r->buf, r->len);
+    }
+}
+
+/* A valid DATA or PAGE on an active connection. Returns true when its buffer
+ * is held (the caller must not repost it). */
+static bool sequence_stream_message(struct rc_sub *s, struct rx_slot *r, size_t len)
+{
+    uint32_t seq = rc_wire_stream_seq(r->buf);
+    if (seq == s->next_seq) {
+        handle_stream_message(s, r->buf, len);
+        handle_held_in_order(s);
+        return false;
+    }
+    if (seq_before(seq, s->next_seq) || held_slot(s, seq)) {
+        s->st.seq_late++;
+        return false;
+    }
+    s->st.reordered++;
+    *r = (struct rx_slot){.buf = r->buf, .held = true, .seq = seq, .len = len};
+    s->nheld++;
+    if (s->nheld > s->p.rx_buffers - 1) {
+        uint32_t low = lowest_held_seq(s);
+        s->st.seq_lost += low - s->next_seq;
+        s->next_seq = low;
+        handle_held_in_order(s);
+    }
+    return true;
+}
+
 static void handle_welcome(struct rc_sub *s, const uint8_t *buf, size_t len)
 {
     struct rc_wire_welcome w;
@@ -687,13 +777,16 @@ static void count_unexpected(struct rc_sub *s)
         lose(s, RC_SUB_DISC_PROTOCOL);
 }
 
-static void handle_message(struct rc_sub *s, const uint8_t *buf, size_t len)
+/* Validate and act on one received message. Returns true when the message
+ * keeps its buffer (held for order). */
+static bool handle_message(struct rc_sub *s, struct rx_slot *r, size_t len)
 {
+    const uint8_t *buf = r->buf;
     enum rc_wire_error why;
     int type = rc_wire_check(buf, len, RC_WIRE_TO_SUBSCRIBER, &why);
     if (type == 0) {
         count_malformed(s, why);
-        return;
+        return false;
     }
     s->st.messages++;
     s->last_rx_ns = rc_now_ns();
@@ -712,16 +805,10 @@ static void handle_message(struct rc_sub *s, const uint8_t *buf, size_t len)
             count_unexpected(s);
         break;
     case RC_MSG_DATA:
-        if (active)
-            handle_data(s, buf, len);
-        else
-            count_unexpected(s);
-        break;
     case RC_MSG_PAGE:
         if (active)
-            handle_page(s, buf, len);
-        else
-            count_unexpected(s);
+            return sequence_stream_message(s, r, len);
+        count_unexpected(s);
         break;
     case RC_MSG_HEARTBEAT:
         s->st.heartbeats_received++;
@@ -733,6 +820,7 @@ static void handle_message(struct rc_sub *s, const uint8_t *buf, size_t len)
         count_unexpected(s);
         break;
     }
+    return false;
 }
 
 static void rx_completion(struct rc_sub *s, struct rx_slot *r, const struct rc_fabric_cqe *c)
@@ -748,7 +836,8 @@ static void rx_completion(struct rc_sub *s, struct rx_slot *r, const struct rc_f
         return;
     } else {
         s->handled++;
-        handle_message(s, r->buf, c->len);
+        if (handle_message(s, r, c->len))
+            return;   /* held for order: reposted once handled */
     }
     if (!s->lost && post_rx(s, r))
         lose(s, RC_SUB_DISC_SHUTDOWN);

@@ -228,7 +228,9 @@ enum rc_wire_error rc_wire_check_data(const void *buf, size_t len, struct rc_wir
     d.frag_offset = load32(buf, OFF(rc_wire_data, frag_offset));
     d.frag_index = load16(buf, OFF(rc_wire_data, frag_index));
     d.frag_count = load16(buf, OFF(rc_wire_data, frag_count));
-    if (!fragment_is_consistent(&d, (uint64_t)(len - sizeof d)))
+    d.seq = load32(buf, OFF(rc_wire_data, seq));
+    d.reserved = load32(buf, OFF(rc_wire_data, reserved));
+    if (!fragment_is_consistent(&d, (uint64_t)(len - sizeof d)) || d.reserved != 0)
         return RC_WIRE_BAD_FIELD;
     if (out)
         memcpy(out, &d, sizeof d);
@@ -267,8 +269,8 @@ enum rc_wire_error rc_wire_check_page(const void *buf, size_t len, struct rc_wir
     if (e != RC_WIRE_OK)
         return e;
     pg.records = load32(buf, OFF(rc_wire_page, records));
-    pg.reserved = load32(buf, OFF(rc_wire_page, reserved));
-    if (pg.records < 1 || pg.reserved != 0)
+    pg.seq = load32(buf, OFF(rc_wire_page, seq));
+    if (pg.records < 1)
         return RC_WIRE_BAD_FIELD;
     /* Every record takes at least 16 bytes: a count the length cannot hold
      * is rejected before walking, so a huge count costs nothing. */
@@ -509,6 +511,8 @@ ssize_t rc_wire_build_data_hdr(void *buf, size_t cap, uint64_t tag, uint32_t fla
     store32(buf, OFF(rc_wire_data, frag_offset), frag_offset);
     store16(buf, OFF(rc_wire_data, frag_index), frag_index);
     store16(buf, OFF(rc_wire_data, frag_count), frag_count);
+    store32(buf, OFF(rc_wire_data, seq), 0);
+    store32(buf, OFF(rc_wire_data, reserved), 0);
     return sizeof d;
 }
 
@@ -518,9 +522,21 @@ ssize_t rc_wire_page_init(void *buf, size_t cap)
         return -ENOSPC;
     encode_hdr(buf, RC_WIRE_VERSION, RC_MSG_PAGE, sizeof(struct rc_wire_page));
     store32(buf, OFF(rc_wire_page, records), 0);
-    store32(buf, OFF(rc_wire_page, reserved), 0);
+    store32(buf, OFF(rc_wire_page, seq), 0);
     return sizeof(struct rc_wire_page);
 }
+
+/* DATA and PAGE keep the number at different offsets; both are checked
+ * messages (or our own), so the type byte is trusted here. */
+static size_t stream_seq_offset(const void *buf)
+{
+    uint8_t type = ((const uint8_t *)buf)[OFF(rc_wire_hdr, type)];
+    return type == RC_MSG_PAGE ? OFF(rc_wire_page, seq) : OFF(rc_wire_data, seq);
+}
+
+uint32_t rc_wire_stream_seq(const void *buf) { return load32(buf, stream_seq_offset(buf)); }
+
+void rc_wire_set_stream_seq(void *buf, uint32_t seq) { store32(buf, stream_seq_offset(buf), seq); }
 
 size_t rc_wire_page_length(const void *buf) { return load32(buf, OFF(rc_wire_hdr, length)); }
 

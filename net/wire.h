@@ -1,4 +1,4 @@
-/* wire.h — the ringcast wire protocol (version 1). Documented in net/README.md.
+/* wire.h — the ringcast wire protocol (version 2). Documented in net/README.md.
  *
  * Every message starts with an 8-byte common header; all integers are
  * little-endian, all structs are packed with explicit sizes (checked by
@@ -16,8 +16,11 @@
 #include <stdint.h>
 
 #define RC_WIRE_MAGIC        0x5243u   /* "RC" */
-#define RC_WIRE_VERSION      1u        /* the only version this build speaks */
-#define RC_WIRE_MIN_VERSION  1u
+/* Version 2 added the stream sequence number of DATA and PAGE. Version 1
+ * peers are refused at HELLO: without the sequence number a subscriber
+ * cannot restore the order some providers lose (net/README.md). */
+#define RC_WIRE_VERSION      2u        /* the only version this build speaks */
+#define RC_WIRE_MIN_VERSION  2u
 
 enum rc_msg_type {
     RC_MSG_HELLO = 1,        /* sub -> pub: versions, rx buffer size, own address (RDM) */
@@ -78,10 +81,16 @@ struct __attribute__((packed)) rc_wire_sub_ack {
     uint32_t status;         /* enum rc_sub_status */
 };
 
+/* Stream sequence number: DATA and PAGE messages to one subscriber carry
+ * 0, 1, 2, ... (mod 2^32) in the order the publisher posted them, counted
+ * per connection (a reconnect starts again at 0). The subscriber hands data
+ * on in this order whatever order its receive completions come in. */
+
 /* DATA: header (from a registered header slot) followed by payload bytes that
  * the publisher sends from the DMA ring without copying. A chunk larger than
  * the subscriber's rx buffer, or with more pieces than the provider's
- * iov_limit allows, goes as several fragments 0..frag_count-1 in order. */
+ * iov_limit allows, goes as several fragments 0..frag_count-1 in order
+ * (consecutive sequence numbers). */
 #define RC_WIRE_MAX_FRAGS 65535u
 struct __attribute__((packed)) rc_wire_data {
     struct rc_wire_hdr hdr;
@@ -91,6 +100,8 @@ struct __attribute__((packed)) rc_wire_data {
     uint32_t frag_offset;    /* offset of this fragment's payload in the chunk */
     uint16_t frag_index;
     uint16_t frag_count;     /* 1 = not fragmented */
+    uint32_t seq;            /* stream sequence number */
+    uint32_t reserved;       /* zero; keeps the payload 8-byte aligned */
     /* payload: hdr.length - sizeof(struct rc_wire_data) bytes */
 };
 
@@ -99,7 +110,7 @@ struct __attribute__((packed)) rc_wire_data {
 struct __attribute__((packed)) rc_wire_page {
     struct rc_wire_hdr hdr;
     uint32_t records;
-    uint32_t reserved;       /* zero */
+    uint32_t seq;            /* stream sequence number */
 };
 struct __attribute__((packed)) rc_wire_record {
     uint64_t tag;
@@ -124,7 +135,7 @@ _Static_assert(sizeof(struct rc_wire_welcome) == 24, "welcome size");
 _Static_assert(sizeof(struct rc_wire_sub) == 16, "sub size");
 _Static_assert(sizeof(struct rc_wire_range) == 16, "range size");
 _Static_assert(sizeof(struct rc_wire_sub_ack) == 16, "sub ack size");
-_Static_assert(sizeof(struct rc_wire_data) == 32, "data header size");
+_Static_assert(sizeof(struct rc_wire_data) == 40, "data header size");
 _Static_assert(sizeof(struct rc_wire_page) == 16, "page header size");
 _Static_assert(sizeof(struct rc_wire_record) == 16, "record header size");
 _Static_assert(sizeof(struct rc_wire_heartbeat) == 16, "heartbeat size");
@@ -158,7 +169,7 @@ enum rc_bye_reason { RC_BYE_NORMAL = 0, RC_BYE_REFUSED = 1, RC_BYE_PROTOCOL = 2 
 
 /* Smallest rx_buffer_size a HELLO may announce: a DATA header plus 32 bytes
  * of payload, so every control message and some payload always fit. */
-#define RC_WIRE_MIN_RX_BUFFER 64u
+#define RC_WIRE_MIN_RX_BUFFER 72u
 /* Largest message a subscriber sends (a SUBSCRIBE with the most ranges):
  * the publisher's receive buffers must hold this much. */
 #define RC_WIRE_MAX_CONTROL (sizeof(struct rc_wire_sub) + RC_WIRE_MAX_RANGES * sizeof(struct rc_wire_range))
@@ -174,8 +185,8 @@ enum rc_bye_reason { RC_BYE_NORMAL = 0, RC_BYE_REFUSED = 1, RC_BYE_PROTOCOL = 2 
  * - DATA: 1 <= frag_count, frag_index < frag_count, frag_offset + payload <=
  *   chunk_len; fragment 0 starts at offset 0, the last one ends at chunk_len,
  *   an unfragmented chunk is all there, a fragment of a non-empty chunk
- *   carries at least one byte;
- * - PAGE: records >= 1, reserved == 0, every record header and payload inside
+ *   carries at least one byte; reserved == 0;
+ * - PAGE: records >= 1, every record header and payload inside
  *   the message, padding bytes zero, no bytes after the last record;
  * - BYE: reason <= RC_BYE_PROTOCOL, reserved == 0. */
 
@@ -205,6 +216,11 @@ const char *rc_wire_error_name(enum rc_wire_error e);
 uint8_t rc_wire_negotiate(uint8_t peer_min, uint8_t peer_max);
 
 /* Decoders for the variable parts of messages that passed their checker. */
+/* The stream sequence number of a valid DATA or PAGE message. */
+uint32_t rc_wire_stream_seq(const void *buf);
+/* Stamp it into a built DATA header or PAGE (the publisher does this when it
+ * posts the message: a message that was not posted used no number). */
+void rc_wire_set_stream_seq(void *buf, uint32_t seq);
 /* Range i (0 <= i < count) of a valid SUBSCRIBE/UNSUBSCRIBE, host order. */
 struct rc_wire_range rc_wire_sub_range(const void *buf, uint32_t i);
 
@@ -231,12 +247,12 @@ ssize_t rc_wire_build_welcome(void *buf, size_t cap, uint32_t max_tags, uint32_t
 ssize_t rc_wire_build_sub(void *buf, size_t cap, enum rc_msg_type type, uint32_t request_id,
                           const struct rc_wire_range *ranges, uint32_t count);
 ssize_t rc_wire_build_sub_ack(void *buf, size_t cap, uint32_t request_id, enum rc_sub_status status);
-/* Only the 32-byte DATA header; hdr.length counts payload_len more bytes,
+/* Only the 40-byte DATA header (sequence number 0: rc_wire_set_stream_seq); hdr.length counts payload_len more bytes,
  * which the caller sends right behind it (zero copy: a separate iov). */
 ssize_t rc_wire_build_data_hdr(void *buf, size_t cap, uint64_t tag, uint32_t flags, uint32_t chunk_len,
                                uint32_t frag_offset, uint16_t frag_index, uint16_t frag_count,
                                uint32_t payload_len);
-/* PAGE built in place: init, then append records while they fit (-ENOSPC
+/* PAGE built in place (sequence number 0): init, then append records while they fit (-ENOSPC
  * when the next one does not; the page stays valid). The message length is
  * the page's hdr.length: rc_wire_page_length(). */
 ssize_t rc_wire_page_init(void *buf, size_t cap);

@@ -210,6 +210,7 @@ static int post_fragment(struct rc_publisher *p, const struct zc_send *s, const 
         *c = before;
         return -FI_EINVAL;
     }
+    rc_wire_set_stream_seq(hdr, s->peer->data_seq);
     iov[0] = (struct iovec){ .iov_base = hdr, .iov_len = (size_t)hlen };
     desc[0] = p->slot_mr.desc;
     int rc = rc_pub_post(p, s->peer, iov, desc, k, rc_pub_ctx(RC_CTX_TXOP, slot, op->gen));
@@ -218,6 +219,7 @@ static int post_fragment(struct rc_publisher *p, const struct zc_send *s, const 
         *c = before;
         return rc;
     }
+    s->peer->data_seq++;
     op->state = RC_TXOP_POSTED;
     op->key = s->key;
     op->record = s->record;

@@ -460,6 +460,7 @@ static struct fake {
     uint64_t ranges_total;        /* ranges in every SUBSCRIBE received */
     uint32_t unacked[64];         /* request ids still to answer */
     unsigned nunacked;
+    uint32_t next_seq;            /* stream sequence number of the next DATA/PAGE */
     struct rc_wire_hello hello;
 } F;
 
@@ -566,14 +567,36 @@ static bool fake_send(const void *msg, size_t len)
     return rc == 0 && PUMP_UNTIL(F.tx_done >= want);
 }
 
+/* A DATA or PAGE numbered like a publisher does: the next stream number. */
+static bool fake_send_stream(uint8_t *msg, size_t len)
+{
+    rc_wire_set_stream_seq(msg, F.next_seq++);
+    return fake_send(msg, len);
+}
+
+static size_t build_data(uint8_t *m, size_t cap, uint64_t tag, uint32_t chunk_len, uint32_t off,
+                         uint16_t idx, uint16_t cnt, const char *payload, uint32_t len)
+{
+    ssize_t h = rc_wire_build_data_hdr(m, cap, tag, 0, chunk_len, off, idx, cnt, len);
+    CU_ASSERT_FATAL(h == 40);
+    memcpy(m + h, payload, len);
+    return (size_t)h + len;
+}
+
 static void send_data(uint64_t tag, uint32_t chunk_len, uint32_t off, uint16_t idx, uint16_t cnt,
                       const char *payload, uint32_t len)
 {
     uint8_t m[4096];
-    ssize_t h = rc_wire_build_data_hdr(m, sizeof m, tag, 0, chunk_len, off, idx, cnt, len);
-    CU_ASSERT_FATAL(h == 32);
-    memcpy(m + h, payload, len);
-    CU_ASSERT(fake_send(m, (size_t)h + len));
+    CU_ASSERT(fake_send_stream(m, build_data(m, sizeof m, tag, chunk_len, off, idx, cnt, payload, len)));
+}
+
+/* A one-fragment chunk of tag `tag` with an explicit stream number. */
+static void send_numbered(uint32_t seq, uint64_t tag)
+{
+    uint8_t m[128];
+    size_t len = build_data(m, sizeof m, tag, 4, 0, 0, 1, "abcd", 4);
+    rc_wire_set_stream_seq(m, seq);
+    CU_ASSERT(fake_send(m, len));
 }
 
 /* Bring the subscriber through HELLO/WELCOME/SUBSCRIBE with the fake. */
@@ -693,7 +716,7 @@ static void test_fragment_rules(void)
     rc_wire_page_append(page, sizeof page, 1, 0, "one", 3);
     rc_wire_page_append(page, sizeof page, 2, 4, "", 0);
     rc_wire_page_append(page, sizeof page, 3, 0, "three333", 8);
-    CU_ASSERT(fake_send(page, rc_wire_page_length(page)));
+    CU_ASSERT(fake_send_stream(page, rc_wire_page_length(page)));
     CU_ASSERT(PUMP_UNTIL(E.ngot == 5));
     st = sub_stats();
     /* 1 above, the cut chunk 10, and the orphan run of chunk 10's fragment 1. */
@@ -705,6 +728,52 @@ static void test_fragment_rules(void)
     CU_ASSERT(E.got[3].tag == 2 && E.got[3].len == 0 && E.got[3].flags == 4);
     CU_ASSERT(E.got[4].tag == 3 && E.got[4].len == 8 && !memcmp(E.arena + E.got[4].off, "three333", 8));
     CU_ASSERT_EQUAL(st.malformed_total, 0);
+    env_close();
+    fake_close();
+}
+
+static bool got_tags_in_order(unsigned from, uint64_t first_tag, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        if (E.got[from + i].tag != first_tag + i)
+            return false;
+    return true;
+}
+
+/* Messages that complete out of order are handed on in stream order; a
+ * message missing while every spare receive buffer holds a later one is
+ * counted lost, and when it turns up after all it is dropped as late. */
+static void test_stream_order(void)
+{
+    CU_ASSERT_FATAL(fake_session(1024));
+    send_numbered(2, 102);
+    send_numbered(1, 101);
+    send_numbered(3, 103);
+    send_numbered(0, 100);
+    CU_ASSERT(PUMP_UNTIL(E.ngot == 4));
+    CU_ASSERT(got_tags_in_order(0, 100, 4));
+    struct rc_sub_stats st = sub_stats();
+    CU_ASSERT_EQUAL(st.reordered, 3);
+    CU_ASSERT_EQUAL(st.seq_lost + st.seq_late, 0);
+
+    send_numbered(3, 999);                  /* a duplicate of a handled number */
+    CU_ASSERT(PUMP_UNTIL(sub_stats().seq_late == 1));
+
+    /* Number 4 never comes: 15 of the 16 receive buffers may wait for it;
+     * the 16th later message gives it up. */
+    for (uint32_t seq = 5; seq < 5 + 16; seq++)
+        send_numbered(seq, 100 + seq);
+    CU_ASSERT(PUMP_UNTIL(E.ngot == 4 + 16));
+    CU_ASSERT(got_tags_in_order(4, 105, 16));
+    st = sub_stats();
+    CU_ASSERT_EQUAL(st.seq_lost, 1);
+    CU_ASSERT_EQUAL(st.reordered, 3 + 16);
+    send_numbered(4, 104);                  /* too late: dropped, counted */
+    send_numbered(21, 121);                 /* the stream goes on */
+    CU_ASSERT(PUMP_UNTIL(E.ngot == 21));
+    CU_ASSERT_EQUAL(E.got[20].tag, 121);
+    CU_ASSERT_EQUAL(sub_stats().seq_late, 2);
+    CU_ASSERT_EQUAL(E.disconnects, 0);
     env_close();
     fake_close();
 }
@@ -863,6 +932,7 @@ static void register_tests(void)
         CU_add_test(fake, "hello contents and heartbeats", test_hello_contents);
         CU_add_test(fake, "malformed counted and survived", test_malformed_counted_and_survived);
         CU_add_test(fake, "fragment rules", test_fragment_rules);
+        CU_add_test(fake, "stream order restored, losses counted", test_stream_order);
         CU_add_test(fake, "bye from publisher", test_bye_from_publisher);
         CU_add_test(fake, "resubscribe in batches", test_resubscribe_in_batches);
     }

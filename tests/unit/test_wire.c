@@ -341,8 +341,8 @@ static size_t raw_data(uint32_t chunk_len, uint32_t off, uint16_t idx, uint16_t 
     put32(msg, 24, off);
     put16(msg, 28, idx);
     put16(msg, 30, cnt);
-    set_len(msg, 32 + payload);
-    return 32 + payload;
+    set_len(msg, 40 + payload);
+    return 40 + payload;
 }
 
 static enum rc_wire_error data_why(size_t len) { return rc_wire_check_data(guarded(msg, len), len, NULL); }
@@ -358,7 +358,16 @@ static void test_data_fields(void)
     CU_ASSERT_EQUAL(d.frag_offset, 200);
     CU_ASSERT_EQUAL(d.frag_index, 2);
     CU_ASSERT_EQUAL(d.frag_count, 10);
-    CU_ASSERT_EQUAL(msg[32 + 99], 99);
+    CU_ASSERT_EQUAL(d.seq, 0);
+    CU_ASSERT_EQUAL(msg[40 + 99], 99);
+    rc_wire_set_stream_seq(msg, 0xfedcba98u);
+    CU_ASSERT_EQUAL(rc_wire_check_data(guarded(msg, len), len, &d), RC_WIRE_OK);
+    CU_ASSERT_EQUAL(d.seq, 0xfedcba98u);
+    CU_ASSERT_EQUAL(rc_wire_stream_seq(msg), 0xfedcba98u);
+    CU_ASSERT_EQUAL(msg[32], 0x98);                   /* little-endian at offset 32 */
+    CU_ASSERT_EQUAL(d.frag_count, 10);                /* stamping touched nothing else */
+    put32(msg, 36, 1);                                /* reserved */
+    CU_ASSERT_EQUAL(data_why(len), RC_WIRE_BAD_FIELD);
 
     CU_ASSERT_EQUAL(data_why(raw_data(100, 0, 0, 1, 100)), RC_WIRE_OK);   /* whole chunk */
     CU_ASSERT_EQUAL(data_why(raw_data(0, 0, 0, 1, 0)), RC_WIRE_OK);       /* empty chunk */
@@ -400,8 +409,12 @@ static void test_page_fields_and_walk(void)
     put32(msg, 8, 0);                     /* no records */
     CU_ASSERT_EQUAL(rc_wire_check_page(guarded(msg, len), len, NULL), RC_WIRE_BAD_FIELD);
     make_page();
-    put32(msg, 12, 1);                    /* reserved */
-    CU_ASSERT_EQUAL(rc_wire_check_page(guarded(msg, len), len, NULL), RC_WIRE_BAD_FIELD);
+    CU_ASSERT_EQUAL(rc_wire_stream_seq(msg), 0);
+    rc_wire_set_stream_seq(msg, 7);       /* the sequence number sits at offset 12 */
+    CU_ASSERT_EQUAL(msg[12], 7);
+    CU_ASSERT_EQUAL(rc_wire_check_page(guarded(msg, len), len, &pg), RC_WIRE_OK);
+    CU_ASSERT_EQUAL(pg.seq, 7);
+    CU_ASSERT_EQUAL(pg.records, 4);
     make_page();
     put32(msg, 8, 5);                     /* more records than present */
     CU_ASSERT_EQUAL(rc_wire_check_page(guarded(msg, len), len, NULL), RC_WIRE_BAD_LENGTH);
@@ -489,9 +502,12 @@ static void test_byte_order_is_little_endian(void)
 
 static void test_negotiate(void)
 {
-    CU_ASSERT_EQUAL(rc_wire_negotiate(1, 1), 1);
+    /* Version 2 only: a version-1 peer (no stream sequence numbers) is refused. */
+    CU_ASSERT_EQUAL(rc_wire_negotiate(1, 1), 0);
+    CU_ASSERT_EQUAL(rc_wire_negotiate(1, 2), 2);
     CU_ASSERT_EQUAL(rc_wire_negotiate(1, 5), RC_WIRE_VERSION);
-    CU_ASSERT_EQUAL(rc_wire_negotiate(2, 5), 0);
+    CU_ASSERT_EQUAL(rc_wire_negotiate(2, 5), 2);
+    CU_ASSERT_EQUAL(rc_wire_negotiate(3, 5), 0);
     CU_ASSERT_EQUAL(rc_wire_negotiate(0, 0), 0);
     CU_ASSERT_EQUAL(rc_wire_negotiate(3, 1), 0);
 }
