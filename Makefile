@@ -39,11 +39,14 @@ TEST_SRC  := $(wildcard tests/unit/test_*.c)
 TEST_AUX  := $(filter-out $(TEST_SRC),$(wildcard tests/unit/*.c))
 TEST_AUX_OBJ := $(TEST_AUX:%.c=$(BUILD)/obj/%.o)
 TESTS     := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+# Helper programs of the integration tests (misbehaving peers): not installed.
+IT_SRC    := $(wildcard tests/integration/*.c)
+IT_PROGS  := $(IT_SRC:tests/integration/%.c=$(BUILD)/tests/integration/%)
 STATIC_LIB := $(BUILD)/lib/libringcast.a
 SHARED_LIB := $(BUILD)/lib/libringcast.so
 
 .PHONY: all deps test unit-test integration-test run bench install clean config-example check-example check-clang
-all: $(STATIC_LIB) $(SHARED_LIB) $(TOOLS) $(TESTS)
+all: $(STATIC_LIB) $(SHARED_LIB) $(TOOLS) $(TESTS) $(IT_PROGS)
 
 deps:
 	@./deploy/install-deps.sh
@@ -71,6 +74,10 @@ $(SHARED_LIB): $(LIB_OBJ)
 $(BUILD)/bin/%: $(BUILD)/obj/tools/%.o $(TOOL_AUX_OBJ) $(STATIC_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $< $(TOOL_AUX_OBJ) $(STATIC_LIB) $(LDLIBS) $(LDFLAGS)
+
+$(BUILD)/tests/integration/%: $(BUILD)/obj/tests/integration/%.o $(STATIC_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $< $(STATIC_LIB) $(LDLIBS) $(LDFLAGS)
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(TEST_AUX_OBJ) $(STATIC_LIB)
 	@mkdir -p $(dir $@)

@@ -74,6 +74,17 @@ static const struct rc_cfg_key fabric_keys[] = {
      .max = UINT32_MAX, RC_CFG_FIELD(T, max_tags_per_subscriber),
      .help = "Tags one subscriber may subscribe to, a range counting as its size; 0 = no limit"
              " (needed for 'all'). At most 1024 disjoint ranges either way."},
+    /* Fault injection: for tests of the error paths, never for production. */
+    {.key = "fault_send_error_every", .type = RC_CFG_UINT, .def = "0", .min = 0, .max = UINT64_MAX,
+     RC_CFG_FIELD(T, faults.send_error_every),
+     .help = "TESTING ONLY: report every Nth successful data send completion as an error"
+             " (its subscriber is then declared dead); 0 = off."},
+    {.key = "fault_eagain_every", .type = RC_CFG_UINT, .def = "0", .min = 0, .max = UINT64_MAX,
+     RC_CFG_FIELD(T, faults.eagain_every),
+     .help = "TESTING ONLY: every Nth data send starts a storm of provider -FI_EAGAIN refusals; 0 = off."},
+    {.key = "fault_eagain_burst", .type = RC_CFG_UINT, .def = "100", .min = 1, .max = UINT32_MAX,
+     RC_CFG_FIELD(T, faults.eagain_burst),
+     .help = "TESTING ONLY: sends refused in a row by one -FI_EAGAIN storm."},
 };
 
 const struct rc_cfg_section rc_cfg_section_fabric = {

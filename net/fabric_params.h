@@ -6,6 +6,14 @@
 
 enum rc_ep_kind { RC_EP_MSG = 0, RC_EP_RDM };
 
+/* Fault injection for tests (net/pub_faults.c). Counter based, not random,
+ * so a test knows exactly which operations failed. All zero: off. */
+struct rc_fault_params {
+    uint64_t send_error_every;    /* every Nth successful data/page completion reported as an error */
+    uint64_t eagain_every;        /* every Nth data/page post starts a storm of -FI_EAGAIN ... */
+    uint32_t eagain_burst;        /* ... refusing this many posts in a row */
+};
+
 struct rc_fabric_params {
     char provider[64];            /* "tcp", "tcp;ofi_rxm", "verbs", "shm", ... */
     enum rc_ep_kind endpoint;     /* msg (connections) or rdm (reliable datagrams) */
@@ -26,6 +34,7 @@ struct rc_fabric_params {
     uint64_t poll_spin_ns;        /* adaptive polling: spin, then wait on the CQ fd */
     uint32_t max_subscribers;
     uint32_t max_tags_per_subscriber;
+    struct rc_fault_params faults;
 };
 
 #endif

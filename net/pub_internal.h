@@ -145,6 +145,11 @@ struct rc_publisher {
     uint64_t refused_ns;       /* when the oldest of them was refused */
     uint32_t nrefused;
 
+    struct rc_pub_fault_state {
+        uint64_t posts, completions;   /* data/page posts and ok completions seen */
+        uint32_t storm_left;           /* -FI_EAGAIN refusals still to give */
+    } fault;
+
     struct rc_publisher_stats st;
     char err[320];
 };
@@ -179,6 +184,12 @@ void rc_pub_drop_control(struct rc_publisher *p, struct rc_pub_peer *peer);
 /* RDM: remove refused addresses from the AV once their BYE had a heartbeat
  * period to go out (all of them when `now` is UINT64_MAX). */
 void rc_pub_forget_refused(struct rc_publisher *p, uint64_t now);
+
+/* pub_faults.c: fault injection ([fabric] fault_*), data and page ops only. */
+/* true: refuse this post (op_context ctx) with -FI_EAGAIN (a storm is on). */
+bool rc_pub_fault_refuse_post(struct rc_publisher *p, void *ctx);
+/* Turn a successful completion into an error one when it is due. */
+void rc_pub_fault_completion(struct rc_publisher *p, struct rc_fabric_cqe *e);
 
 /* zc_send.c */
 int  rc_zc_init(struct rc_publisher *p, char *err, size_t errlen);

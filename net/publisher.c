@@ -74,6 +74,8 @@ int rc_pub_post(struct rc_publisher *p, struct rc_pub_peer *peer, const struct i
     struct fid_ep *ep = p->fab.rdm ? p->fab.ep : peer->ep;
     if (!ep)
         return -FI_ENOTCONN;
+    if (rc_pub_fault_refuse_post(p, ctx))
+        return -FI_EAGAIN;
     return (int)fi_sendv(ep, iov, desc, n, peer->has_addr ? peer->addr : FI_ADDR_UNSPEC, ctx);
 }
 
@@ -376,8 +378,10 @@ int rc_pub_poll_cq(struct rc_publisher *p)
         for (int k = 0; k < n; k++) {
             if (rc_pub_ctx_kind(e[k].context) == RC_CTX_RX)
                 on_rx(p, &e[k]);
-            else if (rc_pub_ctx_kind(e[k].context) == RC_CTX_TXOP)
+            else if (rc_pub_ctx_kind(e[k].context) == RC_CTX_TXOP) {
+                rc_pub_fault_completion(p, &e[k]);
                 on_tx(p, &e[k]);
+            }
             else
                 p->st.stale_completions++;
         }

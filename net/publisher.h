@@ -66,6 +66,8 @@ struct rc_publisher_stats {
     uint64_t keys_completed_ok;
     uint64_t keys_completed_error;
     uint64_t fragment_retry_timeouts; /* later fragments never accepted: key failed */
+    uint64_t faults_send_error;     /* injected: ok completions reported as errors */
+    uint64_t faults_eagain;         /* injected: posts refused with -FI_EAGAIN */
     /* buffered path */
     uint64_t buffered_records;
     uint64_t buffered_bytes;

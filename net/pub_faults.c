@@ -1,0 +1,52 @@
+/* pub_faults.c — fault injection for the error-path tests ([fabric] fault_*
+ * keys, struct rc_fault_params).
+ *
+ * Two faults a real provider produces and loopback tcp almost never does:
+ * - error completions: every Nth successful completion of a data or page send
+ *   is handed on as an FI_EIO error completion (the data did go out; the
+ *   publisher must treat it like any failed send: the subscriber is declared
+ *   dead and every key it held comes back exactly once);
+ * - -FI_EAGAIN storms: every Nth data or page post starts a run of `burst`
+ *   posts refused with -FI_EAGAIN, as a full provider queue does.
+ * Counters, not randomness, decide, so a test knows exactly what it caused.
+ * Control messages are never touched: their paths are tested elsewhere. When
+ * off (the default) each hook costs one predictable branch. */
+#include "net/pub_internal.h"
+
+static bool is_data_op(const struct rc_publisher *p, void *ctx)
+{
+    return rc_pub_ctx_kind(ctx) == RC_CTX_TXOP && rc_pub_ctx_index(ctx) < p->nslots + p->npages;
+}
+
+/* Only a completion that on_tx will act on counts as a fault caused (one of
+ * an op released with its dead peer is ignored there as stale). */
+static bool is_live_op(const struct rc_publisher *p, void *ctx)
+{
+    const struct rc_pub_txop *op = &p->ops[rc_pub_ctx_index(ctx)];
+    return op->gen == rc_pub_ctx_gen(ctx) && op->state == RC_TXOP_POSTED;
+}
+
+bool rc_pub_fault_refuse_post(struct rc_publisher *p, void *ctx)
+{
+    const struct rc_fault_params *f = &p->fab.params.faults;
+    if (f->eagain_every == 0 || !is_data_op(p, ctx))
+        return false;
+    if (p->fault.storm_left == 0 && ++p->fault.posts % f->eagain_every == 0)
+        p->fault.storm_left = f->eagain_burst;
+    if (p->fault.storm_left == 0)
+        return false;
+    p->fault.storm_left--;
+    p->st.faults_eagain++;
+    return true;
+}
+
+void rc_pub_fault_completion(struct rc_publisher *p, struct rc_fabric_cqe *e)
+{
+    const struct rc_fault_params *f = &p->fab.params.faults;
+    if (f->send_error_every == 0 || e->err || !is_data_op(p, e->context) || !is_live_op(p, e->context))
+        return;
+    if (++p->fault.completions % f->send_error_every)
+        return;
+    e->err = FI_EIO;
+    p->st.faults_send_error++;
+}
