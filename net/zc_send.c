@@ -151,6 +151,10 @@ static unsigned next_fragment(const struct rc_publisher *p, const struct iovec *
 static uint64_t count_fragments(const struct rc_publisher *p, const struct iovec *iov, unsigned n,
                                 uint64_t total, uint64_t max_payload)
 {
+    /* The common case needs no walk: every piece gets its own iov next to
+     * the header, and the whole chunk fits the subscriber's buffer. */
+    if (n < p->iov_max && total <= max_payload)
+        return 1;
     struct frag_cursor c = {0};
     uint64_t frags = 0;
     uint32_t got;
