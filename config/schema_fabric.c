@@ -10,10 +10,18 @@
  * default fails every load (and test_config). Checks that involve two keys go
  * into check_fabric() in config.c. Then run `make config-example`. */
 #include "config/schema.h"
+#include "net/allow_list.h"
 
 #define T struct rc_fabric_params
 #define MS 1000000ull
 #define S  1000000000ull
+
+/* The publisher parses the list again at create; checking it here names the line. */
+static int validate_allow(const char *text, char *why, size_t whylen)
+{
+    struct rc_allow_list list;
+    return rc_allow_list_parse(text, &list, why, whylen);
+}
 
 static const struct rc_cfg_key fabric_keys[] = {
     {.key = "provider", .type = RC_CFG_STRING, .def = "tcp", .min = 1, .max = 63,
@@ -74,6 +82,10 @@ static const struct rc_cfg_key fabric_keys[] = {
      .max = UINT32_MAX, RC_CFG_FIELD(T, max_tags_per_subscriber),
      .help = "Tags one subscriber may subscribe to, a range counting as its size; 0 = no limit"
              " (needed for 'all'). At most 1024 disjoint ranges either way."},
+    {.key = "allow", .type = RC_CFG_STRING, .def = "", .min = 0, .max = 191,
+     RC_CFG_FIELD(T, allow), .validate = validate_allow,
+     .help = "Subscriber networks accepted, comma-separated CIDR (127.0.0.0/8, 10.1.0.0/16, fd00::/8;"
+             " at most 16); empty = everyone. Others are refused and counted."},
 };
 
 const struct rc_cfg_section rc_cfg_section_fabric = {

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "dma/errbuf.h"
+#include "net/allow_list.h"
 #include "net/pub_internal.h"
 
 #define RC_PUB_TIMER_MIN_NS 100000u      /* 100 us */
@@ -416,6 +417,12 @@ static void refuse_connreq(struct rc_publisher *p, struct fi_info *info, const c
 
 static void on_connreq(struct rc_publisher *p, struct fi_info *info, uint64_t now)
 {
+    /* dest_addr is the connecting socket's peer address as the provider saw it */
+    if (!rc_allow_list_text_permits(p->fab.params.allow, info->dest_addr, info->dest_addrlen)) {
+        p->st.connections_refused_allowlist++;
+        refuse_connreq(p, info, "address not in [fabric] allow");
+        return;
+    }
     struct rc_pub_peer *peer = rc_pub_new_peer(p, now);
     if (!peer) {
         refuse_connreq(p, info, "max_subscribers reached");
@@ -579,8 +586,14 @@ static int check_params(const struct rc_fabric_params *fp, char *err, size_t err
     else if (fp->peer_timeout_ns == 0 || fp->heartbeat_ns == 0 ||
              fp->heartbeat_ns >= fp->peer_timeout_ns)
         bad = "need 0 < heartbeat < peer_timeout";
-    if (!bad)
-        return 0;
+    if (!bad) {
+        struct rc_allow_list allow;
+        char why[160];
+        if (rc_allow_list_parse(fp->allow, &allow, why, sizeof why) == 0)
+            return 0;
+        rc_set_err(err, errlen, "publisher [fabric] allow: %s", why);
+        return -EINVAL;
+    }
     rc_set_err(err, errlen, "publisher [fabric]: %s", bad);
     return -EINVAL;
 }
