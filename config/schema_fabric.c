@@ -135,7 +135,7 @@ static const struct rc_cfg_key fabric_keys[] = {
     {.key = "max_tags_per_subscriber", .type = RC_CFG_UINT, .def = "0", .min = 0,
      .max = UINT32_MAX, RC_CFG_FIELD(T, max_tags_per_subscriber),
      .help = "Tags one subscriber may subscribe to, a range counting as its size; 0 = no limit"
-             " (needed for 'all'). At most 1024 disjoint ranges either way."},
+             " ('all' is 2^64 tags). Memory per subscriber is bounded by its at most 1024 ranges."},
     {.key = "allow", .type = RC_CFG_STRING, .def = "", .min = 0, .max = 191,
      RC_CFG_FIELD(T, allow), .validate = validate_allow,
      .help = "Subscriber networks accepted, comma-separated CIDR (127.0.0.0/8, 10.1.0.0/16, fd00::/8;"
