@@ -570,6 +570,21 @@ int rc_publisher_wait(struct rc_publisher *p, uint64_t timeout_ns)
 
 /* ---- life cycle ------------------------------------------------------------- */
 
+/* Checked once here, so that a connection request or HELLO never meets a bad list. */
+static int check_allow_list(const struct rc_fabric_params *fp, char *err, size_t errlen)
+{
+    struct rc_allow_list allow;
+    char why[160];
+    if (!memchr(fp->allow, '\0', sizeof fp->allow)) {
+        rc_set_err(err, errlen, "publisher [fabric] allow: not a terminated string");
+        return -EINVAL;
+    }
+    if (rc_allow_list_parse(fp->allow, &allow, why, sizeof why) == 0)
+        return 0;
+    rc_set_err(err, errlen, "publisher [fabric] allow: %s", why);
+    return -EINVAL;
+}
+
 static int check_params(const struct rc_fabric_params *fp, char *err, size_t errlen)
 {
     const char *bad = NULL;
@@ -586,14 +601,8 @@ static int check_params(const struct rc_fabric_params *fp, char *err, size_t err
     else if (fp->peer_timeout_ns == 0 || fp->heartbeat_ns == 0 ||
              fp->heartbeat_ns >= fp->peer_timeout_ns)
         bad = "need 0 < heartbeat < peer_timeout";
-    if (!bad) {
-        struct rc_allow_list allow;
-        char why[160];
-        if (rc_allow_list_parse(fp->allow, &allow, why, sizeof why) == 0)
-            return 0;
-        rc_set_err(err, errlen, "publisher [fabric] allow: %s", why);
-        return -EINVAL;
-    }
+    if (!bad)
+        return check_allow_list(fp, err, errlen);
     rc_set_err(err, errlen, "publisher [fabric]: %s", bad);
     return -EINVAL;
 }
