@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define MSG_LEN sizeof(((struct rc_config_error *)0)->msg)
@@ -54,6 +55,7 @@ struct loader {
     int read_errno;
     unsigned lineno;
     unsigned unanswered_line;          /* a key line inih has not handed to on_pair() */
+    char unanswered_text[RC_CFG_MAX_LINE + 1]; /* its text, for the message */
     unsigned first_syntax_line;        /* first line we found malformed (inih reports the same) */
     /* the section the current line belongs to */
     const struct rc_cfg_section *sec;  /* NULL: none yet, or a bad one */
@@ -360,8 +362,10 @@ static void syntax_error(struct loader *ld, unsigned line, const char *what)
 static void check_unanswered(struct loader *ld)
 {
     if (!ld->unanswered_line) return;
-    syntax_error(ld, ld->unanswered_line,
-                 "expected 'key = value', '[section]' or a comment (';' or '#')");
+    char what[RC_CFG_MAX_LINE + 96];
+    snprintf(what, sizeof what, "'%s': expected 'key = value', '[section]' or a comment "
+             "(';' or '#')", ld->unanswered_text);
+    syntax_error(ld, ld->unanswered_line, what);
     ld->unanswered_line = 0;
 }
 
@@ -370,7 +374,9 @@ static void section_line(struct loader *ld, char *text)
 {
     char *end = (char *)find_char_or_comment(text + 1, ']');
     if (*end != ']') {
-        syntax_error(ld, ld->lineno, "section header without ']'");
+        char what[RC_CFG_MAX_LINE + 48];
+        snprintf(what, sizeof what, "'%s': section header without ']'", text);
+        syntax_error(ld, ld->lineno, what);
         ld->sec = NULL;
         ld->bad_section = true;
         return;
@@ -446,7 +452,10 @@ static char *read_line(char *str, int num, void *stream)
         return str;
     }
     if (text[0] == '[') section_line(ld, text);
-    else if (text[0]) ld->unanswered_line = ld->lineno;
+    else if (text[0]) {
+        ld->unanswered_line = ld->lineno;
+        snprintf(ld->unanswered_text, sizeof ld->unanswered_text, "%s", text);
+    }
     memcpy(str, text, strlen(text) + 1);
     return str;
 }
@@ -473,6 +482,13 @@ static void parse_file(struct loader *ld, const char *file)
     ld->in = fopen(file, "r");
     if (!ld->in) {
         report(ld, "%s: cannot open: %s", file, strerror(errno));
+        return;
+    }
+    struct stat st;
+    if (fstat(fileno(ld->in), &st) == 0 && S_ISDIR(st.st_mode)) { /* fopen accepts directories */
+        report(ld, "%s: is a directory, not a configuration file", file);
+        fclose(ld->in);
+        ld->in = NULL;
         return;
     }
     int rc = ini_parse_stream(read_line, ld, on_pair, ld);
@@ -652,6 +668,44 @@ static void missing_key(struct loader *ld, const struct rc_cfg_section *s, unsig
            key, example);
 }
 
+/* Is every tag of rule j decided by a rule before it? Walks from its first
+ * tag through the earlier ranges that hold the current tag. */
+static bool covered_by_earlier(const struct rc_mode_rule *rule, unsigned j)
+{
+    uint64_t tag = rule[j].first;
+    for (;;) {
+        unsigned i = 0;
+        while (i < j && !(rule[i].first <= tag && tag <= rule[i].last))
+            i++;
+        if (i == j)
+            return false;
+        if (rule[i].last >= rule[j].last)
+            return true;
+        tag = rule[i].last + 1; /* no overflow: rule[i].last < rule[j].last */
+    }
+}
+
+/* Overlaps are how an exception goes before a wide rule; a rule that can
+ * never apply is a mistake (most likely the order of the two). */
+static void check_shadowed_rules(struct loader *ld)
+{
+    const struct rc_mode_rule *rule = ld->cfg->mode_rule;
+    for (unsigned j = 1; j < ld->cfg->nmodes; j++) {
+        if (!covered_by_earlier(rule, j))
+            continue;
+        char earlier[160] = "";
+        size_t n = 0;
+        for (unsigned i = 0; i < j && n < sizeof earlier; i++)
+            if (rule[i].first <= rule[j].last && rule[j].first <= rule[i].last)
+                n += (size_t)snprintf(earlier + n, sizeof earlier - n, "%s[mode.%u] %s",
+                                      n ? ", " : "", i, rule[i].tags);
+        key_error(ld, &rc_cfg_section_mode, j, "tags",
+                  "%s never applies: every tag of it is decided by %s before it (the lowest N "
+                  "whose tags hold a tag decides; put the narrower rule first)",
+                  rule[j].tags, earlier);
+    }
+}
+
 /* Each rule needs its tags and its mode; its range comes from tags (whose
  * text was checked when it was read). */
 static void finish_mode_rules(struct loader *ld)
@@ -667,6 +721,8 @@ static void finish_mode_rules(struct loader *ld)
         if (!key_given(ld, s, i, "mode"))
             missing_key(ld, s, i, "mode", "buffered");
     }
+    if (ld->nerrors == 0)
+        check_shadowed_rules(ld);
 }
 
 static void check_fabric(struct loader *ld)

@@ -10,10 +10,72 @@
  * default fails every load (and test_config). Checks that involve two keys go
  * into check_fabric() in config.c. Then run `make config-example`. */
 #include "config/schema.h"
+#include "net/allow_list.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
 
 #define T struct rc_fabric_params
 #define MS 1000000ull
 #define S  1000000000ull
+
+/* A DNS label: 1..63 of [A-Za-z0-9-], no '-' at either end (RFC 1123). */
+static bool is_host_label(const char *label, size_t len)
+{
+    static const char chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-";
+    if (len == 0 || len > 63 || label[0] == '-' || label[len - 1] == '-')
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (!memchr(chars, label[i], sizeof chars - 1))
+            return false;
+    return true;
+}
+
+static bool is_host_name(const char *text)
+{
+    for (const char *p = text;;) {
+        size_t n = strcspn(p, ".");
+        if (!is_host_label(p, n))
+            return false;
+        if (!p[n])
+            return true;
+        p += n + 1;
+    }
+}
+
+/* Checked here so that a typo is reported at its line rather than as a
+ * failing fi_getinfo at start. Names are not resolved: that is the
+ * provider's job when the daemon starts, on the machine it runs on. */
+static int validate_address(const char *text, char *why, size_t whylen)
+{
+    unsigned char buf[16];
+    const char *problem = NULL;
+    if (text[0] == '[') {
+        problem = "write an IPv6 address without brackets";
+    } else if (strchr(text, ':')) {
+        if (inet_pton(AF_INET6, text, buf) != 1)
+            problem = "not an IPv6 address";
+    } else if (strspn(text, "0123456789.") == strlen(text)) {
+        if (inet_pton(AF_INET, text, buf) != 1)
+            problem = "not an IPv4 address (a.b.c.d, each 0..255)";
+    } else if (!is_host_name(text)) {
+        problem = "not an IPv4 or IPv6 address nor a host name ([A-Za-z0-9-] labels separated by '.')";
+    }
+    if (!problem)
+        return 0;
+    snprintf(why, whylen, "%s", problem);
+    return -EINVAL;
+}
+
+/* The publisher parses the list again at create; checking it here names the line. */
+static int validate_allow(const char *text, char *why, size_t whylen)
+{
+    struct rc_allow_list list;
+    return rc_allow_list_parse(text, &list, why, whylen);
+}
 
 static const struct rc_cfg_key fabric_keys[] = {
     {.key = "provider", .type = RC_CFG_STRING, .def = "tcp", .min = 1, .max = 63,
@@ -23,8 +85,8 @@ static const struct rc_cfg_key fabric_keys[] = {
      RC_CFG_FIELD(T, endpoint),
      .help = "Endpoint type: msg (connections) or rdm (reliable datagrams)."},
     {.key = "address", .type = RC_CFG_STRING, .def = "127.0.0.1", .min = 1, .max = 127,
-     RC_CFG_FIELD(T, address),
-     .help = "Address the publisher listens on."},
+     RC_CFG_FIELD(T, address), .validate = validate_address,
+     .help = "Address the publisher listens on: IPv4, IPv6 (without brackets) or a host name."},
     {.key = "port", .type = RC_CFG_UINT, .def = "12345", .min = 1, .max = 65535,
      RC_CFG_FIELD(T, port),
      .help = "Port the publisher listens on."},
@@ -73,7 +135,11 @@ static const struct rc_cfg_key fabric_keys[] = {
     {.key = "max_tags_per_subscriber", .type = RC_CFG_UINT, .def = "0", .min = 0,
      .max = UINT32_MAX, RC_CFG_FIELD(T, max_tags_per_subscriber),
      .help = "Tags one subscriber may subscribe to, a range counting as its size; 0 = no limit"
-             " (needed for 'all'). At most 1024 disjoint ranges either way."},
+             " ('all' is 2^64 tags). Memory per subscriber is bounded by its at most 1024 ranges."},
+    {.key = "allow", .type = RC_CFG_STRING, .def = "", .min = 0, .max = 191,
+     RC_CFG_FIELD(T, allow), .validate = validate_allow,
+     .help = "Subscriber networks accepted, comma-separated CIDR (127.0.0.0/8, 10.1.0.0/16, fd00::/8;"
+             " at most 16); empty = everyone. Others are refused and counted."},
     /* Fault injection: for tests of the error paths, never for production. */
     {.key = "fault_send_error_every", .type = RC_CFG_UINT, .def = "0", .min = 0, .max = UINT64_MAX,
      RC_CFG_FIELD(T, faults.send_error_every),

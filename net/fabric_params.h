@@ -33,7 +33,12 @@ struct rc_fabric_params {
     uint64_t heartbeat_ns;        /* both sides send a heartbeat this often */
     uint64_t poll_spin_ns;        /* adaptive polling: spin, then wait on the CQ fd */
     uint32_t max_subscribers;
-    uint32_t max_tags_per_subscriber;
+    uint32_t max_tags_per_subscriber; /* 0 = no limit (see net/README.md, Security) */
+    /* Subscriber networks the publisher accepts, "10.1.0.0/16, fd00::/8"
+     * (net/allow_list.h); empty = everyone. Kept as text so that the
+     * effective configuration prints back as written; the publisher parses
+     * it at create (and config/ at load, to report a bad entry at its line). */
+    char allow[192];
     struct rc_fault_params faults;
 };
 

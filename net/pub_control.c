@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "net/allow_list.h"
 #include "net/pub_internal.h"
 #include "net/sub_ranges.h"
 
@@ -309,12 +310,13 @@ void rc_pub_forget_refused(struct rc_publisher *p, uint64_t now)
     p->nrefused = 0;
 }
 
-static void refuse_address(struct rc_publisher *p, fi_addr_t addr, const char *name)
+static void refuse_address(struct rc_publisher *p, fi_addr_t addr, const char *name,
+                           const char *why)
 {
     uint8_t bye[sizeof(struct rc_wire_bye)];
     ssize_t len = rc_wire_build_bye(bye, sizeof bye, RC_BYE_REFUSED);
     p->st.connections_refused++;
-    snprintf(p->err, sizeof p->err, "subscriber %s refused: max_subscribers reached", name);
+    snprintf(p->err, sizeof p->err, "subscriber %s refused: %s", name, why);
     if (len > 0 && ctrl_post(p, NULL, addr, bye, (size_t)len))
         p->st.control_dropped++;
     if (p->nrefused == sizeof p->refused / sizeof p->refused[0])
@@ -346,11 +348,18 @@ static void rdm_hello(struct rc_publisher *p, const uint8_t *buf, size_t len, ui
         snprintf(p->err, sizeof p->err, "HELLO from %.100s: %.200s", name, err);
         return;
     }
+    /* The address HELLO declares; net/README.md (Security) says why that is
+     * what can be checked here, and what keeps a forged one from gaining data. */
+    if (!rc_allow_list_text_permits(p->fab.params.allow, addr, h.addr_len)) {
+        p->st.connections_refused_allowlist++;
+        refuse_address(p, fa, name, "address not in [fabric] allow");
+        return;
+    }
     struct rc_pub_peer *peer = rc_pub_peer_by_addr(p, fa);
     if (!peer) {
         peer = rc_pub_new_peer(p, now);
         if (!peer) {
-            refuse_address(p, fa, name);
+            refuse_address(p, fa, name, "max_subscribers reached");
             return;
         }
         peer->addr = fa;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "dma/errbuf.h"
+#include "net/allow_list.h"
 #include "net/pub_internal.h"
 
 #define RC_PUB_TIMER_MIN_NS 100000u      /* 100 us */
@@ -421,6 +422,12 @@ static void refuse_connreq(struct rc_publisher *p, struct fi_info *info, const c
 
 static void on_connreq(struct rc_publisher *p, struct fi_info *info, uint64_t now)
 {
+    /* dest_addr is the connecting socket's peer address as the provider saw it */
+    if (!rc_allow_list_text_permits(p->fab.params.allow, info->dest_addr, info->dest_addrlen)) {
+        p->st.connections_refused_allowlist++;
+        refuse_connreq(p, info, "address not in [fabric] allow");
+        return;
+    }
     struct rc_pub_peer *peer = rc_pub_new_peer(p, now);
     if (!peer) {
         refuse_connreq(p, info, "max_subscribers reached");
@@ -568,6 +575,21 @@ int rc_publisher_wait(struct rc_publisher *p, uint64_t timeout_ns)
 
 /* ---- life cycle ------------------------------------------------------------- */
 
+/* Checked once here, so that a connection request or HELLO never meets a bad list. */
+static int check_allow_list(const struct rc_fabric_params *fp, char *err, size_t errlen)
+{
+    struct rc_allow_list allow;
+    char why[160];
+    if (!memchr(fp->allow, '\0', sizeof fp->allow)) {
+        rc_set_err(err, errlen, "publisher [fabric] allow: not a terminated string");
+        return -EINVAL;
+    }
+    if (rc_allow_list_parse(fp->allow, &allow, why, sizeof why) == 0)
+        return 0;
+    rc_set_err(err, errlen, "publisher [fabric] allow: %s", why);
+    return -EINVAL;
+}
+
 static int check_params(const struct rc_fabric_params *fp, char *err, size_t errlen)
 {
     const char *bad = NULL;
@@ -585,7 +607,7 @@ static int check_params(const struct rc_fabric_params *fp, char *err, size_t err
              fp->heartbeat_ns >= fp->peer_timeout_ns)
         bad = "need 0 < heartbeat < peer_timeout";
     if (!bad)
-        return 0;
+        return check_allow_list(fp, err, errlen);
     rc_set_err(err, errlen, "publisher [fabric]: %s", bad);
     return -EINVAL;
 }

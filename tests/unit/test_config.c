@@ -443,6 +443,16 @@ static void test_override_success(void)
     expect_ok(load_text("[card.0]\nshm_name = x\ntag_base = 5\n", ov2, 2));
     CU_ASSERT_STRING_EQUAL(cfg.card[0].shm_name, "ringcast-card0");
     CU_ASSERT_EQUAL(cfg.card[0].tag_base, 0);
+    /* listening addresses: IPv4, IPv6 without brackets, host names (not resolved) */
+    static const char *const addresses[] = {"0.0.0.0", "10.1.2.3", "::1", "fe80::1:2",
+                                            "localhost", "daq-01.example.org", "node7"};
+    for (size_t i = 0; i < sizeof addresses / sizeof addresses[0]; i++) {
+        char o[64];
+        snprintf(o, sizeof o, "fabric.address=%s", addresses[i]);
+        const char *ov3[] = {o};
+        expect_ok(load_text("", ov3, 1));
+        CU_ASSERT_STRING_EQUAL(cfg.fabric.address, addresses[i]);
+    }
 }
 
 /* ==== errors ==== */
@@ -468,9 +478,10 @@ static void test_unknown_section_and_key(void)
 
 static void test_syntax_errors(void)
 {
-    expect_error_at("[card.0\n", 1, "", "section header without ']'");
+    expect_error_at("[card.0\n", 1, "'[card.0'", "section header without ']'");
     expect_error_at("[readout]\n[card.0] junk\n", 2, "[card.0]", "unexpected text after ']'");
-    expect_error_at("[readout]\njustaword\nlog_level = info\n", 2, "", "expected 'key = value'");
+    expect_error_at("[readout]\njustaword\nlog_level = info\n", 2, "'justaword'",
+                    "expected 'key = value'");
     expect_error_at("[readout]\n= 5\n", 2, "[readout]", "without a key");
     /* every bad line is reported once, not only inih's first */
     struct result r = load_text("[readout]\nfoo\nbar\n", NULL, 0);
@@ -544,6 +555,13 @@ static void test_bad_values(void)
         {"[fabric]\nprovider =\n", "[fabric] provider", "empty value"},
         {"[fabric]\nport = 65536\n", "port = 65536", "out of range (allowed: 1..65535)"},
         {"[fabric]\naddress = a\tb\n", "address", "control character"},
+        {"[fabric]\naddress = 10.0.0.256\n", "address = 10.0.0.256", "not an IPv4 address"},
+        {"[fabric]\naddress = 10.0.0\n", "address = 10.0.0", "not an IPv4 address"},
+        {"[fabric]\naddress = fe80:::1\n", "address = fe80:::1", "not an IPv6 address"},
+        {"[fabric]\naddress = [::1]\n", "address = [::1]", "without brackets"},
+        {"[fabric]\naddress = daq_host\n", "address = daq_host", "nor a host name"},
+        {"[fabric]\naddress = -daq.cern.ch\n", "address = -daq.cern.ch", "nor a host name"},
+        {"[fabric]\naddress = daq..cern.ch\n", "address = daq..cern.ch", "nor a host name"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char text[256];
@@ -693,6 +711,33 @@ static void test_mode_rule_errors(void)
     expect_override_error(NULL, "mode.0.mode=auto", "[mode.0] tags", "missing");
 }
 
+/* A rule whose every tag an earlier rule decides can never apply. */
+static void test_mode_rule_shadowed(void)
+{
+    expect_error_at("[mode.0]\ntags = 0-100\nmode = auto\n[mode.1]\ntags = 10-20\nmode = buffered\n",
+                    5, "[mode.1] tags", "10-20 never applies: every tag of it is decided by "
+                    "[mode.0] 0-100 before it");
+    /* by the union of two earlier rules, each holding only a part */
+    expect_error_at("[mode.0]\ntags = 0-5\nmode = auto\n[mode.1]\ntags = 6-10\nmode = auto\n"
+                    "[mode.2]\ntags = 3-8\nmode = buffered\n", 8, "[mode.2] tags",
+                    "decided by [mode.0] 0-5, [mode.1] 6-10 before it");
+    /* the same range twice; the full range at the top end */
+    expect_error_at("[mode.0]\ntags = 7\nmode = auto\n[mode.1]\ntags = 7\nmode = buffered\n", 5,
+                    "[mode.1] tags", "never applies");
+    expect_error_at("[mode.0]\ntags = 0x10-0xffffffffffffffff\nmode = auto\n"
+                    "[mode.1]\ntags = 0xffffffffffffffff\nmode = buffered\n", 5, "[mode.1] tags",
+                    "never applies");
+    expect_override_error("[mode.0]\ntags = 0-100\nmode = auto\n[mode.1]\nmode = buffered\n",
+                          "mode.1.tags=50", "[mode.1] tags", "never applies");
+    /* overlaps that leave the later rule some tags are fine: exceptions first, a hole */
+    expect_ok(load_text("[mode.0]\ntags = 10-20\nmode = zerocopy\n[mode.1]\ntags = 0-100\nmode = auto\n",
+                        NULL, 0));
+    expect_ok(load_text("[mode.0]\ntags = 0-5\nmode = auto\n[mode.1]\ntags = 7-10\nmode = auto\n"
+                        "[mode.2]\ntags = 0-10\nmode = buffered\n", NULL, 0));
+    expect_ok(load_text("[mode.0]\ntags = 0-0xfffffffffffffffe\nmode = auto\n"
+                        "[mode.1]\ntags = 0-0xffffffffffffffff\nmode = buffered\n", NULL, 0));
+}
+
 static void test_override_errors(void)
 {
     expect_override_error("[card.0]\n", "card.0.block_size=1.5k", "[card.0] block_size = 1.5k",
@@ -728,7 +773,7 @@ static void test_file_errors_and_failure_state(void)
     CU_ASSERT_FATAL(mkdir(dir, 0700) == 0);
     r = load_path(dir, NULL, 0);
     CU_ASSERT_EQUAL(r.rc, -EINVAL);
-    CU_ASSERT(log_has(r.log, dir, "read error", ""));
+    CU_ASSERT(log_has(r.log, dir, ": is a directory, not a configuration file", ""));
     free(r.log);
     rmdir(dir);
     /* a failed load leaves nothing half-configured, and err may be NULL */
@@ -1077,6 +1122,7 @@ static void register_tests(void)
              {"bad values", test_bad_values}, {"long lines", test_long_lines},
              {"structure", test_structure_errors}, {"cross-field", test_cross_errors},
              {"overrides", test_override_errors}, {"mode rules", test_mode_rule_errors},
+             {"mode rule never applies", test_mode_rule_shadowed},
              {"file errors, failure state", test_file_errors_and_failure_state});
     RC_SUITE("print", {"example round trip", test_example_round_trip},
              {"print round trip", test_print_round_trip},
