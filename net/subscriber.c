@@ -756,9 +756,28 @@ static void handle_sub_ack(struct rc_sub *s, const uint8_t *buf, size_t len)
         return;
     }
     (*outstanding)--;
-    if (a.status != RC_SUB_OK)
+    if (a.status != RC_SUB_OK) {
         s->st.sub_refused++;
+        rc_set_err(s->err, sizeof s->err, "subscription refused by the publisher: %s",
+                   a.status == RC_SUB_TOO_MANY_TAGS ? "too many tags (max_tags_per_subscriber,"
+                                                      " or more than 1024 ranges)"
+                                                    : "refused");
+    }
     continue_resync(s);
+}
+
+/* The publisher ends the connection; a refusal is said in last_error, since
+ * the user must learn why a subscriber never gets data. */
+static void handle_bye(struct rc_sub *s, const uint8_t *buf, size_t len)
+{
+    struct rc_wire_bye b;
+    rc_wire_check_bye(buf, len, &b);
+    if (b.reason == RC_BYE_REFUSED)
+        rc_set_err(s->err, sizeof s->err,
+                   "refused by the publisher (its max_subscribers, allow list or protocol version)");
+    else if (b.reason == RC_BYE_PROTOCOL)
+        rc_set_err(s->err, sizeof s->err, "the publisher closed the connection: protocol error");
+    lose(s, RC_SUB_DISC_BYE);
 }
 
 static void count_malformed(struct rc_sub *s, enum rc_wire_error why)
@@ -814,7 +833,7 @@ static bool handle_message(struct rc_sub *s, struct rx_slot *r, size_t len)
         s->st.heartbeats_received++;
         break;
     case RC_MSG_BYE:
-        lose(s, RC_SUB_DISC_BYE);
+        handle_bye(s, buf, len);
         break;
     default:
         count_unexpected(s);

@@ -661,6 +661,11 @@ int main(int argc, char **argv)
             rc_error("never connected to %s:%u: %s", o.host, (unsigned)o.port, rc_sub_last_error(a.sub));
             status = 1;
         }
+        if (st.sub_refused) {   /* some of the asked-for tags never came */
+            rc_error("%" PRIu64 " subscription request(s) refused: %s", st.sub_refused,
+                     rc_sub_last_error(a.sub));
+            status = 1;
+        }
     }
     rc_sub_destroy(a.sub);
     if (a.out && fclose(a.out)) {
