@@ -4,6 +4,7 @@
  * the thread rules are in daemon_publish.h. */
 #include "tools/daemon_publish.h"
 #include "tools/daemon_publish_internal.h"
+#include "dma/errbuf.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -151,26 +152,23 @@ static void copy_modes(struct rc_daemon_publish *pb, const struct rc_config *cfg
         .buffered_threshold = cfg->daemon.buffered_threshold, .mode = cfg->daemon.publish_mode};
 }
 
-/* Thread i listens on fabric.port + i: every one must be a port. */
-static int check_threads(const struct rc_config *cfg, char *err, size_t errlen)
+/* Thread i listens on fabric.port + i: every one must be a port. (The
+ * schema holds publisher_threads to 1..RC_MAX_PUBLISHER_THREADS and the port
+ * to 1..65535, each alone.) */
+static int check_ports(const struct rc_config *cfg, char *err, size_t errlen)
 {
-    unsigned n = cfg->daemon.publisher_threads;
-    if (n == 0 || n > RC_MAX_PUBLISHER_THREADS) {
-        snprintf(err, errlen, "readout.publisher_threads = %u: must be 1..%u", n, RC_MAX_PUBLISHER_THREADS);
-        return -EINVAL;
-    }
-    if ((unsigned)cfg->fabric.port + n - 1 > UINT16_MAX) {
-        snprintf(err, errlen, "fabric.port = %u with readout.publisher_threads = %u: thread %u would "
-                 "listen on port %u, beyond 65535", cfg->fabric.port, n, n - 1, cfg->fabric.port + n - 1);
-        return -EINVAL;
-    }
-    return 0;
+    unsigned n = cfg->daemon.publisher_threads, last = cfg->fabric.port + n - 1;
+    if (last <= UINT16_MAX)
+        return 0;
+    rc_set_err(err, errlen, "fabric.port = %u with readout.publisher_threads = %u: thread %u would listen "
+               "on port %u, beyond 65535", cfg->fabric.port, n, n - 1, last);
+    return -EINVAL;
 }
 
 int rc_daemon_publish_create(const struct rc_config *cfg, struct rc_daemon_publish **out, char *err,
                              size_t errlen)
 {
-    int rc = check_threads(cfg, err, errlen);
+    int rc = check_ports(cfg, err, errlen);
     if (rc == 0)
         rc = rc_dpdk_init(err, errlen);
     if (rc != 0)
@@ -190,7 +188,7 @@ int rc_daemon_publish_create(const struct rc_config *cfg, struct rc_daemon_publi
         rc = rc_publish_thread_init(&pb->threads[i], pb, i, err, errlen);
     if (rc != 0) {
         if (rc == -ENOMEM && !err[0])
-            snprintf(err, errlen, "out of memory");
+            rc_set_err(err, errlen, "out of memory");
         rc_daemon_publish_destroy(pb);
         return rc;
     }
@@ -228,7 +226,7 @@ static int lane_create(struct rc_publish_card *c, struct publish_thread *th, cha
     uint64_t entries = pow2_at_least((uint64_t)c->pb->queue_capacity + BURST);
     lane->entry_key = calloc(entries, sizeof *lane->entry_key);
     if (!lane->entry_key) {
-        snprintf(err, errlen, "queue %s: out of memory", name);
+        rc_set_err(err, errlen, "queue %s: out of memory", name);
         return -ENOMEM;
     }
     lane->entry_mask = entries - 1;

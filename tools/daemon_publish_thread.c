@@ -3,6 +3,7 @@
  * subscription table), and the sends of the chunks the readout threads queued
  * for it. The flow is described in daemon_publish.h. */
 #include "tools/daemon_publish_internal.h"
+#include "dma/errbuf.h"
 #include "dma/monotonic.h"
 
 #include <errno.h>
@@ -599,7 +600,7 @@ int rc_publish_thread_init(struct publish_thread *th, struct rc_daemon_publish *
     th->slot_gen = calloc(th->nsubs_max, sizeof *th->slot_gen);
     th->departed = calloc(MAX_DEPARTED, sizeof *th->departed);
     if (!th->subs || !th->slot_gen || !th->departed || create_tokens(th, fp) != 0) {
-        snprintf(err, errlen, "publisher %u: out of memory", index);
+        rc_set_err(err, errlen, "publisher %u: out of memory", index);
         return -ENOMEM;
     }
     struct rc_fabric_params own = *fp;
