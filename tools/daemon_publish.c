@@ -215,7 +215,6 @@ static int lane_create(struct rc_publish_card *c, struct publish_thread *th, cha
 {
     struct publish_lane *lane = &c->lanes[th->index];
     lane->card = c;
-    lane->thread = th;
     char name[RC_CHUNK_QUEUE_NAME_MAX + 1];
     snprintf(name, sizeof name, "rc-card%u-pub%u", c->index, th->index);
     struct rc_chunk_queue_params qp = {.name = name, .capacity = c->pb->queue_capacity};

@@ -110,7 +110,6 @@ struct pub_totals {
  * one dequeued burst, so an entry is read before the sink can reuse it. */
 struct publish_lane {
     struct rc_publish_card *card;
-    struct publish_thread *thread;
     struct rc_chunk_queue *queue;
     struct rc_fanout *fanout;           /* this thread's shares of the lane's chunks */
     uint64_t *entry_key;
@@ -201,7 +200,7 @@ struct rc_daemon_publish {
     uint64_t linger_ns;                 /* set before stop */
     atomic_bool stop;
     /* Main thread: the previous totals for the interval rate of the log. */
-    uint64_t last_log_ns, last_log_sent, last_log_bytes;
+    uint64_t last_log_sent, last_log_bytes;
 };
 
 /* daemon_publish_thread.c */
