@@ -106,7 +106,7 @@ struct rc_publish_totals {
     uint64_t chunks_abandoned;      /* queued at shutdown, given back without a send */
     uint64_t queue_full;            /* sink -EAGAIN: a thread's queue of the card was full */
     uint64_t blocked;               /* times a chunk waited for a subscriber (policy block) or resources */
-    uint64_t subscriber_overflow;   /* chunks with more subscribers than RC_FANOUT_MAX_SENDS: extras skipped */
+    uint64_t subscriber_overflow;   /* chunks with over RC_FANOUT_MAX_SENDS subscribers: extras skipped */
     uint64_t table_errors;          /* subscription-table updates refused */
     uint64_t subscribers_untracked; /* subscribers that left beyond the records kept for the statistics */
     uint64_t chunks_queued;         /* queue entries: one per chunk and thread it went to */

@@ -46,9 +46,12 @@ static inline unsigned sub_id_thread(uint32_t id)
     return (id >> SUB_THREAD_SHIFT) & ((1u << SUB_THREAD_BITS) - 1u);
 }
 
+/* Every counter here has one writer (a card's readout thread, or one
+ * publisher thread): a plain add, no locked read-modify-write per chunk;
+ * readers on other threads see whole values. */
 static inline void bump(_Atomic uint64_t *x, uint64_t n)
 {
-    atomic_fetch_add_explicit(x, n, memory_order_relaxed);
+    atomic_store_explicit(x, atomic_load_explicit(x, memory_order_relaxed) + n, memory_order_relaxed);
 }
 
 static inline uint64_t get(const _Atomic uint64_t *x)

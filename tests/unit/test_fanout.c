@@ -425,8 +425,8 @@ static void test_two_levels_release_every_key_once(void)
     pthread_t tid[LEVEL_THREADS];
     for (unsigned i = 0; i < LEVEL_THREADS; i++) {
         threads[i] = (struct level_thread){.run = run, .id = i, .seed = 100 + i};
-        CU_ASSERT_EQUAL_FATAL(rc_fanout_create(THREAD_RECORDS, complete_card_share, run->card, &threads[i].own,
-                                               err, sizeof err), 0);
+        CU_ASSERT_EQUAL_FATAL(rc_fanout_create(THREAD_RECORDS, complete_card_share, run->card,
+                                               &threads[i].own, err, sizeof err), 0);
         CU_ASSERT_EQUAL_FATAL(pthread_create(&tid[i], NULL, level_worker, &threads[i]), 0);
     }
     level_produce(run);
