@@ -2,7 +2,7 @@
 # Several publisher threads (readout.publisher_threads): thread i listens on
 # fabric.port + i and serves every tag. Verifying subscribers on different
 # ports, with the same or overlapping tag sets, each receive exactly the
-# chunks of their tags (tcp msg and tcp;ofi_rxm rdm, zerocopy and auto mode);
+# chunks of their tags (tcp msg and tcp;ofi_rxm rdm; zerocopy, [mode.N] and auto);
 # the per-thread figures add up to the totals; a SIGKILLed subscriber on one
 # port costs the other port's subscriber nothing; a slow subscriber on one
 # port under block stalls the card without loss or duplicates at the other
@@ -103,10 +103,10 @@ check_daemon() { # check_daemon NAME THREADS [finished]
 }
 
 # -- every chunk to a subscriber on each of two ports ---------------------------
-two_ports() { # two_ports NAME PROVIDER ENDPOINT CHUNKS
-    name=$1; prov=$2; ep=$3; n=$4
+two_ports() { # two_ports NAME PROVIDER ENDPOINT CHUNKS OVERRIDES...
+    name=$1; prov=$2; ep=$3; n=$4; shift 4
     start_daemon "$name" 2 -o "fabric.provider=$prov" -o "fabric.endpoint=$ep" -o readout.wait_subscribers=2 \
-        -o readout.linger=20s -o sim.0.run_chunks="$n" -o sim.0.chunk_size_min=16 -o sim.0.chunk_size_max=9000
+        -o readout.linger=20s -o sim.0.run_chunks="$n" -o sim.0.chunk_size_min=16 -o sim.0.chunk_size_max=9000 "$@"
     sub_on 0 "$name-a" "$prov" "$ep" --verify --count "$n"; sub_a=$sub
     sub_on 1 "$name-b" "$prov" "$ep" --verify --count "$n"; sub_b=$sub
     wait_sub "$name-a" "$sub_a"
@@ -126,7 +126,12 @@ two_ports() { # two_ports NAME PROVIDER ENDPOINT CHUNKS
     ok "$name: startup log names the port of each thread"
     PORT=$((PORT + 4))
 }
-two_ports msg2 tcp msg 60000
+# Over tcp: e-links 0-3 buffered ([mode.0]), the others zero copy, in both threads.
+two_ports msg2 tcp msg 60000 -o mode.0.tags=0-3 -o mode.0.mode=buffered
+buffered=$(( $(tag_sum msg2-a 0 3) + $(tag_sum msg2-b 0 3) ))
+expect_gt "msg2 buffered shares expected" "$buffered" 0
+expect_eq "msg2 buffered_records (tags 0-3)" "$(json_num buffered_records "$WORK/msg2.json")" "$buffered"
+expect_eq "msg2 zero-copy sends (tags 4-7)" "$(json_num sends "$WORK/msg2.json")" $((120000 - buffered))
 two_ports rdm2 "tcp;ofi_rxm" rdm 30000
 
 # -- three threads, overlapping tag sets, auto mode -------------------------------
