@@ -120,7 +120,7 @@ int rc_daemon_publish_sink(void *ctx, const struct rc_chunk *chunk)
     }
     uint64_t first;
     if (rc_fanout_begin(c->fanout, chunk->key, (unsigned)__builtin_popcount(threads), &first) != 0)
-        return backpressure(&c->records_exhausted); /* one record per descriptor: not expected */
+        return backpressure(&c->records_exhausted); /* not expected: see add_card */
     unsigned share = 0;
     for (uint32_t m = threads; m; m &= m - 1)
         lane_push(&c->lanes[__builtin_ctz(m)], chunk, rc_fanout_send_handle(first, share++));
@@ -281,11 +281,14 @@ int rc_daemon_publish_add_card(struct rc_daemon_publish *pb, const struct rc_car
     memset(c, 0, sizeof *c);
     c->pb = pb;
     c->index = cp->index;
-    /* Several threads: a record per chunk in flight (one per descriptor). */
-    uint32_t records = cp->max_chunks_in_flight < RC_FANOUT_MAX_RECORDS ? cp->max_chunks_in_flight
-                                                                         : RC_FANOUT_MAX_RECORDS;
+    /* Several threads: a record per chunk in flight (one per descriptor),
+     * plus one per thread: a thread releases a key a moment before it frees
+     * the key's record, and the readout may offer the descriptor anew. */
+    uint64_t records = (uint64_t)cp->max_chunks_in_flight + pb->nthreads;
+    if (records > RC_FANOUT_MAX_RECORDS)
+        records = RC_FANOUT_MAX_RECORDS;
     if (pb->nthreads > 1)
-        rc = rc_fanout_create(records, release_key, c, &c->fanout, err, errlen);
+        rc = rc_fanout_create((uint32_t)records, release_key, c, &c->fanout, err, errlen);
     for (unsigned t = 0; rc == 0 && t < pb->nthreads; t++)
         rc = lane_create(c, &pb->threads[t], err, errlen);
     if (rc != 0) {
