@@ -313,8 +313,8 @@ int rc_daemon_publish_start(struct rc_daemon_publish *pb)
         if (rc != 0)
             return -rc; /* stop() joins those already started */
         th->started = true;
-        char name[16];
-        snprintf(name, sizeof name, "rc-publish%u", i);
+        char name[16]; /* the kernel's limit; i < 16 (the modulo tells the compiler) */
+        snprintf(name, sizeof name, "rc-publish%u", i % RC_MAX_PUBLISHER_THREADS);
         pthread_setname_np(th->tid, name);
     }
     return 0;
