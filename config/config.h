@@ -25,7 +25,7 @@ enum rc_log_level { RC_LOG_ERROR = 0, RC_LOG_WARN, RC_LOG_INFO, RC_LOG_DEBUG };
 struct rc_daemon_params {
     enum rc_log_level log_level;
     uint64_t stats_interval_ns;   /* statistics to the log every N; 0 = never */
-    uint32_t publisher_threads;   /* 1..RC_MAX_PUBLISHER_THREADS, each with its own publisher on fabric.port + i */
+    uint32_t publisher_threads;   /* 1..RC_MAX_PUBLISHER_THREADS; thread i listens on fabric.port + i */
     uint32_t queue_size;          /* readout -> publisher queue entries per card (power of 2) */
     int slow_policy;              /* enum rc_slow_policy */
     int publish_mode;             /* enum rc_publish_mode */
