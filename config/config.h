@@ -16,6 +16,7 @@
 
 #define RC_MAX_CARDS 8u
 #define RC_MAX_MODE_RULES 16u
+#define RC_MAX_PUBLISHER_THREADS 16u  /* [readout] publisher_threads: thread i listens on fabric.port + i */
 #define RC_MODE_TAGS_MAX 48u  /* "0xffffffffffffffff-0xffffffffffffffff" is 37 characters */
 
 enum rc_log_level { RC_LOG_ERROR = 0, RC_LOG_WARN, RC_LOG_INFO, RC_LOG_DEBUG };
@@ -24,7 +25,7 @@ enum rc_log_level { RC_LOG_ERROR = 0, RC_LOG_WARN, RC_LOG_INFO, RC_LOG_DEBUG };
 struct rc_daemon_params {
     enum rc_log_level log_level;
     uint64_t stats_interval_ns;   /* statistics to the log every N; 0 = never */
-    uint32_t publisher_threads;   /* exactly 1 for now (net/publisher is single-threaded) */
+    uint32_t publisher_threads;   /* 1..RC_MAX_PUBLISHER_THREADS; thread i listens on fabric.port + i */
     uint32_t queue_size;          /* readout -> publisher queue entries per card (power of 2) */
     int slow_policy;              /* enum rc_slow_policy */
     int publish_mode;             /* enum rc_publish_mode */

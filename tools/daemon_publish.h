@@ -1,29 +1,42 @@
 /* daemon_publish.h — the publishing half of ringcast-readout: readout
- * threads -> per-card chunk queues -> one publisher thread -> subscribers.
+ * threads -> per-(card, publisher thread) chunk queues -> publisher threads
+ * -> subscribers.
+ *
+ * Publisher threads ([readout] publisher_threads = P): thread i owns its own
+ * net/publisher listening on fabric.port + i (its own endpoint, buffers and
+ * registration of every ring). Every port serves every tag; a subscriber
+ * connects to one of them. The subscription table (net/sub_table.h) is shared:
+ * its ids name the thread that owns the subscriber.
  *
  * Flow of one chunk (readout thread, in the card's sink):
- *   look the tag up in the RCU subscription table (net/sub_table.h);
+ *   look the tag up in the RCU subscription table;
  *   no subscriber -> the key goes back to the ring at once;
- *   otherwise the chunk pointer goes into the card's SPSC queue
- *   (readout/chunk_queue.h); queue full -> -EAGAIN (backpressure).
- * Publisher thread (owns net/publisher and every callback):
- *   takes each chunk in queue order, looks its subscribers up again (that
- *   lookup defines the set: a subscriber that left meanwhile gets nothing, one
- *   that joined gets the chunk), begins a fan-out record with k shares
- *   (readout/fanout.h) and sends each share zero-copy or buffered (the mode
- *   of the first [mode.N] whose tag range holds the chunk's tag, else
- *   [readout] mode; decided once per chunk); the last completion of the k
- *   releases the key to the ring.
+ *   otherwise the chunk goes into the SPSC queue (readout/chunk_queue.h) of
+ *   each thread that has a subscriber of the tag, or into none: if one of
+ *   those queues is full the sink returns -EAGAIN (backpressure) and the
+ *   readout offers the chunk again later. With P > 1 a card-level fan-out
+ *   record (readout/fanout.h) holds one share per thread it went to; its
+ *   last share releases the key.
+ * Publisher thread (owns its net/publisher and every callback of it):
+ *   takes each chunk of its queues in queue order, looks its subscribers up
+ *   again and keeps its own (that lookup defines the set: a subscriber that
+ *   left meanwhile gets nothing, one that joined gets the chunk), begins a
+ *   fan-out record with k shares and sends each share zero-copy or buffered
+ *   (the mode of the first [mode.N] whose tag range holds the chunk's tag,
+ *   else [readout] mode; decided once per chunk); the last completion of the
+ *   k releases the key to the ring (P = 1) or completes the thread's share of
+ *   the card-level record (P > 1).
  * A subscriber that cannot take a share now (its outstanding sends at the
  * limit): policy block keeps the chunk and retries it, taking nothing else
- * from that card meanwhile (the queue and then the ring fill, the card
- * stalls); policy drop counts a drop for that subscriber and goes on.
- * Congestion (the publisher says -EAGAIN: header slots, pages, provider
- * queue) and running out of fan-out records always wait.
+ * from that card meanwhile (the thread's queue, the ring fill, the card
+ * stalls, and with it the other threads); policy drop counts a drop for that
+ * subscriber and goes on. Congestion (the publisher says -EAGAIN: header
+ * slots, pages, provider queue) and running out of fan-out records always
+ * wait.
  *
- * Threads: create/add_card/start/stop/destroy and the getters of final
- * figures run on the main thread; the sink on each card's readout thread;
- * everything else on the publisher thread.
+ * Threads: create/add_card/start/stop/destroy, log_stats and the getters of
+ * final figures run on the main thread; the sink on each card's readout
+ * thread; everything else on the publisher threads.
  */
 #ifndef RC_DAEMON_PUBLISH_H
 #define RC_DAEMON_PUBLISH_H
@@ -37,12 +50,14 @@
 struct rc_daemon_publish;
 struct rc_publish_card;
 
-/* Start the EAL (rings), open the publisher (listening on [fabric]), create
- * the subscription table. 0 or -errno with the reason in err. */
+/* Start the EAL (rings), create the subscription table, open the
+ * readout.publisher_threads publishers (thread i listening on fabric.port + i;
+ * -EINVAL when that passes 65535). 0 or -errno with the reason in err. */
 int  rc_daemon_publish_create(const struct rc_config *cfg, struct rc_daemon_publish **out,
                               char *err, size_t errlen);
-/* Register card n's ring with the publisher, create its queue and fan-out
- * pool. *sink_ctx is what rc_readout_create gets with rc_daemon_publish_sink. */
+/* Register card n's ring with every publisher, create its queue and fan-out
+ * pool per publisher thread (and its card-level pool with several threads).
+ * *sink_ctx is what rc_readout_create gets with rc_daemon_publish_sink. */
 int  rc_daemon_publish_add_card(struct rc_daemon_publish *pb, const struct rc_card_params *cp,
                                 struct rc_dma_ring *ring, struct rc_publish_card **sink_ctx,
                                 char *err, size_t errlen);
@@ -51,42 +66,61 @@ void rc_daemon_publish_set_readout(struct rc_publish_card *c, struct rc_readout 
 /* The readout sink (rc_chunk_sink_fn), ctx = the card from add_card. */
 int  rc_daemon_publish_sink(void *ctx, const struct rc_chunk *chunk);
 
-/* Start the publisher thread. 0 or -errno. Every stats interval it logs one
- * line for publishing and one per subscriber. */
+/* Start the publisher threads. 0 or -errno (stop() joins those started).
+ * Every stats interval each logs one line for itself and one per subscriber. */
 int  rc_daemon_publish_start(struct rc_daemon_publish *pb);
-/* Subscribers connected now with a non-empty tag set (any thread). */
+/* Subscribers connected now with a non-empty tag set, all threads (any thread). */
 unsigned rc_daemon_publish_subscribed(const struct rc_daemon_publish *pb);
-/* Stop the publisher thread: chunks still queued get no more sends, buffered
- * pages are flushed (bounded), then for up to linger_ns it keeps serving
- * until every subscriber has left (a completed send only means the provider
- * has the data: a subscriber still reading it would lose the rest when its
- * connection closes), then the publisher is destroyed (outstanding sends
- * complete with -ECANCELED), so every key it held is back. Call after the
- * readout threads stopped. */
+/* readout.publisher_threads. */
+unsigned rc_daemon_publish_threads(const struct rc_daemon_publish *pb);
+/* Main thread: one log line of the publishing totals and rates over the last
+ * interval_s seconds (the threads log their own lines). */
+void rc_daemon_publish_log_stats(struct rc_daemon_publish *pb, double interval_s);
+/* Stop the publisher threads: chunks still queued get no more sends, buffered
+ * pages are flushed (bounded), then for up to linger_ns each thread keeps
+ * serving until every subscriber of it has left (a completed send only means
+ * the provider has the data: a subscriber still reading it would lose the
+ * rest when its connection closes), then its publisher is destroyed
+ * (outstanding sends complete with -ECANCELED), so every key is back. Call
+ * after the readout threads stopped. */
 void rc_daemon_publish_stop(struct rc_daemon_publish *pb, uint64_t linger_ns);
 /* After stop: free the queues, fan-out pools, the table. NULL is fine. */
 void rc_daemon_publish_destroy(struct rc_daemon_publish *pb);
 
-/* Publishing totals (any thread, figures read one by one). */
+/* Publishing totals (any thread, figures read one by one): the sums over the
+ * publisher threads, plus the sink's own figures. A chunk queued to several
+ * threads is counted by each of them (chunks_queued - chunks_dispatched such
+ * extra entries), so at the end chunks_decoded + chunks_queued -
+ * chunks_dispatched = chunks_no_subscriber + chunks_published +
+ * chunks_abandoned, and per thread chunks_queued = chunks_no_subscriber +
+ * chunks_published + chunks_abandoned. */
 struct rc_publish_totals {
-    uint64_t chunks_no_subscriber;  /* released at once by the sink or the publisher */
-    uint64_t chunks_published;      /* chunks with k > 0 shares */
+    uint64_t chunks_no_subscriber;  /* released by the sink, or by a thread that found none of its own */
+    uint64_t chunks_published;      /* chunks a thread began with k > 0 shares */
     uint64_t shares;                /* sum of k */
     uint64_t chunks_sent;           /* shares completed ok */
     uint64_t bytes_sent;
     uint64_t chunks_dropped;        /* shares dropped by slow_policy = drop */
     uint64_t shares_failed;         /* shares refused or completed in error (dead subscriber, shutdown) */
     uint64_t shares_unsent;         /* shares not sent: subscriber gone, or queued at shutdown */
-    uint64_t chunks_abandoned;      /* queued at shutdown, released without a send */
-    uint64_t queue_full;            /* sink -EAGAIN: card queue full */
+    uint64_t chunks_abandoned;      /* queued at shutdown, given back without a send */
+    uint64_t queue_full;            /* sink -EAGAIN: a thread's queue of the card was full */
     uint64_t blocked;               /* times a chunk waited for a subscriber (policy block) or resources */
-    uint64_t subscriber_overflow;   /* chunks with more subscribers than RC_FANOUT_MAX_SENDS: extras skipped */
+    uint64_t subscriber_overflow;   /* chunks with over RC_FANOUT_MAX_SENDS subscribers: extras skipped */
     uint64_t table_errors;          /* subscription-table updates refused */
+    uint64_t subscribers_untracked; /* subscribers that left beyond the records kept for the statistics */
+    uint64_t chunks_queued;         /* queue entries: one per chunk and thread it went to */
+    uint64_t chunks_dispatched;     /* chunks the sink queued (to one thread or more) */
+    uint64_t dispatch_errors;       /* enqueues refused after the room check: never expected */
+    uint64_t records_exhausted;     /* sink -EAGAIN: no card-level fan-out record free: never expected */
+    uint64_t fanout_refused;        /* fan-out completions refused (stale, double, bad): bookkeeping errors */
 };
 void rc_daemon_publish_get_totals(const struct rc_daemon_publish *pb, struct rc_publish_totals *t);
 
 /* After stop: the JSON members "chunks_sent":..., ..., "subscribers":[...],
- * "publisher":{...} (no braces around, a leading comma). */
+ * "publisher":{...} (summed over threads), "publishers":[{"thread":i,
+ * "port":...,"chunks_sent":...,"publisher":{...}},...] (no braces around, a
+ * leading comma). */
 void rc_daemon_publish_write_json(const struct rc_daemon_publish *pb, FILE *f);
 
 #endif

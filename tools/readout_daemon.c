@@ -1,7 +1,8 @@
 /* readout_daemon.c — cards -> DMA rings -> readout threads -> publisher, as
  * run by ringcast-readout. The readout threads hand chunks to the publishing
  * half (tools/daemon_publish.c): chunks of tags nobody subscribed go back to
- * the ring at once, the others are sent to every subscriber of their tag. */
+ * the ring at once, the others are sent to every subscriber of their tag by
+ * the publisher threads (one per port, fabric.port + i). */
 #include "tools/readout_daemon.h"
 #include "dma/monotonic.h"
 
@@ -210,6 +211,18 @@ static void log_stats(struct daemon *d, uint64_t now)
     d->last_stats_ns = now;
     for (unsigned i = 0; i < d->ncards; i++)
         log_card_stats(&d->cards[i], interval_s);
+    rc_daemon_publish_log_stats(d->publish, interval_s);
+}
+
+/* "12345" or "12345-12347": the ports the publisher threads listen on. */
+static const char *publisher_ports(const struct daemon *d, char *buf, size_t len)
+{
+    unsigned first = d->cfg->fabric.port, n = rc_daemon_publish_threads(d->publish);
+    if (n == 1)
+        snprintf(buf, len, "%u", first);
+    else
+        snprintf(buf, len, "%u-%u", first, first + n - 1);
+    return buf;
 }
 
 static bool card_finished(struct daemon_card *dc)
@@ -259,8 +272,9 @@ static bool wait_for_subscribers(struct daemon *d)
                  d->cfg->fabric.max_subscribers);
         return false;
     }
-    rc_info("waiting for %u subscriber%s to subscribe on %s:%u before starting the cards", want,
-            want == 1 ? "" : "s", d->cfg->fabric.address, d->cfg->fabric.port);
+    char ports[16];
+    rc_info("waiting for %u subscriber%s to subscribe on %s port %s before starting the cards", want,
+            want == 1 ? "" : "s", d->cfg->fabric.address, publisher_ports(d, ports, sizeof ports));
     while (!stop_requested) {
         if (rc_daemon_publish_subscribed(d->publish) >= want) {
             rc_info("%u subscriber%s subscribed: starting the cards", want, want == 1 ? "" : "s");
@@ -291,7 +305,7 @@ static void run_until_done(struct daemon *d)
 /* Stop order: cards stop writing; the readouts decode what was written and
  * wait for every key while the publisher keeps sending (bounded by the
  * fabric's peer_timeout: a dead subscriber's keys come back by then); the
- * readout threads stop; then the publisher thread, whose end releases
+ * readout threads stop; then the publisher threads, whose end releases
  * whatever it still held. */
 static void stop_cards(struct daemon *d)
 {
@@ -417,8 +431,14 @@ static int setup_all(struct daemon *d)
         rc_error("publisher: %s", err[0] ? err : strerror(-rc));
         return rc;
     }
-    rc_info("publishing on %s:%u (provider %s, %s endpoint)", d->cfg->fabric.address,
-            d->cfg->fabric.port, d->cfg->fabric.provider, d->cfg->fabric.endpoint == RC_EP_RDM ? "rdm" : "msg");
+    unsigned nthreads = rc_daemon_publish_threads(d->publish);
+    char ports[16];
+    rc_info("publishing on %s port %s (provider %s, %s endpoint): %u publisher thread%s, each port serves"
+            " every tag", d->cfg->fabric.address, publisher_ports(d, ports, sizeof ports),
+            d->cfg->fabric.provider, d->cfg->fabric.endpoint == RC_EP_RDM ? "rdm" : "msg", nthreads,
+            nthreads == 1 ? "" : "s");
+    for (unsigned i = 0; i < nthreads; i++)
+        rc_info("publisher %u listening on %s:%u", i, d->cfg->fabric.address, d->cfg->fabric.port + i);
     for (unsigned i = 0; i < d->ncards; i++) {
         d->cards[i].params = &d->cfg->card[i];
         int rc = setup_card(d, &d->cards[i]);
@@ -446,7 +466,7 @@ int rc_daemon_run(const struct rc_config *cfg, const char *stats_json)
     if (setup_all(&d) == 0) {
         int rc = rc_daemon_publish_start(d.publish);
         if (rc != 0)
-            rc_error("cannot start the publisher thread: %s", strerror(-rc));
+            rc_error("cannot start the publisher threads: %s", strerror(-rc));
         else if (!wait_for_subscribers(&d))
             status = stop_requested ? 0 : 1;
         else {

@@ -1,6 +1,7 @@
 /* test_fanout.c — fan-out reference counting: every key released exactly
  * once after its k-th completion, refusals counted, and the same under
- * completions from four threads racing with record reuse. */
+ * completions from four threads racing with record reuse, and with two
+ * levels of records (one share per thread, each thread's own shares). */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -315,6 +316,146 @@ static void test_four_threads_release_every_key_once(void)
     free(run);
 }
 
+/* ---- two levels: one share per thread, each thread's own shares ---------
+ * As the readout daemon uses it with several publisher threads: the
+ * producer takes a card-level record with one share per thread that gets the
+ * key; each thread takes its own record, keyed by its card-level share handle,
+ * with as many shares as it decides itself, and completes them out of order;
+ * its record's release completes its card-level share. */
+
+#define LEVEL_THREADS   3u
+#define LEVEL_KEYS      300000u
+#define THREAD_RECORDS  4u       /* fewer than THREAD_PENDING: begin meets -EAGAIN */
+#define THREAD_PENDING  8u       /* shares a thread holds before completing the oldest */
+
+struct level_run {
+    struct rc_fanout *card;
+    _Atomic uint8_t *released;
+    struct handle_queue queue[LEVEL_THREADS];
+    atomic_bool producer_done;
+};
+
+struct level_thread {
+    struct level_run *run;
+    unsigned id;
+    struct rc_fanout *own;
+    uint64_t pending[THREAD_PENDING];
+    unsigned npending;
+    unsigned seed;
+};
+
+/* A thread's record is over: its share of the card-level record is. */
+static void complete_card_share(void *ctx, uint64_t card_handle)
+{
+    rc_fanout_done(ctx, card_handle);
+}
+
+static void complete_oldest(struct level_thread *t)
+{
+    rc_fanout_done(t->own, t->pending[0]);
+    memmove(t->pending, t->pending + 1, --t->npending * sizeof t->pending[0]);
+}
+
+/* Take a record for this card-level share with 0..4 shares of its own. */
+static void take_share(struct level_thread *t, uint64_t card_handle)
+{
+    unsigned k = (unsigned)(rand_r(&t->seed) % 5);
+    uint64_t first;
+    while (rc_fanout_begin(t->own, card_handle, k, &first) == -EAGAIN)
+        complete_oldest(t);   /* every record in use holds a pending share of ours */
+    for (unsigned i = 0; i < k; i++) {
+        if (t->npending == THREAD_PENDING)
+            complete_oldest(t);
+        /* Insert at a random place: completions leave out of order. */
+        unsigned at = (unsigned)(rand_r(&t->seed) % (t->npending + 1));
+        memmove(t->pending + at + 1, t->pending + at, (t->npending - at) * sizeof t->pending[0]);
+        t->pending[at] = rc_fanout_send_handle(first, i);
+        t->npending++;
+    }
+}
+
+static void *level_worker(void *p)
+{
+    struct level_thread *t = p;
+    struct handle_queue *q = &t->run->queue[t->id];
+    uint64_t h;
+    for (;;) {
+        if (queue_pop(q, &h)) {
+            take_share(t, h);
+            continue;
+        }
+        if (atomic_load(&t->run->producer_done) && !queue_pop(q, &h))
+            break;
+        if (t->npending)
+            complete_oldest(t);
+        else
+            sched_yield();
+    }
+    while (t->npending)
+        complete_oldest(t);
+    return NULL;
+}
+
+static void level_produce(struct level_run *run)
+{
+    unsigned seed = 777;
+    for (uint64_t key = 0; key < LEVEL_KEYS; key++) {
+        unsigned threads = (unsigned)(rand_r(&seed) % (1u << LEVEL_THREADS)); /* which threads get it */
+        uint64_t first;
+        while (rc_fanout_begin(run->card, key, (unsigned)__builtin_popcount(threads), &first) == -EAGAIN)
+            sched_yield();
+        unsigned share = 0;
+        for (unsigned t = 0; t < LEVEL_THREADS; t++)
+            if (threads & (1u << t))
+                queue_push(&run->queue[t], rc_fanout_send_handle(first, share++));
+    }
+    atomic_store(&run->producer_done, true);
+}
+
+static void test_two_levels_release_every_key_once(void)
+{
+    struct level_run *run = calloc(1, sizeof *run);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(run);
+    run->released = calloc(LEVEL_KEYS, sizeof *run->released);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(run->released);
+    char err[128];
+    CU_ASSERT_EQUAL_FATAL(rc_fanout_create(POOL_RECORDS, count_release, (void *)run->released, &run->card,
+                                           err, sizeof err), 0);
+    struct level_thread threads[LEVEL_THREADS];
+    pthread_t tid[LEVEL_THREADS];
+    for (unsigned i = 0; i < LEVEL_THREADS; i++) {
+        threads[i] = (struct level_thread){.run = run, .id = i, .seed = 100 + i};
+        CU_ASSERT_EQUAL_FATAL(rc_fanout_create(THREAD_RECORDS, complete_card_share, run->card,
+                                               &threads[i].own, err, sizeof err), 0);
+        CU_ASSERT_EQUAL_FATAL(pthread_create(&tid[i], NULL, level_worker, &threads[i]), 0);
+    }
+    level_produce(run);
+    for (unsigned i = 0; i < LEVEL_THREADS; i++)
+        pthread_join(tid[i], NULL);
+
+    unsigned not_once = 0;
+    for (uint64_t key = 0; key < LEVEL_KEYS; key++)
+        not_once += atomic_load(&run->released[key]) != 1;
+    CU_ASSERT_EQUAL(not_once, 0);
+    struct rc_fanout_stats s;
+    rc_fanout_get_stats(run->card, &s);
+    CU_ASSERT_EQUAL(s.released + s.released_at_once, LEVEL_KEYS);
+    CU_ASSERT(s.released_at_once > 0);   /* keys no thread got */
+    CU_ASSERT_EQUAL(s.in_use, 0);
+    CU_ASSERT_EQUAL(s.stale_done + s.double_done + s.bad_handle, 0);
+    for (unsigned i = 0; i < LEVEL_THREADS; i++) {
+        rc_fanout_get_stats(threads[i].own, &s);
+        CU_ASSERT_EQUAL(s.in_use, 0);
+        CU_ASSERT(s.released_at_once > 0);   /* k == 0: the card-level share completes at once */
+        CU_ASSERT(s.exhausted > 0);          /* the small pool ran out and was waited for */
+        CU_ASSERT_EQUAL(s.stale_done + s.double_done + s.bad_handle, 0);
+        rc_fanout_destroy(threads[i].own);
+    }
+    rc_fanout_destroy(run->card);
+    free((void *)run->released);
+    free(run);
+}
+
 static void register_tests(void)
 {
     RC_SUITE("fanout",
@@ -323,7 +464,8 @@ static void register_tests(void)
              {"k-th completion releases", test_kth_completion_releases},
              {"double and stale completions refused", test_double_and_stale_completions_refused},
              {"exhaustion and send limits", test_exhaustion_and_limits},
-             {"4 threads, 10^6 keys, each released once", test_four_threads_release_every_key_once});
+             {"4 threads, 10^6 keys, each released once", test_four_threads_release_every_key_once},
+             {"two levels, 3 threads, each key released once", test_two_levels_release_every_key_once});
 }
 
 RC_CUNIT_MAIN(register_tests)

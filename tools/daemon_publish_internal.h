@@ -1,0 +1,218 @@
+/* daemon_publish_internal.h — state shared by tools/daemon_publish.c (life
+ * cycle, the readout threads' sink, figures) and tools/daemon_publish_thread.c
+ * (the publisher threads). Not for use elsewhere: the contract is in
+ * daemon_publish.h.
+ *
+ * Ownership: a publisher thread owns its struct publish_thread (its
+ * rc_publisher, subscribers, tokens) and the consumer half of its lanes; the
+ * readout thread of card c owns the producer half of the lanes of card c.
+ * Figures others read are atomics. */
+#ifndef RC_DAEMON_PUBLISH_INTERNAL_H
+#define RC_DAEMON_PUBLISH_INTERNAL_H
+#include <pthread.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "net/publisher.h"
+#include "net/sub_table.h"
+#include "readout/chunk_queue.h"
+#include "readout/fanout.h"
+#include "tools/daemon_publish.h"
+
+/* Subscription-table ids: [31:16] generation of the slot, [15:12] publisher
+ * thread, [11:0] slot in that thread's subscriber array. The thread bits let
+ * the sink see which threads a tag needs; the generation keeps a chunk looked
+ * up for a subscriber that left from going to the next subscriber of the
+ * same slot (it would take 65536 joins of that slot while one chunk waits). */
+#define SUB_SLOT_BITS    12u
+#define SUB_SLOT_MASK    ((1u << SUB_SLOT_BITS) - 1u)
+#define SUB_THREAD_SHIFT SUB_SLOT_BITS
+#define SUB_THREAD_BITS  4u
+#define SUB_GEN_SHIFT    (SUB_SLOT_BITS + SUB_THREAD_BITS)
+#define SUB_GEN_MASK     ((1u << (32u - SUB_GEN_SHIFT)) - 1u)
+#define MAX_SUBS         (1u << SUB_SLOT_BITS)   /* per publisher thread */
+_Static_assert(RC_MAX_PUBLISHER_THREADS <= (1u << SUB_THREAD_BITS), "thread index must fit a table id");
+_Static_assert(RC_MAX_PUBLISHER_THREADS <= 32u, "thread sets are 32-bit masks");
+
+#define BURST            32u
+#define CACHE_LINE       64
+#define MAX_DEPARTED     1024u   /* per thread: subscribers that left, kept for the final statistics */
+
+static inline unsigned sub_id_thread(uint32_t id)
+{
+    return (id >> SUB_THREAD_SHIFT) & ((1u << SUB_THREAD_BITS) - 1u);
+}
+
+/* Every counter here has one writer (a card's readout thread, or one
+ * publisher thread): a plain add, no locked read-modify-write per chunk;
+ * readers on other threads see whole values. */
+static inline void bump(_Atomic uint64_t *x, uint64_t n)
+{
+    atomic_store_explicit(x, atomic_load_explicit(x, memory_order_relaxed) + n, memory_order_relaxed);
+}
+
+static inline uint64_t get(const _Atomic uint64_t *x)
+{
+    return atomic_load_explicit(x, memory_order_relaxed);
+}
+
+struct sub_counters {
+    uint64_t chunks_sent, bytes_sent;   /* shares completed ok */
+    uint64_t chunks_dropped;            /* policy drop */
+    uint64_t chunks_failed;             /* refused or completed in error */
+    uint64_t shares_unsent;             /* looked up for it, it had left before the send */
+};
+
+/* A subscriber of one publisher thread (only that thread touches it while
+ * it runs; the main thread reads after the join). */
+struct pub_sub {
+    bool in_use;
+    rc_peer_id peer;
+    uint32_t table_id;
+    char name[112];
+    struct rc_wire_range *ranges;       /* what the table holds for it */
+    uint32_t nranges;
+    uint32_t outstanding;               /* zero-copy shares posted, not completed */
+    bool page_filling;                  /* buffered records may wait in its page */
+    struct sub_counters c;
+    uint64_t last_sent;                 /* for the interval rate */
+};
+
+struct sub_record {
+    rc_peer_id peer;
+    char name[112];
+    struct sub_counters c;
+};
+
+struct publish_lane;
+
+/* One posted share: the publisher's key for it is the token's index. */
+struct send_token {
+    uint64_t handle;                    /* fan-out handle of the share in its lane's pool */
+    struct publish_lane *lane;
+    uint32_t table_id, bytes;
+    uint32_t next_free;
+};
+
+/* Totals a publisher thread changes, others read. */
+struct pub_totals {
+    _Atomic uint64_t no_subscriber, published, shares, sent, bytes_sent, dropped, failed,
+        unsent, blocked, overflow, table_errors, abandoned;
+};
+
+/* The chunks of one card for one publisher thread: an SPSC queue from the
+ * card's readout thread, and beside it, by entry number, the key the entry's
+ * shares give back when this thread is done with it (entry_key). With one
+ * publisher thread that is the ring key; with several it is this thread's
+ * share of the card-level fan-out record (rc_publish_card.fanout), whose last
+ * share releases the ring key. The queue's enqueue (release) and dequeue
+ * (acquire) order the entry_key writes; entry_key has room for the queue plus
+ * one dequeued burst, so an entry is read before the sink can reuse it. */
+struct publish_lane {
+    struct rc_publish_card *card;
+    struct rc_chunk_queue *queue;
+    struct rc_fanout *fanout;           /* this thread's shares of the lane's chunks */
+    uint64_t *entry_key;
+    uint64_t entry_mask;                /* entries of entry_key - 1 (a power of two) */
+    /* Producer: the card's readout thread. */
+    alignas(CACHE_LINE) _Atomic uint64_t produced;   /* entries enqueued so far */
+    _Atomic uint64_t queue_full;        /* chunks offered again because this queue was full */
+    /* Consumer: the publisher thread. */
+    alignas(CACHE_LINE) uint64_t consumed;   /* entries dequeued so far */
+    const struct rc_chunk *batch[BURST];
+    uint64_t batch_key[BURST];
+    unsigned batch_pos, batch_len;
+    const struct rc_chunk *cur;         /* the chunk being sent, NULL: none */
+    uint64_t cur_key;                   /* what its shares give back (entry_key) */
+    bool cur_begun;
+    uint64_t cur_first;                 /* fan-out handle of share 0 */
+    uint32_t cur_k, cur_next;           /* shares, next share to send */
+    bool cur_buffered;                  /* its send mode, decided once when it is begun */
+    uint32_t cur_subs[RC_FANOUT_MAX_SENDS];
+};
+
+struct rc_publish_card {
+    struct rc_daemon_publish *pb;
+    unsigned index;
+    struct rc_readout *readout;
+    /* Several publisher threads: one record per chunk with one share per
+     * thread it was queued to. NULL with one thread. */
+    struct rc_fanout *fanout;
+    /* Written by the card's readout thread. */
+    _Atomic uint64_t no_subscriber, dispatched, dispatch_errors, records_exhausted;
+    struct publish_lane lanes[RC_MAX_PUBLISHER_THREADS];
+};
+
+/* How the chunks of a tag range are sent: [mode.N], then [readout] as the
+ * rule that holds every tag. Copied out of the configuration so that the
+ * per-chunk scan reads a few contiguous cache lines. */
+struct mode_range {
+    uint64_t first, last;
+    uint64_t buffered_threshold;
+    int mode;                           /* enum rc_publish_mode */
+};
+
+struct publish_thread {
+    struct rc_daemon_publish *pb;
+    unsigned index;
+    uint16_t port;                      /* fabric.port + index */
+    struct rc_publisher *pub;
+    struct iovec *iov;                  /* max_pieces entries */
+    uint32_t max_pieces;
+
+    struct pub_sub *subs;               /* nsubs_max entries */
+    uint32_t *slot_gen;
+    uint32_t nsubs_max, next_slot;
+    struct sub_record *departed;
+    uint32_t ndeparted;
+    _Atomic uint64_t departed_untracked;
+    _Atomic unsigned subscribed, connected;
+
+    struct send_token *tokens;
+    uint32_t ntokens, free_token;
+    uint32_t sub_send_limit;            /* zero-copy shares outstanding per subscriber */
+
+    struct pub_totals t;
+    uint64_t last_stats_ns, last_sent_total, last_bytes_total;
+    struct rc_publisher_stats final_stats;
+    pthread_t tid;
+    bool started;
+    bool fabric_failed;
+};
+
+struct rc_daemon_publish {
+    const struct rc_config *cfg;
+    struct rc_sub_table *table;
+    /* The table takes one updater at a time; the publisher threads update it
+     * from their peer events (control path, never per chunk). */
+    pthread_mutex_t table_lock;
+    struct rc_publish_card cards[RC_MAX_CARDS];
+    unsigned ncards;
+    struct publish_thread threads[RC_MAX_PUBLISHER_THREADS];
+    unsigned nthreads;
+    uint32_t all_threads;               /* mask with a bit per thread */
+    uint32_t queue_capacity;            /* entries of each lane's queue */
+
+    /* [mode.0] .. [mode.n-1], then the global mode with the full tag range. */
+    struct mode_range modes[RC_MAX_MODE_RULES + 1];
+    unsigned nmodes;                    /* including the global one */
+
+    uint64_t linger_ns;                 /* set before stop */
+    atomic_bool stop;
+    /* Main thread: the previous totals for the interval rate of the log. */
+    uint64_t last_log_sent, last_log_bytes;
+};
+
+/* daemon_publish_thread.c */
+void *rc_publish_thread_main(void *arg);
+int  rc_publish_thread_init(struct publish_thread *th, struct rc_daemon_publish *pb, unsigned index,
+                            char *err, size_t errlen);
+void rc_publish_thread_fini(struct publish_thread *th);
+/* The release callback of a lane's fan-out pool; also gives back an entry
+ * this thread will not send (no subscriber of its own, shutdown). */
+void rc_publish_lane_release(void *lane, uint64_t key);
+
+#endif

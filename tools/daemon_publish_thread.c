@@ -1,0 +1,626 @@
+/* daemon_publish_thread.c — one publisher thread of ringcast-readout: its own
+ * rc_publisher on fabric.port + i, its subscribers (mirrored into the shared
+ * subscription table), and the sends of the chunks the readout threads queued
+ * for it. The flow is described in daemon_publish.h. */
+#include "tools/daemon_publish_internal.h"
+#include "dma/errbuf.h"
+#include "dma/monotonic.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "readout/readout.h"
+#include "tools/log.h"
+
+#define IDLE_WAIT_NS    (200ull * 1000)
+#define FLUSH_WAIT_NS   (1000ull * 1000 * 1000)
+
+/* ---- subscribers ----------------------------------------------------------- */
+
+static struct pub_sub *sub_of_peer(struct publish_thread *th, rc_peer_id peer)
+{
+    for (uint32_t i = 0; i < th->nsubs_max; i++)
+        if (th->subs[i].in_use && th->subs[i].peer == peer)
+            return &th->subs[i];
+    return NULL;
+}
+
+/* The subscriber of a table id, if it is this thread's and still the one the
+ * id was made for. */
+static struct pub_sub *sub_of_table_id(struct publish_thread *th, uint32_t id)
+{
+    uint32_t slot = id & SUB_SLOT_MASK;
+    if (slot >= th->nsubs_max || sub_id_thread(id) != th->index)
+        return NULL;
+    struct pub_sub *s = &th->subs[slot];
+    return s->in_use && s->table_id == id ? s : NULL;
+}
+
+static void update_subscribed(struct publish_thread *th)
+{
+    unsigned subscribed = 0, connected = 0;
+    for (uint32_t i = 0; i < th->nsubs_max; i++) {
+        connected += th->subs[i].in_use;
+        subscribed += th->subs[i].in_use && th->subs[i].nranges > 0;
+    }
+    atomic_store_explicit(&th->subscribed, subscribed, memory_order_release);
+    atomic_store_explicit(&th->connected, connected, memory_order_release);
+}
+
+static void sub_join(struct publish_thread *th, rc_peer_id peer)
+{
+    for (uint32_t n = 0; n < th->nsubs_max; n++) {
+        uint32_t slot = (th->next_slot + n) % th->nsubs_max;
+        struct pub_sub *s = &th->subs[slot];
+        if (s->in_use)
+            continue;
+        memset(s, 0, sizeof *s);
+        s->in_use = true;
+        s->peer = peer;
+        th->slot_gen[slot] = (th->slot_gen[slot] + 1) & SUB_GEN_MASK;
+        s->table_id = (th->slot_gen[slot] << SUB_GEN_SHIFT) | (th->index << SUB_THREAD_SHIFT) | slot;
+        snprintf(s->name, sizeof s->name, "%s", rc_publisher_peer_name(th->pub, peer));
+        th->next_slot = (slot + 1) % th->nsubs_max;
+        update_subscribed(th);
+        rc_info("subscriber %s joined (publisher %u, port %u)", s->name, th->index, th->port);
+        return;
+    }
+    /* The publisher admits at most max_subscribers, which is nsubs_max. */
+    rc_warn("subscriber %s: no free subscriber record", rc_publisher_peer_name(th->pub, peer));
+    rc_publisher_close_peer(th->pub, peer);
+}
+
+/* Caller holds the table lock. */
+static void table_update(struct publish_thread *th, struct pub_sub *s, bool add, uint64_t first,
+                         uint64_t last)
+{
+    struct rc_sub_table *table = th->pb->table;
+    int rc = add ? rc_sub_table_add(table, s->table_id, first, last)
+                 : rc_sub_table_remove(table, s->table_id, first, last);
+    if (rc != 0) {
+        bump(&th->t.table_errors, 1);
+        rc_warn("subscriber %s: subscription table %s of 0x%" PRIx64 "-0x%" PRIx64 " refused: %s",
+                s->name, add ? "add" : "remove", first, last, strerror(-rc));
+    }
+}
+
+/* Remove from the table what the old set [a, b] holds and the new set does
+ * not: the gaps between the new ranges that overlap [a, b]. */
+static void remove_uncovered(struct publish_thread *th, struct pub_sub *s, uint64_t a, uint64_t b,
+                             const struct rc_wire_range *nr, unsigned n)
+{
+    uint64_t cur = a;
+    for (unsigned i = 0; i < n; i++) {
+        uint64_t f = nr[i].first, l = nr[i].last;
+        if (l < cur)
+            continue;
+        if (f > b)
+            break;
+        if (f > cur)
+            table_update(th, s, false, cur, f - 1);
+        if (l >= b)
+            return;
+        cur = l + 1;
+    }
+    table_update(th, s, false, cur, b);
+}
+
+/* Mirror the peer's tag set into the table: add the new set first, then
+ * remove what is gone, so that tags in both are never missing in between. */
+static void sub_sync_ranges(struct publish_thread *th, rc_peer_id peer)
+{
+    struct pub_sub *s = sub_of_peer(th, peer);
+    if (!s)
+        return;
+    const struct rc_wire_range *nr;
+    unsigned n = rc_publisher_peer_ranges(th->pub, peer, &nr);
+    struct rc_wire_range *copy = NULL;
+    if (n > 0) {
+        copy = malloc((size_t)n * sizeof *copy);
+        if (!copy) {
+            bump(&th->t.table_errors, 1);
+            rc_warn("subscriber %s: out of memory for its subscriptions", s->name);
+            return;
+        }
+        memcpy(copy, nr, (size_t)n * sizeof *copy);
+    }
+    pthread_mutex_lock(&th->pb->table_lock);
+    for (unsigned i = 0; i < n; i++)
+        table_update(th, s, true, copy[i].first, copy[i].last);
+    for (unsigned i = 0; i < s->nranges; i++)
+        remove_uncovered(th, s, s->ranges[i].first, s->ranges[i].last, copy, n);
+    pthread_mutex_unlock(&th->pb->table_lock);
+    free(s->ranges);
+    s->ranges = copy;
+    s->nranges = n;
+    update_subscribed(th);
+    rc_info("subscriber %s: %u tag range%s subscribed", s->name, n, n == 1 ? "" : "s");
+}
+
+static void keep_departed(struct publish_thread *th, const struct pub_sub *s)
+{
+    if (th->ndeparted == MAX_DEPARTED) {
+        bump(&th->departed_untracked, 1);
+        return;
+    }
+    struct sub_record *r = &th->departed[th->ndeparted++];
+    r->peer = s->peer;
+    memcpy(r->name, s->name, sizeof r->name);
+    r->c = s->c;
+}
+
+static void sub_leave(struct publish_thread *th, rc_peer_id peer)
+{
+    struct pub_sub *s = sub_of_peer(th, peer);
+    if (!s)
+        return;
+    pthread_mutex_lock(&th->pb->table_lock);
+    int rc = rc_sub_table_remove_subscriber(th->pb->table, s->table_id);
+    pthread_mutex_unlock(&th->pb->table_lock);
+    if (rc != 0) {
+        bump(&th->t.table_errors, 1);
+        rc_warn("subscriber %s: removing it from the table failed: %s", s->name, strerror(-rc));
+    }
+    rc_info("subscriber %s left: sent %" PRIu64 ", dropped %" PRIu64 ", failed %" PRIu64, s->name,
+            s->c.chunks_sent, s->c.chunks_dropped, s->c.chunks_failed);
+    keep_departed(th, s);
+    free(s->ranges);
+    s->ranges = NULL;
+    s->nranges = 0;
+    s->in_use = false;
+    update_subscribed(th);
+}
+
+/* Runs inside rc_publisher_progress; the getters used here only read. */
+static void on_peer_event(void *arg, rc_peer_id peer, enum rc_pub_peer_event ev)
+{
+    struct publish_thread *th = arg;
+    switch (ev) {
+    case RC_PUB_PEER_JOINED: sub_join(th, peer); break;
+    case RC_PUB_PEER_SUBSCRIPTIONS: sub_sync_ranges(th, peer); break;
+    case RC_PUB_PEER_GONE: sub_leave(th, peer); break;
+    }
+}
+
+/* ---- sends ------------------------------------------------------------------ */
+
+void rc_publish_lane_release(void *ctx, uint64_t key)
+{
+    struct publish_lane *lane = ctx;
+    struct rc_publish_card *c = lane->card;
+    if (c->fanout)
+        rc_fanout_done(c->fanout, key);   /* this thread's share of the card-level record */
+    else
+        rc_readout_release(c->readout, key);
+}
+
+static void share_done(struct publish_lane *lane, unsigned i)
+{
+    rc_fanout_done(lane->fanout, rc_fanout_send_handle(lane->cur_first, i));
+}
+
+static void on_send_complete(void *arg, uint64_t key, int status)
+{
+    struct publish_thread *th = arg;
+    if (key >= th->ntokens)
+        return; /* never: keys are our token indices */
+    struct send_token *tok = &th->tokens[key];
+    struct pub_sub *s = sub_of_table_id(th, tok->table_id);
+    if (status == 0) {
+        bump(&th->t.sent, 1);
+        bump(&th->t.bytes_sent, tok->bytes);
+    } else {
+        bump(&th->t.failed, 1);
+    }
+    if (s) {
+        if (status == 0) {
+            s->c.chunks_sent++;
+            s->c.bytes_sent += tok->bytes;
+        } else {
+            s->c.chunks_failed++;
+        }
+        s->outstanding--;
+    }
+    rc_fanout_done(tok->lane->fanout, tok->handle);
+    tok->next_free = th->free_token;
+    th->free_token = (uint32_t)key;
+}
+
+static unsigned build_iov(struct publish_thread *th, const struct rc_chunk *chunk)
+{
+    unsigned n = chunk->npieces < th->max_pieces ? chunk->npieces : th->max_pieces;
+    for (unsigned i = 0; i < n; i++) {
+        th->iov[i].iov_base = (void *)chunk->pieces[i].addr;
+        th->iov[i].iov_len = chunk->pieces[i].len;
+    }
+    return n;
+}
+
+/* The first rule whose range holds the tag decides (at most 17 compares;
+ * the last rule holds every tag). */
+static bool use_buffered(const struct rc_daemon_publish *pb, const struct rc_chunk *chunk)
+{
+    const struct mode_range *m = pb->modes;
+    while (chunk->tag < m->first || chunk->tag > m->last)
+        m++;
+    switch (m->mode) {
+    case RC_MODE_BUFFERED: return true;
+    case RC_MODE_AUTO: return chunk->length < m->buffered_threshold;
+    default: return false;
+    }
+}
+
+static int post_share(struct publish_thread *th, struct publish_lane *lane, struct pub_sub *s,
+                      uint32_t tok_index)
+{
+    const struct rc_chunk *chunk = lane->cur;
+    unsigned n = build_iov(th, chunk);
+    int rc = -EMSGSIZE;
+    if (lane->cur_buffered) {
+        rc = rc_publisher_send_buffered(th->pub, s->peer, chunk->tag, chunk->flags, th->iov, n,
+                                        tok_index);
+        s->page_filling |= rc == 0;
+    }
+    if (rc != -EMSGSIZE)
+        return rc;
+    /* Zero copy (or a record larger than a page). Records waiting in the
+     * subscriber's page go first: each tag's chunks must arrive in order. */
+    if (s->page_filling) {
+        rc = rc_publisher_flush(th->pub, s->peer);
+        if (rc != 0)
+            return rc;
+        s->page_filling = false;
+    }
+    return rc_publisher_send(th->pub, s->peer, chunk->tag, chunk->flags, th->iov, n, tok_index);
+}
+
+/* Send share i of the lane's current chunk. 0: posted (it completes through
+ * on_send_complete); -ENOTCONN: its subscriber left; -EAGAIN: that
+ * subscriber is behind (sub_send_limit shares outstanding); -EBUSY: the
+ * publisher said -EAGAIN (header slots, pages, the provider's queue):
+ * a moment's congestion, wait; other: refused. Only on 0 does the share
+ * belong to the publisher. */
+static int send_share(struct publish_thread *th, struct publish_lane *lane, unsigned i)
+{
+    struct pub_sub *s = sub_of_table_id(th, lane->cur_subs[i]);
+    if (!s)
+        return -ENOTCONN;
+    if (s->outstanding >= th->sub_send_limit)
+        return -EAGAIN;
+    if (th->free_token == UINT32_MAX)
+        return -EBUSY;
+    uint32_t k = th->free_token;
+    struct send_token *tok = &th->tokens[k];
+    th->free_token = tok->next_free;
+    tok->handle = rc_fanout_send_handle(lane->cur_first, i);
+    tok->lane = lane;
+    tok->table_id = s->table_id;
+    tok->bytes = lane->cur->length;
+    s->outstanding++;
+    int rc = post_share(th, lane, s, k);
+    if (rc == 0)
+        return 0; /* lane->cur may be released already (buffered, last share) */
+    s->outstanding--;
+    tok->next_free = th->free_token;
+    th->free_token = k;
+    return rc == -EAGAIN ? -EBUSY : rc;
+}
+
+/* A share that will not be sent: count it against its subscriber, complete it. */
+static void share_not_sent(struct publish_thread *th, struct publish_lane *lane, unsigned i, int why)
+{
+    struct pub_sub *s = sub_of_table_id(th, lane->cur_subs[i]);
+    if (why == -EAGAIN) {
+        bump(&th->t.dropped, 1);
+        if (s)
+            s->c.chunks_dropped++;
+    } else if (why == -ENOTCONN) {
+        bump(&th->t.unsent, 1);
+        if (s)
+            s->c.shares_unsent++;
+    } else {
+        bump(&th->t.failed, 1);
+        if (s) {
+            s->c.chunks_failed++;
+            rc_warn("subscriber %s: send refused: %s (%s)", s->name, strerror(-why),
+                    rc_publisher_last_error(th->pub));
+        }
+    }
+    share_done(lane, i);
+}
+
+/* This thread's subscribers of the tag: the table holds every thread's. */
+static unsigned own_subscribers(struct publish_thread *th, uint64_t tag, uint32_t *out)
+{
+    uint32_t ids[RC_FANOUT_MAX_SENDS];
+    unsigned found = rc_sub_table_lookup(th->pb->table, tag, ids, RC_FANOUT_MAX_SENDS);
+    if (found > RC_FANOUT_MAX_SENDS) {
+        bump(&th->t.overflow, 1);
+        found = RC_FANOUT_MAX_SENDS;
+    }
+    unsigned k = 0;
+    for (unsigned i = 0; i < found; i++)
+        if (sub_id_thread(ids[i]) == th->index)
+            out[k++] = ids[i];
+    return k;
+}
+
+/* This thread's lookup defines the chunk's subscribers on it; the record of
+ * k shares is taken before the first send. 1: given back at once (none of
+ * ours), 0: begun, -EAGAIN: no fan-out record free (retry). */
+static int begin_chunk(struct publish_thread *th, struct publish_lane *lane)
+{
+    const struct rc_chunk *chunk = lane->cur;
+    unsigned k = own_subscribers(th, chunk->tag, lane->cur_subs);
+    if (k == 0) {
+        bump(&th->t.no_subscriber, 1);
+        rc_publish_lane_release(lane, lane->cur_key);
+        return 1;
+    }
+    if (rc_fanout_begin(lane->fanout, lane->cur_key, k, &lane->cur_first) != 0)
+        return -EAGAIN;
+    lane->cur_begun = true;
+    lane->cur_buffered = use_buffered(th->pb, chunk);
+    lane->cur_k = k;
+    lane->cur_next = 0;
+    bump(&th->t.published, 1);
+    bump(&th->t.shares, k);
+    return 0;
+}
+
+/* Send the current chunk's remaining shares. 0: every share is posted or
+ * settled (the chunk is no longer ours); -EAGAIN: wait and resume here. */
+static int advance_chunk(struct publish_thread *th, struct publish_lane *lane)
+{
+    if (!lane->cur_begun) {
+        int rc = begin_chunk(th, lane);
+        if (rc != 0)
+            return rc > 0 ? 0 : rc;
+    }
+    bool block = th->pb->cfg->daemon.slow_policy == RC_SLOW_BLOCK;
+    while (lane->cur_next < lane->cur_k) {
+        unsigned i = lane->cur_next;
+        int rc = send_share(th, lane, i);
+        if (rc == -EBUSY || (rc == -EAGAIN && block))
+            return -EAGAIN;
+        if (rc != 0)
+            share_not_sent(th, lane, i, rc);
+        lane->cur_next++;
+    }
+    return 0;
+}
+
+/* Take the next queued chunk with the key its shares give back. */
+static bool next_chunk(struct publish_lane *lane)
+{
+    if (lane->batch_pos == lane->batch_len) {
+        lane->batch_len = rc_chunk_queue_dequeue(lane->queue, lane->batch, BURST);
+        lane->batch_pos = 0;
+        /* Read now: once dequeued, the sink may refill the queue, but not
+         * reach these entry_key slots before another burst was dequeued. */
+        for (unsigned i = 0; i < lane->batch_len; i++)
+            lane->batch_key[i] = lane->entry_key[(lane->consumed + i) & lane->entry_mask];
+        lane->consumed += lane->batch_len;
+        if (lane->batch_len == 0)
+            return false;
+    }
+    lane->cur_key = lane->batch_key[lane->batch_pos];
+    lane->cur = lane->batch[lane->batch_pos++];
+    lane->cur_begun = false;
+    return true;
+}
+
+/* Up to BURST chunks of one lane. A chunk that must wait stays current and
+ * nothing behind it is taken: the queue fills and the readout waits. */
+static unsigned pump_lane(struct publish_thread *th, struct publish_lane *lane)
+{
+    unsigned done = 0;
+    while (done < BURST) {
+        if (!lane->cur && !next_chunk(lane))
+            break;
+        if (advance_chunk(th, lane) != 0) {
+            bump(&th->t.blocked, 1);
+            break;
+        }
+        lane->cur = NULL;
+        done++;
+    }
+    return done;
+}
+
+/* ---- statistics log ---------------------------------------------------------- */
+
+static void log_thread_stats(struct publish_thread *th, uint64_t now)
+{
+    struct rc_daemon_publish *pb = th->pb;
+    double dt = (double)(now - th->last_stats_ns) / 1e9;
+    uint64_t sent = get(&th->t.sent), bytes = get(&th->t.bytes_sent);
+    unsigned queued = 0;
+    for (unsigned i = 0; i < pb->ncards; i++)
+        queued += rc_chunk_queue_count(pb->cards[i].lanes[th->index].queue);
+    rc_info("publisher %u (port %u): %.3f Mchunk/s %.3f GB/s sent | subscribers %u | sent %" PRIu64
+            " dropped %" PRIu64 " failed %" PRIu64 " unsent %" PRIu64 " no-subscriber %" PRIu64
+            " | queued %u blocked %" PRIu64,
+            th->index, th->port, (double)(sent - th->last_sent_total) / dt / 1e6,
+            (double)(bytes - th->last_bytes_total) / dt / 1e9, atomic_load(&th->subscribed), sent,
+            get(&th->t.dropped), get(&th->t.failed), get(&th->t.unsent), get(&th->t.no_subscriber), queued,
+            get(&th->t.blocked));
+    th->last_sent_total = sent;
+    th->last_bytes_total = bytes;
+    for (uint32_t i = 0; i < th->nsubs_max; i++) {
+        struct pub_sub *s = &th->subs[i];
+        if (!s->in_use)
+            continue;
+        rc_info("subscriber %s: %.3f Mchunk/s | sent %" PRIu64 " dropped %" PRIu64 " failed %" PRIu64
+                " | outstanding %u", s->name, (double)(s->c.chunks_sent - s->last_sent) / dt / 1e6,
+                s->c.chunks_sent, s->c.chunks_dropped, s->c.chunks_failed, s->outstanding);
+        s->last_sent = s->c.chunks_sent;
+    }
+    th->last_stats_ns = now;
+}
+
+/* ---- the end --------------------------------------------------------------- */
+
+/* Shutdown: chunks still queued get no more sends from this thread; its
+ * shares of them go back. */
+static void abandon_queued(struct publish_thread *th, struct publish_lane *lane)
+{
+    do {
+        if (!lane->cur)
+            continue;
+        if (lane->cur_begun) {
+            for (unsigned i = lane->cur_next; i < lane->cur_k; i++) {
+                bump(&th->t.unsent, 1);
+                share_done(lane, i);
+            }
+        } else {
+            bump(&th->t.abandoned, 1);
+            rc_publish_lane_release(lane, lane->cur_key);
+        }
+        lane->cur = NULL;
+    } while (next_chunk(lane));
+}
+
+/* Buffered pages still filling hold records whose keys are already back:
+ * send them before the publisher goes (bounded wait). */
+static void flush_pages(struct publish_thread *th)
+{
+    for (uint32_t i = 0; i < th->nsubs_max; i++)
+        if (th->subs[i].in_use)
+            rc_publisher_flush(th->pub, th->subs[i].peer);
+    uint64_t deadline = rc_now_ns() + FLUSH_WAIT_NS;
+    struct rc_publisher_stats st;
+    do {
+        if (rc_publisher_wait(th->pub, IDLE_WAIT_NS) < 0)
+            break;
+        rc_publisher_get_stats(th->pub, &st);
+    } while ((st.pages_free < st.pages_total || st.slots_free < st.slots_total) && rc_now_ns() < deadline);
+}
+
+static unsigned subscribers_connected(const struct publish_thread *th)
+{
+    return atomic_load_explicit(&th->connected, memory_order_relaxed);
+}
+
+/* Serve until every subscriber of this thread has left (BYE, or dead) or
+ * linger_ns passed. */
+static void linger(struct publish_thread *th)
+{
+    uint64_t linger_ns = th->pb->linger_ns;
+    if (linger_ns == 0 || subscribers_connected(th) == 0)
+        return;
+    rc_info("publisher %u: waiting up to %.1f s for %u subscriber%s to leave", th->index,
+            (double)linger_ns / 1e9, subscribers_connected(th), subscribers_connected(th) == 1 ? "" : "s");
+    uint64_t deadline = rc_now_ns() + linger_ns;
+    while (subscribers_connected(th) > 0 && rc_now_ns() < deadline)
+        if (rc_publisher_wait(th->pub, IDLE_WAIT_NS) < 0)
+            break;
+}
+
+static void publisher_finish(struct publish_thread *th)
+{
+    struct rc_daemon_publish *pb = th->pb;
+    for (unsigned i = 0; i < pb->ncards; i++)
+        abandon_queued(th, &pb->cards[i].lanes[th->index]);
+    flush_pages(th);
+    linger(th);
+    rc_publisher_get_stats(th->pub, &th->final_stats);
+    /* Outstanding sends complete here with -ECANCELED, releasing their keys. */
+    rc_publisher_destroy(th->pub);
+    th->pub = NULL;
+    rc_info("publisher %u (port %u): %" PRIu64 " chunks sent, %" PRIu64 " dropped, %" PRIu64
+            " failed, %" PRIu64 " not sent", th->index, th->port, get(&th->t.sent), get(&th->t.dropped),
+            get(&th->t.failed), get(&th->t.unsent));
+}
+
+void *rc_publish_thread_main(void *arg)
+{
+    struct publish_thread *th = arg;
+    struct rc_daemon_publish *pb = th->pb;
+    rc_sub_table_register_thread();
+    uint64_t interval = pb->cfg->daemon.stats_interval_ns;
+    th->last_stats_ns = rc_now_ns();
+    while (!atomic_load_explicit(&pb->stop, memory_order_acquire)) {
+        unsigned work = 0;
+        for (unsigned i = 0; i < pb->ncards; i++)
+            work += pump_lane(th, &pb->cards[i].lanes[th->index]);
+        int rc = work ? rc_publisher_progress(th->pub) : rc_publisher_wait(th->pub, IDLE_WAIT_NS);
+        if (rc < 0 && !th->fabric_failed) {
+            th->fabric_failed = true;
+            rc_error("publisher %u: the fabric failed: %s (%s)", th->index, strerror(-rc),
+                     rc_publisher_last_error(th->pub));
+        }
+        uint64_t now = rc_now_ns();
+        if (interval && now - th->last_stats_ns >= interval)
+            log_thread_stats(th, now);
+    }
+    publisher_finish(th);
+    rc_sub_table_unregister_thread();
+    return NULL;
+}
+
+/* ---- life cycle (main thread) --------------------------------------------- */
+
+static int create_tokens(struct publish_thread *th, const struct rc_fabric_params *fp)
+{
+    /* Zero-copy shares outstanding are bounded by the header slots (buffered
+     * ones give their token back before the send returns). */
+    th->ntokens = fp->header_slots + 1;
+    th->tokens = calloc(th->ntokens, sizeof *th->tokens);
+    if (!th->tokens)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < th->ntokens; i++)
+        th->tokens[i].next_free = i + 1 < th->ntokens ? i + 1 : UINT32_MAX;
+    th->free_token = 0;
+    /* A subscriber with this many shares outstanding is behind. At most a
+     * quarter of the header slots, so a slow one cannot starve the others,
+     * and half the provider's tx queue, so that its queue is not full before
+     * (a full queue below the limit is congestion, waited out, not a reason
+     * to drop). */
+    uint32_t limit = fp->header_slots / 4;
+    if (limit > fp->tx_queue / 2)
+        limit = fp->tx_queue / 2;
+    th->sub_send_limit = limit ? limit : 1;
+    return 0;
+}
+
+/* Thread index's records and its publisher, listening on fabric.port + index. */
+int rc_publish_thread_init(struct publish_thread *th, struct rc_daemon_publish *pb, unsigned index,
+                           char *err, size_t errlen)
+{
+    const struct rc_fabric_params *fp = &pb->cfg->fabric;
+    th->pb = pb;
+    th->index = index;
+    th->port = (uint16_t)(fp->port + index);
+    th->nsubs_max = fp->max_subscribers < MAX_SUBS ? fp->max_subscribers : MAX_SUBS;
+    th->subs = calloc(th->nsubs_max, sizeof *th->subs);
+    th->slot_gen = calloc(th->nsubs_max, sizeof *th->slot_gen);
+    th->departed = calloc(MAX_DEPARTED, sizeof *th->departed);
+    if (!th->subs || !th->slot_gen || !th->departed || create_tokens(th, fp) != 0) {
+        rc_set_err(err, errlen, "publisher %u: out of memory", index);
+        return -ENOMEM;
+    }
+    struct rc_fabric_params own = *fp;
+    own.port = th->port;
+    struct rc_publisher_callbacks cb = {
+        .on_send_complete = on_send_complete, .on_peer_event = on_peer_event, .arg = th};
+    return rc_publisher_create(&own, &cb, &th->pub, err, errlen);
+}
+
+/* After the thread ended (or never started). */
+void rc_publish_thread_fini(struct publish_thread *th)
+{
+    if (th->pub)
+        rc_publisher_destroy(th->pub);
+    th->pub = NULL;
+    for (uint32_t i = 0; th->subs && i < th->nsubs_max; i++)
+        free(th->subs[i].ranges);
+    free(th->subs);
+    free(th->slot_gen);
+    free(th->departed);
+    free(th->tokens);
+    free(th->iov);
+}
