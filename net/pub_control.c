@@ -310,13 +310,10 @@ void rc_pub_forget_refused(struct rc_publisher *p, uint64_t now)
     p->nrefused = 0;
 }
 
-static void refuse_address(struct rc_publisher *p, fi_addr_t addr, const char *name,
-                           const char *why)
+void rc_pub_bye_address(struct rc_publisher *p, fi_addr_t addr, enum rc_bye_reason reason)
 {
     uint8_t bye[sizeof(struct rc_wire_bye)];
-    ssize_t len = rc_wire_build_bye(bye, sizeof bye, RC_BYE_REFUSED);
-    p->st.connections_refused++;
-    snprintf(p->err, sizeof p->err, "subscriber %s refused: %s", name, why);
+    ssize_t len = rc_wire_build_bye(bye, sizeof bye, reason);
     if (len > 0 && ctrl_post(p, NULL, addr, bye, (size_t)len))
         p->st.control_dropped++;
     if (p->nrefused == sizeof p->refused / sizeof p->refused[0])
@@ -324,6 +321,23 @@ static void refuse_address(struct rc_publisher *p, fi_addr_t addr, const char *n
     if (p->nrefused == 0)
         p->refused_ns = rc_now_ns();
     p->refused[p->nrefused++] = addr;
+}
+
+/* An address that says HELLO again is wanted: it must not leave the AV with
+ * the BYE sent to its previous incarnation. */
+static void keep_address(struct rc_publisher *p, fi_addr_t addr)
+{
+    for (uint32_t i = 0; i < p->nrefused; i++)
+        if (p->refused[i] == addr)
+            p->refused[i--] = p->refused[--p->nrefused];
+}
+
+static void refuse_address(struct rc_publisher *p, fi_addr_t addr, const char *name,
+                           const char *why)
+{
+    p->st.connections_refused++;
+    snprintf(p->err, sizeof p->err, "subscriber %s refused: %s", name, why);
+    rc_pub_bye_address(p, addr, RC_BYE_REFUSED);
 }
 
 static void rdm_hello(struct rc_publisher *p, const uint8_t *buf, size_t len, uint64_t now)
@@ -348,6 +362,7 @@ static void rdm_hello(struct rc_publisher *p, const uint8_t *buf, size_t len, ui
         snprintf(p->err, sizeof p->err, "HELLO from %.100s: %.200s", name, err);
         return;
     }
+    keep_address(p, fa);
     /* The address HELLO declares; net/README.md (Security) says why that is
      * what can be checked here, and what keeps a forged one from gaining data. */
     if (!rc_allow_list_text_permits(p->fab.params.allow, addr, h.addr_len)) {

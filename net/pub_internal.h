@@ -184,6 +184,9 @@ void rc_pub_drop_control(struct rc_publisher *p, struct rc_pub_peer *peer);
 /* RDM: remove refused addresses from the AV once their BYE had a heartbeat
  * period to go out (all of them when `now` is UINT64_MAX). */
 void rc_pub_forget_refused(struct rc_publisher *p, uint64_t now);
+/* RDM: send a peerless BYE to addr and remove it from the AV a heartbeat
+ * period later (with the refused addresses). */
+void rc_pub_bye_address(struct rc_publisher *p, fi_addr_t addr, enum rc_bye_reason reason);
 
 /* pub_faults.c: fault injection ([fabric] fault_*), data and page ops only. */
 /* true: refuse this post (op_context ctx) with -FI_EAGAIN (a storm is on). */

@@ -129,8 +129,11 @@ static void reclaim_peer_rx(struct rc_publisher *p, uint32_t idx)
 }
 
 /* Close the transport to a peer: afterwards it can neither send nor receive.
- * Its outstanding ops stay listed until reaped or pulled. */
-static void close_transport(struct rc_publisher *p, struct rc_pub_peer *peer)
+ * Its outstanding ops stay listed until reaped or pulled. An RDM subscriber
+ * declared dead may well be alive (an error completion, a stuck send): it is
+ * told BYE, so it reconnects at once instead of after its own peer timeout
+ * (with MSG, closing the endpoint tells it). */
+static void close_transport(struct rc_publisher *p, struct rc_pub_peer *peer, bool tell_rdm_peer)
 {
     uint32_t idx = (uint32_t)(peer - p->peers);
     rc_pub_drop_control(p, peer);  /* while a last BYE can still go out */
@@ -139,7 +142,10 @@ static void close_transport(struct rc_publisher *p, struct rc_pub_peer *peer)
         peer->ep = NULL;
         reclaim_peer_rx(p, idx);
     }
-    if (peer->has_addr) {
+    if (peer->has_addr && tell_rdm_peer) {
+        rc_pub_bye_address(p, peer->addr, RC_BYE_NORMAL);
+        peer->has_addr = false;
+    } else if (peer->has_addr) {
         char err[256];
         if (rc_fabric_av_remove(&p->fab, peer->addr, err, sizeof err))
             snprintf(p->err, sizeof p->err, "%.100s: %.200s", peer->name, err);
@@ -195,7 +201,7 @@ static void bury_doomed(struct rc_publisher *p)
             continue;
         if (peer->state != RC_PEER_CLOSED) {
             count_doom(p, why);
-            close_transport(p, peer);
+            close_transport(p, peer, why != RC_DOOM_BYE);
         }
         reap(p, peer);
     }
@@ -443,7 +449,7 @@ static void on_connreq(struct rc_publisher *p, struct fi_info *info, uint64_t no
         rc = fi_accept(peer->ep, NULL, 0);
     if (rc) {
         refuse_connreq(p, info, rc == -FI_ENOMEM ? "no receive buffers" : fi_strerror(-rc));
-        close_transport(p, peer);
+        close_transport(p, peer, false);
         peer->state = RC_PEER_FREE;
         peer->gen++;
         return;
@@ -744,7 +750,7 @@ void rc_publisher_destroy(struct rc_publisher *p)
         struct rc_pub_peer *peer = &p->peers[i];
         if (peer->state == RC_PEER_FREE)
             continue;
-        close_transport(p, peer);
+        close_transport(p, peer, false);
         release_ops(p, peer, -ECANCELED, NULL, 0, NULL);
         peer->state = RC_PEER_FREE;
     }
@@ -801,7 +807,7 @@ int rc_publisher_close_peer(struct rc_publisher *p, rc_peer_id id)
         p->ndoomed--;
     }
     count_doom(p, RC_DOOM_LOCAL);
-    close_transport(p, peer);
+    close_transport(p, peer, false);
     p->nclosed++;
     return 0;
 }
@@ -817,7 +823,7 @@ int rc_publisher_pending_sends(struct rc_publisher *p, rc_peer_id id, uint64_t *
         peer->doom = RC_DOOM_NONE;
         p->ndoomed--;
         count_doom(p, RC_DOOM_ERROR);
-        close_transport(p, peer);
+        close_transport(p, peer, true);
         p->nclosed++;
     }
     unsigned count = 0;

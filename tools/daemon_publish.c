@@ -514,8 +514,21 @@ static void write_subscribers_json(const struct rc_daemon_publish *pb, FILE *f)
 /* The fabric layer's main counters, summed over threads[0..n-1]. */
 #define PUBLISHER_JSON_FIELDS(X)                                                                    \
     X(sends) X(messages) X(fragmented_sends) X(again_no_slot) X(again_provider) X(buffered_records) \
-    X(pages_sent) X(pages_failed) X(connections) X(connections_refused) X(peers_closed)             \
-    X(peers_dead) X(keys_released_by_peer_death) X(completions_error)
+    X(buffered_bytes) X(pages_sent) X(pages_failed) X(again_no_page) X(send_errors)                 \
+    X(unregistered_pieces) X(fragment_retry_timeouts) X(stale_completions) X(keys_completed_error) \
+    X(connections) X(connections_refused) X(connections_refused_allowlist) X(peers_closed)          \
+    X(peers_dead) X(keys_released_by_peer_death) X(completions_error) X(subscriptions_refused)      \
+    X(control_dropped) X(rx_errors) X(connection_errors) X(unknown_sender)                         \
+    X(faults_send_error) X(faults_eagain)
+
+/* Rejected incoming messages of every kind (stats.malformed[]), summed. */
+static uint64_t malformed_total(const struct rc_publisher_stats *s)
+{
+    uint64_t sum = 0;
+    for (unsigned k = 0; k < RC_WIRE_ERROR_KINDS; k++)
+        sum += s->malformed[k];
+    return sum;
+}
 
 static void write_publisher_json(FILE *f, const struct publish_thread *threads, unsigned n)
 {
@@ -531,7 +544,10 @@ static void write_publisher_json(FILE *f, const struct publish_thread *threads, 
     }
     PUBLISHER_JSON_FIELDS(WRITE_SUM)
 #undef WRITE_SUM
-    fputc('}', f);
+    uint64_t malformed = 0;
+    for (unsigned i = 0; i < n; i++)
+        malformed += malformed_total(&threads[i].final_stats);
+    fprintf(f, ",\"malformed_total\":%" PRIu64 "}", malformed);
 }
 
 /* The counters a thread and the whole have in common, each with a leading comma. */

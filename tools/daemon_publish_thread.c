@@ -332,6 +332,24 @@ static void share_not_sent(struct publish_thread *th, struct publish_lane *lane,
     share_done(lane, i);
 }
 
+/* net/ counts refused connections (max_subscribers, allow list, version)
+ * and keeps the reason of the last one; an operator must see them in the
+ * log. Checked a few times a second, not per chunk. */
+#define REFUSAL_CHECK_NS 100000000ull
+static void log_new_refusals(struct publish_thread *th, uint64_t now)
+{
+    if (now - th->last_refusal_check_ns < REFUSAL_CHECK_NS)
+        return;
+    th->last_refusal_check_ns = now;
+    struct rc_publisher_stats st;
+    rc_publisher_get_stats(th->pub, &st);
+    if (st.connections_refused == th->refusals_logged)
+        return;
+    rc_warn("publisher %u: %" PRIu64 " connection(s) refused, the last: %s", th->index,
+            st.connections_refused - th->refusals_logged, rc_publisher_last_error(th->pub));
+    th->refusals_logged = st.connections_refused;
+}
+
 /* This thread's subscribers of the tag: the table holds every thread's. */
 static unsigned own_subscribers(struct publish_thread *th, uint64_t tag, uint32_t *out)
 {
@@ -556,6 +574,7 @@ void *rc_publish_thread_main(void *arg)
         uint64_t now = rc_now_ns();
         if (interval && now - th->last_stats_ns >= interval)
             log_thread_stats(th, now);
+        log_new_refusals(th, now);
     }
     publisher_finish(th);
     rc_sub_table_unregister_thread();

@@ -386,13 +386,15 @@ static void write_card_json(FILE *f, struct daemon_card *dc)
             ",\"chunks_truncated\":%" PRIu64 ",\"chunks_error\":%" PRIu64 ",\"chunks_crc\":%" PRIu64
             ",\"chunks_busy\":%" PRIu64 ",\"keys_outstanding\":%" PRIu64 ",\"bad_releases\":%" PRIu64
             ",\"ring_size\":%" PRIu64 ",\"ring_bytes_in_use\":%" PRIu64 ",\"ring_high_water\":%" PRIu64
-            ",\"ring_full_ns\":%" PRIu64 "}",
+            ",\"ring_full_ns\":%" PRIu64 ",\"injected_truncated\":%" PRIu64 ",\"injected_crc\":%" PRIu64
+            ",\"injected_malformed\":%" PRIu64 ",\"injected_seqskip\":%" PRIu64 ",\"card_host_errors\":%" PRIu64 "}",
             dc->params->index, cs.chunks_produced, cs.bytes_produced, cs.stall_ns, rs.chunks, rs.bytes,
             rs.blocks, rs.bad_header, rs.err_malformed, rs.err_seq_gap, rs.err_oversize, rs.err_orphan,
             rs.chunks_dropped_gap, rs.chunks_incomplete, rs.chunks_dropped_pool,
             rs.chunks_dropped_ring, rs.sink_errors, rs.card_bad_status,
             rs.chunks_truncated, rs.chunks_error, rs.chunks_crc, rs.chunks_busy, rs.chunks_in_flight,
-            rs.bad_releases, ring.size, ring.in_use, ring.high_water, ring.full_ns);
+            rs.bad_releases, ring.size, ring.in_use, ring.high_water, ring.full_ns, cs.injected_truncated,
+            cs.injected_crc, cs.injected_malformed, cs.injected_seqskip, cs.host_errors);
 }
 
 static int write_stats_json(struct daemon *d, const struct totals *t, const char *path)
