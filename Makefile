@@ -45,7 +45,7 @@ IT_PROGS  := $(IT_SRC:tests/integration/%.c=$(BUILD)/tests/integration/%)
 STATIC_LIB := $(BUILD)/lib/libringcast.a
 SHARED_LIB := $(BUILD)/lib/libringcast.so
 
-.PHONY: all deps test unit-test integration-test run bench install clean config-example check-example check-clang
+.PHONY: all deps test unit-test integration-test run bench soak install clean config-example check-example check-clang
 all: $(STATIC_LIB) $(SHARED_LIB) $(TOOLS) $(TESTS) $(IT_PROGS)
 
 deps:
@@ -114,6 +114,11 @@ run: deps
 bench: deps
 	@$(MAKE) --no-print-directory -j$(NPROC) all
 	$(BUILD)/bin/ringcast-bench all
+
+# Not in CI: 10 minutes at full rate (tests/soak.sh; SOAK_SECONDS to change).
+soak: deps
+	@$(MAKE) --no-print-directory -j$(NPROC) all
+	@./tests/soak.sh $(BUILD)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/ringcast \

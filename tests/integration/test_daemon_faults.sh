@@ -1,0 +1,155 @@
+#!/bin/sh
+# Fault injection against the real daemon, over tcp (msg) and tcp;ofi_rxm
+# (rdm): provider -FI_EAGAIN storms and error completions ([fabric] fault_*),
+# corrupt blocks from the simulated card, and misbehaving subscribers
+# (bad_peer: gone before subscribing, 100 000 tags, garbage). Each time the
+# daemon keeps running, its counters are exact, no key is lost (and its
+# memory does not grow over repeated rounds of bad peers).
+. "$(dirname "$0")/lib.sh"
+
+PORT=$((20000 + $$ % 20000))
+TAGS=0-0xffff
+BAD="$BUILD/tests/integration/bad_peer"
+
+start_daemon() { # start_daemon NAME OVERRIDES...
+    name=$1; shift
+    "$BIN/ringcast-readout" -c deploy/ringcast.ini -o readout.stats_interval=0 \
+        -o fabric.port="$PORT" "$@" --stats-json "$WORK/$name.json" 2>"$WORK/$name.log" &
+    daemon=$!
+}
+
+# pub NAME FIELD: a counter of the publisher object in the daemon's JSON.
+pub() { grep -o '"publisher":{[^}]*}' "$WORK/$1.json" | head -n 1 | grep -o "\"$2\":[0-9]*" | cut -d: -f2; }
+
+check_keys_back() { # check_keys_back NAME
+    f="$WORK/$1.json"
+    expect_eq "$1 keys_outstanding" "$(json_num keys_outstanding "$f")" 0
+    expect_eq "$1 shares = sent + dropped + failed + unsent" \
+        "$(( $(json_num chunks_sent "$f") + $(json_num chunks_dropped "$f") + $(json_num shares_failed "$f") + $(json_num shares_unsent "$f") ))" \
+        "$(json_num shares "$f")"
+    expect_eq "$1 decoded + queued - dispatched = no_subscriber + published + abandoned" \
+        "$(( $(json_num chunks_no_subscriber "$f") + $(json_num chunks_published "$f") + $(json_num chunks_abandoned "$f") ))" \
+        "$(( $(json_num chunks_decoded "$f") + $(json_num chunks_queued "$f") - $(json_num chunks_dispatched "$f") ))"
+}
+
+# -FI_EAGAIN storms: every 3000th data send starts 400 refusals in a row.
+# The daemon waits them out: a verifying subscriber still gets every chunk.
+storm_run() { # storm_run PROVIDER ENDPOINT
+    name="storm-$2"; n=60000
+    start_daemon "$name" -o fabric.provider="$1" -o fabric.endpoint="$2" -o readout.wait_subscribers=1 \
+        -o readout.linger=20s -o sim.0.run_chunks=$n -o sim.0.chunk_size_min=16 -o sim.0.chunk_size_max=3000 \
+        -o fabric.fault_eagain_every=3000 -o fabric.fault_eagain_burst=400
+    start_sub "$name-sub" "$1" "$2" --verify --count $n; s=$sub
+    wait_sub "$name-sub" "$s"
+    wait_daemon "$name"
+    f="$WORK/$name-sub.json"
+    expect_eq "$name subscriber chunks" "$(json_num chunks "$f")" $n
+    expect_eq "$name gaps" "$(json_num gaps "$f")" 0
+    expect_eq "$name corrupt" "$(json_num corrupt "$f")" 0
+    expect_gt "$name faults_eagain" "$(pub "$name" faults_eagain)" 0
+    [ "$(pub "$name" again_provider)" -ge "$(pub "$name" faults_eagain)" ] ||
+        fail "$name: again_provider < faults_eagain"
+    ok "$name: every injected -FI_EAGAIN seen as provider back-pressure"
+    check_keys_back "$name"
+    PORT=$((PORT + 1))
+}
+
+# Error completions: every 20000th successful data completion becomes an
+# error. Each one costs its subscriber the connection (declared dead, keys
+# back); ringcast-sub reconnects and goes on. Counted exactly.
+error_run() { # error_run PROVIDER ENDPOINT
+    name="senderr-$2"
+    start_daemon "$name" -o fabric.provider="$1" -o fabric.endpoint="$2" -o sim.0.rate=100Mchunks/s \
+        -o sim.0.chunk_size_min=64 -o sim.0.chunk_size_max=512 -o fabric.fault_send_error_every=20000 \
+        -o fabric.peer_timeout=1s
+    start_sub "$name-sub" "$1" "$2" --duration 6; s=$sub
+    wait_sub "$name-sub" "$s"
+    kill -TERM "$daemon"
+    wait_daemon "$name"
+    injected=$(pub "$name" faults_send_error)
+    expect_gt "$name faults_send_error" "$injected" 1
+    expect_eq "$name completions_error = injected" "$(pub "$name" completions_error)" "$injected"
+    [ "$(pub "$name" peers_dead)" -ge "$injected" ] || fail "$name: fewer dead peers than errors"
+    ok "$name: every error completion declared its subscriber dead"
+    expect_gt "$name subscriber reconnects" "$(json_num reconnects "$WORK/$name-sub.json")" 0
+    check_keys_back "$name"
+    PORT=$((PORT + 1))
+}
+
+# Corrupt blocks (a trailer whose length does not fit) at a rate of 1e-3:
+# counted as decode errors, never delivered; everything else arrives intact.
+corrupt_run() {
+    name=corrupt; n=100000
+    start_daemon "$name" -o readout.wait_subscribers=1 -o readout.linger=20s -o sim.0.run_chunks=$n \
+        -o sim.0.err_malformed=0.001 -o sim.0.chunk_size_min=16 -o sim.0.chunk_size_max=2000
+    start_sub "$name-sub" tcp msg --json --duration 30; s=$sub
+    wait "$daemon"; st=$?
+    [ "$st" -eq 0 ] || { cat "$WORK/$name.log"; fail "$name: daemon exit status $st"; }
+    kill -INT "$s" 2>/dev/null; wait "$s"
+    f="$WORK/$name.json"
+    errors=$(json_num decode_errors "$f")
+    expect_gt "$name decode_errors" "$errors" 0
+    expect_eq "$name malformed blocks decoded = injected" "$(json_num err_malformed "$f")" "$(json_num injected_malformed "$f")"
+    expect_eq "$name subscriber chunks = chunks sent" "$(json_num chunks "$WORK/$name-sub.json")" \
+        "$(json_num chunks_sent "$f")"
+    check_keys_back "$name"
+    PORT=$((PORT + 1))
+}
+
+# rss_kb PID: resident set of a process in KiB.
+rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+
+bad_round() { # bad_round PROVIDER ENDPOINT: one of each kind of bad peer
+    for i in 1 2 3; do "$BAD" vanish 127.0.0.1 "$PORT" "$1" "$2" || fail "bad_peer vanish"; done
+    "$BAD" many-tags 127.0.0.1 "$PORT" "$1" "$2" 100000 >"$WORK/many.json" || fail "bad_peer many-tags"
+    "$BAD" garbage 127.0.0.1 "$PORT" "$1" "$2" 1000 || fail "bad_peer garbage"
+}
+
+# Misbehaving subscribers next to a verifying one: 5 rounds of 3 that leave
+# before subscribing, one asking for 100 000 tags (1024 disjoint ranges are
+# accepted, the 97 further requests refused) and one sending 1000 malformed
+# messages. The good subscriber gets every chunk; memory stays flat.
+bad_peer_run() { # bad_peer_run PROVIDER ENDPOINT
+    name="badpeers-$2"; rounds=5
+    start_daemon "$name" -o fabric.provider="$1" -o fabric.endpoint="$2" -o sim.0.rate=50000chunks/s \
+        -o sim.0.chunk_size_min=16 -o sim.0.chunk_size_max=3000 -o fabric.peer_timeout=1s
+    start_sub "$name-good" "$1" "$2" --verify --duration 600; good=$sub
+    sleep 1
+    bad_round "$1" "$2"
+    expect_eq "$name many-tags refused" "$(json_num sub_refused "$WORK/many.json")" 97
+    rss_first=$(rss_kb "$daemon")
+    r=1; while [ $r -lt $rounds ]; do bad_round "$1" "$2"; r=$((r + 1)); done
+    sleep 2   # rdm: vanished peers are found by silence (peer_timeout 1 s)
+    rss_last=$(rss_kb "$daemon")
+    kill -INT "$good"; wait_sub "$name-good" "$good"
+    kill -TERM "$daemon"; wait_daemon "$name"
+    echo "   $name: daemon RSS after round 1: $rss_first KiB, after round $rounds: $rss_last KiB"
+    if [ "$2" = msg ]; then
+        [ $((rss_last - rss_first)) -lt 2048 ] || fail "$name: RSS grew by $((rss_last - rss_first)) KiB"
+        ok "$name: RSS grew by less than 2 MiB over $((rounds - 1)) rounds"
+    else
+        # tcp;ofi_rxm keeps growing its buffer pools with every connection that
+        # carried data (measured: about 0.5 MiB per such subscriber, none for
+        # connections without data, flat for one long connection); see
+        # net/README.md, "Memory over rxm". Reported, not asserted.
+        echo "   $name: RSS not asserted over rxm (net/README.md, Memory over rxm)"
+    fi
+    f="$WORK/$name-good.json"
+    expect_eq "$name good subscriber gaps" "$(json_num gaps "$f")" 0
+    expect_eq "$name good subscriber corrupt" "$(json_num corrupt "$f")" 0
+    expect_gt "$name good subscriber chunks" "$(json_num chunks "$f")" 0
+    expect_eq "$name connections" "$(pub "$name" connections)" $((1 + rounds * 5))
+    expect_eq "$name subscriptions_refused" "$(pub "$name" subscriptions_refused)" $((rounds * 97))
+    expect_eq "$name malformed messages" "$(pub "$name" malformed_total)" $((rounds * 1000))
+    check_keys_back "$name"
+    PORT=$((PORT + 1))
+}
+
+for v in "tcp msg" "tcp;ofi_rxm rdm"; do
+    set -- $v
+    storm_run "$1" "$2"
+    error_run "$1" "$2"
+    bad_peer_run "$1" "$2"
+done
+corrupt_run
+echo "test_daemon_faults: $checks checks passed"
