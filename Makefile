@@ -41,9 +41,11 @@ TEST_AUX_OBJ := $(TEST_AUX:%.c=$(BUILD)/obj/%.o)
 TESTS     := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 STATIC_LIB := $(BUILD)/lib/libringcast.a
 SHARED_LIB := $(BUILD)/lib/libringcast.so
+# LD_PRELOAD allocation counter for ringcast-bench (not part of the library).
+ALLOC_SHIM := $(BUILD)/lib/librc_alloc_count.so
 
 .PHONY: all deps test unit-test integration-test run bench install clean config-example check-example check-clang
-all: $(STATIC_LIB) $(SHARED_LIB) $(TOOLS) $(TESTS)
+all: $(STATIC_LIB) $(SHARED_LIB) $(TOOLS) $(TESTS) $(ALLOC_SHIM)
 
 deps:
 	@./deploy/install-deps.sh
@@ -67,6 +69,10 @@ $(STATIC_LIB): $(LIB_OBJ)
 $(SHARED_LIB): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) -shared -o $@ $^ $(LDLIBS)
+
+$(ALLOC_SHIM): tools/alloc_count/alloc_count.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(WARN) -fPIC -shared $(CFLAGS) -o $@ $<
 
 $(BUILD)/bin/%: $(BUILD)/obj/tools/%.o $(TOOL_AUX_OBJ) $(STATIC_LIB)
 	@mkdir -p $(dir $@)
