@@ -8,6 +8,7 @@
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -124,7 +125,7 @@ static void target_zc_ratio(const struct rc_bench_report *r, FILE *out)
             !w->has_ratio)
             continue;
         char size[32];
-        fprintf(out, "%s %s %.2f %s", n++ ? "," : "", rc_format_size(w->chunk_size, size, sizeof size),
+        fprintf(out, "%s %s %.3f %s", n++ ? "," : "", rc_format_size(w->chunk_size, size, sizeof size),
                 w->ratio_to_raw, verdict(w->ratio_to_raw >= TARGET_ZC_RATIO));
     }
     fprintf(out, "%s\n", n ? "" : " not measured");
@@ -283,7 +284,9 @@ int rc_bench_write_plots(const struct rc_bench_report *r, const char *dir)
     char csv[600], gp[600];
     snprintf(csv, sizeof csv, "%s/bench.csv", dir);
     snprintf(gp, sizeof gp, "%s/plot.gp", dir);
-    int rc = write_csv(r, csv);
+    int rc = mkdir(dir, 0755) == 0 || errno == EEXIST ? 0 : -errno;
+    if (rc == 0)
+        rc = write_csv(r, csv);
     if (rc) {
         fprintf(stderr, "ringcast-bench: --plot: cannot write %s: %s\n", csv, strerror(-rc));
         return rc;

@@ -54,7 +54,7 @@ struct bench {
     struct rc_config cfg;             /* defaults + provider/endpoint: the pipeline's settings */
     char bindir[PATH_MAX];
     char shim[PATH_MAX + 32];         /* "" when the allocation counter is not built */
-    char workdir[64];                 /* "" until a pipeline run needs one */
+    char workdir[PATH_MAX];           /* "" until a pipeline run needs one */
 };
 
 struct bench_mode {
@@ -343,8 +343,9 @@ static int ensure_workdir(struct bench *b)
 {
     if (b->workdir[0])
         return 0;
+    const char *tmp = getenv("TMPDIR");
     snprintf(b->workdir, sizeof b->workdir, "%s/ringcast-bench.XXXXXX",
-             getenv("TMPDIR") && strlen(getenv("TMPDIR")) < 32 ? getenv("TMPDIR") : "/tmp");
+             tmp && *tmp && strlen(tmp) < 256 ? tmp : "/tmp");
     if (!mkdtemp(b->workdir)) {
         fprintf(stderr, "ringcast-bench: cannot create %s: %s\n", b->workdir, strerror(errno));
         b->workdir[0] = '\0';
@@ -607,7 +608,7 @@ static void remove_workdir(struct bench *b, bool failed)
         return;
     }
     static const char *const names[] = { "bench.ini", "daemon.json", "daemon.log", "daemon.allocs" };
-    char path[600];
+    char path[PATH_MAX + 32];
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         snprintf(path, sizeof path, "%s/%s", b->workdir, names[i]);
         unlink(path);
@@ -661,7 +662,9 @@ static int parse_one_size(const char *item, uint64_t *out)
 static int parse_sizes(const char *arg, struct bench_opts *o)
 {
     char copy[512];
-    if (strlen(arg) >= sizeof copy || !*arg || arg[strlen(arg) - 1] == ',')
+    /* strtok_r would skip empty items: an empty item is a typo, refuse it. */
+    if (strlen(arg) >= sizeof copy || !*arg || arg[0] == ',' || arg[strlen(arg) - 1] == ',' ||
+        strstr(arg, ",,"))
         return -EINVAL;
     strcpy(copy, arg);
     o->nsizes = 0;
