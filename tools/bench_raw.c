@@ -20,6 +20,7 @@
 /* After the sender stopped: the last receives must come within this. */
 #define RAW_DRAIN_TIMEOUT_NS (30ull * 1000000000ull)
 #define RAW_PAGE 4096u
+#define RAW_WAIT_NS 1000000ull          /* longest single wait for completions */
 
 enum receiver_state { RX_STARTING = 0, RX_LISTENING, RX_FAILED };
 
@@ -127,26 +128,46 @@ static bool receiving_done(struct raw_run *r)
     return r->received >= atomic_load(&r->expected) || atomic_load(&r->abort);
 }
 
+struct receiver {
+    struct raw_run *r;
+    struct raw_endpoint *e;
+};
+
+/* One batch of receive completions, each receive posted again: the count,
+ * or -errno. */
+static int receive_some(void *arg)
+{
+    struct receiver *rx = arg;
+    struct raw_run *r = rx->r;
+    struct raw_endpoint *e = rx->e;
+    struct rc_fabric_cqe cqe[RAW_CQ_BATCH];
+    int n = rc_fabric_cq_poll(&e->f, cqe, RAW_CQ_BATCH, r->rx_err, sizeof r->rx_err);
+    uint64_t now = rc_now_ns();
+    for (int i = 0; i < n; i++) {
+        if (cqe[i].err)
+            return rc_fabric_error(&e->f, r->rx_err, sizeof r->rx_err, "raw: receive completion", cqe[i].err);
+        r->received++;
+        r->bytes += cqe[i].len;
+        r->last_rx_ns = now;
+        int rc = post_recv(e, r->p->msg_size, (uint32_t)((uintptr_t)cqe[i].context - 1));
+        if (rc)
+            return rc_fabric_error(&e->f, r->rx_err, sizeof r->rx_err, "fi_recv(again)", rc);
+    }
+    return n;
+}
+
+/* Waits like the pipeline's threads: spin fabric.poll_spin, then sleep on
+ * the CQ's fd (rc_fabric_wait_adaptive), so two spinning threads do not
+ * take the cores the kernel needs to move the data. */
 static int receive_loop(struct raw_run *r, struct raw_endpoint *e)
 {
-    struct rc_fabric_cqe cqe[RAW_CQ_BATCH];
+    struct receiver rx = { r, e };
     uint64_t drain_deadline = 0;
     while (!receiving_done(r)) {
-        int n = rc_fabric_cq_poll(&e->f, cqe, RAW_CQ_BATCH, r->rx_err, sizeof r->rx_err);
+        int n = rc_fabric_wait_adaptive(&e->f, receive_some, &rx, RAW_WAIT_NS);
         if (n < 0)
             return n;
         uint64_t now = rc_now_ns();
-        for (int i = 0; i < n; i++) {
-            if (cqe[i].err)
-                return rc_fabric_error(&e->f, r->rx_err, sizeof r->rx_err, "raw: receive completion",
-                                       cqe[i].err);
-            r->received++;
-            r->bytes += cqe[i].len;
-            r->last_rx_ns = now;
-            int rc = post_recv(e, r->p->msg_size, (uint32_t)((uintptr_t)cqe[i].context - 1));
-            if (rc)
-                return rc_fabric_error(&e->f, r->rx_err, sizeof r->rx_err, "fi_recv(again)", rc);
-        }
         if (atomic_load(&r->expected) != UINT64_MAX && drain_deadline == 0)
             drain_deadline = now + RAW_DRAIN_TIMEOUT_NS;
         if (drain_deadline && now > drain_deadline) {
@@ -211,25 +232,32 @@ static int sender_open(struct raw_run *r, struct raw_endpoint *e, fi_addr_t *des
     return rc;
 }
 
-/* Completions of sends: returns how many, or -errno. */
-static int reap_sends(struct raw_endpoint *e, char *err, size_t errlen)
+struct send_state {
+    struct raw_endpoint *e;
+    uint64_t sent, outstanding, offset;
+    char *err;
+    size_t errlen;
+};
+
+/* Completions of sends: how many, or -errno. */
+static int reap_sends(void *arg)
 {
+    struct send_state *s = arg;
     struct rc_fabric_cqe cqe[RAW_CQ_BATCH];
-    int n = rc_fabric_cq_poll(&e->f, cqe, RAW_CQ_BATCH, err, errlen);
+    int n = rc_fabric_cq_poll(&s->e->f, cqe, RAW_CQ_BATCH, s->err, s->errlen);
     for (int i = 0; i < n; i++)
         if (cqe[i].err)
-            return rc_fabric_error(&e->f, err, errlen, "raw: send completion", cqe[i].err);
+            return rc_fabric_error(&s->e->f, s->err, s->errlen, "raw: send completion", cqe[i].err);
+    if (n > 0)
+        s->outstanding -= (uint64_t)n;
     return n;
 }
 
-struct send_state {
-    uint64_t sent, outstanding, offset;
-};
-
-/* Keep the window full until the deadline; 0 or -errno. */
-static int send_loop(struct raw_run *r, struct raw_endpoint *e, fi_addr_t dest, uint64_t deadline,
-                     struct send_state *s, char *err, size_t errlen)
+/* Keep the window full until the deadline; when it is full (or the
+ * provider's queue is), wait for completions as the publisher does. */
+static int send_loop(struct raw_run *r, fi_addr_t dest, uint64_t deadline, struct send_state *s)
 {
+    struct raw_endpoint *e = s->e;
     const uint32_t size = r->p->msg_size;
     while (!atomic_load(&r->abort) && rc_now_ns() < deadline) {
         while (s->outstanding < r->p->window) {
@@ -239,30 +267,27 @@ static int send_loop(struct raw_run *r, struct raw_endpoint *e, fi_addr_t dest, 
             if (rc == -FI_EAGAIN)
                 break;
             if (rc)
-                return rc_fabric_error(&e->f, err, errlen, "fi_send", (int)rc);
+                return rc_fabric_error(&e->f, s->err, s->errlen, "fi_send", (int)rc);
             s->offset += size;
             s->outstanding++;
             s->sent++;
         }
-        int n = reap_sends(e, err, errlen);
+        int n = rc_fabric_wait_adaptive(&e->f, reap_sends, s, RAW_WAIT_NS);
         if (n < 0)
             return n;
-        s->outstanding -= (uint64_t)n;
     }
     return 0;
 }
 
-static int drain_sends(struct raw_run *r, struct raw_endpoint *e, struct send_state *s, char *err,
-                       size_t errlen)
+static int drain_sends(struct raw_run *r, struct send_state *s)
 {
     uint64_t deadline = rc_now_ns() + RAW_DRAIN_TIMEOUT_NS;
     while (s->outstanding > 0 && !atomic_load(&r->abort)) {
-        int n = reap_sends(e, err, errlen);
+        int n = rc_fabric_wait_adaptive(&s->e->f, reap_sends, s, RAW_WAIT_NS);
         if (n < 0)
             return n;
-        s->outstanding -= (uint64_t)n;
         if (rc_now_ns() > deadline) {
-            rc_set_err(err, errlen, "raw: %llu sends never completed", (unsigned long long)s->outstanding);
+            rc_set_err(s->err, s->errlen, "raw: %llu sends never completed", (unsigned long long)s->outstanding);
             return -ETIMEDOUT;
         }
     }
@@ -285,27 +310,28 @@ static double cpu_seconds_self(void)
            (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 }
 
-static int run_sender(struct raw_run *r, uint64_t *t0, char *err, size_t errlen)
+/* The caller closes e after the receiver finished: closing it earlier
+ * would end the connection, and the receiver's posted receives would
+ * complete as cancelled while the last messages may still be on their way. */
+static int run_sender(struct raw_run *r, struct raw_endpoint *e, uint64_t *t0, char *err, size_t errlen)
 {
-    struct raw_endpoint e = {0};
     fi_addr_t dest;
-    struct send_state s = {0};
+    struct send_state s = { .e = e, .err = err, .errlen = errlen };
     int rc = 0;
     if (!wait_receiver_listening(r)) {
         rc_set_err(err, errlen, "raw: the receiver did not start listening within 10 s");
         rc = -ECANCELED;
     }
     if (rc == 0)
-        rc = sender_open(r, &e, &dest, err, errlen);
+        rc = sender_open(r, e, &dest, err, errlen);
     *t0 = rc_now_ns();
     if (rc == 0)
-        rc = send_loop(r, &e, dest, *t0 + (uint64_t)(r->p->seconds * 1e9), &s, err, errlen);
+        rc = send_loop(r, dest, *t0 + (uint64_t)(r->p->seconds * 1e9), &s);
     if (rc == 0)
-        rc = drain_sends(r, &e, &s, err, errlen);
+        rc = drain_sends(r, &s);
     atomic_store(&r->expected, s.sent);
     if (rc)
         atomic_store(&r->abort, true);
-    endpoint_close(&e);
     return rc;
 }
 
@@ -334,8 +360,10 @@ int rc_bench_raw_run(const struct rc_bench_raw_params *p, struct rc_bench_raw_re
         return -rc;
     }
     uint64_t t0 = 0;
-    rc = run_sender(r, &t0, err, errlen);
+    struct raw_endpoint sender = {0};
+    rc = run_sender(r, &sender, &t0, err, errlen);
     pthread_join(rx, NULL);
+    endpoint_close(&sender);
     /* The sender stops without an error of its own when the receiver
      * failed: then the receiver's reason is the one to report. */
     if (r->rx_rc && (rc == 0 || rc == -ECANCELED)) {
