@@ -24,8 +24,10 @@
 #define RUN_GRACE_NS        (60ull * 1000000000ull)
 #define COUNT_RUN_LIMIT_NS  (180ull * 1000000000ull)
 #define SUB_EXIT_TIMEOUT_NS (10ull * 1000000000ull)
-#define BLOCK_SIZE          4096u       /* the [card.N] default */
 #define BLOCK_OVERHEAD      8u          /* header and one trailer */
+#define DEFAULT_MAX_PIECES  64u         /* the [card.N] default */
+#define SUB_RX_DEFAULT      65536u      /* ringcast-sub's default receive buffer */
+#define SUB_RX_HEADROOM     4096u       /* DATA header, rounded to a page */
 
 uint16_t rc_bench_free_port(void)
 {
@@ -133,9 +135,9 @@ static const char *fill_name(enum rc_sim_fill f)
 }
 
 /* A chunk spans this many blocks at most (the decoder's piece limit). */
-static uint32_t pieces_needed(uint32_t chunk_size)
+static uint32_t pieces_needed(uint32_t chunk_size, uint32_t block_size)
 {
-    return chunk_size / (BLOCK_SIZE - BLOCK_OVERHEAD) + 2u;
+    return chunk_size / (block_size - BLOCK_OVERHEAD) + 2u;
 }
 
 static int write_config(const struct rc_bench_pipe_params *p, uint16_t port, const char *path,
@@ -153,7 +155,7 @@ static int write_config(const struct rc_bench_pipe_params *p, uint16_t port, con
         snprintf(run, sizeof run, "run_chunks = %" PRIu64, p->run_chunks);
     else
         snprintf(run, sizeof run, "run_time = %.0fms", p->seconds * 1e3);
-    uint32_t pieces = pieces_needed(p->chunk_size);
+    uint32_t pieces = pieces_needed(p->chunk_size, p->block_size);
     fprintf(f,
             "# written by ringcast-bench for one measurement\n"
             "[readout]\nstats_interval = 0\nmode = %s\nwait_subscribers = %u\n"
@@ -162,7 +164,8 @@ static int write_config(const struct rc_bench_pipe_params *p, uint16_t port, con
             "[sim.0]\nchunk_size_min = %" PRIu32 "\nchunk_size_max = %" PRIu32 "\nfill = %s\n"
             "rate = %s\n%s\n",
             p->buffered ? "buffered" : "zerocopy", p->subscribers, p->provider,
-            p->rdm ? "rdm" : "msg", (unsigned)port, BLOCK_SIZE, pieces < 64 ? 64 : pieces,
+            p->rdm ? "rdm" : "msg", (unsigned)port, p->block_size,
+            pieces < DEFAULT_MAX_PIECES ? DEFAULT_MAX_PIECES : pieces,
             p->chunk_size, p->chunk_size, fill_name(p->fill), rate, run);
     if (fclose(f) != 0) {
         rc_set_err(err, errlen, "pipeline: %s: %s", path, strerror(errno));
@@ -263,11 +266,16 @@ static pid_t start_daemon(const struct rc_bench_pipe_params *p, const struct run
 static pid_t start_subscriber(const struct rc_bench_pipe_params *p, const struct run_files *fl,
                               unsigned i, uint16_t port)
 {
-    char exe[512], connect[64];
+    char exe[512], connect[64], rx[32];
     path_in(exe, sizeof exe, p->bindir, "ringcast-sub");
     snprintf(connect, sizeof connect, "127.0.0.1:%u", (unsigned)port);
+    /* Receive buffers that hold a whole chunk, as the raw stream's do: the
+     * publisher then cuts a chunk only where the transport's iov limit
+     * makes it, and the subscriber reassembles only those. */
+    uint32_t rx_size = p->chunk_size + SUB_RX_HEADROOM;
+    snprintf(rx, sizeof rx, "%u", rx_size < SUB_RX_DEFAULT ? SUB_RX_DEFAULT : rx_size);
     char *argv[] = { exe, "--connect", connect, "--provider", (char *)p->provider, "--endpoint",
-                     p->rdm ? "rdm" : "msg", "--tags", "all", "--json",
+                     p->rdm ? "rdm" : "msg", "--tags", "all", "--json", "--rx-buffer-size", rx,
                      p->latency ? "--latency" : NULL, NULL };
     return spawn(argv, fl->sub_json[i], fl->sub_log[i], NULL);
 }

@@ -6,7 +6,8 @@
  * on 127.0.0.1 and a free port), starts build/bin/ringcast-readout with
  * --stats-json (optionally under the allocation counter, LD_PRELOAD), waits
  * until it listens, starts `subscribers` ringcast-sub --tags all --json
- * (--latency when asked); the daemon holds the card until all subscribed
+ * (--latency when asked; receive buffers of max(64 KiB, chunk + 4 KiB),
+ * like the raw stream's, which hold one chunk); the daemon holds the card until all subscribed
  * (readout.wait_subscribers), runs for the time or chunk count, drains and
  * exits; then the subscribers get SIGTERM and print their summaries. Every
  * child is reaped; its CPU time comes from getrusage(RUSAGE_CHILDREN).
@@ -28,6 +29,7 @@ struct rc_bench_pipe_params {
     const char *provider;
     bool rdm;
     uint32_t chunk_size;
+    uint32_t block_size;           /* [card.0] block_size (c0ce) */
     bool buffered;                 /* readout.mode = buffered, else zerocopy */
     enum rc_sim_fill fill;
     double seconds;                /* sim run_time (used when run_chunks is 0) */
