@@ -418,10 +418,12 @@ static void idle_wait(struct rc_sim_fw *fw, uint64_t *idle_since)
         return;
     }
     case RC_FW_RATE_LIMITED:
-        if (fw->wait_hint_ns > STALL_SLEEP_NS)
-            rc_sleep_ns(fw->wait_hint_ns < RATE_MAX_SLEEP_NS ? fw->wait_hint_ns : RATE_MAX_SLEEP_NS);
-        else
-            rc_sim_cpu_relax();
+        /* Sleep even for a short wait: spinning would keep a core busy
+         * for the whole run, taking it from the host's threads (a real card
+         * costs the host nothing). Oversleeping loses no rate: the tokens
+         * keep coming into the bucket, which holds RATE_BURST_S of them, and
+         * the next tick writes them. */
+        rc_sleep_ns(fw->wait_hint_ns < RATE_MAX_SLEEP_NS ? fw->wait_hint_ns : RATE_MAX_SLEEP_NS);
         return;
     default:
         rc_sleep_ns(IDLE_SLEEP_NS);
