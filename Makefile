@@ -110,9 +110,10 @@ run: deps
 	@$(MAKE) --no-print-directory -j$(NPROC) all
 	@./tools/run-demo.sh $(BUILD)
 
+# make bench BENCH_ARGS="--plot build/bench --json" passes options to ringcast-bench.
 bench: deps
 	@$(MAKE) --no-print-directory -j$(NPROC) all
-	$(BUILD)/bin/ringcast-bench all
+	$(BUILD)/bin/ringcast-bench all $(BENCH_ARGS)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/ringcast \

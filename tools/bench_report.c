@@ -51,7 +51,7 @@ static void print_line(FILE *f, const struct rc_bench_row *w)
         snprintf(extra, sizeof extra, "%s: p50 %.1f p99 %.1f p99.9 %.1f max %.1f us; ", w->mode, w->p50_us,
                  w->p99_us, w->p999_us, w->max_us);
     else if (w->subscribers)
-        snprintf(extra, sizeof extra, "%u subscribers; ", w->subscribers);
+        snprintf(extra, sizeof extra, "%u subscriber%s; ", w->subscribers, w->subscribers == 1 ? "" : "s");
     fprintf(f, "%-9s %-9s %6s %8.3f %10.4f %9.2f %6s %10s %10s  %s%s\n", w->test, w->fill ? w->fill : "-",
             size, w->gbytes_per_s, w->chunks_per_s / 1e6, w->cpu_s_per_gb, ratio, mallocs, copied, extra,
             w->note);
