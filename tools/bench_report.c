@@ -219,7 +219,9 @@ static int write_csv(const struct rc_bench_report *r, const char *path)
     return fclose(f) == 0 ? 0 : -EIO;
 }
 
-/* One gnuplot plot of CSV column `col` over chunk size for the series. */
+/* One gnuplot plot of CSV column `col` over chunk size for the series; awk
+ * picks each series' rows (gnuplot's own filters leave undefined points
+ * that break the lines). */
 static void gp_plot(FILE *f, const char *dir, const char *png, const char *ylabel, int col)
 {
     static const struct { const char *test, *fill, *title; } series[] = {
@@ -231,9 +233,9 @@ static void gp_plot(FILE *f, const char *dir, const char *png, const char *ylabe
     };
     fprintf(f, "set output '%s/%s'\nset ylabel '%s'\nplot ", dir, png, ylabel);
     for (size_t i = 0; i < sizeof series / sizeof series[0]; i++)
-        fprintf(f, "%s'%s/bench.csv' every ::1 using 5:((strcol(1) eq '%s' && strcol(2) eq '%s') ? $%d : 1/0) "
-                   "with linespoints title '%s'", i ? ", \\\n     " : "", dir, series[i].test, series[i].fill,
-                col, series[i].title);
+        fprintf(f, "%s\"< awk -F, '$1 == \\\"%s\\\" && $2 == \\\"%s\\\"' '%s/bench.csv'\" using 5:%d "
+                   "with linespoints title '%s'", i ? ", \\\n     " : "", series[i].test, series[i].fill, dir, col,
+                series[i].title);
     fputc('\n', f);
 }
 
@@ -244,7 +246,8 @@ static int write_gnuplot_script(const char *dir, const char *path)
         return -errno;
     fprintf(f, "# written by ringcast-bench --plot: gnuplot %s\n"
                "set datafile separator ','\nset terminal png size 900,600\nset logscale x 2\n"
-               "set logscale y 10\nset grid\nset key top left\nset xlabel 'chunk size (bytes)'\n", path);
+               "set logscale y 10\nset grid\nset key top left\nset xlabel 'chunk size (bytes)'\n"
+               "set offsets graph 0.03, graph 0.03, 0, 0\n", path);
     gp_plot(f, dir, "throughput.png", "GB/s (1e9 bytes/s)", 6);
     gp_plot(f, dir, "chunk_rate.png", "chunks/s", 7);
     return fclose(f) == 0 ? 0 : -EIO;
