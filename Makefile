@@ -44,9 +44,11 @@ IT_SRC    := $(wildcard tests/integration/*.c)
 IT_PROGS  := $(IT_SRC:tests/integration/%.c=$(BUILD)/tests/integration/%)
 STATIC_LIB := $(BUILD)/lib/libringcast.a
 SHARED_LIB := $(BUILD)/lib/libringcast.so
+# LD_PRELOAD allocation counter for ringcast-bench (not part of the library).
+ALLOC_SHIM := $(BUILD)/lib/librc_alloc_count.so
 
 .PHONY: all deps test unit-test integration-test run bench soak install clean config-example check-example check-clang
-all: $(STATIC_LIB) $(SHARED_LIB) $(TOOLS) $(TESTS) $(IT_PROGS)
+all: $(STATIC_LIB) $(SHARED_LIB) $(TOOLS) $(TESTS) $(IT_PROGS) $(ALLOC_SHIM)
 
 deps:
 	@./deploy/install-deps.sh
@@ -70,6 +72,10 @@ $(STATIC_LIB): $(LIB_OBJ)
 $(SHARED_LIB): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) -shared -o $@ $^ $(LDLIBS)
+
+$(ALLOC_SHIM): tools/alloc_count/alloc_count.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(WARN) -fPIC -shared $(CFLAGS) -o $@ $<
 
 $(BUILD)/bin/%: $(BUILD)/obj/tools/%.o $(TOOL_AUX_OBJ) $(STATIC_LIB)
 	@mkdir -p $(dir $@)
@@ -111,9 +117,10 @@ run: deps
 	@$(MAKE) --no-print-directory -j$(NPROC) all
 	@./tools/run-demo.sh $(BUILD)
 
+# make bench BENCH_ARGS="--plot build/bench --json" passes options to ringcast-bench.
 bench: deps
 	@$(MAKE) --no-print-directory -j$(NPROC) all
-	$(BUILD)/bin/ringcast-bench all
+	$(BUILD)/bin/ringcast-bench all $(BENCH_ARGS)
 
 # Not in CI: 10 minutes at full rate (tests/soak.sh; SOAK_SECONDS to change).
 soak: deps

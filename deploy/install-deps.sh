@@ -4,11 +4,12 @@
 # missing it does not touch apt at all (so it is fast and works offline).
 set -eu
 
-# Build and runtime dependencies (pkg-config names in the Makefile).
+# Build and runtime dependencies (pkg-config names in the Makefile); jq reads
+# the JSON of ringcast-bench in the integration tests.
 PACKAGES="build-essential pkg-config clang
 libfabric-dev libfabric1 libibverbs-dev rdma-core
 libdpdk-dev liburcu-dev libcunit1-dev libinih-dev
-libclang-rt-14-dev iproute2 procps"
+libclang-rt-14-dev iproute2 procps jq"
 # Optional tools used by `make bench --plot`; installed only when asked.
 if [ "${RINGCAST_WITH_PLOT:-0}" = 1 ]; then
     PACKAGES="$PACKAGES gnuplot-nox"

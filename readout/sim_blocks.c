@@ -3,6 +3,7 @@
 #include "readout/sim_blocks.h"
 #include "dma/errbuf.h"
 
+#include <endian.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "dma/monotonic.h"
 #include "readout/pattern.h"
 
 /* Longest chunk the generator makes: far beyond any real e-link packet, and
@@ -255,8 +257,13 @@ static int validate_sim(const struct rc_sim_gen_config *c, char *err, size_t err
                 s->chunk_size_min, s->chunk_size_max, RC_SIM_MAX_CHUNK);
         return -EINVAL;
     }
-    if (s->fill != RC_FILL_PATTERN && s->fill != RC_FILL_NONE) {
+    if (s->fill != RC_FILL_PATTERN && s->fill != RC_FILL_NONE && s->fill != RC_FILL_TIMESTAMP) {
         rc_set_err(err, errlen, "sim: unknown fill %d", (int)s->fill);
+        return -EINVAL;
+    }
+    if (s->fill == RC_FILL_TIMESTAMP && s->chunk_size_min < RC_SIM_STAMP_BYTES) {
+        rc_set_err(err, errlen, "sim: fill = timestamp needs chunk_size_min >= %u (the stamp), not %" PRIu32,
+                   RC_SIM_STAMP_BYTES, s->chunk_size_min);
         return -EINVAL;
     }
     const struct { const char *name; double p; } probs[] = {
@@ -422,11 +429,18 @@ static bool budget_allows_new(const struct rc_sim_budget *b, const struct rc_sim
     return !b || (info->chunks_started < b->new_chunks && info->payload_bytes < b->payload_bytes);
 }
 
+/* The stamp goes into the subchunk that holds the chunk's first bytes, i.e.
+ * when the firmware writes the chunk's first block (chunks are >= 8 bytes,
+ * and a first subchunk holds at least 8: first_subchunk_min()). */
 static void fill_payload(const struct rc_sim_gen *g, uint8_t *dst, uint32_t from, uint32_t n,
                          unsigned elink, uint64_t tag_seq)
 {
-    if (g->c.sim.fill == RC_FILL_PATTERN)
+    if (g->c.sim.fill == RC_FILL_PATTERN) {
         rc_pattern_fill(dst, from, n, g->c.tag_base + elink, tag_seq);
+    } else if (g->c.sim.fill == RC_FILL_TIMESTAMP && from == 0) {
+        uint64_t le = htole64(rc_now_ns());
+        memcpy(dst, &le, RC_SIM_STAMP_BYTES);
+    }
 }
 
 /* Append one subchunk of the e-link's current chunk and account for it. */
@@ -494,6 +508,12 @@ static void continue_chunk(struct rc_sim_gen *g, struct rc_blk *b, unsigned elin
         put_subchunk(g, b, elink, FELIX_SUB_MIDDLE, rc_blk_room(b), info);
 }
 
+/* A timestamp must lie whole in the chunk's first block. */
+static uint32_t first_subchunk_min(const struct rc_sim_gen *g)
+{
+    return g->c.sim.fill == RC_FILL_TIMESTAMP ? RC_SIM_STAMP_BYTES : 1;
+}
+
 /* New chunks as whole subchunks while they fit; the first that does not fit
  * becomes the block's last subchunk (type first), filling it exactly. With
  * allow_first false the block ends instead, so that the e-link's next block
@@ -511,7 +531,7 @@ static void add_new_chunks(struct rc_sim_gen *g, struct rc_blk *b, unsigned elin
             put_subchunk(g, b, elink, FELIX_SUB_WHOLE, el->len, info);
             continue;
         }
-        if (allow_first && rc_blk_room(b) > 0) {
+        if (allow_first && rc_blk_room(b) >= first_subchunk_min(g)) {
             open_chunk(g, el);
             put_subchunk(g, b, elink, FELIX_SUB_FIRST, rc_blk_room(b), info);
         }

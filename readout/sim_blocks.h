@@ -23,9 +23,11 @@
  *     on e-links 0..elinks-1 (tag = tag_base + e-link), one block per e-link
  *     in turn (round robin), so the blocks of a long chunk are interleaved
  *     with other e-links' blocks; payload = pattern.h (per-tag sequence
- *     numbers from 0) or nothing (fill = none); error injection; a run length
- *     in chunks; or the replay of a block file. Deterministic for a seed: the
- *     same config gives the same bytes. rc_sim_gen_next() writes one block.
+ *     numbers from 0), nothing (fill = none) or a CLOCK_MONOTONIC stamp in
+ *     the first 8 bytes taken as the chunk's first block is written (fill =
+ *     timestamp, for latency); error injection; a run length in chunks; or
+ *     the replay of a block file. Deterministic for a seed (except the
+ *     stamps): the same config gives the same bytes. rc_sim_gen_next() writes one block.
  *
  * rc_sim_block_count() is a minimal trailer walk for accounting (replay
  * statistics, tests); the decoder proper is readout/readout.c.

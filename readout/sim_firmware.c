@@ -15,8 +15,9 @@
 #include "readout/wupper_regs.h"
 
 #define BATCH_BYTES        (64u << 10)   /* publish the write pointer at least this often */
-#define STALL_SPIN_NS      20000ull      /* then sleep STALL_SLEEP_NS between checks */
-#define STALL_SLEEP_NS     30000ull
+#define STALL_SPIN_NS      20000ull      /* then sleep between checks: ... */
+#define STALL_SLEEP_NS     30000ull      /* ... at least this, half the time stalled so far, ... */
+#define STALL_SLEEP_MAX_NS 500000ull     /* ... at most this */
 #define IDLE_SLEEP_NS      1000000ull
 #define RATE_MAX_SLEEP_NS  1000000ull
 #define RATE_BURST_S       1e-3          /* the bucket holds this much time's worth ... */
@@ -390,6 +391,17 @@ unsigned rc_sim_fw_step(struct rc_sim_fw *fw, unsigned max_blocks)
 
 /* ---- run loop ------------------------------------------------------------- */
 
+/* A host that has not freed room for a while will not free it at once
+ * either (it gives back rd_update_bytes at a time): checking every 30 us
+ * would spend a core's worth of wake-ups the host's own threads need (a
+ * real card costs the host nothing while it waits). The ring ahead of the
+ * host still holds up to ring_size of data, so waking later loses nothing. */
+static uint64_t stall_sleep_ns(uint64_t stalled_ns)
+{
+    uint64_t ns = stalled_ns / 2;
+    return ns < STALL_SLEEP_NS ? STALL_SLEEP_NS : ns > STALL_SLEEP_MAX_NS ? STALL_SLEEP_MAX_NS : ns;
+}
+
 /* Nothing was written this tick: wait in the way that suits why. */
 static void idle_wait(struct rc_sim_fw *fw, uint64_t *idle_since)
 {
@@ -398,17 +410,20 @@ static void idle_wait(struct rc_sim_fw *fw, uint64_t *idle_since)
         uint64_t now = rc_now_ns();
         if (*idle_since == 0)
             *idle_since = now;
-        if (now - *idle_since < STALL_SPIN_NS)
+        uint64_t stalled = now - *idle_since;
+        if (stalled < STALL_SPIN_NS)
             rc_sim_cpu_relax();
         else
-            rc_sleep_ns(STALL_SLEEP_NS);
+            rc_sleep_ns(stall_sleep_ns(stalled));
         return;
     }
     case RC_FW_RATE_LIMITED:
-        if (fw->wait_hint_ns > STALL_SLEEP_NS)
-            rc_sleep_ns(fw->wait_hint_ns < RATE_MAX_SLEEP_NS ? fw->wait_hint_ns : RATE_MAX_SLEEP_NS);
-        else
-            rc_sim_cpu_relax();
+        /* Sleep even for a short wait: spinning would keep a core busy
+         * for the whole run, taking it from the host's threads (a real card
+         * costs the host nothing). Oversleeping loses no rate: the tokens
+         * keep coming into the bucket, which holds RATE_BURST_S of them, and
+         * the next tick writes them. */
+        rc_sleep_ns(fw->wait_hint_ns < RATE_MAX_SLEEP_NS ? fw->wait_hint_ns : RATE_MAX_SLEEP_NS);
         return;
     default:
         rc_sleep_ns(IDLE_SLEEP_NS);

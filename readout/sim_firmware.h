@@ -40,7 +40,8 @@ uint64_t rc_sim_fw_write_total(const struct rc_sim_fw *fw);
 enum rc_sim_loop_cmd { RC_SIM_LOOP_RUN = 0, RC_SIM_LOOP_PAUSE, RC_SIM_LOOP_EXIT };
 /* Tick until control() says EXIT; while it says PAUSE the firmware writes
  * nothing (state idle). Waits adaptively: spins briefly, then sleeps
- * 30 us while stalled; sleeps for the rate limiter; 1 ms while idle. */
+ * half the time stalled so far (30 us .. 500 us) while stalled; sleeps
+ * for the rate limiter; 1 ms while idle. */
 void rc_sim_fw_run(struct rc_sim_fw *fw,
                    enum rc_sim_loop_cmd (*control)(void *ctx, const struct rc_sim_fw *fw),
                    void *ctx);

@@ -5,7 +5,12 @@
 #include <stdint.h>
 #include "readout/pattern.h"
 
-enum rc_sim_fill { RC_FILL_PATTERN = 0, RC_FILL_NONE };
+/* timestamp: the first 8 bytes of each chunk hold CLOCK_MONOTONIC in ns
+ * (little-endian) taken when the firmware writes the chunk's first block;
+ * the rest is not written. For latency measurements (ringcast-sub --latency);
+ * chunks must be at least 8 bytes. */
+enum rc_sim_fill { RC_FILL_PATTERN = 0, RC_FILL_NONE, RC_FILL_TIMESTAMP };
+#define RC_SIM_STAMP_BYTES 8u
 enum rc_rate_unit { RC_RATE_UNLIMITED = 0, RC_RATE_BYTES, RC_RATE_CHUNKS };
 struct rc_rate { enum rc_rate_unit unit; double per_second; };
 

@@ -1,53 +1,78 @@
-/* ringcast-bench — micro-benchmarks of ringcast's building blocks.
+/* ringcast-bench — ringcast measured next to this machine's own limits.
  *
- *   ringcast-bench MODE [--json] [--seconds S]
+ *   ringcast-bench [decode|raw|pipeline|latency|fanout|all] [--provider P]
+ *                  [--endpoint msg|rdm] [--sizes 64,8k,...] [--seconds S]
+ *                  [--fanout-size B] [--block-size B] [--json] [--plot DIR]
  *
- * Modes live in a table (bench_modes[]); `all` runs every one in turn.
- *
- * decode: the block decoder alone, on the calling thread. A 64 MiB ring is
- *   filled once with 4 KiB c0ce blocks from the simulator's generator (fixed
- *   chunk sizes 64 B, 1 KiB, 16 KiB on 8 e-links, pattern payload), then
- *   decoded again and again: each pass re-marks the ring as written (one
- *   more lap) and decodes it; the sink releases every chunk at once. Only
- *   rc_readout_decode() is timed. Between passes (untimed) the blocks'
- *   sequence numbers are renumbered so every lap is a valid continuation.
- *   The same run measures this machine's single-core memcpy bandwidth
- *   (256 MiB, best of 3) for scale.
+ * Modes live in a table (bench_modes[]); `all` runs every one in turn, and
+ * `make bench` runs `all` with the defaults. Every figure of one run is
+ * measured in that run, so ratios compare like with like. What each mode
+ * does is written at its function; tools/README.md has the whole story.
+ * Rows are printed as they are measured (bench_report.h: table or JSON).
  */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
+
+#include "config/config.h"
 #include "dma/dma_ring.h"
 #include "dma/monotonic.h"
 #include "readout/readout.h"
 #include "readout/sim_blocks.h"
+#include "tools/bench_pipeline.h"
+#include "tools/bench_raw.h"
+#include "tools/bench_report.h"
+
+#define MAX_SIZES 32u
+#define MIN_CHUNK 8u                  /* fill = timestamp needs the 8-byte stamp */
+#define MAX_CHUNK (16u << 20)         /* the simulator's largest chunk setting */
+#define FANOUT_MAX 8u
 
 struct bench_opts {
     bool json;
-    double seconds;            /* minimum timed seconds per measurement */
+    double seconds;                   /* per measurement */
+    char provider[64];
+    bool rdm;
+    uint64_t sizes[MAX_SIZES];
+    unsigned nsizes;
+    uint64_t fanout_size;
+    uint64_t block_size;              /* 0: the [card.N] default */
+    const char *plot_dir;
+};
+
+struct bench {
+    struct bench_opts o;
+    struct rc_bench_report report;
+    struct rc_config cfg;             /* defaults + provider/endpoint: the pipeline's settings */
+    char bindir[PATH_MAX];
+    char shim[PATH_MAX + 32];         /* "" when the allocation counter is not built */
+    char workdir[PATH_MAX];           /* "" until a pipeline run needs one */
 };
 
 struct bench_mode {
     const char *name;
     const char *summary;
-    int (*run)(const struct bench_opts *o);
+    int (*run)(struct bench *b);
 };
 
-static void report(const struct bench_opts *o, const char *test, uint64_t chunk_size,
-                   double chunks_per_s, double gbytes_per_s, const char *note)
+/* Decode and memcpy run on one core, timed: their CPU time is their time. */
+static void emit_one_core(struct bench *b, const char *test, uint64_t chunk_size, double chunks_per_s,
+                          double gbytes_per_s, const char *note)
 {
-    if (o->json)
-        printf("{\"test\":\"%s\",\"chunk_size\":%" PRIu64 ",\"chunks_per_s\":%.0f,"
-               "\"gbytes_per_s\":%.3f}\n", test, chunk_size, chunks_per_s, gbytes_per_s);
-    else
-        printf("%-8s %10" PRIu64 " %16.0f %10.3f   %s\n", test, chunk_size, chunks_per_s,
-               gbytes_per_s, note);
-    fflush(stdout);
+    struct rc_bench_row row = { .test = test, .chunk_size = chunk_size, .chunks_per_s = chunks_per_s,
+                                .gbytes_per_s = gbytes_per_s,
+                                .cpu_s_per_gb = gbytes_per_s > 0 ? 1.0 / gbytes_per_s : 0 };
+    snprintf(row.note, sizeof row.note, "%s", note);
+    rc_bench_emit(&b->report, &row);
 }
 
 /* ---- decode ------------------------------------------------------------ */
@@ -175,7 +200,7 @@ static uint64_t decode_errors(const struct rc_readout_stats *s)
 }
 
 /* Decode lap after lap until o->seconds of decoding; 0 or -errno. */
-static int bench_decode_size(const struct bench_opts *o, uint32_t chunk_size)
+static int bench_decode_size(struct bench *b, uint32_t chunk_size)
 {
     char err[256] = "";
     struct dec_ctx *d = calloc(1, sizeof *d);
@@ -185,7 +210,7 @@ static int bench_decode_size(const struct bench_opts *o, uint32_t chunk_size)
     if (rc == 0)
         rc = fill_ring(d, chunk_size, err, sizeof err);
     uint64_t timed_ns = 0, laps = 0;
-    while (rc == 0 && (laps < 3 || timed_ns < (uint64_t)(o->seconds * 1e9))) {
+    while (rc == 0 && (laps < 3 || timed_ns < (uint64_t)(b->o.seconds * 1e9))) {
         if (laps > 0)
             renumber_lap(d);
         uint64_t t0 = rc_now_ns();
@@ -208,8 +233,8 @@ static int bench_decode_size(const struct bench_opts *o, uint32_t chunk_size)
             char note[96];
             snprintf(note, sizeof note, "%" PRIu64 " laps of %llu MiB, payload %.2f GB/s",
                      laps, DEC_RING_SIZE >> 20, (double)s.bytes / secs / 1e9);
-            report(o, "decode", chunk_size, (double)s.chunks / secs,
-                   (double)(laps * DEC_RING_SIZE) / secs / 1e9, note);
+            emit_one_core(b, "decode", chunk_size, (double)s.chunks / secs,
+                          (double)(laps * DEC_RING_SIZE) / secs / 1e9, note);
         }
     }
     if (rc != 0)
@@ -221,7 +246,7 @@ static int bench_decode_size(const struct bench_opts *o, uint32_t chunk_size)
 }
 
 /* Single-core memcpy of 256 MiB, best of 3: the scale for the GB/s above. */
-static int bench_memcpy(const struct bench_opts *o)
+static int bench_memcpy(struct bench *b)
 {
     const size_t size = 256u << 20;
     uint8_t *src = malloc(size), *dst = malloc(size);
@@ -244,101 +269,553 @@ static int bench_memcpy(const struct bench_opts *o)
         best = t < best ? t : best;
     }
     double secs = (double)best / 1e9;
-    report(o, "memcpy", size, 1.0 / secs, (double)size / secs / 1e9, "256 MiB, best of 3");
+    emit_one_core(b, "memcpy", size, 1.0 / secs, (double)size / secs / 1e9, "256 MiB, best of 3");
     free(src);
     free(dst);
     return 0;
 }
 
-static int run_decode(const struct bench_opts *o)
+/* decode: the block decoder alone on one core (see bench_decode_size), at
+ * 64 B, 1 KiB and 16 KiB chunks, and this machine's memcpy for scale. */
+static int run_decode(struct bench *b)
 {
     static const uint32_t sizes[] = { 64, 1024, 16384 };
-    if (!o->json)
-        printf("%-8s %10s %16s %10s   %s\n", "test", "chunk_size", "chunks/s", "GB/s",
-               "(decode: GB/s of ring decoded, one core)");
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-        int rc = bench_decode_size(o, sizes[i]);
+        int rc = bench_decode_size(b, sizes[i]);
         if (rc != 0)
             return rc;
     }
-    return bench_memcpy(o);
+    return bench_memcpy(b);
 }
 
-static int run_all(const struct bench_opts *o);
+/* ---- raw ----------------------------------------------------------------- */
+
+static const char *fill_name(enum rc_sim_fill f)
+{
+    return f == RC_FILL_NONE ? "none" : f == RC_FILL_TIMESTAMP ? "timestamp" : "pattern";
+}
+
+static double per_gb(double cpu_s, uint64_t bytes) { return bytes ? cpu_s / ((double)bytes / 1e9) : 0; }
+
+/* One raw libfabric stream of messages of `size` (bench_raw.h) with the
+ * pipeline's [fabric] settings: window = header_slots, source memory = the
+ * DMA ring's size. */
+static int measure_raw(struct bench *b, uint64_t size)
+{
+    struct rc_bench_raw_params p = { .fabric = b->cfg.fabric, .msg_size = (uint32_t)size,
+                                     .window = b->cfg.fabric.header_slots,
+                                     .send_buffer_size = b->cfg.card[0].ring_size, .seconds = b->o.seconds };
+    snprintf(p.fabric.address, sizeof p.fabric.address, "127.0.0.1");
+    p.fabric.port = rc_bench_free_port();
+    struct rc_bench_raw_result r;
+    char err[512] = "";
+    int rc = rc_bench_raw_run(&p, &r, err, sizeof err);
+    if (rc == 0 && (r.messages == 0 || r.seconds <= 0)) {
+        snprintf(err, sizeof err, "raw: nothing arrived");
+        rc = -EPROTO;
+    }
+    if (rc != 0) {
+        fprintf(stderr, "ringcast-bench: raw %" PRIu64 " B: %s\n", size, err[0] ? err : strerror(-rc));
+        return rc;
+    }
+    struct rc_bench_row row = { .test = "raw", .chunk_size = size,
+                                .gbytes_per_s = (double)r.bytes / r.seconds / 1e9,
+                                .chunks_per_s = (double)r.messages / r.seconds,
+                                .cpu_s_per_gb = per_gb(r.cpu_seconds, r.bytes) };
+    snprintf(row.note, sizeof row.note, "window %u, %s %s", p.window, b->o.provider, b->o.rdm ? "rdm" : "msg");
+    rc_bench_emit(&b->report, &row);
+    return 0;
+}
+
+/* raw: the transport's limit at every size (bench_raw.h). */
+static int run_raw(struct bench *b)
+{
+    for (unsigned i = 0; i < b->o.nsizes; i++) {
+        int rc = measure_raw(b, b->o.sizes[i]);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* ---- pipeline runs --------------------------------------------------------- */
+
+static int ensure_workdir(struct bench *b)
+{
+    if (b->workdir[0])
+        return 0;
+    const char *tmp = getenv("TMPDIR");
+    snprintf(b->workdir, sizeof b->workdir, "%s/ringcast-bench.XXXXXX",
+             tmp && *tmp && strlen(tmp) < 256 ? tmp : "/tmp");
+    if (!mkdtemp(b->workdir)) {
+        fprintf(stderr, "ringcast-bench: cannot create %s: %s\n", b->workdir, strerror(errno));
+        b->workdir[0] = '\0';
+        return -errno;
+    }
+    return 0;
+}
+
+static struct rc_bench_pipe_params pipe_params(const struct bench *b, uint64_t size, bool buffered,
+                                               enum rc_sim_fill fill)
+{
+    return (struct rc_bench_pipe_params){
+        .bindir = b->bindir, .workdir = b->workdir, .provider = b->o.provider, .rdm = b->o.rdm,
+        .chunk_size = (uint32_t)size, .block_size = b->cfg.card[0].block_size, .buffered = buffered,
+        .fill = fill, .seconds = b->o.seconds,
+        .subscribers = 1 };
+}
+
+static int pipe_run(struct bench *b, const struct rc_bench_pipe_params *p, struct rc_bench_pipe_result *r)
+{
+    int rc = ensure_workdir(b);
+    char err[768] = "";
+    if (rc == 0)
+        rc = rc_bench_pipe_run(p, r, err, sizeof err);
+    if (rc)
+        fprintf(stderr, "ringcast-bench: %s %" PRIu32 " B fill=%s, %u subscriber(s): %s\n",
+                p->buffered ? "buffered" : "zerocopy", p->chunk_size, fill_name(p->fill), p->subscribers,
+                err[0] ? err : strerror(-rc));
+    return rc;
+}
+
+/* Steady-state allocations per chunk without guessing a warm-up: a second
+ * run of half the first run's chunks (run_chunks) under the same counter;
+ * everything that does not depend on the chunk count (setup, connection,
+ * teardown) is the same in both and cancels out. */
+static int measure_hygiene(struct bench *b, const struct rc_bench_pipe_params *p1,
+                           const struct rc_bench_pipe_result *r1, struct rc_bench_row *row)
+{
+    row->has_hygiene = true;
+    row->copied_bytes_per_chunk = (double)r1->copied_bytes / (double)r1->chunks_sent;
+    if (!p1->alloc_shim)
+        return 0;
+    struct rc_bench_pipe_params p2 = *p1;
+    p2.run_chunks = r1->chunks_decoded / 2;
+    struct rc_bench_pipe_result r2;
+    int rc = p2.run_chunks ? pipe_run(b, &p2, &r2) : -EPROTO;
+    if (rc)
+        return rc;
+    if (r2.chunks_decoded >= r1->chunks_decoded) {
+        fprintf(stderr, "ringcast-bench: hygiene: the half run decoded %" PRIu64 " chunks, not fewer than %" PRIu64
+                "\n", r2.chunks_decoded, r1->chunks_decoded);
+        return -EPROTO;
+    }
+    row->mallocs_counted = true;
+    row->mallocs_per_chunk = ((double)r1->allocations - (double)r2.allocations) /
+                             (double)(r1->chunks_decoded - r2.chunks_decoded);
+    /* The counts themselves: a few allocations that do not grow with the
+     * run (a provider pool reaching a higher peak in one run) read very
+     * differently from one per chunk. */
+    if (r1->allocations != r2.allocations)
+        snprintf(row->note, sizeof row->note, "allocations %" PRIu64 " - %" PRIu64 " over chunks %" PRIu64
+                 " - %" PRIu64, r1->allocations, r2.allocations, r1->chunks_decoded, r2.chunks_decoded);
+    return 0;
+}
+
+/* One pipeline point: zero copy or buffered, fill none or pattern, one
+ * subscriber, unlimited rate; with its raw ratio and hygiene figures. */
+static int measure_pipeline(struct bench *b, uint64_t size, bool buffered, enum rc_sim_fill fill)
+{
+    struct rc_bench_pipe_params p = pipe_params(b, size, buffered, fill);
+    p.alloc_shim = b->shim[0] ? b->shim : NULL;
+    struct rc_bench_pipe_result r;
+    int rc = pipe_run(b, &p, &r);
+    if (rc)
+        return rc;
+    struct rc_bench_row row = { .test = buffered ? "buffered" : "zerocopy", .chunk_size = size,
+                                .fill = fill_name(fill), .gbytes_per_s = (double)r.bytes_sent / r.seconds / 1e9,
+                                .chunks_per_s = (double)r.chunks_sent / r.seconds,
+                                .cpu_s_per_gb = per_gb(r.cpu_seconds, r.bytes_sent) };
+    const struct rc_bench_row *raw = rc_bench_find(&b->report, "raw", size, NULL);
+    if (raw && raw->gbytes_per_s > 0) {
+        row.has_ratio = true;
+        row.ratio_to_raw = row.gbytes_per_s / raw->gbytes_per_s;
+    }
+    rc = measure_hygiene(b, &p, &r, &row);
+    if (rc)
+        return rc;
+    if (buffered && r.buffered_records == 0 && !row.note[0])
+        snprintf(row.note, sizeof row.note, "no record fits a buffered page: all sent zero copy");
+    rc_bench_emit(&b->report, &row);
+    return 0;
+}
+
+/* pipeline: at every size, raw (unless measured already in this run), then
+ * zero copy and buffered with fill none and pattern (bench_pipeline.h). */
+static int run_pipeline(struct bench *b)
+{
+    for (unsigned i = 0; i < b->o.nsizes; i++) {
+        uint64_t size = b->o.sizes[i];
+        int rc = rc_bench_find(&b->report, "raw", size, NULL) ? 0 : measure_raw(b, size);
+        for (int buffered = 0; rc == 0 && buffered <= 1; buffered++) {
+            rc = measure_pipeline(b, size, buffered, RC_FILL_NONE);
+            if (rc == 0)
+                rc = measure_pipeline(b, size, buffered, RC_FILL_PATTERN);
+        }
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* ---- latency ----------------------------------------------------------------- */
+
+/* The pipeline's maximum chunk rate at this size and mode (fill none): from
+ * this run's row, or measured now (not printed: a calibration). */
+static int max_chunk_rate(struct bench *b, uint64_t size, bool buffered, double *rate)
+{
+    const struct rc_bench_row *w = rc_bench_find(&b->report, buffered ? "buffered" : "zerocopy", size, "none");
+    if (w) {
+        *rate = w->chunks_per_s;
+        return 0;
+    }
+    struct rc_bench_pipe_params p = pipe_params(b, size, buffered, RC_FILL_NONE);
+    struct rc_bench_pipe_result r;
+    int rc = pipe_run(b, &p, &r);
+    if (rc == 0)
+        *rate = (double)r.chunks_sent / r.seconds;
+    return rc;
+}
+
+/* Card-write-to-callback latency at half the maximum rate: the simulator
+ * stamps CLOCK_MONOTONIC into each chunk (fill = timestamp) when it writes
+ * the chunk's first block; ringcast-sub --latency takes the difference in
+ * its callback. Same clock, same machine. */
+static int measure_latency(struct bench *b, uint64_t size, bool buffered)
+{
+    double max_rate;
+    int rc = max_chunk_rate(b, size, buffered, &max_rate);
+    if (rc)
+        return rc;
+    struct rc_bench_pipe_params p = pipe_params(b, size, buffered, RC_FILL_TIMESTAMP);
+    p.rate_chunks = fmax(1.0, max_rate / 2);
+    p.latency = true;
+    struct rc_bench_pipe_result r;
+    rc = pipe_run(b, &p, &r);
+    if (rc)
+        return rc;
+    struct rc_bench_row row = { .test = "latency", .chunk_size = size, .fill = "timestamp",
+                                .mode = buffered ? "buffered" : "zerocopy",
+                                .gbytes_per_s = (double)r.bytes_sent / r.seconds / 1e9,
+                                .chunks_per_s = (double)r.chunks_sent / r.seconds,
+                                .cpu_s_per_gb = per_gb(r.cpu_seconds, r.bytes_sent), .has_latency = true,
+                                .p50_us = r.p50_us, .p99_us = r.p99_us, .p999_us = r.p999_us, .max_us = r.max_us };
+    snprintf(row.note, sizeof row.note, "rate %.0f chunks/s = max/2", p.rate_chunks);
+    rc_bench_emit(&b->report, &row);
+    return 0;
+}
+
+/* latency: zero copy and buffered at every size. */
+static int run_latency(struct bench *b)
+{
+    for (unsigned i = 0; i < b->o.nsizes; i++) {
+        int rc = measure_latency(b, b->o.sizes[i], false);
+        if (rc == 0)
+            rc = measure_latency(b, b->o.sizes[i], true);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* ---- fanout ------------------------------------------------------------------ */
+
+/* fanout: 1, 2, 4, 8 subscribers of every tag, zero copy, fill none, at
+ * --fanout-size; GB/s and chunks/s count what all subscribers received. */
+static int run_fanout(struct bench *b)
+{
+    for (unsigned k = 1; k <= FANOUT_MAX; k *= 2) {
+        struct rc_bench_pipe_params p = pipe_params(b, b->o.fanout_size, false, RC_FILL_NONE);
+        p.subscribers = k;
+        struct rc_bench_pipe_result r;
+        int rc = pipe_run(b, &p, &r);
+        if (rc)
+            return rc;
+        struct rc_bench_row row = { .test = "fanout", .chunk_size = b->o.fanout_size, .fill = "none",
+                                    .subscribers = k, .gbytes_per_s = (double)r.bytes_sent / r.seconds / 1e9,
+                                    .chunks_per_s = (double)r.chunks_sent / r.seconds,
+                                    .cpu_s_per_gb = per_gb(r.cpu_seconds, r.bytes_sent) };
+        snprintf(row.note, sizeof row.note, "card %.3f GB/s; all subscribers together",
+                 (double)r.chunks_decoded * (double)b->o.fanout_size / r.seconds / 1e9);
+        rc_bench_emit(&b->report, &row);
+    }
+    return 0;
+}
+
+static int run_all(struct bench *b);
 
 static const struct bench_mode bench_modes[] = {
     { "decode", "block decoder on one core (64 B, 1 KiB, 16 KiB chunks) and memcpy", run_decode },
+    { "raw", "plain libfabric message stream per size: the transport's limit", run_raw },
+    { "pipeline", "simulated card -> daemon -> ringcast-sub, zero copy and buffered, fill none/pattern, "
+                  "with allocations and copied bytes per chunk (runs raw too, for the ratio)", run_pipeline },
+    { "latency", "card-write-to-callback latency at half the maximum rate, zero copy and buffered", run_latency },
+    { "fanout", "1, 2, 4, 8 subscribers of every tag (--fanout-size)", run_fanout },
     { "all", "every mode above, in turn", run_all },
 };
 #define NMODES (sizeof bench_modes / sizeof bench_modes[0])
 
-static int run_all(const struct bench_opts *o)
+static int run_all(struct bench *b)
 {
     for (size_t i = 0; i < NMODES; i++) {
         if (bench_modes[i].run == run_all)
             continue;
-        int rc = bench_modes[i].run(o);
+        int rc = bench_modes[i].run(b);
         if (rc != 0)
             return rc;
     }
     return 0;
 }
 
+/* ---- setup ------------------------------------------------------------------- */
+
+/* The daemon and subscriber next to this program; the allocation counter
+ * in ../lib (both as `make` builds them). */
+static int find_programs(struct bench *b)
+{
+    ssize_t n = readlink("/proc/self/exe", b->bindir, sizeof b->bindir - 1);
+    if (n <= 0) {
+        fprintf(stderr, "ringcast-bench: cannot read /proc/self/exe: %s\n", strerror(errno));
+        return -errno;
+    }
+    b->bindir[n] = '\0';
+    char *slash = strrchr(b->bindir, '/');
+    if (slash)
+        *slash = '\0';
+    snprintf(b->shim, sizeof b->shim, "%s/../lib/librc_alloc_count.so", b->bindir);
+    if (access(b->shim, R_OK) != 0) {
+        fprintf(stderr, "ringcast-bench: %s not found (make all builds it): mallocs_per_chunk is not measured\n",
+                b->shim);
+        b->shim[0] = '\0';
+    }
+    return 0;
+}
+
+/* The pipeline's settings: every default of [fabric] and [card.N], with
+ * this run's provider and endpoint (the raw stream uses the same). */
+static int load_defaults(struct bench *b)
+{
+    char prov[96], ep[48], block[48];
+    snprintf(prov, sizeof prov, "fabric.provider=%s", b->o.provider);
+    snprintf(ep, sizeof ep, "fabric.endpoint=%s", b->o.rdm ? "rdm" : "msg");
+    snprintf(block, sizeof block, "card.0.block_size=%" PRIu64, b->o.block_size);
+    const char *ov[] = { prov, ep, "card.0.type=sim", block };
+    struct rc_config_error e;
+    if (rc_config_load(&b->cfg, NULL, ov, b->o.block_size ? 4 : 3, NULL, &e) != 0) {
+        fprintf(stderr, "ringcast-bench: %s\n", e.msg);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static void remove_workdir(struct bench *b, bool failed)
+{
+    if (!b->workdir[0])
+        return;
+    if (failed) {
+        fprintf(stderr, "ringcast-bench: the failed run's configuration and logs are in %s\n", b->workdir);
+        return;
+    }
+    static const char *const names[] = { "bench.ini", "daemon.json", "daemon.log", "daemon.allocs" };
+    char path[PATH_MAX + 32];
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", b->workdir, names[i]);
+        unlink(path);
+    }
+    for (unsigned i = 0; i < RC_BENCH_MAX_SUBSCRIBERS; i++) {
+        snprintf(path, sizeof path, "%s/sub%u.json", b->workdir, i);
+        unlink(path);
+        snprintf(path, sizeof path, "%s/sub%u.log", b->workdir, i);
+        unlink(path);
+    }
+    rmdir(b->workdir);
+}
+
+/* ---- options ----------------------------------------------------------------- */
+
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: ringcast-bench MODE [--json] [--seconds S]\n"
+    fprintf(f, "usage: ringcast-bench [MODE] [--provider P] [--endpoint msg|rdm] [--sizes LIST]\n"
+               "                      [--seconds S] [--fanout-size B] [--block-size B] [--json]\n"
+               "                      [--plot DIR]\n"
                "       ringcast-bench --help\n\n"
-               "modes:\n");
+               "modes (default all):\n");
     for (size_t i = 0; i < NMODES; i++)
         fprintf(f, "  %-8s %s\n", bench_modes[i].name, bench_modes[i].summary);
     fprintf(f, "\noptions:\n"
-               "  --json       one JSON object per line: test, chunk_size, chunks_per_s,\n"
-               "               gbytes_per_s (GB = 1e9 bytes)\n"
-               "  --seconds S  time each measurement for at least S seconds (default 0.5)\n"
-               "  --help       this text\n"
-               "\nExit status: 0 ok, 1 a benchmark failed its own checks, 2 usage error.\n");
+               "  --provider P      libfabric provider (default tcp; e.g. \"tcp;ofi_rxm\")\n"
+               "  --endpoint E      msg (default) or rdm\n"
+               "  --sizes LIST      chunk sizes, 8 B .. 16M (default 64,256,1k,8k,64k,1m; k/m = KiB/MiB)\n"
+               "  --seconds S       seconds per measurement (default 2)\n"
+               "  --fanout-size B   chunk size of the fanout mode (default 8k)\n"
+               "  --block-size B    the simulated card's FELIX block size, c0ce 1k..64k (default\n"
+               "                    4k, the [card.N] default); a zero-copy message carries at most\n"
+               "                    iov_limit - 1 blocks' pieces of a chunk\n"
+               "  --json            one JSON object per line and measurement (fields: tools/README.md);\n"
+               "                    the targets summary goes to stderr\n"
+               "  --plot DIR        write DIR/bench.csv, and with gnuplot installed PNG plots of\n"
+               "                    throughput and chunk rate vs chunk size\n"
+               "  --help            this text\n"
+               "\nExit status: 0 ok, 1 a measurement failed, 2 usage error.\n");
+}
+
+/* "64k" and "1m" as KiB and MiB (the config parser's units, m read as M). */
+static int parse_one_size(const char *item, uint64_t *out)
+{
+    char buf[32];
+    size_t n = strlen(item);
+    if (n == 0 || n >= sizeof buf)
+        return -EINVAL;
+    memcpy(buf, item, n + 1);
+    if (buf[n - 1] == 'm' || buf[n - 1] == 'g')
+        buf[n - 1] = (char)(buf[n - 1] - 'a' + 'A');
+    return rc_parse_size(buf, out);
+}
+
+static int parse_sizes(const char *arg, struct bench_opts *o)
+{
+    char copy[512];
+    /* strtok_r would skip empty items: an empty item is a typo, refuse it. */
+    if (strlen(arg) >= sizeof copy || !*arg || arg[0] == ',' || arg[strlen(arg) - 1] == ',' ||
+        strstr(arg, ",,"))
+        return -EINVAL;
+    strcpy(copy, arg);
+    o->nsizes = 0;
+    char *save = NULL;
+    for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+        uint64_t v;
+        if (o->nsizes == MAX_SIZES || parse_one_size(item, &v) != 0 || v < MIN_CHUNK || v > MAX_CHUNK)
+            return -EINVAL;
+        o->sizes[o->nsizes++] = v;
+    }
+    return o->nsizes ? 0 : -EINVAL;
+}
+
+static int option_error(const char *what, const char *arg)
+{
+    fprintf(stderr, "ringcast-bench: %s: \"%s\"\n(try --help)\n", what, arg);
+    return -EINVAL;
+}
+
+static int parse_option(int c, const char *arg, struct bench_opts *o)
+{
+    char *end;
+    uint64_t v;
+    switch (c) {
+    case 'j': o->json = true; return 0;
+    case 'P': o->plot_dir = arg; return 0;
+    case 'p':
+        if (!*arg || strlen(arg) >= sizeof o->provider)
+            return option_error("--provider: empty or too long", arg);
+        strcpy(o->provider, arg);
+        return 0;
+    case 'e':
+        if (strcmp(arg, "msg") && strcmp(arg, "rdm"))
+            return option_error("--endpoint: expected msg or rdm", arg);
+        o->rdm = strcmp(arg, "rdm") == 0;
+        return 0;
+    case 'z':
+        return parse_sizes(arg, o) ? option_error("--sizes: expected sizes 8..16M separated by commas", arg) : 0;
+    case 'f':
+        if (parse_one_size(arg, &v) || v < MIN_CHUNK || v > MAX_CHUNK)
+            return option_error("--fanout-size: expected a size 8..16M", arg);
+        o->fanout_size = v;
+        return 0;
+    case 'b':
+        if (parse_one_size(arg, &v) || v > UINT32_MAX ||
+            rc_felix_check_format(FELIX_FMT_C0CE, (uint32_t)v, NULL, 0) != 0)
+            return option_error("--block-size: expected 1k..64k in steps of 1k", arg);
+        o->block_size = v;
+        return 0;
+    case 's':
+        o->seconds = strtod(arg, &end);
+        if (*end != '\0' || end == arg || !(o->seconds >= 0.05 && o->seconds <= 3600))
+            return option_error("--seconds: expected 0.05..3600", arg);
+        return 0;
+    default:
+        return -EINVAL;
+    }
+}
+
+/* 0: run bench_modes[*mode]; 1: --help printed; -1: usage error. */
+static int parse_args(int argc, char **argv, struct bench_opts *o, size_t *mode)
+{
+    static const struct option longopts[] = {
+        { "json", no_argument, NULL, 'j' },           { "seconds", required_argument, NULL, 's' },
+        { "provider", required_argument, NULL, 'p' }, { "endpoint", required_argument, NULL, 'e' },
+        { "sizes", required_argument, NULL, 'z' },    { "fanout-size", required_argument, NULL, 'f' },
+        { "plot", required_argument, NULL, 'P' },     { "help", no_argument, NULL, 'h' },
+        { "block-size", required_argument, NULL, 'b' },
+        { NULL, 0, NULL, 0 },
+    };
+    static const uint64_t default_sizes[] = { 64, 256, 1024, 8192, 65536, 1048576 };
+    *o = (struct bench_opts){ .seconds = 2.0, .provider = "tcp", .fanout_size = 8192,
+                              .nsizes = sizeof default_sizes / sizeof default_sizes[0] };
+    memcpy(o->sizes, default_sizes, sizeof default_sizes);
+    int c;
+    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        if (c == 'h') {
+            usage(stdout);
+            return 1;
+        }
+        if (c == '?' || parse_option(c, optarg, o) != 0)
+            return -1;
+    }
+    const char *name = optind < argc ? argv[optind] : "all";
+    if (optind < argc - 1)
+        return option_error("one mode only", argv[optind + 1]), -1;
+    for (*mode = 0; *mode < NMODES; (*mode)++)
+        if (strcmp(name, bench_modes[*mode].name) == 0)
+            return 0;
+    option_error("unknown mode", name);
+    return -1;
+}
+
+/* The conditions a reader needs to judge the figures: other processes on
+ * the same cores move them by a factor of 2. */
+static void print_conditions(const struct bench *b, FILE *out, const char *when)
+{
+    double load[3] = {0};
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (!f || fscanf(f, "%lf %lf %lf", &load[0], &load[1], &load[2]) != 3)
+        load[0] = load[1] = load[2] = -1;
+    if (f)
+        fclose(f);
+    fprintf(out, "# %s: %s %s on %ld cores, %.2g s per point, load average %.2f %.2f %.2f\n", when,
+            b->o.provider, b->o.rdm ? "rdm" : "msg", sysconf(_SC_NPROCESSORS_ONLN), b->o.seconds, load[0],
+            load[1], load[2]);
+}
+
+static bool pipeline_rows(const struct rc_bench_report *r)
+{
+    for (unsigned i = 0; i < r->nrows; i++)
+        if (!strcmp(r->rows[i].test, "zerocopy") || !strcmp(r->rows[i].test, "buffered") ||
+            !strcmp(r->rows[i].test, "latency"))
+            return true;
+    return false;
 }
 
 int main(int argc, char **argv)
 {
-    struct bench_opts o = { .json = false, .seconds = 0.5 };
-    static const struct option longopts[] = {
-        { "json", no_argument, NULL, 'j' },
-        { "seconds", required_argument, NULL, 's' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
-    };
-    int c;
-    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-        char *end;
-        switch (c) {
-        case 'j':
-            o.json = true;
-            break;
-        case 's':
-            o.seconds = strtod(optarg, &end);
-            if (*end != '\0' || end == optarg || !(o.seconds >= 0 && o.seconds <= 3600)) {
-                fprintf(stderr, "ringcast-bench: --seconds: expected 0..3600, got \"%s\"\n",
-                        optarg);
-                return 2;
-            }
-            break;
-        case 'h':
-            usage(stdout);
-            return 0;
-        default:
-            usage(stderr);
-            return 2;
-        }
+    static struct bench b;   /* large (rows, configuration): not on the stack */
+    size_t mode;
+    int prc = parse_args(argc, argv, &b.o, &mode);
+    if (prc)
+        return prc > 0 ? 0 : 2;
+    b.report.json = b.o.json;
+    int rc = find_programs(&b);
+    if (rc == 0)
+        rc = load_defaults(&b);
+    FILE *notes = b.o.json ? stderr : stdout;
+    if (rc == 0) {
+        print_conditions(&b, notes, "start");
+        rc = bench_modes[mode].run(&b);
+        print_conditions(&b, notes, "end");
     }
-    if (optind != argc - 1) {
-        usage(stderr);
-        return 2;
-    }
-    for (size_t i = 0; i < NMODES; i++)
-        if (strcmp(argv[optind], bench_modes[i].name) == 0)
-            return bench_modes[i].run(&o) == 0 ? 0 : 1;
-    fprintf(stderr, "ringcast-bench: unknown mode \"%s\"\n", argv[optind]);
-    usage(stderr);
-    return 2;
+    if (pipeline_rows(&b.report))
+        rc_bench_print_targets(&b.report, notes);
+    if (b.o.plot_dir && b.report.nrows > 0 && rc_bench_write_plots(&b.report, b.o.plot_dir) != 0)
+        rc = rc ? rc : -EIO;
+    remove_workdir(&b, rc != 0);
+    return rc == 0 ? 0 : 1;
 }

@@ -3,9 +3,10 @@
  *
  *   ringcast-sub --connect HOST:PORT [--provider P] [--endpoint msg|rdm]
  *                --tags LIST [--verify] [--duration S] [--count N]
- *                [--out FILE] [--json]
+ *                [--out FILE] [--json] [--latency]
  *
  * Exit status: 0 fine, 1 verification failed or a runtime error, 2 usage. */
+#include <endian.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -20,7 +21,9 @@
 
 #include "net/ringcast_sub.h"
 #include "net/wire.h"
+#include "dma/monotonic.h"
 #include "readout/pattern.h"
+#include "readout/sim_params.h"
 #include "tools/log.h"
 
 #define EXIT_USAGE 2
@@ -45,6 +48,7 @@ struct options {
     uint64_t first[MAX_TAG_ITEMS], last[MAX_TAG_ITEMS];
     size_t ntags;
     bool verify, json;
+    bool latency;         /* chunks carry a sim fill=timestamp stamp */
     double duration;      /* seconds, 0 = until stopped */
     uint64_t count;       /* chunks, 0 = no limit */
     const char *out;
@@ -65,6 +69,9 @@ static void usage(FILE *f)
             "  --count N               stop after N chunks\n"
             "  --out FILE              write every chunk as a record (tools/README.md)\n"
             "  --json                  print the summary as one JSON object\n"
+            "  --latency               chunks carry the simulator's timestamp (sim fill =\n"
+            "                          timestamp): report card-write-to-callback latency\n"
+            "                          percentiles (p50, p99, p99.9, max)\n"
             "  --rx-buffer-size B      receive buffer size in bytes (default 65536)\n"
             "  --max-chunk-size B      largest reassembled chunk (default 16777216)\n"
             "  --slow-us N             sleep N microseconds per chunk: a slow consumer, for tests\n"
@@ -200,6 +207,7 @@ static int parse_option(int c, const char *arg, struct options *o)
     case 't': return parse_tags(arg, o);
     case 'v': o->verify = true; return 0;
     case 'j': o->json = true; return 0;
+    case 'L': o->latency = true; return 0;
     case 'o': o->out = arg; return 0;
     case 'd':
         errno = 0;
@@ -233,7 +241,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"count", required_argument, NULL, 'n'},    {"out", required_argument, NULL, 'o'},
         {"json", no_argument, NULL, 'j'},           {"rx-buffer-size", required_argument, NULL, 'r'},
         {"max-chunk-size", required_argument, NULL, 'm'}, {"help", no_argument, NULL, 'h'},
-        {"slow-us", required_argument, NULL, 's'},
+        {"slow-us", required_argument, NULL, 's'},  {"latency", no_argument, NULL, 'L'},
         {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof *o);
@@ -257,6 +265,8 @@ static int parse_args(int argc, char **argv, struct options *o)
         return usage_error("%s", "--connect HOST:PORT is required");
     if (!o->all_tags && o->ntags == 0)
         return usage_error("%s", "--tags LIST is required ('all' for every tag)");
+    if (o->latency && o->verify)
+        return usage_error("%s", "--latency and --verify exclude each other (a stamp is not the pattern)");
     return 0;
 }
 
@@ -314,6 +324,82 @@ static struct tag_state *tag_get(struct tag_table *t, uint64_t tag)
     return st;
 }
 
+/* ---- latency histogram ---------------------------------------------------- */
+
+/* Log-linear buckets (as in HdrHistogram): values below 2^LAT_SUB_BITS ns
+ * exactly, above that 2^LAT_SUB_BITS buckets per power of two, so a bucket
+ * is at most 1/32 (3 %) of its value wide. Fixed size: recording is an
+ * increment, no allocation per chunk. */
+#define LAT_SUB_BITS 5u
+#define LAT_SUB_COUNT (1u << LAT_SUB_BITS)
+#define LAT_BUCKETS ((65u - LAT_SUB_BITS) << LAT_SUB_BITS)
+
+struct latency_hist {
+    uint64_t count[LAT_BUCKETS];
+    uint64_t samples, max_ns;
+    uint64_t skipped;     /* shorter than the stamp, or flagged by the card */
+    uint64_t future;      /* stamp later than the receive time: clock or data broken */
+};
+
+static unsigned lat_bucket(uint64_t ns)
+{
+    if (ns < LAT_SUB_COUNT)
+        return (unsigned)ns;
+    unsigned msb = 63u - (unsigned)__builtin_clzll(ns);
+    unsigned shift = msb - LAT_SUB_BITS;
+    return ((msb - LAT_SUB_BITS + 1u) << LAT_SUB_BITS) + (unsigned)((ns >> shift) - LAT_SUB_COUNT);
+}
+
+/* Largest value that falls into bucket i. */
+static uint64_t lat_bucket_top(unsigned i)
+{
+    if (i < LAT_SUB_COUNT)
+        return i;
+    unsigned group = i >> LAT_SUB_BITS;
+    unsigned shift = group - 1u;
+    uint64_t lo = (uint64_t)(LAT_SUB_COUNT + (i & (LAT_SUB_COUNT - 1u))) << shift;
+    return lo + ((1ull << shift) - 1u);
+}
+
+static void lat_record(struct latency_hist *h, uint32_t flags, const uint8_t *data, size_t len)
+{
+    if (flags || len < RC_SIM_STAMP_BYTES) {
+        h->skipped++;
+        return;
+    }
+    uint64_t le;
+    memcpy(&le, data, sizeof le);
+    uint64_t stamp = le64toh(le), now = rc_now_ns();
+    if (stamp > now) {
+        h->future++;
+        return;
+    }
+    uint64_t ns = now - stamp;
+    h->count[lat_bucket(ns)]++;
+    h->samples++;
+    if (ns > h->max_ns)
+        h->max_ns = ns;
+}
+
+/* The value below which a fraction q of the samples lie (upper edge of its
+ * bucket, never above the largest sample), in microseconds. */
+static double lat_quantile_us(const struct latency_hist *h, double q)
+{
+    if (h->samples == 0)
+        return 0.0;
+    uint64_t rank = (uint64_t)ceil(q * (double)h->samples), seen = 0;
+    if (rank == 0)
+        rank = 1;
+    for (unsigned i = 0; i < LAT_BUCKETS; i++) {
+        seen += h->count[i];
+        if (seen >= rank) {
+            uint64_t top = lat_bucket_top(i);
+            return (double)(top < h->max_ns ? top : h->max_ns) / 1e3;
+        }
+    }
+    return (double)h->max_ns / 1e3;
+}
+
 /* ---- receiving ----------------------------------------------------------- */
 
 struct results {
@@ -328,6 +414,7 @@ struct app {
     const struct options *o;
     struct tag_table tags;
     struct results r;
+    struct latency_hist lat;
     FILE *out;
     struct rc_sub *sub;
     bool have_publisher_id;
@@ -428,6 +515,8 @@ static void on_data(void *ctx, uint64_t tag, uint32_t flags, const void *data, s
         if (a->o->verify)
             verify_chunk(a, ts, tag, flags, data, len);
     }
+    if (a->o->latency)
+        lat_record(&a->lat, flags, data, len);
     if (a->out)
         write_record(a, tag, flags, data, len);
     if (a->o->count && a->r.chunks >= a->o->count)
@@ -534,7 +623,15 @@ static void print_json(const struct app *a, const struct rc_sub_stats *st, doubl
     printf(",\"malformed\":{");
     for (unsigned k = 1; k < RC_SUB_MALFORMED_KINDS; k++)
         printf("%s\"%s\":%" PRIu64, k > 1 ? "," : "", rc_sub_malformed_name(k), st->malformed[k]);
-    printf("},\"per_tag\":{");
+    printf("}");
+    if (a->o->latency) {
+        const struct latency_hist *h = &a->lat;
+        printf(",\"latency\":{\"samples\":%" PRIu64 ",\"skipped\":%" PRIu64 ",\"future\":%" PRIu64
+               ",\"p50_us\":%.3f,\"p99_us\":%.3f,\"p999_us\":%.3f,\"max_us\":%.3f}",
+               h->samples, h->skipped, h->future, lat_quantile_us(h, 0.50), lat_quantile_us(h, 0.99),
+               lat_quantile_us(h, 0.999), (double)h->max_ns / 1e3);
+    }
+    printf(",\"per_tag\":{");
     size_t n = 0;
     struct tag_state *v = sorted_tags(&a->tags, &n);
     for (size_t i = 0; v && i < n; i++)
@@ -559,6 +656,11 @@ static void print_text(const struct app *a, const struct rc_sub_stats *st, doubl
             printf("verify: first corrupt chunk on tag %" PRIu64 ", first wrong byte at offset %ld\n",
                    r->first_corrupt_tag, r->first_corrupt_offset);
     }
+    if (a->o->latency)
+        printf("latency (card write to callback) of %" PRIu64 " chunks: p50 %.1f us, p99 %.1f us, "
+               "p99.9 %.1f us, max %.1f us (%" PRIu64 " without a stamp, %" PRIu64 " stamped in the future)\n",
+               a->lat.samples, lat_quantile_us(&a->lat, 0.50), lat_quantile_us(&a->lat, 0.99),
+               lat_quantile_us(&a->lat, 0.999), (double)a->lat.max_ns / 1e3, a->lat.skipped, a->lat.future);
     printf("connection: %" PRIu64 " reconnects, %" PRIu64 " publisher restarts, %" PRIu64
            " failed attempts; %" PRIu64 " malformed messages, %" PRIu64 " reassembly drops\n",
            st->reconnects, st->publisher_restarts, st->connect_failures, st->malformed_total,

@@ -1,0 +1,63 @@
+/* bench_pipeline.h — ringcast-bench's pipeline runs: the real programs, as a
+ * user runs them.
+ *
+ * One run writes a configuration file (one simulated card, fixed chunk
+ * size, fill, rate, run length; [readout] mode; [fabric] provider/endpoint
+ * on 127.0.0.1 and a free port), starts build/bin/ringcast-readout with
+ * --stats-json (optionally under the allocation counter, LD_PRELOAD), waits
+ * until it listens, starts `subscribers` ringcast-sub --tags all --json
+ * (--latency when asked; receive buffers of max(64 KiB, chunk + 4 KiB),
+ * like the raw stream's, which hold one chunk); the daemon holds the card until all subscribed
+ * (readout.wait_subscribers), runs for the time or chunk count, drains and
+ * exits; then the subscribers get SIGTERM and print their summaries. Every
+ * child is reaped; its CPU time comes from getrusage(RUSAGE_CHILDREN).
+ * Files stay in workdir (the caller removes it).
+ */
+#ifndef RC_BENCH_PIPELINE_H
+#define RC_BENCH_PIPELINE_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "readout/sim_params.h"
+
+#define RC_BENCH_MAX_SUBSCRIBERS 16u
+
+struct rc_bench_pipe_params {
+    const char *bindir;            /* holds ringcast-readout and ringcast-sub */
+    const char *alloc_shim;        /* LD_PRELOAD allocation counter for the daemon; NULL: none */
+    const char *workdir;           /* configuration, logs and JSON files go here */
+    const char *provider;
+    bool rdm;
+    uint32_t chunk_size;
+    uint32_t block_size;           /* [card.0] block_size (c0ce) */
+    bool buffered;                 /* readout.mode = buffered, else zerocopy */
+    enum rc_sim_fill fill;
+    double seconds;                /* sim run_time (used when run_chunks is 0) */
+    uint64_t run_chunks;           /* sim run_chunks; 0 = a timed run */
+    double rate_chunks;            /* chunks per second; 0 = unlimited */
+    unsigned subscribers;          /* 1..RC_BENCH_MAX_SUBSCRIBERS */
+    bool latency;                  /* subscribers measure fill = timestamp latency */
+};
+
+struct rc_bench_pipe_result {
+    double seconds;                /* the daemon's run: card start to drained */
+    uint64_t chunks_decoded;
+    uint64_t chunks_sent, bytes_sent;     /* shares: every subscriber's chunks */
+    uint64_t buffered_records;     /* chunks copied into pages */
+    uint64_t copied_bytes;         /* payload bytes copied into pages */
+    double cpu_seconds;            /* daemon and subscribers, user + system */
+    bool counted_allocations;
+    uint64_t allocations;          /* in the daemon, whole life (alloc_shim) */
+    uint64_t sub_chunks_min;       /* fewest chunks a subscriber received */
+    double p50_us, p99_us, p999_us, max_us;   /* first subscriber (latency runs) */
+    uint64_t latency_samples;
+};
+
+/* 0, or -errno with the reason (and where the logs are) in err. */
+int rc_bench_pipe_run(const struct rc_bench_pipe_params *p, struct rc_bench_pipe_result *out,
+                      char *err, size_t errlen);
+
+/* A TCP port on 127.0.0.1 that was free a moment ago (0 if none). */
+uint16_t rc_bench_free_port(void);
+
+#endif

@@ -1,0 +1,59 @@
+/* bench_report.h — ringcast-bench's results: one row per measurement,
+ * printed as it is made (a human table, or one JSON object per line), kept
+ * for ratios and the summary, written as CSV (and PNG plots with gnuplot)
+ * for --plot DIR, and checked against the targets of the benchmark issue.
+ *
+ * JSON fields (the issue's names; absent when they do not apply):
+ *   test, chunk_size, gbytes_per_s, chunks_per_s, cpu_s_per_gb;
+ *   ratio_to_raw, mallocs_per_chunk, copied_bytes_per_chunk (pipeline rows);
+ *   p50_us, p99_us, p999_us, max_us (latency rows); subscribers (fanout rows);
+ * and, to tell rows of the same test and size apart: fill (pipeline,
+ * latency, fanout rows: the simulator's payload) and mode (latency rows:
+ * zerocopy or buffered). GB = 1e9 bytes.
+ */
+#ifndef RC_BENCH_REPORT_H
+#define RC_BENCH_REPORT_H
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define RC_BENCH_MAX_ROWS 512u
+
+struct rc_bench_row {
+    const char *test;              /* raw zerocopy buffered memcpy latency fanout decode */
+    uint64_t chunk_size;
+    double gbytes_per_s, chunks_per_s, cpu_s_per_gb;
+    const char *fill;              /* NULL: no fill field */
+    const char *mode;              /* latency rows: zerocopy / buffered */
+    bool has_ratio;
+    double ratio_to_raw;
+    bool has_latency;
+    double p50_us, p99_us, p999_us, max_us;
+    unsigned subscribers;          /* fanout rows; 0 otherwise */
+    bool has_hygiene;
+    bool mallocs_counted;          /* false: the counter was not available (JSON null) */
+    double mallocs_per_chunk, copied_bytes_per_chunk;
+    char note[96];                 /* human table only */
+};
+
+struct rc_bench_report {
+    bool json;
+    bool header_printed;
+    struct rc_bench_row rows[RC_BENCH_MAX_ROWS];
+    unsigned nrows;
+};
+
+/* Print the row (table line or JSON line) and keep it. */
+void rc_bench_emit(struct rc_bench_report *r, const struct rc_bench_row *row);
+/* The kept row of this test, size and fill (fill NULL: any), or NULL. */
+const struct rc_bench_row *rc_bench_find(const struct rc_bench_report *r, const char *test,
+                                         uint64_t chunk_size, const char *fill);
+/* Each target of the issue: measured, pass or miss, or not measured in this
+ * run. To out (the table's stream, or stderr with --json). */
+void rc_bench_print_targets(const struct rc_bench_report *r, FILE *out);
+/* DIR/bench.csv (every row), and with gnuplot on PATH DIR/throughput.png and
+ * DIR/chunk_rate.png (raw, zerocopy, buffered vs chunk size). Says on
+ * stderr what it wrote, and that gnuplot is missing if it is. 0 or -errno. */
+int rc_bench_write_plots(const struct rc_bench_report *r, const char *dir);
+
+#endif
