@@ -798,6 +798,10 @@ static void check_sim(struct loader *ld, unsigned i)
         key_error(ld, s, i, "chunk_size_min", "%s is larger than chunk_size_max %s",
                   value_text(ld, s, i, "chunk_size_min", a, sizeof a),
                   value_text(ld, s, i, "chunk_size_max", b, sizeof b));
+    if (sim->pause_every_ns && sim->pause_for_ns >= sim->pause_every_ns)
+        key_error(ld, s, i, "pause_for", "%s is not shorter than pause_every %s",
+                  value_text(ld, s, i, "pause_for", a, sizeof a),
+                  value_text(ld, s, i, "pause_every", b, sizeof b));
     if (sim->replay_file[0] && access(sim->replay_file, R_OK) != 0)
         key_error(ld, s, i, "replay_file", "cannot read '%s': %s", sim->replay_file,
                   strerror(errno));

@@ -41,6 +41,13 @@ static const struct rc_cfg_key sim_keys[] = {
     {.key = "run_time", .type = RC_CFG_DURATION, .def = "0", .min = 0, .max = UINT64_MAX,
      RC_CFG_FIELD(T, run_ns),
      .help = "Stop after this long; 0 = unlimited."},
+    {.key = "pause_every", .type = RC_CFG_DURATION, .def = "0", .min = 0, .max = UINT64_MAX,
+     RC_CFG_FIELD(T, pause_every_ns),
+     .help = "The detector goes quiet once per this period (no blocks written; a test of waiting"
+             " and resuming); 0 = never."},
+    {.key = "pause_for", .type = RC_CFG_DURATION, .def = "0", .min = 0, .max = UINT64_MAX,
+     RC_CFG_FIELD(T, pause_for_ns),
+     .help = "How long each quiet time of pause_every lasts; less than pause_every."},
     {.key = "seed", .type = RC_CFG_UINT, .def = "1", .min = 0, .max = UINT64_MAX,
      RC_CFG_FIELD(T, seed),
      .help = "Seed of the random chunk sizes and error injection."},

@@ -40,6 +40,7 @@ struct rc_sim_fw {
     struct rc_sim_gen *gen;
     struct rate_bucket rate;
     uint64_t run_ns;              /* 0 = no time limit */
+    uint64_t pause_every_ns, pause_for_ns;   /* quiet times of the source (0: none) */
     uint64_t first_arm_ns;        /* the run clock starts at the first enable */
 
     /* the current DMA run */
@@ -166,6 +167,8 @@ int rc_sim_fw_create(uint8_t *bar, const struct rc_card_params *cp,
     fw->block_size = cp->block_size;
     fw->batch = BATCH_BYTES / cp->block_size ? BATCH_BYTES / cp->block_size : 1;
     fw->run_ns = sp->run_ns;
+    fw->pause_every_ns = sp->pause_every_ns;
+    fw->pause_for_ns = sp->pause_every_ns ? sp->pause_for_ns : 0;
     fw->state = RC_FW_IDLE;
     RC_SIM_STORE(&fw->priv->fw_state, (uint64_t)RC_FW_IDLE);
     *out = fw;
@@ -340,10 +343,28 @@ static void check_time_limit(struct rc_sim_fw *fw, uint64_t now)
         rc_sim_gen_stop_new_chunks(fw->gen);
 }
 
+/* Time left of the source's current quiet time (pause_every/pause_for), 0
+ * outside one. A detector without triggers writes nothing for a while: the
+ * host must wait without timing out or spinning, then go on. */
+static uint64_t pause_left_ns(const struct rc_sim_fw *fw, uint64_t now)
+{
+    if (!fw->pause_for_ns)
+        return 0;
+    uint64_t phase = (now - fw->first_arm_ns) % fw->pause_every_ns;
+    uint64_t quiet_from = fw->pause_every_ns - fw->pause_for_ns;
+    return phase >= quiet_from ? fw->pause_every_ns - phase : 0;
+}
+
 /* Write blocks while everything allows; sets the state that stopped it. */
 static unsigned write_blocks(struct rc_sim_fw *fw, unsigned max_blocks, uint64_t now)
 {
     unsigned written = 0;
+    uint64_t quiet = pause_left_ns(fw, now);
+    if (quiet) {   /* waiting for the source, like a rate limit */
+        fw->state = RC_FW_RATE_LIMITED;
+        fw->wait_hint_ns = quiet;
+        return 0;
+    }
     fw->state = RC_FW_RUNNING;
     while (written < max_blocks) {
         if (!ring_has_room(fw, now)) {

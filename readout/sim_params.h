@@ -28,6 +28,8 @@ struct rc_sim_params {
     bool replay_loop;
     uint64_t run_chunks;           /* 0 = unlimited */
     uint64_t run_ns;               /* 0 = unlimited */
+    uint64_t pause_every_ns;       /* the source goes quiet once per period (0 = never) ... */
+    uint64_t pause_for_ns;         /* ... for this long, at the period's end */
     uint64_t seed;
 };
 

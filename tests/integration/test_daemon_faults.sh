@@ -1,7 +1,8 @@
 #!/bin/sh
 # Fault injection against the real daemon, over tcp (msg) and tcp;ofi_rxm
 # (rdm): provider -FI_EAGAIN storms and error completions ([fabric] fault_*),
-# corrupt blocks from the simulated card, and misbehaving subscribers
+# corrupt blocks from the simulated card, a card that goes quiet and
+# resumes, and misbehaving subscribers
 # (bad_peer: gone before subscribing, 100 000 tags, garbage). Each time the
 # daemon keeps running, its counters are exact, no key is lost (and its
 # memory does not grow over repeated rounds of bad peers).
@@ -96,6 +97,26 @@ corrupt_run() {
     PORT=$((PORT + 1))
 }
 
+# The detector goes quiet for 0.4 s of every second (sim pause_every/pause_for):
+# the daemon waits and goes on; the subscriber gets every chunk. At 30000
+# chunks/s, 60000 chunks take 2 s without quiet times and 3.3 s with them.
+pause_run() {
+    name=pause; n=60000
+    start_daemon "$name" -o readout.wait_subscribers=1 -o readout.linger=20s -o sim.0.run_chunks=$n \
+        -o sim.0.rate=30000chunks/s -o sim.0.pause_every=1s -o sim.0.pause_for=400ms
+    start_sub "$name-sub" tcp msg --verify --count $n; s=$sub
+    wait_sub "$name-sub" "$s"
+    wait_daemon "$name"
+    f="$WORK/$name-sub.json"
+    expect_eq "$name subscriber chunks" "$(json_num chunks "$f")" $n
+    expect_eq "$name gaps" "$(json_num gaps "$f")" 0
+    secs=$(grep -o '"seconds":[0-9.]*' "$f" | cut -d: -f2)
+    awk -v s="$secs" 'BEGIN { exit !(s >= 2.8) }' || fail "$name: run took $secs s: no quiet times?"
+    ok "$name: the run took $secs s (quiet times happened), nothing lost"
+    check_keys_back "$name"
+    PORT=$((PORT + 1))
+}
+
 # rss_kb PID: resident set of a process in KiB.
 rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 
@@ -152,4 +173,5 @@ for v in "tcp msg" "tcp;ofi_rxm rdm"; do
     bad_peer_run "$1" "$2"
 done
 corrupt_run
+pause_run
 echo "test_daemon_faults: $checks checks passed"
