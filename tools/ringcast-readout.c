@@ -157,6 +157,10 @@ int main(int argc, char **argv)
             fprintf(stderr, "ringcast-readout: %u configuration error%s\n", err.count,
                     err.count == 1 ? "" : "s");
             status = EXIT_CONFIG;
+        } else if (cfg.ncards == 0) {  /* valid, but the daemon would have nothing to do */
+            fprintf(stderr, "%s: no [card.N] section: nothing to read out\n"
+                    "ringcast-readout: 1 configuration error\n", cfg.source[0] ? cfg.source : "configuration");
+            status = EXIT_CONFIG;
         } else if (opt.check_file) {
             rc_config_print(&cfg, stdout);
             status = fflush(stdout) == 0 ? 0 : EXIT_RUNTIME;

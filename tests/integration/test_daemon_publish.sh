@@ -171,7 +171,7 @@ PORT=$((PORT + 1))
 start_daemon sigterm -o readout.wait_subscribers=1
 start_sub sigterm-a tcp msg --verify --duration 30; sub_a=$sub
 i=0
-until grep -q "starting the cards" "$WORK/sigterm.log"; do
+until grep -q "subscribed: starting the cards" "$WORK/sigterm.log"; do
     i=$((i + 1)); [ $i -lt 200 ] || fail "sigterm: the subscriber never subscribed"; sleep 0.05
 done
 sleep 1

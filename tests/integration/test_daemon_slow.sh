@@ -19,7 +19,7 @@ start_daemon() { # start_daemon NAME OVERRIDES...
 
 wait_cards_started() { # wait_cards_started NAME
     i=0
-    until grep -q "starting the cards" "$WORK/$1.log"; do
+    until grep -q "subscribed: starting the cards" "$WORK/$1.log"; do
         i=$((i + 1)); [ $i -lt 300 ] || { cat "$WORK/$1.log"; fail "$1: subscribers never subscribed"; }
         sleep 0.05
     done
@@ -58,7 +58,8 @@ sigkill_run() { # sigkill_run NAME PROVIDER ENDPOINT
     start_sub "$name-b" "$prov" "$ep" --verify --duration 50; sub_b=$sub
     wait_cards_started "$name"
     sleep 0.5
-    kill -KILL "$sub_b"
+    # $sub_b is lib.sh's `timeout` wrapper: kill the subscriber itself.
+    pkill -KILL -P "$sub_b" ringcast-sub || fail "$name: no subscriber to kill"
     wait "$sub_b" 2>/dev/null
     wait_sub "$name-a" "$sub_a"
     wait_daemon "$name"
