@@ -1,0 +1,181 @@
+/* make_corpus.c — writes the seed corpus of the fuzz targets from valid
+ * input made by the project's own writers: `make fuzz-corpus` runs
+ * `build-fuzz/fuzz/make_corpus tests/fuzz/corpus`. The output is committed;
+ * regenerate it when a format changes (wire protocol, block format, schema).
+ *   fuzz_wire/     one message of every type (net/wire.c encoders)
+ *   fuzz_decoder/  simulator blocks of each format in the fuzz_decoder.h
+ *                  layout, clean and with injected errors
+ *   fuzz_config/   the example configuration, a printed default one, and a
+ *                  small two-card file with mode rules and overrides */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "config/config.h"
+#include "net/wire.h"
+#include "readout/sim_blocks.h"
+#include "tests/fuzz/fuzz_decoder.h"
+
+static const char *out_dir;
+
+static void die(const char *what)
+{
+    fprintf(stderr, "make_corpus: %s: %s\n", what, strerror(errno));
+    exit(1);
+}
+
+static void put_file(const char *target, const char *name, const void *data, size_t len)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", out_dir, target);
+    if (mkdir(path, 0755) != 0 && errno != EEXIST)
+        die(path);
+    snprintf(path, sizeof path, "%s/%s/%s", out_dir, target, name);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(data, 1, len, f) != len || fclose(f) != 0)
+        die(path);
+}
+
+static void put_msg(const char *name, const void *buf, ssize_t len)
+{
+    if (len < 0) {
+        errno = (int)-len;
+        die(name);
+    }
+    put_file("fuzz_wire", name, buf, (size_t)len);
+}
+
+static void wire_corpus(void)
+{
+    static uint8_t buf[8192];
+    const uint8_t addr[16] = { 2, 0, 0x30, 0x39, 127, 0, 0, 1 };
+    put_msg("hello", buf, rc_wire_build_hello(buf, sizeof buf, 0x1122334455667788ull, 65536, addr, 16));
+    put_msg("welcome", buf, rc_wire_build_welcome(buf, sizeof buf, 100000, 1000, 42));
+    const struct rc_wire_range ranges[3] = { { 0, 0 }, { 5, 9 }, { 0x10000, 0x1ffff } };
+    put_msg("subscribe", buf, rc_wire_build_sub(buf, sizeof buf, RC_MSG_SUBSCRIBE, 7, ranges, 3));
+    put_msg("unsubscribe", buf, rc_wire_build_sub(buf, sizeof buf, RC_MSG_UNSUBSCRIBE, 8, ranges + 1, 1));
+    put_msg("sub_ack", buf, rc_wire_build_sub_ack(buf, sizeof buf, 7, RC_SUB_TOO_MANY_TAGS));
+    ssize_t h = rc_wire_build_data_hdr(buf, sizeof buf, 0x10005, 0, 40, 0, 0, 1, 40);
+    if (h > 0)
+        memset(buf + h, 0xab, 40);
+    put_msg("data", buf, h < 0 ? h : h + 40);
+    h = rc_wire_build_data_hdr(buf, sizeof buf, 3, 2, 100, 60, 1, 2, 40);
+    if (h > 0)
+        memset(buf + h, 0x5a, 40);
+    put_msg("data_last_fragment", buf, h < 0 ? h : h + 40);
+    ssize_t rc = rc_wire_page_init(buf, 1024);
+    const char payload[] = "ringcast buffered record";
+    for (unsigned i = 0; rc >= 0 && i < 3; i++)
+        rc = rc_wire_page_append(buf, 1024, 100 + i, i, payload, (uint32_t)(5 + 7 * i));
+    put_msg("page", buf, rc < 0 ? rc : (ssize_t)rc_wire_page_length(buf));
+    put_msg("heartbeat", buf, rc_wire_build_heartbeat(buf, sizeof buf, 123456789));
+    put_msg("bye", buf, rc_wire_build_bye(buf, sizeof buf, RC_BYE_PROTOCOL));
+}
+
+/* One decoder seed: header, then WRITE + block for each simulator block,
+ * a DECODE after every second block, releases and a pointer report. */
+static void decoder_seed(const char *name, enum felix_format fmt, uint8_t sink_and_pool,
+                         double err_rate, unsigned nblocks)
+{
+    struct rc_sim_gen_config c = {
+        .format = fmt, .block_size = FZ_BLOCK_SIZE, .tag_base = 0x50000,
+        .sim = { .elinks = 3, .chunk_size_min = 1, .chunk_size_max = 2500, .fill = RC_FILL_PATTERN,
+                 .err_truncated = err_rate, .err_crc = err_rate, .err_malformed = err_rate,
+                 .err_seqskip = err_rate, .seed = 11 } };
+    struct rc_sim_gen *g;
+    char err[256];
+    if (rc_sim_gen_create(&c, &g, err, sizeof err) != 0) {
+        fprintf(stderr, "make_corpus: %s: %s\n", name, err);
+        exit(1);
+    }
+    static uint8_t seed[FZ_HEADER_BYTES + 16 * (FZ_BLOCK_SIZE + 8)];
+    size_t len = 0;
+    seed[len++] = (uint8_t)fmt;
+    seed[len++] = 5;                 /* 7 blocks */
+    seed[len++] = sink_and_pool;
+    seed[len++] = 0x8f;              /* 16 pieces, 16 KiB chunks */
+    for (unsigned b = 0; b < nblocks && b < 16; b++) {
+        seed[len++] = FZ_OP_WRITE;
+        if (!rc_sim_gen_next(g, seed + len, NULL, NULL))
+            memset(seed + len, 0, FZ_BLOCK_SIZE);
+        len += FZ_BLOCK_SIZE;
+        if (b % 2 == 1) {
+            seed[len++] = FZ_OP_DECODE;
+            seed[len++] = FZ_OP_RELEASE_OLDEST;
+            seed[len++] = FZ_OP_RELEASE_ONE;
+            seed[len++] = (uint8_t)b;
+        }
+    }
+    seed[len++] = FZ_OP_POINTER;     /* an unaligned write pointer past the data */
+    seed[len++] = 0x10;
+    seed[len++] = 0x05;
+    seed[len++] = FZ_OP_DECODE;
+    rc_sim_gen_destroy(g);
+    put_file("fuzz_decoder", name, seed, len);
+}
+
+static void decoder_corpus(void)
+{
+    decoder_seed("abcd", FELIX_FMT_ABCD, 63, 0, 8);
+    decoder_seed("abce", FELIX_FMT_ABCE, (FZ_SINK_AGAIN << 6) | 15, 0, 8);
+    decoder_seed("c0ce", FELIX_FMT_C0CE, (FZ_SINK_RELEASE_NOW << 6) | 7, 0, 10);
+    decoder_seed("c0ce_errors", FELIX_FMT_C0CE, (FZ_SINK_REFUSE << 6) | 31, 0.2, 12);
+    decoder_seed("abcd_errors", FELIX_FMT_ABCD, 3, 0.2, 12);
+}
+
+static void put_printed(const char *name, void (*print)(FILE *, const void *), const void *arg)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        die("open_memstream");
+    print(f, arg);
+    fclose(f);
+    put_file("fuzz_config", name, text, len);
+    free(text);
+}
+
+static void print_example(FILE *f, const void *arg) { (void)arg; rc_config_print_example(f); }
+static void print_config(FILE *f, const void *arg) { rc_config_print(arg, f); }
+
+static void config_corpus(void)
+{
+    put_printed("example.ini", print_example, NULL);
+    static struct rc_config cfg;
+    struct rc_config_error err;
+    if (rc_config_load(&cfg, NULL, NULL, 0, stderr, &err) != 0) {
+        fprintf(stderr, "make_corpus: default configuration: %s\n", err.msg);
+        exit(1);
+    }
+    put_printed("defaults.ini", print_config, &cfg);
+    static const char two_cards[] =
+        "\xEF\xBB\xBF; two cards, mode rules, units\n"
+        "[readout]\nlog_level = debug\nstats_interval = 1.5s\nmode = auto\nbuffered_threshold = 4k\n"
+        "[mode.0]\ntags = 0x10000-0x1ffff\nmode = buffered\n"
+        "[mode.1]\ntags = 7\nmode = zerocopy\n"
+        "[fabric]\nprovider = tcp;ofi_rxm\nendpoint = rdm\nport = 12345\n"
+        "[card.0]\nring_size = 16M\nblock_size = 4k  # c0ce\n"
+        "[card.1]\ntype = sim-process\nmemory = shm\nshm_name = rc-fuzz\nblock_format = abcd\n"
+        "block_size = 1k\n"
+        "[sim.1]\nrate = 2.5GB/s\nerr_crc = 0.001\nchunk_size_min = 8\nchunk_size_max = 900\n"
+        "%%\n"
+        "card.0.ring_size=32M\nsim.0.rate=10Mchunks/s\nreadout.wait_subscribers=2\n";
+    put_file("fuzz_config", "two_cards.ini", two_cards, sizeof two_cards - 1);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s OUTPUT_DIR (tests/fuzz/corpus)\n", argv[0]);
+        return 2;
+    }
+    out_dir = argv[1];
+    if (mkdir(out_dir, 0755) != 0 && errno != EEXIST)
+        die(out_dir);
+    wire_corpus();
+    decoder_corpus();
+    config_corpus();
+    return 0;
+}
