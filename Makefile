@@ -131,7 +131,8 @@ ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 # instead of barriers in inline assembly only with RTE_USE_C11_MEM_MODEL.
 TSAN_FLAGS := -fsanitize=thread -DRTE_USE_C11_MEM_MODEL
 FUZZ_FLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
-TSAN_TESTS := test_roundtrip test_dma_ring test_chunk_queue test_fanout test_sub_table
+TSAN_TESTS := test_roundtrip test_dma_ring test_chunk_queue test_fanout test_sub_table test_card \
+              test_net_subscriber
 FUZZ_SRC   := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZERS    := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 FUZZ_TIME  ?= 30
