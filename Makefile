@@ -1,6 +1,6 @@
 # ringcast — one Makefile for everything. Every dependency comes from pkg-config.
 #   make            build library, tools and tests
-#   make test       install missing packages, build, run every test
+#   make test       install missing packages, build, run every test (also under sanitizers, and fuzz)
 #   make run        install missing packages, build, run the daemon on the simulated card
 #   make bench      run the benchmarks
 #   make install PREFIX=/usr/local DESTDIR=
@@ -112,6 +112,7 @@ test: deps
 	@$(MAKE) --no-print-directory check-example
 	@$(MAKE) --no-print-directory check-clang
 	@./tests/run-all-tests.sh $(BUILD)
+	@$(MAKE) --no-print-directory test-asan test-tsan test-fuzz
 
 run: deps
 	@$(MAKE) --no-print-directory -j$(NPROC) all
@@ -136,7 +137,64 @@ install: all
 	install -m 644 deploy/ringcast.ini $(DESTDIR)$(PREFIX)/share/ringcast/
 	for h in $(wildcard net/ringcast_sub.h); do install -m 644 $$h $(DESTDIR)$(PREFIX)/include/ringcast/; done
 
+# ---- Sanitizers and fuzzing (make test runs all three; clang builds) --------
+#   make test-asan    every unit and integration test, AddressSanitizer + UBSan (build-asan)
+#   make test-tsan    the threaded unit tests and a daemon run, ThreadSanitizer (build-tsan)
+#   make test-fuzz    each libFuzzer target tests/fuzz/fuzz_*.c for FUZZ_TIME s (build-fuzz)
+#   make fuzz-corpus  regenerate the seed corpus tests/fuzz/corpus/ from valid input
+# A report from any sanitizer fails the stage (tests/run-sanitizer-tests.sh,
+# tests/run-fuzz-tests.sh).
+SAN_OPT    := -O1 -g -fno-omit-frame-pointer
+ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+# DPDK's inline rte_ring code uses __atomic builtins (which TSan follows)
+# instead of barriers in inline assembly only with RTE_USE_C11_MEM_MODEL.
+TSAN_FLAGS := -fsanitize=thread -DRTE_USE_C11_MEM_MODEL
+FUZZ_FLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
+TSAN_TESTS := test_roundtrip test_dma_ring test_chunk_queue test_fanout test_sub_table test_card \
+              test_net_subscriber
+FUZZ_SRC   := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZERS    := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
+FUZZ_TIME  ?= 30
+, := ,
+.PHONY: test-asan test-tsan test-fuzz fuzzers fuzz-corpus
+
+# san_build DIR,CFLAGS,LDFLAGS,TARGETS: a clang build in DIR. make does not
+# track flags, so DIR starts from scratch when they differ from its last build.
+define san_build
+	@echo '$(2) | $(3)' | cmp -s - $(1)/.flags || { rm -rf $(1); mkdir -p $(1); echo '$(2) | $(3)' > $(1)/.flags; }
+	@$(MAKE) --no-print-directory -j$(NPROC) CC=clang BUILD=$(1) OPT="$(SAN_OPT)" EXTRA_CFLAGS="$(2)" \
+	  LDFLAGS="$(3)" $(4)
+endef
+
+test-asan:
+	$(call san_build,build-asan,$(ASAN_FLAGS),$(ASAN_FLAGS),all)
+	@./tests/run-sanitizer-tests.sh asan build-asan
+
+test-tsan:
+	$(call san_build,build-tsan,$(TSAN_FLAGS),-fsanitize=thread,$(TSAN_TESTS:%=build-tsan/tests/%) \
+	  build-tsan/bin/ringcast-readout build-tsan/bin/ringcast-sub)
+	@./tests/run-sanitizer-tests.sh tsan build-tsan $(TSAN_TESTS)
+
+# The fuzz targets link libFuzzer's main; the library is instrumented for it.
+$(BUILD)/fuzz/fuzz_%: $(BUILD)/obj/tests/fuzz/fuzz_%.o $(STATIC_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) -fsanitize=fuzzer -o $@ $< $(STATIC_LIB) $(LDLIBS) $(LDFLAGS)
+
+$(BUILD)/fuzz/make_corpus: $(BUILD)/obj/tests/fuzz/make_corpus.o $(STATIC_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $< $(STATIC_LIB) $(LDLIBS) $(LDFLAGS)
+
+fuzzers: $(FUZZERS) $(BUILD)/fuzz/make_corpus
+
+test-fuzz:
+	$(call san_build,build-fuzz,$(FUZZ_FLAGS),-fsanitize=address$(,)undefined,fuzzers)
+	@./tests/run-fuzz-tests.sh build-fuzz $(FUZZ_TIME)
+
+fuzz-corpus:
+	$(call san_build,build-fuzz,$(FUZZ_FLAGS),-fsanitize=address$(,)undefined,fuzzers)
+	build-fuzz/fuzz/make_corpus tests/fuzz/corpus
+
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) build-asan build-tsan build-fuzz
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

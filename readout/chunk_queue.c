@@ -149,9 +149,21 @@ unsigned rc_chunk_queue_dequeue(struct rc_chunk_queue *q, const struct rc_chunk 
     return done;
 }
 
+/* rte_ring_count() with atomic loads: DPDK's inline version reads both tails
+ * with plain loads while the other side's thread stores them (a data race,
+ * reported by ThreadSanitizer when one thread asks how full the queue is
+ * while another dequeues). Relaxed is enough: the count is a snapshot. */
+static unsigned ring_count(const struct rte_ring *r)
+{
+    uint32_t prod_tail = __atomic_load_n(&r->prod.tail, __ATOMIC_RELAXED);
+    uint32_t cons_tail = __atomic_load_n(&r->cons.tail, __ATOMIC_RELAXED);
+    uint32_t count = (prod_tail - cons_tail) & r->mask;
+    return count > r->capacity ? r->capacity : count;
+}
+
 unsigned rc_chunk_queue_count(const struct rc_chunk_queue *q)
 {
-    return rte_ring_count(q->ring);
+    return ring_count(q->ring);
 }
 
 static uint64_t load(const _Atomic uint64_t *c)
@@ -163,7 +175,7 @@ void rc_chunk_queue_get_stats(const struct rc_chunk_queue *q, struct rc_chunk_qu
 {
     *s = (struct rc_chunk_queue_stats){
         .capacity = q->capacity,
-        .count = rte_ring_count(q->ring),
+        .count = ring_count(q->ring),
         .enqueued = load(&q->prod.enqueued),
         .dequeued = load(&q->cons.dequeued),
         .full_events = load(&q->prod.full_events),

@@ -180,8 +180,10 @@ kill -TERM "$daemon"
 wait_daemon sigterm
 t1=$(date +%s%N)
 ms=$(( (t1 - t0) / 1000000 ))
-[ "$ms" -lt 2000 ] || fail "sigterm: exit took $ms ms"
-ok "sigterm: exit status 0 after $ms ms (< 2000)"
+limit=2000
+under_sanitizer && limit=10000   # ASan's leak check at exit and a slower drain
+[ "$ms" -lt $limit ] || fail "sigterm: exit took $ms ms"
+ok "sigterm: exit status 0 after $ms ms (< $limit)"
 # (ring_bytes_in_use is not checked here: a stop in mid-run may leave the
 # card's last partly written block in the ring, which holds no key.)
 expect_eq "sigterm keys_outstanding" "$(json_num keys_outstanding "$WORK/sigterm.json")" 0

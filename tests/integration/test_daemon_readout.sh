@@ -64,6 +64,10 @@ expect_eq "errors keys_outstanding" "$(json_num keys_outstanding "$stats")" 0
 "$BIN/ringcast-readout" -c deploy/ringcast.ini -o readout.stats_interval=0 \
     --stats-json "$WORK/sigterm.json" 2>"$WORK/sigterm.log" &
 pid=$!
+i=0   # started (slow in sanitizer builds on a busy machine), then one second of data
+until grep -q "card.0: sim card" "$WORK/sigterm.log"; do
+    i=$((i + 1)); [ $i -lt 400 ] || fail "SIGTERM: the card never started"; sleep 0.05
+done
 sleep 1
 kill -TERM "$pid"
 wait "$pid" || fail "SIGTERM: exit status $?"
