@@ -20,16 +20,8 @@
 #define FZ_MAX_OVERRIDES 8
 #define FZ_OVERRIDE_LEN 600   /* longer than the loader's limit: it must refuse those */
 
-#define FZ_CHECK(cond, ...)                                                   \
-    do {                                                                      \
-        if (!(cond)) {                                                        \
-            fprintf(stderr, "fuzz_config: %s:%d: check failed: %s: ",         \
-                    __FILE__, __LINE__, #cond);                               \
-            fprintf(stderr, __VA_ARGS__);                                     \
-            fputc('\n', stderr);                                              \
-            abort();                                                          \
-        }                                                                     \
-    } while (0)
+#define FZ_TARGET "fuzz_config"
+#include "tests/fuzz/fuzz_check.h"
 
 struct memfile {
     int fd;

@@ -20,16 +20,8 @@
  * early (the fuzzer learns keys from comparisons), so the list has room. */
 #define FZ_MAX_HELD 256u
 
-#define FZ_CHECK(cond, ...)                                                   \
-    do {                                                                      \
-        if (!(cond)) {                                                        \
-            fprintf(stderr, "fuzz_decoder: %s:%d: check failed: %s: ",        \
-                    __FILE__, __LINE__, #cond);                               \
-            fprintf(stderr, __VA_ARGS__);                                     \
-            fputc('\n', stderr);                                              \
-            abort();                                                          \
-        }                                                                     \
-    } while (0)
+#define FZ_TARGET "fuzz_decoder"
+#include "tests/fuzz/fuzz_check.h"
 
 struct fz {
     struct rc_dma_ring *ring;

@@ -18,16 +18,8 @@
 #include <string.h>
 #include "net/wire.h"
 
-#define FZ_CHECK(cond, ...)                                                   \
-    do {                                                                      \
-        if (!(cond)) {                                                        \
-            fprintf(stderr, "fuzz_wire: %s:%d: check failed: %s: ", __FILE__, \
-                    __LINE__, #cond);                                         \
-            fprintf(stderr, __VA_ARGS__);                                     \
-            fputc('\n', stderr);                                              \
-            abort();                                                          \
-        }                                                                     \
-    } while (0)
+#define FZ_TARGET "fuzz_wire"
+#include "tests/fuzz/fuzz_check.h"
 
 static volatile uint64_t sink;   /* keeps the reads of decoded bytes */
 

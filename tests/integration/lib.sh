@@ -59,6 +59,16 @@ start_sub() {
     sub=$!
 }
 
+# wait_cards_started NAME: until the daemon (log $WORK/NAME.log) saw its
+# readout.wait_subscribers subscribe and started the cards (15 s at most).
+wait_cards_started() {
+    i=0
+    until grep -q "subscribed: starting the cards" "$WORK/$1.log"; do
+        i=$((i + 1)); [ $i -lt 300 ] || { cat "$WORK/$1.log"; fail "$1: subscribers never subscribed"; }
+        sleep 0.05
+    done
+}
+
 wait_daemon() { # wait_daemon NAME
     wait "$daemon"; st=$?
     [ "$st" -eq 0 ] || { cat "$WORK/$1.log"; fail "$1: daemon exit status $st"; }

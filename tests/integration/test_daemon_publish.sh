@@ -170,10 +170,7 @@ PORT=$((PORT + 1))
 # every key back.
 start_daemon sigterm -o readout.wait_subscribers=1
 start_sub sigterm-a tcp msg --verify --duration 30; sub_a=$sub
-i=0
-until grep -q "subscribed: starting the cards" "$WORK/sigterm.log"; do
-    i=$((i + 1)); [ $i -lt 200 ] || fail "sigterm: the subscriber never subscribed"; sleep 0.05
-done
+wait_cards_started sigterm
 sleep 1
 t0=$(date +%s%N)
 kill -TERM "$daemon"

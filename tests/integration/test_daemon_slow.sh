@@ -17,13 +17,6 @@ start_daemon() { # start_daemon NAME OVERRIDES...
 }
 
 
-wait_cards_started() { # wait_cards_started NAME
-    i=0
-    until grep -q "subscribed: starting the cards" "$WORK/$1.log"; do
-        i=$((i + 1)); [ $i -lt 300 ] || { cat "$WORK/$1.log"; fail "$1: subscribers never subscribed"; }
-        sleep 0.05
-    done
-}
 
 check_sub_exact() { # check_sub_exact NAME CHUNKS
     f="$WORK/$1.json"
