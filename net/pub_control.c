@@ -229,6 +229,15 @@ static void on_hello(struct rc_publisher *p, struct rc_pub_peer *peer, const uin
 {
     struct rc_wire_hello h;
     rc_wire_check_hello(buf, len, &h);
+    if (peer->joined && h.client_id != peer->client_id) {
+        /* RDM: a new subscriber process at the address of one we still serve
+         * (its port reused): that one is gone. Ending it tells the address
+         * BYE (close_transport), and the newcomer says HELLO again to a
+         * fresh peer, with its stream numbered from 0. */
+        snprintf(p->err, sizeof p->err, "%s: HELLO from a new subscriber at this address", peer->name);
+        rc_pub_peer_fail(p, (uint32_t)(peer - p->peers), RC_DOOM_ERROR);
+        return;
+    }
     if (peer->joined) {  /* repeated HELLO (our WELCOME was lost?): answer again */
         send_welcome(p, peer);
         return;
@@ -323,15 +332,6 @@ void rc_pub_bye_address(struct rc_publisher *p, fi_addr_t addr, enum rc_bye_reas
     p->refused[p->nrefused++] = addr;
 }
 
-/* An address that says HELLO again is wanted: it must not leave the AV with
- * the BYE sent to its previous incarnation. */
-static void keep_address(struct rc_publisher *p, fi_addr_t addr)
-{
-    for (uint32_t i = 0; i < p->nrefused; i++)
-        if (p->refused[i] == addr)
-            p->refused[i--] = p->refused[--p->nrefused];
-}
-
 static void refuse_address(struct rc_publisher *p, fi_addr_t addr, const char *name,
                            const char *why)
 {
@@ -362,7 +362,9 @@ static void rdm_hello(struct rc_publisher *p, const uint8_t *buf, size_t len, ui
         snprintf(p->err, sizeof p->err, "HELLO from %.100s: %.200s", name, err);
         return;
     }
-    keep_address(p, fa);
+    /* An address still waiting for its deferred removal (refused, or told BYE)
+     * stays: libfabric's AV counts inserts of the same address, so that
+     * removal drops only the earlier reference. */
     /* The address HELLO declares; net/README.md (Security) says why that is
      * what can be checked here, and what keeps a forged one from gaining data. */
     if (!rc_allow_list_text_permits(p->fab.params.allow, addr, h.addr_len)) {

@@ -130,9 +130,11 @@ static void reclaim_peer_rx(struct rc_publisher *p, uint32_t idx)
 
 /* Close the transport to a peer: afterwards it can neither send nor receive.
  * Its outstanding ops stay listed until reaped or pulled. An RDM subscriber
- * declared dead may well be alive (an error completion, a stuck send): it is
- * told BYE, so it reconnects at once instead of after its own peer timeout
- * (with MSG, closing the endpoint tells it). */
+ * declared dead by an error completion may well be alive: it is told BYE, so
+ * it reconnects at once instead of after its own peer timeout (with MSG,
+ * closing the endpoint tells it). Not after silence or a stuck send: that
+ * BYE would wait behind the stuck sends and hold one of the few peerless
+ * control buffers for good. */
 static void close_transport(struct rc_publisher *p, struct rc_pub_peer *peer, bool tell_rdm_peer)
 {
     uint32_t idx = (uint32_t)(peer - p->peers);
@@ -201,7 +203,7 @@ static void bury_doomed(struct rc_publisher *p)
             continue;
         if (peer->state != RC_PEER_CLOSED) {
             count_doom(p, why);
-            close_transport(p, peer, why != RC_DOOM_BYE);
+            close_transport(p, peer, why == RC_DOOM_ERROR);
         }
         reap(p, peer);
     }
@@ -820,10 +822,11 @@ int rc_publisher_pending_sends(struct rc_publisher *p, rc_peer_id id, uint64_t *
     if (peer->state != RC_PEER_CLOSED && peer->doom == RC_DOOM_NONE)
         return -EBUSY;
     if (peer->state != RC_PEER_CLOSED) {  /* dead, not yet buried: close it now */
+        enum rc_peer_doom why = peer->doom;
         peer->doom = RC_DOOM_NONE;
         p->ndoomed--;
-        count_doom(p, RC_DOOM_ERROR);
-        close_transport(p, peer, true);
+        count_doom(p, why);
+        close_transport(p, peer, why == RC_DOOM_ERROR);
         p->nclosed++;
     }
     unsigned count = 0;

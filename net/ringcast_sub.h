@@ -93,6 +93,8 @@ struct rc_sub_stats {
     uint64_t seq_lost;             /* DATA/PAGE never received (stream numbers skipped when
                                     * every spare receive buffer held a later one) */
     uint64_t seq_late;             /* DATA/PAGE dropped: arrived after being counted lost, or twice */
+    uint64_t held_dropped;         /* DATA/PAGE received but dropped at a disconnect while
+                                    * waiting for an earlier one */
     uint64_t malformed[RC_SUB_MALFORMED_KINDS]; /* by enum rc_wire_error */
     uint64_t malformed_total;
     uint64_t truncated;            /* messages larger than rx_buffer_size */

@@ -96,6 +96,7 @@ struct rc_sub {
     uint32_t resync_outstanding, user_outstanding, next_request;
 
     uint32_t next_seq;                    /* stream sequence number handled next */
+    uint64_t next_seq_since_ns;           /* when next_seq last moved (held messages wait from then) */
     uint32_t nheld;                       /* rx slots held for order */
     struct reassembly ra;
     struct rc_sub_stats st;
@@ -446,6 +447,7 @@ static void close_connection(struct rc_sub *s)
     /* Nothing posted on a closed endpoint completes: every slot is ours. */
     for (uint32_t i = 0; i < s->p.rx_buffers; i++)
         s->rx[i].posted = s->rx[i].held = false;
+    s->st.held_dropped += s->nheld;   /* received, but an earlier one never came */
     s->nheld = 0;
     s->next_seq = 0;   /* each connection numbers its stream from 0 */
     for (uint32_t i = 0; i < TX_SLOTS; i++)
@@ -658,6 +660,7 @@ static void handle_stream_message(struct rc_sub *s, const uint8_t *buf, size_t l
     else
         handle_data(s, buf, len);
     s->next_seq++;
+    s->next_seq_since_ns = s->last_rx_ns;
 }
 
 /* Linear: only walked while something is held, i.e. after a reordering. */
@@ -695,6 +698,40 @@ static void handle_held_in_order(struct rc_sub *s)
     }
 }
 
+/* Give up waiting for next_seq: everything before the lowest held message
+ * counts as lost, and the held ones are handled. */
+static void skip_to_lowest_held(struct rc_sub *s)
+{
+    uint32_t low = lowest_held_seq(s);
+    s->st.seq_lost += low - s->next_seq;
+    s->next_seq = low;
+    handle_held_in_order(s);
+}
+
+/* Held messages wait at most half the peer timeout for the one before them
+ * (a message that arrived truncated or malformed never will): the data must
+ * not wait for the rest of the stream, which may never come (end of run). */
+static void check_held_too_long(struct rc_sub *s, uint64_t now)
+{
+    if (s->nheld && now - s->next_seq_since_ns >= s->p.peer_timeout_ns / 2)
+        skip_to_lowest_held(s);
+}
+
+/* A truncated receive of the stream message due next: it is lost, counted,
+ * and the stream goes on without waiting for it. */
+static void truncated_stream_message(struct rc_sub *s, const uint8_t *buf, size_t len)
+{
+    uint8_t type = len >= sizeof(struct rc_wire_hdr) ? buf[offsetof(struct rc_wire_hdr, type)] : 0;
+    bool numbered = (type == RC_MSG_DATA && len >= sizeof(struct rc_wire_data)) ||
+                    (type == RC_MSG_PAGE && len >= sizeof(struct rc_wire_page));
+    if (s->state != ST_ACTIVE || !numbered || rc_wire_stream_seq(buf) != s->next_seq)
+        return;
+    s->st.seq_lost++;
+    s->next_seq++;
+    s->next_seq_since_ns = rc_now_ns();
+    handle_held_in_order(s);
+}
+
 /* A valid DATA or PAGE on an active connection. Returns true when its buffer
  * is held (the caller must not repost it). */
 static bool sequence_stream_message(struct rc_sub *s, struct rx_slot *r, size_t len)
@@ -712,12 +749,8 @@ static bool sequence_stream_message(struct rc_sub *s, struct rx_slot *r, size_t 
     s->st.reordered++;
     *r = (struct rx_slot){.buf = r->buf, .held = true, .seq = seq, .len = len};
     s->nheld++;
-    if (s->nheld > s->p.rx_buffers - 1) {
-        uint32_t low = lowest_held_seq(s);
-        s->st.seq_lost += low - s->next_seq;
-        s->next_seq = low;
-        handle_held_in_order(s);
-    }
+    if (s->nheld > s->p.rx_buffers - 1)
+        skip_to_lowest_held(s);
     return true;
 }
 
@@ -731,6 +764,7 @@ static void handle_welcome(struct rc_sub *s, const uint8_t *buf, size_t len)
     uint64_t hb = (uint64_t)w.heartbeat_ms * 1000000ull;
     s->heartbeat_ns = hb < s->p.heartbeat_ns ? hb : s->p.heartbeat_ns;
     s->state = ST_ACTIVE;
+    s->next_seq_since_ns = s->last_rx_ns;
     s->st.connected = 1;
     s->st.connects++;
     if (s->ever_connected)
@@ -848,6 +882,7 @@ static void rx_completion(struct rc_sub *s, struct rx_slot *r, const struct rc_f
     if (c->err == FI_ETRUNC) {
         s->st.truncated++;   /* the peer ignored our rx_buffer_size */
         count_malformed(s, RC_WIRE_BAD_LENGTH);
+        truncated_stream_message(s, r->buf, c->len < s->p.rx_buffer_size ? c->len : s->p.rx_buffer_size);
     } else if (c->err) {
         s->st.rx_errors++;
         rc_fabric_error(&s->f, s->err, sizeof s->err, "fi_recv(completion)", c->err);
@@ -966,6 +1001,8 @@ static void run_timers(struct rc_sub *s)
     } else if (s->state != ST_CONNECTING && now - s->last_hb_ns >= s->heartbeat_ns) {
         send_heartbeat(s, now);
     }
+    if (s->state == ST_ACTIVE && !s->lost)
+        check_held_too_long(s, now);
 }
 
 /* How long poll may wait before a timer is due. */

@@ -155,8 +155,10 @@ unsigned rc_chunk_queue_dequeue(struct rc_chunk_queue *q, const struct rc_chunk 
  * while another dequeues). Relaxed is enough: the count is a snapshot. */
 static unsigned ring_count(const struct rte_ring *r)
 {
+    /* Consumer first: a third thread (statistics) that read the producer's
+     * tail first could see the consumer pass it and report a full queue. */
+    uint32_t cons_tail = __atomic_load_n(&r->cons.tail, __ATOMIC_ACQUIRE);
     uint32_t prod_tail = __atomic_load_n(&r->prod.tail, __ATOMIC_RELAXED);
-    uint32_t cons_tail = __atomic_load_n(&r->cons.tail, __ATOMIC_RELAXED);
     uint32_t count = (prod_tail - cons_tail) & r->mask;
     return count > r->capacity ? r->capacity : count;
 }

@@ -155,6 +155,10 @@ int rc_sim_fw_create(uint8_t *bar, const struct rc_card_params *cp,
     int rc = rc_sim_gen_create(&gc, &fw->gen, err, errlen);
     if (rc == 0)
         rc = rate_init(&fw->rate, sp, cp, err, errlen);
+    if (rc == 0 && sp->pause_every_ns && sp->pause_for_ns >= sp->pause_every_ns) {
+        rc_set_err(err, errlen, "sim: pause_for must be shorter than pause_every (a source never heard)");
+        rc = -EINVAL;
+    }
     if (rc != 0) {
         rc_sim_fw_destroy(fw);
         return rc;
@@ -360,7 +364,8 @@ static unsigned write_blocks(struct rc_sim_fw *fw, unsigned max_blocks, uint64_t
 {
     unsigned written = 0;
     uint64_t quiet = pause_left_ns(fw, now);
-    if (quiet) {   /* waiting for the source, like a rate limit */
+    if (quiet) {   /* waiting for the source, like a rate limit; not backpressure */
+        end_stall(fw, now);
         fw->state = RC_FW_RATE_LIMITED;
         fw->wait_hint_ns = quiet;
         return 0;

@@ -618,8 +618,8 @@ static void print_json(const struct app *a, const struct rc_sub_stats *st, doubl
            ",\"connect_failures\":%" PRIu64 ",\"truncated\":%" PRIu64 ",\"out_errors\":%" PRIu64,
            st->reassembled, st->reassembly_drops, st->too_big, st->unwanted, st->reconnects,
            st->publisher_restarts, st->connect_failures, st->truncated, r->out_errors);
-    printf(",\"reordered\":%" PRIu64 ",\"seq_lost\":%" PRIu64 ",\"seq_late\":%" PRIu64,
-           st->reordered, st->seq_lost, st->seq_late);
+    printf(",\"reordered\":%" PRIu64 ",\"seq_lost\":%" PRIu64 ",\"seq_late\":%" PRIu64
+           ",\"held_dropped\":%" PRIu64, st->reordered, st->seq_lost, st->seq_late, st->held_dropped);
     printf(",\"malformed\":{");
     for (unsigned k = 1; k < RC_SUB_MALFORMED_KINDS; k++)
         printf("%s\"%s\":%" PRIu64, k > 1 ? "," : "", rc_sub_malformed_name(k), st->malformed[k]);

@@ -767,12 +767,18 @@ static void test_stream_order(void)
     CU_ASSERT(got_tags_in_order(4, 105, 16));
     st = sub_stats();
     CU_ASSERT_EQUAL(st.seq_lost, 1);
-    CU_ASSERT_EQUAL(st.reordered, 3 + 16);
+    CU_ASSERT(st.reordered >= 3 + 1);   /* fewer than 16 if a slow machine hit the time bound */
     send_numbered(4, 104);                  /* too late: dropped, counted */
     send_numbered(21, 121);                 /* the stream goes on */
     CU_ASSERT(PUMP_UNTIL(E.ngot == 21));
     CU_ASSERT_EQUAL(E.got[20].tag, 121);
     CU_ASSERT_EQUAL(sub_stats().seq_late, 2);
+    /* Number 22 never comes and nothing follows 23: 23 waits at most half
+     * the peer timeout (1 s here), then goes on and 22 counts as lost. */
+    send_numbered(23, 123);
+    CU_ASSERT(PUMP_UNTIL(E.ngot == 22));
+    CU_ASSERT_EQUAL(E.got[21].tag, 123);
+    CU_ASSERT_EQUAL(sub_stats().seq_lost, 2);
     CU_ASSERT_EQUAL(E.disconnects, 0);
     env_close();
     fake_close();
