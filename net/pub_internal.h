@@ -77,6 +77,9 @@ enum rc_peer_state {
     RC_PEER_CONNECTED,         /* waiting for HELLO */
     RC_PEER_ACTIVE,            /* through HELLO: may receive data */
     RC_PEER_CLOSED,            /* endpoint gone; outstanding ops still to release */
+    RC_PEER_DRAINING,          /* RDM, dead by an error completion but maybe alive: no new sends,
+                                * its posted ops may still read the ring, so their keys are kept
+                                * until they complete or drain_deadline_ns */
 };
 
 enum rc_peer_doom { RC_DOOM_NONE = 0, RC_DOOM_BYE, RC_DOOM_SHUTDOWN, RC_DOOM_SILENCE,
@@ -99,6 +102,7 @@ struct rc_pub_peer {
     uint32_t op_head, op_tail, nops;
     uint32_t page;             /* page being filled, or RC_PUB_NONE */
     uint32_t data_seq;         /* stream sequence number of the next DATA/PAGE posted */
+    uint64_t drain_deadline_ns;  /* RC_PEER_DRAINING: reaped at the latest then */
     struct rc_wire_range *ranges;   /* sorted, disjoint, not adjacent */
     uint32_t nranges;
     struct rc_pub_ctrl_msg ctrl[RC_PUB_CTRL_QUEUE];
@@ -139,6 +143,7 @@ struct rc_publisher {
     uint64_t next_timer_ns, timer_period_ns;
     uint32_t ndoomed;          /* peers marked for teardown (done in progress only) */
     uint32_t nclosed;          /* closed peers whose keys are not yet reported */
+    uint32_t ndraining;        /* peers in RC_PEER_DRAINING */
     uint32_t ctrl_waiting;     /* peers with control messages waiting */
     struct rc_wire_range *scratch;  /* RC_WIRE_MAX_RANGES: subscription edits */
     fi_addr_t refused[8];      /* RDM: refused addresses, removed from the AV later */

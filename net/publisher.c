@@ -83,7 +83,8 @@ int rc_pub_post(struct rc_publisher *p, struct rc_pub_peer *peer, const struct i
 void rc_pub_peer_fail(struct rc_publisher *p, uint32_t idx, enum rc_peer_doom why)
 {
     struct rc_pub_peer *peer = &p->peers[idx];
-    if (peer->state == RC_PEER_FREE || peer->state == RC_PEER_CLOSED || peer->doom)
+    if (peer->state == RC_PEER_FREE || peer->state == RC_PEER_CLOSED || peer->state == RC_PEER_DRAINING ||
+        peer->doom)
         return;
     peer->doom = why;
     p->ndoomed++;
@@ -190,6 +191,51 @@ static void reap(struct rc_publisher *p, struct rc_pub_peer *peer)
         p->cb.on_peer_event(p->cb.arg, id, RC_PUB_PEER_GONE);
 }
 
+/* RDM only (MSG: closing the endpoint stops its sends). A subscriber declared
+ * dead by an error completion may be alive, and the shared endpoint keeps
+ * sending what was posted to it: rxm's large messages are read from the ring
+ * when the subscriber asks for them. Releasing their keys now would let the
+ * card overwrite that memory under a send and hand the subscriber wrong
+ * bytes as valid data (test_daemon_faults.sh, verified payloads). So the
+ * peer leaves the table at once (no new sends), keeps its address, and its
+ * keys come back as its sends complete; what is left after peer_timeout is
+ * released then. */
+static bool must_drain(const struct rc_publisher *p, const struct rc_pub_peer *peer,
+                       enum rc_peer_doom why)
+{
+    return p->fab.rdm && why == RC_DOOM_ERROR && peer->has_addr && peer->nops > 0;
+}
+
+static void start_draining(struct rc_publisher *p, struct rc_pub_peer *peer, uint64_t now)
+{
+    rc_pub_drop_control(p, peer);
+    rc_buf_drop_filling(p, peer);
+    peer->state = RC_PEER_DRAINING;
+    peer->drain_deadline_ns = now + p->fab.params.peer_timeout_ns;
+    p->ndraining++;
+    if (!peer->joined)
+        return;
+    peer->joined = false;   /* leaves the daemon's table now, not when drained */
+    p->st.peers_active--;
+    if (p->cb.on_peer_event)
+        p->cb.on_peer_event(p->cb.arg, rc_pub_peer_id(p, peer), RC_PUB_PEER_GONE);
+}
+
+static void finish_drains(struct rc_publisher *p, uint64_t now)
+{
+    for (uint32_t i = 0; i < p->npeers && p->ndraining; i++) {
+        struct rc_pub_peer *peer = &p->peers[i];
+        if (peer->state != RC_PEER_DRAINING || (peer->nops > 0 && now < peer->drain_deadline_ns))
+            continue;
+        p->ndraining--;
+        p->st.drained_peers++;
+        if (peer->nops)
+            p->st.drain_timeouts++;
+        close_transport(p, peer, true);
+        reap(p, peer);
+    }
+}
+
 static void bury_doomed(struct rc_publisher *p)
 {
     for (uint32_t i = 0; i < p->npeers && p->ndoomed; i++) {
@@ -201,8 +247,14 @@ static void bury_doomed(struct rc_publisher *p)
         p->ndoomed--;
         if (peer->state == RC_PEER_FREE)
             continue;
+        if (peer->state == RC_PEER_DRAINING)
+            continue;
         if (peer->state != RC_PEER_CLOSED) {
             count_doom(p, why);
+            if (must_drain(p, peer, why)) {
+                start_draining(p, peer, rc_now_ns());
+                continue;
+            }
             close_transport(p, peer, why == RC_DOOM_ERROR);
         }
         reap(p, peer);
@@ -319,7 +371,8 @@ struct rc_pub_peer *rc_pub_peer_by_addr(struct rc_publisher *p, fi_addr_t addr)
     if (addr == FI_ADDR_NOTAVAIL || addr == FI_ADDR_UNSPEC)
         return NULL;
     for (uint32_t i = 0; i < p->npeers; i++)
-        if (p->peers[i].state != RC_PEER_FREE && p->peers[i].has_addr && p->peers[i].addr == addr)
+        if (p->peers[i].state != RC_PEER_FREE && p->peers[i].state != RC_PEER_DRAINING &&
+            p->peers[i].has_addr && p->peers[i].addr == addr)
             return &p->peers[i];
     return NULL;
 }
@@ -521,7 +574,7 @@ static void run_timers(struct rc_publisher *p, uint64_t now)
 {
     for (uint32_t i = 0; i < p->npeers; i++) {
         struct rc_pub_peer *peer = &p->peers[i];
-        if (peer->state == RC_PEER_FREE || peer->state == RC_PEER_CLOSED)
+        if (peer->state == RC_PEER_FREE || peer->state == RC_PEER_CLOSED || peer->state == RC_PEER_DRAINING)
             continue;
         check_liveness(p, peer, now);
         if (peer->state == RC_PEER_ACTIVE && now - peer->last_hb_tx_ns >= p->fab.params.heartbeat_ns) {
@@ -563,6 +616,8 @@ int rc_publisher_progress(struct rc_publisher *p)
         work++;
         reap_closed(p);
     }
+    if (p->ndraining)
+        finish_drains(p, now);
     return work;
 }
 
@@ -800,8 +855,8 @@ int rc_publisher_close_peer(struct rc_publisher *p, rc_peer_id id)
     struct rc_pub_peer *peer = rc_pub_peer_of(p, id);
     if (!peer)
         return -ENOTCONN;
-    if (peer->state == RC_PEER_CLOSED)
-        return 0;
+    if (peer->state == RC_PEER_CLOSED || peer->state == RC_PEER_DRAINING)
+        return 0;   /* leaving already */
     if (peer->state == RC_PEER_ACTIVE)
         rc_pub_send_bye(p, peer, RC_BYE_NORMAL);
     if (peer->doom) {

@@ -83,6 +83,8 @@ struct rc_publisher_stats {
     uint64_t peers_dead;            /* shutdown, silence or stuck sends */
     uint64_t dead_by_shutdown, dead_by_silence, dead_by_stuck_send, dead_by_error;
     uint64_t keys_released_by_peer_death;
+    uint64_t drained_peers;         /* RDM peers dead by an error whose sends were let finish */
+    uint64_t drain_timeouts;        /* ... of which some sends had not completed after peer_timeout */
     uint64_t subscribe_requests, unsubscribe_requests;
     uint64_t subscriptions_refused; /* any status but RC_SUB_OK */
     uint64_t heartbeats_sent, heartbeats_received;
