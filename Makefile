@@ -150,7 +150,13 @@ ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 # instead of barriers in inline assembly only with RTE_USE_C11_MEM_MODEL.
 TSAN_FLAGS := -fsanitize=thread -DRTE_USE_C11_MEM_MODEL
 FUZZ_FLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
-TSAN_TESTS := test_roundtrip test_dma_ring test_chunk_queue test_fanout test_sub_table test_card \
+# Not test_sub_table: every race TSan reports there crosses liburcu's grace
+# periods, which it cannot see (suppressed in tests/tsan.supp), and matching
+# the suppression for each of its ~10^5 RCU frees once took past the 600 s
+# limit. Its property is checked by its own snapshot invariant and under ASan
+# (a reader of a freed version is a use-after-free); the daemon run below
+# still exercises the table under TSan.
+TSAN_TESTS := test_roundtrip test_dma_ring test_chunk_queue test_fanout test_card \
               test_net_subscriber
 FUZZ_SRC   := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZERS    := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
