@@ -59,6 +59,15 @@ start_sub() {
     sub=$!
 }
 
+# start_daemon NAME OVERRIDES...: ringcast-readout on deploy/ringcast.ini and
+# $PORT in the background ($daemon); log and --stats-json in $WORK/NAME.log/.json.
+start_daemon() {
+    name=$1; shift
+    "$BIN/ringcast-readout" -c deploy/ringcast.ini -o readout.stats_interval=0 \
+        -o fabric.port="$PORT" "$@" --stats-json "$WORK/$name.json" 2>"$WORK/$name.log" &
+    daemon=$!
+}
+
 # wait_cards_started NAME: until the daemon (log $WORK/NAME.log) saw its
 # readout.wait_subscribers subscribe and started the cards (15 s at most).
 wait_cards_started() {

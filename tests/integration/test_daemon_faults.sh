@@ -12,12 +12,6 @@ PORT=$((20000 + $$ % 20000))
 TAGS=0-0xffff
 BAD="$BUILD/tests/integration/bad_peer"
 
-start_daemon() { # start_daemon NAME OVERRIDES...
-    name=$1; shift
-    "$BIN/ringcast-readout" -c deploy/ringcast.ini -o readout.stats_interval=0 \
-        -o fabric.port="$PORT" "$@" --stats-json "$WORK/$name.json" 2>"$WORK/$name.log" &
-    daemon=$!
-}
 
 # pub NAME FIELD: a counter of the publisher object in the daemon's JSON.
 pub() { grep -o '"publisher":{[^}]*}' "$WORK/$1.json" | head -n 1 | grep -o "\"$2\":[0-9]*" | cut -d: -f2; }

@@ -9,13 +9,6 @@
 PORT=$((20000 + $$ % 20000))
 TAGS=0-0xffff   # card 0's e-links (tag base 0)
 
-# start_daemon NAME OVERRIDES...: the daemon in the background ($daemon).
-start_daemon() {
-    name=$1; shift
-    "$BIN/ringcast-readout" -c deploy/ringcast.ini -o readout.stats_interval=0 \
-        -o fabric.port="$PORT" "$@" --stats-json "$WORK/$name.json" 2>"$WORK/$name.log" &
-    daemon=$!
-}
 
 
 check_sub_exact() { # check_sub_exact NAME CHUNKS

@@ -9,12 +9,6 @@
 PORT=$((20000 + ($$ + 7919) % 20000))
 TAGS=0-0xffff   # card 0's e-links (tag base 0)
 
-start_daemon() { # start_daemon NAME OVERRIDES...
-    name=$1; shift
-    "$BIN/ringcast-readout" -c deploy/ringcast.ini -o readout.stats_interval=0 \
-        -o fabric.port="$PORT" "$@" --stats-json "$WORK/$name.json" 2>"$WORK/$name.log" &
-    daemon=$!
-}
 
 
 
