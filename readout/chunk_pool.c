@@ -1,4 +1,5 @@
 /* chunk_pool.c — fixed pool of chunk descriptors (see chunk_pool.h). */
+#include "dma/errbuf.h"
 #include "readout/chunk_pool.h"
 
 #include <errno.h>
@@ -32,14 +33,14 @@ int rc_chunk_pool_init(struct rc_chunk_pool *pool, uint32_t count, uint32_t max_
 {
     memset(pool, 0, sizeof *pool);
     if (count == 0 || count == UINT32_MAX || max_pieces == 0) {
-        snprintf(err, errlen, "chunk pool: max_chunks_in_flight (%u) and max_chunk_pieces (%u) "
+        rc_set_err(err, errlen, "chunk pool: max_chunks_in_flight (%u) and max_chunk_pieces (%u) "
                  "must be at least 1", count, max_pieces);
         return -EINVAL;
     }
     pool->recs = calloc(count, sizeof *pool->recs);
     pool->piece_store = calloc((size_t)count * max_pieces, sizeof *pool->piece_store);
     if (!pool->recs || !pool->piece_store) {
-        snprintf(err, errlen, "chunk pool: cannot allocate %u descriptors of %u pieces",
+        rc_set_err(err, errlen, "chunk pool: cannot allocate %u descriptors of %u pieces",
                  count, max_pieces);
         rc_chunk_pool_fini(pool);
         return -ENOMEM;

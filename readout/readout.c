@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "dma/errbuf.h"
 #include "readout/felix_block.h"
 #include "readout/readout_internal.h"
 
@@ -41,7 +42,7 @@ static int validate_params(const struct rc_card_params *p, struct rc_dma_ring *r
         problem = "max_chunk_size, max_chunk_pieces and max_chunks_in_flight must be non-zero";
     if (!problem)
         return 0;
-    snprintf(err, errlen, "card.%u readout: %s (block_size %u, ring_size %llu, ring %zu bytes)",
+    rc_set_err(err, errlen, "card.%u readout: %s (block_size %u, ring_size %llu, ring %zu bytes)",
              p->index, problem, p->block_size, (unsigned long long)p->ring_size, ring_size);
     return -EINVAL;
 }
@@ -54,7 +55,7 @@ static int allocate_tables(struct rc_readout *r, char *err, size_t errlen)
     r->elink_stats = calloc(RC_READOUT_MAX_ELINKS, sizeof *r->elink_stats);
     r->subs = calloc(r->subs_cap, sizeof *r->subs);
     if (!r->blocks || !r->elinks || !r->elink_stats || !r->subs) {
-        snprintf(err, errlen, "card.%u readout: cannot allocate tables for %u blocks",
+        rc_set_err(err, errlen, "card.%u readout: cannot allocate tables for %u blocks",
                  r->p.index, r->nblocks);
         return -ENOMEM;
     }
@@ -74,7 +75,7 @@ int rc_readout_create(const struct rc_card_params *p, struct rc_dma_ring *ring,
         return rc;
     struct rc_readout *r = aligned_alloc(64, (sizeof *r + 63) / 64 * 64);
     if (!r) {
-        snprintf(err, errlen, "card.%u readout: out of memory", p->index);
+        rc_set_err(err, errlen, "card.%u readout: out of memory", p->index);
         return -ENOMEM;
     }
     memset(r, 0, sizeof *r);
@@ -186,17 +187,4 @@ int rc_readout_get_elink_stats(const struct rc_readout *r, unsigned elink,
         return -ENOENT;
     copy_elink_stats(&r->elink_stats[elink], out);
     return 0;
-}
-
-const char *rc_readout_bad_kind_name(enum rc_readout_bad_kind kind)
-{
-    switch (kind) {
-    case RC_BAD_NONE: return "none";
-    case RC_BAD_MARKER: return "unknown block marker";
-    case RC_BAD_BLOCK_SIZE: return "marker's block size differs from the configured one";
-    case RC_BAD_LENGTH: return "trailer length runs past the block header";
-    case RC_BAD_NULL_TRAILER: return "null trailer with non-zero bits";
-    case RC_BAD_TYPE_ORDER: return "subchunk types out of order";
-    }
-    return "unknown";
 }

@@ -117,6 +117,5 @@ const struct rc_elink_stats *rc_readout_elink_stats(const struct rc_readout *r, 
 /* Copy one e-link's statistics; 0, or -ENOENT if never seen / out of range. */
 int  rc_readout_get_elink_stats(const struct rc_readout *r, unsigned elink,
                                 struct rc_elink_stats *out);
-const char *rc_readout_bad_kind_name(enum rc_readout_bad_kind kind);
 
 #endif

@@ -25,6 +25,7 @@
  * Offsets outside [0, 0x1000) or not 8-byte aligned read as all ones (as an
  * unclaimed PCIe read does) and ignore writes.
  */
+#include "dma/errbuf.h"
 #include "readout/sim_bar.h"
 #include "dma/monotonic.h"
 
@@ -272,7 +273,7 @@ int rc_sim_bar_validate(uint8_t *bar, size_t size, const char *where, char *err,
     if (!why)
         return 0;
     if (err && errlen)
-        snprintf(err, errlen, "%s: %s (this build: version %u, %u bytes)", where, why,
+        rc_set_err(err, errlen, "%s: %s (this build: version %u, %u bytes)", where, why,
                  RC_SIM_BAR_VERSION, RC_SIM_BAR_BYTES);
     return -EPROTO;
 }

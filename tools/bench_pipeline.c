@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "dma/errbuf.h"
+#include "tools/bench_report.h"
 #include "dma/monotonic.h"
 
 #define LISTEN_TIMEOUT_NS   (15ull * 1000000000ull)
@@ -124,7 +125,7 @@ static bool json_u64(const char *text, const char *key, uint64_t *out)
     return true;
 }
 
-static const char *fill_name(enum rc_sim_fill f)
+const char *rc_bench_fill_name(enum rc_sim_fill f)
 {
     switch (f) {
     case RC_FILL_NONE: return "none";
@@ -166,7 +167,7 @@ static int write_config(const struct rc_bench_pipe_params *p, uint16_t port, con
             p->buffered ? "buffered" : "zerocopy", p->subscribers, p->provider,
             p->rdm ? "rdm" : "msg", (unsigned)port, p->block_size,
             pieces < DEFAULT_MAX_PIECES ? DEFAULT_MAX_PIECES : pieces,
-            p->chunk_size, p->chunk_size, fill_name(p->fill), rate, run);
+            p->chunk_size, p->chunk_size, rc_bench_fill_name(p->fill), rate, run);
     if (fclose(f) != 0) {
         rc_set_err(err, errlen, "pipeline: %s: %s", path, strerror(errno));
         return -EIO;
@@ -220,14 +221,6 @@ static void kill_and_reap(pid_t pid)
 }
 
 static bool exited_ok(int status) { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
-
-static double children_cpu_seconds(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_CHILDREN, &ru);
-    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
-           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
-}
 
 struct run_files {
     char config[512], daemon_json[512], daemon_log[512], allocs[512];
@@ -445,10 +438,10 @@ int rc_bench_pipe_run(const struct rc_bench_pipe_params *p, struct rc_bench_pipe
     int rc = port ? write_config(p, port, fl->config, err, errlen) : -EADDRINUSE;
     if (!port)
         rc_set_err(err, errlen, "pipeline: no free TCP port on 127.0.0.1");
-    double cpu0 = children_cpu_seconds();
+    double cpu0 = rc_bench_cpu_seconds(RUSAGE_CHILDREN);
     if (rc == 0)
         rc = run_children(p, fl, port, err, errlen);
-    out->cpu_seconds = children_cpu_seconds() - cpu0;
+    out->cpu_seconds = rc_bench_cpu_seconds(RUSAGE_CHILDREN) - cpu0;
     if (rc == 0)
         rc = read_daemon(p, fl, out, err, errlen);
     if (rc == 0)

@@ -59,5 +59,7 @@ int rc_bench_pipe_run(const struct rc_bench_pipe_params *p, struct rc_bench_pipe
 
 /* A TCP port on 127.0.0.1 that was free a moment ago (0 if none). */
 uint16_t rc_bench_free_port(void);
+/* The simulator's fill as in the INI: "none", "pattern" or "timestamp". */
+const char *rc_bench_fill_name(enum rc_sim_fill f);
 
 #endif

@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 
 #include "dma/errbuf.h"
+#include "tools/bench_report.h"
 #include "dma/monotonic.h"
 #include "net/fabric.h"
 
@@ -302,14 +303,6 @@ static bool wait_receiver_listening(struct raw_run *r)
     return atomic_load(&r->rx_state) == RX_LISTENING;
 }
 
-static double cpu_seconds_self(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
-           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
-}
-
 /* The caller closes e after the receiver finished: closing it earlier
  * would end the connection, and the receiver's posted receives would
  * complete as cancelled while the last messages may still be on their way. */
@@ -351,7 +344,7 @@ int rc_bench_raw_run(const struct rc_bench_raw_params *p, struct rc_bench_raw_re
     }
     r->p = p;
     atomic_init(&r->expected, UINT64_MAX);
-    double cpu0 = cpu_seconds_self();
+    double cpu0 = rc_bench_cpu_seconds(RUSAGE_SELF);
     pthread_t rx;
     int rc = pthread_create(&rx, NULL, receiver_main, r);
     if (rc) {
@@ -374,7 +367,7 @@ int rc_bench_raw_run(const struct rc_bench_raw_params *p, struct rc_bench_raw_re
         out->messages = r->received;
         out->bytes = r->bytes;
         out->seconds = (double)(r->last_rx_ns - t0) / 1e9;
-        out->cpu_seconds = cpu_seconds_self() - cpu0;
+        out->cpu_seconds = rc_bench_cpu_seconds(RUSAGE_SELF) - cpu0;
     }
     free(r);
     return rc;

@@ -8,6 +8,7 @@
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -309,4 +310,12 @@ int rc_bench_write_plots(const struct rc_bench_report *r, const char *dir)
     }
     fprintf(stderr, "ringcast-bench: wrote %s/throughput.png and %s/chunk_rate.png\n", dir, dir);
     return 0;
+}
+
+double rc_bench_cpu_seconds(int who)
+{
+    struct rusage ru;
+    getrusage(who, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 }

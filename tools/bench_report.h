@@ -19,6 +19,9 @@
 
 #define RC_BENCH_MAX_ROWS 512u
 
+/* User + system CPU seconds of getrusage(who): RUSAGE_SELF or RUSAGE_CHILDREN. */
+double rc_bench_cpu_seconds(int who);
+
 struct rc_bench_row {
     const char *test;              /* raw zerocopy buffered memcpy latency fanout decode */
     uint64_t chunk_size;

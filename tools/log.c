@@ -19,8 +19,6 @@ void rc_log_init(const char *program, enum rc_log_level level)
     log_level = level;
 }
 
-void rc_log_set_level(enum rc_log_level level) { log_level = level; }
-
 void rc_log(enum rc_log_level level, const char *fmt, ...)
 {
     if (level > log_level)

@@ -7,7 +7,6 @@
 #include "config/config.h"
 
 void rc_log_init(const char *program, enum rc_log_level level);
-void rc_log_set_level(enum rc_log_level level);
 void rc_log(enum rc_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #define rc_error(...) rc_log(RC_LOG_ERROR, __VA_ARGS__)

@@ -3,6 +3,7 @@
  * half (tools/daemon_publish.c): chunks of tags nobody subscribed go back to
  * the ring at once, the others are sent to every subscriber of their tag by
  * the publisher threads (one per port, fabric.port + i). */
+#include "dma/errbuf.h"
 #include "tools/readout_daemon.h"
 #include "dma/monotonic.h"
 
@@ -95,7 +96,7 @@ static int create_card(struct daemon *d, struct daemon_card *dc, char *err, size
     switch (p->type) {
     case RC_CARD_SIM:
         if (!d->cfg->has_sim[n]) {
-            snprintf(err, errlen, "card.%u is a simulated card but there is no [sim.%u] section", n, n);
+            rc_set_err(err, errlen, "card.%u is a simulated card but there is no [sim.%u] section", n, n);
             return -EINVAL;
         }
         return rc_sim_card_create(p, &d->cfg->sim[n], rc_dma_ring_addr(dc->ring),
@@ -105,7 +106,7 @@ static int create_card(struct daemon *d, struct daemon_card *dc, char *err, size
          * the BAR created here and to the ring's shm object. */
         return rc_sim_bar_create_shm(p, &dc->card, err, errlen);
     }
-    snprintf(err, errlen, "card.%u: unknown card type %d", n, (int)p->type);
+    rc_set_err(err, errlen, "card.%u: unknown card type %d", n, (int)p->type);
     return -EINVAL;
 }
 

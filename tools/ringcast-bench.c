@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dma/errbuf.h"
 #include "config/config.h"
 #include "dma/dma_ring.h"
 #include "dma/monotonic.h"
@@ -145,11 +146,11 @@ static int fill_ring(struct dec_ctx *d, uint32_t chunk_size, char *err, size_t e
     bool finished = rc_sim_gen_done(g);
     rc_sim_gen_destroy(g);
     if (rc != 0) {
-        snprintf(err, errlen, "decode bench: cannot write an empty block (%s)", strerror(-rc));
+        rc_set_err(err, errlen, "decode bench: cannot write an empty block (%s)", strerror(-rc));
         return rc;
     }
     if (!finished || st.chunks_started != st.chunks_completed) {
-        snprintf(err, errlen, "decode bench: %" PRIu64 " chunks still open at the end of the "
+        rc_set_err(err, errlen, "decode bench: %" PRIu64 " chunks still open at the end of the "
                  "ring (margin of %u blocks too small)", st.chunks_started - st.chunks_completed,
                  DEC_FINISH_MARGIN);
         return -EOVERFLOW;
@@ -290,11 +291,6 @@ static int run_decode(struct bench *b)
 
 /* ---- raw ----------------------------------------------------------------- */
 
-static const char *fill_name(enum rc_sim_fill f)
-{
-    return f == RC_FILL_NONE ? "none" : f == RC_FILL_TIMESTAMP ? "timestamp" : "pattern";
-}
-
 static double per_gb(double cpu_s, uint64_t bytes) { return bytes ? cpu_s / ((double)bytes / 1e9) : 0; }
 
 /* One raw libfabric stream of messages of `size` (bench_raw.h) with the
@@ -373,7 +369,7 @@ static int pipe_run(struct bench *b, const struct rc_bench_pipe_params *p, struc
         rc = rc_bench_pipe_run(p, r, err, sizeof err);
     if (rc)
         fprintf(stderr, "ringcast-bench: %s %" PRIu32 " B fill=%s, %u subscriber(s): %s\n",
-                p->buffered ? "buffered" : "zerocopy", p->chunk_size, fill_name(p->fill), p->subscribers,
+                p->buffered ? "buffered" : "zerocopy", p->chunk_size, rc_bench_fill_name(p->fill), p->subscribers,
                 err[0] ? err : strerror(-rc));
     return rc;
 }
@@ -423,7 +419,7 @@ static int measure_pipeline(struct bench *b, uint64_t size, bool buffered, enum 
     if (rc)
         return rc;
     struct rc_bench_row row = { .test = buffered ? "buffered" : "zerocopy", .chunk_size = size,
-                                .fill = fill_name(fill), .gbytes_per_s = (double)r.bytes_sent / r.seconds / 1e9,
+                                .fill = rc_bench_fill_name(fill), .gbytes_per_s = (double)r.bytes_sent / r.seconds / 1e9,
                                 .chunks_per_s = (double)r.chunks_sent / r.seconds,
                                 .cpu_s_per_gb = per_gb(r.cpu_seconds, r.bytes_sent) };
     const struct rc_bench_row *raw = rc_bench_find(&b->report, "raw", size, NULL);

@@ -346,8 +346,7 @@ static int attach_with_wait(const struct options *o, struct setup *s, struct rc_
             fprintf(stderr, "ringcast-sim: %s\n", err);
             return rc == -EINVAL ? EXIT_USAGE : EXIT_RUNTIME;
         }
-        struct timespec ts = { 0, 100000000 };
-        nanosleep(&ts, NULL);
+        rc_sleep_ns(100000000ull);
     }
 }
 

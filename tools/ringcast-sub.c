@@ -521,10 +521,8 @@ static void on_data(void *ctx, uint64_t tag, uint32_t flags, const void *data, s
         write_record(a, tag, flags, data, len);
     if (a->o->count && a->r.chunks >= a->o->count)
         stop_requested = 1;
-    if (a->o->slow_us) {
-        struct timespec ts = {.tv_sec = a->o->slow_us / 1000000, .tv_nsec = (long)(a->o->slow_us % 1000000) * 1000};
-        nanosleep(&ts, NULL);
-    }
+    if (a->o->slow_us)
+        rc_sleep_ns((uint64_t)a->o->slow_us * 1000u);
 }
 
 /* A restarted publisher starts every tag's sequence anew: what came before
@@ -571,12 +569,7 @@ static void on_resubscribed(void *ctx)
 
 /* ---- reporting ----------------------------------------------------------- */
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+static double now_s(void) { return (double)rc_now_ns() / 1e9; }
 
 static bool verification_failed(const struct app *a)
 {
