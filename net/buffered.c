@@ -94,7 +94,6 @@ static int post_page(struct rc_publisher *p, struct rc_pub_peer *peer)
         return rc < 0 ? rc : -rc;
     }
     op->state = RC_TXOP_POSTED;
-    op->len = (uint32_t)iov.iov_len;
     rc_pub_op_link(p, (uint32_t)(peer - p->peers), op_id, rc_now_ns());
     p->st.pages_sent++;
     return 0;
@@ -151,13 +150,13 @@ int rc_publisher_send_buffered(struct rc_publisher *p, rc_peer_id peer_id, uint6
             return rc;
     }
     /* Fits: checked against `cap` above (pieces come from the ring, never NULL). */
-    rc_wire_page_appendv(page_addr(p, peer->page), cap, tag, flags, iov, n);
+    ssize_t used = rc_wire_page_appendv(page_addr(p, peer->page), cap, tag, flags, iov, n);
     p->st.buffered_records++;
     p->st.buffered_bytes += len;
     p->st.keys_completed_ok++;
     p->cb.on_send_complete(p->cb.arg, key, 0);
     /* Full: not even an empty record fits any more. */
-    if (rc_wire_page_length(page_addr(p, peer->page)) + sizeof(struct rc_wire_record) > cap)
+    if ((size_t)used + sizeof(struct rc_wire_record) > cap)
         post_page(p, peer);
     return 0;
 }

@@ -429,11 +429,9 @@ static int read_cq_error(struct rc_fabric *f, struct rc_fabric_cqe *out, char *e
     if (rc < 0)
         return rc_fabric_error(f, err, errlen, "fi_cq_readerr", (int)rc);
     out->context = e.op_context;
-    out->flags = e.flags;
     out->len = e.len;
     out->src = FI_ADDR_NOTAVAIL;
     out->err = e.err ? e.err : FI_EOTHER;
-    out->prov_errno = e.prov_errno;
     return 1;
 }
 
@@ -455,7 +453,7 @@ int rc_fabric_cq_poll(struct rc_fabric *f, struct rc_fabric_cqe *out, size_t max
         return rc_fabric_error(f, err, errlen, "fi_cq_read", (int)n);
     for (ssize_t i = 0; i < n; i++) {
         out[i] = (struct rc_fabric_cqe){
-            .context = e[i].op_context, .flags = e[i].flags, .len = e[i].len,
+            .context = e[i].op_context, .len = e[i].len,
             .src = f->source_addr ? src[i] : FI_ADDR_NOTAVAIL,
         };
     }
@@ -513,9 +511,7 @@ void rc_fabric_wait(struct rc_fabric *f, uint64_t timeout_ns)
     if (n == 0 || fi_trywait(f->fabric, fids, n) != FI_SUCCESS) {
         /* No fd, or work is pending (trywait said so): do not block on an fd. */
         if (n == 0) {
-            uint64_t ns = timeout_ns < RC_FABRIC_NOFD_SLEEP_NS ? timeout_ns : RC_FABRIC_NOFD_SLEEP_NS;
-            struct timespec ts = { .tv_sec = 0, .tv_nsec = (long)ns };
-            nanosleep(&ts, NULL);
+            rc_sleep_ns(timeout_ns < RC_FABRIC_NOFD_SLEEP_NS ? timeout_ns : RC_FABRIC_NOFD_SLEEP_NS);
         }
         return;
     }

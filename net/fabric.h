@@ -139,11 +139,9 @@ void rc_fabric_addr_str(const struct rc_fabric *f, const void *addr, size_t addr
 /* One completion, success or error. */
 struct rc_fabric_cqe {
     void *context;                 /* the op_context given when posting */
-    uint64_t flags;                /* FI_SEND / FI_RECV ... */
     size_t len;                    /* received bytes (FI_RECV) */
     fi_addr_t src;                 /* RDM + source_addr: sender, else FI_ADDR_NOTAVAIL */
     int err;                       /* 0, or the positive FI errno of an error entry */
-    int prov_errno;
 };
 /* Read up to max completions without blocking (this drives progress: call it
  * even when nothing is expected). Error entries come back as entries with

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dma/errbuf.h"
 #include "net/allow_list.h"
 #include "net/pub_internal.h"
 #include "net/sub_ranges.h"
@@ -77,7 +78,6 @@ static int ctrl_post(struct rc_publisher *p, struct rc_pub_peer *peer, fi_addr_t
         return rc;
     p->nctrl_free--;
     op->state = RC_TXOP_POSTED;
-    op->len = (uint32_t)len;
     op->peer = RC_PUB_NONE;
     op->prev = op->next = RC_PUB_NONE;
     if (peer)
@@ -107,7 +107,7 @@ static void flush_peer(struct rc_publisher *p, struct rc_pub_peer *peer)
             p->st.control_dropped++;
             char err[200];
             rc_fabric_error(&p->fab, err, sizeof err, "fi_sendv(control)", rc);
-            snprintf(p->err, sizeof p->err, "%.100s: %.200s", peer->name, err);
+            rc_set_err(p->err, sizeof p->err, "%.100s: %.200s", peer->name, err);
         }
         peer->ctrl_head = (peer->ctrl_head + 1) % RC_PUB_CTRL_QUEUE;
         if (--peer->ctrl_count == 0)
@@ -121,7 +121,7 @@ static void enqueue(struct rc_publisher *p, struct rc_pub_peer *peer, const void
         return;  /* encoders only fail on our own bad arguments */
     if (peer->ctrl_count == RC_PUB_CTRL_QUEUE) {
         p->st.control_dropped++;
-        snprintf(p->err, sizeof p->err, "%s: control queue full, message dropped", peer->name);
+        rc_set_err(p->err, sizeof p->err, "%s: control queue full, message dropped", peer->name);
         return;
     }
     struct rc_pub_ctrl_msg *m = &peer->ctrl[(peer->ctrl_head + peer->ctrl_count) % RC_PUB_CTRL_QUEUE];
@@ -208,7 +208,7 @@ unsigned rc_publisher_subscribers_of(struct rc_publisher *p, uint64_t tag, rc_pe
 static void reject(struct rc_publisher *p, const char *who, enum rc_wire_error why)
 {
     p->st.malformed[why]++;
-    snprintf(p->err, sizeof p->err, "message from %s rejected: %s", who, rc_wire_error_name(why));
+    rc_set_err(p->err, sizeof p->err, "message from %s rejected: %s", who, rc_wire_error_name(why));
 }
 
 static void peer_event(struct rc_publisher *p, struct rc_pub_peer *peer, enum rc_pub_peer_event ev)
@@ -234,7 +234,7 @@ static void on_hello(struct rc_publisher *p, struct rc_pub_peer *peer, const uin
          * (its port reused): that one is gone. Ending it tells the address
          * BYE (close_transport), and the newcomer says HELLO again to a
          * fresh peer, with its stream numbered from 0. */
-        snprintf(p->err, sizeof p->err, "%s: HELLO from a new subscriber at this address", peer->name);
+        rc_set_err(p->err, sizeof p->err, "%s: HELLO from a new subscriber at this address", peer->name);
         rc_pub_peer_fail(p, (uint32_t)(peer - p->peers), RC_DOOM_ERROR);
         return;
     }
@@ -244,7 +244,7 @@ static void on_hello(struct rc_publisher *p, struct rc_pub_peer *peer, const uin
     }
     if (rc_wire_negotiate(h.min_version, h.max_version) == 0) {
         p->st.connections_refused++;
-        snprintf(p->err, sizeof p->err, "%s: no common protocol version (%u..%u)", peer->name,
+        rc_set_err(p->err, sizeof p->err, "%s: no common protocol version (%u..%u)", peer->name,
                  h.min_version, h.max_version);
         rc_pub_send_bye(p, peer, RC_BYE_REFUSED);
         rc_pub_peer_fail(p, (uint32_t)(peer - p->peers), RC_DOOM_LOCAL);
@@ -298,7 +298,7 @@ static void on_sub(struct rc_publisher *p, struct rc_pub_peer *peer, const uint8
     enqueue(p, peer, ack, rc_wire_build_sub_ack(ack, sizeof ack, s.request_id, status));
     if (status != RC_SUB_OK) {
         p->st.subscriptions_refused++;
-        snprintf(p->err, sizeof p->err, "%s: (un)subscribe %u refused (status %d)", peer->name,
+        rc_set_err(p->err, sizeof p->err, "%s: (un)subscribe %u refused (status %d)", peer->name,
                  s.request_id, (int)status);
         return;
     }
@@ -314,7 +314,7 @@ void rc_pub_forget_refused(struct rc_publisher *p, uint64_t now)
     for (uint32_t i = 0; i < p->nrefused; i++) {
         char err[200];
         if (rc_fabric_av_remove(&p->fab, p->refused[i], err, sizeof err))
-            snprintf(p->err, sizeof p->err, "%s", err);
+            rc_set_err(p->err, sizeof p->err, "%s", err);
     }
     p->nrefused = 0;
 }
@@ -336,7 +336,7 @@ static void refuse_address(struct rc_publisher *p, fi_addr_t addr, const char *n
                            const char *why)
 {
     p->st.connections_refused++;
-    snprintf(p->err, sizeof p->err, "subscriber %s refused: %s", name, why);
+    rc_set_err(p->err, sizeof p->err, "subscriber %s refused: %s", name, why);
     rc_pub_bye_address(p, addr, RC_BYE_REFUSED);
 }
 
@@ -359,7 +359,7 @@ static void rdm_hello(struct rc_publisher *p, const uint8_t *buf, size_t len, ui
     char err[200];
     if (rc_fabric_av_insert(&p->fab, addr, h.addr_len, &fa, err, sizeof err)) {
         reject(p, name, RC_WIRE_BAD_FIELD);
-        snprintf(p->err, sizeof p->err, "HELLO from %.100s: %.200s", name, err);
+        rc_set_err(p->err, sizeof p->err, "HELLO from %.100s: %.200s", name, err);
         return;
     }
     /* An address still waiting for its deferred removal (refused, or told BYE)

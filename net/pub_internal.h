@@ -61,7 +61,6 @@ struct rc_pub_txop {
     uint64_t since_ns;         /* POSTED: when posted; FILLING: first record */
     uint64_t key;              /* slot without record: the key it completes */
     uint32_t record;           /* slot of a fragmented send: its record */
-    uint32_t len;              /* bytes of the message (slot: header only) */
 };
 
 /* A fragmented send: the key completes after its last fragment. */

@@ -151,7 +151,7 @@ static void close_transport(struct rc_publisher *p, struct rc_pub_peer *peer, bo
     } else if (peer->has_addr) {
         char err[256];
         if (rc_fabric_av_remove(&p->fab, peer->addr, err, sizeof err))
-            snprintf(p->err, sizeof p->err, "%.100s: %.200s", peer->name, err);
+            rc_set_err(p->err, sizeof p->err, "%.100s: %.200s", peer->name, err);
         peer->has_addr = false;
     }
     rc_buf_drop_filling(p, peer);
@@ -236,7 +236,7 @@ static void finish_drains(struct rc_publisher *p, uint64_t now)
     }
 }
 
-static void bury_doomed(struct rc_publisher *p)
+static void bury_doomed(struct rc_publisher *p, uint64_t now)
 {
     for (uint32_t i = 0; i < p->npeers && p->ndoomed; i++) {
         struct rc_pub_peer *peer = &p->peers[i];
@@ -252,7 +252,7 @@ static void bury_doomed(struct rc_publisher *p)
         if (peer->state != RC_PEER_CLOSED) {
             count_doom(p, why);
             if (must_drain(p, peer, why)) {
-                start_draining(p, peer, rc_now_ns());
+                start_draining(p, peer, now);
                 continue;
             }
             close_transport(p, peer, why == RC_DOOM_ERROR);
@@ -477,7 +477,7 @@ static void refuse_connreq(struct rc_publisher *p, struct fi_info *info, const c
     p->st.connections_refused++;
     char who[64];
     sockaddr_name(info->dest_addr, who, sizeof who);
-    snprintf(p->err, sizeof p->err, "connection from %s refused: %s", who, why);
+    rc_set_err(p->err, sizeof p->err, "connection from %s refused: %s", who, why);
     fi_reject(p->fab.pep, info->handle, NULL, 0);
 }
 
@@ -610,7 +610,7 @@ int rc_publisher_progress(struct rc_publisher *p)
         rc_pub_flush_control(p);
     if (p->ndoomed) {
         work++;
-        bury_doomed(p);
+        bury_doomed(p, now);
     }
     if (p->nclosed) {
         work++;

@@ -950,7 +950,7 @@ static int poll_events(struct rc_sub *s)
             if (send_hello(s))
                 lose(s, RC_SUB_DISC_SHUTDOWN);
         } else if (ev.event == FI_SHUTDOWN) {
-            snprintf(s->err, sizeof s->err, "connection to %s:%u shut down", s->p.host, (unsigned)s->p.port);
+            rc_set_err(s->err, sizeof s->err, "connection to %s:%u shut down", s->p.host, (unsigned)s->p.port);
             lose(s, RC_SUB_DISC_SHUTDOWN);
         }
     }
@@ -987,15 +987,15 @@ static void run_timers(struct rc_sub *s)
         return;
     }
     if (s->state == ST_CONNECTING && now >= s->deadline_ns) {
-        snprintf(s->err, sizeof s->err, "no connection to %s:%u within the peer timeout", s->p.host,
+        rc_set_err(s->err, sizeof s->err, "no connection to %s:%u within the peer timeout", s->p.host,
                  (unsigned)s->p.port);
         lose(s, RC_SUB_DISC_TIMEOUT);
     } else if (s->state == ST_HELLO_SENT && now >= s->deadline_ns) {
-        snprintf(s->err, sizeof s->err, "no WELCOME from %s:%u within the peer timeout", s->p.host,
+        rc_set_err(s->err, sizeof s->err, "no WELCOME from %s:%u within the peer timeout", s->p.host,
                  (unsigned)s->p.port);
         lose(s, RC_SUB_DISC_TIMEOUT);
     } else if (s->state == ST_ACTIVE && now - s->last_rx_ns >= s->p.peer_timeout_ns) {
-        snprintf(s->err, sizeof s->err, "publisher %s:%u silent for the peer timeout", s->p.host,
+        rc_set_err(s->err, sizeof s->err, "publisher %s:%u silent for the peer timeout", s->p.host,
                  (unsigned)s->p.port);
         lose(s, RC_SUB_DISC_TIMEOUT);
     } else if (s->state != ST_CONNECTING && now - s->last_hb_ns >= s->heartbeat_ns) {
@@ -1026,12 +1026,6 @@ static void settle(struct rc_sub *s)
         drop_connection(s, s->lost_reason);
 }
 
-static void sleep_ns(uint64_t ns)
-{
-    struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000ull), .tv_nsec = (long)(ns % 1000000000ull)};
-    nanosleep(&ts, NULL);
-}
-
 int rc_sub_poll(struct rc_sub *s, uint64_t timeout_ns)
 {
     s->handled = 0;
@@ -1042,7 +1036,7 @@ int rc_sub_poll(struct rc_sub *s, uint64_t timeout_ns)
     if (wait > timeout_ns)
         wait = timeout_ns;
     if (s->state == ST_IDLE) {
-        sleep_ns(wait);
+        rc_sleep_ns(wait);
     } else {
         rc_fabric_wait_adaptive(&s->f, poll_once, s, wait);
         settle(s);

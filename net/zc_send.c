@@ -227,7 +227,6 @@ static int post_fragment(struct rc_publisher *p, const struct zc_send *s, const 
     op->state = RC_TXOP_POSTED;
     op->key = s->key;
     op->record = s->record;
-    op->len = (uint32_t)hlen;
     rc_pub_op_link(p, s->peer_index, slot, rc_now_ns());
     p->st.messages++;
     return 0;

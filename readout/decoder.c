@@ -306,7 +306,7 @@ static enum step handle_subchunk(struct rc_readout *r, const struct rc_subchunk 
 /* Handle the current block's remaining subchunks; *emitted counts accepted chunks. */
 static enum step continue_block(struct rc_readout *r, unsigned *emitted)
 {
-    while (r->cur.next < r->cur.end) {
+    while (r->cur.next < r->subs_cap) {
         struct rc_chunk_rec *ready = NULL;
         if (handle_subchunk(r, &r->subs[r->cur.next], &ready) == STEP_STALL)
             return STEP_STALL;
@@ -383,7 +383,7 @@ static bool begin_block(struct rc_readout *r)
         return true;
     }
     r->cur = (struct rc_cur_block){ .active = true, .block = block, .elink = h.elink,
-                                    .next = first, .end = r->subs_cap, .pieces = 0 };
+                                    .next = first, .pieces = 0 };
     return true;
 }
 

@@ -46,7 +46,7 @@ struct rc_cur_block {
     bool active;
     uint32_t block;             /* index into blocks[] */
     unsigned elink;
-    unsigned next, end;         /* subchunks subs[next .. end-1] still to handle */
+    unsigned next;              /* subchunks subs[next .. subs_cap-1] still to handle */
     uint32_t pieces;            /* pieces made from this block so far */
 };
 
