@@ -604,6 +604,44 @@ static void test_long_lines(void)
     free(comment201);
 }
 
+/* Not files: each refused at once by the loader itself, without blocking at
+ * open (a FIFO with no writer) or reading on (devices never end). */
+static void expect_refused_path(const char *path, const char *what)
+{
+    struct result r = load_path(path, NULL, 0);
+    char where[320];
+    snprintf(where, sizeof where, "%s: is %s, not a regular file: refused", path, what);
+    CU_ASSERT_EQUAL(r.rc, -EINVAL);
+    CU_ASSERT_EQUAL(r.err.count, 1);
+    if (!log_has(r.log, where, "", "")) fprintf(stderr, "\nexpected '%s' in:\n%s", where, r.log);
+    CU_ASSERT(log_has(r.log, where, "", ""));
+    free(r.log);
+}
+
+static void test_not_files(void)
+{
+    expect_refused_path("/dev/zero", "a character device");
+    expect_refused_path("/dev/urandom", "a character device");
+    const char *fifo = scratch_path("fifo.ini");
+    CU_ASSERT_FATAL(mkfifo(fifo, 0600) == 0);
+    expect_refused_path(fifo, "a FIFO");
+    /* a regular file whose second line never ends: reading stops at the limit */
+    const char *path = scratch_path("endless.ini");
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_FATAL(f != NULL);
+    fputs("[card.0]\n", f);
+    for (int i = 0; i < 1000000; i++) fputc('a', f);
+    fputs("\n[fabrik]\n", f); /* never reached: would be a second error */
+    fclose(f);
+    struct result r = load_path(path, NULL, 0);
+    char where[320];
+    snprintf(where, sizeof where, "%s:2: line longer than 4096 characters", path);
+    CU_ASSERT_EQUAL(r.rc, -EINVAL);
+    CU_ASSERT(log_has(r.log, where, "stopped reading it here", ""));
+    CU_ASSERT_EQUAL(r.err.count, 1);
+    free(r.log);
+}
+
 static void test_structure_errors(void)
 {
     expect_error_at("[card.0]\n[sim.1]\n", 2, "[sim.1]", "there is no [card.1]");
@@ -1139,6 +1177,7 @@ static void register_tests(void)
     RC_SUITE("errors", {"unknown section and key", test_unknown_section_and_key},
              {"syntax", test_syntax_errors}, {"duplicates", test_duplicates},
              {"bad values", test_bad_values}, {"long lines", test_long_lines},
+             {"not files", test_not_files},
              {"structure", test_structure_errors}, {"cross-field", test_cross_errors},
              {"overrides", test_override_errors}, {"mode rules", test_mode_rule_errors},
              {"mode rule never applies", test_mode_rule_shadowed},
