@@ -286,6 +286,28 @@ static void begin_section(struct loader *ld, const char *name)
 
 /* ---- applying one key = value ---- */
 
+/* One rule for the file and for -o: blanks around the value are dropped,
+ * quotes are not syntax. A value in quotes is refused rather than taken with
+ * its quotes (provider "tcp" would fail far from here) or without them (then
+ * "tcp ;x" would not mean what it says in a file). A file's ';' after a blank
+ * starts a comment; -o has no comments, so such a value is refused there. */
+static bool quoted_value(struct loader *ld, const char *where, const char *inst, const char *key,
+                         const char *value, bool from_override)
+{
+    size_t n = strlen(value);
+    if (n && (strchr("\"'", value[0]) || strchr("\"'", value[n - 1]))) {
+        report(ld, "%s: [%s] %s = %s: quotes are not part of the value: write it without them "
+                   "(e.g. provider = tcp;ofi_rxm)", where, inst, key, value);
+        return true;
+    }
+    if (from_override && (strstr(value, " ;") || strstr(value, "\t;"))) {
+        report(ld, "%s: [%s] %s = %s: a ';' after a blank starts a comment in a file; -o takes "
+                   "no comments: remove it", where, inst, key, value);
+        return true;
+    }
+    return false;
+}
+
 static void apply_setting(struct loader *ld, const struct rc_cfg_section *s, unsigned index,
                           const char *key, const char *value, struct origin o)
 {
@@ -310,6 +332,8 @@ static void apply_setting(struct loader *ld, const struct rc_cfg_section *s, uns
     }
     if (o.line) prev->line = o.line;
     if (o.override >= 0) prev->override = o.override;
+    if (quoted_value(ld, where, inst, key, value, o.override >= 0))
+        return;
     if ((k->flags & RC_CFG_F_AUTO) && strcmp(value, "auto") == 0) {
         in->is_auto[k - s->keys] = true;
         return;

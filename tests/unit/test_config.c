@@ -642,6 +642,33 @@ static void test_not_files(void)
     free(r.log);
 }
 
+/* One rule for files and -o: blanks around key and value are dropped the same
+ * way, quoted values are refused the same way, and -o has no comments. */
+static void test_quotes_and_blanks(void)
+{
+    expect_ok(load_text("[card.0]\n[fabric]\nport =   5   \nprovider = tcp\n", NULL, 0));
+    unsigned file_port = cfg.fabric.port;
+    const char *blanks[] = {"fabric.port= 5", " fabric.provider =tcp "};
+    expect_ok(load_text("[card.0]\n", blanks, 2));
+    CU_ASSERT_EQUAL(file_port, 5);
+    CU_ASSERT_EQUAL(cfg.fabric.port, file_port);
+    CU_ASSERT_STRING_EQUAL(cfg.fabric.provider, "tcp");
+    const char *quoted[] = {"\"tcp\"", "'tcp'", "\"tcp", "tcp'"};
+    for (unsigned i = 0; i < 4; i++) {
+        char text[128], ov[128];
+        snprintf(text, sizeof text, "[card.0]\n[fabric]\nprovider = %s\n", quoted[i]);
+        expect_error_at(text, 3, "[fabric] provider", "quotes are not part of the value");
+        snprintf(ov, sizeof ov, "fabric.provider=%s", quoted[i]);
+        expect_override_error("[card.0]\n", ov, "[fabric] provider", "quotes are not part of the value");
+    }
+    expect_error_at("[card.0]\n[fabric]\nport = \"5\"\n", 3, "[fabric] port", "quotes");
+    expect_override_error("[card.0]\n", "fabric.address=127.0.0.1 ;x", "[fabric] address",
+                          "-o takes no comments");
+    /* in a file the same text is a value and a comment */
+    expect_ok(load_text("[card.0]\n[fabric]\naddress = 127.0.0.1 ;x\n", NULL, 0));
+    CU_ASSERT_STRING_EQUAL(cfg.fabric.address, "127.0.0.1");
+}
+
 static void test_structure_errors(void)
 {
     expect_error_at("[card.0]\n[sim.1]\n", 2, "[sim.1]", "there is no [card.1]");
@@ -1178,6 +1205,7 @@ static void register_tests(void)
              {"syntax", test_syntax_errors}, {"duplicates", test_duplicates},
              {"bad values", test_bad_values}, {"long lines", test_long_lines},
              {"not files", test_not_files},
+             {"quotes and blanks", test_quotes_and_blanks},
              {"structure", test_structure_errors}, {"cross-field", test_cross_errors},
              {"overrides", test_override_errors}, {"mode rules", test_mode_rule_errors},
              {"mode rule never applies", test_mode_rule_shadowed},
