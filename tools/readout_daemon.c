@@ -398,13 +398,8 @@ static void write_card_json(FILE *f, struct daemon_card *dc)
             cs.injected_crc, cs.injected_malformed, cs.injected_seqskip, cs.host_errors);
 }
 
-static int write_stats_json(struct daemon *d, const struct totals *t, const char *path)
+static int write_stats_json(struct daemon *d, const struct totals *t, FILE *f, const char *path)
 {
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        rc_error("--stats-json %s: %s", path, strerror(errno));
-        return -errno;
-    }
     fprintf(f,
             "{\"seconds\":%.3f,\"chunks_produced\":%" PRIu64 ",\"chunks_decoded\":%" PRIu64
             ",\"bytes_decoded\":%" PRIu64 ",\"keys_outstanding\":%" PRIu64
@@ -419,7 +414,7 @@ static int write_stats_json(struct daemon *d, const struct totals *t, const char
         write_card_json(f, &d->cards[i]);
     }
     fputs("]}\n", f);
-    if (fclose(f) != 0) {
+    if (fflush(f) != 0 || ferror(f)) { /* the caller closes it */
         rc_error("--stats-json %s: %s", path, strerror(errno));
         return -EIO;
     }
@@ -451,7 +446,7 @@ static int setup_all(struct daemon *d)
     return 0;
 }
 
-int rc_daemon_run(const struct rc_config *cfg, const char *stats_json)
+int rc_daemon_run(const struct rc_config *cfg, FILE *stats, const char *stats_name)
 {
     static struct daemon d;
     memset(&d, 0, sizeof d);
@@ -490,7 +485,7 @@ int rc_daemon_run(const struct rc_config *cfg, const char *stats_json)
             rc_error("%" PRIu64 " keys still outstanding after the drain", t.in_flight);
             status = 1;
         }
-        if (stats_json && write_stats_json(&d, &t, stats_json) != 0)
+        if (stats && write_stats_json(&d, &t, stats, stats_name) != 0)
             status = 1;
     }
     /* The publisher may still hold keys (a failed setup): they go back to
