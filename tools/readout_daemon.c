@@ -197,7 +197,7 @@ static void log_card_stats(struct daemon_card *dc, double interval_s)
     double byte_rate = interval_s > 0 ? (double)(bytes - dc->last_bytes) / interval_s : 0;
     dc->last_chunks = chunks;
     dc->last_bytes = bytes;
-    rc_info("card.%u: %.3f Mchunk/s %.3f GB/s | produced %" PRIu64 " decoded %" PRIu64
+    rc_info_periodic("card.%u: %.3f Mchunk/s %.3f GB/s | produced %" PRIu64 " decoded %" PRIu64
             " in flight %" PRIu64 " | ring %.1f%% (hwm %.1f%%) full %.3f s | card stalled %.3f s"
             " | errors %" PRIu64,
             dc->params->index, chunk_rate / 1e6, byte_rate / 1e9, snap.cs.chunks_produced, rs->chunks,
@@ -295,6 +295,7 @@ static void run_until_done(struct daemon *d)
         uint64_t now = rc_now_ns();
         if (interval && now - d->last_stats_ns >= interval)
             log_stats(d, now);
+        rc_log_flush(false); /* counts of suppressed lines whose interval is over */
         if (all_cards(d, card_finished) && all_cards(d, card_drained)) {
             rc_info("every card finished its run and everything was drained");
             return;

@@ -132,9 +132,11 @@ static int run_daemon(const struct rc_config *cfg, const char *stats_json, const
         return EXIT_CONFIG;
     }
     rc_log_init(argv0, cfg->daemon.log_level);
+    rc_log_set_repeat_interval(cfg->daemon.log_repeat_interval_ns);
     rc_info("ringcast-readout %s starting with %s", RC_VERSION,
             cfg->source[0] ? cfg->source : "defaults");
     int status = rc_daemon_run(cfg, stats, stats_json);
+    rc_log_flush(true);
     if (stats && fclose(stats) != 0) {
         rc_error("--stats-json %s: %s", stats_json, strerror(errno));
         status = EXIT_RUNTIME;

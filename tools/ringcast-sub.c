@@ -935,6 +935,7 @@ int main(int argc, char **argv)
     rc_sub_destroy(a.sub);
     if (record_file_close(&a.out) != 0)
         status = 1;
+    rc_log_flush(true);
     if (o.json)
         print_json(&a, &st, seconds);
     else
