@@ -13,7 +13,7 @@ static const struct rc_cfg_key readout_keys[] = {
      .help = "Log the statistics this often; 0 = never."},
     {.key = "log_repeat_interval", .type = RC_CFG_DURATION, .def = "10s", .min = 0,
      .max = 3600000000000ull, RC_CFG_FIELD(T, log_repeat_interval_ns),
-     .help = "Repeated log lines: one line per cause (call site and subject, e.g. one subscriber) per interval, then a count of the ones suppressed; 0 = log every line. Statistics lines are not limited."},
+     .help = "Repeated log lines: one per cause (call site and subject) per interval, then a count of the ones left out; 0 = log every line."},
     {.key = "publisher_threads", .type = RC_CFG_UINT, .def = "1", .min = 1,
      .max = RC_MAX_PUBLISHER_THREADS, RC_CFG_FIELD(T, publisher_threads),
      .help = "Threads that send chunks to subscribers. Thread i listens on fabric.port + i and serves every tag: a subscriber connects to any one of these ports."},

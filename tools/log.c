@@ -200,7 +200,7 @@ void rc_log_at(enum rc_log_level level, const char *file, int line, const char *
     pthread_mutex_unlock(&log_lock);
 }
 
-void rc_log_periodic(enum rc_log_level level, const char *fmt, ...)
+void rc_log_unlimited(enum rc_log_level level, const char *fmt, ...)
 {
     if (level > log_level)
         return;

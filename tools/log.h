@@ -11,8 +11,8 @@
  * one was printed are suppressed and counted; the next line printed for that
  * cause ends with "[N more like this in the last S s]"; a cause that went
  * quiet gets its count printed by the next log call or rc_log_flush() once its
- * interval is over. Periodic statistics (rc_info_periodic) are never limited:
- * readout.stats_interval is their rate. */
+ * interval is over. Periodic statistics and the summary (rc_info_unlimited)
+ * are never limited: readout.stats_interval is their rate, or they are once. */
 #ifndef RC_LOG_H
 #define RC_LOG_H
 #include <stdint.h>
@@ -32,14 +32,14 @@ void rc_log_flush(bool all);
 
 void rc_log_at(enum rc_log_level level, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-/* Never rate-limited. */
-void rc_log_periodic(enum rc_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Never rate-limited: periodic statistics, summaries. */
+void rc_log_unlimited(enum rc_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #define rc_log(level, ...) rc_log_at(level, __FILE__, __LINE__, __VA_ARGS__)
 #define rc_error(...) rc_log_at(RC_LOG_ERROR, __FILE__, __LINE__, __VA_ARGS__)
 #define rc_warn(...)  rc_log_at(RC_LOG_WARN, __FILE__, __LINE__, __VA_ARGS__)
 #define rc_info(...)  rc_log_at(RC_LOG_INFO, __FILE__, __LINE__, __VA_ARGS__)
 #define rc_debug(...) rc_log_at(RC_LOG_DEBUG, __FILE__, __LINE__, __VA_ARGS__)
-#define rc_info_periodic(...) rc_log_periodic(RC_LOG_INFO, __VA_ARGS__)
+#define rc_info_unlimited(...) rc_log_unlimited(RC_LOG_INFO, __VA_ARGS__)
 
 #endif

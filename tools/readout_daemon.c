@@ -197,7 +197,7 @@ static void log_card_stats(struct daemon_card *dc, double interval_s)
     double byte_rate = interval_s > 0 ? (double)(bytes - dc->last_bytes) / interval_s : 0;
     dc->last_chunks = chunks;
     dc->last_bytes = bytes;
-    rc_info_periodic("card.%u: %.3f Mchunk/s %.3f GB/s | produced %" PRIu64 " decoded %" PRIu64
+    rc_info_unlimited("card.%u: %.3f Mchunk/s %.3f GB/s | produced %" PRIu64 " decoded %" PRIu64
             " in flight %" PRIu64 " | ring %.1f%% (hwm %.1f%%) full %.3f s | card stalled %.3f s"
             " | errors %" PRIu64,
             dc->params->index, chunk_rate / 1e6, byte_rate / 1e9, snap.cs.chunks_produced, rs->chunks,
@@ -330,10 +330,16 @@ static void stop_cards(struct daemon *d)
     /* A finished run lingers for the subscribers to read the end of it; a
      * stop by signal does not. */
     rc_daemon_publish_stop(d->publish, stop_requested ? 0 : d->cfg->daemon.linger_ns);
+    /* The publishers' end gave their last keys back after the readouts' final
+     * advance: move the read pointer over them too (the readout threads are
+     * joined, so this thread owns the rings now). */
+    for (unsigned i = 0; i < d->ncards; i++)
+        if (d->cards[i].started)
+            rc_dma_ring_advance(d->cards[i].ring);
 }
 
 struct totals {
-    uint64_t produced, decoded, bytes, in_flight, ring_in_use, errors, stall_ns, full_ns;
+    uint64_t produced, decoded, bytes, in_flight, ring_in_use, errors, cut_chunks, cut_bytes;
 };
 
 static void sum_totals(struct daemon *d, struct totals *t)
@@ -348,19 +354,30 @@ static void sum_totals(struct daemon *d, struct totals *t)
         t->in_flight += snap.rs.chunks_in_flight;
         t->ring_in_use += snap.ring.in_use;
         t->errors += decode_errors(&snap.rs);
-        t->stall_ns += snap.cs.stall_ns;
-        t->full_ns += snap.ring.full_ns;
+        t->cut_chunks += snap.rs.chunks_cut_at_stop;
+        t->cut_bytes += snap.rs.bytes_cut_at_stop;
     }
 }
 
 static void log_summary(struct daemon *d, const struct totals *t)
 {
     double secs = run_seconds(d);
-    rc_info("summary: %.2f s, %" PRIu64 " chunks produced, %" PRIu64 " decoded (%.3f GB, %.3f GB/s),"
-            " %" PRIu64 " decode errors, %" PRIu64 " keys outstanding, card stalled %.3f s",
-            secs, t->produced, t->decoded, (double)t->bytes / 1e9,
-            secs > 0 ? (double)t->bytes / 1e9 / secs : 0.0, t->errors, t->in_flight,
-            (double)t->stall_ns / 1e9);
+    rc_info("summary: %.2f s, %u card%s together: %" PRIu64 " chunks produced, %" PRIu64 " decoded (%.3f GB,"
+            " %.3f GB/s), %" PRIu64 " decode errors, %" PRIu64 " keys outstanding, %" PRIu64 " ring bytes in"
+            " use, %" PRIu64 " chunks cut off by the stop (%" PRIu64 " bytes)",
+            secs, d->ncards, d->ncards == 1 ? "" : "s", t->produced, t->decoded, (double)t->bytes / 1e9,
+            secs > 0 ? (double)t->bytes / 1e9 / secs : 0.0, t->errors, t->in_flight, t->ring_in_use,
+            t->cut_chunks, t->cut_bytes);
+    /* Times are per card: each card stalls on its own ring, and the cards run
+     * side by side, so a sum over cards would exceed the run. */
+    for (unsigned i = 0; i < d->ncards; i++) {
+        struct card_snapshot snap;
+        snapshot_card(&d->cards[i], &snap);
+        rc_info_unlimited("summary: card.%u: %" PRIu64 " chunks produced, %" PRIu64 " decoded; card stalled %.3f s"
+                " and ring full %.3f s of the %.2f s run", d->cards[i].params->index,
+                snap.cs.chunks_produced, snap.rs.chunks, (double)snap.cs.stall_ns / 1e9,
+                (double)snap.ring.full_ns / 1e9, secs);
+    }
     struct rc_publish_totals pt;
     rc_daemon_publish_get_totals(d->publish, &pt);
     rc_info("summary: %" PRIu64 " chunks sent to subscribers (%.3f GB, %.3f GB/s), %" PRIu64
@@ -387,6 +404,7 @@ static void write_card_json(FILE *f, struct daemon_card *dc)
             ",\"sink_errors\":%" PRIu64 ",\"card_bad_status\":%" PRIu64
             ",\"chunks_truncated\":%" PRIu64 ",\"chunks_error\":%" PRIu64 ",\"chunks_crc\":%" PRIu64
             ",\"chunks_busy\":%" PRIu64 ",\"keys_outstanding\":%" PRIu64 ",\"bad_releases\":%" PRIu64
+            ",\"chunks_cut_at_stop\":%" PRIu64 ",\"bytes_cut_at_stop\":%" PRIu64
             ",\"ring_size\":%" PRIu64 ",\"ring_bytes_in_use\":%" PRIu64 ",\"ring_high_water\":%" PRIu64
             ",\"ring_full_ns\":%" PRIu64 ",\"injected_truncated\":%" PRIu64 ",\"injected_crc\":%" PRIu64
             ",\"injected_malformed\":%" PRIu64 ",\"injected_seqskip\":%" PRIu64 ",\"card_host_errors\":%" PRIu64 "}",
@@ -395,7 +413,7 @@ static void write_card_json(FILE *f, struct daemon_card *dc)
             rs.chunks_dropped_gap, rs.chunks_incomplete, rs.chunks_dropped_pool,
             rs.chunks_dropped_ring, rs.sink_errors, rs.card_bad_status,
             rs.chunks_truncated, rs.chunks_error, rs.chunks_crc, rs.chunks_busy, rs.chunks_in_flight,
-            rs.bad_releases, ring.size, ring.in_use, ring.high_water, ring.full_ns, cs.injected_truncated,
+            rs.bad_releases, rs.chunks_cut_at_stop, rs.bytes_cut_at_stop, ring.size, ring.in_use, ring.high_water, ring.full_ns, cs.injected_truncated,
             cs.injected_crc, cs.injected_malformed, cs.injected_seqskip, cs.host_errors);
 }
 
@@ -404,9 +422,10 @@ static int write_stats_json(struct daemon *d, const struct totals *t, FILE *f, c
     fprintf(f,
             "{\"seconds\":%.3f,\"chunks_produced\":%" PRIu64 ",\"chunks_decoded\":%" PRIu64
             ",\"bytes_decoded\":%" PRIu64 ",\"keys_outstanding\":%" PRIu64
-            ",\"ring_bytes_in_use\":%" PRIu64 ",\"decode_errors\":%" PRIu64,
+            ",\"ring_bytes_in_use\":%" PRIu64 ",\"decode_errors\":%" PRIu64
+            ",\"chunks_cut_at_stop\":%" PRIu64 ",\"bytes_cut_at_stop\":%" PRIu64,
             run_seconds(d), t->produced, t->decoded, t->bytes, t->in_flight,
-            t->ring_in_use, t->errors);
+            t->ring_in_use, t->errors, t->cut_chunks, t->cut_bytes);
     rc_daemon_publish_write_json(d->publish, f);
     fputs(",\"cards\":[", f);
     for (unsigned i = 0; i < d->ncards; i++) {

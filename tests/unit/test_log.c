@@ -151,7 +151,7 @@ static void test_periodic_and_disabled(void)
     setup(10 * S);
     capture_begin();
     for (unsigned i = 0; i < 30; i++)
-        rc_info_periodic("card.0: %u Mchunk/s", i);
+        rc_info_unlimited("card.0: %u Mchunk/s", i);
     const char *log = capture_end();
     CU_ASSERT_EQUAL(count_lines(log, "card.0: "), 30);
     setup(0);                     /* readout.log_repeat_interval = 0 */
