@@ -93,7 +93,7 @@ ok "libringcast exports the $(wc -l < "$WORK/full.api") public functions, nothin
 # ---- build from the installed files only -------------------------------------
 cp -r examples "$WORK/examples"
 make -s -C "$WORK/examples" >"$WORK/examples.log" 2>&1 || { cat "$WORK/examples.log"; fail "building examples/"; }
-ok "examples/ built with pkg-config ringcast-client"
+ok "examples/ built with pkg-config ringcast-client (and ringcast for embed_readout)"
 sed -n '/^## Use it as a library/,/^## /p' README.md | sed -n '/^```c$/,/^```$/p' | sed '1d;$d' > "$WORK/readme.c"
 [ -s "$WORK/readme.c" ] || fail "no C example under '## Use it as a library' in README.md"
 # shellcheck disable=SC2046
@@ -102,7 +102,7 @@ sed -n '/^## Use it as a library/,/^## /p' README.md | sed -n '/^```c$/,/^```$/p
 ok "README.md's example built with pkg-config ringcast"
 
 export LD_LIBRARY_PATH="$LIB"
-for prog in "$WORK/examples/count_tags/count_tags" "$WORK/readme"; do
+for prog in "$WORK/examples/count_tags/count_tags" "$WORK/readme" "$WORK/examples/embed_readout/embed"; do
     ldd "$prog" | grep -q "$LIB/libringcast" || { ldd "$prog"; fail "$prog does not load the installed library"; }
 done
 ok "examples load the installed libraries"
@@ -133,5 +133,18 @@ cat "$WORK/pub.out" "$WORK/recv.out"
 expect_eq "receive" "$(cat "$WORK/recv.out")" "received $Z chunks, 0 bad"
 expect_eq "publish sends completed" "$(sed -n 's/.*: \([0-9]*\) sends completed.*/\1/p' "$WORK/pub.out")" $Z
 expect_eq "publish sends failed" "$(sed -n 's/.* \([0-9]*\) failed.*/\1/p' "$WORK/pub.out")" 0
+
+# ---- run: the readout embedded, two simulated cards, the installed example INI --
+"$WORK/examples/embed_readout/embed" "$ROOT/share/ringcast/ringcast.ini" sim.0.run_chunks=30000 \
+    card.1.type=sim sim.1.run_chunks=20000 >"$WORK/embed.out" 2>"$WORK/embed.err" \
+    || { cat "$WORK/embed.out" "$WORK/embed.err"; fail "embed exit status"; }
+cat "$WORK/embed.out"
+expect_eq "embed card 0 received" "$(sed -n 's/^card 0: received \([0-9]*\) chunks.*/\1/p' "$WORK/embed.out")" 30000
+expect_eq "embed card 1 received" "$(sed -n 's/^card 1: received \([0-9]*\) chunks.*/\1/p' "$WORK/embed.out")" 20000
+expect_eq "embed card 0 in flight" "$(sed -n 's/^card 0: .*in flight \([0-9]*\),.*/\1/p' "$WORK/embed.out")" 0
+"$WORK/examples/embed_readout/embed" "$WORK/no-such.ini" >"$WORK/embed-bad.out" 2>&1 \
+    && fail "embed with a missing configuration file exited 0"
+grep -q 'no-such.ini' "$WORK/embed-bad.out" || { cat "$WORK/embed-bad.out"; fail "rc_daq_open error does not name the file"; }
+ok "rc_daq_open refuses a missing file, naming it"
 
 echo "test_install: $checks checks passed"
