@@ -108,10 +108,16 @@ done
 ok "examples load the installed libraries"
 
 # ---- run: count_tags against the daemon ---------------------------------------
+# The installed ringcast-sub records the same run with --out, which
+# read_records then reads with ringcast/record.h's parser.
 N=40000
-start_daemon d -o readout.wait_subscribers=1 -o sim.0.run_chunks=$N
+start_daemon d -o readout.wait_subscribers=2 -o sim.0.run_chunks=$N
+timeout 90 "$ROOT/bin/ringcast-sub" --connect "127.0.0.1:$PORT" --tags all --count $N --out "$WORK/run.rec" \
+    --json >"$WORK/rsub.json" 2>"$WORK/rsub.log" &
+rsub=$!
 timeout 90 "$WORK/examples/count_tags/count_tags" 127.0.0.1 "$PORT" $N >"$WORK/count.out" 2>"$WORK/count.err" \
     || { cat "$WORK/count.out" "$WORK/count.err" "$WORK/d.log"; fail "count_tags exit status"; }
+wait "$rsub" || { cat "$WORK/rsub.log"; fail "installed ringcast-sub --out: exit status"; }
 wait_daemon d
 cat "$WORK/count.out"
 expect_eq "chunks produced" "$(json_num chunks_produced "$WORK/d.json")" $N
@@ -120,6 +126,11 @@ expect_eq "count_tags per-tag sum" "$(sed -n 's/^tag [^:]*: \([0-9]*\) chunks.*/
     | awk '{s += $1} END {print s}')" $N
 expect_eq "count_tags tags (the simulator's e-links)" "$(grep -c '^tag ' "$WORK/count.out")" 8
 expect_eq "rc_version()" "$(sed -n 's/.*(ringcast \(.*\))$/\1/p' "$WORK/count.out")" "$version"
+"$WORK/examples/read_records/read_records" "$WORK/run.rec" >"$WORK/records.out" 2>&1 \
+    || { cat "$WORK/records.out"; fail "read_records exit status"; }
+expect_eq "read_records on ringcast-sub --out" "$(cat "$WORK/records.out")" \
+    "$N records, $(sed -n 's/^tag [^:]*: [0-9]* chunks, \([0-9]*\) bytes.*/\1/p' "$WORK/count.out" \
+    | awk '{s += $1} END {print s}') payload bytes, 8 tags, 0 flagged"
 
 # ---- run: the zero-copy publisher and its subscriber --------------------------
 PORT=$((PORT + 1))
