@@ -90,6 +90,21 @@ ok "libringcast-client exports the $(wc -l < "$WORK/client.api") public function
 diff -u "$WORK/full.api" "$WORK/full.nm" || fail "libringcast exports differ from the headers (- header, + nm)"
 ok "libringcast exports the $(wc -l < "$WORK/full.api") public functions, nothing else"
 
+# ---- the public headers include only each other and system headers ------------
+bad_inc=$(grep -H '^#include "' "$inc"/*.h | grep -v '#include "ringcast/[a-z_]*\.h"' || true)
+[ -z "$bad_inc" ] || fail "public headers include something else than ringcast/*.h: $bad_inc"
+for h in $(grep -ho '^#include "ringcast/[a-z_]*\.h"' "$inc"/*.h | sed 's/.*"ringcast\/\(.*\)"/\1/' | sort -u); do
+    [ -f "$inc/$h" ] || fail "a public header includes ringcast/$h, which is not installed"
+done
+ok "public headers include only ringcast/*.h (all installed) and system headers"
+# ... and compile as C++ (extern "C", no C-only constructs), every one alone.
+for h in "$inc"/*.h; do
+    printf '#include <ringcast/%s>\nint main() { return 0; }\n' "$(basename "$h")" > "$WORK/hdr.cc"
+    c++ -std=c++11 -Wall -Wextra -Werror $(pkg-config --cflags ringcast) -c "$WORK/hdr.cc" -o "$WORK/hdr.o" \
+        || fail "ringcast/$(basename "$h") does not compile on its own as C++"
+done
+ok "each public header compiles on its own as C++"
+
 # ---- build from the installed files only -------------------------------------
 cp -r examples "$WORK/examples"
 make -s -C "$WORK/examples" >"$WORK/examples.log" 2>&1 || { cat "$WORK/examples.log"; fail "building examples/"; }
