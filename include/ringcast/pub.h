@@ -147,9 +147,9 @@ RC_API int rc_pub_create(const struct rc_pub_params *params, struct rc_pub **out
                          size_t errlen);
 
 #define RC_PUB_MAX_REGIONS 4u
-/* Register [addr, addr + len) as memory pieces may be sent from. 0, -ENOSPC
- * (RC_PUB_MAX_REGIONS reached) or the provider's -errno (err says why; e.g.
- * the memlock limit). The memory stays registered until rc_pub_destroy(). */
+/* Register [addr, addr + len) as memory pieces may be sent from. 0, -EINVAL
+ * (addr NULL or len 0), -ENOSPC (RC_PUB_MAX_REGIONS reached) or the
+ * provider's -errno (err says why; e.g. the memlock limit). The memory stays registered until rc_pub_destroy(). */
 RC_API int rc_pub_register(struct rc_pub *p, const void *addr, size_t len, char *err,
                            size_t errlen);
 

@@ -13,7 +13,6 @@
  *   16 + L  0..7  zero bytes, so that the record's size is a multiple of 8
  *
  * So the next record starts 16 + ((L + 7) & ~7) bytes after this one.
- * ringcast-sub ends the file at the last complete record it wrote.
  */
 #ifndef RINGCAST_RECORD_H
 #define RINGCAST_RECORD_H
