@@ -5,7 +5,9 @@
  * parses records exactly as net/wire.c lays them out, rc_version() is the
  * VERSION file, and rc_daq_* reads out a simulated card: every chunk once,
  * pieces inside rc_daq_card_memory(), -EAGAIN offered again, a refused chunk
- * counted, nothing left in flight. (The install test checks the exports.) */
+ * counted, nothing left in flight; rc_pub against a real rc_sub, including
+ * close_peer and destroy with sends outstanding (every key back exactly once).
+ * (The install test checks the exports.) */
 #include "ringcast/ringcast.h"
 #include "tests/unit/cunit_main.h"
 
@@ -178,6 +180,194 @@ static void test_version(void)
     CU_ASSERT(RINGCAST_VERSION >= RINGCAST_VERSION_NUM(0, 1, 0));
 }
 
+/* ---- rc_pub with a real rc_sub, both polled by this thread -------------------- */
+
+#define PS_CHUNKS 64u
+#define PS_SIZE 1000u
+
+struct pubsub {
+    struct rc_pub *pub;
+    struct rc_sub *sub;
+    uint8_t region[PS_CHUNKS * PS_SIZE];
+    unsigned key_seen[PS_CHUNKS];     /* times each key came back */
+    int key_status[PS_CHUNKS];
+    unsigned bad_keys, subscriptions, gone;
+    rc_pub_peer peer;
+    unsigned received, received_bad;
+};
+
+static void ps_complete(void *ctx, uint64_t key, int status)
+{
+    struct pubsub *ps = ctx;
+    if (key >= PS_CHUNKS) {
+        ps->bad_keys++;
+        return;
+    }
+    ps->key_seen[key]++;
+    ps->key_status[key] = status;
+}
+
+static void ps_event(void *ctx, rc_pub_peer peer, enum rc_pub_event ev)
+{
+    struct pubsub *ps = ctx;
+    if (ev == RC_PUB_EVENT_SUBSCRIPTIONS) {
+        ps->subscriptions++;
+        ps->peer = peer;
+    } else if (ev == RC_PUB_EVENT_GONE) {
+        ps->gone++;
+    }
+}
+
+/* Chunk i: tag i % 4, flags i & RC_CHUNK_FLAGS_ALL, bytes (i * 7 + j). */
+static void ps_data(void *ctx, uint64_t tag, uint32_t flags, const void *data, size_t len)
+{
+    struct pubsub *ps = ctx;
+    const uint8_t *b = data;
+    unsigned i = ps->received++;
+    int ok = len == PS_SIZE && tag == i % 4 && flags == (i & RC_CHUNK_FLAGS_ALL);
+    for (size_t j = 0; ok && j < len; j++)
+        ok = b[j] == (uint8_t)(i * 7 + j);
+    ps->received_bad += !ok;
+}
+
+static void ps_poll(struct pubsub *ps)
+{
+    rc_pub_progress(ps->pub);
+    if (ps->sub)
+        rc_sub_poll(ps->sub, 1000 * 1000);
+}
+
+/* A publisher and a subscriber of tags 0..3 on a fresh port, subscribed. */
+static struct pubsub *ps_start(void)
+{
+    static unsigned round;
+    static struct pubsub ps;
+    memset(&ps, 0, sizeof ps);
+    for (unsigned i = 0; i < PS_CHUNKS; i++)
+        for (unsigned j = 0; j < PS_SIZE; j++)
+            ps.region[i * PS_SIZE + j] = (uint8_t)(i * 7 + j);
+    struct rc_pub_params pp;
+    rc_pub_params_default(&pp);
+    pp.port = (uint16_t)(30000 + (getpid() % 2000) * 10 + 1 + round++ % 9);
+    pp.cb = (struct rc_pub_callbacks){.ctx = &ps, .on_send_complete = ps_complete, .on_peer_event = ps_event};
+    char err[256] = "";
+    if (rc_pub_create(&pp, &ps.pub, err, sizeof err) != 0 ||
+        rc_pub_register(ps.pub, ps.region, sizeof ps.region, err, sizeof err) != 0) {
+        fprintf(stderr, "publisher: %s\n", err);
+        return NULL;
+    }
+    struct rc_sub_params sp;
+    rc_sub_params_default(&sp);
+    sp.port = pp.port;
+    sp.cb.ctx = &ps;
+    sp.cb.on_data = ps_data;
+    uint64_t first = 0, last = 3;
+    if (rc_sub_create(&sp, &ps.sub, err, sizeof err) != 0 || rc_sub_subscribe(ps.sub, &first, &last, 1) != 0) {
+        fprintf(stderr, "subscriber: %s\n", err);
+        return NULL;
+    }
+    for (int i = 0; i < 20000 && ps.subscriptions == 0; i++)   /* a hang guard, not a speed limit */
+        ps_poll(&ps);
+    return ps.subscriptions ? &ps : NULL;
+}
+
+static void ps_send_all(struct pubsub *ps)
+{
+    for (unsigned i = 0; i < PS_CHUNKS; i++) {
+        struct iovec iov[2] = {{.iov_base = ps->region + i * PS_SIZE, .iov_len = 300},
+                               {.iov_base = ps->region + i * PS_SIZE + 300, .iov_len = PS_SIZE - 300}};
+        int rc;
+        while ((rc = rc_pub_send(ps->pub, ps->peer, i % 4, i & RC_CHUNK_FLAGS_ALL, iov, 2, i)) == -EAGAIN)
+            rc_pub_progress(ps->pub);
+        CU_ASSERT_EQUAL(rc, 0);
+    }
+}
+
+static unsigned keys_returned_once(const struct pubsub *ps)
+{
+    unsigned once = 0;
+    for (unsigned i = 0; i < PS_CHUNKS; i++)
+        once += ps->key_seen[i] == 1;
+    return once;
+}
+
+static void test_pub_sends_to_sub(void)
+{
+    struct pubsub *ps = ps_start();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ps);
+    rc_pub_peer subs[4];
+    CU_ASSERT_EQUAL(rc_pub_subscribers_of(ps->pub, 2, subs, 4), 1);
+    CU_ASSERT_EQUAL(subs[0], ps->peer);
+    CU_ASSERT_EQUAL(rc_pub_subscribers_of(ps->pub, 4, subs, 4), 0);
+    CU_ASSERT_STRING_NOT_EQUAL(rc_pub_peer_name(ps->pub, ps->peer), "");
+    uint64_t keys[4];
+    CU_ASSERT_EQUAL(rc_pub_pending_sends(ps->pub, ps->peer, keys, 4), -EBUSY);   /* alive */
+    ps_send_all(ps);
+    for (int i = 0; i < 20000 && (ps->received < PS_CHUNKS || keys_returned_once(ps) < PS_CHUNKS); i++)
+        ps_poll(ps);
+    CU_ASSERT_EQUAL(ps->received, PS_CHUNKS);
+    CU_ASSERT_EQUAL(ps->received_bad, 0);
+    CU_ASSERT_EQUAL(keys_returned_once(ps), PS_CHUNKS);
+    CU_ASSERT_EQUAL(ps->bad_keys, 0);
+    for (unsigned i = 0; i < PS_CHUNKS; i++)
+        CU_ASSERT_EQUAL(ps->key_status[i], 0);
+    struct rc_pub_stats st;
+    rc_pub_get_stats(ps->pub, &st);
+    CU_ASSERT_EQUAL(st.sends, PS_CHUNKS);
+    CU_ASSERT_EQUAL(st.send_bytes, PS_CHUNKS * PS_SIZE);
+    CU_ASSERT_EQUAL(st.keys_completed_ok, PS_CHUNKS);
+    CU_ASSERT_EQUAL(st.slots_free, st.slots_total);
+    CU_ASSERT_EQUAL(st.peers_active, 1);
+    CU_ASSERT(rc_pub_free_slots(ps->pub) < st.slots_total);   /* the watermark saw the sends */
+    rc_sub_destroy(ps->sub);                                   /* BYE */
+    ps->sub = NULL;
+    for (int i = 0; i < 20000 && ps->gone == 0; i++)
+        ps_poll(ps);
+    CU_ASSERT_EQUAL(ps->gone, 1);
+    rc_pub_destroy(ps->pub);
+}
+
+/* Close the subscriber with sends outstanding: every key comes back exactly
+ * once, through rc_pub_pending_sends() or on_send_complete(). */
+static void test_pub_close_peer_returns_every_key(void)
+{
+    struct pubsub *ps = ps_start();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ps);
+    ps_send_all(ps);
+    CU_ASSERT_EQUAL(rc_pub_close_peer(ps->pub, ps->peer), 0);
+    uint64_t keys[PS_CHUNKS];
+    int n = rc_pub_pending_sends(ps->pub, ps->peer, keys, PS_CHUNKS);
+    CU_ASSERT(n >= 0);
+    printf("\nclose_peer: %d of %u keys returned by rc_pub_pending_sends\n", n, PS_CHUNKS);
+    for (int i = 0; i < n; i++)
+        ps_complete(ps, keys[i], -ECONNRESET);   /* ours again: count them like a callback */
+    for (int i = 0; i < 2000 && keys_returned_once(ps) < PS_CHUNKS; i++)
+        ps_poll(ps);
+    CU_ASSERT_EQUAL(keys_returned_once(ps), PS_CHUNKS);
+    CU_ASSERT_EQUAL(ps->bad_keys, 0);
+    CU_ASSERT_EQUAL(rc_pub_send(ps->pub, ps->peer, 0, 0, NULL, 0, 0), -ENOTCONN);
+    rc_sub_destroy(ps->sub);
+    rc_pub_destroy(ps->pub);
+    for (unsigned i = 0; i < PS_CHUNKS; i++)   /* destroy returned nothing twice */
+        CU_ASSERT_EQUAL(ps->key_seen[i], 1);
+}
+
+/* Destroy with sends outstanding: the rest come back from inside destroy. */
+static void test_pub_destroy_returns_every_key(void)
+{
+    struct pubsub *ps = ps_start();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ps);
+    ps_send_all(ps);
+    unsigned before = keys_returned_once(ps);
+    rc_pub_destroy(ps->pub);
+    printf("\ndestroy: %u of %u keys returned from inside rc_pub_destroy\n", PS_CHUNKS - before, PS_CHUNKS);
+    CU_ASSERT_EQUAL(keys_returned_once(ps), PS_CHUNKS);
+    CU_ASSERT_EQUAL(ps->bad_keys, 0);
+    for (unsigned i = 0; i < PS_CHUNKS; i++)
+        CU_ASSERT(ps->key_status[i] == 0 || ps->key_status[i] == -ECANCELED);
+    rc_sub_destroy(ps->sub);
+}
+
 /* ---- rc_daq: one simulated card -------------------------------------------- */
 
 struct daq_run {
@@ -290,6 +480,9 @@ static void register_tests(void)
              {"pub lifecycle without subscribers", test_pub_lifecycle_without_subscribers},
              {"record parse reads wire records", test_record_parse_reads_wire_records},
              {"version", test_version},
+             {"pub sends to sub", test_pub_sends_to_sub},
+             {"pub close_peer returns every key", test_pub_close_peer_returns_every_key},
+             {"pub destroy returns every key", test_pub_destroy_returns_every_key},
              {"daq reads out a simulated card", test_daq_reads_out_a_simulated_card},
              {"daq open refuses bad configuration", test_daq_open_refuses_bad_configuration});
 }
