@@ -112,21 +112,26 @@ ok "examples/ built with pkg-config ringcast-client (and ringcast for embed_read
 sed -n '/^## Use it as a library/,/^## /p' README.md | sed -n '/^```c$/,/^```$/p' | sed '1d;$d' > "$WORK/readme.c"
 [ -s "$WORK/readme.c" ] || fail "no C example under '## Use it as a library' in README.md"
 # shellcheck disable=SC2046
-(cd "$WORK" && cc -std=c11 -Wall -Wextra -Werror readme.c -o readme $(pkg-config --cflags --libs ringcast)) \
+# As README.md prints it (ringcast-client), and against the full library.
+(cd "$WORK" && cc readme.c -o readme $(pkg-config --cflags --libs ringcast-client) \
+    && cc -std=c11 -Wall -Wextra -Werror readme.c -o readme-full $(pkg-config --cflags --libs ringcast)) \
     || fail "README.md's example does not build against the installed ringcast"
-ok "README.md's example built with pkg-config ringcast"
+ok "README.md's example built with pkg-config ringcast-client and ringcast"
 
 export LD_LIBRARY_PATH="$LIB"
-for prog in "$WORK/examples/count_tags/count_tags" "$WORK/readme" "$WORK/examples/embed_readout/embed"; do
+for prog in "$WORK/examples/count_tags/count_tags" "$WORK/readme" "$WORK/readme-full" "$WORK/examples/embed_readout/embed"; do
     ldd "$prog" | grep -q "$LIB/libringcast" || { ldd "$prog"; fail "$prog does not load the installed library"; }
 done
 ok "examples load the installed libraries"
 
 # ---- run: count_tags against the daemon ---------------------------------------
 # The installed ringcast-sub records the same run with --out, which
-# read_records then reads with ringcast/record.h's parser.
+# read_records then reads with ringcast/record.h's parser. The daemon
+# lingers until both left: a completed send is not a chunk read (README,
+# "Delivery acknowledgement"), so without it a subscriber still reading the
+# end of the run loses it when the daemon exits.
 N=40000
-start_daemon d -o readout.wait_subscribers=2 -o sim.0.run_chunks=$N
+start_daemon d -o readout.wait_subscribers=2 -o readout.linger=30s -o sim.0.run_chunks=$N
 timeout 90 "$ROOT/bin/ringcast-sub" --connect "127.0.0.1:$PORT" --tags all --count $N --out "$WORK/run.rec" \
     --json >"$WORK/rsub.json" 2>"$WORK/rsub.log" &
 rsub=$!
