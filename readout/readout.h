@@ -40,6 +40,10 @@ struct rc_elink_stats {
     uint64_t chunks_dropped_gap;   /* open chunks dropped because blocks were missing */
     uint64_t chunks_incomplete;    /* open chunks ended by a first/whole or a malformed block */
     uint64_t timeouts, oob, reserved; /* subchunks of these types: counted, skipped */
+    uint64_t chunks_spilled;       /* open chunks copied out of a full ring (not lost) */
+    uint64_t chunks_dropped_pool;  /* open chunks dropped: they held every descriptor */
+    uint64_t chunks_dropped_ring;  /* open chunks dropped: they held a full ring and were
+                                      too long to copy out (longer than a block) */
 };
 
 /* Why the last bad block was skipped (rc_readout_stats.last_bad_kind). */
@@ -65,7 +69,9 @@ struct rc_readout_stats {
     uint64_t sink_errors;          /* chunks the sink refused for good: dropped */
     uint64_t chunks_dropped_pool;  /* open chunks dropped because they held every descriptor */
     uint64_t chunks_dropped_ring;  /* open chunks dropped because they held the full ring's
-                                      oldest block (the chunk spans more than the ring) */
+                                      oldest block and could not be copied out */
+    uint64_t chunks_spilled;       /* open chunks copied out of a full ring: nothing lost */
+    uint64_t bytes_spilled;        /* payload bytes those copies took */
     uint64_t pool_empty_ns;        /* time waiting for free descriptors */
     uint64_t polls, sleeps, rd_writes;
     uint64_t card_bad_status;      /* card status reads that could not be right: rejected
@@ -97,6 +103,11 @@ void rc_readout_stop(struct rc_readout *r);
  * returns the number of chunks emitted. Owner thread only: the thread, or
  * tests and the bench when no thread runs (they call note_written first). */
 unsigned rc_readout_decode(struct rc_readout *r);
+
+/* The memory a chunk piece may point to besides the ring: the spill area
+ * (one block per e-link) where the heads of open chunks are copied when they
+ * hold a full ring. A publisher registers it like the ring. */
+void rc_readout_spill_area(const struct rc_readout *r, void **addr, size_t *len);
 
 /* Any thread: the chunk with this key is done. Lock-free. A stale,
  * duplicate or corrupt key is rejected and counted in bad_releases. */
