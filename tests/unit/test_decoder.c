@@ -956,17 +956,22 @@ static void test_pool_held_by_open_chunks(void)
 
 /* A chunk whose blocks span more than the ring: its LAST could only come in a
  * block the card cannot write until the FIRST's block is back. The ring is
- * full, everything written is decoded, nothing is in flight: the open chunk
- * is dropped (counted) so that the card can go on, and its LAST is not an
- * orphan. While a chunk in flight shares the oldest block, the decoder waits
- * for that release instead. */
+ * full, everything written is decoded, nothing is in flight: the open chunk's
+ * head is copied out of the ring (spilled) so that the card can go on, and
+ * the chunk is completed by its LAST with every byte. While a chunk in
+ * flight shares the oldest block, the decoder waits for that release. */
 static void test_open_chunk_holding_full_ring(void)
 {
     struct fx *f = fx_open(FELIX_FMT_ABCE, 8);
     struct tblk b;
+    uint8_t head[10], tail[10];
+    for (unsigned i = 0; i < 10; i++) {
+        head[i] = (uint8_t)(0xa0 + i);
+        tail[i] = (uint8_t)(0x50 + i);
+    }
     tblk_begin(&b, FELIX_FMT_ABCE, 1024, 1, 0);
     tblk_sub(&b, FELIX_SUB_WHOLE, NULL, 4, 0);        /* in flight, shares block 0 */
-    tblk_sub(&b, FELIX_SUB_FIRST, NULL, 10, 0);       /* never completed in this ring */
+    tblk_sub(&b, FELIX_SUB_FIRST, head, 10, 0);       /* its LAST is not in this ring */
     fx_put(f, &b);
     for (unsigned i = 0; i < 7; i++) {
         tblk_begin(&b, FELIX_FMT_ABCE, 1024, 2, i);
@@ -977,24 +982,81 @@ static void test_open_chunk_holding_full_ring(void)
     for (unsigned i = 1; i < 8; i++)
         fx_release(f, i);
     CU_ASSERT_EQUAL(fx_read(f), 0);                   /* the ring is full */
-    CU_ASSERT_EQUAL(fx_stats(f).chunks_dropped_ring, 0);  /* a release can still free it */
+    CU_ASSERT_EQUAL(fx_stats(f).chunks_spilled, 0);   /* a release can still free it */
     fx_release(f, 0);
-    CU_ASSERT_EQUAL(fx_read(f), 8 * 1024);            /* nothing else can: dropped */
+    CU_ASSERT_EQUAL(fx_read(f), 8 * 1024);            /* nothing else can: spilled */
     struct rc_readout_stats s = fx_stats(f);
-    CU_ASSERT_EQUAL(s.chunks_dropped_ring, 1);
-    CU_ASSERT_EQUAL(s.chunks_in_flight, 0);
+    CU_ASSERT_EQUAL(s.chunks_spilled, 1);
+    CU_ASSERT_EQUAL(s.bytes_spilled, 10);
+    CU_ASSERT_EQUAL(s.chunks_dropped_ring, 0);
+    CU_ASSERT_EQUAL(fx_elink(f, 1).chunks_spilled, 1);
+    memset(f->base, 0xee, 1024);                      /* the card overwrites block 0 */
     tblk_begin(&b, FELIX_FMT_ABCE, 1024, 1, 1);
-    tblk_sub(&b, FELIX_SUB_LAST, NULL, 10, 0);
+    tblk_sub(&b, FELIX_SUB_LAST, tail, 10, 0);
     tblk_sub(&b, FELIX_SUB_WHOLE, NULL, 3, 0);
     fx_put(f, &b);
-    CU_ASSERT_EQUAL(rc_readout_decode(f->r), 1);
-    CU_ASSERT_EQUAL_FATAL(f->ngot, 9);
-    CU_ASSERT_EQUAL(f->got[8].c.length, 3);
+    CU_ASSERT_EQUAL(rc_readout_decode(f->r), 2);
+    CU_ASSERT_EQUAL_FATAL(f->ngot, 10);
+    CU_ASSERT_EQUAL_FATAL(f->got[8].c.length, 20);
+    CU_ASSERT_EQUAL(f->got[8].c.npieces, 2);
+    CU_ASSERT_EQUAL(f->got[8].pc[0].ring_offset, RC_PIECE_SPILLED);
+    CU_ASSERT_EQUAL(memcmp(f->got[8].bytes, head, 10), 0);
+    CU_ASSERT_EQUAL(memcmp(f->got[8].bytes + 10, tail, 10), 0);
+    CU_ASSERT_EQUAL(f->got[9].c.length, 3);
     s = fx_stats(f);
-    CU_ASSERT_EQUAL(s.err_orphan, 0);                 /* its LAST was expected */
+    CU_ASSERT_EQUAL(s.err_orphan, 0);
     CU_ASSERT_EQUAL(s.chunks_incomplete, 0);
     fx_release(f, 8);
+    fx_release(f, 9);
     CU_ASSERT_EQUAL(fx_read(f), 9 * 1024);
+    CU_ASSERT_TRUE(rc_readout_drained(f->r));
+    fx_close(f);
+}
+
+/* More e-links interleave chunks across blocks than the ring has blocks
+ * (each e-link's block ends with a FIRST): every open chunk is spilled,
+ * nothing is dropped, and each completes with its bytes. An open part longer
+ * than a block (FIRST + MIDDLE) does not fit the spill slot: that one alone
+ * is dropped, counted on its e-link. */
+static void test_open_chunks_more_elinks_than_ring(void)
+{
+    struct fx *f = fx_open(FELIX_FMT_ABCE, 4);
+    f->release_in_sink = true;
+    struct tblk b;
+    for (unsigned e = 0; e < 4; e++) {
+        tblk_begin(&b, FELIX_FMT_ABCE, 1024, e, 0);
+        uint32_t len = tblk_room(&b) - 4;
+        tblk_sub(&b, FELIX_SUB_FIRST, NULL, len, 0);  /* fills the block */
+        fx_put(f, &b);
+    }
+    CU_ASSERT_EQUAL(rc_readout_decode(f->r), 0);
+    CU_ASSERT_EQUAL(fx_read(f), 4 * 1024);
+    CU_ASSERT_EQUAL(fx_stats(f).chunks_spilled, 4);
+    /* e-link 0 continues with a MIDDLE: its open part is now 2 blocks long */
+    tblk_begin(&b, FELIX_FMT_ABCE, 1024, 0, 1);
+    tblk_sub(&b, FELIX_SUB_MIDDLE, NULL, tblk_room(&b) - 4, 0);
+    fx_put(f, &b);
+    for (unsigned e = 1; e < 4; e++) {
+        tblk_begin(&b, FELIX_FMT_ABCE, 1024, e, 1);
+        tblk_sub(&b, FELIX_SUB_LAST, NULL, 7, 0);
+        fx_put(f, &b);
+    }
+    CU_ASSERT_EQUAL(rc_readout_decode(f->r), 3);
+    CU_ASSERT_EQUAL_FATAL(f->ngot, 3);
+    for (unsigned i = 0; i < 3; i++)
+        CU_ASSERT_EQUAL(f->got[i].c.length, 1012 + 7);
+    /* Full again, held only by e-link 0's 2-block open part: dropped. */
+    CU_ASSERT_EQUAL(fx_read(f), 8 * 1024);
+    CU_ASSERT_EQUAL(fx_stats(f).chunks_dropped_ring, 1);
+    CU_ASSERT_EQUAL(fx_elink(f, 0).chunks_dropped_ring, 1);
+    CU_ASSERT_EQUAL(fx_elink(f, 0).chunks_spilled, 1);
+    CU_ASSERT_EQUAL(fx_elink(f, 1).chunks_dropped_ring, 0);
+    tblk_begin(&b, FELIX_FMT_ABCE, 1024, 0, 2);
+    tblk_sub(&b, FELIX_SUB_LAST, NULL, 5, 0);         /* the dropped chunk's end */
+    tblk_sub(&b, FELIX_SUB_WHOLE, NULL, 2, 0);
+    fx_put(f, &b);
+    CU_ASSERT_EQUAL(rc_readout_decode(f->r), 1);
+    CU_ASSERT_EQUAL(fx_stats(f).err_orphan, 0);
     CU_ASSERT_TRUE(rc_readout_drained(f->r));
     fx_close(f);
 }
@@ -1022,10 +1084,11 @@ static void test_open_chunk_ring_filling_by_tlp(void)
         rc_dma_ring_note_written(f->ring, f->wpos - 256);
     }
     CU_ASSERT_EQUAL(fx_read(f), 0);
-    CU_ASSERT_EQUAL(fx_stats(f).chunks_dropped_ring, 0);
+    CU_ASSERT_EQUAL(fx_stats(f).chunks_spilled, 0);
     rc_dma_ring_note_written(f->ring, f->wpos);      /* the card filled the ring */
     CU_ASSERT_EQUAL(fx_read(f), 8 * 1024);
-    CU_ASSERT_EQUAL(fx_stats(f).chunks_dropped_ring, 1);
+    CU_ASSERT_EQUAL(fx_stats(f).chunks_spilled, 1);
+    CU_ASSERT_EQUAL(fx_stats(f).chunks_dropped_ring, 0);
     CU_ASSERT_EQUAL(f->ngot, 7);
     fx_close(f);
 }
@@ -1409,6 +1472,7 @@ static void register_tests(void)
              { "pool held by open chunks", test_pool_held_by_open_chunks },
              { "open chunk holding the full ring", test_open_chunk_holding_full_ring },
              { "ring still filling by TLP", test_open_chunk_ring_filling_by_tlp },
+             { "more interleaved e-links than ring blocks", test_open_chunks_more_elinks_than_ring },
              { "sink -EAGAIN", test_sink_again },
              { "sink error drops the chunk", test_sink_error_drops });
     RC_SUITE("randomized", { "1e5 chunks, random interleaving and release", test_randomized });
