@@ -236,7 +236,16 @@ static enum step start_chunk(struct rc_readout *r, struct rc_elink_state *e,
                              struct rc_chunk_rec **ready)
 {
     bool whole = sc->type == FELIX_SUB_WHOLE;
-    drop_open(r, e, &s->chunks_incomplete);
+    if (e->open) {
+        /* The e-link's blocks came without a gap, so this block must go on
+         * with the open chunk's MIDDLE or LAST: either that chunk's FIRST
+         * or this trailer is corrupt (a LAST read as WHOLE would deliver a
+         * chunk's tail as a chunk). Neither can be trusted: drop both. */
+        drop_open(r, e, &s->chunks_incomplete);
+        RC_STAT_ADD(s->err_bad_start, 1);
+        e->skipping = !whole;
+        return STEP_DONE;
+    }
     e->skipping = false;
     if (sc->len > r->p.max_chunk_size) {
         RC_STAT_ADD(s->err_oversize, 1);
@@ -328,6 +337,17 @@ static enum step continue_block(struct rc_readout *r, unsigned *emitted)
 
 /* ---- blocks --------------------------------------------------------------- */
 
+static void count_malformed(struct rc_elink_stats *s, enum rc_readout_bad_kind bad)
+{
+    switch (bad) {
+    case RC_BAD_NULL_TRAILER: RC_STAT_ADD(s->malformed_null, 1); break;
+    case RC_BAD_TYPE_ORDER: RC_STAT_ADD(s->malformed_order, 1); break;
+    case RC_BAD_PADDING: RC_STAT_ADD(s->malformed_padding, 1); break;
+    case RC_BAD_SPLIT: RC_STAT_ADD(s->malformed_split, 1); break;
+    default: RC_STAT_ADD(s->malformed_length, 1); break;
+    }
+}
+
 static void check_sequence(struct rc_readout *r, struct rc_elink_state *e,
                            struct rc_elink_stats *s, unsigned seq)
 {
@@ -341,6 +361,32 @@ static void check_sequence(struct rc_readout *r, struct rc_elink_state *e,
     }
     e->seen = true;
     e->expected_seq = (uint8_t)((seq + 1) % FELIX_SEQ_MOD);
+}
+
+/* With a chunk open, the e-link's next block (no gap) must go on with it: its
+ * first data subchunk is the chunk's MIDDLE or LAST. A WHOLE or FIRST there
+ * is handled by start_chunk(); a block with no data subchunk at all is
+ * checked here. */
+static bool continues_open(const struct rc_readout *r, unsigned first)
+{
+    for (unsigned i = first; i < r->subs_cap; i++) {
+        unsigned t = r->subs[i].type;
+        if (t == FELIX_SUB_WHOLE || t == FELIX_SUB_FIRST || t == FELIX_SUB_MIDDLE ||
+            t == FELIX_SUB_LAST)
+            return true;
+    }
+    return false;
+}
+
+/* The open chunk's continuation is missing (a MIDDLE or LAST whose type bits
+ * were corrupted into timeout, reserved or out-of-band): the chunk cannot be
+ * completed correctly. */
+static void drop_discontinued(struct rc_readout *r, struct rc_elink_state *e,
+                              struct rc_elink_stats *s)
+{
+    drop_open(r, e, &s->chunks_incomplete);
+    RC_STAT_ADD(s->err_bad_start, 1);
+    e->skipping = true;                 /* what is left of it must not become orphans */
 }
 
 /* Take the next complete block and parse it. Returns false when none is
@@ -379,12 +425,15 @@ static bool begin_block(struct rc_readout *r)
     bad = rc_block_parse_subchunks(blk, bs, h.trailer_bytes, r->subs, r->subs_cap, &first);
     if (bad != RC_BAD_NONE) {
         RC_STAT_ADD(s->err_malformed, 1);
+        count_malformed(s, bad);
         note_bad_block(r, pos, bad);
         drop_open(r, e, &s->chunks_incomplete);
         e->skipping = false;
         finish_block_refs(r, block, 0);
         return true;
     }
+    if (e->open && !continues_open(r, first))
+        drop_discontinued(r, e, s);
     r->cur = (struct rc_cur_block){ .active = true, .block = block, .elink = h.elink,
                                     .next = first, .pieces = 0 };
     return true;

@@ -14,7 +14,9 @@
     X(blocks) X(chunks) X(bytes) X(err_truncated) X(err_crc) X(err_flag) X(err_busy) \
     X(err_malformed) X(err_seq_gap) X(err_oversize) X(err_orphan)                    \
     X(chunks_dropped_gap) X(chunks_incomplete) X(timeouts) X(oob) X(reserved)         \
-    X(chunks_spilled) X(chunks_dropped_pool) X(chunks_dropped_ring)
+    X(chunks_spilled) X(chunks_dropped_pool) X(chunks_dropped_ring)                  \
+    X(malformed_length) X(malformed_null) X(malformed_order) X(malformed_padding)    \
+    X(malformed_split) X(err_bad_start)
 #define RC_COUNT_FIELD(f) +1
 _Static_assert(sizeof(struct rc_elink_stats) ==
                    (0 RC_ELINK_STAT_FIELDS(RC_COUNT_FIELD)) * sizeof(uint64_t),
@@ -168,6 +170,9 @@ void rc_readout_get_stats(const struct rc_readout *r, struct rc_readout_stats *s
         .bad_header = RC_STAT_GET(r->st.bad_header),
         .err_malformed = sum.err_malformed, .err_seq_gap = sum.err_seq_gap,
         .err_oversize = sum.err_oversize, .err_orphan = sum.err_orphan,
+        .malformed_length = sum.malformed_length, .malformed_null = sum.malformed_null,
+        .malformed_order = sum.malformed_order, .malformed_padding = sum.malformed_padding,
+        .malformed_split = sum.malformed_split, .err_bad_start = sum.err_bad_start,
         .chunks_dropped_gap = sum.chunks_dropped_gap, .chunks_incomplete = sum.chunks_incomplete,
         .timeouts = sum.timeouts, .oob = sum.oob, .reserved = sum.reserved,
         .chunks_truncated = sum.err_truncated, .chunks_error = sum.err_flag,

@@ -33,7 +33,15 @@ typedef int (*rc_chunk_sink_fn)(void *ctx, const struct rc_chunk *chunk);
 struct rc_elink_stats {
     uint64_t blocks, chunks, bytes;
     uint64_t err_truncated, err_crc, err_flag, err_busy;   /* flagged chunks by kind */
-    uint64_t err_malformed;        /* blocks with a bad trailer chain: skipped */
+    uint64_t err_malformed;        /* blocks with a bad trailer chain: skipped; by kind: */
+    uint64_t malformed_length;     /*   a length running past the header, out-of-band with payload */
+    uint64_t malformed_null;       /*   a null trailer with bits set or between subchunks */
+    uint64_t malformed_order;      /*   type order (RC_BAD_TYPE_ORDER) */
+    uint64_t malformed_padding;    /*   non-zero padding */
+    uint64_t malformed_split;      /*   RC_BAD_SPLIT */
+    uint64_t err_bad_start;        /* a block that must go on with the open chunk does not
+                                      (starts with a whole/first, or has no data subchunk):
+                                      the open chunk and that whole/first are dropped */
     uint64_t err_seq_gap;          /* blocks missing by sequence number */
     uint64_t err_oversize;         /* chunks over max size / pieces: dropped */
     uint64_t err_orphan;           /* middle/last without a first: dropped */
@@ -53,13 +61,19 @@ enum rc_readout_bad_kind {
     RC_BAD_BLOCK_SIZE,     /* marker's block size differs from the configured one */
     RC_BAD_LENGTH,         /* a trailer's length runs past the block header */
     RC_BAD_NULL_TRAILER,   /* a type-0 trailer with other bits set */
-    RC_BAD_TYPE_ORDER      /* first not last / last not first / middle not alone */
+    RC_BAD_TYPE_ORDER,     /* first not last / last not first / middle not alone */
+    RC_BAD_PADDING,        /* a padding byte after a subchunk's payload is not zero */
+    RC_BAD_SPLIT           /* an empty first or middle (a chunk is cut only where
+                              its block is full) */
 };
+#define RC_BAD_KINDS 8     /* RC_BAD_NONE .. RC_BAD_SPLIT */
 
 struct rc_readout_stats {
     uint64_t blocks, chunks, bytes;
     uint64_t bad_header;           /* blocks with an unknown marker or block size: skipped */
     uint64_t err_malformed, err_seq_gap, err_oversize, err_orphan;
+    uint64_t malformed_length, malformed_null, malformed_order, malformed_padding, malformed_split;
+    uint64_t err_bad_start;
     uint64_t chunks_dropped_gap, chunks_incomplete;
     uint64_t timeouts, oob, reserved;
     uint64_t chunks_truncated, chunks_error, chunks_crc, chunks_busy;
