@@ -24,7 +24,7 @@
 #include "readout/wupper_regs.h"
 
 #define RC_SIM_BAR_MAGIC    0x5241425f4d495352ull   /* "RSIM_BAR" little-endian */
-#define RC_SIM_BAR_VERSION  1u
+#define RC_SIM_BAR_VERSION  2u
 #define RC_SIM_PRIV_OFFSET  WUPPER_BAR0_SIZE
 #define RC_SIM_BAR_BYTES    (RC_SIM_PRIV_OFFSET + 0x1000u)
 
@@ -76,6 +76,11 @@ struct rc_sim_priv {
     char fw_error[192];         /* last reason the firmware refused to run */
     struct rc_sim_desc_priv desc[WUPPER_MAX_DESCRIPTORS];
     struct rc_sim_priv_stats stats;
+    /* liveness, both ways (see readout/README.md, "A firmware that dies") */
+    uint64_t fw_heartbeat_ns;   /* CLOCK_MONOTONIC, written by the firmware loop every pass */
+    uint64_t host_pid;          /* the daemon that created the BAR */
+    uint64_t host_heartbeat_ns; /* CLOCK_MONOTONIC, written by the daemon every tick */
+    uint64_t fw_armed_gen;      /* run_gen the firmware last armed: a successor adopts it */
 };
 
 _Static_assert(sizeof(struct rc_sim_priv) <= RC_SIM_BAR_BYTES - RC_SIM_PRIV_OFFSET,

@@ -33,6 +33,8 @@ struct daemon_card {
     struct rc_readout *readout;
     struct rc_publish_card *publish;   /* the readout's sink context */
     bool started;
+    uint64_t firmware_losses;          /* times rc_card_check reported the firmware lost */
+    bool stopped_by_loss;              /* on_firmware_loss = stop did stop it */
     /* Previous sample for rates. */
     uint64_t last_chunks, last_bytes;
 };
@@ -271,6 +273,8 @@ static const char *publisher_ports(const struct daemon *d, char *buf, size_t len
 
 static bool card_finished(struct daemon_card *dc)
 {
+    if (dc->stopped_by_loss)
+        return true;
     struct rc_card_stats cs;
     rc_card_get_stats(dc->card, &cs);
     return cs.finished;
@@ -330,12 +334,33 @@ static bool wait_for_subscribers(struct daemon *d)
     return false;
 }
 
+/* A card whose firmware died or hung: say so, then wait for a successor
+ * (it adopts the running DMA) or stop the card, per card.N.on_firmware_loss. */
+static void check_firmware(struct daemon_card *dc)
+{
+    char why[256] = "";
+    if (!dc->started || dc->stopped_by_loss || rc_card_check(dc->card, why, sizeof why) != RC_CARD_FW_LOST)
+        return;
+    dc->firmware_losses++;
+    unsigned n = dc->params->index;
+    if (dc->params->on_firmware_loss == RC_FW_LOSS_STOP) {
+        rc_warn("card.%u: firmware lost: %s; on_firmware_loss = stop: stopping the card", n, why);
+        rc_card_stop(dc->card);
+        dc->stopped_by_loss = true;
+    } else {
+        rc_warn("card.%u: firmware lost: %s; on_firmware_loss = wait: waiting for a new"
+                " `ringcast-sim --card %u` to take over", n, why, n);
+    }
+}
+
 static void run_until_done(struct daemon *d)
 {
     uint64_t interval = d->cfg->daemon.stats_interval_ns;
     while (!stop_requested) {
         rc_sleep_ns(DAEMON_TICK_NS);
         uint64_t now = rc_now_ns();
+        for (unsigned i = 0; i < d->ncards; i++)
+            check_firmware(&d->cards[i]);
         if (interval && now - d->last_stats_ns >= interval)
             log_stats(d, now);
         if (all_cards(d, card_finished) && all_cards(d, card_drained)) {
@@ -453,7 +478,7 @@ static void write_card_json(FILE *f, struct daemon_card *dc)
             ",\"chunks_busy\":%" PRIu64 ",\"keys_outstanding\":%" PRIu64 ",\"bad_releases\":%" PRIu64
             ",\"ring_size\":%" PRIu64 ",\"ring_bytes_in_use\":%" PRIu64 ",\"ring_high_water\":%" PRIu64
             ",\"ring_full_ns\":%" PRIu64 ",\"injected_truncated\":%" PRIu64 ",\"injected_crc\":%" PRIu64
-            ",\"injected_malformed\":%" PRIu64 ",\"injected_seqskip\":%" PRIu64 ",\"card_host_errors\":%" PRIu64,
+            ",\"injected_malformed\":%" PRIu64 ",\"injected_seqskip\":%" PRIu64 ",\"card_host_errors\":%" PRIu64 ",\"firmware_losses\":%" PRIu64,
             dc->params->index, cs.chunks_produced, cs.bytes_produced, cs.stall_ns, rs.chunks, rs.bytes,
             rs.blocks, rs.bad_header, rs.err_malformed, rs.err_seq_gap, rs.err_oversize, rs.err_orphan,
             rs.chunks_dropped_gap, rs.chunks_incomplete, rs.chunks_dropped_pool,
@@ -461,7 +486,8 @@ static void write_card_json(FILE *f, struct daemon_card *dc)
             rs.sink_errors, rs.card_bad_status,
             rs.chunks_truncated, rs.chunks_error, rs.chunks_crc, rs.chunks_busy, rs.chunks_in_flight,
             rs.bad_releases, ring.size, ring.in_use, ring.high_water, ring.full_ns, cs.injected_truncated,
-            cs.injected_crc, cs.injected_malformed, cs.injected_seqskip, cs.host_errors);
+            cs.injected_crc, cs.injected_malformed, cs.injected_seqskip, cs.host_errors,
+            dc->firmware_losses);
     write_elink_losses_json(f, dc);
     fputc('}', f);
 }
