@@ -185,6 +185,7 @@ static void snapshot_card(struct daemon_card *dc, struct card_snapshot *snap)
 static uint64_t decode_errors(const struct rc_readout_stats *s)
 {
     return s->bad_header + s->err_malformed + s->err_seq_gap + s->err_oversize + s->err_orphan +
+           s->err_bad_start +
            s->chunks_dropped_gap + s->chunks_incomplete + s->chunks_dropped_pool +
            s->chunks_dropped_ring + s->sink_errors + s->card_bad_status;
 }
@@ -439,20 +440,34 @@ static void log_summary(struct daemon *d, const struct totals *t)
             pt.chunks_no_subscriber, pt.chunks_dropped, pt.shares_failed, pt.shares_unsent);
 }
 
-/* ,"elinks_lost":[{"elink":E,...}]: every e-link that lost a chunk. */
+/* Decode errors of one e-link that are not losses of whole chunks. */
+static uint64_t elink_errors(const struct rc_elink_stats *e)
+{
+    return e->err_malformed + e->err_seq_gap + e->err_orphan + e->err_bad_start;
+}
+
+/* ,"elinks_lost":[{"elink":E,...}]: every e-link that lost a chunk or saw a
+ * decode error, with the loss by cause and the error by kind. */
 static void write_elink_losses_json(FILE *f, struct daemon_card *dc)
 {
     fputs(",\"elinks_lost\":[", f);
     bool first = true;
     for (unsigned e = 0; e < 2048; e++) {
         struct rc_elink_stats es;
-        if (rc_readout_get_elink_stats(dc->readout, e, &es) != 0 || elink_lost(&es) == 0)
+        if (rc_readout_get_elink_stats(dc->readout, e, &es) != 0 ||
+            elink_lost(&es) + elink_errors(&es) == 0)
             continue;
-        fprintf(f, "%s{\"elink\":%u,\"chunks_dropped_ring\":%" PRIu64 ",\"chunks_dropped_pool\":%" PRIu64
-                   ",\"chunks_dropped_gap\":%" PRIu64 ",\"chunks_incomplete\":%" PRIu64
-                   ",\"err_oversize\":%" PRIu64 "}",
-                first ? "" : ",", e, es.chunks_dropped_ring, es.chunks_dropped_pool,
-                es.chunks_dropped_gap, es.chunks_incomplete, es.err_oversize);
+        fprintf(f, "%s{\"elink\":%u,\"chunks_lost\":%" PRIu64 ",\"chunks_dropped_ring\":%" PRIu64
+                   ",\"chunks_dropped_pool\":%" PRIu64 ",\"chunks_dropped_gap\":%" PRIu64
+                   ",\"chunks_incomplete\":%" PRIu64 ",\"err_oversize\":%" PRIu64
+                   ",\"err_seq_gap\":%" PRIu64 ",\"err_orphan\":%" PRIu64 ",\"err_bad_start\":%" PRIu64
+                   ",\"err_malformed\":%" PRIu64 ",\"malformed_length\":%" PRIu64
+                   ",\"malformed_null\":%" PRIu64 ",\"malformed_order\":%" PRIu64
+                   ",\"malformed_padding\":%" PRIu64 ",\"malformed_split\":%" PRIu64 "}",
+                first ? "" : ",", e, elink_lost(&es), es.chunks_dropped_ring, es.chunks_dropped_pool,
+                es.chunks_dropped_gap, es.chunks_incomplete, es.err_oversize, es.err_seq_gap,
+                es.err_orphan, es.err_bad_start, es.err_malformed, es.malformed_length,
+                es.malformed_null, es.malformed_order, es.malformed_padding, es.malformed_split);
         first = false;
     }
     fputc(']', f);
@@ -473,6 +488,8 @@ static void write_card_json(FILE *f, struct daemon_card *dc)
             ",\"chunks_dropped_gap\":%" PRIu64 ",\"chunks_incomplete\":%" PRIu64
             ",\"chunks_dropped_pool\":%" PRIu64 ",\"chunks_dropped_ring\":%" PRIu64
             ",\"chunks_lost\":%" PRIu64 ",\"chunks_spilled\":%" PRIu64 ",\"bytes_spilled\":%" PRIu64
+            ",\"err_bad_start\":%" PRIu64 ",\"malformed_length\":%" PRIu64 ",\"malformed_null\":%" PRIu64
+            ",\"malformed_order\":%" PRIu64 ",\"malformed_padding\":%" PRIu64 ",\"malformed_split\":%" PRIu64
             ",\"sink_errors\":%" PRIu64 ",\"card_bad_status\":%" PRIu64
             ",\"chunks_truncated\":%" PRIu64 ",\"chunks_error\":%" PRIu64 ",\"chunks_crc\":%" PRIu64
             ",\"chunks_busy\":%" PRIu64 ",\"keys_outstanding\":%" PRIu64 ",\"bad_releases\":%" PRIu64
@@ -483,6 +500,8 @@ static void write_card_json(FILE *f, struct daemon_card *dc)
             rs.blocks, rs.bad_header, rs.err_malformed, rs.err_seq_gap, rs.err_oversize, rs.err_orphan,
             rs.chunks_dropped_gap, rs.chunks_incomplete, rs.chunks_dropped_pool,
             rs.chunks_dropped_ring, chunks_lost(&rs), rs.chunks_spilled, rs.bytes_spilled,
+            rs.err_bad_start, rs.malformed_length, rs.malformed_null, rs.malformed_order,
+            rs.malformed_padding, rs.malformed_split,
             rs.sink_errors, rs.card_bad_status,
             rs.chunks_truncated, rs.chunks_error, rs.chunks_crc, rs.chunks_busy, rs.chunks_in_flight,
             rs.bad_releases, ring.size, ring.in_use, ring.high_water, ring.full_ns, cs.injected_truncated,
