@@ -83,6 +83,9 @@ struct rc_sim_priv {
     uint64_t fw_armed_gen;      /* run_gen the firmware last armed: a successor adopts it */
 };
 
+_Static_assert(offsetof(struct rc_sim_priv, fw_heartbeat_ns) == 0x3b0 &&
+                   offsetof(struct rc_sim_priv, fw_armed_gen) == 0x3c8,
+               "liveness words moved: update readout/README.md (simulator-private page)");
 _Static_assert(sizeof(struct rc_sim_priv) <= RC_SIM_BAR_BYTES - RC_SIM_PRIV_OFFSET,
                "private page overflows the simulated BAR");
 

@@ -3,8 +3,9 @@
 # ringcast-sim is SIGKILLed: the daemon says so naming the card; with
 # on_firmware_loss = wait a new ringcast-sim takes over the running DMA and
 # `produced` goes on from where the dead one left it (never backwards); with
-# stop the card is stopped and the daemon ends by itself. A ringcast-sim whose
-# daemon was SIGKILLed notices and exits.
+# stop, a hung (SIGSTOPped) one is found by its silent heartbeat, the card is
+# stopped and the daemon ends by itself. A ringcast-sim whose daemon was
+# SIGKILLed notices and exits.
 . "$(dirname "$0")/lib.sh"
 
 shm="rc-itloss-$$"
@@ -48,7 +49,8 @@ produced_values "$WORK/wait.log" | sort -n -c || { produced_values "$WORK/wait.l
 ok "wait: produced never went backwards"
 expect_eq "wait keys_outstanding" "$(json_num keys_outstanding "$f")" 0
 
-# -- stop: the card is stopped, the daemon ends -------------------------------
+# -- stop: a hung simulator (SIGSTOP) is noticed by its silent heartbeat; the
+# card is stopped and the daemon ends by itself --------------------------------
 timeout 60 "$BIN/ringcast-readout" -c "$ini" -o card.0.on_firmware_loss=stop \
     --stats-json "$WORK/stop.json" 2>"$WORK/stop.log" &
 daemon=$!
@@ -56,12 +58,14 @@ wait_log "$WORK/stop.log" "waiting for .ringcast-sim" "stop: the daemon never se
 timeout 60 "$BIN/ringcast-sim" -c "$ini" --card 0 >"$WORK/sim-c.log" 2>&1 &
 sim_c=$!
 wait_log "$WORK/stop.log" "produced [1-9]" "stop: nothing produced"
-pkill -KILL -P "$sim_c" ringcast-sim || fail "stop: no ringcast-sim to kill"
+pkill -STOP -P "$sim_c" ringcast-sim || fail "stop: no ringcast-sim to stop"
+st=0; wait "$daemon" || st=$?
+pkill -KILL -P "$sim_c" ringcast-sim
 wait "$sim_c" 2>/dev/null
-wait "$daemon" || { cat "$WORK/stop.log"; fail "stop: daemon exit status $?"; }
-grep -q "card.0: firmware lost: .*on_firmware_loss = stop: stopping the card" "$WORK/stop.log" \
-    || { cat "$WORK/stop.log"; fail "stop: not reported"; }
-ok "stop: reported, the card stopped and the daemon ended by itself"
+[ "$st" -eq 0 ] || { cat "$WORK/stop.log"; fail "stop: daemon exit status $st"; }
+grep -q "card.0: firmware lost: ringcast-sim pid [0-9]* is alive but its firmware heartbeat is .* old (stopped or hung); on_firmware_loss = stop: stopping the card" \
+    "$WORK/stop.log" || { cat "$WORK/stop.log"; fail "stop: the hang was not reported"; }
+ok "stop: a hung ringcast-sim was reported, the card stopped and the daemon ended by itself"
 expect_eq "stop keys_outstanding" "$(json_num keys_outstanding "$WORK/stop.json")" 0
 
 # -- an orphaned ringcast-sim exits --------------------------------------------
