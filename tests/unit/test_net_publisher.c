@@ -13,7 +13,7 @@
  *  - max_subscribers: one more subscriber is refused (again and again);
  *  - a ringcast-sub process SIGKILLed mid-stream.
  * The publisher runs in the test thread, subscribers in threads (the
- * subscriber library net/ringcast_sub.h) or a child process. */
+ * subscriber library ringcast/sub.h) or a child process. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -30,7 +30,7 @@
 
 #include "net/fabric.h"
 #include "net/publisher.h"
-#include "net/ringcast_sub.h"
+#include "ringcast/sub.h"
 #include "net/wire.h"
 #include "tests/unit/cunit_main.h"
 
@@ -175,7 +175,7 @@ static void on_key(void *arg, uint64_t key, int status)
 
 static uint64_t keys_back(const struct keys *k) { return k->ok + k->err; }
 
-/* ---- subscriber threads (net/ringcast_sub.h) --------------------------------- */
+/* ---- subscriber threads (ringcast/sub.h) --------------------------------- */
 
 struct sub_thread {
     pthread_t th;
