@@ -30,6 +30,8 @@ typedef int (*rc_chunk_sink_fn)(void *ctx, const struct rc_chunk *chunk);
 
 /* Per e-link counters. The readout thread updates them with relaxed atomic
  * stores; other threads should copy them with rc_readout_get_elink_stats(). */
+#define RC_READOUT_MAX_ELINKS 2048u   /* 11-bit e-link field */
+
 struct rc_elink_stats {
     uint64_t blocks, chunks, bytes;
     uint64_t err_truncated, err_crc, err_flag, err_busy;   /* flagged chunks by kind */

@@ -11,7 +11,6 @@
 #include "readout/readout.h"
 #include "readout/wupper_dma.h"
 
-#define RC_READOUT_MAX_ELINKS 2048u   /* 11-bit e-link field */
 
 /* Counters written by the decoder thread only: a relaxed atomic store of the
  * incremented value (a plain store on x86) so readers in other threads never

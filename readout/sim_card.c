@@ -406,6 +406,9 @@ static int claim(struct rc_sim_priv *p, const char *shm_name, char *err, size_t 
         }
         /* cur now holds the dead claimant: the next attempt replaces it. */
     }
+    /* A fresh heartbeat at once: a dead predecessor's stale one must not
+     * make the host think this process hung before its loop runs. */
+    RC_SIM_RELAXED_STORE(&p->fw_heartbeat_ns, rc_now_ns());
     return 0;
 }
 

@@ -210,7 +210,7 @@ static void log_card_losses(struct daemon_card *dc)
     char line[1024];
     size_t used = 0;
     unsigned shown = 0, more = 0;
-    for (unsigned e = 0; e < 2048; e++) {
+    for (unsigned e = 0; e < RC_READOUT_MAX_ELINKS; e++) {
         struct rc_elink_stats es;
         if (rc_readout_get_elink_stats(dc->readout, e, &es) != 0 || elink_lost(&es) == 0)
             continue;
@@ -452,7 +452,7 @@ static void write_elink_losses_json(FILE *f, struct daemon_card *dc)
 {
     fputs(",\"elinks_lost\":[", f);
     bool first = true;
-    for (unsigned e = 0; e < 2048; e++) {
+    for (unsigned e = 0; e < RC_READOUT_MAX_ELINKS; e++) {
         struct rc_elink_stats es;
         if (rc_readout_get_elink_stats(dc->readout, e, &es) != 0 ||
             elink_lost(&es) + elink_errors(&es) == 0)
