@@ -1494,7 +1494,7 @@ static void flip_sub(struct flip_stream *st, struct tblk *b, unsigned i, unsigne
 
 static void flip_build(struct flip_stream *st, enum felix_format fmt)
 {
-    static uint8_t data[4096];
+    static uint8_t data[8192];   /* every chunk's bytes taken from its own place */
     memset(st, 0, sizeof *st);
     st->fmt = fmt;
     st->bs = 1024;
@@ -1537,7 +1537,6 @@ static void flip_build(struct flip_stream *st, enum felix_format fmt)
             flip_sub(st, &b, i, FELIX_SUB_WHOLE, data + (at += 100), 1);
             room = tblk_room(&b);
             flip_sub(st, &b, i, FELIX_SUB_FIRST, data + (at += 100), room);
-            at = at % 2048;
             break;
         }
         st->data_end[i] = b.pos;
