@@ -17,7 +17,7 @@ _Static_assert((int)RC_PUB_EVENT_SUBSCRIPTIONS == (int)RC_PUB_PEER_SUBSCRIPTIONS
 _Static_assert((int)RC_PUB_EVENT_GONE == (int)RC_PUB_PEER_GONE, "peer event values");
 _Static_assert((int)RC_PUB_EP_MSG == (int)RC_EP_MSG && (int)RC_PUB_EP_RDM == (int)RC_EP_RDM,
                "endpoint values");
-_Static_assert(RC_PUB_MAX_REGIONS == 4u, "public RC_PUB_MAX_REGIONS is net/publisher.h's");
+_Static_assert(RC_PUB_MAX_REGIONS == 16u, "public RC_PUB_MAX_REGIONS is net/publisher.h's");
 _Static_assert(sizeof(rc_pub_peer) == sizeof(rc_peer_id), "peer id type");
 
 struct rc_pub {

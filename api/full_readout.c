@@ -173,6 +173,15 @@ int rc_daq_card_memory(const struct rc_daq *d, unsigned card, void **addr, size_
     return 0;
 }
 
+int rc_daq_card_spill_memory(const struct rc_daq *d, unsigned card, void **addr, size_t *len)
+{
+    const struct daq_card *dc = card_of(d, card);
+    if (!dc)
+        return -EINVAL;
+    rc_readout_spill_area(dc->readout, addr, len);
+    return 0;
+}
+
 static void stop_started_cards(struct rc_daq *d)
 {
     for (unsigned i = 0; i < d->ncards; i++)
@@ -241,8 +250,8 @@ int rc_daq_stop(struct rc_daq *d, uint64_t drain_timeout_ns)
 static uint64_t decode_errors(const struct rc_readout_stats *s)
 {
     return s->bad_header + s->err_malformed + s->err_seq_gap + s->err_oversize + s->err_orphan +
-           s->chunks_dropped_gap + s->chunks_incomplete + s->chunks_dropped_pool +
-           s->chunks_dropped_ring + s->card_bad_status;
+           s->err_bad_start + s->chunks_dropped_gap + s->chunks_incomplete +
+           s->chunks_dropped_pool + s->chunks_dropped_ring + s->card_bad_status;
 }
 
 int rc_daq_get_stats(const struct rc_daq *d, unsigned card, struct rc_daq_stats *st)

@@ -111,8 +111,9 @@ int  rc_publisher_create(const struct rc_fabric_params *params,
 void rc_publisher_destroy(struct rc_publisher *p);
 
 /* Register source memory (the DMA ring) once; pieces passed to send() must lie
- * inside a registered region. At most RC_PUB_MAX_REGIONS regions. */
-#define RC_PUB_MAX_REGIONS 4u
+ * inside a registered region. At most RC_PUB_MAX_REGIONS regions (two per
+ * card: its ring and its readout's spill area). */
+#define RC_PUB_MAX_REGIONS 16u
 int  rc_publisher_register(struct rc_publisher *p, const void *addr, size_t len,
                            char *err, size_t errlen);
 

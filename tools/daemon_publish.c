@@ -300,9 +300,19 @@ int rc_daemon_publish_add_card(struct rc_daemon_publish *pb, const struct rc_car
     return 0;
 }
 
-void rc_daemon_publish_set_readout(struct rc_publish_card *c, struct rc_readout *r)
+int rc_daemon_publish_set_readout(struct rc_publish_card *c, struct rc_readout *r, char *err,
+                                  size_t errlen)
 {
     c->readout = r;
+    void *spill;
+    size_t len;
+    rc_readout_spill_area(r, &spill, &len);
+    for (unsigned i = 0; i < c->pb->nthreads; i++) {
+        int rc = rc_publisher_register(c->pb->threads[i].pub, spill, len, err, errlen);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
 }
 
 int rc_daemon_publish_start(struct rc_daemon_publish *pb)

@@ -146,7 +146,7 @@ RC_API void rc_pub_params_default(struct rc_pub_params *p);
 RC_API int rc_pub_create(const struct rc_pub_params *params, struct rc_pub **out, char *err,
                          size_t errlen);
 
-#define RC_PUB_MAX_REGIONS 4u
+#define RC_PUB_MAX_REGIONS 16u
 /* Register [addr, addr + len) as memory pieces may be sent from. 0, -EINVAL
  * (addr NULL or len 0), -ENOSPC (RC_PUB_MAX_REGIONS reached) or the
  * provider's -errno (err says why; e.g. the memlock limit). The memory stays registered until rc_pub_destroy(). */

@@ -12,7 +12,8 @@
  * are out the ring fills and, when it is full, the card stalls (backpressure:
  * nothing is lost). The [readout], [mode.N] and [fabric] sections are checked
  * but not used: publishing stays with you, e.g. with ringcast/pub.h
- * (register rc_daq_card_memory() and pass a chunk's pieces to rc_pub_send,
+ * (register rc_daq_card_memory() and rc_daq_card_spill_memory() and pass a
+ * chunk's pieces to rc_pub_send,
  * releasing the key in on_send_complete).
  *
  * Lifecycle:
@@ -95,9 +96,15 @@ RC_API int rc_daq_open(const char *config_file, const char *const *overrides, un
 
 /* Number of cards ([card.0] .. [card.N-1]). */
 RC_API unsigned rc_daq_cards(const struct rc_daq *d);
-/* The ring of a card: the memory every chunk of that card lies in (register
+/* The ring of a card: the memory the chunks of that card lie in (register
  * it once with rc_pub_register to send chunks zero copy). 0 or -EINVAL. */
 RC_API int rc_daq_card_memory(const struct rc_daq *d, unsigned card, void **addr, size_t *len);
+/* The card's spill area: when open chunks hold a completely full ring (more
+ * e-links interleave chunks across blocks than the ring has blocks), their
+ * heads are copied here instead of being dropped, and such a chunk's first
+ * piece lies here. Register it too. 0 or -EINVAL. */
+RC_API int rc_daq_card_spill_memory(const struct rc_daq *d, unsigned card, void **addr,
+                                    size_t *len);
 
 /* Start every card. 0, or -errno (-EALREADY when started before); on an
  * error the cards started so far are stopped again. */

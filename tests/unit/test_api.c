@@ -418,6 +418,11 @@ static void test_daq_reads_out_a_simulated_card(void)
     CU_ASSERT_EQUAL(rc_daq_card_memory(run.d, 0, &run.ring, &run.ring_len), 0);
     CU_ASSERT_EQUAL(run.ring_len, 1u << 20);
     CU_ASSERT_EQUAL(rc_daq_card_memory(run.d, 1, &run.ring, &run.ring_len), -EINVAL);
+    void *spill;
+    size_t spill_len = 0;
+    CU_ASSERT_EQUAL(rc_daq_card_spill_memory(run.d, 0, &spill, &spill_len), 0);
+    CU_ASSERT(spill != NULL && spill_len >= 2048u * 4096u);   /* a block per e-link */
+    CU_ASSERT_EQUAL(rc_daq_card_spill_memory(run.d, 1, &spill, &spill_len), -EINVAL);
     CU_ASSERT_EQUAL(rc_daq_stop(run.d, 1000), -EINVAL);   /* not started */
     CU_ASSERT_EQUAL_FATAL(rc_daq_start(run.d), 0);
     CU_ASSERT_EQUAL(rc_daq_start(run.d), -EALREADY);
