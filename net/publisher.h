@@ -66,6 +66,10 @@ struct rc_publisher_stats {
     uint64_t keys_completed_ok;
     uint64_t keys_completed_error;
     uint64_t fragment_retry_timeouts; /* later fragments never accepted: key failed */
+    uint64_t fragments_deferred;    /* fragmented sends whose later fragment met -FI_EAGAIN: the
+                                     * rest was posted from progress */
+    uint64_t fragments_abandoned;   /* deferred fragments never posted: their peer left */
+    uint64_t again_resuming;        /* -EAGAIN: the peer's previous chunk is still being posted */
     uint64_t faults_send_error;     /* injected: ok completions reported as errors */
     uint64_t faults_eagain;         /* injected: posts refused with -FI_EAGAIN */
     /* buffered path */
@@ -83,8 +87,14 @@ struct rc_publisher_stats {
     uint64_t peers_dead;            /* shutdown, silence or stuck sends */
     uint64_t dead_by_shutdown, dead_by_silence, dead_by_stuck_send, dead_by_error;
     uint64_t keys_released_by_peer_death;
-    uint64_t drained_peers;         /* RDM peers dead by an error whose sends were let finish */
-    uint64_t drain_timeouts;        /* ... of which some sends had not completed after peer_timeout */
+    uint64_t drained_peers;         /* cut-off peers whose sends were let complete (RDM: told BYE,
+                                     * address removed after a heartbeat at the latest) */
+    uint64_t drain_timeouts;        /* ... with sends outstanding when their address was removed
+                                     * (released then, the removal proving the provider let go) */
+    uint64_t drain_no_proof;        /* ... whose removal proved nothing (provider without a
+                                     * let-go rule): their keys waited for completions */
+    uint64_t liveness_restarts;     /* progress not called for over 50 ms (thread starved): silence
+                                     * judged afresh from then */
     uint64_t subscribe_requests, unsubscribe_requests;
     uint64_t subscriptions_refused; /* any status but RC_SUB_OK */
     uint64_t heartbeats_sent, heartbeats_received;

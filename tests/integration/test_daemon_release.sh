@@ -1,0 +1,69 @@
+#!/bin/sh
+# Ring memory is released only when the provider has let go of it
+# (net/README.md, "Dead peers"). A verifying subscriber is stopped (SIGSTOP)
+# past peer_timeout while 20-60 KiB chunks (above rxm's 16 KiB eager size:
+# rxm reads them from the ring when the subscriber asks) are sent to it, so
+# the daemon declares it dead while its sends are still outstanding; then it
+# is resumed. It may have lost chunks (gaps), but must never receive a chunk
+# whose bytes were overwritten: 0 corrupt, 0 bad-length messages. Every key
+# comes back and the daemon exits 0. Over tcp (msg) and tcp;ofi_rxm (rdm).
+#
+# Also: a long -FI_EAGAIN streak on one subscriber's fragmented send does not
+# freeze the publisher thread: a second subscriber of the same thread keeps
+# getting data and heartbeats and is never timed out.
+. "$(dirname "$0")/lib.sh"
+
+PORT=$((20000 + ($$ + 4241) % 20000))
+TAGS=0-0xffff
+
+# pub NAME FIELD: a counter of the publisher object in the daemon's JSON.
+pub() { grep -o '"publisher":{[^}]*}' "$WORK/$1.json" | head -n 1 | grep -o "\"$2\":[0-9]*" | cut -d: -f2; }
+# malformed_sum NAME: every malformed message the subscriber counted.
+malformed_sum() {
+    grep -o '"malformed":{[^}]*}' "$WORK/$1.json" | grep -o ':[0-9]*' | tr -d : |
+        awk '{ s += $1 } END { print s + 0 }'
+}
+
+check_keys_back() { # check_keys_back NAME
+    f="$WORK/$1.json"
+    expect_eq "$1 keys_outstanding" "$(json_num keys_outstanding "$f")" 0
+    expect_eq "$1 shares = sent + dropped + failed + unsent" \
+        "$(( $(json_num chunks_sent "$f") + $(json_num chunks_dropped "$f") + $(json_num shares_failed "$f") + $(json_num shares_unsent "$f") ))" \
+        "$(json_num shares "$f")"
+}
+
+# -- SIGSTOP past peer_timeout, then SIGCONT -----------------------------------
+stop_run() { # stop_run PROVIDER ENDPOINT
+    name="stop-$2"
+    start_daemon "$name" -o fabric.provider="$1" -o fabric.endpoint="$2" -o card.0.ring_size=4M \
+        -o sim.0.chunk_size_min=20000 -o sim.0.chunk_size_max=60000 -o sim.0.rate=20000chunks/s \
+        -o fabric.peer_timeout=1s -o fabric.heartbeat=200ms -o readout.slow_policy=drop
+    start_sub "$name-sub" "$1" "$2" --verify --duration 9; s=$sub
+    sleep 2
+    pkill -STOP -P "$s" ringcast-sub || fail "$name: no subscriber to stop"
+    sleep 3   # 3 x peer_timeout: declared dead by silence or a stuck send
+    pkill -CONT -P "$s" ringcast-sub
+    wait "$s"   # gaps make it exit 1: checked below
+    kill -TERM "$daemon"
+    wait_daemon "$name"
+    f="$WORK/$name-sub.json"
+    grep -q '"chunks"' "$f" || { cat "$WORK/$name-sub.log"; fail "$name: no subscriber summary"; }
+    echo "   $name: subscriber $(json_num chunks "$f") chunks, $(json_num gaps "$f") gaps," \
+        "$(json_num reconnects "$f") reconnects, $(json_num corrupt "$f") corrupt, $(malformed_sum "$name-sub") malformed;" \
+        "daemon: $(pub "$name" peers_dead) dead, $(pub "$name" keys_released_by_peer_death) keys released by death"
+    expect_eq "$name corrupt chunks" "$(json_num corrupt "$f")" 0
+    expect_eq "$name duplicate chunks" "$(json_num duplicates "$f")" 0
+    expect_eq "$name malformed messages" "$(malformed_sum "$name-sub")" 0
+    expect_eq "$name truncated messages" "$(json_num truncated "$f")" 0
+    expect_gt "$name peers_dead" "$(pub "$name" peers_dead)" 0
+    expect_gt "$name subscriber reconnects" "$(json_num reconnects "$f")" 0
+    expect_gt "$name subscriber chunks" "$(json_num chunks "$f")" 0
+    check_keys_back "$name"
+    PORT=$((PORT + 1))
+}
+
+for v in "tcp;ofi_rxm rdm" "tcp msg"; do
+    set -- $v
+    stop_run "$1" "$2"
+done
+echo "test_daemon_release: $checks checks passed"
