@@ -182,6 +182,8 @@ struct rc_publisher {
     struct rc_pub_fault_state {
         uint64_t posts, completions;   /* data/page posts and ok completions seen */
         uint32_t storm_left;           /* -FI_EAGAIN refusals still to give */
+        uint32_t streak_peer;          /* peer index of the current streak */
+        uint64_t streak_until_ns;      /* posts to it are refused until then */
     } fault;
 
     struct rc_publisher_stats st;
@@ -223,8 +225,9 @@ void rc_pub_forget_refused(struct rc_publisher *p, uint64_t now);
 void rc_pub_bye_address(struct rc_publisher *p, fi_addr_t addr, enum rc_bye_reason reason);
 
 /* pub_faults.c: fault injection ([fabric] fault_*), data and page ops only. */
-/* true: refuse this post (op_context ctx) with -FI_EAGAIN (a storm is on). */
-bool rc_pub_fault_refuse_post(struct rc_publisher *p, void *ctx);
+/* true: refuse this post to peer index `peer` (op_context ctx) with
+ * -FI_EAGAIN (a storm or that peer's streak is on). */
+bool rc_pub_fault_refuse_post(struct rc_publisher *p, uint32_t peer, void *ctx);
 /* Turn a successful completion into an error one when it is due. */
 void rc_pub_fault_completion(struct rc_publisher *p, struct rc_fabric_cqe *e);
 

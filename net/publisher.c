@@ -76,7 +76,7 @@ int rc_pub_post(struct rc_publisher *p, struct rc_pub_peer *peer, const struct i
     struct fid_ep *ep = p->fab.rdm ? p->fab.ep : peer->ep;
     if (!ep)
         return -FI_ENOTCONN;
-    if (rc_pub_fault_refuse_post(p, ctx))
+    if (rc_pub_fault_refuse_post(p, (uint32_t)(peer - p->peers), ctx))
         return -FI_EAGAIN;
     return (int)fi_sendv(ep, iov, desc, n, peer->has_addr ? peer->addr : FI_ADDR_UNSPEC, ctx);
 }

@@ -72,6 +72,7 @@ struct rc_publisher_stats {
     uint64_t again_resuming;        /* -EAGAIN: the peer's previous chunk is still being posted */
     uint64_t faults_send_error;     /* injected: ok completions reported as errors */
     uint64_t faults_eagain;         /* injected: posts refused with -FI_EAGAIN */
+    uint64_t faults_eagain_streaks; /* injected: streaks of -FI_EAGAIN for one subscriber */
     /* buffered path */
     uint64_t buffered_records;
     uint64_t buffered_bytes;

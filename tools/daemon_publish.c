@@ -520,7 +520,7 @@ static void write_subscribers_json(const struct rc_daemon_publish *pb, FILE *f)
     X(peers_dead) X(keys_released_by_peer_death) X(drained_peers) X(drain_timeouts) X(drain_no_proof)  \
     X(completions_error) X(subscriptions_refused)                                                   \
     X(control_dropped) X(rx_errors) X(connection_errors) X(unknown_sender)                         \
-    X(faults_send_error) X(faults_eagain) X(fragments_deferred) X(fragments_abandoned)             \
+    X(faults_send_error) X(faults_eagain) X(faults_eagain_streaks) X(fragments_deferred) X(fragments_abandoned)             \
     X(again_resuming) X(liveness_restarts)
 
 /* Rejected incoming messages of every kind (stats.malformed[]), summed. */

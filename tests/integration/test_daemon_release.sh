@@ -62,8 +62,61 @@ stop_run() { # stop_run PROVIDER ENDPOINT
     PORT=$((PORT + 1))
 }
 
+# -- a long -FI_EAGAIN streak on one subscriber's sends -------------------------
+# fault_eagain_streak: the Nth data post starts 6 s in which every post to that
+# subscriber is refused; with 20-60 KiB chunks (several fragments each) a
+# later fragment of a chunk meets it. The thread must not wait for it: the
+# other subscriber of the same publisher thread keeps getting heartbeats
+# (its own peer timeout is ringcast-sub's 5 s, shorter than the streak) and
+# is never cut off, and the streaked one gets the rest of its chunk after
+# the streak. The publisher's peer_timeout (10 s) is longer than the streak,
+# so nobody is declared dead. Under block nothing is lost.
+streak_run() { # streak_run PROVIDER ENDPOINT
+    name="streak-$2"; n=3000
+    start_daemon "$name" -o fabric.provider="$1" -o fabric.endpoint="$2" -o readout.wait_subscribers=2 \
+        -o readout.linger=30s -o sim.0.run_chunks=$n -o sim.0.chunk_size_min=20000 \
+        -o sim.0.chunk_size_max=60000 -o fabric.peer_timeout=10s -o fabric.fault_eagain_every=20000 \
+        -o fabric.fault_eagain_streak=6s
+    start_sub "$name-a" "$1" "$2" --verify --count $n; a=$sub
+    start_sub "$name-b" "$1" "$2" --verify --count $n; b=$sub
+    wait_sub "$name-a" "$a"
+    wait_sub "$name-b" "$b"
+    wait_daemon "$name"
+    echo "   $name: $(pub "$name" faults_eagain_streaks) streaks, $(pub "$name" faults_eagain) posts refused," \
+        "$(pub "$name" fragments_deferred) fragmented sends deferred, $(pub "$name" again_resuming) sends held back"
+    expect_eq "$name streaks" "$(pub "$name" faults_eagain_streaks)" 1
+    expect_gt "$name posts refused" "$(pub "$name" faults_eagain)" 0
+    expect_gt "$name fragments deferred to progress" "$(pub "$name" fragments_deferred)" 0
+    for x in a b; do
+        f="$WORK/$name-$x.json"
+        expect_eq "$name-$x chunks" "$(json_num chunks "$f")" $n
+        expect_eq "$name-$x gaps" "$(json_num gaps "$f")" 0
+        expect_eq "$name-$x corrupt" "$(json_num corrupt "$f")" 0
+        expect_eq "$name-$x reconnects (never timed out)" "$(json_num reconnects "$f")" 0
+    done
+    expect_eq "$name peers_dead" "$(pub "$name" peers_dead)" 0
+    check_keys_back "$name"
+    PORT=$((PORT + 1))
+}
+
+# -- FI_AV_REMOVE_CLEANUP=0 set by the user: an rxm publisher refuses to start --
+# (without it a removed subscriber's sends could go on reading the ring).
+cleanup_refused() {
+    name=nocleanup
+    FI_AV_REMOVE_CLEANUP=0 timeout 30 "$BIN/ringcast-readout" -c deploy/ringcast.ini -o fabric.port="$PORT" \
+        -o fabric.provider="tcp;ofi_rxm" -o fabric.endpoint=rdm 2>"$WORK/$name.log"
+    st=$?
+    [ "$st" -ne 0 ] && [ "$st" -ne 124 ] || { cat "$WORK/$name.log"; fail "$name: exit status $st"; }
+    grep -q "FI_AV_REMOVE_CLEANUP=0 in the environment" "$WORK/$name.log" ||
+        { cat "$WORK/$name.log"; fail "$name: no message naming FI_AV_REMOVE_CLEANUP"; }
+    ok "$name: an rxm publisher with FI_AV_REMOVE_CLEANUP=0 exits $st, naming it"
+    PORT=$((PORT + 1))
+}
+
+cleanup_refused
 for v in "tcp;ofi_rxm rdm" "tcp msg"; do
     set -- $v
     stop_run "$1" "$2"
 done
+streak_run "tcp;ofi_rxm" rdm
 echo "test_daemon_release: $checks checks passed"
