@@ -124,6 +124,7 @@ struct rc_pub_peer {
     bool joined;               /* HELLO accepted (counted in peers_active) */
     bool connected;            /* MSG: FI_CONNECTED read (a HELLO may come first); RDM: true */
     uint64_t last_rx_ns, last_hb_tx_ns;
+    uint64_t rx_seen_ns, starved_base_ns;  /* check_liveness: p->starved_ns when last_rx_ns was seen */
     uint32_t op_head, op_tail, nops;
     uint32_t page;             /* page being filled, or RC_PUB_NONE */
     uint32_t data_seq;         /* stream sequence number of the next DATA/PAGE posted */
@@ -172,7 +173,7 @@ struct rc_publisher {
     uint32_t ndraining;        /* peers in RC_PEER_DRAINING */
     uint32_t nresuming;        /* peers with resume.active */
     uint64_t last_progress_ns; /* start of the previous progress call */
-    uint64_t liveness_from_ns; /* silence is judged from here (after the thread was starved) */
+    uint64_t starved_ns;       /* total of the pauses between progress calls over 50 ms */
     uint32_t ctrl_waiting;     /* peers with control messages waiting */
     struct rc_wire_range *scratch;  /* RC_WIRE_MAX_RANGES: subscription edits */
     fi_addr_t refused[8];      /* RDM: refused addresses, removed from the AV later */

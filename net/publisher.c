@@ -311,6 +311,7 @@ struct rc_pub_peer *rc_pub_new_peer(struct rc_publisher *p, uint64_t now)
         peer->joined = false;
         peer->connected = p->fab.rdm;
         peer->last_rx_ns = peer->last_hb_tx_ns = now;
+        peer->rx_seen_ns = 0;
         peer->op_head = peer->op_tail = RC_PUB_NONE;
         peer->nops = 0;
         peer->page = RC_PUB_NONE;
@@ -586,10 +587,15 @@ static void check_liveness(struct rc_publisher *p, struct rc_pub_peer *peer, uin
 {
     uint64_t limit = p->fab.params.peer_timeout_ns;
     uint32_t idx = (uint32_t)(peer - p->peers);
-    /* Silence counts only from when this thread was listening: after it was
-     * starved, heartbeats may still wait unread (liveness_from_ns). */
-    uint64_t heard = peer->last_rx_ns > p->liveness_from_ns ? peer->last_rx_ns : p->liveness_from_ns;
-    if (now - heard > limit)
+    /* Silence counts only the time this thread was listening: while it was
+     * starved (note_progress_gap), heartbeats may have waited unread. */
+    if (peer->last_rx_ns != peer->rx_seen_ns) {
+        peer->rx_seen_ns = peer->last_rx_ns;
+        peer->starved_base_ns = p->starved_ns;
+    }
+    uint64_t silent = now - peer->last_rx_ns;
+    uint64_t away = p->starved_ns - peer->starved_base_ns;
+    if (silent > away && silent - away > limit)
         rc_pub_peer_fail(p, idx, RC_DOOM_SILENCE);
     else if (p->fab.rdm && peer->op_head != RC_PUB_NONE &&
              now - p->ops[peer->op_head].since_ns > limit)
@@ -619,12 +625,12 @@ static void run_timers(struct rc_publisher *p, uint64_t now)
 }
 
 /* A progress call after a long pause (this thread starved, or the
- * application away): messages may wait unread in the provider, so silence is
- * judged afresh from now on (check_liveness). */
+ * application away): messages may have waited unread in the provider, so
+ * the pause does not count as a subscriber's silence (check_liveness). */
 static void note_progress_gap(struct rc_publisher *p, uint64_t now)
 {
     if (p->last_progress_ns && now - p->last_progress_ns > RC_PUB_STARVED_NS) {
-        p->liveness_from_ns = now;
+        p->starved_ns += now - p->last_progress_ns;
         p->st.liveness_restarts++;
     }
     p->last_progress_ns = now;

@@ -94,8 +94,8 @@ struct rc_publisher_stats {
                                      * (released then, the removal proving the provider let go) */
     uint64_t drain_no_proof;        /* ... whose removal proved nothing (provider without a
                                      * let-go rule): their keys waited for completions */
-    uint64_t liveness_restarts;     /* progress not called for over 50 ms (thread starved): silence
-                                     * judged afresh from then */
+    uint64_t liveness_restarts;     /* progress not called for over 50 ms (thread starved): that
+                                     * pause does not count as any subscriber's silence */
     uint64_t subscribe_requests, unsubscribe_requests;
     uint64_t subscriptions_refused; /* any status but RC_SUB_OK */
     uint64_t heartbeats_sent, heartbeats_received;

@@ -72,10 +72,10 @@ stop_run() { # stop_run PROVIDER ENDPOINT
 # the streak. The publisher's peer_timeout (10 s) is longer than the streak,
 # so nobody is declared dead. Under block nothing is lost.
 streak_run() { # streak_run PROVIDER ENDPOINT
-    name="streak-$2"; n=3000
+    name="streak-$2"; n=2000
     start_daemon "$name" -o fabric.provider="$1" -o fabric.endpoint="$2" -o readout.wait_subscribers=2 \
         -o readout.linger=30s -o sim.0.run_chunks=$n -o sim.0.chunk_size_min=20000 \
-        -o sim.0.chunk_size_max=60000 -o fabric.peer_timeout=10s -o fabric.fault_eagain_every=20000 \
+        -o sim.0.chunk_size_max=60000 -o fabric.peer_timeout=10s -o fabric.fault_eagain_every=15000 \
         -o fabric.fault_eagain_streak=6s
     start_sub "$name-a" "$1" "$2" --verify --count $n; a=$sub
     start_sub "$name-b" "$1" "$2" --verify --count $n; b=$sub
@@ -84,7 +84,7 @@ streak_run() { # streak_run PROVIDER ENDPOINT
     wait_daemon "$name"
     echo "   $name: $(pub "$name" faults_eagain_streaks) streaks, $(pub "$name" faults_eagain) posts refused," \
         "$(pub "$name" fragments_deferred) fragmented sends deferred, $(pub "$name" again_resuming) sends held back"
-    expect_eq "$name streaks" "$(pub "$name" faults_eagain_streaks)" 1
+    expect_gt "$name streaks" "$(pub "$name" faults_eagain_streaks)" 0
     expect_gt "$name posts refused" "$(pub "$name" faults_eagain)" 0
     expect_gt "$name fragments deferred to progress" "$(pub "$name" fragments_deferred)" 0
     for x in a b; do
