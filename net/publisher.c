@@ -141,8 +141,8 @@ static void reclaim_peer_rx(struct rc_publisher *p, uint32_t idx)
 static bool close_transport(struct rc_publisher *p, struct rc_pub_peer *peer)
 {
     uint32_t idx = (uint32_t)(peer - p->peers);
-    bool let_go = peer->nops == 0 || p->fab.letgo == RC_LETGO_AT_POST;
     rc_pub_drop_control(p, peer);  /* while a last BYE can still go out */
+    bool let_go = peer->nops == 0 || p->fab.letgo == RC_LETGO_AT_POST;
     if (peer->ep) {
         rc_fabric_ep_close(peer->ep);
         peer->ep = NULL;
