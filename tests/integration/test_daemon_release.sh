@@ -32,14 +32,27 @@ check_keys_back() { # check_keys_back NAME
         "$(json_num shares "$f")"
 }
 
+# wait_subscribed NAME: until the daemon logged a subscription (15 s at most).
+wait_subscribed() {
+    i=0
+    until grep -q "tag range.* subscribed" "$WORK/$1.log"; do
+        i=$((i + 1)); [ $i -lt 300 ] || { cat "$WORK/$1.log"; fail "$1: nobody subscribed"; }
+        sleep 0.05
+    done
+}
+
 # -- SIGSTOP past peer_timeout, then SIGCONT -----------------------------------
 stop_run() { # stop_run PROVIDER ENDPOINT
     name="stop-$2"
     start_daemon "$name" -o fabric.provider="$1" -o fabric.endpoint="$2" -o card.0.ring_size=4M \
         -o sim.0.chunk_size_min=20000 -o sim.0.chunk_size_max=60000 -o sim.0.rate=20000chunks/s \
         -o fabric.peer_timeout=1s -o fabric.heartbeat=200ms -o readout.slow_policy=drop
-    start_sub "$name-sub" "$1" "$2" --verify --duration 9; s=$sub
-    sleep 2
+    # 14 s: stopped from about 1 s after it subscribed, for 3 s; told nothing
+    # that reaches it, it notices by its own peer timeout (ringcast-sub: 5 s
+    # after the last message it read), reconnects and gets data again.
+    start_sub "$name-sub" "$1" "$2" --verify --duration 14; s=$sub
+    wait_subscribed "$name"
+    sleep 1
     pkill -STOP -P "$s" ringcast-sub || fail "$name: no subscriber to stop"
     sleep 3   # 3 x peer_timeout: declared dead by silence or a stuck send
     pkill -CONT -P "$s" ringcast-sub
