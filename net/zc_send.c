@@ -111,12 +111,11 @@ static void *region_desc(const struct rc_publisher *p, const void *addr, size_t 
     return NULL;
 }
 
-#define frag_cursor rc_pub_frag_cursor
 
 /* Fill iov[1..] with the next fragment's payload: at most max_iov - 1 pieces
  * and max_payload bytes. Returns the number of iovs used (header included). */
 static unsigned next_fragment(const struct rc_publisher *p, const struct iovec *src, unsigned n,
-                              struct frag_cursor *c, unsigned max_iov, uint64_t max_payload,
+                              struct rc_pub_frag_cursor *c, unsigned max_iov, uint64_t max_payload,
                               struct iovec *iov, void **desc, uint32_t *payload)
 {
     unsigned k = 1;
@@ -154,7 +153,7 @@ static uint64_t count_fragments(const struct rc_publisher *p, const struct iovec
      * the header, and the whole chunk fits the subscriber's buffer. */
     if (n < p->iov_max && total <= max_payload)
         return 1;
-    struct frag_cursor c = {0};
+    struct rc_pub_frag_cursor c = {0};
     uint64_t frags = 0;
     uint32_t got;
     do {
@@ -195,11 +194,11 @@ struct zc_send {
 /* Build fragment `index` into a fresh slot and post it. Returns 0 or the
  * libfabric error (-FI_EAGAIN: the slot went back, nothing posted). */
 static int post_fragment(struct rc_publisher *p, const struct zc_send *s, const struct iovec *src,
-                         unsigned n, struct frag_cursor *c, uint16_t index)
+                         unsigned n, struct rc_pub_frag_cursor *c, uint16_t index)
 {
     struct iovec iov[RC_PUB_MAX_IOV];
     void *desc[RC_PUB_MAX_IOV];
-    struct frag_cursor before = *c;
+    struct rc_pub_frag_cursor before = *c;
     uint32_t payload;
     uint32_t offset = (uint32_t)c->done;
     unsigned k = next_fragment(p, src, n, c, p->iov_max, s->max_payload, iov, desc, &payload);
@@ -236,14 +235,14 @@ static int post_fragment(struct rc_publisher *p, const struct zc_send *s, const 
  * payload) into the peer's fixed storage. Returns false when they do not fit
  * (more than RC_PUB_RESUME_PIECES pieces left). */
 static bool defer_rest(struct rc_publisher *p, const struct zc_send *s, const struct iovec *src,
-                       unsigned n, const struct frag_cursor *c, uint16_t index)
+                       unsigned n, const struct rc_pub_frag_cursor *c, uint16_t index)
 {
     struct rc_pub_resume *r = &s->peer->resume;
     if (n - c->piece > RC_PUB_RESUME_PIECES)
         return false;
     r->n = n - c->piece;
     memcpy(r->iov, src + c->piece, r->n * sizeof *src);
-    r->c = (struct frag_cursor){ .piece = 0, .off = c->off, .done = c->done };
+    r->c = (struct rc_pub_frag_cursor){ .piece = 0, .off = c->off, .done = c->done };
     r->tag = s->tag;
     r->flags = s->flags;
     r->total = s->total;
@@ -270,7 +269,7 @@ static int send_fragmented(struct rc_publisher *p, struct zc_send *s, const stru
     /* One reference held while posting, so early completions cannot finish
      * the key before the last fragment is out. */
     *rec = (struct rc_pub_sendrec){ .key = s->key, .remaining = 1, .status = 0 };
-    struct frag_cursor c = {0};
+    struct rc_pub_frag_cursor c = {0};
     for (uint16_t i = 0; i < s->frag_count; i++) {
         int rc = post_fragment(p, s, iov, n, &c, i);
         if (rc && i == 0) {
@@ -395,7 +394,7 @@ int rc_publisher_send(struct rc_publisher *p, rc_peer_id peer_id, uint64_t tag, 
     }
     s.frag_count = (uint16_t)frags;
     if (frags == 1) {
-        struct frag_cursor c = {0};
+        struct rc_pub_frag_cursor c = {0};
         rc = post_fragment(p, &s, iov, n, &c, 0);
     } else {
         rc = send_fragmented(p, &s, iov, n);
