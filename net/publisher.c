@@ -213,10 +213,11 @@ static void reap(struct rc_publisher *p, struct rc_pub_peer *peer)
  * outstanding is released only if that removal proves the provider let go
  * (fabric.h), otherwise only by each operation's completion: never on a
  * timer. */
-static void start_draining(struct rc_publisher *p, struct rc_pub_peer *peer, uint64_t now)
+static void start_draining(struct rc_publisher *p, struct rc_pub_peer *peer, uint64_t now,
+                           bool tell)
 {
     rc_zc_resume_abandon(p, peer, NULL, 0, NULL);  /* no further fragments */
-    if (peer->state == RC_PEER_ACTIVE)
+    if (tell && peer->state == RC_PEER_ACTIVE)
         rc_pub_send_bye(p, peer, RC_BYE_NORMAL);
     rc_pub_drop_control(p, peer);   /* posts the BYE if it can, drops the rest */
     rc_buf_drop_filling(p, peer);
@@ -274,7 +275,7 @@ static void bury_doomed(struct rc_publisher *p, uint64_t now)
             continue;  /* leaving already */
         count_doom(p, why);
         if (p->fab.rdm && peer->has_addr) {
-            start_draining(p, peer, now);
+            start_draining(p, peer, now, why != RC_DOOM_BYE);  /* it said BYE: gone */
             continue;
         }
         if (close_transport(p, peer))
@@ -919,7 +920,7 @@ int rc_publisher_close_peer(struct rc_publisher *p, rc_peer_id id)
     }
     count_doom(p, RC_DOOM_LOCAL);
     if (p->fab.rdm && peer->has_addr) {  /* BYE first, see start_draining */
-        start_draining(p, peer, rc_now_ns());
+        start_draining(p, peer, rc_now_ns(), true);
         return 0;
     }
     if (peer->state == RC_PEER_ACTIVE)
