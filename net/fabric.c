@@ -76,6 +76,22 @@ static int get_info(struct rc_fabric *f, char *err, size_t errlen)
     return 0;
 }
 
+/* shm (libfabric 1.17, prov/shm/src smr_select_proto) copies a message of
+ * at most inject_size (4096) bytes into the receiver's region while the send
+ * is posted and completes it there (inline/inject). Above that it lets the
+ * RECEIVER read our memory with process_vm_readv whenever it gets to the
+ * command (or copies it in pieces during our later progress, SAR): a ring
+ * reference would outlive the post, and a peer declared dead could still
+ * read ring memory given back meanwhile (or shm touches the region of a peer
+ * we removed). So a shm publisher sends nothing larger than inject_size. */
+static size_t shm_copy_max(const struct fi_info *i)
+{
+    const char *prov = i->fabric_attr->prov_name;
+    if (!prov || strcmp(prov, "shm") != 0)
+        return 0;
+    return i->tx_attr->inject_size;
+}
+
 /* Record what the provider answered and clamp queue sizes to our request. */
 static void honour_info(struct rc_fabric *f)
 {
@@ -95,6 +111,7 @@ static void honour_info(struct rc_fabric *f)
     f->rx_iov_limit = i->rx_attr->iov_limit;
     f->inject_size = i->tx_attr->inject_size;
     f->max_msg_size = i->ep_attr->max_msg_size;
+    f->copy_max = shm_copy_max(i);
     if (f->params.tx_queue && f->params.tx_queue < i->tx_attr->size)
         i->tx_attr->size = f->params.tx_queue;
     if (f->params.rx_queue && f->params.rx_queue < i->rx_attr->size)
@@ -387,6 +404,21 @@ int rc_fabric_getname(struct rc_fabric *f, struct fid_ep *ep, void *buf, size_t 
     return 0;
 }
 
+/* FI_ADDR_STR (shm): a printable "proto://..." string, its NUL the last
+ * byte. Providers read such addresses with strlen() (shm's fi_av_insert
+ * does), so a missing NUL would let them read past the message. Names of
+ * different lengths are normal: a shm publisher bound to address:port is
+ * "fi_ns://127.0.0.1:PORT", a subscriber "fi_shm://PID:UID:INDEX". */
+static bool addr_str_plausible(const uint8_t *addr, size_t addrlen)
+{
+    if (addrlen < 2 || addr[addrlen - 1] != '\0')
+        return false;
+    for (size_t i = 0; i + 1 < addrlen; i++)
+        if (addr[i] < 0x21 || addr[i] > 0x7e)
+            return false;
+    return strstr((const char *)addr, "://") != NULL;
+}
+
 bool rc_fabric_addr_plausible(const struct rc_fabric *f, const void *addr, size_t addrlen)
 {
     size_t own = f->info ? f->info->src_addrlen : 0;
@@ -402,6 +434,8 @@ bool rc_fabric_addr_plausible(const struct rc_fabric *f, const void *addr, size_
     case FI_SOCKADDR:
         return (family == AF_INET && addrlen >= sizeof(struct sockaddr_in)) ||
                (family == AF_INET6 && addrlen >= sizeof(struct sockaddr_in6));
+    case FI_ADDR_STR:
+        return addr_str_plausible(addr, addrlen);
     default:
         return addrlen >= own;
     }

@@ -66,6 +66,8 @@ struct rc_fabric {
     size_t rx_iov_limit;
     size_t inject_size;
     size_t max_msg_size;
+    size_t copy_max;               /* shm: largest message copied at post (inject_size); a
+                                    * publisher sends nothing larger (0: no such cap) */
     size_t tx_size, rx_size;       /* provider tx/rx context sizes */
     uint64_t next_requested_key;   /* for !mr_prov_key */
     char where[224];               /* "prov=tcp, ep=msg, 127.0.0.1:12345" */
@@ -130,7 +132,9 @@ int  rc_fabric_getname(struct rc_fabric *f, struct fid_ep *ep, void *buf, size_t
                        char *err, size_t errlen);
 /* Could addr (addrlen bytes, from the network) be an address of this
  * fabric's format? For socket formats: the family matches and the length
- * holds it; other formats: at least the provider's own address length. */
+ * holds it; FI_ADDR_STR (shm): a printable "proto://..." string whose NUL
+ * is its last byte (any length: names differ in length); other formats: at
+ * least the provider's own address length. */
 bool rc_fabric_addr_plausible(const struct rc_fabric *f, const void *addr, size_t addrlen);
 /* Printable form of a fabric address ("fi_sockaddr_in://127.0.0.1:4711"). */
 void rc_fabric_addr_str(const struct rc_fabric *f, const void *addr, size_t addrlen,

@@ -29,6 +29,11 @@
 #define RC_PUB_CTRL_SPARE 8u           /* for refusals to senders without a peer slot */
 #define RC_PUB_CTRL_MAX 32u            /* largest control message we send */
 #define RC_PUB_CQ_BATCH 32u
+/* Smallest rx_buffer_size served: a DATA header and 4 KiB of payload. Below
+ * it a chunk of the default 1 MiB max_chunk_size would need > 256 fragments
+ * (header slots, messages and completions per chunk), and a record larger
+ * than the subscriber's buffer could not be sent at all. */
+#define RC_PUB_MIN_RX_BUFFER (40u + 4096u)
 
 /* op_context = kind << 60 | generation << 28 | index (index < 2^28). */
 enum rc_pub_ctx_kind { RC_CTX_TXOP = 1, RC_CTX_RX = 2 };
@@ -93,6 +98,8 @@ struct rc_pub_peer {
     struct fid_ep *ep;         /* MSG */
     fi_addr_t addr;            /* RDM */
     bool has_addr;
+    uint16_t decl_len;         /* RDM: the address its HELLO declared (decl) */
+    uint8_t decl[RC_WIRE_MAX_ADDR];
     uint32_t rx_max;           /* HELLO.rx_buffer_size */
     uint64_t client_id;
     bool joined;               /* HELLO accepted (counted in peers_active) */
@@ -190,7 +197,8 @@ void rc_pub_drop_control(struct rc_publisher *p, struct rc_pub_peer *peer);
 void rc_pub_forget_refused(struct rc_publisher *p, uint64_t now);
 /* RDM: send a peerless BYE to addr and remove it from the AV a heartbeat
  * period later (with the refused addresses). */
-void rc_pub_bye_address(struct rc_publisher *p, fi_addr_t addr, enum rc_bye_reason reason);
+void rc_pub_bye_address(struct rc_publisher *p, fi_addr_t addr, enum rc_bye_reason reason,
+                        enum rc_refusal why);
 
 /* pub_faults.c: fault injection ([fabric] fault_*), data and page ops only. */
 /* true: refuse this post (op_context ctx) with -FI_EAGAIN (a storm is on). */

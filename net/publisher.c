@@ -146,7 +146,7 @@ static void close_transport(struct rc_publisher *p, struct rc_pub_peer *peer, bo
         reclaim_peer_rx(p, idx);
     }
     if (peer->has_addr && tell_rdm_peer) {
-        rc_pub_bye_address(p, peer->addr, RC_BYE_NORMAL);
+        rc_pub_bye_address(p, peer->addr, RC_BYE_NORMAL, RC_REFUSED_UNSPECIFIED);
         peer->has_addr = false;
     } else if (peer->has_addr) {
         char err[256];

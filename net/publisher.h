@@ -77,8 +77,10 @@ struct rc_publisher_stats {
     uint64_t again_no_page;
     /* subscribers */
     uint64_t connections;           /* accepted HELLOs */
-    uint64_t connections_refused;   /* max_subscribers, bad version, no buffers, allow list */
+    uint64_t connections_refused;   /* max_subscribers, bad version, no buffers, allow list,
+                                     * rx buffer too small, unusable RDM address */
     uint64_t connections_refused_allowlist; /* of those: address not in [fabric] allow */
+    uint64_t connections_refused_rx_buffer; /* of those: HELLO's rx_buffer_size too small */
     uint64_t peers_closed;          /* orderly: BYE or rc_publisher_close_peer() */
     uint64_t peers_dead;            /* shutdown, silence or stuck sends */
     uint64_t dead_by_shutdown, dead_by_silence, dead_by_stuck_send, dead_by_error;

@@ -806,9 +806,12 @@ static void handle_bye(struct rc_sub *s, const uint8_t *buf, size_t len)
 {
     struct rc_wire_bye b;
     rc_wire_check_bye(buf, len, &b);
-    if (b.reason == RC_BYE_REFUSED)
-        rc_set_err(s->err, sizeof s->err,
-                   "refused by the publisher (its max_subscribers, allow list or protocol version)");
+    char code[24];
+    if (b.reason == RC_BYE_REFUSED) {
+        s->st.refused++;
+        rc_set_err(s->err, sizeof s->err, "refused by the publisher: %s",
+                   rc_wire_refusal_name(b.detail, code, sizeof code));
+    }
     else if (b.reason == RC_BYE_PROTOCOL)
         rc_set_err(s->err, sizeof s->err, "the publisher closed the connection: protocol error");
     lose(s, RC_SUB_DISC_BYE);
