@@ -3,8 +3,13 @@
  * rules (why each provider answer is honoured the way it is). */
 #include "net/fabric.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -576,4 +581,71 @@ int rc_fabric_wait_adaptive(struct rc_fabric *f, int (*poll_fn)(void *arg), void
         if (rc)
             return rc;
     }
+}
+
+/* ---- shm: region files of dead peers ---------------------------------------
+ * libfabric 1.17's shm (prov/util/src/util_shm.c smr_create, prov/shm/src
+ * smr_ep.c smr_endpoint_name) keeps each endpoint's region in
+ * /dev/shm/<name without "fi_shm://">, 16 MiB here. An endpoint opened
+ * without an address (a subscriber) is "fi_shm://PID:UID:INDEX"; a publisher
+ * bound to address:port is "fi_ns://ADDRESS:PORT" (file ADDRESS:PORT, which
+ * shm itself takes over from a dead owner at the next start). shm unlinks
+ * its files at fi_close and from a signal handler, never after SIGKILL.
+ * A file is removed here only if its name is PID:UID:INDEX with our uid, we
+ * own it, and PID does not exist: shm's own takeover (smr_retry_map) makes
+ * the same assumption that processes sharing /dev/shm share a pid namespace. */
+#define SHM_DIR "/dev/shm"
+
+static bool parse_shm_name(const char *name, long *pid, long *uid)
+{
+    char *end;
+    if (strncmp(name, "fi_shm://", 9) == 0)
+        name += 9;
+    if (*name < '1' || *name > '9')
+        return false;
+    *pid = strtol(name, &end, 10);
+    if (*end != ':' || end[1] < '0' || end[1] > '9')
+        return false;
+    *uid = strtol(end + 1, &end, 10);
+    if (*end != ':' || end[1] < '0' || end[1] > '9')
+        return false;
+    strtol(end + 1, &end, 10);
+    return *end == '\0' && *pid > 0 && *pid <= INT32_MAX;
+}
+
+int rc_fabric_shm_reclaim(const char *name)
+{
+    long pid, uid;
+    if (!parse_shm_name(name, &pid, &uid) || uid != (long)getuid())
+        return 0;
+    if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+        return 0;  /* alive (or not ours to ask): its file stays */
+    const char *file = strncmp(name, "fi_shm://", 9) == 0 ? name + 9 : name;
+    int dir = open(SHM_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0)
+        return -errno;
+    struct stat st;
+    int rc = 0;
+    if (fstatat(dir, file, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        rc = errno == ENOENT ? 0 : -errno;
+    else if (!S_ISREG(st.st_mode) || st.st_uid != geteuid())
+        rc = 0;
+    else
+        rc = unlinkat(dir, file, 0) == 0 ? 1 : (errno == ENOENT ? 0 : -errno);
+    close(dir);
+    return rc;
+}
+
+int rc_fabric_shm_reclaim_all(void)
+{
+    DIR *d = opendir(SHM_DIR);
+    if (!d)
+        return errno == ENOENT ? 0 : -errno;
+    int removed = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (rc_fabric_shm_reclaim(e->d_name) > 0)
+            removed++;
+    closedir(d);
+    return removed;
 }

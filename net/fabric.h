@@ -182,4 +182,12 @@ int  rc_fabric_wait_adaptive(struct rc_fabric *f, int (*poll_fn)(void *arg), voi
 int  rc_fabric_error(const struct rc_fabric *f, char *err, size_t errlen, const char *call,
                      int rc);
 
+/* shm: remove the region file of a dead shm endpoint named `name`
+ * ("fi_shm://PID:UID:INDEX" or "PID:UID:INDEX"): only when the name has our
+ * uid, the file is ours and PID does not exist (fabric.c says why that is
+ * safe). 1 removed, 0 left alone, -errno. */
+int rc_fabric_shm_reclaim(const char *name);
+/* The same for every such file in /dev/shm; returns how many were removed. */
+int rc_fabric_shm_reclaim_all(void);
+
 #endif

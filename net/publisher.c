@@ -153,6 +153,8 @@ static void close_transport(struct rc_publisher *p, struct rc_pub_peer *peer, bo
         if (rc_fabric_av_remove(&p->fab, peer->addr, err, sizeof err))
             rc_set_err(p->err, sizeof p->err, "%.100s: %.200s", peer->name, err);
         peer->has_addr = false;
+        if (p->fab.copy_max && rc_fabric_shm_reclaim(peer->name) > 0)
+            p->st.shm_files_reclaimed++;  /* a SIGKILLed shm subscriber's 16 MiB */
     }
     rc_buf_drop_filling(p, peer);
     peer->state = RC_PEER_CLOSED;
@@ -679,6 +681,12 @@ static int init_rx(struct rc_publisher *p, char *err, size_t errlen)
 {
     p->rx_size = (uint32_t)RC_WIRE_MAX_CONTROL;
     p->nrx = RC_PUB_RX_PER_PEER * p->npeers + (p->fab.rdm ? RC_PUB_RX_PER_PEER : 0);
+    /* RDM: never more receives than the endpoint's rx queue. shm fails
+     * fi_recv past it ("not enough space to post recv"), and with rx_queue
+     * 256 and 64 subscribers (260 receives) the publisher stopped hearing
+     * its subscribers and timed them out. */
+    if (p->fab.rdm && p->fab.rx_size && p->nrx > p->fab.rx_size)
+        p->nrx = (uint32_t)p->fab.rx_size;
     size_t bytes = (size_t)p->nrx * p->rx_size;
     p->rx_mem = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
     p->rx = calloc(p->nrx, sizeof *p->rx);

@@ -81,6 +81,7 @@ struct rc_publisher_stats {
                                      * rx buffer too small, unusable RDM address */
     uint64_t connections_refused_allowlist; /* of those: address not in [fabric] allow */
     uint64_t connections_refused_rx_buffer; /* of those: HELLO's rx_buffer_size too small */
+    uint64_t shm_files_reclaimed;   /* shm: /dev/shm files of dead subscribers removed */
     uint64_t peers_closed;          /* orderly: BYE or rc_publisher_close_peer() */
     uint64_t peers_dead;            /* shutdown, silence or stuck sends */
     uint64_t dead_by_shutdown, dead_by_silence, dead_by_stuck_send, dead_by_error;

@@ -193,6 +193,12 @@ int rc_sub_create(const struct rc_sub_params *params, struct rc_sub **out, char 
         s->tx[i].buf = s->tx_pool + (size_t)i * TX_SLOT_SIZE;
     s->state = ST_IDLE;
     s->next_attempt_ns = 0;   /* connect at the first poll */
+    /* shm leaves a 16 MiB /dev/shm file per SIGKILLed subscriber: take back
+     * those of dead processes of this user (net/fabric.c says which). */
+    if (strcmp(params->provider, "shm") == 0) {
+        int removed = rc_fabric_shm_reclaim_all();
+        s->st.shm_stale_removed = removed > 0 ? (uint64_t)removed : 0;
+    }
     *out = s;
     return 0;
 nomem:
@@ -508,7 +514,8 @@ static void drop_connection(struct rc_sub *s, enum rc_sub_disconnect_reason reas
 
 static void try_connect(struct rc_sub *s)
 {
-    s->err[0] = '\0';
+    /* s->err keeps the previous attempt's failure: a run that ends during a
+     * new attempt must still say why the last one failed. */
     s->conn_malformed = 0;
     if (open_connection(s)) {
         close_connection(s);
