@@ -29,11 +29,12 @@
 #define RC_PUB_CTRL_SPARE 8u           /* for refusals to senders without a peer slot */
 #define RC_PUB_CTRL_MAX 32u            /* largest control message we send */
 #define RC_PUB_CQ_BATCH 32u
-/* Smallest rx_buffer_size served: a DATA header and 4 KiB of payload. Below
- * it a chunk of the default 1 MiB max_chunk_size would need > 256 fragments
- * (header slots, messages and completions per chunk), and a record larger
- * than the subscriber's buffer could not be sent at all. */
-#define RC_PUB_MIN_RX_BUFFER (40u + 4096u)
+/* Smallest rx_buffer_size served: 4 KiB (a DATA header and 4056 B of
+ * payload per fragment). Below it one chunk costs many fragments (header
+ * slots, messages, completions: a 9000 B chunk at the wire's floor of 72 B
+ * needs 282 messages, and a subscriber announcing such a buffer produced a
+ * WARN per chunk, issue 12); at 4 KiB a 1 MiB chunk needs 259. */
+#define RC_PUB_MIN_RX_BUFFER 4096u
 
 /* op_context = kind << 60 | generation << 28 | index (index < 2^28). */
 enum rc_pub_ctx_kind { RC_CTX_TXOP = 1, RC_CTX_RX = 2 };
