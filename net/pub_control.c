@@ -167,7 +167,7 @@ void rc_pub_send_bye(struct rc_publisher *p, struct rc_pub_peer *peer, enum rc_b
 
 /* Refuse a peer that has a slot: counted, said (last error, the daemon logs
  * it), BYE(refused) with the cause, then closed (the BYE is best effort). */
-static void refuse_peer(struct rc_publisher *p, struct rc_pub_peer *peer, enum rc_refusal why,
+void rc_pub_refuse_peer(struct rc_publisher *p, struct rc_pub_peer *peer, enum rc_refusal why,
                         const char *detail)
 {
     char code[24];
@@ -259,7 +259,7 @@ static void on_hello(struct rc_publisher *p, struct rc_pub_peer *peer, const uin
     char detail[64];
     if (rc_wire_negotiate(h.min_version, h.max_version) == 0) {
         snprintf(detail, sizeof detail, " (it speaks %u..%u)", h.min_version, h.max_version);
-        refuse_peer(p, peer, RC_REFUSED_VERSION, detail);
+        rc_pub_refuse_peer(p, peer, RC_REFUSED_VERSION, detail);
         return;
     }
     peer->rx_max = h.rx_buffer_size;
@@ -269,7 +269,7 @@ static void on_hello(struct rc_publisher *p, struct rc_pub_peer *peer, const uin
         p->st.connections_refused_rx_buffer++;
         snprintf(detail, sizeof detail, " (%u B announced, %u B needed)", h.rx_buffer_size,
                  RC_PUB_MIN_RX_BUFFER);
-        refuse_peer(p, peer, RC_REFUSED_RX_BUFFER, detail);
+        rc_pub_refuse_peer(p, peer, RC_REFUSED_RX_BUFFER, detail);
         return;
     }
     /* shm: no message past what it copies at post (fabric.c, shm_copy_max):

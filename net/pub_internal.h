@@ -185,6 +185,10 @@ void rc_pub_control_message(struct rc_publisher *p, struct rc_pub_peer *owner,
                             const uint8_t *buf, size_t len);
 void rc_pub_send_heartbeat(struct rc_publisher *p, struct rc_pub_peer *peer, uint64_t now);
 void rc_pub_send_bye(struct rc_publisher *p, struct rc_pub_peer *peer, enum rc_bye_reason why);
+/* Refuse a peer with a slot: counted in connections_refused, named in the
+ * last error (why + detail), told BYE(refused, why), then closed. */
+void rc_pub_refuse_peer(struct rc_publisher *p, struct rc_pub_peer *peer, enum rc_refusal why,
+                        const char *detail);
 int  rc_pub_ctrl_init(struct rc_publisher *p, char *err, size_t errlen);
 void rc_pub_ctrl_fini(struct rc_publisher *p);
 /* A control buffer's send completed or was released. */

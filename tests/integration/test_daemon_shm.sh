@@ -5,8 +5,9 @@
 # buffered; a SIGKILLed subscriber does not disturb the other and its
 # 16 MiB /dev/shm file is removed by the daemon; a file a SIGKILLed subscriber
 # left with no daemon around is removed by the next subscriber; refusals
-# (allow list, rx_buffer_size too small) are counted by the daemon and named
-# by the subscriber; nothing of ours is left in /dev/shm. About 25 s.
+# (allow list, rx_buffer_size too small, a chunk the subscriber cannot take)
+# are counted by the daemon and named by the subscriber; nothing of ours is
+# left in /dev/shm. About 30 s.
 . "$(dirname "$0")/lib.sh"
 
 PORT=$((20000 + ($$ + 11000) % 20000))
@@ -123,6 +124,28 @@ DAEMON_EXTRA="-o fabric.allow=127.0.0.0/8" \
     refused shm-allow "address not in the publisher's allow list" connections_refused_allowlist
 DAEMON_EXTRA="" \
     refused shm-rxbuf "rx_buffer_size too small" connections_refused_rx_buffer --rx-buffer-size 1024
+
+# A subscriber that cannot take a chunk (here: 2 header slots, chunks needing
+# 3 fragments of 4056 B) is told and closed at its first such chunk, not sent
+# a WARN per chunk until it times out (issue 12).
+name=shm-cannot
+start_daemon $name -o fabric.provider=shm -o fabric.endpoint=rdm -o fabric.header_slots=2 \
+    -o sim.0.rate=2000chunks/s -o sim.0.chunk_size_min=8200 -o sim.0.chunk_size_max=9000
+wait_listening $name
+start_sub $name-sub shm rdm --duration 3
+wait "$sub"
+kill -TERM "$daemon"
+wait_daemon $name
+refusals=$(json_num refused "$WORK/$name-sub.json")
+expect_gt "$name: subscriber refused" "$refusals" 0
+expect_eq "$name: daemon connections_refused_rx_buffer" \
+    "$(json_num connections_refused_rx_buffer "$WORK/$name.json")" "$refusals"
+grep -q "refused by the publisher: rx_buffer_size too small" "$WORK/$name-sub.log" \
+    || { cat "$WORK/$name-sub.log"; fail "$name: the subscriber does not say why"; }
+warns=$(grep -c "send refused" "$WORK/$name.log")
+[ "$warns" -le "$refusals" ] || { cat "$WORK/$name.log"; fail "$name: $warns WARN lines for $refusals refusals"; }
+ok "$name: $warns 'send refused' lines for $refusals connections (one at most each)"
+PORT=$((PORT + 1))
 
 # Nothing of this test's processes is left in /dev/shm (the daemon's own
 # file, ADDRESS:PORT, is removed at its exit; subscribers remove theirs).
