@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "net/fabric.h"
+#include "net/half_open.h"
 #include "net/publisher.h"
 #include "net/wire.h"
 
@@ -161,6 +162,9 @@ struct rc_publisher {
         uint64_t posts, completions;   /* data/page posts and ok completions seen */
         uint32_t storm_left;           /* -FI_EAGAIN refusals still to give */
     } fault;
+
+    struct rc_half_open half_open;   /* tcp MSG: connections stuck in the handshake */
+    bool half_open_on;
 
     struct rc_publisher_stats st;
     char err[320];
