@@ -37,6 +37,7 @@ _Static_assert(RC_SUB_MALFORMED_KINDS == RC_WIRE_ERROR_KINDS, "malformed kinds f
 #define TX_SLOT_SIZE RC_WIRE_MAX_CONTROL  /* the largest SUBSCRIBE */
 #define RESYNC_BIT 0x80000000u            /* request_id of a resubscription */
 #define BYE_FLUSH_NS 100000000ull         /* how long a BYE may take to leave */
+#define SHM_CONNREQ_WAIT_NS 1000000000ull /* shm: wait for the publisher to read our request */
 #define CQ_BATCH 32u
 
 enum sub_state { ST_IDLE, ST_CONNECTING, ST_HELLO_SENT, ST_ACTIVE };
@@ -440,8 +441,31 @@ static int open_connection(struct rc_sub *s)
     return 0;
 }
 
+/* shm 1.17: our first send to the publisher queues a connection request in
+ * its region and returns -FI_EAGAIN until the publisher has read it. If our
+ * endpoint (and its /dev/shm file) is gone before that, the publisher reads
+ * the request, cannot map our region and dereferences NULL
+ * (smr_progress_connreq): it crashes. So while a send is still queued here,
+ * wait (bounded) for the publisher to take the request before closing. */
+static void let_shm_connreq_land(struct rc_sub *s)
+{
+    if (!s->fabric_open || !s->ep || s->tx_queue_len == 0 || strcmp(s->p.provider, "shm") != 0)
+        return;
+    uint64_t deadline = rc_now_ns() + SHM_CONNREQ_WAIT_NS;
+    while (s->tx_queue_len > 0 && rc_now_ns() < deadline) {
+        struct rc_fabric_cqe c[CQ_BATCH];
+        if (rc_fabric_cq_poll(&s->f, c, CQ_BATCH, NULL, 0) < 0)
+            break;
+        if (flush_tx_queue(s) == 0 && s->tx_queue_len > 0) {
+            struct timespec pause = { 0, 1000000 };
+            nanosleep(&pause, NULL);
+        }
+    }
+}
+
 static void close_connection(struct rc_sub *s)
 {
+    let_shm_connreq_land(s);
     rc_fabric_mr_close(&s->rx_mr);
     rc_fabric_mr_close(&s->tx_mr);
     if (s->fabric_open && !s->f.rdm)
