@@ -518,7 +518,8 @@ static void write_subscribers_json(const struct rc_daemon_publish *pb, FILE *f)
     X(unregistered_pieces) X(fragment_retry_timeouts) X(stale_completions) X(keys_completed_error) \
     X(connections) X(connections_refused) X(connections_refused_allowlist) X(peers_closed)          \
     X(connections_refused_rx_buffer) X(shm_files_reclaimed) X(half_open_closed_timeout)           \
-    X(half_open_closed_cap) X(half_open_closed_eof) X(half_open_closed_allowlist) X(fd_pressure) X(peers_dead) X(keys_released_by_peer_death) X(drained_peers) X(drain_timeouts)                \
+    X(half_open_closed_cap) X(half_open_closed_eof) X(half_open_closed_allowlist) X(fd_pressure)   \
+    X(peers_dead) X(keys_released_by_peer_death) X(drained_peers) X(drain_timeouts)                \
     X(completions_error) X(subscriptions_refused)                                                   \
     X(control_dropped) X(rx_errors) X(connection_errors) X(unknown_sender)                         \
     X(faults_send_error) X(faults_eagain)
