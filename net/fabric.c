@@ -3,8 +3,13 @@
  * rules (why each provider answer is honoured the way it is). */
 #include "net/fabric.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <poll.h>
 #include <pthread.h>
 #include <strings.h>
@@ -132,6 +137,22 @@ static int get_info(struct rc_fabric *f, char *err, size_t errlen)
     return 0;
 }
 
+/* shm (libfabric 1.17, prov/shm/src smr_select_proto) copies a message of
+ * at most inject_size (4096) bytes into the receiver's region while the send
+ * is posted and completes it there (inline/inject). Above that it lets the
+ * RECEIVER read our memory with process_vm_readv whenever it gets to the
+ * command (or copies it in pieces during our later progress, SAR): a ring
+ * reference would outlive the post, and a peer declared dead could still
+ * read ring memory given back meanwhile (or shm touches the region of a peer
+ * we removed). So a shm publisher sends nothing larger than inject_size. */
+static size_t shm_copy_max(const struct fi_info *i)
+{
+    const char *prov = i->fabric_attr->prov_name;
+    if (!prov || strcmp(prov, "shm") != 0)
+        return 0;
+    return i->tx_attr->inject_size;
+}
+
 /* Record what the provider answered and clamp queue sizes to our request. */
 static void honour_info(struct rc_fabric *f)
 {
@@ -151,6 +172,7 @@ static void honour_info(struct rc_fabric *f)
     f->rx_iov_limit = i->rx_attr->iov_limit;
     f->inject_size = i->tx_attr->inject_size;
     f->max_msg_size = i->ep_attr->max_msg_size;
+    f->copy_max = shm_copy_max(i);
     if (f->params.tx_queue && f->params.tx_queue < i->tx_attr->size)
         i->tx_attr->size = f->params.tx_queue;
     if (f->params.rx_queue && f->params.rx_queue < i->rx_attr->size)
@@ -447,6 +469,21 @@ int rc_fabric_getname(struct rc_fabric *f, struct fid_ep *ep, void *buf, size_t 
     return 0;
 }
 
+/* FI_ADDR_STR (shm): a printable "proto://..." string, its NUL the last
+ * byte. Providers read such addresses with strlen() (shm's fi_av_insert
+ * does), so a missing NUL would let them read past the message. Names of
+ * different lengths are normal: a shm publisher bound to address:port is
+ * "fi_ns://127.0.0.1:PORT", a subscriber "fi_shm://PID:UID:INDEX". */
+static bool addr_str_plausible(const uint8_t *addr, size_t addrlen)
+{
+    if (addrlen < 2 || addr[addrlen - 1] != '\0')
+        return false;
+    for (size_t i = 0; i + 1 < addrlen; i++)
+        if (addr[i] < 0x21 || addr[i] > 0x7e)
+            return false;
+    return strstr((const char *)addr, "://") != NULL;
+}
+
 bool rc_fabric_addr_plausible(const struct rc_fabric *f, const void *addr, size_t addrlen)
 {
     size_t own = f->info ? f->info->src_addrlen : 0;
@@ -462,6 +499,8 @@ bool rc_fabric_addr_plausible(const struct rc_fabric *f, const void *addr, size_
     case FI_SOCKADDR:
         return (family == AF_INET && addrlen >= sizeof(struct sockaddr_in)) ||
                (family == AF_INET6 && addrlen >= sizeof(struct sockaddr_in6));
+    case FI_ADDR_STR:
+        return addr_str_plausible(addr, addrlen);
     default:
         return addrlen >= own;
     }
@@ -602,4 +641,71 @@ int rc_fabric_wait_adaptive(struct rc_fabric *f, int (*poll_fn)(void *arg), void
         if (rc)
             return rc;
     }
+}
+
+/* ---- shm: region files of dead peers ---------------------------------------
+ * libfabric 1.17's shm (prov/util/src/util_shm.c smr_create, prov/shm/src
+ * smr_ep.c smr_endpoint_name) keeps each endpoint's region in
+ * /dev/shm/<name without "fi_shm://">, 16 MiB here. An endpoint opened
+ * without an address (a subscriber) is "fi_shm://PID:UID:INDEX"; a publisher
+ * bound to address:port is "fi_ns://ADDRESS:PORT" (file ADDRESS:PORT, which
+ * shm itself takes over from a dead owner at the next start). shm unlinks
+ * its files at fi_close and from a signal handler, never after SIGKILL.
+ * A file is removed here only if its name is PID:UID:INDEX with our uid, we
+ * own it, and PID does not exist: shm's own takeover (smr_retry_map) makes
+ * the same assumption that processes sharing /dev/shm share a pid namespace. */
+#define SHM_DIR "/dev/shm"
+
+static bool parse_shm_name(const char *name, long *pid, long *uid)
+{
+    char *end;
+    if (strncmp(name, "fi_shm://", 9) == 0)
+        name += 9;
+    if (*name < '1' || *name > '9')
+        return false;
+    *pid = strtol(name, &end, 10);
+    if (*end != ':' || end[1] < '0' || end[1] > '9')
+        return false;
+    *uid = strtol(end + 1, &end, 10);
+    if (*end != ':' || end[1] < '0' || end[1] > '9')
+        return false;
+    strtol(end + 1, &end, 10);
+    return *end == '\0' && *pid > 0 && *pid <= INT32_MAX;
+}
+
+int rc_fabric_shm_reclaim(const char *name)
+{
+    long pid, uid;
+    if (!parse_shm_name(name, &pid, &uid) || uid != (long)getuid())
+        return 0;
+    if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+        return 0;  /* alive (or not ours to ask): its file stays */
+    const char *file = strncmp(name, "fi_shm://", 9) == 0 ? name + 9 : name;
+    int dir = open(SHM_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0)
+        return -errno;
+    struct stat st;
+    int rc = 0;
+    if (fstatat(dir, file, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        rc = errno == ENOENT ? 0 : -errno;
+    else if (!S_ISREG(st.st_mode) || st.st_uid != geteuid())
+        rc = 0;
+    else
+        rc = unlinkat(dir, file, 0) == 0 ? 1 : (errno == ENOENT ? 0 : -errno);
+    close(dir);
+    return rc;
+}
+
+int rc_fabric_shm_reclaim_all(void)
+{
+    DIR *d = opendir(SHM_DIR);
+    if (!d)
+        return errno == ENOENT ? 0 : -errno;
+    int removed = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (rc_fabric_shm_reclaim(e->d_name) > 0)
+            removed++;
+    closedir(d);
+    return removed;
 }

@@ -82,6 +82,8 @@ struct rc_fabric {
     size_t rx_iov_limit;
     size_t inject_size;
     size_t max_msg_size;
+    size_t copy_max;               /* shm: largest message copied at post (inject_size); a
+                                    * publisher sends nothing larger (0: no such cap) */
     size_t tx_size, rx_size;       /* provider tx/rx context sizes */
     enum rc_fabric_letgo letgo;    /* how a cut-off peer's sends are let go */
     uint64_t next_requested_key;   /* for !mr_prov_key */
@@ -156,7 +158,9 @@ int  rc_fabric_getname(struct rc_fabric *f, struct fid_ep *ep, void *buf, size_t
                        char *err, size_t errlen);
 /* Could addr (addrlen bytes, from the network) be an address of this
  * fabric's format? For socket formats: the family matches and the length
- * holds it; other formats: at least the provider's own address length. */
+ * holds it; FI_ADDR_STR (shm): a printable "proto://..." string whose NUL
+ * is its last byte (any length: names differ in length); other formats: at
+ * least the provider's own address length. */
 bool rc_fabric_addr_plausible(const struct rc_fabric *f, const void *addr, size_t addrlen);
 /* Printable form of a fabric address ("fi_sockaddr_in://127.0.0.1:4711"). */
 void rc_fabric_addr_str(const struct rc_fabric *f, const void *addr, size_t addrlen,
@@ -203,5 +207,13 @@ int  rc_fabric_wait_adaptive(struct rc_fabric *f, int (*poll_fn)(void *arg), voi
  * code as -errno (rc may be negative FI code or positive errno). f may be NULL. */
 int  rc_fabric_error(const struct rc_fabric *f, char *err, size_t errlen, const char *call,
                      int rc);
+
+/* shm: remove the region file of a dead shm endpoint named `name`
+ * ("fi_shm://PID:UID:INDEX" or "PID:UID:INDEX"): only when the name has our
+ * uid, the file is ours and PID does not exist (fabric.c says why that is
+ * safe). 1 removed, 0 left alone, -errno. */
+int rc_fabric_shm_reclaim(const char *name);
+/* The same for every such file in /dev/shm; returns how many were removed. */
+int rc_fabric_shm_reclaim_all(void);
 
 #endif

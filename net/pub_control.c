@@ -165,6 +165,20 @@ void rc_pub_send_bye(struct rc_publisher *p, struct rc_pub_peer *peer, enum rc_b
     enqueue(p, peer, msg, rc_wire_build_bye(msg, sizeof msg, why));
 }
 
+/* Refuse a peer that has a slot: counted, said (last error, the daemon logs
+ * it), BYE(refused) with the cause, then closed (the BYE is best effort). */
+void rc_pub_refuse_peer(struct rc_publisher *p, struct rc_pub_peer *peer, enum rc_refusal why,
+                        const char *detail)
+{
+    char code[24];
+    p->st.connections_refused++;
+    rc_set_err(p->err, sizeof p->err, "subscriber %s refused: %s%s", peer->name,
+               rc_wire_refusal_name(why, code, sizeof code), detail);
+    uint8_t msg[sizeof(struct rc_wire_bye)];
+    enqueue(p, peer, msg, rc_wire_build_bye_refused(msg, sizeof msg, why));
+    rc_pub_peer_fail(p, (uint32_t)(peer - p->peers), RC_DOOM_LOCAL);
+}
+
 /* ---- tag sets: sorted, disjoint, non-adjacent inclusive ranges ------------- */
 
 /* Number of tags in the set, saturating (the full range has 2^64). */
@@ -242,17 +256,26 @@ static void on_hello(struct rc_publisher *p, struct rc_pub_peer *peer, const uin
         send_welcome(p, peer);
         return;
     }
+    char detail[64];
     if (rc_wire_negotiate(h.min_version, h.max_version) == 0) {
-        p->st.connections_refused++;
-        rc_set_err(p->err, sizeof p->err, "%s: no common protocol version (%u..%u)", peer->name,
-                 h.min_version, h.max_version);
-        rc_pub_send_bye(p, peer, RC_BYE_REFUSED);
-        rc_pub_peer_fail(p, (uint32_t)(peer - p->peers), RC_DOOM_LOCAL);
+        snprintf(detail, sizeof detail, " (it speaks %u..%u)", h.min_version, h.max_version);
+        rc_pub_refuse_peer(p, peer, RC_REFUSED_VERSION, detail);
         return;
     }
     peer->rx_max = h.rx_buffer_size;
     if (p->fab.max_msg_size && p->fab.max_msg_size < peer->rx_max)
         peer->rx_max = (uint32_t)p->fab.max_msg_size;
+    if (peer->rx_max < RC_PUB_MIN_RX_BUFFER) {
+        p->st.connections_refused_rx_buffer++;
+        snprintf(detail, sizeof detail, " (%u B announced, %u B needed)", h.rx_buffer_size,
+                 RC_PUB_MIN_RX_BUFFER);
+        rc_pub_refuse_peer(p, peer, RC_REFUSED_RX_BUFFER, detail);
+        return;
+    }
+    /* shm: no message past what it copies at post (fabric.c, shm_copy_max):
+     * DATA fragments and PAGEs follow rx_max. */
+    if (p->fab.copy_max && p->fab.copy_max < peer->rx_max)
+        peer->rx_max = (uint32_t)p->fab.copy_max;
     peer->client_id = h.client_id;
     peer->joined = true;
     peer->state = RC_PEER_ACTIVE;
@@ -319,10 +342,12 @@ void rc_pub_forget_refused(struct rc_publisher *p, uint64_t now)
     p->nrefused = 0;
 }
 
-void rc_pub_bye_address(struct rc_publisher *p, fi_addr_t addr, enum rc_bye_reason reason)
+void rc_pub_bye_address(struct rc_publisher *p, fi_addr_t addr, enum rc_bye_reason reason,
+                        enum rc_refusal why)
 {
     uint8_t bye[sizeof(struct rc_wire_bye)];
-    ssize_t len = rc_wire_build_bye(bye, sizeof bye, reason);
+    ssize_t len = reason == RC_BYE_REFUSED ? rc_wire_build_bye_refused(bye, sizeof bye, why)
+                                           : rc_wire_build_bye(bye, sizeof bye, reason);
     if (len > 0 && ctrl_post(p, NULL, addr, bye, (size_t)len))
         p->st.control_dropped++;
     if (p->nrefused == sizeof p->refused / sizeof p->refused[0])
@@ -333,11 +358,23 @@ void rc_pub_bye_address(struct rc_publisher *p, fi_addr_t addr, enum rc_bye_reas
 }
 
 static void refuse_address(struct rc_publisher *p, fi_addr_t addr, const char *name,
-                           const char *why)
+                           enum rc_refusal why)
 {
+    char code[24];
     p->st.connections_refused++;
-    rc_set_err(p->err, sizeof p->err, "subscriber %s refused: %s", name, why);
-    rc_pub_bye_address(p, addr, RC_BYE_REFUSED);
+    rc_set_err(p->err, sizeof p->err, "subscriber %s refused: %s", name,
+               rc_wire_refusal_name(why, code, sizeof code));
+    rc_pub_bye_address(p, addr, RC_BYE_REFUSED, why);
+}
+
+/* A HELLO whose address we cannot use: no BYE can reach its sender, so it
+ * is counted (bad_field and connections_refused, which the daemon logs) and
+ * named in the last error. */
+static void refuse_unreachable(struct rc_publisher *p, const char *why)
+{
+    p->st.malformed[RC_WIRE_BAD_FIELD]++;
+    p->st.connections_refused++;
+    rc_set_err(p->err, sizeof p->err, "HELLO from an unknown RDM sender refused: %s", why);
 }
 
 static void rdm_hello(struct rc_publisher *p, const uint8_t *buf, size_t len, uint64_t now)
@@ -346,20 +383,22 @@ static void rdm_hello(struct rc_publisher *p, const uint8_t *buf, size_t len, ui
     rc_wire_check_hello(buf, len, &h);
     char name[112];
     if (h.addr_len == 0) {
-        reject(p, "unknown RDM sender (HELLO without address)", RC_WIRE_BAD_FIELD);
+        refuse_unreachable(p, "no address in it");
         return;
     }
     const uint8_t *addr = buf + sizeof(struct rc_wire_hello);
     if (!rc_fabric_addr_plausible(&p->fab, addr, h.addr_len)) {
-        reject(p, "unknown RDM sender (HELLO with a bad address)", RC_WIRE_BAD_FIELD);
+        char why[64];
+        snprintf(why, sizeof why, "its %u-byte address is not a %s address", h.addr_len,
+                 p->fab.info ? fi_tostr(&p->fab.info->addr_format, FI_TYPE_ADDR_FORMAT) : "?");
+        refuse_unreachable(p, why);
         return;
     }
     rc_fabric_addr_str(&p->fab, addr, h.addr_len, name, sizeof name);
     fi_addr_t fa;
     char err[200];
     if (rc_fabric_av_insert(&p->fab, addr, h.addr_len, &fa, err, sizeof err)) {
-        reject(p, name, RC_WIRE_BAD_FIELD);
-        rc_set_err(p->err, sizeof p->err, "HELLO from %.100s: %.200s", name, err);
+        refuse_unreachable(p, err);
         return;
     }
     /* An address still waiting for its deferred removal (refused, or told BYE)
@@ -369,22 +408,39 @@ static void rdm_hello(struct rc_publisher *p, const uint8_t *buf, size_t len, ui
      * what can be checked here, and what keeps a forged one from gaining data. */
     if (!rc_allow_list_text_permits(p->fab.params.allow, addr, h.addr_len)) {
         p->st.connections_refused_allowlist++;
-        refuse_address(p, fa, name, "address not in [fabric] allow");
+        refuse_address(p, fa, name, RC_REFUSED_ALLOW_LIST);
         return;
     }
     struct rc_pub_peer *peer = rc_pub_peer_by_addr(p, fa);
     if (!peer) {
         peer = rc_pub_new_peer(p, now);
         if (!peer) {
-            refuse_address(p, fa, name, "max_subscribers reached");
+            refuse_address(p, fa, name, RC_REFUSED_FULL);
             return;
         }
         peer->addr = fa;
         peer->has_addr = true;
+        memcpy(peer->decl, addr, h.addr_len);
+        peer->decl_len = h.addr_len;
         snprintf(peer->name, sizeof peer->name, "%s", name);
     }
     peer->last_rx_ns = now;
     on_hello(p, peer, buf, len);
+}
+
+/* Is this HELLO (checked) from the peer that declared the same address?
+ * shm in libfabric 1.17 reports the source of a message from a sender not
+ * yet in the AV as fi_addr 0, the first subscriber's: a second subscriber's
+ * HELLO then looked like a new process at the first one's address, ended it
+ * and was never served. A HELLO declaring another address is handled as
+ * coming from an unknown sender (its own address is inserted). tcp;ofi_rxm
+ * reports FI_ADDR_NOTAVAIL there, so nothing changes for it. */
+static bool declared_by(const struct rc_pub_peer *peer, const uint8_t *buf, size_t len)
+{
+    struct rc_wire_hello h;
+    rc_wire_check_hello(buf, len, &h);
+    return h.addr_len == peer->decl_len &&
+           memcmp(buf + sizeof(struct rc_wire_hello), peer->decl, h.addr_len) == 0;
 }
 
 void rc_pub_control_message(struct rc_publisher *p, struct rc_pub_peer *owner,
@@ -398,6 +454,8 @@ void rc_pub_control_message(struct rc_publisher *p, struct rc_pub_peer *owner,
         return;
     }
     uint64_t now = rc_now_ns();
+    if (owner && type == RC_MSG_HELLO && p->fab.rdm && !declared_by(owner, buf, len))
+        owner = NULL;  /* shm: the sender is not who the CQ says (declared_by) */
     if (!owner) {
         if (type == RC_MSG_HELLO && p->fab.rdm)
             rdm_hello(p, buf, len, now);

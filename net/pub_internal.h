@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "net/fabric.h"
+#include "net/half_open.h"
 #include "net/publisher.h"
 #include "net/wire.h"
 
@@ -29,6 +30,12 @@
 #define RC_PUB_CTRL_SPARE 8u           /* for refusals to senders without a peer slot */
 #define RC_PUB_CTRL_MAX 32u            /* largest control message we send */
 #define RC_PUB_CQ_BATCH 32u
+/* Smallest rx_buffer_size served: 4 KiB (a DATA header and 4056 B of
+ * payload per fragment). Below it one chunk costs many fragments (header
+ * slots, messages, completions: a 9000 B chunk at the wire's floor of 72 B
+ * needs 282 messages, and a subscriber announcing such a buffer produced a
+ * WARN per chunk, issue 12); at 4 KiB a 1 MiB chunk needs 259. */
+#define RC_PUB_MIN_RX_BUFFER 4096u
 
 /* op_context = kind << 60 | generation << 28 | index (index < 2^28). */
 enum rc_pub_ctx_kind { RC_CTX_TXOP = 1, RC_CTX_RX = 2 };
@@ -119,6 +126,8 @@ struct rc_pub_peer {
     struct fid_ep *ep;         /* MSG */
     fi_addr_t addr;            /* RDM */
     bool has_addr;
+    uint16_t decl_len;         /* RDM: the address its HELLO declared (decl) */
+    uint8_t decl[RC_WIRE_MAX_ADDR];
     uint32_t rx_max;           /* HELLO.rx_buffer_size */
     uint64_t client_id;
     bool joined;               /* HELLO accepted (counted in peers_active) */
@@ -187,6 +196,9 @@ struct rc_publisher {
         uint64_t streak_until_ns;      /* posts to it are refused until then */
     } fault;
 
+    struct rc_half_open half_open;   /* tcp MSG: connections stuck in the handshake */
+    bool half_open_on;
+
     struct rc_publisher_stats st;
     char err[320];
 };
@@ -210,6 +222,10 @@ void rc_pub_control_message(struct rc_publisher *p, struct rc_pub_peer *owner,
                             const uint8_t *buf, size_t len);
 void rc_pub_send_heartbeat(struct rc_publisher *p, struct rc_pub_peer *peer, uint64_t now);
 void rc_pub_send_bye(struct rc_publisher *p, struct rc_pub_peer *peer, enum rc_bye_reason why);
+/* Refuse a peer with a slot: counted in connections_refused, named in the
+ * last error (why + detail), told BYE(refused, why), then closed. */
+void rc_pub_refuse_peer(struct rc_publisher *p, struct rc_pub_peer *peer, enum rc_refusal why,
+                        const char *detail);
 int  rc_pub_ctrl_init(struct rc_publisher *p, char *err, size_t errlen);
 void rc_pub_ctrl_fini(struct rc_publisher *p);
 /* A control buffer's send completed or was released. */
@@ -223,7 +239,8 @@ void rc_pub_drop_control(struct rc_publisher *p, struct rc_pub_peer *peer);
 void rc_pub_forget_refused(struct rc_publisher *p, uint64_t now);
 /* RDM: send a peerless BYE to addr and remove it from the AV a heartbeat
  * period later (with the refused addresses). */
-void rc_pub_bye_address(struct rc_publisher *p, fi_addr_t addr, enum rc_bye_reason reason);
+void rc_pub_bye_address(struct rc_publisher *p, fi_addr_t addr, enum rc_bye_reason reason,
+                        enum rc_refusal why);
 
 /* pub_faults.c: fault injection ([fabric] fault_*), data and page ops only. */
 /* true: refuse this post to peer index `peer` (op_context ctx) with

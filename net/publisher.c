@@ -12,6 +12,7 @@
 
 #include "dma/errbuf.h"
 #include "net/allow_list.h"
+#include "net/half_open.h"
 #include "net/pub_internal.h"
 
 #define RC_PUB_TIMER_MIN_NS 100000u      /* 100 us */
@@ -156,6 +157,8 @@ static bool close_transport(struct rc_publisher *p, struct rc_pub_peer *peer)
         else if (p->fab.letgo == RC_LETGO_AV_REMOVE)
             let_go = true;
         peer->has_addr = false;
+        if (p->fab.copy_max && rc_fabric_shm_reclaim(peer->name) > 0)
+            p->st.shm_files_reclaimed++;  /* a SIGKILLed shm subscriber's 16 MiB */
     }
     rc_buf_drop_filling(p, peer);
     peer->state = RC_PEER_CLOSED;
@@ -605,6 +608,23 @@ static void check_liveness(struct rc_publisher *p, struct rc_pub_peer *peer, uin
         rc_pub_peer_fail(p, idx, RC_DOOM_STUCK);  /* its chunk's rest never accepted */
 }
 
+/* Connections that never finish the tcp provider's handshake: shut down
+ * (half_open.h), counted as refused; descriptors running short are counted. */
+static void reap_half_open(struct rc_publisher *p, uint64_t now)
+{
+    struct rc_half_open *h = &p->half_open;
+    uint64_t allowlist_before = h->closed_allowlist;
+    int closed = rc_half_open_scan(h, p->fab.params.allow, now, p->err, sizeof p->err);
+    p->st.connections_refused += (uint64_t)closed;
+    p->st.connections_refused_allowlist += h->closed_allowlist - allowlist_before;
+    p->st.half_open_closed_timeout = h->closed_timeout;
+    p->st.half_open_closed_cap = h->closed_cap;
+    p->st.half_open_closed_eof = h->closed_eof;
+    p->st.half_open_closed_allowlist = h->closed_allowlist;
+    p->st.fd_pressure = h->fd_pressure;
+    p->st.fds_in_use = h->fds_in_use;
+}
+
 static void run_timers(struct rc_publisher *p, uint64_t now)
 {
     for (uint32_t i = 0; i < p->npeers; i++) {
@@ -623,6 +643,8 @@ static void run_timers(struct rc_publisher *p, uint64_t now)
         post_rdm_receives(p);
         rc_pub_forget_refused(p, now);
     }
+    if (p->half_open_on)
+        reap_half_open(p, now);
 }
 
 /* A progress call after a long pause (this thread starved, or the
@@ -729,6 +751,12 @@ static int init_rx(struct rc_publisher *p, char *err, size_t errlen)
 {
     p->rx_size = (uint32_t)RC_WIRE_MAX_CONTROL;
     p->nrx = RC_PUB_RX_PER_PEER * p->npeers + (p->fab.rdm ? RC_PUB_RX_PER_PEER : 0);
+    /* RDM: never more receives than the endpoint's rx queue. shm fails
+     * fi_recv past it ("not enough space to post recv"), and with rx_queue
+     * 256 and 64 subscribers (260 receives) the publisher stopped hearing
+     * its subscribers and timed them out. */
+    if (p->fab.rdm && p->fab.rx_size && p->nrx > p->fab.rx_size)
+        p->nrx = (uint32_t)p->fab.rx_size;
     size_t bytes = (size_t)p->nrx * p->rx_size;
     p->rx_mem = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
     p->rx = calloc(p->nrx, sizeof *p->rx);
@@ -804,6 +832,13 @@ static int setup(struct rc_publisher *p, const struct rc_fabric_params *fp, char
         rc = rc_pub_ctrl_init(p, err, errlen);
     if (!rc)
         rc = init_rx(p, err, errlen);
+    if (!rc && !p->fab.rdm && p->fab.info->fabric_attr->prov_name &&
+        strcmp(p->fab.info->fabric_attr->prov_name, "tcp") == 0) {
+        /* tcp MSG: connections stuck in the provider's handshake (half_open.h). */
+        p->half_open_on = true;
+        if (rc_half_open_init(&p->half_open, fp->port, fp->max_subscribers, fp->peer_timeout_ns))
+            rc = rc_fabric_error(&p->fab, err, errlen, "half_open(alloc)", -FI_ENOMEM);
+    }
     if (rc)
         return rc;
     if (getrandom(&p->publisher_id, sizeof p->publisher_id, 0) != sizeof p->publisher_id)
@@ -908,6 +943,7 @@ void rc_publisher_destroy(struct rc_publisher *p)
         rc_zc_fini(p);
     rc_buf_fini(p);
     rc_pub_ctrl_fini(p);
+    rc_half_open_fini(&p->half_open);
     rc_fabric_close(&p->fab);
     free(p->rx_mem);
     free(p->rx);

@@ -82,8 +82,20 @@ struct rc_publisher_stats {
     uint64_t again_no_page;
     /* subscribers */
     uint64_t connections;           /* accepted HELLOs */
-    uint64_t connections_refused;   /* max_subscribers, bad version, no buffers, allow list */
+    uint64_t connections_refused;   /* max_subscribers, bad version, no buffers, allow list,
+                                     * rx buffer too small, unusable RDM address */
     uint64_t connections_refused_allowlist; /* of those: address not in [fabric] allow */
+    uint64_t connections_refused_rx_buffer; /* of those: HELLO's rx_buffer_size too small */
+    uint64_t shm_files_reclaimed;   /* shm: /dev/shm files of dead subscribers removed */
+    /* tcp MSG: connections shut down before they finished the provider's
+     * handshake (also counted in connections_refused; net/README.md) */
+    uint64_t half_open_closed_timeout;    /* no connection request within peer_timeout */
+    uint64_t half_open_closed_cap;        /* more than max_subscribers in their handshake */
+    uint64_t half_open_closed_eof;        /* closed by the peer before its request (the
+                                           * provider would keep them and spin) */
+    uint64_t half_open_closed_allowlist;  /* peer not in [fabric] allow (also in _allowlist) */
+    uint64_t fd_pressure;           /* scans that found file descriptors nearly exhausted */
+    uint64_t fds_in_use;            /* descriptors open at the last scan (tcp MSG) */
     uint64_t peers_closed;          /* orderly: BYE or rc_publisher_close_peer() */
     uint64_t peers_dead;            /* shutdown, silence or stuck sends */
     uint64_t dead_by_shutdown, dead_by_silence, dead_by_stuck_send, dead_by_error;

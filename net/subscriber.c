@@ -37,6 +37,7 @@ _Static_assert(RC_SUB_MALFORMED_KINDS == RC_WIRE_ERROR_KINDS, "malformed kinds f
 #define TX_SLOT_SIZE RC_WIRE_MAX_CONTROL  /* the largest SUBSCRIBE */
 #define RESYNC_BIT 0x80000000u            /* request_id of a resubscription */
 #define BYE_FLUSH_NS 100000000ull         /* how long a BYE may take to leave */
+#define SHM_CONNREQ_WAIT_NS 1000000000ull /* shm: wait for the publisher to read our request */
 #define CQ_BATCH 32u
 
 enum sub_state { ST_IDLE, ST_CONNECTING, ST_HELLO_SENT, ST_ACTIVE };
@@ -193,6 +194,12 @@ int rc_sub_create(const struct rc_sub_params *params, struct rc_sub **out, char 
         s->tx[i].buf = s->tx_pool + (size_t)i * TX_SLOT_SIZE;
     s->state = ST_IDLE;
     s->next_attempt_ns = 0;   /* connect at the first poll */
+    /* shm leaves a 16 MiB /dev/shm file per SIGKILLed subscriber: take back
+     * those of dead processes of this user (net/fabric.c says which). */
+    if (strcmp(params->provider, "shm") == 0) {
+        int removed = rc_fabric_shm_reclaim_all();
+        s->st.shm_stale_removed = removed > 0 ? (uint64_t)removed : 0;
+    }
     *out = s;
     return 0;
 nomem:
@@ -434,8 +441,31 @@ static int open_connection(struct rc_sub *s)
     return 0;
 }
 
+/* shm 1.17: our first send to the publisher queues a connection request in
+ * its region and returns -FI_EAGAIN until the publisher has read it. If our
+ * endpoint (and its /dev/shm file) is gone before that, the publisher reads
+ * the request, cannot map our region and dereferences NULL
+ * (smr_progress_connreq): it crashes. So while a send is still queued here,
+ * wait (bounded) for the publisher to take the request before closing. */
+static void let_shm_connreq_land(struct rc_sub *s)
+{
+    if (!s->fabric_open || !s->ep || s->tx_queue_len == 0 || strcmp(s->p.provider, "shm") != 0)
+        return;
+    uint64_t deadline = rc_now_ns() + SHM_CONNREQ_WAIT_NS;
+    while (s->tx_queue_len > 0 && rc_now_ns() < deadline) {
+        struct rc_fabric_cqe c[CQ_BATCH];
+        if (rc_fabric_cq_poll(&s->f, c, CQ_BATCH, NULL, 0) < 0)
+            break;
+        if (flush_tx_queue(s) == 0 && s->tx_queue_len > 0) {
+            struct timespec pause = { 0, 1000000 };
+            nanosleep(&pause, NULL);
+        }
+    }
+}
+
 static void close_connection(struct rc_sub *s)
 {
+    let_shm_connreq_land(s);
     rc_fabric_mr_close(&s->rx_mr);
     rc_fabric_mr_close(&s->tx_mr);
     if (s->fabric_open && !s->f.rdm)
@@ -508,7 +538,8 @@ static void drop_connection(struct rc_sub *s, enum rc_sub_disconnect_reason reas
 
 static void try_connect(struct rc_sub *s)
 {
-    s->err[0] = '\0';
+    /* s->err keeps the previous attempt's failure: a run that ends during a
+     * new attempt must still say why the last one failed. */
     s->conn_malformed = 0;
     if (open_connection(s)) {
         close_connection(s);
@@ -806,9 +837,12 @@ static void handle_bye(struct rc_sub *s, const uint8_t *buf, size_t len)
 {
     struct rc_wire_bye b;
     rc_wire_check_bye(buf, len, &b);
-    if (b.reason == RC_BYE_REFUSED)
-        rc_set_err(s->err, sizeof s->err,
-                   "refused by the publisher (its max_subscribers, allow list or protocol version)");
+    char code[24];
+    if (b.reason == RC_BYE_REFUSED) {
+        s->st.refused++;
+        rc_set_err(s->err, sizeof s->err, "refused by the publisher: %s",
+                   rc_wire_refusal_name(b.detail, code, sizeof code));
+    }
     else if (b.reason == RC_BYE_PROTOCOL)
         rc_set_err(s->err, sizeof s->err, "the publisher closed the connection: protocol error");
     lose(s, RC_SUB_DISC_BYE);

@@ -11,6 +11,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 /* ---- little-endian loads and stores at byte offsets -------------------- */
@@ -326,8 +327,9 @@ enum rc_wire_error rc_wire_check_bye(const void *buf, size_t len, struct rc_wire
     if (e != RC_WIRE_OK)
         return e;
     b.reason = load32(buf, OFF(rc_wire_bye, reason));
-    b.reserved = load32(buf, OFF(rc_wire_bye, reserved));
-    if (b.reason > RC_BYE_PROTOCOL || b.reserved != 0)
+    b.detail = load32(buf, OFF(rc_wire_bye, detail));
+    if (b.reason > RC_BYE_PROTOCOL || (b.reason != RC_BYE_REFUSED && b.detail != 0) ||
+        b.detail > RC_REFUSED_MAX_DETAIL)
         return RC_WIRE_BAD_FIELD;
     if (out)
         *out = b;
@@ -593,6 +595,30 @@ ssize_t rc_wire_build_bye(void *buf, size_t cap, enum rc_bye_reason reason)
         return -ENOSPC;
     encode_hdr(buf, RC_WIRE_VERSION, RC_MSG_BYE, sizeof(struct rc_wire_bye));
     store32(buf, OFF(rc_wire_bye, reason), (uint32_t)reason);
-    store32(buf, OFF(rc_wire_bye, reserved), 0);
+    store32(buf, OFF(rc_wire_bye, detail), 0);
     return sizeof(struct rc_wire_bye);
+}
+
+ssize_t rc_wire_build_bye_refused(void *buf, size_t cap, enum rc_refusal why)
+{
+    if ((unsigned)why > RC_REFUSED_MAX_DETAIL)
+        return -EINVAL;
+    ssize_t len = rc_wire_build_bye(buf, cap, RC_BYE_REFUSED);
+    if (len > 0)
+        store32(buf, OFF(rc_wire_bye, detail), (uint32_t)why);
+    return len;
+}
+
+const char *rc_wire_refusal_name(uint32_t detail, char *buf, size_t len)
+{
+    switch (detail) {
+    case RC_REFUSED_UNSPECIFIED: return "no cause given";
+    case RC_REFUSED_ALLOW_LIST:  return "address not in the publisher's allow list";
+    case RC_REFUSED_FULL:        return "max_subscribers reached";
+    case RC_REFUSED_VERSION:     return "no common protocol version";
+    case RC_REFUSED_RX_BUFFER:   return "rx_buffer_size too small for this publisher";
+    default:
+        snprintf(buf, len, "cause %u", (unsigned)detail);
+        return buf;
+    }
 }

@@ -126,7 +126,7 @@ struct __attribute__((packed)) rc_wire_heartbeat {
 struct __attribute__((packed)) rc_wire_bye {
     struct rc_wire_hdr hdr;
     uint32_t reason;         /* 0 normal shutdown, 1 refused, 2 protocol error */
-    uint32_t reserved;
+    uint32_t detail;         /* reason refused: enum rc_refusal (why); otherwise 0 */
 };
 
 _Static_assert(sizeof(struct rc_wire_hdr) == 8, "wire header size");
@@ -166,6 +166,18 @@ enum rc_wire_dir {
 };
 
 enum rc_bye_reason { RC_BYE_NORMAL = 0, RC_BYE_REFUSED = 1, RC_BYE_PROTOCOL = 2 };
+
+/* Why a publisher refused a subscriber: BYE(refused).detail. A receiver
+ * must accept codes it does not know (a newer publisher may add some) and
+ * print them as numbers; rc_wire_refusal_name() does that. */
+enum rc_refusal {
+    RC_REFUSED_UNSPECIFIED = 0,
+    RC_REFUSED_ALLOW_LIST = 1,       /* the subscriber's address is not in [fabric] allow */
+    RC_REFUSED_FULL = 2,             /* max_subscribers are served */
+    RC_REFUSED_VERSION = 3,          /* no common protocol version */
+    RC_REFUSED_RX_BUFFER = 4,        /* rx_buffer_size too small for what the publisher sends */
+    RC_REFUSED_MAX_DETAIL = 0xffff   /* larger detail values are malformed */
+};
 
 /* Smallest rx_buffer_size a HELLO may announce: a DATA header plus 32 bytes
  * of payload, so every control message and some payload always fit. */
@@ -265,5 +277,9 @@ ssize_t rc_wire_page_appendv(void *buf, size_t cap, uint64_t tag, uint32_t flags
 size_t rc_wire_page_length(const void *buf);
 ssize_t rc_wire_build_heartbeat(void *buf, size_t cap, uint64_t sent_ns);
 ssize_t rc_wire_build_bye(void *buf, size_t cap, enum rc_bye_reason reason);
+/* BYE(refused) saying why. */
+ssize_t rc_wire_build_bye_refused(void *buf, size_t cap, enum rc_refusal why);
+/* "allow list", "max_subscribers reached", ... or "cause N" (buf) for a code unknown here. */
+const char *rc_wire_refusal_name(uint32_t detail, char *buf, size_t len);
 
 #endif

@@ -3,6 +3,8 @@
  * exactly-once key completion (directly from the slot, or through a per-send
  * record counting the fragments still outstanding). */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -386,8 +388,17 @@ int rc_publisher_send(struct rc_publisher *p, rc_peer_id peer_id, uint64_t tag, 
         .max_payload = peer->rx_max - sizeof(struct rc_wire_data),
     };
     uint64_t frags = count_fragments(p, iov, n, total, s.max_payload);
-    if (frags > RC_WIRE_MAX_FRAGS || frags > p->nslots)
+    if (frags > RC_WIRE_MAX_FRAGS || frags > p->nslots) {
+        /* This subscriber's buffer cannot take the chunk in the fragments we
+         * have: it would lose this tag's chunks one by one (a WARN each);
+         * it is told and closed at the first one instead. */
+        char detail[96];
+        snprintf(detail, sizeof detail, " (a %" PRIu64 " B chunk needs %" PRIu64 " fragments of %"
+                 PRIu64 " B)", total, frags, s.max_payload);
+        p->st.connections_refused_rx_buffer++;
+        rc_pub_refuse_peer(p, peer, RC_REFUSED_RX_BUFFER, detail);
         return refuse(p, -EMSGSIZE);
+    }
     if (frags > p->nslot_free) {
         p->st.again_no_slot++;
         return -EAGAIN;

@@ -527,7 +527,9 @@ static void write_subscribers_json(const struct rc_daemon_publish *pb, FILE *f)
     X(buffered_bytes) X(pages_sent) X(pages_failed) X(again_no_page) X(send_errors)                 \
     X(unregistered_pieces) X(fragment_retry_timeouts) X(stale_completions) X(keys_completed_error) \
     X(connections) X(connections_refused) X(connections_refused_allowlist) X(peers_closed)          \
-    X(peers_dead) X(keys_released_by_peer_death) X(drained_peers) X(drain_timeouts) X(drain_no_proof)  \
+    X(connections_refused_rx_buffer) X(shm_files_reclaimed) X(half_open_closed_timeout)           \
+    X(half_open_closed_cap) X(half_open_closed_eof) X(half_open_closed_allowlist) X(fd_pressure)   \
+    X(peers_dead) X(keys_released_by_peer_death) X(drained_peers) X(drain_timeouts) X(drain_no_proof) \
     X(completions_error) X(subscriptions_refused)                                                   \
     X(control_dropped) X(rx_errors) X(connection_errors) X(unknown_sender)                         \
     X(faults_send_error) X(faults_eagain) X(faults_eagain_streaks) X(fragments_deferred) X(fragments_abandoned)             \

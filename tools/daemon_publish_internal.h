@@ -178,6 +178,7 @@ struct publish_thread {
     struct pub_totals t;
     uint64_t last_stats_ns, last_sent_total, last_bytes_total;
     uint64_t last_refusal_check_ns, refusals_logged;   /* connections_refused already logged */
+    uint64_t fd_pressure_logged, fd_pressure_log_ns;   /* stats.fd_pressure logged, when */
     struct rc_publisher_stats final_stats;
     pthread_t tid;
     bool started;

@@ -343,6 +343,14 @@ static void log_new_refusals(struct publish_thread *th, uint64_t now)
     th->last_refusal_check_ns = now;
     struct rc_publisher_stats st;
     rc_publisher_get_stats(th->pub, &st);
+    /* At most one line per 10 s while it lasts (a scan counts it 4 times a second). */
+    if (st.fd_pressure != th->fd_pressure_logged && now - th->fd_pressure_log_ns >= 10000000000ull) {
+        rc_warn("publisher %u: file descriptors nearly exhausted (%" PRIu64 " open, %" PRIu64
+                " times seen): raise ulimit -n; connections stuck in their handshake are closed"
+                " after peer_timeout", th->index, st.fds_in_use, st.fd_pressure);
+        th->fd_pressure_logged = st.fd_pressure;
+        th->fd_pressure_log_ns = now;
+    }
     if (st.connections_refused == th->refusals_logged)
         return;
     rc_warn("publisher %u: %" PRIu64 " connection(s) refused, the last: %s", th->index,

@@ -780,6 +780,8 @@ static void print_json(const struct app *a, const struct rc_sub_stats *st, doubl
                a->out.error ? strerror(a->out.error) : "");
     printf(",\"reordered\":%" PRIu64 ",\"seq_lost\":%" PRIu64 ",\"seq_late\":%" PRIu64
            ",\"held_dropped\":%" PRIu64, st->reordered, st->seq_lost, st->seq_late, st->held_dropped);
+    printf(",\"refused\":%" PRIu64 ",\"shm_stale_removed\":%" PRIu64, st->refused,
+           st->shm_stale_removed);
     printf(",\"malformed\":{");
     for (unsigned k = 1; k < RC_SUB_MALFORMED_KINDS; k++)
         printf("%s\"%s\":%" PRIu64, k > 1 ? "," : "", rc_sub_malformed_name(k), st->malformed[k]);
@@ -922,7 +924,9 @@ int main(int argc, char **argv)
     if (a.sub) {
         rc_sub_get_stats(a.sub, &st);
         if (st.connects == 0 && status == 0) {
-            rc_error("never connected to %s:%u: %s", o.host, (unsigned)o.port, rc_sub_last_error(a.sub));
+            const char *why = rc_sub_last_error(a.sub);
+            rc_error("never connected to %s:%u: %s", o.host, (unsigned)o.port,
+                     why[0] ? why : "no answer from the publisher");
             status = 1;
         }
         if (st.sub_refused) {   /* some of the asked-for tags never came */

@@ -120,6 +120,9 @@ struct rc_sub_stats {
     uint64_t send_again;           /* control sends delayed (no free send slot) */
     int connected;                 /* 1 after WELCOME, until the connection is lost */
     uint64_t publisher_id;         /* of the current (or last) publisher */
+    uint64_t refused;              /* BYE(refused) received (rc_sub_last_error() says why) */
+    uint64_t shm_stale_removed;    /* shm: files of dead subscribers of this user removed at
+                                    * create (provider "shm" only, net/README.md) */
 };
 
 /* Defaults: tcp msg 127.0.0.1:RC_SUB_DEFAULT_PORT (12345, the daemon's), 64 x 64 KiB rx buffers, 16 MiB max

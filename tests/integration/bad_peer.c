@@ -119,7 +119,7 @@ struct raw_peer {
     struct rc_fabric f;
     struct fid_ep *ep;
     fi_addr_t dest;
-    uint8_t rx[4][RC_WIRE_MIN_RX_BUFFER * 16];
+    uint8_t rx[4][4096];   /* a publisher serves rx_buffer_size >= 4096 B (net/README.md) */
     char err[256];
 };
 

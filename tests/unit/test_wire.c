@@ -460,6 +460,20 @@ static void test_heartbeat_and_bye_fields(void)
     put32(msg, 8, 0);
     put32(msg, 12, 5);
     CU_ASSERT_EQUAL(rc_wire_check_bye(guarded(msg, len), len, NULL), RC_WIRE_BAD_FIELD);
+    /* BYE(refused) says why; a cause this build does not know is still valid. */
+    len = (size_t)rc_wire_build_bye_refused(msg, sizeof msg, RC_REFUSED_RX_BUFFER);
+    CU_ASSERT_EQUAL(rc_wire_check_bye(guarded(msg, len), len, &b), RC_WIRE_OK);
+    CU_ASSERT_EQUAL(b.reason, RC_BYE_REFUSED);
+    CU_ASSERT_EQUAL(b.detail, RC_REFUSED_RX_BUFFER);
+    put32(msg, 12, 99);
+    CU_ASSERT_EQUAL(rc_wire_check_bye(guarded(msg, len), len, &b), RC_WIRE_OK);
+    char code[24];
+    CU_ASSERT_STRING_EQUAL(rc_wire_refusal_name(b.detail, code, sizeof code), "cause 99");
+    CU_ASSERT_STRING_EQUAL(rc_wire_refusal_name(RC_REFUSED_ALLOW_LIST, code, sizeof code),
+                           "address not in the publisher's allow list");
+    put32(msg, 12, RC_REFUSED_MAX_DETAIL + 1);
+    CU_ASSERT_EQUAL(rc_wire_check_bye(guarded(msg, len), len, NULL), RC_WIRE_BAD_FIELD);
+    CU_ASSERT_EQUAL(rc_wire_build_bye_refused(msg, sizeof msg, (enum rc_refusal)0x10000), -EINVAL);
 }
 
 /* ---- tests: encoders, negotiation, names -------------------------------- */
