@@ -6,8 +6,8 @@
  * message) and pages (one per PAGE message). Both live in one array: ids
  * 0..nslots-1 are slots, nslots..nslots+npages-1 are pages. A posted op is on
  * its peer's doubly linked list (through the array: no malloc), oldest first,
- * so a dead peer's ops can be found and released, and the RDM stuck-send rule
- * only needs to look at the list head.
+ * so a dead peer's ops can be found and released, and the age of its oldest
+ * send (rc_publisher_peer_oldest_age) only needs to look at the list head.
  *
  * Every op carries a generation, bumped each time it is released; the
  * op_context given to libfabric encodes (kind, index, generation), so a
@@ -82,7 +82,7 @@ enum rc_peer_state {
 };
 
 enum rc_peer_doom { RC_DOOM_NONE = 0, RC_DOOM_BYE, RC_DOOM_SHUTDOWN, RC_DOOM_SILENCE,
-                    RC_DOOM_STUCK, RC_DOOM_ERROR, RC_DOOM_LOCAL };
+                    RC_DOOM_ERROR, RC_DOOM_LOCAL };
 
 struct rc_pub_ctrl_msg { uint8_t len; uint8_t bytes[RC_PUB_CTRL_MAX]; };
 
@@ -99,6 +99,8 @@ struct rc_pub_peer {
     bool connected;            /* MSG: FI_CONNECTED read (a HELLO may come first); RDM: true */
     uint64_t last_rx_ns, last_hb_tx_ns;
     uint32_t op_head, op_tail, nops;
+    uint32_t nslots_held;      /* header slots posted to it (its share of the pool) */
+    uint32_t npages_held;      /* pages filling or posted to it */
     uint32_t page;             /* page being filled, or RC_PUB_NONE */
     uint32_t data_seq;         /* stream sequence number of the next DATA/PAGE posted */
     uint64_t drain_deadline_ns;  /* RC_PEER_DRAINING: reaped at the latest then */
@@ -140,6 +142,7 @@ struct rc_publisher {
     uint32_t npeers;
     uint64_t publisher_id;
     uint64_t next_timer_ns, timer_period_ns;
+    uint64_t last_progress_ns; /* when progress last read the CQ: ages are measured to it */
     uint32_t ndoomed;          /* peers marked for teardown (done in progress only) */
     uint32_t nclosed;          /* closed peers whose keys are not yet reported */
     uint32_t ndraining;        /* peers in RC_PEER_DRAINING */
@@ -213,6 +216,15 @@ void rc_buf_page_done(struct rc_publisher *p, uint32_t page, int status);
 int  rc_buf_flush_due(struct rc_publisher *p, uint64_t now);
 /* The peer leaves: drop its filling page (records were already released). */
 void rc_buf_drop_filling(struct rc_publisher *p, struct rc_pub_peer *peer);
+
+/* Per-subscriber quotas (publisher.c): may this peer take `more` header
+ * slots / one more page? A subscriber may hold at most pool / (active
+ * subscribers + 1) of each, and (RDM: shared endpoint) tx_size / (active + 1)
+ * operations, so that the slow ones together never hold everything a new
+ * or fast one needs. One over-sized request is let through while it holds
+ * nothing. false: refuse with -ENOBUFS (counted in again_peer_quota). */
+bool rc_pub_slots_within_quota(struct rc_publisher *p, const struct rc_pub_peer *peer, uint32_t more);
+bool rc_pub_page_within_quota(struct rc_publisher *p, const struct rc_pub_peer *peer);
 
 /* Shared op list helpers (publisher.c). */
 void rc_pub_op_link(struct rc_publisher *p, uint32_t peer, uint32_t op, uint64_t now);

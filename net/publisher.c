@@ -69,6 +69,50 @@ void rc_pub_op_unlink(struct rc_publisher *p, uint32_t op_id)
     op->prev = op->next = RC_PUB_NONE;
 }
 
+/* pool / (active subscribers + 1): n subscribers at their quota leave a
+ * newcomer at least its own. */
+static uint32_t fair_share(const struct rc_publisher *p, uint64_t pool, uint32_t floor)
+{
+    uint64_t q = pool / (p->st.peers_active + 1);
+    return q < floor ? floor : (uint32_t)q;
+}
+
+/* Operations one subscriber may have on the provider's tx queue: RDM shares
+ * one endpoint (its tx_size) among all; a MSG subscriber has its own
+ * endpoint, of which its control messages need a few entries. */
+static uint32_t tx_quota(const struct rc_publisher *p)
+{
+    if (p->fab.rdm)
+        return fair_share(p, p->fab.tx_size, 1);
+    uint64_t own = p->fab.tx_size > 2u * RC_PUB_CTRL_PER_PEER ? p->fab.tx_size - RC_PUB_CTRL_PER_PEER
+                                                              : p->fab.tx_size;
+    return own ? (uint32_t)own : 1;
+}
+
+bool rc_pub_slots_within_quota(struct rc_publisher *p, const struct rc_pub_peer *peer, uint32_t more)
+{
+    if (peer->nslots_held == 0)
+        return true;
+    return peer->nslots_held + more <= fair_share(p, p->nslots, 1) &&
+           (p->fab.tx_size == 0 || peer->nops + more <= tx_quota(p));
+}
+
+bool rc_pub_page_within_quota(struct rc_publisher *p, const struct rc_pub_peer *peer)
+{
+    /* At least 2: one posted while the next fills. */
+    return peer->npages_held < fair_share(p, p->npages, 2) &&
+           (p->fab.tx_size == 0 || peer->nops < tx_quota(p));
+}
+
+uint64_t rc_publisher_peer_oldest_age(struct rc_publisher *p, rc_peer_id id)
+{
+    struct rc_pub_peer *peer = rc_pub_peer_of(p, id);
+    if (!peer || peer->op_head == RC_PUB_NONE)
+        return 0;
+    uint64_t since = p->ops[peer->op_head].since_ns;
+    return p->last_progress_ns > since ? p->last_progress_ns - since : 0;
+}
+
 int rc_pub_post(struct rc_publisher *p, struct rc_pub_peer *peer, const struct iovec *iov,
                 void **desc, size_t n, void *ctx)
 {
@@ -168,7 +212,6 @@ static void count_doom(struct rc_publisher *p, enum rc_peer_doom why)
         return;
     case RC_DOOM_SHUTDOWN: p->st.dead_by_shutdown++; break;
     case RC_DOOM_SILENCE: p->st.dead_by_silence++; break;
-    case RC_DOOM_STUCK: p->st.dead_by_stuck_send++; break;
     case RC_DOOM_ERROR: p->st.dead_by_error++; break;
     }
     p->st.peers_dead++;
@@ -290,6 +333,7 @@ struct rc_pub_peer *rc_pub_new_peer(struct rc_publisher *p, uint64_t now)
         peer->last_rx_ns = peer->last_hb_tx_ns = now;
         peer->op_head = peer->op_tail = RC_PUB_NONE;
         peer->nops = 0;
+        peer->nslots_held = peer->npages_held = 0;
         peer->page = RC_PUB_NONE;
         peer->data_seq = 0;
         peer->nranges = 0;
@@ -557,17 +601,17 @@ static int poll_eq(struct rc_publisher *p, uint64_t now)
 
 /* ---- timers ---------------------------------------------------------------- */
 
-/* The dead-peer rule (net/README.md): silent for peer_timeout, or (RDM) its
- * oldest send outstanding for peer_timeout. */
+/* The dead-peer rule (net/README.md): silent for peer_timeout. Liveness is
+ * what the subscriber sends (messages, heartbeats), never how fast it takes
+ * its data: a subscriber that reads slowly on a loaded machine is alive.
+ * (An RDM rule "oldest send outstanding for peer_timeout = dead" cut off
+ * live, reading subscribers under load; whether a slow subscriber is
+ * dropped or cut off is the caller's policy: rc_publisher_peer_oldest_age,
+ * -ENOBUFS and rc_publisher_close_peer.) */
 static void check_liveness(struct rc_publisher *p, struct rc_pub_peer *peer, uint64_t now)
 {
-    uint64_t limit = p->fab.params.peer_timeout_ns;
-    uint32_t idx = (uint32_t)(peer - p->peers);
-    if (now - peer->last_rx_ns > limit)
-        rc_pub_peer_fail(p, idx, RC_DOOM_SILENCE);
-    else if (p->fab.rdm && peer->op_head != RC_PUB_NONE &&
-             now - p->ops[peer->op_head].since_ns > limit)
-        rc_pub_peer_fail(p, idx, RC_DOOM_STUCK);
+    if (now - peer->last_rx_ns > p->fab.params.peer_timeout_ns)
+        rc_pub_peer_fail(p, (uint32_t)(peer - p->peers), RC_DOOM_SILENCE);
 }
 
 static void run_timers(struct rc_publisher *p, uint64_t now)
@@ -596,6 +640,7 @@ int rc_publisher_progress(struct rc_publisher *p)
     if (work < 0)
         return work;
     uint64_t now = rc_now_ns();
+    p->last_progress_ns = now;
     if (!p->fab.rdm) {
         int rc = poll_eq(p, now);
         if (rc < 0)

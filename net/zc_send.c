@@ -75,6 +75,8 @@ void rc_zc_slot_done(struct rc_publisher *p, uint32_t slot, int status, uint64_t
                      bool *pulled)
 {
     struct rc_pub_txop *op = &p->ops[slot];
+    if (op->state == RC_TXOP_POSTED && op->peer < p->npeers)
+        p->peers[op->peer].nslots_held--;
     rc_pub_op_unlink(p, slot);
     op->state = RC_TXOP_FREE;
     op->gen++;
@@ -224,6 +226,7 @@ static int post_fragment(struct rc_publisher *p, const struct zc_send *s, const 
         return rc;
     }
     s->peer->data_seq++;
+    s->peer->nslots_held++;
     op->state = RC_TXOP_POSTED;
     op->key = s->key;
     op->record = s->record;
@@ -310,6 +313,10 @@ int rc_publisher_send(struct rc_publisher *p, rc_peer_id peer_id, uint64_t tag, 
     uint64_t frags = count_fragments(p, iov, n, total, s.max_payload);
     if (frags > RC_WIRE_MAX_FRAGS || frags > p->nslots)
         return refuse(p, -EMSGSIZE);
+    if (!rc_pub_slots_within_quota(p, peer, (uint32_t)frags)) {
+        p->st.again_peer_quota++;
+        return -ENOBUFS;
+    }
     if (frags > p->nslot_free) {
         p->st.again_no_slot++;
         rc_pub_poll_cq(p);

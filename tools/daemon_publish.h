@@ -114,6 +114,7 @@ struct rc_publish_totals {
     uint64_t dispatch_errors;       /* enqueues refused after the room check: never expected */
     uint64_t records_exhausted;     /* sink -EAGAIN: no card-level fan-out record free: never expected */
     uint64_t fanout_refused;        /* fan-out completions refused (stale, double, bad): bookkeeping errors */
+    uint64_t subscribers_cut_off;   /* cut off by the slow policy's age bound (slow_cut_after, block_cut_after) */
 };
 void rc_daemon_publish_get_totals(const struct rc_daemon_publish *pb, struct rc_publish_totals *t);
 

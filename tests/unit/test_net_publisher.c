@@ -351,8 +351,9 @@ static bool chunks_reached(struct pubctx *c, void *arg)
 
 /* rxm completes small sends as soon as they are buffered: without a window
  * the publisher runs far ahead of a subscriber that checks every byte, and
- * the RDM stuck-send rule (a send outstanding for peer_timeout) would rightly
- * cut that slow subscriber. Real deployments size peer_timeout for this. */
+ * its sends wait longer and longer in the provider. A window keeps the
+ * test's memory and latency bounded (how long a slow subscriber may hold
+ * sends is the daemon's slow policy, not this layer's). */
 #define WINDOW 2048u
 static void throttle(struct pubctx *c, struct sub_thread *t, uint64_t sent)
 {
@@ -416,10 +417,10 @@ static void stream_test(const struct prov *pv)
     struct rc_publisher_stats st;
     rc_publisher_get_stats(c.p, &st);
     if (failed)
-        fprintf(stderr, "sub chunks %llu; dead: shutdown %llu silence %llu stuck %llu error %llu closed %llu\n",
+        fprintf(stderr, "sub chunks %llu; dead: shutdown %llu silence %llu error %llu closed %llu\n",
                 (unsigned long long)atomic_load(&t.chunks),
                 (unsigned long long)st.dead_by_shutdown, (unsigned long long)st.dead_by_silence,
-                (unsigned long long)st.dead_by_stuck_send, (unsigned long long)st.dead_by_error,
+                (unsigned long long)st.dead_by_error,
                 (unsigned long long)st.peers_closed);
     uint64_t want = STREAM_MESSAGES;
     CU_ASSERT(pump_until(&c, keys_reached, &want, 30 * SEC));
