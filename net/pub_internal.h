@@ -218,11 +218,14 @@ int  rc_buf_flush_due(struct rc_publisher *p, uint64_t now);
 void rc_buf_drop_filling(struct rc_publisher *p, struct rc_pub_peer *peer);
 
 /* Per-subscriber quotas (publisher.c): may this peer take `more` header
- * slots / one more page? A subscriber may hold at most pool / (active
- * subscribers + 1) of each, and (RDM: shared endpoint) tx_size / (active + 1)
- * operations, so that the slow ones together never hold everything a new
- * or fast one needs. One over-sized request is let through while it holds
- * nothing. false: refuse with -ENOBUFS (counted in again_peer_quota). */
+ * slots / one more page? Its fair share of each pool is pool / (active
+ * subscribers + 1) (pages: at least 2), and of the RDM endpoint's tx queue
+ * tx_size / (active + 1) operations (MSG: its own endpoint's queue). It may
+ * borrow beyond while a fair share stays free after the take. So subscribers
+ * that stopped taking their data never hold all a newcomer or a fast one
+ * needs: what they hold leaves at least a fair share free. One over-sized
+ * send is let through while the peer holds no slot. false: refuse with
+ * -ENOBUFS (counted in again_peer_quota). */
 bool rc_pub_slots_within_quota(struct rc_publisher *p, const struct rc_pub_peer *peer, uint32_t more);
 bool rc_pub_page_within_quota(struct rc_publisher *p, const struct rc_pub_peer *peer);
 

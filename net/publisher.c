@@ -77,31 +77,46 @@ static uint32_t fair_share(const struct rc_publisher *p, uint64_t pool, uint32_t
     return q < floor ? floor : (uint32_t)q;
 }
 
-/* Operations one subscriber may have on the provider's tx queue: RDM shares
- * one endpoint (its tx_size) among all; a MSG subscriber has its own
- * endpoint, of which its control messages need a few entries. */
-static uint32_t tx_quota(const struct rc_publisher *p)
+/* A subscriber may hold its fair share, and borrow beyond it while a fair
+ * share stays free for the others after the take. */
+static bool within_share(uint64_t held, uint64_t more, uint64_t pool, uint64_t free, uint32_t fair)
 {
-    if (p->fab.rdm)
-        return fair_share(p, p->fab.tx_size, 1);
-    uint64_t own = p->fab.tx_size > 2u * RC_PUB_CTRL_PER_PEER ? p->fab.tx_size - RC_PUB_CTRL_PER_PEER
-                                                              : p->fab.tx_size;
-    return own ? (uint32_t)own : 1;
+    return held + more <= fair || (free >= more && free - more >= fair && held + more <= pool);
+}
+
+/* Operations posted on the provider's tx queues (header slots, pages, control). */
+static uint64_t ops_posted(const struct rc_publisher *p)
+{
+    return (uint64_t)(p->nslots - p->nslot_free) + (p->npages - p->npage_free) + (p->nctrl - p->nctrl_free);
+}
+
+/* The provider's tx queue: RDM shares one endpoint (tx_size) among all; a
+ * MSG subscriber has its own endpoint, of which its control messages need
+ * a few entries. */
+static bool tx_within_share(const struct rc_publisher *p, const struct rc_pub_peer *peer, uint32_t more)
+{
+    uint64_t size = p->fab.tx_size;
+    if (size == 0)
+        return true;
+    if (!p->fab.rdm)
+        return peer->nops + more <= (size > 2u * RC_PUB_CTRL_PER_PEER ? size - RC_PUB_CTRL_PER_PEER : size);
+    uint64_t used = ops_posted(p);
+    return within_share(peer->nops, more, size, used < size ? size - used : 0, fair_share(p, size, 1));
 }
 
 bool rc_pub_slots_within_quota(struct rc_publisher *p, const struct rc_pub_peer *peer, uint32_t more)
 {
     if (peer->nslots_held == 0)
-        return true;
-    return peer->nslots_held + more <= fair_share(p, p->nslots, 1) &&
-           (p->fab.tx_size == 0 || peer->nops + more <= tx_quota(p));
+        return true;   /* one over-sized send of a peer holding nothing */
+    return within_share(peer->nslots_held, more, p->nslots, p->nslot_free, fair_share(p, p->nslots, 1)) &&
+           tx_within_share(p, peer, more);
 }
 
 bool rc_pub_page_within_quota(struct rc_publisher *p, const struct rc_pub_peer *peer)
 {
     /* At least 2: one posted while the next fills. */
-    return peer->npages_held < fair_share(p, p->npages, 2) &&
-           (p->fab.tx_size == 0 || peer->nops < tx_quota(p));
+    return within_share(peer->npages_held, 1, p->npages, p->npage_free, fair_share(p, p->npages, 2)) &&
+           tx_within_share(p, peer, 1);
 }
 
 uint64_t rc_publisher_peer_oldest_age(struct rc_publisher *p, rc_peer_id id)

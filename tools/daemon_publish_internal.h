@@ -63,7 +63,7 @@ struct sub_counters {
     uint64_t chunks_sent, bytes_sent;   /* shares completed ok */
     uint64_t chunks_dropped;            /* policy drop, all causes: */
     uint64_t dropped_by_age;            /*   its oldest share was older than slow_drop_after */
-    uint64_t dropped_by_quota;          /*   it held its share of slots, pages or tx queue */
+    uint64_t dropped_by_quota;          /*   it held its fair share of slots, pages or tx queue */
     uint64_t cut_off;                   /* 1: cut off for an oldest share older than the bound */
     uint64_t cut_off_age_ns;            /* that share's age when it was cut off */
     uint64_t chunks_failed;             /* refused or completed in error */

@@ -164,7 +164,7 @@ static void sub_leave(struct publish_thread *th, rc_peer_id peer)
         bump(&th->t.table_errors, 1);
         rc_warn("subscriber %s: removing it from the table failed: %s", s->name, strerror(-rc));
     }
-    rc_info("subscriber %s left%s: sent %" PRIu64 ", dropped %" PRIu64 " (age %" PRIu64 ", quota %" PRIu64
+    rc_info("subscriber %s left%s: sent %" PRIu64 ", dropped %" PRIu64 " (by age %" PRIu64 ", by quota %" PRIu64
             "), failed %" PRIu64, s->name, s->cut ? " (cut off)" : "", s->c.chunks_sent, s->c.chunks_dropped,
             s->c.dropped_by_age, s->c.dropped_by_quota, s->c.chunks_failed);
     keep_departed(th, s);
@@ -289,13 +289,26 @@ static bool behind_by_age(struct publish_thread *th, const struct pub_sub *s)
            rc_publisher_peer_oldest_age(th->pub, s->peer) > limit;
 }
 
+/* The publisher said -ENOBUFS: the subscriber holds its fair share of the
+ * header slots, pages or tx queue. Keeping up but busy for a moment (its
+ * oldest share younger than a quarter of slow_drop_after: on a loaded
+ * machine a reading subscriber is often a few milliseconds behind), it is
+ * waited for like congestion; otherwise it is behind. Under block it is
+ * always waited for. */
+static bool behind_by_quota(struct publish_thread *th, const struct pub_sub *s)
+{
+    const struct rc_daemon_params *d = &th->pb->cfg->daemon;
+    return d->slow_policy == RC_SLOW_DROP &&
+           rc_publisher_peer_oldest_age(th->pub, s->peer) >= d->slow_drop_after_ns / 4;
+}
+
 /* Send share i of the lane's current chunk. 0: posted (it completes through
  * on_send_complete); -ENOTCONN: its subscriber left; -EAGAIN: that
  * subscriber is behind (th->behind says why: sub_send_limit shares
- * outstanding, its oldest share older than slow_drop_after, or it holds
- * its share of the publisher's header slots, pages or tx queue); -EBUSY:
- * the publisher said -EAGAIN (its pools or the provider's queue are
- * empty for everyone): a moment's congestion, wait; other: refused. Only
+ * outstanding, its oldest share older than slow_drop_after, or it holds its
+ * fair share of the publisher's pools and is not keeping up); -EBUSY: wait
+ * a moment: the publisher said -EAGAIN (a pool or the provider's queue is
+ * empty) or -ENOBUFS for a subscriber that keeps up; other: refused. Only
  * on 0 does the share belong to the publisher. */
 static int send_share(struct publish_thread *th, struct publish_lane *lane, unsigned i)
 {
@@ -326,7 +339,7 @@ static int send_share(struct publish_thread *th, struct publish_lane *lane, unsi
     tok->next_free = th->free_token;
     th->free_token = k;
     if (rc == -ENOBUFS)
-        return -EAGAIN;
+        return behind_by_quota(th, s) ? -EAGAIN : -EBUSY;
     return rc == -EAGAIN ? -EBUSY : rc;
 }
 
@@ -535,8 +548,8 @@ static void log_thread_stats(struct publish_thread *th, uint64_t now)
         struct pub_sub *s = &th->subs[i];
         if (!s->in_use)
             continue;
-        rc_info("subscriber %s: %.3f Mchunk/s | sent %" PRIu64 " dropped %" PRIu64 " (age %" PRIu64
-                ", quota %" PRIu64 ") failed %" PRIu64 " | outstanding %u, oldest %.1f ms", s->name,
+        rc_info("subscriber %s: %.3f Mchunk/s | sent %" PRIu64 " dropped %" PRIu64 " (by age %" PRIu64
+                ", by quota %" PRIu64 ") failed %" PRIu64 " | outstanding %u, oldest %.1f ms", s->name,
                 (double)(s->c.chunks_sent - s->last_sent) / dt / 1e6, s->c.chunks_sent, s->c.chunks_dropped,
                 s->c.dropped_by_age, s->c.dropped_by_quota, s->c.chunks_failed, s->outstanding,
                 (double)rc_publisher_peer_oldest_age(th->pub, s->peer) / 1e6);
