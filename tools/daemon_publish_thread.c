@@ -289,27 +289,27 @@ static bool behind_by_age(struct publish_thread *th, const struct pub_sub *s)
            rc_publisher_peer_oldest_age(th->pub, s->peer) > limit;
 }
 
-/* The publisher said -ENOBUFS: the subscriber holds its fair share of the
- * header slots, pages or tx queue. Keeping up but busy for a moment (its
- * oldest share younger than a quarter of slow_drop_after: on a loaded
- * machine a reading subscriber is often a few milliseconds behind), it is
- * waited for like congestion; otherwise it is behind. Under block it is
- * always waited for. */
-static bool behind_by_quota(struct publish_thread *th, const struct pub_sub *s)
+/* The subscriber holds all it may: sub_send_limit shares, or (the
+ * publisher's -ENOBUFS) its fair share of the header slots, pages or tx
+ * queue. Keeping up but busy for a moment (its oldest share younger than
+ * half of slow_drop_after: on a loaded machine a reading subscriber is
+ * often tens of milliseconds behind, and rxm's connection setup holds the
+ * first sends), it is waited for like congestion; otherwise it is behind.
+ * Under block it is always waited for. */
+static bool behind_at_limit(struct publish_thread *th, const struct pub_sub *s)
 {
     const struct rc_daemon_params *d = &th->pb->cfg->daemon;
     return d->slow_policy == RC_SLOW_DROP &&
-           rc_publisher_peer_oldest_age(th->pub, s->peer) >= d->slow_drop_after_ns / 4;
+           rc_publisher_peer_oldest_age(th->pub, s->peer) >= d->slow_drop_after_ns / 2;
 }
 
 /* Send share i of the lane's current chunk. 0: posted (it completes through
  * on_send_complete); -ENOTCONN: its subscriber left; -EAGAIN: that
- * subscriber is behind (th->behind says why: sub_send_limit shares
- * outstanding, its oldest share older than slow_drop_after, or it holds its
- * fair share of the publisher's pools and is not keeping up); -EBUSY: wait
- * a moment: the publisher said -EAGAIN (a pool or the provider's queue is
- * empty) or -ENOBUFS for a subscriber that keeps up; other: refused. Only
- * on 0 does the share belong to the publisher. */
+ * subscriber is behind (th->behind says why: its oldest share is older
+ * than slow_drop_after, or it holds all it may, behind_at_limit); -EBUSY:
+ * wait a moment: the publisher said -EAGAIN (a pool or the provider's queue
+ * is empty), or the subscriber holds all it may but keeps up; other:
+ * refused. Only on 0 does the share belong to the publisher. */
 static int send_share(struct publish_thread *th, struct publish_lane *lane, unsigned i)
 {
     struct pub_sub *s = sub_of_table_id(th, lane->cur_subs[i]);
@@ -317,7 +317,7 @@ static int send_share(struct publish_thread *th, struct publish_lane *lane, unsi
         return -ENOTCONN;
     th->behind = BEHIND_LIMIT;
     if (s->outstanding >= th->sub_send_limit)
-        return -EAGAIN;
+        return behind_at_limit(th, s) ? -EAGAIN : -EBUSY;
     th->behind = BEHIND_AGE;
     if (behind_by_age(th, s))
         return -EAGAIN;
@@ -339,7 +339,7 @@ static int send_share(struct publish_thread *th, struct publish_lane *lane, unsi
     tok->next_free = th->free_token;
     th->free_token = k;
     if (rc == -ENOBUFS)
-        return behind_by_quota(th, s) ? -EAGAIN : -EBUSY;
+        return behind_at_limit(th, s) ? -EAGAIN : -EBUSY;
     return rc == -EAGAIN ? -EBUSY : rc;
 }
 
