@@ -106,7 +106,7 @@ static bool tx_within_share(const struct rc_publisher *p, const struct rc_pub_pe
 
 bool rc_pub_slots_within_quota(struct rc_publisher *p, const struct rc_pub_peer *peer, uint32_t more)
 {
-    if (peer->nslots_held == 0)
+    if (!p->fab.params.peer_fair_share || peer->nslots_held == 0)
         return true;   /* one over-sized send of a peer holding nothing */
     return within_share(peer->nslots_held, more, p->nslots, p->nslot_free, fair_share(p, p->nslots, 1)) &&
            tx_within_share(p, peer, more);
@@ -114,6 +114,8 @@ bool rc_pub_slots_within_quota(struct rc_publisher *p, const struct rc_pub_peer 
 
 bool rc_pub_page_within_quota(struct rc_publisher *p, const struct rc_pub_peer *peer)
 {
+    if (!p->fab.params.peer_fair_share)
+        return true;
     /* At least 2: one posted while the next fills. */
     return within_share(peer->npages_held, 1, p->npages, p->npage_free, fair_share(p, p->npages, 2)) &&
            tx_within_share(p, peer, 1);

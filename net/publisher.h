@@ -123,9 +123,10 @@ int  rc_publisher_register(struct rc_publisher *p, const void *addr, size_t len,
  * Returns 0: accepted, on_send_complete(key) will run exactly once;
  *   -EAGAIN: nothing sent (no header slot or provider queue full); progress
  *            was driven, try again later; the key is still the caller's;
- *   -ENOBUFS: nothing sent: this subscriber holds its share of the header
- *            slots or of the RDM tx queue (pool / (active subscribers + 1)):
- *            it is behind; the caller's slow policy decides (wait or drop);
+ *   -ENOBUFS: (params.peer_fair_share only) nothing sent: this subscriber
+ *            holds its fair share of the header slots or of the tx queue
+ *            (net/README.md, "Fair shares"): it is behind; the caller's
+ *            slow policy decides (wait or drop);
  *   -ENOTCONN: peer unknown, gone, or not yet through HELLO;
  *   -EFAULT: a piece is not in a registered region;  -EMSGSIZE: chunk
  *            needs more fragments than slots/the protocol allow;
@@ -136,8 +137,8 @@ int  rc_publisher_send(struct rc_publisher *p, rc_peer_id peer, uint64_t tag, ui
                        const struct iovec *iov, unsigned n, uint64_t key);
 /* Buffered send: copy the chunk as one record into the peer's current page;
  * on 0 the key has been released (on_send_complete(key, 0)) before return.
- * -EAGAIN: no free page; -ENOBUFS: this subscriber holds its share of the
- * pages (pool / (active subscribers + 1), at least 2): it is behind;
+ * -EAGAIN: no free page; -ENOBUFS: (params.peer_fair_share) this subscriber
+ * holds its fair share of the pages: it is behind;
  * -EMSGSIZE: record larger than a page (use send()); -ENOTCONN as above. */
 int  rc_publisher_send_buffered(struct rc_publisher *p, rc_peer_id peer, uint64_t tag,
                                 uint32_t flags, const struct iovec *iov, unsigned n,

@@ -705,6 +705,7 @@ int rc_publish_thread_init(struct publish_thread *th, struct rc_daemon_publish *
     }
     struct rc_fabric_params own = *fp;
     own.port = th->port;
+    own.peer_fair_share = true;   /* README.md, "Slow subscribers" */
     struct rc_publisher_callbacks cb = {
         .on_send_complete = on_send_complete, .on_peer_event = on_peer_event, .arg = th};
     return rc_publisher_create(&own, &cb, &th->pub, err, errlen);

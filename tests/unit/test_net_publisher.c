@@ -490,6 +490,61 @@ static void again_test(const struct prov *pv)
     pub_close(&c);
 }
 
+/* ---- 2b. fair shares: one subscriber that takes no data leaves the other its share */
+
+/* Send to peer without progress until it is refused; returns the accepted count. */
+static unsigned send_until_refused(struct pubctx *c, rc_peer_id peer, uint64_t *seq, int *rc)
+{
+    struct layout l;
+    struct iovec iov[MAX_PIECES];
+    unsigned n = 0;
+    for (;; (*seq)++, n++) {
+        make_layout(*seq, 1, 65536, &l);
+        *rc = rc_publisher_send(c->p, peer, *seq, (uint32_t)(*seq & 0xf), iov, to_iov(&l, iov), *seq);
+        if (*rc)
+            return n;
+    }
+}
+
+static void fair_share_test(const struct prov *pv)
+{
+    struct rc_fabric_params fp;
+    uint16_t port = next_port();
+    pub_params(&fp, pv, port);
+    fp.header_slots = 12;       /* 2 subscribers: fair share 12 / 3 = 4 */
+    fp.peer_fair_share = true;
+    struct pubctx c;
+    CU_ASSERT_EQUAL_FATAL(pub_open(&c, &fp, 100), 0);
+    struct sub_thread ta, tb;
+    sub_start(&ta, pv, port, 128 * 1024, 1, 65536, 0);
+    sub_start(&tb, pv, port, 128 * 1024, 1, 65536, 0);
+    rc_peer_id ids[2];
+    CU_ASSERT_EQUAL_FATAL(wait_subscribers(&c, 2, ids), 2);
+    /* No progress: nothing completes. The first may borrow beyond its 4
+     * while 4 stay free, so it gets 8; then -ENOBUFS, not -EAGAIN. */
+    uint64_t seq = 0;
+    int rc;
+    CU_ASSERT_EQUAL(send_until_refused(&c, ids[0], &seq, &rc), 8);
+    CU_ASSERT_EQUAL(rc, -ENOBUFS);
+    /* The other still finds its fair share free. */
+    CU_ASSERT_EQUAL(send_until_refused(&c, ids[1], &seq, &rc), 4);
+    CU_ASSERT_EQUAL(rc, -ENOBUFS);
+    struct rc_publisher_stats st;
+    rc_publisher_get_stats(c.p, &st);
+    CU_ASSERT_EQUAL(st.again_peer_quota, 2);
+    CU_ASSERT_EQUAL(st.again_no_slot, 0);
+    CU_ASSERT_EQUAL(st.slots_free, 0);
+    uint64_t want = 12;
+    CU_ASSERT(pump_until(&c, keys_reached, &want, 10 * SEC));
+    CU_ASSERT_EQUAL(c.keys.ok, 12);
+    sub_stop(&ta);
+    sub_stop(&tb);
+    pub_close(&c);
+}
+
+static void test_fair_share_msg(void) { fair_share_test(&PROVS[0]); }
+static void test_fair_share_rdm(void) { fair_share_test(&PROVS[1]); }
+
 static void test_again_msg(void) { again_test(&PROVS[0]); }
 static void test_again_rdm(void) { again_test(&PROVS[1]); }
 
@@ -1162,6 +1217,7 @@ static void register_tests(void)
     static const struct named_test msg[] = {
         { "stream 10^6 msgs, tcp msg", test_stream_msg },
         { "EAGAIN and recovery, tcp msg", test_again_msg },
+        { "fair share of header slots, tcp msg", test_fair_share_msg },
         { "close_peer and pending_sends, tcp msg", test_pending_msg },
         { "iov_limit / rx buffer fragments, tcp msg", test_fragments_msg },
         { "buffered pages, tcp msg", test_buffered_msg },
@@ -1173,6 +1229,7 @@ static void register_tests(void)
     static const struct named_test rdm[] = {
         { "stream 10^6 msgs, tcp;ofi_rxm rdm", test_stream_rdm },
         { "EAGAIN and recovery, tcp;ofi_rxm rdm", test_again_rdm },
+        { "fair share of header slots, tcp;ofi_rxm rdm", test_fair_share_rdm },
         { "close_peer and pending_sends, tcp;ofi_rxm rdm", test_pending_rdm },
         { "iov_limit / rx buffer fragments, tcp;ofi_rxm rdm", test_fragments_rdm },
         { "buffered pages, tcp;ofi_rxm rdm", test_buffered_rdm },
