@@ -675,11 +675,12 @@ static int create_tokens(struct publish_thread *th, const struct rc_fabric_param
     for (uint32_t i = 0; i < th->ntokens; i++)
         th->tokens[i].next_free = i + 1 < th->ntokens ? i + 1 : UINT32_MAX;
     th->free_token = 0;
-    /* A subscriber with this many shares outstanding is behind. At most a
-     * quarter of the header slots and half the provider's tx queue. The
-     * publisher bounds what one subscriber holds more finely (a share may
-     * be several fragments): its fair part of the header slots, pages and
-     * RDM tx queue, refused with -ENOBUFS (behind, too). */
+    /* A subscriber with this many shares outstanding holds all it may: at
+     * most a quarter of the header slots and half the provider's tx queue.
+     * The publisher bounds what one subscriber holds more finely (a share
+     * may be several fragments): its fair share of the header slots, pages
+     * and tx queue, refused with -ENOBUFS. Either way behind_at_limit()
+     * decides between waiting a moment and dropping. */
     uint32_t limit = fp->header_slots / 4;
     if (limit > fp->tx_queue / 2)
         limit = fp->tx_queue / 2;
