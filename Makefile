@@ -3,14 +3,18 @@
 #   make test       install missing packages, build, run every test (also under sanitizers, and fuzz)
 #   make run        install missing packages, build, run the daemon on the simulated card
 #   make bench      run the benchmarks
-#   make install PREFIX=/usr/local DESTDIR=
+#   make install PREFIX=/usr/local DESTDIR=   (LIBDIR=$(PREFIX)/lib, INCLUDEDIR=$(PREFIX)/include)
 #   make CC=clang   build with clang
 CC       ?= gcc
 PREFIX   ?= /usr/local
 DESTDIR  ?=
+LIBDIR   ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+DOCDIR   ?= $(PREFIX)/share/doc/ringcast
 BUILD    ?= build
 NPROC    := $(shell nproc 2>/dev/null || echo 2)
 VERSION  := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
+SOVERSION := $(firstword $(subst ., ,$(VERSION)))
 
 PKGS      := libfabric libdpdk liburcu-memb liburcu-cds inih
 TEST_PKGS := cunit
@@ -25,12 +29,19 @@ TEST_LIBS   := $(shell pkg-config --libs $(TEST_PKGS) 2>/dev/null)
 OPT      ?= -O2 -g
 CFLAGS   ?= $(OPT)
 WARN     := -Wall -Wextra -Werror -Wno-missing-field-initializers
-CPPFLAGS += -I. -DRC_VERSION=\"$(VERSION)\" -D_GNU_SOURCE
-ALL_CFLAGS = -std=gnu11 $(WARN) -fPIC $(CPPFLAGS) $(PKG_CFLAGS) $(CFLAGS) $(EXTRA_CFLAGS)
+CPPFLAGS += -I. -Iinclude -DRC_VERSION=\"$(VERSION)\" -D_GNU_SOURCE
+ALL_CFLAGS = -std=gnu11 $(WARN) -fPIC $(VISIBILITY) $(CPPFLAGS) $(PKG_CFLAGS) $(CFLAGS) $(EXTRA_CFLAGS)
 LDLIBS   += $(PKG_LIBS) -lpthread -lm
 
-LIB_SRC   := $(wildcard config/*.c dma/*.c readout/*.c net/*.c)
+LIB_SRC   := $(wildcard config/*.c dma/*.c readout/*.c net/*.c api/*.c)
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+# The client library: subscriber and client publisher (include/ringcast/sub.h,
+# pub.h) need net/ without the liburcu subscription table, and the public
+# wrappers api/client_*.c. It links libfabric and nothing else.
+CLIENT_SRC := $(filter-out net/sub_table.c,$(wildcard net/*.c)) $(wildcard api/client_*.c)
+CLIENT_OBJ := $(CLIENT_SRC:%.c=$(BUILD)/obj/%.o)
+CLIENT_LIBS := $(shell pkg-config --libs libfabric 2>/dev/null)
+API_HEADERS := $(wildcard include/ringcast/*.h)
 TOOL_MAIN := $(wildcard tools/ringcast-*.c)
 TOOL_AUX  := $(filter-out $(TOOL_MAIN),$(wildcard tools/*.c))
 TOOL_AUX_OBJ := $(TOOL_AUX:%.c=$(BUILD)/obj/%.o)
@@ -43,12 +54,20 @@ TESTS     := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 IT_SRC    := $(wildcard tests/integration/*.c)
 IT_PROGS  := $(IT_SRC:tests/integration/%.c=$(BUILD)/tests/integration/%)
 STATIC_LIB := $(BUILD)/lib/libringcast.a
-SHARED_LIB := $(BUILD)/lib/libringcast.so
+# Versioned shared libraries (SONAME lib*.so.$(SOVERSION)), built with
+# -fvisibility=hidden: only functions declared RC_API in include/ringcast/ are
+# exported. Our tools and tests link the static library, where the internal
+# symbols stay reachable.
+SHARED_LIB := $(BUILD)/lib/libringcast.so.$(VERSION)
+CLIENT_LIB := $(BUILD)/lib/libringcast-client.so.$(VERSION)
+# A shared library must name every library it needs (sanitizer builds clear
+# this: their runtime is linked into the programs only).
+SO_LDFLAGS ?= -Wl,--no-undefined -Wl,--as-needed
 # LD_PRELOAD allocation counter for ringcast-bench (not part of the library).
 ALLOC_SHIM := $(BUILD)/lib/librc_alloc_count.so
 
 .PHONY: all deps test unit-test integration-test run bench soak install clean config-example check-example check-clang
-all: $(STATIC_LIB) $(SHARED_LIB) $(TOOLS) $(TESTS) $(IT_PROGS) $(ALLOC_SHIM)
+all: $(STATIC_LIB) $(SHARED_LIB) $(CLIENT_LIB) $(TOOLS) $(TESTS) $(IT_PROGS) $(ALLOC_SHIM)
 
 deps:
 	@./deploy/install-deps.sh
@@ -65,13 +84,35 @@ $(BUILD)/obj/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(TEST_CFLAGS) -MMD -MP -c $< -o $@
 
+$(LIB_OBJ): VISIBILITY := -fvisibility=hidden
+
+# include/ringcast/version.h's numbers must be the VERSION file's.
+$(BUILD)/obj/api/client_version.o: $(BUILD)/version-checked
+$(BUILD)/version-checked: VERSION include/ringcast/version.h
+	@mkdir -p $(dir $@)
+	@v=$$(sed -n 's/^#define RINGCAST_VERSION_\(MAJOR\|MINOR\|PATCH\) *\([0-9][0-9]*\)$$/\2/p' \
+	  include/ringcast/version.h | paste -sd.); [ "$$v" = "$(VERSION)" ] || \
+	  { echo "include/ringcast/version.h says '$$v' but VERSION says '$(VERSION)'"; exit 1; }
+	@touch $@
+
 $(STATIC_LIB): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(SHARED_LIB): $(LIB_OBJ)
+# so_link NAME,LIBS: link $@ from $^ with SONAME NAME.so.$(SOVERSION) and the
+# symlinks NAME.so.$(SOVERSION) and NAME.so next to it.
+define so_link
 	@mkdir -p $(dir $@)
-	$(CC) -shared -o $@ $^ $(LDLIBS)
+	$(CC) -shared -Wl,-soname,$(1).so.$(SOVERSION) $(SO_LDFLAGS) -o $@ $^ $(2) $(LDFLAGS)
+	ln -sf $(notdir $@) $(dir $@)$(1).so.$(SOVERSION)
+	ln -sf $(notdir $@) $(dir $@)$(1).so
+endef
+
+$(SHARED_LIB): $(LIB_OBJ)
+	$(call so_link,libringcast,$(LDLIBS))
+
+$(CLIENT_LIB): $(CLIENT_OBJ)
+	$(call so_link,libringcast-client,$(CLIENT_LIBS))
 
 $(ALLOC_SHIM): tools/alloc_count/alloc_count.c
 	@mkdir -p $(dir $@)
@@ -128,14 +169,29 @@ soak: deps
 	@$(MAKE) --no-print-directory -j$(NPROC) all
 	@./tests/soak.sh $(BUILD)
 
+# pc_file NAME,LIBS.PRIVATE: deploy/pkgconfig/NAME.pc.in with this install's
+# directories into $(DESTDIR)$(LIBDIR)/pkgconfig/NAME.pc.
+define pc_file
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' \
+	  -e 's|@VERSION@|$(VERSION)|g' -e 's|@LIBS_PRIVATE@|$(strip $(2))|g' \
+	  deploy/pkgconfig/$(1).pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/$(1).pc
+endef
+
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/ringcast \
-	  $(DESTDIR)$(PREFIX)/share/ringcast
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/ringcast \
+	  $(DESTDIR)$(PREFIX)/share/ringcast $(DESTDIR)$(DOCDIR)
 	install -m 755 $(TOOLS) $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 $(STATIC_LIB) $(DESTDIR)$(PREFIX)/lib/
-	install -m 755 $(SHARED_LIB) $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 $(STATIC_LIB) $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(SHARED_LIB) $(CLIENT_LIB) $(DESTDIR)$(LIBDIR)/
+	for l in libringcast libringcast-client; do \
+	  ln -sf $$l.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$$l.so.$(SOVERSION) && \
+	  ln -sf $$l.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$$l.so || exit 1; done
+	install -m 644 $(API_HEADERS) $(DESTDIR)$(INCLUDEDIR)/ringcast/
+	$(call pc_file,ringcast-client,$(CLIENT_LIBS))
+	$(call pc_file,ringcast,$(LDLIBS))
+	install -m 644 include/README.md $(DESTDIR)$(DOCDIR)/API.md
+	install -m 644 LICENSE $(DESTDIR)$(DOCDIR)/
 	install -m 644 deploy/ringcast.ini $(DESTDIR)$(PREFIX)/share/ringcast/
-	for h in $(wildcard net/ringcast_sub.h); do install -m 644 $$h $(DESTDIR)$(PREFIX)/include/ringcast/; done
 
 # ---- Sanitizers and fuzzing (make test runs all three; clang builds) --------
 #   make test-asan    every unit and integration test, AddressSanitizer + UBSan (build-asan)
@@ -169,7 +225,7 @@ FUZZ_TIME  ?= 30
 define san_build
 	@echo '$(2) | $(3)' | cmp -s - $(1)/.flags || { rm -rf $(1); mkdir -p $(1); echo '$(2) | $(3)' > $(1)/.flags; }
 	@$(MAKE) --no-print-directory -j$(NPROC) CC=clang BUILD=$(1) OPT="$(SAN_OPT)" EXTRA_CFLAGS="$(2)" \
-	  LDFLAGS="$(3)" $(4)
+	  LDFLAGS="$(3)" SO_LDFLAGS= $(4)
 endef
 
 test-asan:

@@ -2,7 +2,8 @@
  * against one schema table (config/schema_*.c) that is the single source of
  * truth for parsing, validation, --help-config and deploy/ringcast.ini.
  *
- * Callers: tools/ only. Modules get their own *_params structs, filled here.
+ * Callers: tools/ and api/full_readout.c (ringcast/readout.h loads a file for an
+ * embedding program). Modules get their own *_params structs, filled here.
  */
 #ifndef RC_CONFIG_H
 #define RC_CONFIG_H

@@ -32,6 +32,10 @@ static const struct rc_cfg_key card_keys[] = {
     {.key = "memory", .type = RC_CFG_ENUM, .def = "anon", .choices = "anon|hugetlb|shm",
      RC_CFG_FIELD(T, memory),
      .help = "Ring memory: anonymous, 2 MiB huge pages (ring_size a multiple of 2M), or POSIX shm."},
+    {.key = "on_firmware_loss", .type = RC_CFG_ENUM, .def = "wait", .choices = "wait|stop",
+     RC_CFG_FIELD(T, on_firmware_loss),
+     .help = "Firmware died or hung (ringcast-sim killed, or no heartbeat for 3 s): wait = a new"
+             " ringcast-sim takes over the running DMA; stop = stop this card."},
     {.key = "shm_name", .type = RC_CFG_STRING, .def = "auto", .min = 0, .max = RC_CFG_SHM_NAME_MAX,
      .flags = RC_CFG_F_AUTO, RC_CFG_FIELD(T, shm_name),
      .help = "Base name of the card's objects in /dev/shm ([A-Za-z0-9._-]); auto = ringcast-card<N>."},

@@ -151,6 +151,10 @@ static const struct rc_cfg_key fabric_keys[] = {
     {.key = "fault_eagain_burst", .type = RC_CFG_UINT, .def = "100", .min = 1, .max = UINT32_MAX,
      RC_CFG_FIELD(T, faults.eagain_burst),
      .help = "TESTING ONLY: sends refused in a row by one -FI_EAGAIN storm."},
+    {.key = "fault_eagain_streak", .type = RC_CFG_DURATION, .def = "0", .min = 0, .max = 600 * S,
+     RC_CFG_FIELD(T, faults.eagain_streak_ns),
+     .help = "TESTING ONLY: every Nth data send (fault_eagain_every) starts a streak this long"
+             " refusing sends to that subscriber only; 0 = storms instead."},
 };
 
 const struct rc_cfg_section rc_cfg_section_fabric = {

@@ -78,6 +78,8 @@ void rc_buf_drop_filling(struct rc_publisher *p, struct rc_pub_peer *peer)
  * another error (page dropped and counted: its records are lost). */
 static int post_page(struct rc_publisher *p, struct rc_pub_peer *peer)
 {
+    if (peer->resume.active)
+        return -EAGAIN;  /* a chunk's fragments go back to back, and before later records */
     uint32_t op_id = peer->page;
     struct rc_pub_txop *op = &p->ops[op_id];
     uint8_t *buf = page_addr(p, op_id);

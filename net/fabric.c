@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
+#include <strings.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +26,59 @@ int rc_fabric_error(const struct rc_fabric *f, char *err, size_t errlen, const c
         code = FI_EOTHER;
     rc_set_err(err, errlen, "%s(%s): %s", call, f ? f->where : "", fi_strerror(code));
     return -code;
+}
+
+/* ---- FI_AV_REMOVE_CLEANUP (net/README.md, "Dead peers") ------------------ */
+
+#define RC_FABRIC_CLEANUP_ENV "FI_AV_REMOVE_CLEANUP"
+
+static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+static char env_refused[64];    /* the user's value when it reads as false */
+
+/* libfabric's boolean parameter parsing (fi_param_get_bool): these are false. */
+static bool reads_false(const char *v)
+{
+    static const char *const no[] = { "0", "false", "no", "off" };
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
+        if (strcasecmp(v, no[i]) == 0)
+            return true;
+    return false;
+}
+
+static void env_init_once(void)
+{
+    const char *v = getenv(RC_FABRIC_CLEANUP_ENV);
+    if (!v || !*v)
+        setenv(RC_FABRIC_CLEANUP_ENV, "1", 1);
+    else if (reads_false(v))
+        snprintf(env_refused, sizeof env_refused, "%s", v);
+}
+
+void rc_fabric_env_init(void)
+{
+    pthread_once(&env_once, env_init_once);
+}
+
+/* An ofi_rxm publisher without FI_AV_REMOVE_CLEANUP could not prove that a
+ * removed subscriber's sends stopped reading the ring: refused. */
+static int check_cleanup_env(struct rc_fabric *f, char *err, size_t errlen)
+{
+    if (!f->rxm || f->role != RC_FABRIC_LISTEN || !env_refused[0])
+        return 0;
+    rc_set_err(err, errlen, "%s=%s in the environment (%s): a publisher over ofi_rxm needs 1, "
+               "or a dead subscriber's sends could read released ring memory; unset it",
+               RC_FABRIC_CLEANUP_ENV, env_refused, f->where);
+    return -EINVAL;
+}
+
+/* How a cut-off peer's operations are let go (fabric.h). */
+static enum rc_fabric_letgo letgo_rule(const struct rc_fabric *f)
+{
+    if (!f->rdm)
+        return RC_LETGO_EP_CLOSE;
+    if (f->rxm)
+        return RC_LETGO_AV_REMOVE;  /* FI_AV_REMOVE_CLEANUP=1: check_cleanup_env */
+    return RC_LETGO_COMPLETION;
 }
 
 static const char *ep_kind_name(enum rc_ep_kind k)
@@ -69,6 +124,7 @@ static int get_info(struct rc_fabric *f, char *err, size_t errlen)
     char service[16];
     snprintf(service, sizeof service, "%u", (unsigned)p->port);
     uint64_t flags = f->role == RC_FABRIC_LISTEN ? FI_SOURCE : 0;
+    rc_fabric_env_init();  /* before libfabric initialises itself */
     int rc = fi_getinfo(RC_FABRIC_API_VERSION, p->address, service, flags, hints, &f->info);
     fi_freeinfo(hints);
     if (rc)
@@ -102,6 +158,7 @@ static void honour_info(struct rc_fabric *f)
     f->tx_size = i->tx_attr->size;
     f->rx_size = i->rx_attr->size;
     f->next_requested_key = 1;
+    f->letgo = letgo_rule(f);
 }
 
 static int open_cq(struct rc_fabric *f, size_t min_entries, char *err, size_t errlen)
@@ -185,6 +242,9 @@ static int open_all(struct rc_fabric *f, size_t min_cq_entries, char *err, size_
     if (rc)
         return rc;
     honour_info(f);
+    rc = check_cleanup_env(f, err, errlen);
+    if (rc)
+        return rc;
     rc = fi_fabric(f->info->fabric_attr, &f->fabric, NULL);
     if (rc)
         return rc_fabric_error(f, err, errlen, "fi_fabric", rc);

@@ -41,6 +41,22 @@ enum rc_fabric_role {
     RC_FABRIC_CONNECT,  /* subscriber: params.address:port is the publisher */
 };
 
+/* How the provider lets go of the operations posted to one peer when we cut
+ * that peer off: what proves that it no longer reads the memory of those
+ * sends, so that their keys (ring memory) may be released
+ * (net/README.md, "Dead peers"). */
+enum rc_fabric_letgo {
+    RC_LETGO_COMPLETION = 0, /* nothing but each operation's own completion:
+                              * a dead peer's keys wait for their completions */
+    RC_LETGO_EP_CLOSE,       /* MSG: fi_close of the peer's endpoint flushes or
+                              * cancels everything posted on it */
+    RC_LETGO_AV_REMOVE,      /* ofi_rxm with FI_AV_REMOVE_CLEANUP=1: fi_av_remove
+                              * closes the hidden connection (its core endpoint) */
+    RC_LETGO_AT_POST,        /* the provider copies a message when it is posted:
+                              * no posted operation reads our memory later
+                              * (a provider whose sends are all inject-sized) */
+};
+
 /* Read-only for callers after rc_fabric_open(). */
 struct rc_fabric {
     struct rc_fabric_params params;
@@ -67,6 +83,7 @@ struct rc_fabric {
     size_t inject_size;
     size_t max_msg_size;
     size_t tx_size, rx_size;       /* provider tx/rx context sizes */
+    enum rc_fabric_letgo letgo;    /* how a cut-off peer's sends are let go */
     uint64_t next_requested_key;   /* for !mr_prov_key */
     char where[224];               /* "prov=tcp, ep=msg, 127.0.0.1:12345" */
 };
@@ -81,6 +98,15 @@ struct rc_fabric {
  *                  provider choose, the publisher's address is
  *                  f->info->dest_addr, insert it with rc_fabric_av_insert()).
  * On failure everything opened is closed and f is zeroed (close is safe). */
+/* Every process of ours must run libfabric with FI_AV_REMOVE_CLEANUP=1 (the
+ * only way ofi_rxm lets go of a removed peer's sends). rc_fabric_open()
+ * calls this before its first fi_getinfo; libfabric reads the variable once,
+ * at its own initialisation, so an application that calls libfabric itself
+ * earlier must call this first (or set the variable). Sets it to 1 when it
+ * is unset; a value libfabric reads as false is left alone, and then an
+ * ofi_rxm publisher refuses to open (rc_fabric_open). Thread-safe, once. */
+void rc_fabric_env_init(void);
+
 int  rc_fabric_open(struct rc_fabric *f, const struct rc_fabric_params *params,
                     enum rc_fabric_role role, size_t min_cq_entries,
                     char *err, size_t errlen);

@@ -13,6 +13,8 @@ struct rc_fault_params {
     uint64_t send_error_every;    /* every Nth successful data/page completion reported as an error */
     uint64_t eagain_every;        /* every Nth data/page post starts a storm of -FI_EAGAIN ... */
     uint32_t eagain_burst;        /* ... refusing this many posts in a row */
+    uint64_t eagain_streak_ns;    /* nonzero: instead, every Nth post starts a streak of this
+                                   * long in which posts to that one subscriber are refused */
 };
 
 struct rc_fabric_params {

@@ -7,7 +7,10 @@
  *   publisher must treat it like any failed send: the subscriber is declared
  *   dead and every key it held comes back exactly once);
  * - -FI_EAGAIN storms: every Nth data or page post starts a run of `burst`
- *   posts refused with -FI_EAGAIN, as a full provider queue does.
+ *   posts refused with -FI_EAGAIN, as a full provider queue does;
+ * - -FI_EAGAIN streaks (fault_eagain_streak): every Nth post starts a time
+ *   in which the posts to that one subscriber are refused, as a congested
+ *   connection does (a later fragment of a chunk then meets it).
  * Counters, not randomness, decide, so a test knows exactly what it caused.
  * Control messages are never touched: their paths are tested elsewhere. When
  * off (the default) each hook costs one predictable branch. */
@@ -26,11 +29,31 @@ static bool is_live_op(const struct rc_publisher *p, void *ctx)
     return op->gen == rc_pub_ctx_gen(ctx) && op->state == RC_TXOP_POSTED;
 }
 
-bool rc_pub_fault_refuse_post(struct rc_publisher *p, void *ctx)
+/* A streak: one subscriber's posts refused for a while (a peer whose
+ * connection is congested), the others' not. Clock read only when on. */
+static bool refuse_streak(struct rc_publisher *p, uint32_t peer)
+{
+    const struct rc_fault_params *f = &p->fab.params.faults;
+    uint64_t now = rc_now_ns();
+    if (p->fault.streak_peer == peer && now < p->fault.streak_until_ns) {
+        p->st.faults_eagain++;
+        return true;
+    }
+    if (++p->fault.posts % f->eagain_every == 0) {
+        p->fault.streak_peer = peer;   /* from its next post on */
+        p->fault.streak_until_ns = now + f->eagain_streak_ns;
+        p->st.faults_eagain_streaks++;
+    }
+    return false;
+}
+
+bool rc_pub_fault_refuse_post(struct rc_publisher *p, uint32_t peer, void *ctx)
 {
     const struct rc_fault_params *f = &p->fab.params.faults;
     if (f->eagain_every == 0 || !is_data_op(p, ctx))
         return false;
+    if (f->eagain_streak_ns)
+        return refuse_streak(p, peer);
     if (p->fault.storm_left == 0 && ++p->fault.posts % f->eagain_every == 0)
         p->fault.storm_left = f->eagain_burst;
     if (p->fault.storm_left == 0)

@@ -70,19 +70,45 @@ struct rc_pub_sendrec {
     int status;                /* first error among the fragments */
 };
 
+/* Where the next fragment of a chunk starts: piece index and offset inside
+ * it, bytes of payload planned so far. */
+struct rc_pub_frag_cursor { unsigned piece; size_t off; uint64_t done; };
+
+#define RC_PUB_RESUME_PIECES 256u   /* pieces a deferred fragmented send can keep */
+
+/* A fragmented send whose later fragment met -FI_EAGAIN: its key is accepted
+ * already, fragment 0.. next_index-1 are posted; the rest is posted from
+ * progress (fragments of a chunk stay back to back: further sends to the
+ * peer return -EAGAIN until it is done). Fixed per-peer storage. */
+struct rc_pub_resume {
+    bool active;
+    uint16_t next_index, frag_count;
+    uint32_t record;           /* its rc_pub_sendrec: holds the posting reference */
+    uint32_t flags, total;
+    uint64_t tag, max_payload;
+    uint64_t since_ns;         /* when the first fragment was deferred */
+    struct rc_pub_frag_cursor c;   /* over iov[0..n-1] */
+    unsigned n;
+    struct iovec *iov;         /* RC_PUB_RESUME_PIECES, allocated at create */
+};
+
 enum rc_peer_state {
     RC_PEER_FREE = 0,
     RC_PEER_CONNECTING,        /* MSG: accepted, FI_CONNECTED not yet seen */
     RC_PEER_CONNECTED,         /* waiting for HELLO */
     RC_PEER_ACTIVE,            /* through HELLO: may receive data */
-    RC_PEER_CLOSED,            /* endpoint gone; outstanding ops still to release */
-    RC_PEER_DRAINING,          /* RDM, dead by an error completion but maybe alive: no new sends,
-                                * its posted ops may still read the ring, so their keys are kept
-                                * until they complete or drain_deadline_ns */
+    RC_PEER_CLOSED,            /* transport gone and the provider let go (close_transport
+                                * returned true): outstanding ops still to release */
+    RC_PEER_DRAINING,          /* cut off, out of the table, no new sends; its posted ops may
+                                * still read the ring: keys come back with their completions.
+                                * RDM: its address stays until drain_deadline_ns (its BYE can
+                                * go out) or until nothing is outstanding; the removal
+                                * releases the rest if it proves the provider let go
+                                * (has_addr false afterwards); otherwise completions only. */
 };
 
 enum rc_peer_doom { RC_DOOM_NONE = 0, RC_DOOM_BYE, RC_DOOM_SHUTDOWN, RC_DOOM_SILENCE,
-                    RC_DOOM_ERROR, RC_DOOM_LOCAL };
+                    RC_DOOM_STUCK, RC_DOOM_ERROR, RC_DOOM_LOCAL };
 
 struct rc_pub_ctrl_msg { uint8_t len; uint8_t bytes[RC_PUB_CTRL_MAX]; };
 
@@ -98,12 +124,14 @@ struct rc_pub_peer {
     bool joined;               /* HELLO accepted (counted in peers_active) */
     bool connected;            /* MSG: FI_CONNECTED read (a HELLO may come first); RDM: true */
     uint64_t last_rx_ns, last_hb_tx_ns;
+    uint64_t rx_seen_ns, starved_base_ns;  /* check_liveness: p->starved_ns when last_rx_ns was seen */
     uint32_t op_head, op_tail, nops;
     uint32_t nslots_held;      /* header slots posted to it (its share of the pool) */
     uint32_t npages_held;      /* pages filling or posted to it */
     uint32_t page;             /* page being filled, or RC_PUB_NONE */
     uint32_t data_seq;         /* stream sequence number of the next DATA/PAGE posted */
-    uint64_t drain_deadline_ns;  /* RC_PEER_DRAINING: reaped at the latest then */
+    uint64_t drain_deadline_ns;  /* RC_PEER_DRAINING: address removed at the latest then */
+    struct rc_pub_resume resume;
     struct rc_wire_range *ranges;   /* sorted, disjoint, not adjacent */
     uint32_t nranges;
     struct rc_pub_ctrl_msg ctrl[RC_PUB_CTRL_QUEUE];
@@ -142,10 +170,12 @@ struct rc_publisher {
     uint32_t npeers;
     uint64_t publisher_id;
     uint64_t next_timer_ns, timer_period_ns;
-    uint64_t last_progress_ns; /* when progress last read the CQ: ages are measured to it */
     uint32_t ndoomed;          /* peers marked for teardown (done in progress only) */
     uint32_t nclosed;          /* closed peers whose keys are not yet reported */
     uint32_t ndraining;        /* peers in RC_PEER_DRAINING */
+    uint32_t nresuming;        /* peers with resume.active */
+    uint64_t last_progress_ns; /* start of the previous progress call */
+    uint64_t starved_ns;       /* total of the pauses between progress calls over 50 ms */
     uint32_t ctrl_waiting;     /* peers with control messages waiting */
     struct rc_wire_range *scratch;  /* RC_WIRE_MAX_RANGES: subscription edits */
     fi_addr_t refused[8];      /* RDM: refused addresses, removed from the AV later */
@@ -155,6 +185,8 @@ struct rc_publisher {
     struct rc_pub_fault_state {
         uint64_t posts, completions;   /* data/page posts and ok completions seen */
         uint32_t storm_left;           /* -FI_EAGAIN refusals still to give */
+        uint32_t streak_peer;          /* peer index of the current streak */
+        uint64_t streak_until_ns;      /* posts to it are refused until then */
     } fault;
 
     struct rc_publisher_stats st;
@@ -196,8 +228,9 @@ void rc_pub_forget_refused(struct rc_publisher *p, uint64_t now);
 void rc_pub_bye_address(struct rc_publisher *p, fi_addr_t addr, enum rc_bye_reason reason);
 
 /* pub_faults.c: fault injection ([fabric] fault_*), data and page ops only. */
-/* true: refuse this post (op_context ctx) with -FI_EAGAIN (a storm is on). */
-bool rc_pub_fault_refuse_post(struct rc_publisher *p, void *ctx);
+/* true: refuse this post to peer index `peer` (op_context ctx) with
+ * -FI_EAGAIN (a storm or that peer's streak is on). */
+bool rc_pub_fault_refuse_post(struct rc_publisher *p, uint32_t peer, void *ctx);
 /* Turn a successful completion into an error one when it is due. */
 void rc_pub_fault_completion(struct rc_publisher *p, struct rc_fabric_cqe *e);
 
@@ -207,6 +240,15 @@ void rc_zc_fini(struct rc_publisher *p);
 /* A txop completed (status 0 or -errno) or was released (peer dead). */
 void rc_zc_slot_done(struct rc_publisher *p, uint32_t slot, int status, uint64_t *pulled_key,
                      bool *pulled);
+
+/* Post what deferred fragmented sends still have to post (from progress). */
+void rc_zc_resume_all(struct rc_publisher *p);
+/* The peer leaves: its deferred fragments are not sent; the posting
+ * reference of their send goes (-ECONNRESET), so the key completes with the
+ * last posted fragment. keys != NULL: a key completing now is written to
+ * keys[(*count)++] (at most max) instead of the callback. */
+void rc_zc_resume_abandon(struct rc_publisher *p, struct rc_pub_peer *peer, uint64_t *keys,
+                          unsigned max, unsigned *count);
 
 /* buffered.c */
 int  rc_buf_init(struct rc_publisher *p, char *err, size_t errlen);

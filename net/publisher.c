@@ -16,6 +16,7 @@
 
 #define RC_PUB_TIMER_MIN_NS 100000u      /* 100 us */
 #define RC_PUB_TIMER_MAX_NS 10000000u    /* 10 ms */
+#define RC_PUB_STARVED_NS 50000000u      /* 50 ms between progress calls: starved */
 
 /* ---- peers and their op lists ------------------------------------------ */
 
@@ -136,7 +137,7 @@ int rc_pub_post(struct rc_publisher *p, struct rc_pub_peer *peer, const struct i
     struct fid_ep *ep = p->fab.rdm ? p->fab.ep : peer->ep;
     if (!ep)
         return -FI_ENOTCONN;
-    if (rc_pub_fault_refuse_post(p, ctx))
+    if (rc_pub_fault_refuse_post(p, (uint32_t)(peer - p->peers), ctx))
         return -FI_EAGAIN;
     return (int)fi_sendv(ep, iov, desc, n, peer->has_addr ? peer->addr : FI_ADDR_UNSPEC, ctx);
 }
@@ -191,32 +192,35 @@ static void reclaim_peer_rx(struct rc_publisher *p, uint32_t idx)
 }
 
 /* Close the transport to a peer: afterwards it can neither send nor receive.
- * Its outstanding ops stay listed until reaped or pulled. An RDM subscriber
- * declared dead by an error completion may well be alive: it is told BYE, so
- * it reconnects at once instead of after its own peer timeout (with MSG,
- * closing the endpoint tells it). Not after silence or a stuck send: that
- * BYE would wait behind the stuck sends and hold one of the few peerless
- * control buffers for good. */
-static void close_transport(struct rc_publisher *p, struct rc_pub_peer *peer, bool tell_rdm_peer)
+ * Returns true when the provider has provably let go of every operation
+ * posted to it (fabric.h, enum rc_fabric_letgo): only then may the keys still
+ * on its op list be released, since until then the provider may still read
+ * the ring memory behind them and hand it to a subscriber that is alive
+ * (issue 10). MSG: fi_close of its endpoint flushes or cancels everything.
+ * RDM over ofi_rxm: fi_av_remove with FI_AV_REMOVE_CLEANUP=1 (fabric.c sets
+ * it) closes the hidden connection, i.e. rxm's core endpoint of that peer. */
+static bool close_transport(struct rc_publisher *p, struct rc_pub_peer *peer)
 {
     uint32_t idx = (uint32_t)(peer - p->peers);
     rc_pub_drop_control(p, peer);  /* while a last BYE can still go out */
+    bool let_go = peer->nops == 0 || p->fab.letgo == RC_LETGO_AT_POST;
     if (peer->ep) {
         rc_fabric_ep_close(peer->ep);
         peer->ep = NULL;
         reclaim_peer_rx(p, idx);
+        let_go = true;
     }
-    if (peer->has_addr && tell_rdm_peer) {
-        rc_pub_bye_address(p, peer->addr, RC_BYE_NORMAL);
-        peer->has_addr = false;
-    } else if (peer->has_addr) {
+    if (peer->has_addr) {
         char err[256];
         if (rc_fabric_av_remove(&p->fab, peer->addr, err, sizeof err))
             rc_set_err(p->err, sizeof p->err, "%.100s: %.200s", peer->name, err);
+        else if (p->fab.letgo == RC_LETGO_AV_REMOVE)
+            let_go = true;
         peer->has_addr = false;
     }
     rc_buf_drop_filling(p, peer);
     peer->state = RC_PEER_CLOSED;
+    return let_go;
 }
 
 static void count_doom(struct rc_publisher *p, enum rc_peer_doom why)
@@ -229,71 +233,93 @@ static void count_doom(struct rc_publisher *p, enum rc_peer_doom why)
         return;
     case RC_DOOM_SHUTDOWN: p->st.dead_by_shutdown++; break;
     case RC_DOOM_SILENCE: p->st.dead_by_silence++; break;
+    case RC_DOOM_STUCK: p->st.dead_by_stuck_send++; break;
     case RC_DOOM_ERROR: p->st.dead_by_error++; break;
     }
     p->st.peers_dead++;
 }
 
-/* A closed peer's remaining ops complete with -ECONNRESET; the slot is free. */
-static void reap(struct rc_publisher *p, struct rc_pub_peer *peer)
+/* Leave the daemon's table now: no new sends go to this peer. */
+static void leave_table(struct rc_publisher *p, struct rc_pub_peer *peer)
 {
-    rc_peer_id id = rc_pub_peer_id(p, peer);
-    uint64_t before = p->st.keys_completed_error;
-    release_ops(p, peer, -ECONNRESET, NULL, 0, NULL);
-    p->st.keys_released_by_peer_death += p->st.keys_completed_error - before;
-    bool was_joined = peer->joined;
-    peer->joined = false;
-    peer->state = RC_PEER_FREE;
-    peer->gen++;
-    if (was_joined)
-        p->st.peers_active--;
-    if (was_joined && p->cb.on_peer_event)
-        p->cb.on_peer_event(p->cb.arg, id, RC_PUB_PEER_GONE);
-}
-
-/* RDM only (MSG: closing the endpoint stops its sends). A subscriber declared
- * dead by an error completion may be alive, and the shared endpoint keeps
- * sending what was posted to it: rxm's large messages are read from the ring
- * when the subscriber asks for them. Releasing their keys now would let the
- * card overwrite that memory under a send and hand the subscriber wrong
- * bytes as valid data (test_daemon_faults.sh, verified payloads). So the
- * peer leaves the table at once (no new sends), keeps its address, and its
- * keys come back as its sends complete; what is left after peer_timeout is
- * released then. */
-static bool must_drain(const struct rc_publisher *p, const struct rc_pub_peer *peer,
-                       enum rc_peer_doom why)
-{
-    return p->fab.rdm && why == RC_DOOM_ERROR && peer->has_addr && peer->nops > 0;
-}
-
-static void start_draining(struct rc_publisher *p, struct rc_pub_peer *peer, uint64_t now)
-{
-    rc_pub_drop_control(p, peer);
-    rc_buf_drop_filling(p, peer);
-    peer->state = RC_PEER_DRAINING;
-    peer->drain_deadline_ns = now + p->fab.params.peer_timeout_ns;
-    p->ndraining++;
     if (!peer->joined)
         return;
-    peer->joined = false;   /* leaves the daemon's table now, not when drained */
+    peer->joined = false;
     p->st.peers_active--;
     if (p->cb.on_peer_event)
         p->cb.on_peer_event(p->cb.arg, rc_pub_peer_id(p, peer), RC_PUB_PEER_GONE);
+}
+
+/* A closed peer whose provider let go (close_transport returned true): its
+ * remaining ops complete with -ECONNRESET; the slot is free. */
+static void reap(struct rc_publisher *p, struct rc_pub_peer *peer)
+{
+    uint64_t before = p->st.keys_completed_error;
+    rc_zc_resume_abandon(p, peer, NULL, 0, NULL);
+    release_ops(p, peer, -ECONNRESET, NULL, 0, NULL);
+    p->st.keys_released_by_peer_death += p->st.keys_completed_error - before;
+    leave_table(p, peer);
+    peer->state = RC_PEER_FREE;
+    peer->gen++;
+}
+
+/* RDM (MSG closes the endpoint at once: FI_SHUTDOWN tells the subscriber).
+ * The shared endpoint keeps sending what was posted to a dead peer, and rxm
+ * reads its large messages from the ring only when the subscriber asks for
+ * them: a subscriber declared dead may well be alive (stopped, slow, an
+ * error completion). So the peer leaves the table at once, is told BYE on
+ * its own op list (behind its data, best effort), and keeps its address for
+ * at most a heartbeat period so that the BYE can go out; its keys come back
+ * as its sends complete. Then its address is removed; what is still
+ * outstanding is released only if that removal proves the provider let go
+ * (fabric.h), otherwise only by each operation's completion: never on a
+ * timer. */
+static void start_draining(struct rc_publisher *p, struct rc_pub_peer *peer, uint64_t now,
+                           bool tell)
+{
+    rc_zc_resume_abandon(p, peer, NULL, 0, NULL);  /* no further fragments */
+    if (tell && peer->state == RC_PEER_ACTIVE)
+        rc_pub_send_bye(p, peer, RC_BYE_NORMAL);
+    rc_pub_drop_control(p, peer);   /* posts the BYE if it can, drops the rest */
+    rc_buf_drop_filling(p, peer);
+    peer->state = RC_PEER_DRAINING;
+    peer->drain_deadline_ns = now + p->fab.params.heartbeat_ns;
+    p->ndraining++;
+    leave_table(p, peer);
 }
 
 static void finish_drains(struct rc_publisher *p, uint64_t now)
 {
     for (uint32_t i = 0; i < p->npeers && p->ndraining; i++) {
         struct rc_pub_peer *peer = &p->peers[i];
-        if (peer->state != RC_PEER_DRAINING || (peer->nops > 0 && now < peer->drain_deadline_ns))
+        if (peer->state != RC_PEER_DRAINING)
             continue;
+        if (peer->has_addr && (peer->nops == 0 || now >= peer->drain_deadline_ns)) {
+            if (peer->nops)
+                p->st.drain_timeouts++;
+            if (!close_transport(p, peer)) {
+                peer->state = RC_PEER_DRAINING;  /* no proof: completions only */
+                p->st.drain_no_proof++;
+                continue;
+            }
+        } else if (peer->nops) {
+            continue;
+        }
         p->ndraining--;
         p->st.drained_peers++;
-        if (peer->nops)
-            p->st.drain_timeouts++;
-        close_transport(p, peer, true);
         reap(p, peer);
     }
+}
+
+/* Closed, but the provider gave no proof that it let go (not MSG, not rxm
+ * with FI_AV_REMOVE_CLEANUP): the keys come back with their completions. */
+static void drain_without_proof(struct rc_publisher *p, struct rc_pub_peer *peer)
+{
+    rc_zc_resume_abandon(p, peer, NULL, 0, NULL);
+    peer->state = RC_PEER_DRAINING;
+    p->ndraining++;
+    p->st.drain_no_proof++;
+    leave_table(p, peer);
 }
 
 static void bury_doomed(struct rc_publisher *p, uint64_t now)
@@ -305,19 +331,18 @@ static void bury_doomed(struct rc_publisher *p, uint64_t now)
         enum rc_peer_doom why = peer->doom;
         peer->doom = RC_DOOM_NONE;
         p->ndoomed--;
-        if (peer->state == RC_PEER_FREE)
+        if (peer->state == RC_PEER_FREE || peer->state == RC_PEER_DRAINING ||
+            peer->state == RC_PEER_CLOSED)
+            continue;  /* leaving already */
+        count_doom(p, why);
+        if (p->fab.rdm && peer->has_addr) {
+            start_draining(p, peer, now, why != RC_DOOM_BYE);  /* it said BYE: gone */
             continue;
-        if (peer->state == RC_PEER_DRAINING)
-            continue;
-        if (peer->state != RC_PEER_CLOSED) {
-            count_doom(p, why);
-            if (must_drain(p, peer, why)) {
-                start_draining(p, peer, now);
-                continue;
-            }
-            close_transport(p, peer, why == RC_DOOM_ERROR);
         }
-        reap(p, peer);
+        if (close_transport(p, peer))
+            reap(p, peer);
+        else
+            drain_without_proof(p, peer);
     }
 }
 
@@ -348,6 +373,7 @@ struct rc_pub_peer *rc_pub_new_peer(struct rc_publisher *p, uint64_t now)
         peer->joined = false;
         peer->connected = p->fab.rdm;
         peer->last_rx_ns = peer->last_hb_tx_ns = now;
+        peer->rx_seen_ns = 0;
         peer->op_head = peer->op_tail = RC_PUB_NONE;
         peer->nops = 0;
         peer->nslots_held = peer->npages_held = 0;
@@ -565,7 +591,7 @@ static void on_connreq(struct rc_publisher *p, struct fi_info *info, uint64_t no
         rc = fi_accept(peer->ep, NULL, 0);
     if (rc) {
         refuse_connreq(p, info, rc == -FI_ENOMEM ? "no receive buffers" : fi_strerror(-rc));
-        close_transport(p, peer, false);
+        close_transport(p, peer);  /* nothing was posted to it */
         peer->state = RC_PEER_FREE;
         peer->gen++;
         return;
@@ -627,8 +653,20 @@ static int poll_eq(struct rc_publisher *p, uint64_t now)
  * -ENOBUFS and rc_publisher_close_peer.) */
 static void check_liveness(struct rc_publisher *p, struct rc_pub_peer *peer, uint64_t now)
 {
-    if (now - peer->last_rx_ns > p->fab.params.peer_timeout_ns)
-        rc_pub_peer_fail(p, (uint32_t)(peer - p->peers), RC_DOOM_SILENCE);
+    uint64_t limit = p->fab.params.peer_timeout_ns;
+    uint32_t idx = (uint32_t)(peer - p->peers);
+    /* Silence counts only the time this thread was listening: while it was
+     * starved (note_progress_gap), heartbeats may have waited unread. */
+    if (peer->last_rx_ns != peer->rx_seen_ns) {
+        peer->rx_seen_ns = peer->last_rx_ns;
+        peer->starved_base_ns = p->starved_ns;
+    }
+    uint64_t silent = now - peer->last_rx_ns;
+    uint64_t away = p->starved_ns - peer->starved_base_ns;
+    if (silent > away && silent - away > limit)
+        rc_pub_peer_fail(p, idx, RC_DOOM_SILENCE);
+    else if (peer->resume.active && now - peer->resume.since_ns > limit)
+        rc_pub_peer_fail(p, idx, RC_DOOM_STUCK);  /* its chunk's rest never accepted */
 }
 
 static void run_timers(struct rc_publisher *p, uint64_t now)
@@ -651,13 +689,27 @@ static void run_timers(struct rc_publisher *p, uint64_t now)
     }
 }
 
+/* A progress call after a long pause (this thread starved, or the
+ * application away): messages may have waited unread in the provider, so
+ * the pause does not count as a subscriber's silence (check_liveness). */
+static void note_progress_gap(struct rc_publisher *p, uint64_t now)
+{
+    if (p->last_progress_ns && now - p->last_progress_ns > RC_PUB_STARVED_NS) {
+        p->starved_ns += now - p->last_progress_ns;
+        p->st.liveness_restarts++;
+    }
+    p->last_progress_ns = now;
+}
+
 int rc_publisher_progress(struct rc_publisher *p)
 {
+    note_progress_gap(p, rc_now_ns());
     int work = rc_pub_poll_cq(p);
     if (work < 0)
         return work;
+    if (p->nresuming)
+        rc_zc_resume_all(p);
     uint64_t now = rc_now_ns();
-    p->last_progress_ns = now;
     if (!p->fab.rdm) {
         int rc = poll_eq(p, now);
         if (rc < 0)
@@ -771,7 +823,8 @@ static int init_peers(struct rc_publisher *p)
         p->peers[i].page = RC_PUB_NONE;
         p->peers[i].op_head = p->peers[i].op_tail = RC_PUB_NONE;
         p->peers[i].ranges = calloc(RC_WIRE_MAX_RANGES, sizeof(struct rc_wire_range));
-        if (!p->peers[i].ranges)
+        p->peers[i].resume.iov = calloc(RC_PUB_RESUME_PIECES, sizeof(struct iovec));
+        if (!p->peers[i].ranges || !p->peers[i].resume.iov)
             return -ENOMEM;
     }
     return 0;
@@ -856,8 +909,10 @@ int rc_publisher_create(const struct rc_fabric_params *params,
 
 static void free_peers(struct rc_publisher *p)
 {
-    for (uint32_t i = 0; p->peers && i < p->npeers; i++)
+    for (uint32_t i = 0; p->peers && i < p->npeers; i++) {
         free(p->peers[i].ranges);
+        free(p->peers[i].resume.iov);
+    }
     free(p->peers);
 }
 
@@ -865,19 +920,23 @@ void rc_publisher_destroy(struct rc_publisher *p)
 {
     if (!p)
         return;
+    for (uint32_t i = 0; p->peers && p->ops && i < p->npeers; i++)
+        if (p->peers[i].state != RC_PEER_FREE)
+            close_transport(p, &p->peers[i]);
+    if (p->fab.rdm)
+        rc_pub_forget_refused(p, UINT64_MAX);
+    /* The RDM endpoint goes before the MRs its operations used, and before
+     * any key is released: closing it is what lets go of every send. */
+    rc_fabric_ep_close(p->fab.ep);
+    p->fab.ep = NULL;
     for (uint32_t i = 0; p->peers && p->ops && i < p->npeers; i++) {
         struct rc_pub_peer *peer = &p->peers[i];
         if (peer->state == RC_PEER_FREE)
             continue;
-        close_transport(p, peer, false);
+        rc_zc_resume_abandon(p, peer, NULL, 0, NULL);
         release_ops(p, peer, -ECANCELED, NULL, 0, NULL);
         peer->state = RC_PEER_FREE;
     }
-    if (p->fab.rdm)
-        rc_pub_forget_refused(p, UINT64_MAX);
-    /* The RDM endpoint goes before the MRs its operations used. */
-    rc_fabric_ep_close(p->fab.ep);
-    p->fab.ep = NULL;
     for (unsigned i = 0; i < p->nregions; i++)
         rc_fabric_mr_close(&p->region[i]);
     rc_fabric_mr_close(&p->rx_mr);
@@ -919,16 +978,45 @@ int rc_publisher_close_peer(struct rc_publisher *p, rc_peer_id id)
         return -ENOTCONN;
     if (peer->state == RC_PEER_CLOSED || peer->state == RC_PEER_DRAINING)
         return 0;   /* leaving already */
-    if (peer->state == RC_PEER_ACTIVE)
-        rc_pub_send_bye(p, peer, RC_BYE_NORMAL);
     if (peer->doom) {
         peer->doom = RC_DOOM_NONE;
         p->ndoomed--;
     }
     count_doom(p, RC_DOOM_LOCAL);
-    close_transport(p, peer, false);
-    p->nclosed++;
+    if (p->fab.rdm && peer->has_addr) {  /* BYE first, see start_draining */
+        start_draining(p, peer, rc_now_ns(), true);
+        return 0;
+    }
+    if (peer->state == RC_PEER_ACTIVE)
+        rc_pub_send_bye(p, peer, RC_BYE_NORMAL);
+    if (close_transport(p, peer))
+        p->nclosed++;
+    else
+        drain_without_proof(p, peer);
     return 0;
+}
+
+/* A dead or closing peer, now: close its transport. True when the provider
+ * let go, so its keys may be handed out. */
+static bool close_now(struct rc_publisher *p, struct rc_pub_peer *peer)
+{
+    if (peer->state == RC_PEER_CLOSED)
+        return true;
+    if (peer->state == RC_PEER_DRAINING && !peer->has_addr)
+        return false;   /* removed already, without proof */
+    if (peer->state == RC_PEER_DRAINING) {
+        p->ndraining--;
+    } else {  /* dead, not yet buried */
+        count_doom(p, peer->doom);
+        peer->doom = RC_DOOM_NONE;
+        p->ndoomed--;
+    }
+    if (close_transport(p, peer)) {
+        p->nclosed++;
+        return true;
+    }
+    drain_without_proof(p, peer);
+    return false;
 }
 
 int rc_publisher_pending_sends(struct rc_publisher *p, rc_peer_id id, uint64_t *keys, unsigned max)
@@ -936,17 +1024,12 @@ int rc_publisher_pending_sends(struct rc_publisher *p, rc_peer_id id, uint64_t *
     struct rc_pub_peer *peer = rc_pub_peer_of(p, id);
     if (!peer)
         return -ENOTCONN;
-    if (peer->state != RC_PEER_CLOSED && peer->doom == RC_DOOM_NONE)
+    if (peer->state != RC_PEER_CLOSED && peer->state != RC_PEER_DRAINING && peer->doom == RC_DOOM_NONE)
         return -EBUSY;
-    if (peer->state != RC_PEER_CLOSED) {  /* dead, not yet buried: close it now */
-        enum rc_peer_doom why = peer->doom;
-        peer->doom = RC_DOOM_NONE;
-        p->ndoomed--;
-        count_doom(p, why);
-        close_transport(p, peer, why == RC_DOOM_ERROR);
-        p->nclosed++;
-    }
+    if (!close_now(p, peer))
+        return 0;   /* they come back through on_send_complete as they complete */
     unsigned count = 0;
+    rc_zc_resume_abandon(p, peer, keys, max, &count);
     release_ops(p, peer, -ECONNRESET, keys, max, &count);
     p->st.keys_released_by_peer_death += count;
     return (int)count;

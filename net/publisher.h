@@ -68,8 +68,13 @@ struct rc_publisher_stats {
     uint64_t keys_completed_ok;
     uint64_t keys_completed_error;
     uint64_t fragment_retry_timeouts; /* later fragments never accepted: key failed */
+    uint64_t fragments_deferred;    /* fragmented sends whose later fragment met -FI_EAGAIN: the
+                                     * rest was posted from progress */
+    uint64_t fragments_abandoned;   /* deferred fragments never posted: their peer left */
+    uint64_t again_resuming;        /* -EAGAIN: the peer's previous chunk is still being posted */
     uint64_t faults_send_error;     /* injected: ok completions reported as errors */
     uint64_t faults_eagain;         /* injected: posts refused with -FI_EAGAIN */
+    uint64_t faults_eagain_streaks; /* injected: streaks of -FI_EAGAIN for one subscriber */
     /* buffered path */
     uint64_t buffered_records;
     uint64_t buffered_bytes;
@@ -82,12 +87,19 @@ struct rc_publisher_stats {
     uint64_t connections_refused;   /* max_subscribers, bad version, no buffers, allow list */
     uint64_t connections_refused_allowlist; /* of those: address not in [fabric] allow */
     uint64_t peers_closed;          /* orderly: BYE or rc_publisher_close_peer() */
-    uint64_t peers_dead;            /* shutdown, silence or error (not slowness: the
-                                     * caller's policy cuts slow ones off with close_peer) */
-    uint64_t dead_by_shutdown, dead_by_silence, dead_by_error;
+    uint64_t peers_dead;            /* shutdown, silence, error, or a chunk's later fragments
+                                     * never accepted (not slowness as such: the caller's
+                                     * policy cuts slow ones off with close_peer) */
+    uint64_t dead_by_shutdown, dead_by_silence, dead_by_stuck_send, dead_by_error;
     uint64_t keys_released_by_peer_death;
-    uint64_t drained_peers;         /* RDM peers dead by an error whose sends were let finish */
-    uint64_t drain_timeouts;        /* ... of which some sends had not completed after peer_timeout */
+    uint64_t drained_peers;         /* cut-off peers whose sends were let complete (RDM: told BYE,
+                                     * address removed after a heartbeat at the latest) */
+    uint64_t drain_timeouts;        /* ... with sends outstanding when their address was removed
+                                     * (released then, the removal proving the provider let go) */
+    uint64_t drain_no_proof;        /* ... whose removal proved nothing (provider without a
+                                     * let-go rule): their keys waited for completions */
+    uint64_t liveness_restarts;     /* progress not called for over 50 ms (thread starved): that
+                                     * pause does not count as any subscriber's silence */
     uint64_t subscribe_requests, unsubscribe_requests;
     uint64_t subscriptions_refused; /* any status but RC_SUB_OK */
     uint64_t heartbeats_sent, heartbeats_received;
@@ -114,19 +126,24 @@ int  rc_publisher_create(const struct rc_fabric_params *params,
 void rc_publisher_destroy(struct rc_publisher *p);
 
 /* Register source memory (the DMA ring) once; pieces passed to send() must lie
- * inside a registered region. At most RC_PUB_MAX_REGIONS regions. */
-#define RC_PUB_MAX_REGIONS 4u
+ * inside a registered region. At most RC_PUB_MAX_REGIONS regions (two per
+ * card: its ring and its readout's spill area). */
+#define RC_PUB_MAX_REGIONS 16u
 int  rc_publisher_register(struct rc_publisher *p, const void *addr, size_t len,
                            char *err, size_t errlen);
 
 /* Zero-copy send of one chunk (tag, flags, pieces iov[0..n-1]) to `peer`.
  * Returns 0: accepted, on_send_complete(key) will run exactly once;
- *   -EAGAIN: nothing sent (no header slot or provider queue full); progress
- *            was driven, try again later; the key is still the caller's;
+ *   -EAGAIN: nothing sent (no header slot, provider queue full, or this
+ *            peer's previous chunk still has fragments to post); call
+ *            progress/wait, then try again; the key is still the caller's;
  *   -ENOBUFS: (params.peer_fair_share only) nothing sent: this subscriber
  *            holds its fair share of the header slots or of the tx queue
  *            (net/README.md, "Fair shares"): it is behind; the caller's
  *            slow policy decides (wait or drop);
+ * A later fragment refused by the provider does not make it wait: the rest
+ * of the chunk is posted by progress (net/README.md, Fragments). No
+ * callback runs inside this call.
  *   -ENOTCONN: peer unknown, gone, or not yet through HELLO;
  *   -EFAULT: a piece is not in a registered region;  -EMSGSIZE: chunk
  *            needs more fragments than slots/the protocol allow;
@@ -165,14 +182,18 @@ uint64_t rc_publisher_peer_oldest_age(struct rc_publisher *p, rc_peer_id peer);
 /* Lowest number of free header slots since the previous call (watermark). */
 uint32_t rc_publisher_available_slots(struct rc_publisher *p);
 
-/* Close a subscriber (BYE, endpoint closed / address removed). Its outstanding
- * keys will never complete: collect them with rc_publisher_pending_sends(),
- * otherwise the next progress call reports them (-ECONNRESET). */
+/* Close a subscriber (BYE, endpoint closed / RDM: address removed a heartbeat
+ * later). Its outstanding keys come back through on_send_complete as they
+ * complete, the rest (-ECONNRESET) once the provider provably let go
+ * (net/README.md, Dead peers); or collect them with
+ * rc_publisher_pending_sends(). */
 int  rc_publisher_close_peer(struct rc_publisher *p, rc_peer_id peer);
-/* Keys of sends to a closed or dead peer that will never complete: up to max
- * are written to keys[] and released (no callback for them). Returns the
- * count, 0 when none are left, -ENOTCONN for an unknown id, -EBUSY if the
- * peer is still alive. */
+/* Keys of sends to a closed or dead peer: its transport is closed now (RDM:
+ * address removed), and if that proves the provider let go of its sends, up
+ * to max keys are written to keys[] and released (no callback for them).
+ * Returns the count, 0 when none are left or the provider gave no proof
+ * (they come through on_send_complete then), -ENOTCONN for an unknown id,
+ * -EBUSY if the peer is still alive. */
 int  rc_publisher_pending_sends(struct rc_publisher *p, rc_peer_id peer, uint64_t *keys,
                                 unsigned max);
 

@@ -1,4 +1,4 @@
-/* subscriber.c — the ringcast subscriber library (contract: ringcast_sub.h,
+/* subscriber.c — the ringcast subscriber library (contract: ringcast/sub.h,
  * protocol: wire.h, libfabric setup: fabric.h).
  *
  * One connection at a time. Every fabric object of a connection (fabric,
@@ -14,7 +14,7 @@
  * last at most peer_timeout each. Nothing blocks: the connect completes in
  * rc_sub_poll(), so one thread may drive a publisher and a subscriber.
  */
-#include "net/ringcast_sub.h"
+#include "ringcast/sub.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -113,7 +113,7 @@ void rc_sub_params_default(struct rc_sub_params *p)
     snprintf(p->provider, sizeof p->provider, "tcp");
     p->endpoint = RC_SUB_EP_MSG;
     snprintf(p->host, sizeof p->host, "127.0.0.1");
-    p->port = 4711;
+    p->port = RC_SUB_DEFAULT_PORT;
     p->rx_buffers = 64;
     p->rx_buffer_size = 64u * 1024u;
     p->max_chunk_size = 16u * 1024u * 1024u;

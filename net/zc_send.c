@@ -113,13 +113,11 @@ static void *region_desc(const struct rc_publisher *p, const void *addr, size_t 
     return NULL;
 }
 
-/* Where the next fragment starts: piece index and offset inside it. */
-struct frag_cursor { unsigned piece; size_t off; uint64_t done; };
 
 /* Fill iov[1..] with the next fragment's payload: at most max_iov - 1 pieces
  * and max_payload bytes. Returns the number of iovs used (header included). */
 static unsigned next_fragment(const struct rc_publisher *p, const struct iovec *src, unsigned n,
-                              struct frag_cursor *c, unsigned max_iov, uint64_t max_payload,
+                              struct rc_pub_frag_cursor *c, unsigned max_iov, uint64_t max_payload,
                               struct iovec *iov, void **desc, uint32_t *payload)
 {
     unsigned k = 1;
@@ -157,7 +155,7 @@ static uint64_t count_fragments(const struct rc_publisher *p, const struct iovec
      * the header, and the whole chunk fits the subscriber's buffer. */
     if (n < p->iov_max && total <= max_payload)
         return 1;
-    struct frag_cursor c = {0};
+    struct rc_pub_frag_cursor c = {0};
     uint64_t frags = 0;
     uint32_t got;
     do {
@@ -198,11 +196,11 @@ struct zc_send {
 /* Build fragment `index` into a fresh slot and post it. Returns 0 or the
  * libfabric error (-FI_EAGAIN: the slot went back, nothing posted). */
 static int post_fragment(struct rc_publisher *p, const struct zc_send *s, const struct iovec *src,
-                         unsigned n, struct frag_cursor *c, uint16_t index)
+                         unsigned n, struct rc_pub_frag_cursor *c, uint16_t index)
 {
     struct iovec iov[RC_PUB_MAX_IOV];
     void *desc[RC_PUB_MAX_IOV];
-    struct frag_cursor before = *c;
+    struct rc_pub_frag_cursor before = *c;
     uint32_t payload;
     uint32_t offset = (uint32_t)c->done;
     unsigned k = next_fragment(p, src, n, c, p->iov_max, s->max_payload, iov, desc, &payload);
@@ -235,27 +233,37 @@ static int post_fragment(struct rc_publisher *p, const struct zc_send *s, const 
     return 0;
 }
 
-/* Later fragments must go out: the earlier ones are on the wire already.
- * Drive completions while the provider's queue is full, up to peer_timeout. */
-static int post_fragment_patiently(struct rc_publisher *p, const struct zc_send *s,
-                                   const struct iovec *src, unsigned n, struct frag_cursor *c,
-                                   uint16_t index)
+/* Keep the rest of a fragmented send for progress to post: fragment `index`
+ * met -FI_EAGAIN. Its pieces from the cursor on are copied (iovecs, not
+ * payload) into the peer's fixed storage. Returns false when they do not fit
+ * (more than RC_PUB_RESUME_PIECES pieces left). */
+static bool defer_rest(struct rc_publisher *p, const struct zc_send *s, const struct iovec *src,
+                       unsigned n, const struct rc_pub_frag_cursor *c, uint16_t index)
 {
-    uint64_t deadline = 0;
-    for (;;) {
-        int rc = post_fragment(p, s, src, n, c, index);
-        if (rc != -FI_EAGAIN)
-            return rc;
-        p->st.again_provider++;
-        rc_pub_poll_cq(p);
-        uint64_t now = rc_now_ns();
-        if (!deadline)
-            deadline = now + p->fab.params.peer_timeout_ns;
-        else if (now > deadline)
-            return -FI_ETIMEDOUT;
-    }
+    struct rc_pub_resume *r = &s->peer->resume;
+    if (n - c->piece > RC_PUB_RESUME_PIECES)
+        return false;
+    r->n = n - c->piece;
+    memcpy(r->iov, src + c->piece, r->n * sizeof *src);
+    r->c = (struct rc_pub_frag_cursor){ .piece = 0, .off = c->off, .done = c->done };
+    r->tag = s->tag;
+    r->flags = s->flags;
+    r->total = s->total;
+    r->frag_count = s->frag_count;
+    r->next_index = index;
+    r->record = s->record;
+    r->max_payload = s->max_payload;
+    r->since_ns = rc_now_ns();
+    r->active = true;
+    p->nresuming++;
+    p->st.fragments_deferred++;
+    return true;
 }
 
+/* Post fragment 0 now; later fragments as long as the provider takes them.
+ * One that meets -FI_EAGAIN is deferred with the rest (posted from
+ * progress, rc_zc_resume_all): this never waits, so the thread's timers,
+ * heartbeats and other subscribers keep running. */
 static int send_fragmented(struct rc_publisher *p, struct zc_send *s, const struct iovec *iov,
                            unsigned n)
 {
@@ -264,18 +272,23 @@ static int send_fragmented(struct rc_publisher *p, struct zc_send *s, const stru
     /* One reference held while posting, so early completions cannot finish
      * the key before the last fragment is out. */
     *rec = (struct rc_pub_sendrec){ .key = s->key, .remaining = 1, .status = 0 };
-    struct frag_cursor c = {0};
+    struct rc_pub_frag_cursor c = {0};
     for (uint16_t i = 0; i < s->frag_count; i++) {
-        int rc = i == 0 ? post_fragment(p, s, iov, n, &c, i)
-                        : post_fragment_patiently(p, s, iov, n, &c, i);
+        int rc = post_fragment(p, s, iov, n, &c, i);
         if (rc && i == 0) {
             p->rec_free[p->nrec_free++] = s->record;
             return rc;
         }
+        if (rc == -FI_EAGAIN) {
+            p->st.again_provider++;
+            if (defer_rest(p, s, iov, n, &c, i)) {
+                p->st.fragmented_sends++;
+                return 0;  /* the posting reference stays with the deferred rest */
+            }
+        }
         if (rc) {  /* key accepted already: it completes with this error */
-            if (rc == -FI_ETIMEDOUT)
-                p->st.fragment_retry_timeouts++;
             rc_fabric_error(&p->fab, p->err, sizeof p->err, "fi_sendv(fragment)", rc);
+            p->st.fragment_retry_timeouts += rc == -FI_EAGAIN;
             rec->status = rc < 0 ? rc : -rc;
             break;
         }
@@ -283,8 +296,69 @@ static int send_fragmented(struct rc_publisher *p, struct zc_send *s, const stru
         p->st.fragments++;
     }
     p->st.fragmented_sends++;
+    /* Not the last reference: fragment 0 is outstanding (completions are
+     * read only by progress), so no callback runs inside a send. */
     record_release(p, s->record, rec->status, NULL, NULL);
     return 0;
+}
+
+/* Post a peer's deferred fragments until the provider says -FI_EAGAIN again
+ * or no header slot is free; the last one drops the posting reference. */
+static void resume_peer(struct rc_publisher *p, struct rc_pub_peer *peer)
+{
+    struct rc_pub_resume *r = &peer->resume;
+    if (peer->doom != RC_DOOM_NONE || peer->state != RC_PEER_ACTIVE)
+        return;  /* it is leaving: rc_zc_resume_abandon() ends this */
+    struct zc_send s = {
+        .peer = peer, .peer_index = (uint32_t)(peer - p->peers), .tag = r->tag,
+        .key = p->recs[r->record].key, .flags = r->flags, .total = r->total,
+        .frag_count = r->frag_count, .record = r->record, .max_payload = r->max_payload,
+    };
+    struct rc_pub_sendrec *rec = &p->recs[r->record];
+    while (r->next_index < r->frag_count) {
+        if (p->nslot_free == 0)
+            return;
+        int rc = post_fragment(p, &s, r->iov, r->n, &r->c, r->next_index);
+        if (rc == -FI_EAGAIN) {
+            p->st.again_provider++;
+            return;
+        }
+        if (rc) {
+            rc_fabric_error(&p->fab, p->err, sizeof p->err, "fi_sendv(fragment)", rc);
+            rec->status = rc < 0 ? rc : -rc;
+            p->st.fragments_abandoned += r->frag_count - r->next_index;
+            break;
+        }
+        rec->remaining++;
+        p->st.fragments++;
+        r->next_index++;
+    }
+    r->active = false;
+    p->nresuming--;
+    record_release(p, r->record, rec->status, NULL, NULL);
+}
+
+void rc_zc_resume_all(struct rc_publisher *p)
+{
+    for (uint32_t i = 0; i < p->npeers && p->nresuming; i++)
+        if (p->peers[i].resume.active)
+            resume_peer(p, &p->peers[i]);
+}
+
+void rc_zc_resume_abandon(struct rc_publisher *p, struct rc_pub_peer *peer, uint64_t *keys,
+                          unsigned max, unsigned *count)
+{
+    struct rc_pub_resume *r = &peer->resume;
+    if (!r->active || (keys && *count >= max))
+        return;
+    r->active = false;
+    p->nresuming--;
+    p->st.fragments_abandoned += r->frag_count - r->next_index;
+    uint64_t key = 0;
+    bool pulled = false;
+    record_release(p, r->record, -ECONNRESET, keys ? &key : NULL, keys ? &pulled : NULL);
+    if (pulled)
+        keys[(*count)++] = key;
 }
 
 static int refuse(struct rc_publisher *p, int rc)
@@ -301,6 +375,10 @@ int rc_publisher_send(struct rc_publisher *p, rc_peer_id peer_id, uint64_t tag, 
     struct rc_pub_peer *peer = rc_pub_peer_of(p, peer_id);
     if (!peer || peer->state != RC_PEER_ACTIVE || peer->doom != RC_DOOM_NONE || !peer->connected)
         return refuse(p, -ENOTCONN);
+    if (peer->resume.active) {  /* its previous chunk's fragments go first */
+        p->st.again_resuming++;
+        return -EAGAIN;
+    }
     uint64_t total;
     int rc = check_pieces(p, iov, n, &total);
     if (rc)
@@ -319,19 +397,17 @@ int rc_publisher_send(struct rc_publisher *p, rc_peer_id peer_id, uint64_t tag, 
     }
     if (frags > p->nslot_free) {
         p->st.again_no_slot++;
-        rc_pub_poll_cq(p);
         return -EAGAIN;
     }
     s.frag_count = (uint16_t)frags;
     if (frags == 1) {
-        struct frag_cursor c = {0};
+        struct rc_pub_frag_cursor c = {0};
         rc = post_fragment(p, &s, iov, n, &c, 0);
     } else {
         rc = send_fragmented(p, &s, iov, n);
     }
     if (rc == -FI_EAGAIN) {
         p->st.again_provider++;
-        rc_pub_poll_cq(p);
         return -EAGAIN;
     }
     if (rc) {

@@ -92,6 +92,40 @@ static bool type_order_ok(unsigned type, unsigned *seen, bool *must_be_first)
     return true;
 }
 
+/* The padding between a payload's end and its trailer is zero. A length
+ * lowered by a corrupt bit then usually shows as non-zero "padding". */
+static bool padding_is_zero(const uint8_t *blk, uint32_t payload_pos, uint32_t len,
+                            uint32_t padded)
+{
+    for (uint32_t i = len; i < padded; i++)
+        if (blk[payload_pos + i] != 0)
+            return false;
+    return true;
+}
+
+/* A FIRST or MIDDLE carries at least one byte: a chunk is cut only where its
+ * block is full, so an empty head or middle is never written. (An empty LAST
+ * may carry flags found at the chunk's end.) */
+static bool split_ok(unsigned type, uint32_t len)
+{
+    return len != 0 || (type != FELIX_SUB_FIRST && type != FELIX_SUB_MIDDLE);
+}
+
+/* One non-null trailer at pos (its payload padded ends there). */
+static enum rc_readout_bad_kind check_subchunk(const uint8_t *blk, uint32_t pos,
+                                               unsigned trailer_bytes, unsigned type,
+                                               uint32_t len)
+{
+    uint32_t padded = (len + trailer_bytes - 1) / trailer_bytes * trailer_bytes;
+    if (padded > pos - FELIX_HEADER_BYTES || (type == FELIX_SUB_OOB && len != 0))
+        return RC_BAD_LENGTH;
+    if (!split_ok(type, len))
+        return RC_BAD_SPLIT;
+    if (!padding_is_zero(blk, pos - padded, len, padded))
+        return RC_BAD_PADDING;
+    return RC_BAD_NONE;
+}
+
 enum rc_readout_bad_kind rc_block_parse_subchunks(const uint8_t *blk, uint32_t block_size,
                                                   unsigned trailer_bytes,
                                                   struct rc_subchunk *subs, unsigned cap,
@@ -112,16 +146,17 @@ enum rc_readout_bad_kind rc_block_parse_subchunks(const uint8_t *blk, uint32_t b
         pos -= trailer_bytes;
         decode_trailer(blk + pos, trailer_bytes, &type, &len, &flags, &all_zero);
         if (type == FELIX_SUB_NULL) {
-            if (!all_zero)
+            /* Filler, only after the last subchunk. */
+            if (!all_zero || out != cap)
                 return RC_BAD_NULL_TRAILER;
             continue;
         }
-        uint32_t padded = (len + trailer_bytes - 1) / trailer_bytes * trailer_bytes;
-        if (padded > pos - FELIX_HEADER_BYTES)
-            return RC_BAD_LENGTH;
+        enum rc_readout_bad_kind bad = check_subchunk(blk, pos, trailer_bytes, type, len);
+        if (bad != RC_BAD_NONE)
+            return bad;
         if (!type_order_ok(type, &data_seen, &must_be_first))
             return RC_BAD_TYPE_ORDER;
-        pos -= padded;
+        pos -= (len + trailer_bytes - 1) / trailer_bytes * trailer_bytes;
         if (out == 0)   /* cannot happen with cap >= block_size / 2; guards a bad caller */
             return RC_BAD_LENGTH;
         out--;

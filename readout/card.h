@@ -4,6 +4,7 @@
 #ifndef RC_CARD_H
 #define RC_CARD_H
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include "readout/card_bar.h"
 
@@ -30,7 +31,14 @@ struct rc_card_ops {
     void (*stop)(struct rc_card *c);       /* stop producing; returns when stopped */
     void (*get_stats)(struct rc_card *c, struct rc_card_stats *s);
     void (*destroy)(struct rc_card *c);
+    /* Optional, called by the host every tick (~100 ms): keeps the host's
+     * side of a liveness handshake and looks at the firmware's. Returns
+     * RC_CARD_FW_LOST once per loss (why says what happened), else
+     * RC_CARD_FW_OK (running, or no firmware attached yet). */
+    int  (*check)(struct rc_card *c, char *why, size_t whylen);
 };
+
+enum { RC_CARD_FW_OK = 0, RC_CARD_FW_LOST = 1 };
 
 struct rc_card {
     const struct rc_card_ops *ops;
@@ -42,5 +50,9 @@ static inline int  rc_card_start(struct rc_card *c) { return c->ops->start(c); }
 static inline void rc_card_stop(struct rc_card *c) { c->ops->stop(c); }
 static inline void rc_card_get_stats(struct rc_card *c, struct rc_card_stats *s) { c->ops->get_stats(c, s); }
 static inline void rc_card_destroy(struct rc_card *c) { c->ops->destroy(c); }
+static inline int  rc_card_check(struct rc_card *c, char *why, size_t whylen)
+{
+    return c->ops->check ? c->ops->check(c, why, whylen) : RC_CARD_FW_OK;
+}
 
 #endif

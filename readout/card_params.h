@@ -12,6 +12,11 @@ enum rc_card_type {
     RC_CARD_SIM_PROCESS     /* simulated card: ringcast-sim process attached via shm */
 };
 
+enum rc_fw_loss_policy {
+    RC_FW_LOSS_WAIT = 0,    /* keep the card: a new ringcast-sim takes over the running DMA */
+    RC_FW_LOSS_STOP         /* stop the card cleanly; the others go on */
+};
+
 struct rc_card_params {
     unsigned index;                /* N of [card.N] */
     enum rc_card_type type;
@@ -29,6 +34,7 @@ struct rc_card_params {
     uint32_t max_chunk_size;       /* larger chunks are dropped and counted (oversize) */
     uint32_t max_chunk_pieces;     /* more pieces: dropped and counted (oversize) */
     uint32_t max_chunks_in_flight; /* descriptor pool; when empty the reader waits */
+    enum rc_fw_loss_policy on_firmware_loss;  /* what the daemon does when the firmware dies */
 };
 
 #endif

@@ -12,10 +12,13 @@
 #define RC_CHUNK_BUSY       (1u << 3)
 
 struct rc_piece {
-    const uint8_t *addr;   /* inside the registered ring */
+    const uint8_t *addr;   /* inside the registered ring (or its spill area) */
     uint32_t len;
-    uint32_t ring_offset;  /* addr - ring base, for diagnostics */
+    uint32_t ring_offset;  /* addr - ring base, for diagnostics; RC_PIECE_SPILLED
+                              for the head of a chunk copied out of a full ring
+                              (rc_readout_spill_area) */
 };
+#define RC_PIECE_SPILLED UINT32_MAX
 
 struct rc_chunk {
     uint64_t tag;          /* tag_base + e-link */

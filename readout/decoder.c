@@ -13,6 +13,7 @@
  * or changes nothing it would redo.
  */
 #include <errno.h>
+#include <string.h>
 #include "dma/monotonic.h"
 #include "readout/felix_block.h"
 #include "readout/readout_internal.h"
@@ -32,10 +33,12 @@ static void block_unref_n(struct rc_readout *r, uint32_t block, uint32_t n)
         (void)rc_dma_ring_release(r->ring, m->ring_key);
 }
 
+/* A spilled piece (copied out of the ring) holds no block. */
 static void drop_piece_refs(struct rc_readout *r, const struct rc_chunk *c)
 {
     for (uint32_t i = 0; i < c->npieces; i++)
-        block_unref_n(r, c->pieces[i].ring_offset / r->p.block_size, 1);
+        if (c->pieces[i].ring_offset != RC_PIECE_SPILLED)
+            block_unref_n(r, c->pieces[i].ring_offset / r->p.block_size, 1);
 }
 
 /* The decoder is done with the current block: trade the bias for the
@@ -114,7 +117,7 @@ static void drop_all_open(struct rc_readout *r)
         struct rc_elink_state *e = &r->elinks[i];
         if (e->open) {
             e->skipping = true;   /* its remaining pieces must not become orphans */
-            drop_open(r, e, &r->st.chunks_dropped_pool);
+            drop_open(r, e, &r->elink_stats[i].chunks_dropped_pool);
         }
     }
 }
@@ -233,7 +236,16 @@ static enum step start_chunk(struct rc_readout *r, struct rc_elink_state *e,
                              struct rc_chunk_rec **ready)
 {
     bool whole = sc->type == FELIX_SUB_WHOLE;
-    drop_open(r, e, &s->chunks_incomplete);
+    if (e->open) {
+        /* The e-link's blocks came without a gap, so this block must go on
+         * with the open chunk's MIDDLE or LAST: either that chunk's FIRST
+         * or this trailer is corrupt (a LAST read as WHOLE would deliver a
+         * chunk's tail as a chunk). Neither can be trusted: drop both. */
+        drop_open(r, e, &s->chunks_incomplete);
+        RC_STAT_ADD(s->err_bad_start, 1);
+        e->skipping = !whole;
+        return STEP_DONE;
+    }
     e->skipping = false;
     if (sc->len > r->p.max_chunk_size) {
         RC_STAT_ADD(s->err_oversize, 1);
@@ -325,6 +337,17 @@ static enum step continue_block(struct rc_readout *r, unsigned *emitted)
 
 /* ---- blocks --------------------------------------------------------------- */
 
+static void count_malformed(struct rc_elink_stats *s, enum rc_readout_bad_kind bad)
+{
+    switch (bad) {
+    case RC_BAD_NULL_TRAILER: RC_STAT_ADD(s->malformed_null, 1); break;
+    case RC_BAD_TYPE_ORDER: RC_STAT_ADD(s->malformed_order, 1); break;
+    case RC_BAD_PADDING: RC_STAT_ADD(s->malformed_padding, 1); break;
+    case RC_BAD_SPLIT: RC_STAT_ADD(s->malformed_split, 1); break;
+    default: RC_STAT_ADD(s->malformed_length, 1); break;
+    }
+}
+
 static void check_sequence(struct rc_readout *r, struct rc_elink_state *e,
                            struct rc_elink_stats *s, unsigned seq)
 {
@@ -338,6 +361,32 @@ static void check_sequence(struct rc_readout *r, struct rc_elink_state *e,
     }
     e->seen = true;
     e->expected_seq = (uint8_t)((seq + 1) % FELIX_SEQ_MOD);
+}
+
+/* With a chunk open, the e-link's next block (no gap) must go on with it: its
+ * first data subchunk is the chunk's MIDDLE or LAST. A WHOLE or FIRST there
+ * is handled by start_chunk(); a block with no data subchunk at all is
+ * checked here. */
+static bool continues_open(const struct rc_readout *r, unsigned first)
+{
+    for (unsigned i = first; i < r->subs_cap; i++) {
+        unsigned t = r->subs[i].type;
+        if (t == FELIX_SUB_WHOLE || t == FELIX_SUB_FIRST || t == FELIX_SUB_MIDDLE ||
+            t == FELIX_SUB_LAST)
+            return true;
+    }
+    return false;
+}
+
+/* The open chunk's continuation is missing (a MIDDLE or LAST whose type bits
+ * were corrupted into timeout, reserved or out-of-band): the chunk cannot be
+ * completed correctly. */
+static void drop_discontinued(struct rc_readout *r, struct rc_elink_state *e,
+                              struct rc_elink_stats *s)
+{
+    drop_open(r, e, &s->chunks_incomplete);
+    RC_STAT_ADD(s->err_bad_start, 1);
+    e->skipping = true;                 /* what is left of it must not become orphans */
 }
 
 /* Take the next complete block and parse it. Returns false when none is
@@ -376,12 +425,15 @@ static bool begin_block(struct rc_readout *r)
     bad = rc_block_parse_subchunks(blk, bs, h.trailer_bytes, r->subs, r->subs_cap, &first);
     if (bad != RC_BAD_NONE) {
         RC_STAT_ADD(s->err_malformed, 1);
+        count_malformed(s, bad);
         note_bad_block(r, pos, bad);
         drop_open(r, e, &s->chunks_incomplete);
         e->skipping = false;
         finish_block_refs(r, block, 0);
         return true;
     }
+    if (e->open && !continues_open(r, first))
+        drop_discontinued(r, e, s);
     r->cur = (struct rc_cur_block){ .active = true, .block = block, .elink = h.elink,
                                     .next = first, .pieces = 0 };
     return true;
@@ -389,7 +441,16 @@ static bool begin_block(struct rc_readout *r)
 
 /* ---- a ring held by open chunks ------------------------------------------- */
 
-/* The open chunk whose first piece lies nearest after the read position
+/* The open chunk's first piece still in the ring (a spilled head is not). */
+static const struct rc_piece *first_ring_piece(const struct rc_chunk *c)
+{
+    for (uint32_t i = 0; i < c->npieces; i++)
+        if (c->pieces[i].ring_offset != RC_PIECE_SPILLED)
+            return &c->pieces[i];
+    return NULL;
+}
+
+/* The open chunk whose first ring piece lies nearest after the read position
  * (it holds the oldest block), or NULL. */
 static struct rc_elink_state *oldest_open(struct rc_readout *r, uint64_t read)
 {
@@ -397,10 +458,10 @@ static struct rc_elink_state *oldest_open(struct rc_readout *r, uint64_t read)
     uint64_t oldest_dist = UINT64_MAX, read_off = read % r->ring_size;
     for (unsigned i = 0; i < RC_READOUT_MAX_ELINKS; i++) {
         struct rc_elink_state *e = &r->elinks[i];
-        if (!e->open || e->open->chunk.npieces == 0)
+        const struct rc_piece *pc = e->open ? first_ring_piece(&e->open->chunk) : NULL;
+        if (!pc)
             continue;
-        uint64_t off = e->open->chunk.pieces[0].ring_offset;
-        uint64_t dist = (off + r->ring_size - read_off) % r->ring_size;
+        uint64_t dist = (pc->ring_offset + r->ring_size - read_off) % r->ring_size;
         if (dist < oldest_dist) {
             oldest_dist = dist;
             oldest = e;
@@ -409,12 +470,52 @@ static struct rc_elink_state *oldest_open(struct rc_readout *r, uint64_t read)
     return oldest;
 }
 
+/* Copy what an open chunk has so far into its e-link's spill slot, so that
+ * its blocks can go back to the ring: the chunk then has one piece outside
+ * the ring and takes its next pieces from the ring as usual. The slot is the
+ * e-link's alone: it is reused only by the e-link's next spilled chunk,
+ * which happens when nothing is in flight, so the previous user was
+ * released. Returns false (nothing changed) when the chunk is longer than
+ * the slot. */
+static bool spill_open(struct rc_readout *r, unsigned elink, struct rc_chunk_rec *rec)
+{
+    struct rc_chunk *c = &rec->chunk;
+    if (c->length > r->spill_slot || !first_ring_piece(c))
+        return false;
+    uint8_t *slot = r->spill + (size_t)elink * r->spill_slot;
+    struct rc_piece *pcs = rec_pieces(r, rec);
+    uint32_t off = 0;
+    for (uint32_t i = 0; i < c->npieces; i++) {
+        /* A spilled head is already at the slot's start (off 0). */
+        if (pcs[i].ring_offset != RC_PIECE_SPILLED)
+            memcpy(slot + off, pcs[i].addr, pcs[i].len);
+        off += pcs[i].len;
+    }
+    drop_piece_refs(r, c);
+    pcs[0] = (struct rc_piece){ .addr = slot, .len = c->length, .ring_offset = RC_PIECE_SPILLED };
+    c->npieces = 1;
+    RC_STAT_ADD(r->elink_stats[elink].chunks_spilled, 1);
+    RC_STAT_ADD(r->st.bytes_spilled, c->length);
+    return true;
+}
+
+static void spill_all_open(struct rc_readout *r)
+{
+    for (unsigned i = 0; i < RC_READOUT_MAX_ELINKS; i++)
+        if (r->elinks[i].open)
+            (void)spill_open(r, i, r->elinks[i].open);
+}
+
 /* Called when everything written is decoded. If the ring is completely full
- * and no chunk is in flight, only open chunks hold the ring,
- * and the oldest holds the block under the read pointer: its LAST can only
- * come in a block the card cannot write until that block is back (a chunk
- * spanning more than the ring). Without this the card would stall forever.
- * Drop that chunk (counted); a later pass looks again. In flight is checked
+ * and no chunk is in flight, only open chunks hold the ring: their ends can
+ * only come in blocks the card cannot write until their first blocks are
+ * back. That happens when more e-links interleave chunks across blocks than
+ * the ring has blocks (2048 e-links of small chunks, each block ending with
+ * a FIRST) as well as for a chunk spanning more than the ring. Every open
+ * chunk that fits its e-link's spill slot is copied out, which gives its
+ * blocks back; nothing is lost. Only if the ring is still full (the oldest
+ * block is held by a chunk longer than a slot) is that chunk dropped
+ * (counted per e-link); a later pass looks again. In flight is checked
  * before advancing, so that a release that completes meanwhile is seen. */
 static void unblock_full_ring(struct rc_readout *r)
 {
@@ -425,11 +526,15 @@ static void unblock_full_ring(struct rc_readout *r)
      * finishing a block whose room it already has (the chunk may end there). */
     if (rc_dma_ring_written_pos(r->ring) - read < r->ring_size)
         return;
+    spill_all_open(r);
+    read = rc_dma_ring_advance(r->ring);
+    if (rc_dma_ring_written_pos(r->ring) - read < r->ring_size)
+        return;
     struct rc_elink_state *e = oldest_open(r, read);
     if (!e)
         return;
     e->skipping = true;                 /* its remaining pieces must not become orphans */
-    drop_open(r, e, &r->st.chunks_dropped_ring);
+    drop_open(r, e, &r->elink_stats[e - r->elinks].chunks_dropped_ring);
 }
 
 /* ---- passes --------------------------------------------------------------- */

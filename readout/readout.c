@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include "dma/errbuf.h"
 #include "readout/felix_block.h"
 #include "readout/readout_internal.h"
@@ -12,7 +13,10 @@
 #define RC_ELINK_STAT_FIELDS(X)                                                      \
     X(blocks) X(chunks) X(bytes) X(err_truncated) X(err_crc) X(err_flag) X(err_busy) \
     X(err_malformed) X(err_seq_gap) X(err_oversize) X(err_orphan)                    \
-    X(chunks_dropped_gap) X(chunks_incomplete) X(timeouts) X(oob) X(reserved)
+    X(chunks_dropped_gap) X(chunks_incomplete) X(timeouts) X(oob) X(reserved)         \
+    X(chunks_spilled) X(chunks_dropped_pool) X(chunks_dropped_ring)                  \
+    X(malformed_length) X(malformed_null) X(malformed_order) X(malformed_padding)    \
+    X(malformed_split) X(err_bad_start)
 #define RC_COUNT_FIELD(f) +1
 _Static_assert(sizeof(struct rc_elink_stats) ==
                    (0 RC_ELINK_STAT_FIELDS(RC_COUNT_FIELD)) * sizeof(uint64_t),
@@ -61,6 +65,18 @@ static int allocate_tables(struct rc_readout *r, char *err, size_t errlen)
     }
     for (uint32_t i = 0; i < r->nblocks; i++)
         atomic_init(&r->blocks[i].refs, 0);
+    /* Reserved, not committed: only the slots of e-links whose chunks were
+     * ever copied out of a full ring get memory. */
+    r->spill_slot = r->p.block_size;
+    r->spill_bytes = (size_t)RC_READOUT_MAX_ELINKS * r->spill_slot;
+    void *spill = mmap(NULL, r->spill_bytes, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (spill == MAP_FAILED) {
+        rc_set_err(err, errlen, "card.%u readout: cannot map a %zu MiB spill area",
+                   r->p.index, r->spill_bytes >> 20);
+        return -ENOMEM;
+    }
+    r->spill = spill;
     return rc_chunk_pool_init(&r->pool, r->p.max_chunks_in_flight, r->p.max_chunk_pieces,
                               err, errlen);
 }
@@ -114,6 +130,8 @@ void rc_readout_destroy(struct rc_readout *r)
     free(r->elinks);
     free(r->elink_stats);
     free(r->subs);
+    if (r->spill)
+        munmap(r->spill, r->spill_bytes);
     free(r);
 }
 
@@ -152,6 +170,9 @@ void rc_readout_get_stats(const struct rc_readout *r, struct rc_readout_stats *s
         .bad_header = RC_STAT_GET(r->st.bad_header),
         .err_malformed = sum.err_malformed, .err_seq_gap = sum.err_seq_gap,
         .err_oversize = sum.err_oversize, .err_orphan = sum.err_orphan,
+        .malformed_length = sum.malformed_length, .malformed_null = sum.malformed_null,
+        .malformed_order = sum.malformed_order, .malformed_padding = sum.malformed_padding,
+        .malformed_split = sum.malformed_split, .err_bad_start = sum.err_bad_start,
         .chunks_dropped_gap = sum.chunks_dropped_gap, .chunks_incomplete = sum.chunks_incomplete,
         .timeouts = sum.timeouts, .oob = sum.oob, .reserved = sum.reserved,
         .chunks_truncated = sum.err_truncated, .chunks_error = sum.err_flag,
@@ -162,8 +183,10 @@ void rc_readout_get_stats(const struct rc_readout *r, struct rc_readout_stats *s
         .chunks_in_flight = rc_readout_in_flight(r),
         .sink_again = RC_STAT_GET(r->st.sink_again),
         .sink_errors = RC_STAT_GET(r->st.sink_errors),
-        .chunks_dropped_pool = RC_STAT_GET(r->st.chunks_dropped_pool),
-        .chunks_dropped_ring = RC_STAT_GET(r->st.chunks_dropped_ring),
+        .chunks_dropped_pool = sum.chunks_dropped_pool,
+        .chunks_dropped_ring = sum.chunks_dropped_ring,
+        .chunks_spilled = sum.chunks_spilled,
+        .bytes_spilled = RC_STAT_GET(r->st.bytes_spilled),
         .pool_empty_ns = RC_STAT_GET(r->st.pool_empty_ns),
         .polls = RC_STAT_GET(r->st.polls), .sleeps = RC_STAT_GET(r->st.sleeps),
         .rd_writes = RC_STAT_GET(r->st.rd_writes),
@@ -171,6 +194,12 @@ void rc_readout_get_stats(const struct rc_readout *r, struct rc_readout_stats *s
         .last_bad_pos = RC_STAT_GET(r->st.last_bad_pos),
         .last_bad_kind = (enum rc_readout_bad_kind)RC_STAT_GET(r->st.last_bad_kind),
     };
+}
+
+void rc_readout_spill_area(const struct rc_readout *r, void **addr, size_t *len)
+{
+    *addr = r->spill;
+    *len = r->spill_bytes;
 }
 
 const struct rc_elink_stats *rc_readout_elink_stats(const struct rc_readout *r, unsigned elink)

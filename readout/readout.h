@@ -30,16 +30,30 @@ typedef int (*rc_chunk_sink_fn)(void *ctx, const struct rc_chunk *chunk);
 
 /* Per e-link counters. The readout thread updates them with relaxed atomic
  * stores; other threads should copy them with rc_readout_get_elink_stats(). */
+#define RC_READOUT_MAX_ELINKS 2048u   /* 11-bit e-link field */
+
 struct rc_elink_stats {
     uint64_t blocks, chunks, bytes;
     uint64_t err_truncated, err_crc, err_flag, err_busy;   /* flagged chunks by kind */
-    uint64_t err_malformed;        /* blocks with a bad trailer chain: skipped */
+    uint64_t err_malformed;        /* blocks with a bad trailer chain: skipped; by kind: */
+    uint64_t malformed_length;     /*   a length running past the header, out-of-band with payload */
+    uint64_t malformed_null;       /*   a null trailer with bits set or between subchunks */
+    uint64_t malformed_order;      /*   type order (RC_BAD_TYPE_ORDER) */
+    uint64_t malformed_padding;    /*   non-zero padding */
+    uint64_t malformed_split;      /*   RC_BAD_SPLIT */
+    uint64_t err_bad_start;        /* a block that must go on with the open chunk does not
+                                      (starts with a whole/first, or has no data subchunk):
+                                      the open chunk and that whole/first are dropped */
     uint64_t err_seq_gap;          /* blocks missing by sequence number */
     uint64_t err_oversize;         /* chunks over max size / pieces: dropped */
     uint64_t err_orphan;           /* middle/last without a first: dropped */
     uint64_t chunks_dropped_gap;   /* open chunks dropped because blocks were missing */
     uint64_t chunks_incomplete;    /* open chunks ended by a first/whole or a malformed block */
     uint64_t timeouts, oob, reserved; /* subchunks of these types: counted, skipped */
+    uint64_t chunks_spilled;       /* open chunks copied out of a full ring (not lost) */
+    uint64_t chunks_dropped_pool;  /* open chunks dropped: they held every descriptor */
+    uint64_t chunks_dropped_ring;  /* open chunks dropped: they held a full ring and were
+                                      too long to copy out (longer than a block) */
 };
 
 /* Why the last bad block was skipped (rc_readout_stats.last_bad_kind). */
@@ -49,13 +63,19 @@ enum rc_readout_bad_kind {
     RC_BAD_BLOCK_SIZE,     /* marker's block size differs from the configured one */
     RC_BAD_LENGTH,         /* a trailer's length runs past the block header */
     RC_BAD_NULL_TRAILER,   /* a type-0 trailer with other bits set */
-    RC_BAD_TYPE_ORDER      /* first not last / last not first / middle not alone */
+    RC_BAD_TYPE_ORDER,     /* first not last / last not first / middle not alone */
+    RC_BAD_PADDING,        /* a padding byte after a subchunk's payload is not zero */
+    RC_BAD_SPLIT           /* an empty first or middle (a chunk is cut only where
+                              its block is full) */
 };
+#define RC_BAD_KINDS 8     /* RC_BAD_NONE .. RC_BAD_SPLIT */
 
 struct rc_readout_stats {
     uint64_t blocks, chunks, bytes;
     uint64_t bad_header;           /* blocks with an unknown marker or block size: skipped */
     uint64_t err_malformed, err_seq_gap, err_oversize, err_orphan;
+    uint64_t malformed_length, malformed_null, malformed_order, malformed_padding, malformed_split;
+    uint64_t err_bad_start;
     uint64_t chunks_dropped_gap, chunks_incomplete;
     uint64_t timeouts, oob, reserved;
     uint64_t chunks_truncated, chunks_error, chunks_crc, chunks_busy;
@@ -65,7 +85,9 @@ struct rc_readout_stats {
     uint64_t sink_errors;          /* chunks the sink refused for good: dropped */
     uint64_t chunks_dropped_pool;  /* open chunks dropped because they held every descriptor */
     uint64_t chunks_dropped_ring;  /* open chunks dropped because they held the full ring's
-                                      oldest block (the chunk spans more than the ring) */
+                                      oldest block and could not be copied out */
+    uint64_t chunks_spilled;       /* open chunks copied out of a full ring: nothing lost */
+    uint64_t bytes_spilled;        /* payload bytes those copies took */
     uint64_t pool_empty_ns;        /* time waiting for free descriptors */
     uint64_t polls, sleeps, rd_writes;
     uint64_t card_bad_status;      /* card status reads that could not be right: rejected
@@ -97,6 +119,11 @@ void rc_readout_stop(struct rc_readout *r);
  * returns the number of chunks emitted. Owner thread only: the thread, or
  * tests and the bench when no thread runs (they call note_written first). */
 unsigned rc_readout_decode(struct rc_readout *r);
+
+/* The memory a chunk piece may point to besides the ring: the spill area
+ * (one block per e-link) where the heads of open chunks are copied when they
+ * hold a full ring. A publisher registers it like the ring. */
+void rc_readout_spill_area(const struct rc_readout *r, void **addr, size_t *len);
 
 /* Any thread: the chunk with this key is done. Lock-free. A stale,
  * duplicate or corrupt key is rejected and counted in bad_releases. */

@@ -11,7 +11,6 @@
 #include "readout/readout.h"
 #include "readout/wupper_dma.h"
 
-#define RC_READOUT_MAX_ELINKS 2048u   /* 11-bit e-link field */
 
 /* Counters written by the decoder thread only: a relaxed atomic store of the
  * incremented value (a plain store on x86) so readers in other threads never
@@ -72,6 +71,9 @@ struct rc_readout {
     struct rc_elink_state *elinks;          /* RC_READOUT_MAX_ELINKS */
     struct rc_elink_stats *elink_stats;     /* RC_READOUT_MAX_ELINKS */
     struct rc_subchunk *subs;               /* rc_block_max_subchunks(block_size) */
+    uint8_t *spill;                         /* RC_READOUT_MAX_ELINKS slots of spill_slot bytes */
+    size_t spill_bytes;                     /* the mapping's size */
+    uint32_t spill_slot;                    /* = block_size */
     unsigned subs_cap;
 
     /* decoder state (owner thread) */
@@ -83,7 +85,7 @@ struct rc_readout {
     struct {
         uint64_t accepted;                  /* chunks handed to the sink and kept by it */
         uint64_t releases_local;            /* releases made by the decoding thread */
-        uint64_t bad_header, sink_again, sink_errors, chunks_dropped_pool, chunks_dropped_ring;
+        uint64_t bad_header, sink_again, sink_errors, bytes_spilled;
         uint64_t pool_empty_ns;
         uint64_t polls, sleeps, rd_writes, last_bad_pos;
         uint64_t card_bad_status;           /* mirror of dma.bad_status for other threads */

@@ -24,7 +24,7 @@
 #include "readout/wupper_regs.h"
 
 #define RC_SIM_BAR_MAGIC    0x5241425f4d495352ull   /* "RSIM_BAR" little-endian */
-#define RC_SIM_BAR_VERSION  1u
+#define RC_SIM_BAR_VERSION  2u
 #define RC_SIM_PRIV_OFFSET  WUPPER_BAR0_SIZE
 #define RC_SIM_BAR_BYTES    (RC_SIM_PRIV_OFFSET + 0x1000u)
 
@@ -76,8 +76,16 @@ struct rc_sim_priv {
     char fw_error[192];         /* last reason the firmware refused to run */
     struct rc_sim_desc_priv desc[WUPPER_MAX_DESCRIPTORS];
     struct rc_sim_priv_stats stats;
+    /* liveness, both ways (see readout/README.md, "A firmware that dies") */
+    uint64_t fw_heartbeat_ns;   /* CLOCK_MONOTONIC, written by the firmware loop every pass */
+    uint64_t host_pid;          /* the daemon that created the BAR */
+    uint64_t host_heartbeat_ns; /* CLOCK_MONOTONIC, written by the daemon every tick */
+    uint64_t fw_armed_gen;      /* run_gen the firmware last armed: a successor adopts it */
 };
 
+_Static_assert(offsetof(struct rc_sim_priv, fw_heartbeat_ns) == 0x3b0 &&
+                   offsetof(struct rc_sim_priv, fw_armed_gen) == 0x3c8,
+               "liveness words moved: update readout/README.md (simulator-private page)");
 _Static_assert(sizeof(struct rc_sim_priv) <= RC_SIM_BAR_BYTES - RC_SIM_PRIV_OFFSET,
                "private page overflows the simulated BAR");
 

@@ -21,6 +21,9 @@
 #include "readout/sim_firmware.h"
 
 #define STOP_WAIT_NS 1000000000ull   /* rc_card_stop waits this long for a process to pause */
+#define FW_HEARTBEAT_TIMEOUT_NS (3ull * 1000000000ull)  /* firmware silent this long: hung */
+#define HOST_GONE_NS (1000000000ull)  /* host pid gone and its heartbeat this old: orphaned */
+#define HOST_CHECK_NS (100000000ull)  /* ringcast-sim looks at its host this often */
 
 
 static int check_card_params(const struct rc_card_params *cp, char *err, size_t errlen)
@@ -183,6 +186,9 @@ int rc_sim_shm_names(const char *base, char ring[RC_MEM_NAME_MAX + 1],
 struct shm_card {
     struct rc_card card;
     struct rc_mem_region bar;
+    unsigned index;
+    uint64_t watched_pid;       /* the firmware process last seen alive, 0 = none */
+    bool hung_reported;         /* its silent heartbeat was reported */
 };
 
 static struct rc_sim_priv *shm_priv(struct rc_card *c)
@@ -231,12 +237,52 @@ static void shm_destroy(struct rc_card *c)
     free(sc);
 }
 
+/* The host's half: its heartbeat. The firmware's: a ringcast-sim that was
+ * attached is gone (killed: its pid is dead; or it detached) or alive but
+ * silent (stopped, hung). Each loss is reported once; a new process that
+ * attaches is watched from then on. */
+static int shm_check(struct rc_card *c, char *why, size_t whylen)
+{
+    struct shm_card *sc = c->impl;
+    struct rc_sim_priv *p = shm_priv(c);
+    uint64_t now = rc_now_ns();
+    RC_SIM_RELAXED_STORE(&p->host_heartbeat_ns, now);
+    uint64_t pid = RC_SIM_LOAD(&p->fw_pid);
+    uint64_t state = RC_SIM_LOAD(&p->fw_state);
+    if (pid != 0 && process_alive(pid)) {
+        if (pid != sc->watched_pid) {
+            sc->watched_pid = pid;
+            sc->hung_reported = false;
+        }
+        uint64_t beat = RC_SIM_LOAD(&p->fw_heartbeat_ns);
+        bool silent = beat != 0 && now > beat && now - beat > FW_HEARTBEAT_TIMEOUT_NS;
+        if (!silent || sc->hung_reported || state == RC_FW_FINISHED)
+            return RC_CARD_FW_OK;
+        sc->hung_reported = true;
+        snprintf(why, whylen, "ringcast-sim pid %" PRIu64 " is alive but its firmware heartbeat is"
+                 " %.1f s old (stopped or hung)", pid, (double)(now - beat) / 1e9);
+        return RC_CARD_FW_LOST;
+    }
+    if (sc->watched_pid == 0)
+        return RC_CARD_FW_OK;           /* nothing attached yet */
+    uint64_t gone = sc->watched_pid;
+    sc->watched_pid = 0;
+    if (state == RC_FW_FINISHED || RC_SIM_LOAD(&p->stats.finished))
+        return RC_CARD_FW_OK;           /* it finished its run and left */
+    if (pid == gone)
+        snprintf(why, whylen, "ringcast-sim pid %" PRIu64 " died (killed?) while attached", gone);
+    else
+        snprintf(why, whylen, "ringcast-sim pid %" PRIu64 " exited before its run was over", gone);
+    return RC_CARD_FW_LOST;
+}
+
 static const struct rc_card_ops shm_card_ops = {
     .kind = "sim-process",
     .start = shm_start,
     .stop = shm_stop,
     .get_stats = shm_get_stats,
     .destroy = shm_destroy,
+    .check = shm_check,
 };
 
 int rc_sim_bar_create_shm(const struct rc_card_params *cp, struct rc_card **out, char *err,
@@ -262,6 +308,9 @@ int rc_sim_bar_create_shm(const struct rc_card_params *cp, struct rc_card **out,
         return rc;
     }
     rc_sim_bar_format(sc->bar.addr, cp);
+    sc->index = cp->index;
+    RC_SIM_STORE(&rc_sim_priv(sc->bar.addr)->host_pid, (uint64_t)getpid());
+    RC_SIM_STORE(&rc_sim_priv(sc->bar.addr)->host_heartbeat_ns, rc_now_ns());
     sc->card.ops = &shm_card_ops;
     sc->card.impl = sc;
     rc_sim_bar_init_ops(&sc->card.bar, sc->bar.addr);
@@ -279,6 +328,7 @@ struct rc_sim_process {
     struct rc_sim_fw *fw;
     volatile sig_atomic_t *stop;
     enum rc_sim_exit why;
+    uint64_t next_host_check;
     char last_error[sizeof ((struct rc_sim_priv *)0)->fw_error];
 };
 
@@ -356,6 +406,9 @@ static int claim(struct rc_sim_priv *p, const char *shm_name, char *err, size_t 
         }
         /* cur now holds the dead claimant: the next attempt replaces it. */
     }
+    /* A fresh heartbeat at once: a dead predecessor's stale one must not
+     * make the host think this process hung before its loop runs. */
+    RC_SIM_RELAXED_STORE(&p->fw_heartbeat_ns, rc_now_ns());
     return 0;
 }
 
@@ -402,6 +455,21 @@ int rc_sim_card_attach(const struct rc_card_params *cp, const struct rc_sim_para
     return 0;
 }
 
+/* The daemon died without closing the card (SIGKILL): its pid is gone and
+ * its heartbeat stopped. Both must say so: a pid in another pid namespace
+ * looks dead while the heartbeat goes on; a daemon that is only stopped
+ * keeps its pid. Checked every HOST_CHECK_NS. */
+static bool host_gone(struct rc_sim_process *sp, struct rc_sim_priv *p)
+{
+    uint64_t now = rc_now_ns();
+    if (now < sp->next_host_check)
+        return false;
+    sp->next_host_check = now + HOST_CHECK_NS;
+    uint64_t beat = RC_SIM_LOAD(&p->host_heartbeat_ns);
+    bool silent = now > beat && now - beat > HOST_GONE_NS;
+    return silent && !process_alive(RC_SIM_LOAD(&p->host_pid));
+}
+
 static enum rc_sim_loop_cmd process_control(void *ctx, const struct rc_sim_fw *fw)
 {
     struct rc_sim_process *sp = ctx;
@@ -412,6 +480,10 @@ static enum rc_sim_loop_cmd process_control(void *ctx, const struct rc_sim_fw *f
     }
     if (RC_SIM_LOAD(&p->host_closed)) {
         sp->why = RC_SIM_EXIT_HOST_CLOSED;
+        return RC_SIM_LOOP_EXIT;
+    }
+    if (host_gone(sp, p)) {
+        sp->why = RC_SIM_EXIT_HOST_GONE;
         return RC_SIM_LOOP_EXIT;
     }
     if (rc_sim_fw_state(fw) == RC_FW_FINISHED) {

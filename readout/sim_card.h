@@ -77,7 +77,8 @@ int rc_sim_card_attach(const struct rc_card_params *cp, const struct rc_sim_para
 enum rc_sim_exit {
     RC_SIM_EXIT_SIGNAL = 0,   /* *stop became non-zero */
     RC_SIM_EXIT_FINISHED,     /* the run length was reached / a replay played once */
-    RC_SIM_EXIT_HOST_CLOSED   /* the daemon destroyed the card */
+    RC_SIM_EXIT_HOST_CLOSED,  /* the daemon destroyed the card */
+    RC_SIM_EXIT_HOST_GONE     /* the daemon died (pid gone, heartbeat stopped) */
 };
 /* Run the firmware loop until one of enum rc_sim_exit happens. */
 enum rc_sim_exit rc_sim_process_run(struct rc_sim_process *p, volatile sig_atomic_t *stop);

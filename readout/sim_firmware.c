@@ -58,6 +58,9 @@ struct rc_sim_fw {
     bool finished;
     enum rc_sim_fw_state state;
     uint64_t wait_hint_ns;
+    /* What firmware before this one counted in the BAR: counters go on from
+     * there, so a restarted simulator never makes them go backwards. */
+    struct rc_sim_priv_stats base;
 };
 
 
@@ -174,6 +177,7 @@ int rc_sim_fw_create(uint8_t *bar, const struct rc_card_params *cp,
     fw->pause_every_ns = sp->pause_every_ns;
     fw->pause_for_ns = sp->pause_every_ns ? sp->pause_for_ns : 0;
     fw->state = RC_FW_IDLE;
+    fw->base = fw->priv->stats;
     RC_SIM_STORE(&fw->priv->fw_state, (uint64_t)RC_FW_IDLE);
     *out = fw;
     return 0;
@@ -215,6 +219,21 @@ static void refuse(struct rc_sim_fw *fw, uint64_t gen, const char *fmt, ...)
     fw->host_errors++;
 }
 
+/* The write total the host sees in the status register (CURRENT_ADDRESS and
+ * EVEN_DMA against the host's read total), as the host computes it. */
+static uint64_t published_write_total(const struct rc_sim_fw *fw, uint64_t start)
+{
+    unsigned n = fw->desc;
+    uint64_t s = rc_sim_status_lock(fw->bar, n);
+    uint64_t woff = RC_SIM_LOAD(reg(fw, WUPPER_STATUS_CURRENT(n))) - start;
+    bool odd_dma = RC_SIM_LOAD(reg(fw, WUPPER_STATUS_BITS(n))) & WUPPER_STATUS_EVEN_DMA;
+    rc_sim_status_unlock(fw->bar, n, s);
+    uint64_t rlap = RC_SIM_LOAD(&fw->priv->desc[n].host_read_total) / fw->ring_size;
+    if (woff >= fw->ring_size)
+        woff = 0;
+    return (odd_dma == (rlap & 1u) ? rlap : rlap + 1) * fw->ring_size + woff;
+}
+
 /* Latch the descriptor the host enabled; refuse what this card cannot do. */
 static bool arm(struct rc_sim_fw *fw, uint64_t gen, uint64_t now)
 {
@@ -236,6 +255,18 @@ static bool arm(struct rc_sim_fw *fw, uint64_t gen, uint64_t now)
         refuse(fw, gen, "descriptor %u: WRAP_AROUND = 0; the simulator only does endless DMA", n);
         return false;
     }
+    /* A predecessor that died armed this very run: go on where it last
+     * published CURRENT_ADDRESS (what it wrote after that the host never saw). */
+    if (RC_SIM_LOAD(&fw->priv->fw_armed_gen) == gen && gen != 0 && fw->run_gen != gen) {
+        fw->armed = true;
+        fw->refused = false;
+        fw->run_gen = gen;
+        fw->start = start;
+        fw->write_total = published_write_total(fw, start);
+        if (fw->first_arm_ns == 0)
+            fw->first_arm_ns = now;
+        return true;
+    }
     if (rd != start) {
         refuse(fw, gen, "descriptor %u: RD_POINTER 0x%" PRIx64 " is not START 0x%" PRIx64
                " when enabled", n, rd, start);
@@ -246,6 +277,8 @@ static bool arm(struct rc_sim_fw *fw, uint64_t gen, uint64_t now)
     fw->run_gen = gen;
     fw->start = start;
     fw->write_total = 0;
+    RC_SIM_STORE(&fw->priv->stats.write_total, 0);
+    RC_SIM_STORE(&fw->priv->fw_armed_gen, gen);
     if (fw->first_arm_ns == 0)
         fw->first_arm_ns = now;
     return true;
@@ -325,17 +358,18 @@ static void publish_stats(struct rc_sim_fw *fw, uint64_t now)
     rc_sim_gen_get_stats(fw->gen, &g);
     struct rc_sim_priv_stats *ps = &fw->priv->stats;
     uint64_t stall_ns = fw->stall_ns + (fw->stalled ? now - fw->stall_since : 0);
-    RC_SIM_RELAXED_STORE(&ps->chunks_produced, g.chunks_completed);
-    RC_SIM_RELAXED_STORE(&ps->bytes_produced, g.payload_bytes);
-    RC_SIM_RELAXED_STORE(&ps->blocks_written, g.blocks);
-    RC_SIM_RELAXED_STORE(&ps->stall_ns, stall_ns);
-    RC_SIM_RELAXED_STORE(&ps->stall_events, fw->stall_events);
-    RC_SIM_RELAXED_STORE(&ps->injected_truncated, g.injected_truncated);
-    RC_SIM_RELAXED_STORE(&ps->injected_crc, g.injected_crc);
-    RC_SIM_RELAXED_STORE(&ps->injected_malformed, g.injected_malformed);
-    RC_SIM_RELAXED_STORE(&ps->injected_seqskip, g.injected_seqskip);
-    RC_SIM_RELAXED_STORE(&ps->replay_loops, g.replay_loops);
-    RC_SIM_RELAXED_STORE(&ps->host_errors, fw->host_errors);
+    const struct rc_sim_priv_stats *b = &fw->base;
+    RC_SIM_RELAXED_STORE(&ps->chunks_produced, b->chunks_produced + g.chunks_completed);
+    RC_SIM_RELAXED_STORE(&ps->bytes_produced, b->bytes_produced + g.payload_bytes);
+    RC_SIM_RELAXED_STORE(&ps->blocks_written, b->blocks_written + g.blocks);
+    RC_SIM_RELAXED_STORE(&ps->stall_ns, b->stall_ns + stall_ns);
+    RC_SIM_RELAXED_STORE(&ps->stall_events, b->stall_events + fw->stall_events);
+    RC_SIM_RELAXED_STORE(&ps->injected_truncated, b->injected_truncated + g.injected_truncated);
+    RC_SIM_RELAXED_STORE(&ps->injected_crc, b->injected_crc + g.injected_crc);
+    RC_SIM_RELAXED_STORE(&ps->injected_malformed, b->injected_malformed + g.injected_malformed);
+    RC_SIM_RELAXED_STORE(&ps->injected_seqskip, b->injected_seqskip + g.injected_seqskip);
+    RC_SIM_RELAXED_STORE(&ps->replay_loops, b->replay_loops + g.replay_loops);
+    RC_SIM_RELAXED_STORE(&ps->host_errors, b->host_errors + fw->host_errors);
     RC_SIM_RELAXED_STORE(&ps->write_total, fw->write_total);
     RC_SIM_RELAXED_STORE(&ps->finished, (uint64_t)fw->finished);
     RC_SIM_STORE(&fw->priv->fw_state, (uint64_t)fw->state);
@@ -463,6 +497,7 @@ void rc_sim_fw_run(struct rc_sim_fw *fw,
 {
     uint64_t idle_since = 0;
     for (;;) {
+        RC_SIM_RELAXED_STORE(&fw->priv->fw_heartbeat_ns, rc_now_ns());
         enum rc_sim_loop_cmd cmd = control(ctx, fw);
         if (cmd == RC_SIM_LOOP_EXIT)
             return;

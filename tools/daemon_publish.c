@@ -300,9 +300,19 @@ int rc_daemon_publish_add_card(struct rc_daemon_publish *pb, const struct rc_car
     return 0;
 }
 
-void rc_daemon_publish_set_readout(struct rc_publish_card *c, struct rc_readout *r)
+int rc_daemon_publish_set_readout(struct rc_publish_card *c, struct rc_readout *r, char *err,
+                                  size_t errlen)
 {
     c->readout = r;
+    void *spill;
+    size_t len;
+    rc_readout_spill_area(r, &spill, &len);
+    for (unsigned i = 0; i < c->pb->nthreads; i++) {
+        int rc = rc_publisher_register(c->pb->threads[i].pub, spill, len, err, errlen);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
 }
 
 int rc_daemon_publish_start(struct rc_daemon_publish *pb)
@@ -522,10 +532,11 @@ static void write_subscribers_json(const struct rc_daemon_publish *pb, FILE *f)
     X(buffered_bytes) X(pages_sent) X(pages_failed) X(again_no_page) X(send_errors)                 \
     X(unregistered_pieces) X(fragment_retry_timeouts) X(stale_completions) X(keys_completed_error) \
     X(connections) X(connections_refused) X(connections_refused_allowlist) X(peers_closed)          \
-    X(peers_dead) X(keys_released_by_peer_death) X(drained_peers) X(drain_timeouts)                \
+    X(peers_dead) X(keys_released_by_peer_death) X(drained_peers) X(drain_timeouts) X(drain_no_proof)  \
     X(completions_error) X(subscriptions_refused)                                                   \
     X(control_dropped) X(rx_errors) X(connection_errors) X(unknown_sender)                         \
-    X(faults_send_error) X(faults_eagain)
+    X(faults_send_error) X(faults_eagain) X(faults_eagain_streaks) X(fragments_deferred) X(fragments_abandoned)             \
+    X(again_resuming) X(liveness_restarts)
 
 /* Rejected incoming messages of every kind (stats.malformed[]), summed. */
 static uint64_t malformed_total(const struct rc_publisher_stats *s)

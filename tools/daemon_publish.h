@@ -67,8 +67,11 @@ int  rc_daemon_publish_create(const struct rc_config *cfg, struct rc_daemon_publ
 int  rc_daemon_publish_add_card(struct rc_daemon_publish *pb, const struct rc_card_params *cp,
                                 struct rc_dma_ring *ring, struct rc_publish_card **sink_ctx,
                                 char *err, size_t errlen);
-/* The readout of the card, once created: where keys go back. */
-void rc_daemon_publish_set_readout(struct rc_publish_card *c, struct rc_readout *r);
+/* The readout of the card, once created: where keys go back. Registers the
+ * readout's spill area (rc_readout_spill_area) with every publisher thread:
+ * chunk heads copied out of a full ring are sent from there. 0 or -errno. */
+int  rc_daemon_publish_set_readout(struct rc_publish_card *c, struct rc_readout *r, char *err,
+                                   size_t errlen);
 /* The readout sink (rc_chunk_sink_fn), ctx = the card from add_card. */
 int  rc_daemon_publish_sink(void *ctx, const struct rc_chunk *chunk);
 

@@ -33,6 +33,8 @@ struct daemon_card {
     struct rc_readout *readout;
     struct rc_publish_card *publish;   /* the readout's sink context */
     bool started;
+    uint64_t firmware_losses;          /* times rc_card_check reported the firmware lost */
+    bool stopped_by_loss;              /* on_firmware_loss = stop did stop it */
     /* Previous sample for rates. */
     uint64_t last_chunks, last_bytes;
 };
@@ -135,9 +137,10 @@ static int setup_card(struct daemon *d, struct daemon_card *dc)
     if (rc == 0)
         rc = setup_step(rc_readout_create(dc->params, dc->ring, dc->card, rc_daemon_publish_sink,
                                           dc->publish, &dc->readout, err, sizeof err), n, err);
+    if (rc == 0)
+        rc = setup_step(rc_daemon_publish_set_readout(dc->publish, dc->readout, err, sizeof err), n, err);
     if (rc != 0)
         return rc;
-    rc_daemon_publish_set_readout(dc->publish, dc->readout);
     if (!rc_dma_ring_region(dc->ring)->locked)
         rc_warn("card.%u: the %" PRIu64 " MiB ring is not locked in memory: it may be paged out;"
                 " give the service CAP_IPC_LOCK or a larger memlock limit",
@@ -182,8 +185,51 @@ static void snapshot_card(struct daemon_card *dc, struct card_snapshot *snap)
 static uint64_t decode_errors(const struct rc_readout_stats *s)
 {
     return s->bad_header + s->err_malformed + s->err_seq_gap + s->err_oversize + s->err_orphan +
+           s->err_bad_start +
            s->chunks_dropped_gap + s->chunks_incomplete + s->chunks_dropped_pool +
            s->chunks_dropped_ring + s->sink_errors + s->card_bad_status;
+}
+
+/* Accepted-looking data the readout threw away: chunks dropped whole. */
+static uint64_t chunks_lost(const struct rc_readout_stats *s)
+{
+    return s->chunks_dropped_gap + s->chunks_incomplete + s->chunks_dropped_pool +
+           s->chunks_dropped_ring + s->err_oversize + s->sink_errors;
+}
+
+static uint64_t elink_lost(const struct rc_elink_stats *e)
+{
+    return e->chunks_dropped_gap + e->chunks_incomplete + e->chunks_dropped_pool +
+           e->chunks_dropped_ring + e->err_oversize;
+}
+
+/* One line per card with losses, naming the e-links (the first few). */
+#define LOSS_LOG_ELINKS 8u
+static void log_card_losses(struct daemon_card *dc)
+{
+    char line[1024];
+    size_t used = 0;
+    unsigned shown = 0, more = 0;
+    for (unsigned e = 0; e < RC_READOUT_MAX_ELINKS; e++) {
+        struct rc_elink_stats es;
+        if (rc_readout_get_elink_stats(dc->readout, e, &es) != 0 || elink_lost(&es) == 0)
+            continue;
+        if (shown == LOSS_LOG_ELINKS) {
+            more++;
+            continue;
+        }
+        int n = snprintf(line + used, sizeof line - used,
+                         "%s e-link %u: ring %" PRIu64 " pool %" PRIu64 " gap %" PRIu64
+                         " incomplete %" PRIu64 " oversize %" PRIu64, shown ? ";" : "", e,
+                         es.chunks_dropped_ring, es.chunks_dropped_pool, es.chunks_dropped_gap,
+                         es.chunks_incomplete, es.err_oversize);
+        if (n > 0 && (size_t)n < sizeof line - used)
+            used += (size_t)n;
+        shown++;
+    }
+    if (shown)
+        rc_warn("card.%u: chunks lost by e-link:%s%s", dc->params->index, line,
+                more ? " (and more e-links: see --stats-json)" : "");
 }
 
 static void log_card_stats(struct daemon_card *dc, double interval_s)
@@ -199,11 +245,11 @@ static void log_card_stats(struct daemon_card *dc, double interval_s)
     dc->last_bytes = bytes;
     rc_info("card.%u: %.3f Mchunk/s %.3f GB/s | produced %" PRIu64 " decoded %" PRIu64
             " in flight %" PRIu64 " | ring %.1f%% (hwm %.1f%%) full %.3f s | card stalled %.3f s"
-            " | errors %" PRIu64,
+            " | errors %" PRIu64 " lost %" PRIu64,
             dc->params->index, chunk_rate / 1e6, byte_rate / 1e9, snap.cs.chunks_produced, rs->chunks,
             rs->chunks_in_flight, 100.0 * (double)ring->in_use / (double)ring->size,
             100.0 * (double)ring->high_water / (double)ring->size, (double)ring->full_ns / 1e9,
-            (double)snap.cs.stall_ns / 1e9, decode_errors(rs));
+            (double)snap.cs.stall_ns / 1e9, decode_errors(rs), chunks_lost(rs));
 }
 
 static void log_stats(struct daemon *d, uint64_t now)
@@ -228,6 +274,8 @@ static const char *publisher_ports(const struct daemon *d, char *buf, size_t len
 
 static bool card_finished(struct daemon_card *dc)
 {
+    if (dc->stopped_by_loss)
+        return true;
     struct rc_card_stats cs;
     rc_card_get_stats(dc->card, &cs);
     return cs.finished;
@@ -287,12 +335,33 @@ static bool wait_for_subscribers(struct daemon *d)
     return false;
 }
 
+/* A card whose firmware died or hung: say so, then wait for a successor
+ * (it adopts the running DMA) or stop the card, per card.N.on_firmware_loss. */
+static void check_firmware(struct daemon_card *dc)
+{
+    char why[256] = "";
+    if (!dc->started || dc->stopped_by_loss || rc_card_check(dc->card, why, sizeof why) != RC_CARD_FW_LOST)
+        return;
+    dc->firmware_losses++;
+    unsigned n = dc->params->index;
+    if (dc->params->on_firmware_loss == RC_FW_LOSS_STOP) {
+        rc_warn("card.%u: firmware lost: %s; on_firmware_loss = stop: stopping the card", n, why);
+        rc_card_stop(dc->card);
+        dc->stopped_by_loss = true;
+    } else {
+        rc_warn("card.%u: firmware lost: %s; on_firmware_loss = wait: waiting for a new"
+                " `ringcast-sim --card %u` to take over", n, why, n);
+    }
+}
+
 static void run_until_done(struct daemon *d)
 {
     uint64_t interval = d->cfg->daemon.stats_interval_ns;
     while (!stop_requested) {
         rc_sleep_ns(DAEMON_TICK_NS);
         uint64_t now = rc_now_ns();
+        for (unsigned i = 0; i < d->ncards; i++)
+            check_firmware(&d->cards[i]);
         if (interval && now - d->last_stats_ns >= interval)
             log_stats(d, now);
         if (all_cards(d, card_finished) && all_cards(d, card_drained)) {
@@ -360,6 +429,8 @@ static void log_summary(struct daemon *d, const struct totals *t)
             secs, t->produced, t->decoded, (double)t->bytes / 1e9,
             secs > 0 ? (double)t->bytes / 1e9 / secs : 0.0, t->errors, t->in_flight,
             (double)t->stall_ns / 1e9);
+    for (unsigned i = 0; i < d->ncards; i++)
+        log_card_losses(&d->cards[i]);
     struct rc_publish_totals pt;
     rc_daemon_publish_get_totals(d->publish, &pt);
     rc_info("summary: %" PRIu64 " chunks sent to subscribers (%.3f GB, %.3f GB/s), %" PRIu64
@@ -367,6 +438,39 @@ static void log_summary(struct daemon *d, const struct totals *t)
             " not sent (subscriber gone or shutdown)",
             pt.chunks_sent, (double)pt.bytes_sent / 1e9, secs > 0 ? (double)pt.bytes_sent / 1e9 / secs : 0.0,
             pt.chunks_no_subscriber, pt.chunks_dropped, pt.shares_failed, pt.shares_unsent);
+}
+
+/* Decode errors of one e-link that are not losses of whole chunks. */
+static uint64_t elink_errors(const struct rc_elink_stats *e)
+{
+    return e->err_malformed + e->err_seq_gap + e->err_orphan + e->err_bad_start;
+}
+
+/* ,"elinks_lost":[{"elink":E,...}]: every e-link that lost a chunk or saw a
+ * decode error, with the loss by cause and the error by kind. */
+static void write_elink_losses_json(FILE *f, struct daemon_card *dc)
+{
+    fputs(",\"elinks_lost\":[", f);
+    bool first = true;
+    for (unsigned e = 0; e < RC_READOUT_MAX_ELINKS; e++) {
+        struct rc_elink_stats es;
+        if (rc_readout_get_elink_stats(dc->readout, e, &es) != 0 ||
+            elink_lost(&es) + elink_errors(&es) == 0)
+            continue;
+        fprintf(f, "%s{\"elink\":%u,\"chunks_lost\":%" PRIu64 ",\"chunks_dropped_ring\":%" PRIu64
+                   ",\"chunks_dropped_pool\":%" PRIu64 ",\"chunks_dropped_gap\":%" PRIu64
+                   ",\"chunks_incomplete\":%" PRIu64 ",\"err_oversize\":%" PRIu64
+                   ",\"err_seq_gap\":%" PRIu64 ",\"err_orphan\":%" PRIu64 ",\"err_bad_start\":%" PRIu64
+                   ",\"err_malformed\":%" PRIu64 ",\"malformed_length\":%" PRIu64
+                   ",\"malformed_null\":%" PRIu64 ",\"malformed_order\":%" PRIu64
+                   ",\"malformed_padding\":%" PRIu64 ",\"malformed_split\":%" PRIu64 "}",
+                first ? "" : ",", e, elink_lost(&es), es.chunks_dropped_ring, es.chunks_dropped_pool,
+                es.chunks_dropped_gap, es.chunks_incomplete, es.err_oversize, es.err_seq_gap,
+                es.err_orphan, es.err_bad_start, es.err_malformed, es.malformed_length,
+                es.malformed_null, es.malformed_order, es.malformed_padding, es.malformed_split);
+        first = false;
+    }
+    fputc(']', f);
 }
 
 static void write_card_json(FILE *f, struct daemon_card *dc)
@@ -383,19 +487,28 @@ static void write_card_json(FILE *f, struct daemon_card *dc)
             ",\"err_seq_gap\":%" PRIu64 ",\"err_oversize\":%" PRIu64 ",\"err_orphan\":%" PRIu64
             ",\"chunks_dropped_gap\":%" PRIu64 ",\"chunks_incomplete\":%" PRIu64
             ",\"chunks_dropped_pool\":%" PRIu64 ",\"chunks_dropped_ring\":%" PRIu64
+            ",\"chunks_lost\":%" PRIu64 ",\"chunks_spilled\":%" PRIu64 ",\"bytes_spilled\":%" PRIu64
+            ",\"err_bad_start\":%" PRIu64 ",\"malformed_length\":%" PRIu64 ",\"malformed_null\":%" PRIu64
+            ",\"malformed_order\":%" PRIu64 ",\"malformed_padding\":%" PRIu64 ",\"malformed_split\":%" PRIu64
             ",\"sink_errors\":%" PRIu64 ",\"card_bad_status\":%" PRIu64
             ",\"chunks_truncated\":%" PRIu64 ",\"chunks_error\":%" PRIu64 ",\"chunks_crc\":%" PRIu64
             ",\"chunks_busy\":%" PRIu64 ",\"keys_outstanding\":%" PRIu64 ",\"bad_releases\":%" PRIu64
             ",\"ring_size\":%" PRIu64 ",\"ring_bytes_in_use\":%" PRIu64 ",\"ring_high_water\":%" PRIu64
             ",\"ring_full_ns\":%" PRIu64 ",\"injected_truncated\":%" PRIu64 ",\"injected_crc\":%" PRIu64
-            ",\"injected_malformed\":%" PRIu64 ",\"injected_seqskip\":%" PRIu64 ",\"card_host_errors\":%" PRIu64 "}",
+            ",\"injected_malformed\":%" PRIu64 ",\"injected_seqskip\":%" PRIu64 ",\"card_host_errors\":%" PRIu64 ",\"firmware_losses\":%" PRIu64,
             dc->params->index, cs.chunks_produced, cs.bytes_produced, cs.stall_ns, rs.chunks, rs.bytes,
             rs.blocks, rs.bad_header, rs.err_malformed, rs.err_seq_gap, rs.err_oversize, rs.err_orphan,
             rs.chunks_dropped_gap, rs.chunks_incomplete, rs.chunks_dropped_pool,
-            rs.chunks_dropped_ring, rs.sink_errors, rs.card_bad_status,
+            rs.chunks_dropped_ring, chunks_lost(&rs), rs.chunks_spilled, rs.bytes_spilled,
+            rs.err_bad_start, rs.malformed_length, rs.malformed_null, rs.malformed_order,
+            rs.malformed_padding, rs.malformed_split,
+            rs.sink_errors, rs.card_bad_status,
             rs.chunks_truncated, rs.chunks_error, rs.chunks_crc, rs.chunks_busy, rs.chunks_in_flight,
             rs.bad_releases, ring.size, ring.in_use, ring.high_water, ring.full_ns, cs.injected_truncated,
-            cs.injected_crc, cs.injected_malformed, cs.injected_seqskip, cs.host_errors);
+            cs.injected_crc, cs.injected_malformed, cs.injected_seqskip, cs.host_errors,
+            dc->firmware_losses);
+    write_elink_losses_json(f, dc);
+    fputc('}', f);
 }
 
 static int write_stats_json(struct daemon *d, const struct totals *t, const char *path)

@@ -356,6 +356,7 @@ static const char *exit_reason(enum rc_sim_exit why)
     case RC_SIM_EXIT_SIGNAL: return "stopped by a signal";
     case RC_SIM_EXIT_FINISHED: return "finished its run";
     case RC_SIM_EXIT_HOST_CLOSED: return "the daemon closed the card";
+    case RC_SIM_EXIT_HOST_GONE: return "the daemon is gone (its pid died and its heartbeat stopped)";
     }
     return "?";
 }
@@ -405,5 +406,9 @@ int main(int argc, char **argv)
     if (!o.quiet)
         print_summary(proc, s.cp.shm_name, why, (rc_now_ns() - t0) / 1e9);
     rc_sim_card_detach(proc);
+    if (why == RC_SIM_EXIT_HOST_GONE) {
+        fprintf(stderr, "ringcast-sim %s: %s: exiting\n", s.cp.shm_name, exit_reason(why));
+        return EXIT_RUNTIME;
+    }
     return 0;
 }

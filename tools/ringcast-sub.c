@@ -19,8 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "net/ringcast_sub.h"
-#include "net/wire.h"
+#include "ringcast/sub.h"
 #include "dma/monotonic.h"
 #include "readout/pattern.h"
 #include "readout/sim_params.h"
@@ -224,7 +223,7 @@ static int parse_option(int c, const char *arg, struct options *o)
             return usage_error("--count '%s': expected a number of chunks > 0", arg);
         o->count = v;
         return 0;
-    case 'r': return parse_size("--rx-buffer-size", arg, RC_WIRE_MIN_RX_BUFFER, &o->rx_buffer_size);
+    case 'r': return parse_size("--rx-buffer-size", arg, RC_SUB_MIN_RX_BUFFER, &o->rx_buffer_size);
     case 'm': return parse_size("--max-chunk-size", arg, 1, &o->max_chunk_size);
     case 's':
         if (parse_u64(arg, &v) || v == 0 || v > 1000000)

@@ -36,6 +36,27 @@ struct fz {
     uint64_t checksum;             /* every payload byte is read */
 };
 
+
+/* A piece lies in the ring, or (an open chunk's head copied out of a full
+ * ring) is the first piece and lies in the readout's spill area. */
+static void check_piece(struct fz *f, const struct rc_piece *pc, uint32_t i)
+{
+    if (pc->ring_offset == RC_PIECE_SPILLED) {
+        void *spill;
+        size_t spill_len;
+        rc_readout_spill_area(f->r, &spill, &spill_len);
+        FZ_CHECK(i == 0, "spilled piece %u is not the first", i);
+        FZ_CHECK(pc->addr >= (const uint8_t *)spill &&
+                 pc->addr + pc->len <= (const uint8_t *)spill + spill_len,
+                 "spilled piece %u outside the spill area", i);
+        return;
+    }
+    FZ_CHECK((uint64_t)pc->ring_offset + pc->len <= f->p.ring_size,
+             "piece %u at %u+%u leaves the ring of %llu", i, pc->ring_offset, pc->len,
+             (unsigned long long)f->p.ring_size);
+    FZ_CHECK(pc->addr == f->base + pc->ring_offset, "piece %u address/offset disagree", i);
+}
+
 static void check_chunk(struct fz *f, const struct rc_chunk *c)
 {
     FZ_CHECK(c->elink <= FELIX_ELINK_MASK, "elink %u", c->elink);
@@ -49,10 +70,7 @@ static void check_chunk(struct fz *f, const struct rc_chunk *c)
     uint64_t sum = 0;
     for (uint32_t i = 0; i < c->npieces; i++) {
         const struct rc_piece *pc = &c->pieces[i];
-        FZ_CHECK((uint64_t)pc->ring_offset + pc->len <= f->p.ring_size,
-                 "piece %u at %u+%u leaves the ring of %llu", i, pc->ring_offset, pc->len,
-                 (unsigned long long)f->p.ring_size);
-        FZ_CHECK(pc->addr == f->base + pc->ring_offset, "piece %u address/offset disagree", i);
+        check_piece(f, pc, i);
         for (uint32_t b = 0; b < pc->len; b++)
             f->checksum += pc->addr[b];
         sum += pc->len;

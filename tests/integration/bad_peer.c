@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "net/fabric.h"
-#include "net/ringcast_sub.h"
+#include "ringcast/sub.h"
 #include "net/wire.h"
 
 #define WAIT_NS (10ull * 1000000000ull)

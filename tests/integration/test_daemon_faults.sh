@@ -74,7 +74,7 @@ error_run() { # error_run PROVIDER ENDPOINT
     expect_gt "$name subscriber chunks" "$(json_num chunks "$f")" 0
     expect_eq "$name corrupt chunks" "$(json_num corrupt "$f")" 0
     expect_eq "$name duplicate chunks" "$(json_num duplicates "$f")" 0
-    echo "   $name: $(pub "$name" drained_peers) dead RDM peers drained, $(json_num gaps "$f") gaps while away"
+    echo "   $name: $(pub "$name" drained_peers) dead RDM peers drained ($(pub "$name" drain_timeouts) with sends left at the removal, $(pub "$name" drain_no_proof) without proof), $(json_num gaps "$f") gaps while away"
     check_keys_back "$name"
     PORT=$((PORT + 1))
 }

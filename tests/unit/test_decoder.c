@@ -686,25 +686,28 @@ static void test_orphans_and_restarts(void)
         fx_put(f, &b);
         uint8_t data[64];
         fill_bytes(data, sizeof data, 77);
+        /* A block that must go on with the open chunk starts a new one: one
+         * of the two trailers is corrupt, neither is trusted. */
         tblk_begin(&b, fmt, bs, 3, seq++);
-        tblk_sub(&b, FELIX_SUB_FIRST, data, 30, 0);               /* ... cut short by this */
+        tblk_sub(&b, FELIX_SUB_FIRST, data, 30, 0);               /* dropped with the open one */
         fx_put(f, &b);
         tblk_begin(&b, fmt, bs, 3, seq++);
-        tblk_sub(&b, FELIX_SUB_LAST, data + 30, 20, 0);
+        tblk_sub(&b, FELIX_SUB_LAST, data + 30, 20, 0);           /* its end: skipped */
         tblk_sub(&b, FELIX_SUB_FIRST, NULL, 12, 0);               /* opens ... */
         fx_put(f, &b);
         tblk_begin(&b, fmt, bs, 3, seq++);
-        tblk_sub(&b, FELIX_SUB_WHOLE, NULL, 13, 0);               /* ... cut short by a WHOLE */
+        tblk_sub(&b, FELIX_SUB_WHOLE, NULL, 13, 0);               /* ... both dropped */
+        tblk_sub(&b, FELIX_SUB_WHOLE, data, 5, 0);                /* a good one after */
         fx_put(f, &b);
-        CU_ASSERT_EQUAL(rc_readout_decode(f->r), 2);
-        CU_ASSERT_EQUAL_FATAL(f->ngot, 2);
-        CU_ASSERT_EQUAL(f->got[0].c.length, 50);
-        CU_ASSERT_EQUAL(memcmp(f->got[0].bytes, data, 50), 0);
-        CU_ASSERT_EQUAL(f->got[1].c.length, 13);
+        CU_ASSERT_EQUAL(rc_readout_decode(f->r), 1);
+        CU_ASSERT_EQUAL_FATAL(f->ngot, 1);
+        CU_ASSERT_EQUAL(f->got[0].c.length, 5);
+        CU_ASSERT_EQUAL(memcmp(f->got[0].bytes, data, 5), 0);
         struct rc_elink_stats e = fx_elink(f, 3);
         CU_ASSERT_EQUAL(e.err_orphan, 2);
         CU_ASSERT_EQUAL(e.chunks_incomplete, 2);
-        CU_ASSERT_EQUAL(e.chunks, 2);
+        CU_ASSERT_EQUAL(e.err_bad_start, 2);
+        CU_ASSERT_EQUAL(e.chunks, 1);
         CU_ASSERT_EQUAL(fx_read(f), 5 * bs);
         fx_close(f);
     }
@@ -799,7 +802,7 @@ static void test_timeout_oob_reserved(void)
         tblk_begin(&b, fmt, bs, 6, 0);
         tblk_sub(&b, FELIX_SUB_TIMEOUT, NULL, 0, 0);
         tblk_sub(&b, FELIX_SUB_WHOLE, NULL, 9, 0);
-        tblk_sub(&b, FELIX_SUB_OOB, NULL, 6, 0);
+        tblk_sub(&b, FELIX_SUB_OOB, NULL, 0, 0);        /* out-of-band: no payload */
         tblk_sub(&b, FELIX_SUB_FIRST, NULL, 9, 0);
         tblk_sub(&b, FELIX_SUB_RESERVED, NULL, 2, 0);   /* after FIRST: not a data subchunk */
         fx_put(f, &b);
@@ -956,17 +959,22 @@ static void test_pool_held_by_open_chunks(void)
 
 /* A chunk whose blocks span more than the ring: its LAST could only come in a
  * block the card cannot write until the FIRST's block is back. The ring is
- * full, everything written is decoded, nothing is in flight: the open chunk
- * is dropped (counted) so that the card can go on, and its LAST is not an
- * orphan. While a chunk in flight shares the oldest block, the decoder waits
- * for that release instead. */
+ * full, everything written is decoded, nothing is in flight: the open chunk's
+ * head is copied out of the ring (spilled) so that the card can go on, and
+ * the chunk is completed by its LAST with every byte. While a chunk in
+ * flight shares the oldest block, the decoder waits for that release. */
 static void test_open_chunk_holding_full_ring(void)
 {
     struct fx *f = fx_open(FELIX_FMT_ABCE, 8);
     struct tblk b;
+    uint8_t head[10], tail[10];
+    for (unsigned i = 0; i < 10; i++) {
+        head[i] = (uint8_t)(0xa0 + i);
+        tail[i] = (uint8_t)(0x50 + i);
+    }
     tblk_begin(&b, FELIX_FMT_ABCE, 1024, 1, 0);
     tblk_sub(&b, FELIX_SUB_WHOLE, NULL, 4, 0);        /* in flight, shares block 0 */
-    tblk_sub(&b, FELIX_SUB_FIRST, NULL, 10, 0);       /* never completed in this ring */
+    tblk_sub(&b, FELIX_SUB_FIRST, head, 10, 0);       /* its LAST is not in this ring */
     fx_put(f, &b);
     for (unsigned i = 0; i < 7; i++) {
         tblk_begin(&b, FELIX_FMT_ABCE, 1024, 2, i);
@@ -977,24 +985,81 @@ static void test_open_chunk_holding_full_ring(void)
     for (unsigned i = 1; i < 8; i++)
         fx_release(f, i);
     CU_ASSERT_EQUAL(fx_read(f), 0);                   /* the ring is full */
-    CU_ASSERT_EQUAL(fx_stats(f).chunks_dropped_ring, 0);  /* a release can still free it */
+    CU_ASSERT_EQUAL(fx_stats(f).chunks_spilled, 0);   /* a release can still free it */
     fx_release(f, 0);
-    CU_ASSERT_EQUAL(fx_read(f), 8 * 1024);            /* nothing else can: dropped */
+    CU_ASSERT_EQUAL(fx_read(f), 8 * 1024);            /* nothing else can: spilled */
     struct rc_readout_stats s = fx_stats(f);
-    CU_ASSERT_EQUAL(s.chunks_dropped_ring, 1);
-    CU_ASSERT_EQUAL(s.chunks_in_flight, 0);
+    CU_ASSERT_EQUAL(s.chunks_spilled, 1);
+    CU_ASSERT_EQUAL(s.bytes_spilled, 10);
+    CU_ASSERT_EQUAL(s.chunks_dropped_ring, 0);
+    CU_ASSERT_EQUAL(fx_elink(f, 1).chunks_spilled, 1);
+    memset(f->base, 0xee, 1024);                      /* the card overwrites block 0 */
     tblk_begin(&b, FELIX_FMT_ABCE, 1024, 1, 1);
-    tblk_sub(&b, FELIX_SUB_LAST, NULL, 10, 0);
+    tblk_sub(&b, FELIX_SUB_LAST, tail, 10, 0);
     tblk_sub(&b, FELIX_SUB_WHOLE, NULL, 3, 0);
     fx_put(f, &b);
-    CU_ASSERT_EQUAL(rc_readout_decode(f->r), 1);
-    CU_ASSERT_EQUAL_FATAL(f->ngot, 9);
-    CU_ASSERT_EQUAL(f->got[8].c.length, 3);
+    CU_ASSERT_EQUAL(rc_readout_decode(f->r), 2);
+    CU_ASSERT_EQUAL_FATAL(f->ngot, 10);
+    CU_ASSERT_EQUAL_FATAL(f->got[8].c.length, 20);
+    CU_ASSERT_EQUAL(f->got[8].c.npieces, 2);
+    CU_ASSERT_EQUAL(f->got[8].pc[0].ring_offset, RC_PIECE_SPILLED);
+    CU_ASSERT_EQUAL(memcmp(f->got[8].bytes, head, 10), 0);
+    CU_ASSERT_EQUAL(memcmp(f->got[8].bytes + 10, tail, 10), 0);
+    CU_ASSERT_EQUAL(f->got[9].c.length, 3);
     s = fx_stats(f);
-    CU_ASSERT_EQUAL(s.err_orphan, 0);                 /* its LAST was expected */
+    CU_ASSERT_EQUAL(s.err_orphan, 0);
     CU_ASSERT_EQUAL(s.chunks_incomplete, 0);
     fx_release(f, 8);
+    fx_release(f, 9);
     CU_ASSERT_EQUAL(fx_read(f), 9 * 1024);
+    CU_ASSERT_TRUE(rc_readout_drained(f->r));
+    fx_close(f);
+}
+
+/* More e-links interleave chunks across blocks than the ring has blocks
+ * (each e-link's block ends with a FIRST): every open chunk is spilled,
+ * nothing is dropped, and each completes with its bytes. An open part longer
+ * than a block (FIRST + MIDDLE) does not fit the spill slot: that one alone
+ * is dropped, counted on its e-link. */
+static void test_open_chunks_more_elinks_than_ring(void)
+{
+    struct fx *f = fx_open(FELIX_FMT_ABCE, 4);
+    f->release_in_sink = true;
+    struct tblk b;
+    for (unsigned e = 0; e < 4; e++) {
+        tblk_begin(&b, FELIX_FMT_ABCE, 1024, e, 0);
+        uint32_t len = tblk_room(&b) - 4;
+        tblk_sub(&b, FELIX_SUB_FIRST, NULL, len, 0);  /* fills the block */
+        fx_put(f, &b);
+    }
+    CU_ASSERT_EQUAL(rc_readout_decode(f->r), 0);
+    CU_ASSERT_EQUAL(fx_read(f), 4 * 1024);
+    CU_ASSERT_EQUAL(fx_stats(f).chunks_spilled, 4);
+    /* e-link 0 continues with a MIDDLE: its open part is now 2 blocks long */
+    tblk_begin(&b, FELIX_FMT_ABCE, 1024, 0, 1);
+    tblk_sub(&b, FELIX_SUB_MIDDLE, NULL, tblk_room(&b) - 4, 0);
+    fx_put(f, &b);
+    for (unsigned e = 1; e < 4; e++) {
+        tblk_begin(&b, FELIX_FMT_ABCE, 1024, e, 1);
+        tblk_sub(&b, FELIX_SUB_LAST, NULL, 7, 0);
+        fx_put(f, &b);
+    }
+    CU_ASSERT_EQUAL(rc_readout_decode(f->r), 3);
+    CU_ASSERT_EQUAL_FATAL(f->ngot, 3);
+    for (unsigned i = 0; i < 3; i++)
+        CU_ASSERT_EQUAL(f->got[i].c.length, 1012 + 7);
+    /* Full again, held only by e-link 0's 2-block open part: dropped. */
+    CU_ASSERT_EQUAL(fx_read(f), 8 * 1024);
+    CU_ASSERT_EQUAL(fx_stats(f).chunks_dropped_ring, 1);
+    CU_ASSERT_EQUAL(fx_elink(f, 0).chunks_dropped_ring, 1);
+    CU_ASSERT_EQUAL(fx_elink(f, 0).chunks_spilled, 1);
+    CU_ASSERT_EQUAL(fx_elink(f, 1).chunks_dropped_ring, 0);
+    tblk_begin(&b, FELIX_FMT_ABCE, 1024, 0, 2);
+    tblk_sub(&b, FELIX_SUB_LAST, NULL, 5, 0);         /* the dropped chunk's end */
+    tblk_sub(&b, FELIX_SUB_WHOLE, NULL, 2, 0);
+    fx_put(f, &b);
+    CU_ASSERT_EQUAL(rc_readout_decode(f->r), 1);
+    CU_ASSERT_EQUAL(fx_stats(f).err_orphan, 0);
     CU_ASSERT_TRUE(rc_readout_drained(f->r));
     fx_close(f);
 }
@@ -1022,10 +1087,11 @@ static void test_open_chunk_ring_filling_by_tlp(void)
         rc_dma_ring_note_written(f->ring, f->wpos - 256);
     }
     CU_ASSERT_EQUAL(fx_read(f), 0);
-    CU_ASSERT_EQUAL(fx_stats(f).chunks_dropped_ring, 0);
+    CU_ASSERT_EQUAL(fx_stats(f).chunks_spilled, 0);
     rc_dma_ring_note_written(f->ring, f->wpos);      /* the card filled the ring */
     CU_ASSERT_EQUAL(fx_read(f), 8 * 1024);
-    CU_ASSERT_EQUAL(fx_stats(f).chunks_dropped_ring, 1);
+    CU_ASSERT_EQUAL(fx_stats(f).chunks_spilled, 1);
+    CU_ASSERT_EQUAL(fx_stats(f).chunks_dropped_ring, 0);
     CU_ASSERT_EQUAL(f->ngot, 7);
     fx_close(f);
 }
@@ -1384,6 +1450,225 @@ static void test_randomized(void)
     run_randomized(FELIX_FMT_C0CE, 40000, 0xc0ce5eedull);
 }
 
+/* ---- corrupt trailers: every single-bit flip ------------------------------------ */
+
+/* A stream of hand-made blocks over two e-links (whole, first/middle/last,
+ * padding, null filler), each chunk with its own bytes. Every bit of every
+ * trailer word (null filler included) is flipped in turn and the stream
+ * decoded afresh; a delivered chunk is wrong when no chunk of the original
+ * has its tag, length and bytes. Wrong chunks only of the kinds no check can
+ * see are allowed (readout/README.md, "Corrupt trailers"): a FIRST turned
+ * into a WHOLE (the chunk's head delivered alone), a length moved within its
+ * own padding (zero bytes added) or lowered over zero payload bytes, a length
+ * raised so that the subchunk swallows whole subchunks before it (the chain
+ * still tiles the block). */
+#define FLIP_BLOCKS 6
+#define FLIP_MAX_CHUNKS 16
+
+struct flip_stream {
+    enum felix_format fmt;
+    uint32_t bs;
+    unsigned tbytes;
+    uint8_t blk[FLIP_BLOCKS][1024];
+    struct { unsigned type; uint32_t len; uint32_t pos; } sub[FLIP_BLOCKS][8];
+    unsigned nsub[FLIP_BLOCKS];
+    uint32_t data_end[FLIP_BLOCKS];   /* where the null filler starts */
+};
+
+struct flip_ref {
+    unsigned n;
+    uint64_t tag[FLIP_MAX_CHUNKS];
+    uint32_t len[FLIP_MAX_CHUNKS];
+    uint8_t bytes[FLIP_MAX_CHUNKS][2048];
+};
+
+static void flip_sub(struct flip_stream *st, struct tblk *b, unsigned i, unsigned type,
+                     const uint8_t *data, uint32_t len)
+{
+    tblk_sub(b, type, data, len, 0);
+    unsigned k = st->nsub[i]++;
+    st->sub[i][k].type = type;
+    st->sub[i][k].len = len;
+    st->sub[i][k].pos = b->pos - b->tbytes;
+}
+
+static void flip_build(struct flip_stream *st, enum felix_format fmt)
+{
+    static uint8_t data[8192];   /* every chunk's bytes taken from its own place */
+    memset(st, 0, sizeof *st);
+    st->fmt = fmt;
+    st->bs = 1024;
+    st->tbytes = fmt == FELIX_FMT_ABCD ? 2 : 4;
+    fill_bytes(data, sizeof data, 11);
+    struct tblk b;
+    unsigned seq1 = 0, seq2 = 0;
+    uint32_t room, at = 0;
+    for (unsigned i = 0; i < FLIP_BLOCKS; i++) {
+        static const unsigned elink_of[FLIP_BLOCKS] = { 1, 2, 1, 1, 2, 2 };
+        unsigned elink = elink_of[i];
+        tblk_begin(&b, fmt, 1024, elink, elink == 1 ? seq1++ : seq2++);
+        switch (i) {
+        case 0:
+            flip_sub(st, &b, i, FELIX_SUB_WHOLE, data + (at += 100), 10);
+            flip_sub(st, &b, i, FELIX_SUB_WHOLE, data + (at += 100), 7);
+            room = tblk_room(&b);
+            flip_sub(st, &b, i, FELIX_SUB_FIRST, data + (at += 100), room);
+            at += room;
+            break;
+        case 1:
+            flip_sub(st, &b, i, FELIX_SUB_WHOLE, data + (at += 100), 33);
+            break;
+        case 2:
+            room = tblk_room(&b);
+            flip_sub(st, &b, i, FELIX_SUB_MIDDLE, data + at, room);
+            at += room;
+            break;
+        case 3:
+            flip_sub(st, &b, i, FELIX_SUB_LAST, data + at, 21);
+            flip_sub(st, &b, i, FELIX_SUB_WHOLE, data + (at += 100), 5);
+            break;
+        case 4:
+            flip_sub(st, &b, i, FELIX_SUB_WHOLE, data + (at += 100), 3);
+            room = tblk_room(&b) - 40;   /* not a multiple of the trailer size */
+            flip_sub(st, &b, i, FELIX_SUB_WHOLE, data + (at += 100), room - 1);
+            at += room;
+            break;
+        default:
+            flip_sub(st, &b, i, FELIX_SUB_WHOLE, data + (at += 100), 1);
+            room = tblk_room(&b);
+            flip_sub(st, &b, i, FELIX_SUB_FIRST, data + (at += 100), room);
+            break;
+        }
+        st->data_end[i] = b.pos;
+        memcpy(st->blk[i], b.buf, 1024);
+    }
+}
+
+static struct fx *flip_decode(const struct flip_stream *st, const uint8_t blk[][1024])
+{
+    struct rc_card_params p = default_params(st->fmt, 8);
+    p.block_size = 1024;
+    p.ring_size = 8 * 1024;
+    p.max_chunks_in_flight = 16;
+    struct fx *f = fx_open_params(&p);
+    f->release_in_sink = true;
+    for (unsigned i = 0; i < FLIP_BLOCKS; i++) {
+        memcpy(f->base + f->wpos, blk[i], 1024);
+        f->wpos += 1024;
+    }
+    rc_dma_ring_note_written(f->ring, f->wpos);
+    rc_readout_decode(f->r);
+    return f;
+}
+
+static bool flip_matches(const struct flip_ref *ref, const struct got *g)
+{
+    for (unsigned i = 0; i < ref->n; i++)
+        if (ref->tag[i] == g->c.tag && ref->len[i] == g->c.length &&
+            memcmp(ref->bytes[i], g->bytes, g->c.length) == 0)
+            return true;
+    return false;
+}
+
+/* pos is where a subchunk of the block starts (or the header ends). */
+static bool flip_is_boundary(const struct flip_stream *st, unsigned blk, uint32_t pos)
+{
+    if (pos == FELIX_HEADER_BYTES)
+        return true;
+    for (unsigned k = 0; k < st->nsub[blk]; k++)
+        if (st->sub[blk][k].pos + st->tbytes == pos)
+            return true;
+    return false;
+}
+
+/* The kinds of corruption no check can see (see the comment above). */
+static bool flip_undetectable(const struct flip_stream *st, unsigned blk, uint32_t slot,
+                              uint32_t bit)
+{
+    unsigned T = st->tbytes;
+    unsigned type_shift = T == 2 ? FELIX_T16_TYPE_SHIFT : FELIX_T32_TYPE_SHIFT;
+    uint32_t len_mask = T == 2 ? FELIX_T16_LEN_MASK : FELIX_T32_LEN_MASK;
+    for (unsigned k = 0; k < st->nsub[blk]; k++) {
+        if (st->sub[blk][k].pos != slot)
+            continue;
+        unsigned type = st->sub[blk][k].type;
+        uint32_t len = st->sub[blk][k].len;
+        if (bit >= type_shift)
+            return type == FELIX_SUB_FIRST && (type ^ (1u << (bit - type_shift))) == FELIX_SUB_WHOLE;
+        if ((1u << bit) & ~len_mask)
+            return false;
+        uint32_t nlen = len ^ (1u << bit);
+        uint32_t padded = (len + T - 1) / T * T;
+        uint32_t nstart = slot - (nlen + T - 1) / T * T;
+        if (nlen > len)   /* into its padding, or swallowing whole subchunks before it */
+            return nlen <= padded || flip_is_boundary(st, blk, nstart);
+        const uint8_t *payload = st->blk[blk] + slot - padded;
+        for (uint32_t i = nlen; i < len; i++)
+            if (payload[i] != 0)
+                return false;
+        return (nlen + T - 1) / T * T == padded;
+    }
+    return false;
+}
+
+static void run_flips(enum felix_format fmt, unsigned *wrong_total, unsigned *flips_total)
+{
+    static struct flip_stream st;
+    static struct flip_ref ref;
+    static uint8_t work[FLIP_BLOCKS][1024];
+    flip_build(&st, fmt);
+    struct fx *f = flip_decode(&st, st.blk);
+    CU_ASSERT_EQUAL_FATAL(f->ngot, 8);   /* the last FIRST stays open */
+    CU_ASSERT_EQUAL(fx_stats(f).err_malformed, 0);
+    ref.n = f->ngot;
+    for (unsigned i = 0; i < f->ngot; i++) {
+        ref.tag[i] = f->got[i].c.tag;
+        ref.len[i] = f->got[i].c.length;
+        CU_ASSERT_FATAL(ref.len[i] <= sizeof ref.bytes[i]);
+        memcpy(ref.bytes[i], f->got[i].bytes, ref.len[i]);
+    }
+    fx_close(f);
+    unsigned T = st.tbytes;
+    for (unsigned b = 0; b < FLIP_BLOCKS; b++) {
+        /* Trailer words: every subchunk's, and the null filler to the end. */
+        uint32_t slots[600];
+        unsigned nslots = 0;
+        for (unsigned k = 0; k < st.nsub[b]; k++)
+            slots[nslots++] = st.sub[b][k].pos;
+        for (uint32_t pos = st.data_end[b]; pos < 1024; pos += T)
+            slots[nslots++] = pos;
+        for (unsigned si = 0; si < nslots; si++) {
+            for (uint32_t bit = 0; bit < 8 * T; bit++) {
+                memcpy(work, st.blk, sizeof work);
+                work[b][slots[si] + bit / 8] ^= (uint8_t)(1u << (bit % 8));
+                struct fx *g = flip_decode(&st, (const uint8_t(*)[1024])work);
+                (*flips_total)++;
+                for (unsigned i = 0; i < g->ngot; i++) {
+                    if (flip_matches(&ref, &g->got[i]))
+                        continue;
+                    (*wrong_total)++;
+                    bool allowed = flip_undetectable(&st, b, slots[si], bit);
+                    if (!allowed)
+                        fprintf(stderr, "\n  fmt %d block %u slot %u bit %u: wrong chunk tag 0x%llx"
+                                " length %u delivered", (int)fmt, b, slots[si], bit,
+                                (unsigned long long)g->got[i].c.tag, g->got[i].c.length);
+                    CU_ASSERT(allowed);
+                }
+                fx_close(g);
+            }
+        }
+    }
+}
+
+static void test_trailer_bit_flips(void)
+{
+    unsigned wrong = 0, flips = 0;
+    FOR_EACH_FORMAT(fmt)
+        run_flips(fmt, &wrong, &flips);
+    printf("\n  %u single-bit trailer flips: %u wrong chunks delivered as good ", flips, wrong);
+    CU_ASSERT(flips > 0);
+}
+
 static void register_tests(void)
 {
     RC_SUITE("decoder",
@@ -1409,9 +1694,11 @@ static void register_tests(void)
              { "pool held by open chunks", test_pool_held_by_open_chunks },
              { "open chunk holding the full ring", test_open_chunk_holding_full_ring },
              { "ring still filling by TLP", test_open_chunk_ring_filling_by_tlp },
+             { "more interleaved e-links than ring blocks", test_open_chunks_more_elinks_than_ring },
              { "sink -EAGAIN", test_sink_again },
              { "sink error drops the chunk", test_sink_error_drops });
     RC_SUITE("randomized", { "1e5 chunks, random interleaving and release", test_randomized });
+    RC_SUITE("corrupt trailers", { "every single-bit flip of every trailer", test_trailer_bit_flips });
 }
 
 RC_CUNIT_MAIN(register_tests)

@@ -13,7 +13,7 @@
  *  - max_subscribers: one more subscriber is refused (again and again);
  *  - a ringcast-sub process SIGKILLed mid-stream.
  * The publisher runs in the test thread, subscribers in threads (the
- * subscriber library net/ringcast_sub.h) or a child process. */
+ * subscriber library ringcast/sub.h) or a child process. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -30,7 +30,7 @@
 
 #include "net/fabric.h"
 #include "net/publisher.h"
-#include "net/ringcast_sub.h"
+#include "ringcast/sub.h"
 #include "net/wire.h"
 #include "tests/unit/cunit_main.h"
 
@@ -175,7 +175,7 @@ static void on_key(void *arg, uint64_t key, int status)
 
 static uint64_t keys_back(const struct keys *k) { return k->ok + k->err; }
 
-/* ---- subscriber threads (net/ringcast_sub.h) --------------------------------- */
+/* ---- subscriber threads (ringcast/sub.h) --------------------------------- */
 
 struct sub_thread {
     pthread_t th;
@@ -659,6 +659,64 @@ static void fragment_test(const struct prov *pv)
 
 static void test_fragments_msg(void) { fragment_test(&PROVS[0]); }
 static void test_fragments_rdm(void) { fragment_test(&PROVS[1]); }
+
+/* A later fragment meets -FI_EAGAIN (an injected streak: the 2nd post starts
+ * 300 ms in which posts to that subscriber are refused, so fragment 2 is
+ * refused): the send returns 0 at once without running any callback, the
+ * rest is posted by progress, the next send to that subscriber waits
+ * (-EAGAIN) until then, and the key completes once, the chunk intact. */
+static void deferred_fragments_test(const struct prov *pv)
+{
+    struct rc_fabric_params fp;
+    uint16_t port = next_port();
+    pub_params(&fp, pv, port);
+    fp.faults.eagain_every = 2;
+    fp.faults.eagain_streak_ns = 300 * MS;
+    struct pubctx c;
+    CU_ASSERT_EQUAL_FATAL(pub_open(&c, &fp, 2), 0);
+    unsigned iov_limit = (unsigned)rc_publisher_fabric(c.p)->tx_iov_limit;
+    unsigned n = 3 * iov_limit < MAX_PIECES ? 3 * iov_limit : MAX_PIECES;
+    unsigned per = iov_limit - 1;
+    struct sub_thread t;
+    sub_start(&t, pv, port, 4096, MAX_PIECES, 65536, 0);
+    t.odd_pieces = n;
+    rc_peer_id peer;
+    CU_ASSERT_EQUAL_FATAL(wait_subscribers(&c, 1, &peer), 1);
+    struct iovec iov[MAX_PIECES];
+    for (unsigned i = 0; i < n; i++)
+        iov[i] = (struct iovec){ .iov_base = src_buf + 1000 * i, .iov_len = 16 };
+
+    uint64_t t0 = rc_now_ns();
+    CU_ASSERT_EQUAL(rc_publisher_send(c.p, peer, ODD_TAG, 0, iov, n, 0), 0);
+    uint64_t took = rc_now_ns() - t0;
+    struct rc_publisher_stats st;
+    rc_publisher_get_stats(c.p, &st);
+    CU_ASSERT_EQUAL(st.fragments_deferred, 1);
+    CU_ASSERT_EQUAL(st.fragments, 2);             /* fragments 0 and 1 posted */
+    CU_ASSERT(took < 100 * MS);                   /* did not wait out the 300 ms streak */
+    CU_ASSERT_EQUAL(c.keys.ok + c.keys.err, 0);   /* no callback inside send */
+    CU_ASSERT_EQUAL(rc_publisher_send(c.p, peer, ODD_TAG, 0, iov, 1, 1), -EAGAIN);
+    rc_publisher_get_stats(c.p, &st);
+    CU_ASSERT_EQUAL(st.again_resuming, 1);
+
+    uint64_t want = 1;
+    CU_ASSERT(pump_until(&c, keys_reached, &want, 10 * SEC));
+    rc_publisher_get_stats(c.p, &st);
+    CU_ASSERT_EQUAL(st.fragments, (n + per - 1) / per);
+    CU_ASSERT(st.faults_eagain > 0);
+    CU_ASSERT_EQUAL(st.peers_dead, 0);
+    CU_ASSERT_EQUAL(c.keys.ok, 1);
+    CU_ASSERT_EQUAL(c.keys.dup + c.keys.err, 0);
+    struct chunks_goal g = { &t, 1 };
+    CU_ASSERT(pump_until(&c, chunks_reached, &g, 10 * SEC));
+    sub_stop(&t);
+    CU_ASSERT_EQUAL(atomic_load(&t.bad), 0);
+    CU_ASSERT_EQUAL(atomic_load(&t.reassembled), 1);
+    pub_close(&c);
+}
+
+static void test_deferred_msg(void) { deferred_fragments_test(&PROVS[0]); }
+static void test_deferred_rdm(void) { deferred_fragments_test(&PROVS[1]); }
 
 /* ---- 4. buffered pages --------------------------------------------------------- */
 
@@ -1220,6 +1278,7 @@ static void register_tests(void)
         { "fair share of header slots, tcp msg", test_fair_share_msg },
         { "close_peer and pending_sends, tcp msg", test_pending_msg },
         { "iov_limit / rx buffer fragments, tcp msg", test_fragments_msg },
+        { "later fragment deferred on -FI_EAGAIN, tcp msg", test_deferred_msg },
         { "buffered pages, tcp msg", test_buffered_msg },
         { "subscriber leaves mid-stream, tcp msg", test_disconnect_msg },
         { "malformed control messages, tcp msg", test_malformed_msg },
@@ -1232,6 +1291,7 @@ static void register_tests(void)
         { "fair share of header slots, tcp;ofi_rxm rdm", test_fair_share_rdm },
         { "close_peer and pending_sends, tcp;ofi_rxm rdm", test_pending_rdm },
         { "iov_limit / rx buffer fragments, tcp;ofi_rxm rdm", test_fragments_rdm },
+        { "later fragment deferred on -FI_EAGAIN, tcp;ofi_rxm rdm", test_deferred_rdm },
         { "buffered pages, tcp;ofi_rxm rdm", test_buffered_rdm },
         { "subscriber leaves mid-stream, tcp;ofi_rxm rdm", test_disconnect_rdm },
         { "malformed control messages, tcp;ofi_rxm rdm", test_malformed_rdm },

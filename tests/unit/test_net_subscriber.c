@@ -8,7 +8,7 @@
  * deadlines: a test fails when something does not happen, never because it
  * was slow. */
 #include "net/publisher.h"
-#include "net/ringcast_sub.h"
+#include "ringcast/sub.h"
 #include "net/sub_ranges.h"
 #include "net/wire.h"
 #include "tests/unit/cunit_main.h"

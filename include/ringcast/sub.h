@@ -1,5 +1,6 @@
-/* ringcast_sub.h — the ringcast subscriber library (installed as a public
- * header; it includes nothing of ringcast's internals).
+/* ringcast/sub.h — the ringcast subscriber (public API, in libringcast-client
+ * and libringcast; it includes only other public ringcast headers and system
+ * headers). Overview, lifecycle and threads: API.md, installed next to it.
  *
  * A subscriber connects to one publisher over libfabric (MSG connection or
  * RDM endpoint), says HELLO, subscribes to tag ranges and receives chunks
@@ -16,9 +17,9 @@
  * calls on_resubscribed() once the publisher acknowledged them all. A
  * restarted publisher is recognised by its new publisher_id.
  *
- * Data: on_data() gets one chunk: its tag, its flags (readout chunk flags:
- * truncated, error, crc error, busy) and the payload, valid only during the
- * call. Fragmented chunks are reassembled into one buffer of max_chunk_size
+ * Data: on_data() gets one chunk: its tag, its flags (RC_CHUNK_FLAG_*:
+ * truncated, error, CRC error, busy; ringcast/common.h) and the payload, valid
+ * only during the call. Fragmented chunks are reassembled into one buffer of max_chunk_size
  * bytes allocated at create. A fragment that does not continue the chunk
  * being reassembled (other tag, index or offset, or a chunk bigger than
  * max_chunk_size) makes the subscriber drop the incomplete chunk and count it
@@ -31,12 +32,19 @@
 #define RINGCAST_SUB_H
 #include <stddef.h>
 #include <stdint.h>
+#include "ringcast/common.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 struct rc_sub;
+
+/* The daemon's default port ([fabric] port of ringcast-readout). */
+#define RC_SUB_DEFAULT_PORT 12345u
+/* Smallest rx_buffer_size a publisher accepts in HELLO (one PAGE header and
+ * one record header with 40 payload bytes). */
+#define RC_SUB_MIN_RX_BUFFER 72u
 
 enum rc_sub_endpoint { RC_SUB_EP_MSG = 0, RC_SUB_EP_RDM = 1 };
 
@@ -81,8 +89,8 @@ struct rc_sub_params {
     uint64_t test_stall_after_chunks;
 };
 
-/* Error kinds of malformed messages, in the order of net/wire.h's
- * enum rc_wire_error (index 0 is unused). */
+/* Error kinds of malformed messages (index 0 is unused; names from
+ * rc_sub_malformed_name()). */
 #define RC_SUB_MALFORMED_KINDS 7
 
 struct rc_sub_stats {
@@ -103,7 +111,7 @@ struct rc_sub_stats {
     uint64_t seq_late;             /* DATA/PAGE dropped: arrived after being counted lost, or twice */
     uint64_t held_dropped;         /* DATA/PAGE received but dropped at a disconnect while
                                     * waiting for an earlier one */
-    uint64_t malformed[RC_SUB_MALFORMED_KINDS]; /* by enum rc_wire_error */
+    uint64_t malformed[RC_SUB_MALFORMED_KINDS]; /* by kind: rc_sub_malformed_name(i) */
     uint64_t malformed_total;
     uint64_t truncated;            /* messages larger than rx_buffer_size */
     uint64_t unexpected;           /* valid but out of place (DATA before WELCOME, unknown ack) */
@@ -122,23 +130,23 @@ struct rc_sub_stats {
     uint64_t publisher_id;         /* of the current (or last) publisher */
 };
 
-/* Defaults: tcp msg 127.0.0.1:4711, 64 x 64 KiB rx buffers, 16 MiB max
+/* Defaults: tcp msg 127.0.0.1:RC_SUB_DEFAULT_PORT (12345, the daemon's), 64 x 64 KiB rx buffers, 16 MiB max
  * chunk, heartbeat 1 s, peer timeout 5 s, reconnect 1 s, spin 50 us,
  * malformed_limit 16. Callbacks zero. */
-void rc_sub_params_default(struct rc_sub_params *p);
+RC_API void rc_sub_params_default(struct rc_sub_params *p);
 
 /* Validate params and allocate every buffer (none is allocated later).
  * Returns 0 and *out, or -errno with a message in err. Does not connect. */
-int rc_sub_create(const struct rc_sub_params *params, struct rc_sub **out, char *err, size_t errlen);
+RC_API int rc_sub_create(const struct rc_sub_params *params, struct rc_sub **out, char *err, size_t errlen);
 
 /* Add inclusive tag ranges [first[i], last[i]] to the subscription (merged
  * with what is there). Sent at once when connected, otherwise at connect.
  * -EINVAL for first > last or count 0; -EAGAIN when every control send slot
  * is busy (call rc_sub_poll and retry; nothing changed). */
-int rc_sub_subscribe(struct rc_sub *s, const uint64_t *first, const uint64_t *last, size_t count);
-int rc_sub_subscribe_all(struct rc_sub *s);
+RC_API int rc_sub_subscribe(struct rc_sub *s, const uint64_t *first, const uint64_t *last, size_t count);
+RC_API int rc_sub_subscribe_all(struct rc_sub *s);
 /* Remove ranges (also parts of subscribed ranges). Same results. */
-int rc_sub_unsubscribe(struct rc_sub *s, const uint64_t *first, const uint64_t *last, size_t count);
+RC_API int rc_sub_unsubscribe(struct rc_sub *s, const uint64_t *first, const uint64_t *last, size_t count);
 
 /* Do the work that is due (connect, receive and deliver, heartbeats,
  * timeouts); wait up to timeout_ns for work when there is none (spinning
@@ -147,16 +155,16 @@ int rc_sub_unsubscribe(struct rc_sub *s, const uint64_t *first, const uint64_t *
  * messages received (0 when none came before the timeout). Connection
  * problems are not errors here: they are counted, reported through
  * on_disconnect() and rc_sub_last_error(), and retried. */
-int rc_sub_poll(struct rc_sub *s, uint64_t timeout_ns);
+RC_API int rc_sub_poll(struct rc_sub *s, uint64_t timeout_ns);
 
-void rc_sub_get_stats(const struct rc_sub *s, struct rc_sub_stats *st);
+RC_API void rc_sub_get_stats(const struct rc_sub *s, struct rc_sub_stats *st);
 /* The last connection problem, "" if none ("fi_connect(...): Connection refused"). */
-const char *rc_sub_last_error(const struct rc_sub *s);
+RC_API const char *rc_sub_last_error(const struct rc_sub *s);
 /* Name of a wire error kind (index into stats.malformed): "short", ... */
-const char *rc_sub_malformed_name(unsigned kind);
+RC_API const char *rc_sub_malformed_name(unsigned kind);
 
 /* Say BYE if connected, close everything, free s (NULL is fine). */
-void rc_sub_destroy(struct rc_sub *s);
+RC_API void rc_sub_destroy(struct rc_sub *s);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,6 @@
+/* client_version.c — rc_version() (ringcast/version.h), in both libraries.
+ * RC_VERSION comes from the VERSION file (Makefile), which the build also
+ * checks against the RINGCAST_VERSION_* macros. */
+#include "ringcast/version.h"
+
+const char *rc_version(void) { return RC_VERSION; }
