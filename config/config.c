@@ -13,6 +13,7 @@
 #include "config/schema.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <ini.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -50,8 +51,8 @@ struct loader {
     unsigned nerrors;
     /* reading the file */
     FILE *in;
-    char *line;
-    size_t cap;
+    char *line;                        /* RC_CFG_HARD_LINE + 1 bytes */
+    bool stopped;                      /* not text: the rest of the file is not read */
     int read_errno;
     unsigned lineno;
     unsigned unanswered_line;          /* a key line inih has not handed to on_pair() */
@@ -285,6 +286,28 @@ static void begin_section(struct loader *ld, const char *name)
 
 /* ---- applying one key = value ---- */
 
+/* One rule for the file and for -o: blanks around the value are dropped,
+ * quotes are not syntax. A value in quotes is refused rather than taken with
+ * its quotes (provider "tcp" would fail far from here) or without them (then
+ * "tcp ;x" would not mean what it says in a file). A file's ';' after a blank
+ * starts a comment; -o has no comments, so such a value is refused there. */
+static bool quoted_value(struct loader *ld, const char *where, const char *inst, const char *key,
+                         const char *value, bool from_override)
+{
+    size_t n = strlen(value);
+    if (n && (strchr("\"'", value[0]) || strchr("\"'", value[n - 1]))) {
+        report(ld, "%s: [%s] %s = %s: quotes are not part of the value: write it without them "
+                   "(e.g. provider = tcp;ofi_rxm)", where, inst, key, value);
+        return true;
+    }
+    if (from_override && (strstr(value, " ;") || strstr(value, "\t;"))) {
+        report(ld, "%s: [%s] %s = %s: a ';' after a blank starts a comment in a file; -o takes "
+                   "no comments: remove it", where, inst, key, value);
+        return true;
+    }
+    return false;
+}
+
 static void apply_setting(struct loader *ld, const struct rc_cfg_section *s, unsigned index,
                           const char *key, const char *value, struct origin o)
 {
@@ -309,6 +332,8 @@ static void apply_setting(struct loader *ld, const struct rc_cfg_section *s, uns
     }
     if (o.line) prev->line = o.line;
     if (o.override >= 0) prev->override = o.override;
+    if (quoted_value(ld, where, inst, key, value, o.override >= 0))
+        return;
     if ((k->flags & RC_CFG_F_AUTO) && strcmp(value, "auto") == 0) {
         in->is_auto[k - s->keys] = true;
         return;
@@ -413,18 +438,47 @@ static void report_long_line(struct loader *ld, const char *line, size_t len, si
     if (kstart[0] == '[') ld->bad_section = true; /* do not put its keys into the previous one */
 }
 
+/* Reads one physical line into ld->line, at most RC_CFG_HARD_LINE characters:
+ * memory stays bounded whatever the file holds. Returns its length (line end
+ * removed), or -1 at the end, on a read error (ld->read_errno), or after a
+ * line that is too long to be text (reported; reading stops there). */
+static ssize_t read_physical_line(struct loader *ld)
+{
+    size_t len = 0;
+    int c;
+    while ((c = getc(ld->in)) != EOF && c != '\n') {
+        if (len == RC_CFG_HARD_LINE) { /* not text: the rest would only be noise */
+            char where[WHERE_LEN];
+            report(ld, "%s: line longer than %u characters: not a configuration file; stopped "
+                       "reading it here", file_line(ld, ld->lineno + 1, where, sizeof where),
+                   RC_CFG_HARD_LINE);
+            ld->stopped = true;
+            return -1;
+        }
+        ld->line[len++] = (char)c;
+    }
+    if (c == EOF && ferror(ld->in)) {
+        ld->read_errno = errno ? errno : EIO;
+        return -1;
+    }
+    if (c == EOF && len == 0)
+        return -1;
+    ld->line[len] = '\0';
+    return (ssize_t)len;
+}
+
 /* Hands inih one physical line (or an empty one in place of a rejected line,
  * so that inih's line count stays ours). */
 static char *read_line(char *str, int num, void *stream)
 {
     struct loader *ld = stream;
     check_unanswered(ld);
-    errno = 0;
-    ssize_t n = getline(&ld->line, &ld->cap, ld->in);
-    if (n < 0) {
-        ld->read_errno = errno;
+    if (ld->stopped)
         return NULL;
-    }
+    errno = 0;
+    ssize_t n = read_physical_line(ld);
+    if (n < 0)
+        return NULL;
     ld->lineno++;
     size_t len = (size_t)n;
     while (len && (ld->line[len - 1] == '\n' || ld->line[len - 1] == '\r')) ld->line[--len] = '\0';
@@ -477,16 +531,50 @@ static int on_pair(void *user, const char *section, const char *name, const char
     return 1; /* errors are collected in ld; inih's return value then means syntax only */
 }
 
-static void parse_file(struct loader *ld, const char *file)
+/* Opens a regular file only: a FIFO would block the open (O_NONBLOCK keeps it
+ * from blocking until we know what it is), a device such as /dev/zero or
+ * /dev/urandom never ends. Returns NULL after reporting why not. */
+static FILE *open_config_file(struct loader *ld, const char *file)
 {
-    ld->in = fopen(file, "r");
-    if (!ld->in) {
+    int fd = open(file, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) {
         report(ld, "%s: cannot open: %s", file, strerror(errno));
-        return;
+        return NULL;
     }
     struct stat st;
-    if (fstat(fileno(ld->in), &st) == 0 && S_ISDIR(st.st_mode)) { /* fopen accepts directories */
+    const char *refused = NULL;
+    if (fstat(fd, &st) != 0) {
+        report(ld, "%s: cannot stat: %s", file, strerror(errno));
+        refused = "";
+    } else if (S_ISDIR(st.st_mode)) {
         report(ld, "%s: is a directory, not a configuration file", file);
+        refused = "";
+    } else if (!S_ISREG(st.st_mode)) {
+        refused = S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) ? "a character device"
+                : S_ISBLK(st.st_mode) ? "a block device" : S_ISSOCK(st.st_mode) ? "a socket"
+                : "not a regular file";
+        report(ld, "%s: is %s, not a regular file: refused (a configuration must be a file)",
+               file, refused);
+    }
+    FILE *in = NULL;
+    if (!refused && fcntl(fd, F_SETFL, 0) == 0) /* back to blocking reads */
+        in = fdopen(fd, "r");
+    if (!in) {
+        if (!refused)
+            report(ld, "%s: cannot open: %s", file, strerror(errno));
+        close(fd);
+    }
+    return in;
+}
+
+static void parse_file(struct loader *ld, const char *file)
+{
+    ld->in = open_config_file(ld, file);
+    if (!ld->in)
+        return;
+    ld->line = malloc(RC_CFG_HARD_LINE + 1);
+    if (!ld->line) {
+        report(ld, "%s: out of memory", file);
         fclose(ld->in);
         ld->in = NULL;
         return;

@@ -26,6 +26,7 @@ enum rc_log_level { RC_LOG_ERROR = 0, RC_LOG_WARN, RC_LOG_INFO, RC_LOG_DEBUG };
 struct rc_daemon_params {
     enum rc_log_level log_level;
     uint64_t stats_interval_ns;   /* statistics to the log every N; 0 = never */
+    uint64_t log_repeat_interval_ns; /* one line per cause per N (tools/log.h); 0 = no limit */
     uint32_t publisher_threads;   /* 1..RC_MAX_PUBLISHER_THREADS; thread i listens on fabric.port + i */
     uint32_t queue_size;          /* readout -> publisher queue entries per card (power of 2) */
     int slow_policy;              /* enum rc_slow_policy */

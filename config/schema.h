@@ -17,6 +17,7 @@
 #include "config/config.h"
 
 #define RC_CFG_MAX_LINE     200u  /* characters per line of an INI file, without the line end */
+#define RC_CFG_HARD_LINE    4096u /* a longer line stops reading: the file is not text */
 #define RC_CFG_MAX_KEYS     64u   /* rows per section (the loader's bookkeeping is sized by it) */
 #define RC_CFG_NSECTIONS    5u
 #define RC_CFG_MAX_INSTANCES 16u  /* of a repeated section (the loader's bookkeeping is sized by it) */

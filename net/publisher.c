@@ -916,10 +916,38 @@ static void free_peers(struct rc_publisher *p)
     free(p->peers);
 }
 
+/* RDM: a subscriber learns of the end only from a BYE (with MSG the
+ * endpoint's close tells it); without one it would wait out its peer_timeout.
+ * Each active peer is told, and the completions are awaited at most
+ * RC_PUB_BYE_FLUSH_NS: a BYE behind stuck sends does not hold the shutdown. */
+#define RC_PUB_BYE_FLUSH_NS 200000000ull
+
+static void tell_rdm_peers_bye(struct rc_publisher *p)
+{
+    if (!p->fab.rdm || !p->peers || !p->ops || !p->fab.ep)
+        return;
+    unsigned told = 0;
+    for (uint32_t i = 0; i < p->npeers; i++) {
+        struct rc_pub_peer *peer = &p->peers[i];
+        if (peer->state == RC_PEER_ACTIVE && peer->has_addr) {
+            rc_pub_send_bye(p, peer, RC_BYE_NORMAL);
+            told++;
+        }
+    }
+    uint64_t deadline = rc_now_ns() + RC_PUB_BYE_FLUSH_NS;
+    while (told && (p->ctrl_waiting || p->nctrl_free < p->nctrl) && rc_now_ns() < deadline) {
+        if (rc_pub_poll_cq(p) < 0)
+            break;
+        rc_pub_flush_control(p);
+        rc_sleep_ns(100000);
+    }
+}
+
 void rc_publisher_destroy(struct rc_publisher *p)
 {
     if (!p)
         return;
+    tell_rdm_peers_bye(p);
     for (uint32_t i = 0; p->peers && p->ops && i < p->npeers; i++)
         if (p->peers[i].state != RC_PEER_FREE)
             close_transport(p, &p->peers[i]);

@@ -537,6 +537,22 @@ static void unblock_full_ring(struct rc_readout *r)
     drop_open(r, e, &r->elink_stats[e - r->elinks].chunks_dropped_ring);
 }
 
+/* At the final stop: a chunk still open will never get its last piece (the
+ * card stopped). Count it and its bytes so far, and give its blocks back, so
+ * that the card's bytes add up (produced = decoded + cut) and the ring ends
+ * empty once every key is back. */
+void rc_readout_cut_open_chunks(struct rc_readout *r)
+{
+    for (unsigned i = 0; i < RC_READOUT_MAX_ELINKS; i++) {
+        struct rc_elink_state *e = &r->elinks[i];
+        if (!e->open)
+            continue;
+        RC_STAT_ADD(r->st.bytes_cut_at_stop, e->open->chunk.length);
+        e->skipping = true;
+        drop_open(r, e, &r->st.chunks_cut_at_stop);
+    }
+}
+
 /* ---- passes --------------------------------------------------------------- */
 
 unsigned rc_readout_decode_pass(struct rc_readout *r, bool *took_blocks, bool *more)

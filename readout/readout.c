@@ -187,6 +187,8 @@ void rc_readout_get_stats(const struct rc_readout *r, struct rc_readout_stats *s
         .chunks_dropped_ring = sum.chunks_dropped_ring,
         .chunks_spilled = sum.chunks_spilled,
         .bytes_spilled = RC_STAT_GET(r->st.bytes_spilled),
+        .chunks_cut_at_stop = RC_STAT_GET(r->st.chunks_cut_at_stop),
+        .bytes_cut_at_stop = RC_STAT_GET(r->st.bytes_cut_at_stop),
         .pool_empty_ns = RC_STAT_GET(r->st.pool_empty_ns),
         .polls = RC_STAT_GET(r->st.polls), .sleeps = RC_STAT_GET(r->st.sleeps),
         .rd_writes = RC_STAT_GET(r->st.rd_writes),

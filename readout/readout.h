@@ -88,6 +88,9 @@ struct rc_readout_stats {
                                       oldest block and could not be copied out */
     uint64_t chunks_spilled;       /* open chunks copied out of a full ring: nothing lost */
     uint64_t bytes_spilled;        /* payload bytes those copies took */
+    uint64_t chunks_cut_at_stop;   /* open chunks the stop cut off: the card stopped (SIGTERM)
+                                      before their last piece; their blocks go back to the ring */
+    uint64_t bytes_cut_at_stop;    /* their bytes received so far (the card counted them produced) */
     uint64_t pool_empty_ns;        /* time waiting for free descriptors */
     uint64_t polls, sleeps, rd_writes;
     uint64_t card_bad_status;      /* card status reads that could not be right: rejected

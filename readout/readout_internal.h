@@ -86,6 +86,7 @@ struct rc_readout {
         uint64_t accepted;                  /* chunks handed to the sink and kept by it */
         uint64_t releases_local;            /* releases made by the decoding thread */
         uint64_t bad_header, sink_again, sink_errors, bytes_spilled;
+        uint64_t chunks_cut_at_stop, bytes_cut_at_stop;
         uint64_t pool_empty_ns;
         uint64_t polls, sleeps, rd_writes, last_bad_pos;
         uint64_t card_bad_status;           /* mirror of dma.bad_status for other threads */
@@ -118,5 +119,6 @@ unsigned rc_readout_decode_pass(struct rc_readout *r, bool *took_blocks, bool *m
 /* decoder.c: advance the ring over released blocks and write RD_POINTER to
  * the card when worthwhile (idle: this poll found nothing new). */
 void rc_readout_update_read(struct rc_readout *r, bool idle, bool force);
+void rc_readout_cut_open_chunks(struct rc_readout *r);
 
 #endif

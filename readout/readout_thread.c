@@ -94,6 +94,7 @@ void rc_readout_stop(struct rc_readout *r)
     atomic_store_explicit(&r->stop_requested, true, memory_order_release);
     pthread_join(r->thread, NULL);
     r->thread_running = false;
+    rc_readout_cut_open_chunks(r);
     /* Whatever was released meanwhile goes back to the card. */
     rc_readout_update_read(r, true, true);
     rc_wupper_dma_stop(&r->dma);

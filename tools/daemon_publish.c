@@ -459,7 +459,7 @@ void rc_daemon_publish_log_stats(struct rc_daemon_publish *pb, double interval_s
         for (unsigned k = 0; k < pb->nthreads; k++)
             queued += rc_chunk_queue_count(pb->cards[i].lanes[k].queue);
     double dt = interval_s > 0 ? interval_s : 1.0;
-    rc_info("publish: %.3f Mchunk/s %.3f GB/s sent | subscribers %u | sent %" PRIu64 " dropped %" PRIu64
+    rc_info_unlimited("publish: %.3f Mchunk/s %.3f GB/s sent | subscribers %u | sent %" PRIu64 " dropped %" PRIu64
             " failed %" PRIu64 " unsent %" PRIu64 " no-subscriber %" PRIu64 " cut-off %" PRIu64
             " | queued %u blocked %" PRIu64,
             (double)(t.chunks_sent - pb->last_log_sent) / dt / 1e6,

@@ -535,7 +535,7 @@ static void log_thread_stats(struct publish_thread *th, uint64_t now)
     unsigned queued = 0;
     for (unsigned i = 0; i < pb->ncards; i++)
         queued += rc_chunk_queue_count(pb->cards[i].lanes[th->index].queue);
-    rc_info("publisher %u (port %u): %.3f Mchunk/s %.3f GB/s sent | subscribers %u | sent %" PRIu64
+    rc_info_unlimited("publisher %u (port %u): %.3f Mchunk/s %.3f GB/s sent | subscribers %u | sent %" PRIu64
             " dropped %" PRIu64 " failed %" PRIu64 " unsent %" PRIu64 " no-subscriber %" PRIu64
             " | queued %u blocked %" PRIu64,
             th->index, th->port, (double)(sent - th->last_sent_total) / dt / 1e6,
@@ -548,7 +548,7 @@ static void log_thread_stats(struct publish_thread *th, uint64_t now)
         struct pub_sub *s = &th->subs[i];
         if (!s->in_use)
             continue;
-        rc_info("subscriber %s: %.3f Mchunk/s | sent %" PRIu64 " dropped %" PRIu64 " (by age %" PRIu64
+        rc_info_unlimited("subscriber %s: %.3f Mchunk/s | sent %" PRIu64 " dropped %" PRIu64 " (by age %" PRIu64
                 ", by quota %" PRIu64 ") failed %" PRIu64 " | outstanding %u, oldest %.1f ms", s->name,
                 (double)(s->c.chunks_sent - s->last_sent) / dt / 1e6, s->c.chunks_sent, s->c.chunks_dropped,
                 s->c.dropped_by_age, s->c.dropped_by_quota, s->c.chunks_failed, s->outstanding,

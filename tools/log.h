@@ -1,17 +1,45 @@
 /* log.h — logging for the programs in tools/: one line per message on stderr,
  * "2026-11-21T05:40:01.123Z ringcast-readout[1234] INFO: text", so journald
  * and a terminal both read it well. Libraries do not log: they return errors
- * and count; the tools decide what to say. */
+ * and count; the tools decide what to say.
+ *
+ * Repeated lines are rate-limited: one line per cause per interval (default
+ * 10 s, rc_log_set_repeat_interval). A cause is the call site together with
+ * the line's subject, the text before its first ": " (at most 48 characters:
+ * "card.1", "subscriber 10.0.0.7:5555"), so that one card or one peer flooding
+ * the log does not hide the others. Lines of a cause within the interval after
+ * one was printed are suppressed and counted; the next line printed for that
+ * cause ends with "[N more like this in the last S s]"; a cause that went
+ * quiet gets its count printed by the next log call or rc_log_flush() once its
+ * interval is over. Periodic statistics and the summary (rc_info_unlimited)
+ * are never limited: readout.stats_interval is their rate, or they are once. */
 #ifndef RC_LOG_H
 #define RC_LOG_H
+#include <stdint.h>
+
 #include "config/config.h"
 
-void rc_log_init(const char *program, enum rc_log_level level);
-void rc_log(enum rc_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define RC_LOG_REPEAT_INTERVAL_NS 10000000000ull /* the default */
 
-#define rc_error(...) rc_log(RC_LOG_ERROR, __VA_ARGS__)
-#define rc_warn(...)  rc_log(RC_LOG_WARN, __VA_ARGS__)
-#define rc_info(...)  rc_log(RC_LOG_INFO, __VA_ARGS__)
-#define rc_debug(...) rc_log(RC_LOG_DEBUG, __VA_ARGS__)
+void rc_log_init(const char *program, enum rc_log_level level);
+/* 0: every line is printed. */
+void rc_log_set_repeat_interval(uint64_t ns);
+/* For tests: the clock the interval is measured on (NULL: CLOCK_MONOTONIC). */
+void rc_log_set_clock(uint64_t (*now_ns)(void));
+/* Prints the counts of suppressed lines whose interval is over (all of them
+ * when `all`, e.g. at exit). */
+void rc_log_flush(bool all);
+
+void rc_log_at(enum rc_log_level level, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Never rate-limited: periodic statistics, summaries. */
+void rc_log_unlimited(enum rc_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define rc_log(level, ...) rc_log_at(level, __FILE__, __LINE__, __VA_ARGS__)
+#define rc_error(...) rc_log_at(RC_LOG_ERROR, __FILE__, __LINE__, __VA_ARGS__)
+#define rc_warn(...)  rc_log_at(RC_LOG_WARN, __FILE__, __LINE__, __VA_ARGS__)
+#define rc_info(...)  rc_log_at(RC_LOG_INFO, __FILE__, __LINE__, __VA_ARGS__)
+#define rc_debug(...) rc_log_at(RC_LOG_DEBUG, __FILE__, __LINE__, __VA_ARGS__)
+#define rc_info_unlimited(...) rc_log_unlimited(RC_LOG_INFO, __VA_ARGS__)
 
 #endif

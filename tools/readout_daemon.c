@@ -243,7 +243,7 @@ static void log_card_stats(struct daemon_card *dc, double interval_s)
     double byte_rate = interval_s > 0 ? (double)(bytes - dc->last_bytes) / interval_s : 0;
     dc->last_chunks = chunks;
     dc->last_bytes = bytes;
-    rc_info("card.%u: %.3f Mchunk/s %.3f GB/s | produced %" PRIu64 " decoded %" PRIu64
+    rc_info_unlimited("card.%u: %.3f Mchunk/s %.3f GB/s | produced %" PRIu64 " decoded %" PRIu64
             " in flight %" PRIu64 " | ring %.1f%% (hwm %.1f%%) full %.3f s | card stalled %.3f s"
             " | errors %" PRIu64 " lost %" PRIu64,
             dc->params->index, chunk_rate / 1e6, byte_rate / 1e9, snap.cs.chunks_produced, rs->chunks,
@@ -364,6 +364,7 @@ static void run_until_done(struct daemon *d)
             check_firmware(&d->cards[i]);
         if (interval && now - d->last_stats_ns >= interval)
             log_stats(d, now);
+        rc_log_flush(false); /* counts of suppressed lines whose interval is over */
         if (all_cards(d, card_finished) && all_cards(d, card_drained)) {
             rc_info("every card finished its run and everything was drained");
             return;
@@ -398,10 +399,16 @@ static void stop_cards(struct daemon *d)
     /* A finished run lingers for the subscribers to read the end of it; a
      * stop by signal does not. */
     rc_daemon_publish_stop(d->publish, stop_requested ? 0 : d->cfg->daemon.linger_ns);
+    /* The publishers' end gave their last keys back after the readouts' final
+     * advance: move the read pointer over them too (the readout threads are
+     * joined, so this thread owns the rings now). */
+    for (unsigned i = 0; i < d->ncards; i++)
+        if (d->cards[i].started)
+            rc_dma_ring_advance(d->cards[i].ring);
 }
 
 struct totals {
-    uint64_t produced, decoded, bytes, in_flight, ring_in_use, errors, stall_ns, full_ns;
+    uint64_t produced, decoded, bytes, in_flight, ring_in_use, errors, cut_chunks, cut_bytes;
 };
 
 static void sum_totals(struct daemon *d, struct totals *t)
@@ -416,21 +423,31 @@ static void sum_totals(struct daemon *d, struct totals *t)
         t->in_flight += snap.rs.chunks_in_flight;
         t->ring_in_use += snap.ring.in_use;
         t->errors += decode_errors(&snap.rs);
-        t->stall_ns += snap.cs.stall_ns;
-        t->full_ns += snap.ring.full_ns;
+        t->cut_chunks += snap.rs.chunks_cut_at_stop;
+        t->cut_bytes += snap.rs.bytes_cut_at_stop;
     }
 }
 
 static void log_summary(struct daemon *d, const struct totals *t)
 {
     double secs = run_seconds(d);
-    rc_info("summary: %.2f s, %" PRIu64 " chunks produced, %" PRIu64 " decoded (%.3f GB, %.3f GB/s),"
-            " %" PRIu64 " decode errors, %" PRIu64 " keys outstanding, card stalled %.3f s",
-            secs, t->produced, t->decoded, (double)t->bytes / 1e9,
-            secs > 0 ? (double)t->bytes / 1e9 / secs : 0.0, t->errors, t->in_flight,
-            (double)t->stall_ns / 1e9);
-    for (unsigned i = 0; i < d->ncards; i++)
+    rc_info("summary: %.2f s, %u card%s together: %" PRIu64 " chunks produced, %" PRIu64 " decoded (%.3f GB,"
+            " %.3f GB/s), %" PRIu64 " decode errors, %" PRIu64 " keys outstanding, %" PRIu64 " ring bytes in"
+            " use, %" PRIu64 " chunks cut off by the stop (%" PRIu64 " bytes)",
+            secs, d->ncards, d->ncards == 1 ? "" : "s", t->produced, t->decoded, (double)t->bytes / 1e9,
+            secs > 0 ? (double)t->bytes / 1e9 / secs : 0.0, t->errors, t->in_flight, t->ring_in_use,
+            t->cut_chunks, t->cut_bytes);
+    /* Times are per card: each card stalls on its own ring, and the cards run
+     * side by side, so a sum over cards would exceed the run. */
+    for (unsigned i = 0; i < d->ncards; i++) {
+        struct card_snapshot snap;
+        snapshot_card(&d->cards[i], &snap);
+        rc_info_unlimited("summary: card.%u: %" PRIu64 " chunks produced, %" PRIu64 " decoded; card stalled %.3f s"
+                " and ring full %.3f s of the %.2f s run", d->cards[i].params->index,
+                snap.cs.chunks_produced, snap.rs.chunks, (double)snap.cs.stall_ns / 1e9,
+                (double)snap.ring.full_ns / 1e9, secs);
         log_card_losses(&d->cards[i]);
+    }
     struct rc_publish_totals pt;
     rc_daemon_publish_get_totals(d->publish, &pt);
     rc_info("summary: %" PRIu64 " chunks sent to subscribers (%.3f GB, %.3f GB/s), %" PRIu64
@@ -493,6 +510,7 @@ static void write_card_json(FILE *f, struct daemon_card *dc)
             ",\"sink_errors\":%" PRIu64 ",\"card_bad_status\":%" PRIu64
             ",\"chunks_truncated\":%" PRIu64 ",\"chunks_error\":%" PRIu64 ",\"chunks_crc\":%" PRIu64
             ",\"chunks_busy\":%" PRIu64 ",\"keys_outstanding\":%" PRIu64 ",\"bad_releases\":%" PRIu64
+            ",\"chunks_cut_at_stop\":%" PRIu64 ",\"bytes_cut_at_stop\":%" PRIu64
             ",\"ring_size\":%" PRIu64 ",\"ring_bytes_in_use\":%" PRIu64 ",\"ring_high_water\":%" PRIu64
             ",\"ring_full_ns\":%" PRIu64 ",\"injected_truncated\":%" PRIu64 ",\"injected_crc\":%" PRIu64
             ",\"injected_malformed\":%" PRIu64 ",\"injected_seqskip\":%" PRIu64 ",\"card_host_errors\":%" PRIu64 ",\"firmware_losses\":%" PRIu64,
@@ -504,26 +522,22 @@ static void write_card_json(FILE *f, struct daemon_card *dc)
             rs.malformed_padding, rs.malformed_split,
             rs.sink_errors, rs.card_bad_status,
             rs.chunks_truncated, rs.chunks_error, rs.chunks_crc, rs.chunks_busy, rs.chunks_in_flight,
-            rs.bad_releases, ring.size, ring.in_use, ring.high_water, ring.full_ns, cs.injected_truncated,
-            cs.injected_crc, cs.injected_malformed, cs.injected_seqskip, cs.host_errors,
-            dc->firmware_losses);
+            rs.bad_releases, rs.chunks_cut_at_stop, rs.bytes_cut_at_stop, ring.size, ring.in_use,
+            ring.high_water, ring.full_ns, cs.injected_truncated, cs.injected_crc, cs.injected_malformed,
+            cs.injected_seqskip, cs.host_errors, dc->firmware_losses);
     write_elink_losses_json(f, dc);
     fputc('}', f);
 }
 
-static int write_stats_json(struct daemon *d, const struct totals *t, const char *path)
+static int write_stats_json(struct daemon *d, const struct totals *t, FILE *f, const char *path)
 {
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        rc_error("--stats-json %s: %s", path, strerror(errno));
-        return -errno;
-    }
     fprintf(f,
             "{\"seconds\":%.3f,\"chunks_produced\":%" PRIu64 ",\"chunks_decoded\":%" PRIu64
             ",\"bytes_decoded\":%" PRIu64 ",\"keys_outstanding\":%" PRIu64
-            ",\"ring_bytes_in_use\":%" PRIu64 ",\"decode_errors\":%" PRIu64,
+            ",\"ring_bytes_in_use\":%" PRIu64 ",\"decode_errors\":%" PRIu64
+            ",\"chunks_cut_at_stop\":%" PRIu64 ",\"bytes_cut_at_stop\":%" PRIu64,
             run_seconds(d), t->produced, t->decoded, t->bytes, t->in_flight,
-            t->ring_in_use, t->errors);
+            t->ring_in_use, t->errors, t->cut_chunks, t->cut_bytes);
     rc_daemon_publish_write_json(d->publish, f);
     fputs(",\"cards\":[", f);
     for (unsigned i = 0; i < d->ncards; i++) {
@@ -532,7 +546,7 @@ static int write_stats_json(struct daemon *d, const struct totals *t, const char
         write_card_json(f, &d->cards[i]);
     }
     fputs("]}\n", f);
-    if (fclose(f) != 0) {
+    if (fflush(f) != 0 || ferror(f)) { /* the caller closes it */
         rc_error("--stats-json %s: %s", path, strerror(errno));
         return -EIO;
     }
@@ -564,7 +578,7 @@ static int setup_all(struct daemon *d)
     return 0;
 }
 
-int rc_daemon_run(const struct rc_config *cfg, const char *stats_json)
+int rc_daemon_run(const struct rc_config *cfg, FILE *stats, const char *stats_name)
 {
     static struct daemon d;
     memset(&d, 0, sizeof d);
@@ -603,7 +617,7 @@ int rc_daemon_run(const struct rc_config *cfg, const char *stats_json)
             rc_error("%" PRIu64 " keys still outstanding after the drain", t.in_flight);
             status = 1;
         }
-        if (stats_json && write_stats_json(&d, &t, stats_json) != 0)
+        if (stats && write_stats_json(&d, &t, stats, stats_name) != 0)
             status = 1;
     }
     /* The publisher may still hold keys (a failed setup): they go back to

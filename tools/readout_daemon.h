@@ -4,9 +4,13 @@
 #define RC_READOUT_DAEMON_H
 #include "config/config.h"
 
+#include <stdio.h>
+
 /* Runs until every card finished its fixed run and everything was drained,
  * or until SIGINT/SIGTERM. Writes the final statistics as one JSON object to
- * stats_json when it is not NULL. Returns the process exit status. */
-int rc_daemon_run(const struct rc_config *cfg, const char *stats_json);
+ * stats (opened by the caller before the run, so that a path that cannot be
+ * written is refused at start; named stats_name in messages; the caller
+ * closes it) when it is not NULL. Returns the process exit status. */
+int rc_daemon_run(const struct rc_config *cfg, FILE *stats, const char *stats_name);
 
 #endif

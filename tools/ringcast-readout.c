@@ -2,6 +2,7 @@
  * checks the configuration (config/), then either prints it (--check-config)
  * or runs the daemon. Exit status: 0 success, 1 runtime failure,
  * 2 configuration or usage error. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -59,6 +60,7 @@ static void usage(FILE *out)
             "      --help-config          list every section and key: type, default, range\n"
             "      --print-example-config print the documented example (deploy/ringcast.ini)\n"
             "      --stats-json FILE      write the final statistics to FILE as one JSON object\n"
+            "                             (FILE is created at start: exit 2 if it cannot be)\n"
             "  -h, --help                 print this help\n"
             "      --version              print the version\n"
             "\n"
@@ -119,12 +121,27 @@ static int parse_options(int argc, char **argv, struct options *opt)
 }
 
 /* The running daemon: cards, rings and readout threads (tools/readout_daemon.c). */
+/* --stats-json is opened before the run: a path that cannot be written is a
+ * usage error now, not a lost run's statistics later. */
 static int run_daemon(const struct rc_config *cfg, const char *stats_json, const char *argv0)
 {
+    FILE *stats = NULL;
+    if (stats_json && !(stats = fopen(stats_json, "w"))) {
+        fprintf(stderr, "ringcast-readout: --stats-json %s: cannot write: %s\n", stats_json,
+                strerror(errno));
+        return EXIT_CONFIG;
+    }
     rc_log_init(argv0, cfg->daemon.log_level);
+    rc_log_set_repeat_interval(cfg->daemon.log_repeat_interval_ns);
     rc_info("ringcast-readout %s starting with %s", RC_VERSION,
             cfg->source[0] ? cfg->source : "defaults");
-    return rc_daemon_run(cfg, stats_json);
+    int status = rc_daemon_run(cfg, stats, stats_json);
+    rc_log_flush(true);
+    if (stats && fclose(stats) != 0) {
+        rc_error("--stats-json %s: %s", stats_json, strerror(errno));
+        status = EXIT_RUNTIME;
+    }
+    return status;
 }
 
 /* --help, --version, --help-config, --print-example-config: print and exit 0. */

@@ -7,6 +7,7 @@
  *
  * Exit status: 0 fine, 1 verification failed or a runtime error, 2 usage. */
 #include <endian.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -409,12 +411,190 @@ static double lat_quantile_us(const struct latency_hist *h, double q)
     return (double)h->max_ns / 1e3;
 }
 
+/* ---- the --out file ---------------------------------------------------------
+ * Records are gathered in a buffer and written with write(2), whose every
+ * result is checked (stdio would report a failure records later, and leave a
+ * partial record). After the first failure (disk full, RLIMIT_FSIZE, I/O error)
+ * nothing more is written: every record from then on is counted lost, and at
+ * the end the file is cut at the last complete record. */
+
+#define OUT_BUF_SIZE (1u << 20)
+#define OUT_HDR_SIZE 16u
+
+struct record_file {
+    const char *path;
+    int fd;                  /* -1: no --out */
+    bool regular;            /* can be truncated */
+    uint8_t *buf;
+    size_t buf_len;          /* bytes of whole records in buf */
+    uint64_t buf_records;
+    uint64_t good_end;       /* file offset after the last complete record written */
+    uint64_t written;        /* records completely in the file */
+    uint64_t lost;           /* records not (completely) in the file */
+    int error;               /* errno of the first failure, 0: none */
+    const char *failed_op;   /* "write", "fsync", "truncate", "close" */
+};
+
+static size_t record_size(size_t len)
+{
+    return OUT_HDR_SIZE + len + (8 - len % 8) % 8;
+}
+
+/* Writes all of data, retrying short writes; returns the bytes written (less
+ * than len only with errno set). */
+static size_t write_all(int fd, const uint8_t *data, size_t len)
+{
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = write(fd, data + done, len - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            if (n == 0)
+                errno = EIO;
+            break;
+        }
+        done += (size_t)n;
+    }
+    return done;
+}
+
+static void record_file_fail(struct record_file *rf, const char *op, int err)
+{
+    if (!rf->error) {
+        rf->error = err;
+        rf->failed_op = op;
+    }
+}
+
+/* Writes the buffered records. On a failure the records that reached the
+ * file whole are kept (counted written), the rest counted lost. */
+static void record_file_flush(struct record_file *rf)
+{
+    if (rf->buf_len == 0)
+        return;
+    size_t done = write_all(rf->fd, rf->buf, rf->buf_len);
+    if (done < rf->buf_len) {
+        record_file_fail(rf, "write", errno);
+        size_t off = 0;
+        uint64_t whole = 0;
+        while (off + OUT_HDR_SIZE <= rf->buf_len) {
+            uint32_t len = (uint32_t)rf->buf[off + 12] | (uint32_t)rf->buf[off + 13] << 8 |
+                           (uint32_t)rf->buf[off + 14] << 16 | (uint32_t)rf->buf[off + 15] << 24;
+            if (off + record_size(len) > done)
+                break;
+            off += record_size(len);
+            whole++;
+        }
+        rf->good_end += off;
+        rf->written += whole;
+        rf->lost += rf->buf_records - whole;
+    } else {
+        rf->good_end += done;
+        rf->written += rf->buf_records;
+    }
+    rf->buf_len = 0;
+    rf->buf_records = 0;
+}
+
+static int record_file_open(struct record_file *rf, const char *path)
+{
+    *rf = (struct record_file){.path = path, .fd = -1};
+    if (!path)
+        return 0;
+    rf->buf = malloc(OUT_BUF_SIZE);
+    rf->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (!rf->buf || rf->fd < 0) {
+        rc_error("--out %s: %s", path, strerror(rf->buf ? errno : ENOMEM));
+        return -1;
+    }
+    struct stat st;
+    rf->regular = fstat(rf->fd, &st) == 0 && S_ISREG(st.st_mode);
+    /* past RLIMIT_FSIZE write() then fails with EFBIG instead of the signal killing us */
+    signal(SIGXFSZ, SIG_IGN);
+    return 0;
+}
+
+static void record_file_add(struct record_file *rf, uint64_t tag, uint32_t flags, const void *data,
+                            size_t len)
+{
+    if (rf->error) {
+        rf->lost++;
+        return;
+    }
+    size_t size = record_size(len);
+    if (rf->buf_len + size > OUT_BUF_SIZE)
+        record_file_flush(rf);
+    uint8_t hdr[OUT_HDR_SIZE];
+    for (int i = 0; i < 8; i++)
+        hdr[i] = (uint8_t)(tag >> (8 * i));
+    for (int i = 0; i < 4; i++) {
+        hdr[8 + i] = (uint8_t)(flags >> (8 * i));
+        hdr[12 + i] = (uint8_t)((uint32_t)len >> (8 * i));
+    }
+    if (rf->error) { /* the flush just failed */
+        rf->lost++;
+        return;
+    }
+    if (size > OUT_BUF_SIZE) { /* a record larger than the buffer goes on its own */
+        static const uint8_t zeros[8];
+        size_t pad = size - len - sizeof hdr;
+        if (write_all(rf->fd, hdr, sizeof hdr) < sizeof hdr || write_all(rf->fd, data, len) < len ||
+            write_all(rf->fd, zeros, pad) < pad) {
+            record_file_fail(rf, "write", errno); /* a part of it may be in: cut at the end */
+            rf->lost++;
+        } else {
+            rf->good_end += size;
+            rf->written++;
+        }
+        return;
+    }
+    uint8_t *p = rf->buf + rf->buf_len;
+    memcpy(p, hdr, sizeof hdr);
+    memcpy(p + sizeof hdr, data, len);
+    memset(p + sizeof hdr + len, 0, size - len - sizeof hdr);
+    rf->buf_len += size;
+    rf->buf_records++;
+}
+
+/* Flushes, syncs and closes; on a failure cuts the file at the last complete
+ * record. Returns 0 if every record is in the file. */
+static int record_file_close(struct record_file *rf)
+{
+    if (rf->fd < 0) {
+        free(rf->buf);
+        return 0;
+    }
+    record_file_flush(rf);
+    if (!rf->error && rf->regular && fsync(rf->fd) != 0)
+        record_file_fail(rf, "fsync", errno); /* written, but not known to be on disk */
+    bool truncated = false;
+    if (rf->error && rf->regular) {
+        if (ftruncate(rf->fd, (off_t)rf->good_end) == 0)
+            truncated = true;
+        else
+            rc_error("--out %s: cannot cut the file at its last complete record (%" PRIu64
+                     " bytes): %s", rf->path, rf->good_end, strerror(errno));
+    }
+    if (close(rf->fd) != 0)
+        record_file_fail(rf, "close", errno);
+    rf->fd = -1;
+    free(rf->buf);
+    rf->buf = NULL;
+    if (!rf->error)
+        return 0;
+    rc_error("--out %s: %s failed: %s; %" PRIu64 " records written, %" PRIu64 " lost%s", rf->path,
+             rf->failed_op, strerror(rf->error), rf->written, rf->lost,
+             truncated ? "; the file ends at the last complete record" : "");
+    return -1;
+}
+
 /* ---- receiving ----------------------------------------------------------- */
 
 struct results {
     uint64_t chunks, bytes;
     uint64_t gaps, missing, corrupt, duplicates, flagged;
-    uint64_t out_errors, table_errors;
+    uint64_t table_errors;
     uint64_t first_corrupt_tag;
     long first_corrupt_offset;
 };
@@ -424,7 +604,7 @@ struct app {
     struct tag_table tags;
     struct results r;
     struct latency_hist lat;
-    FILE *out;
+    struct record_file out;
     struct rc_sub *sub;
     bool have_publisher_id;
     uint64_t publisher_id;
@@ -495,22 +675,6 @@ static void verify_chunk(struct app *a, struct tag_state *ts, uint64_t tag, uint
     follow_sequence(&a->r, ts, seq, len);
 }
 
-static void write_record(struct app *a, uint64_t tag, uint32_t flags, const void *data, size_t len)
-{
-    uint8_t hdr[16];
-    for (int i = 0; i < 8; i++)
-        hdr[i] = (uint8_t)(tag >> (8 * i));
-    for (int i = 0; i < 4; i++) {
-        hdr[8 + i] = (uint8_t)(flags >> (8 * i));
-        hdr[12 + i] = (uint8_t)((uint32_t)len >> (8 * i));
-    }
-    static const uint8_t zeros[8];
-    size_t pad = (8 - len % 8) % 8;
-    if (fwrite(hdr, sizeof hdr, 1, a->out) != 1 || (len && fwrite(data, len, 1, a->out) != 1) ||
-        (pad && fwrite(zeros, pad, 1, a->out) != 1))
-        a->r.out_errors++;
-}
-
 static void on_data(void *ctx, uint64_t tag, uint32_t flags, const void *data, size_t len)
 {
     struct app *a = ctx;
@@ -526,8 +690,8 @@ static void on_data(void *ctx, uint64_t tag, uint32_t flags, const void *data, s
     }
     if (a->o->latency)
         lat_record(&a->lat, flags, data, len);
-    if (a->out)
-        write_record(a, tag, flags, data, len);
+    if (a->out.fd >= 0)
+        record_file_add(&a->out, tag, flags, data, len);
     if (a->o->count && a->r.chunks >= a->o->count)
         stop_requested = 1;
     if (a->o->slow_us)
@@ -617,9 +781,13 @@ static void print_json(const struct app *a, const struct rc_sub_stats *st, doubl
            r->gaps, r->missing, r->corrupt, r->duplicates, r->flagged);
     printf(",\"reassembled\":%" PRIu64 ",\"reassembly_drops\":%" PRIu64 ",\"too_big\":%" PRIu64
            ",\"unwanted\":%" PRIu64 ",\"reconnects\":%" PRIu64 ",\"publisher_restarts\":%" PRIu64
-           ",\"connect_failures\":%" PRIu64 ",\"truncated\":%" PRIu64 ",\"out_errors\":%" PRIu64,
+           ",\"connect_failures\":%" PRIu64 ",\"truncated\":%" PRIu64,
            st->reassembled, st->reassembly_drops, st->too_big, st->unwanted, st->reconnects,
-           st->publisher_restarts, st->connect_failures, st->truncated, r->out_errors);
+           st->publisher_restarts, st->connect_failures, st->truncated);
+    if (a->o->out)
+        printf(",\"out_records\":%" PRIu64 ",\"out_lost\":%" PRIu64 ",\"out_bytes\":%" PRIu64
+               ",\"out_error\":\"%s\"", a->out.written, a->out.lost, a->out.good_end,
+               a->out.error ? strerror(a->out.error) : "");
     printf(",\"reordered\":%" PRIu64 ",\"seq_lost\":%" PRIu64 ",\"seq_late\":%" PRIu64
            ",\"held_dropped\":%" PRIu64 ",\"disconnects\":%" PRIu64 ",\"heartbeats_sent\":%" PRIu64,
            st->reordered, st->seq_lost, st->seq_late, st->held_dropped, st->disconnects, st->heartbeats_sent);
@@ -664,6 +832,10 @@ static void print_text(const struct app *a, const struct rc_sub_stats *st, doubl
                "p99.9 %.1f us, max %.1f us (%" PRIu64 " without a stamp, %" PRIu64 " stamped in the future)\n",
                a->lat.samples, lat_quantile_us(&a->lat, 0.50), lat_quantile_us(&a->lat, 0.99),
                lat_quantile_us(&a->lat, 0.999), (double)a->lat.max_ns / 1e3, a->lat.skipped, a->lat.future);
+    if (a->o->out)
+        printf("out: %" PRIu64 " records written (%" PRIu64 " bytes), %" PRIu64 " lost%s%s\n",
+               a->out.written, a->out.good_end, a->out.lost, a->out.error ? ": " : "",
+               a->out.error ? strerror(a->out.error) : "");
     printf("connection: %" PRIu64 " reconnects, %" PRIu64 " publisher restarts, %" PRIu64
            " failed attempts; %" PRIu64 " malformed messages, %" PRIu64 " reassembly drops\n",
            st->reconnects, st->publisher_restarts, st->connect_failures, st->malformed_total,
@@ -729,10 +901,8 @@ static int setup(struct app *a, const struct options *o)
         rc_error("%s", err);
         return -1;
     }
-    if (o->out && !(a->out = fopen(o->out, "wb"))) {
-        rc_error("--out %s: %s", o->out, strerror(errno));
+    if (record_file_open(&a->out, o->out) != 0)
         return -1;
-    }
     int rc = subscribe(a);
     if (rc) {
         rc_error("subscribe: %s", strerror(-rc));
@@ -752,7 +922,7 @@ int main(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
 
-    struct app a = {.o = &o};
+    struct app a = {.o = &o, .out = {.fd = -1}};
     int status = 0;
     double start = now_s();
     if (setup(&a, &o))
@@ -774,14 +944,9 @@ int main(int argc, char **argv)
         }
     }
     rc_sub_destroy(a.sub);
-    if (a.out && fclose(a.out)) {
-        rc_error("--out %s: %s", o.out, strerror(errno));
-        a.r.out_errors++;
-    }
-    if (a.r.out_errors) {
-        rc_error("--out %s: %" PRIu64 " records could not be written", o.out, a.r.out_errors);
+    if (record_file_close(&a.out) != 0)
         status = 1;
-    }
+    rc_log_flush(true);
     if (o.json)
         print_json(&a, &st, seconds);
     else

@@ -37,6 +37,13 @@ prepare_path() {
         path="$WORK/open/unreadable.ini"; cp "$1" "$path"; chmod 000 "$path"
         # root reads any file: run as nobody, who may not
         [ "$(id -u)" -eq 0 ] && as="setpriv --reuid=nobody --regid=nogroup --clear-groups --" ;;
+    # not files: each must be refused at once, without blocking or reading on
+    dev-zero) path=/dev/zero ;;
+    dev-urandom) path=/dev/urandom ;;
+    fifo) path="$WORK/a-fifo.ini"; rm -f "$path"; mkfifo "$path" ;;
+    endless-line) # a regular file of one 1 MB line after the first: reading must stop
+        path="$WORK/endless-line.ini"
+        { echo "[card.0]"; head -c 1000000 /dev/zero | tr '\0' 'a'; } >"$path" ;;
     *) fail "$1: unknown '; file:' directive" ;;
     esac
 }

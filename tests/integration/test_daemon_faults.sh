@@ -156,8 +156,8 @@ bad_peer_run() { # bad_peer_run PROVIDER ENDPOINT
         # tcp;ofi_rxm keeps growing its buffer pools with every connection that
         # carried data (measured: about 0.5 MiB per such subscriber, none for
         # connections without data, flat for one long connection); see
-        # net/README.md, "Memory over rxm". Reported, not asserted.
-        echo "   $name: RSS not asserted over rxm (net/README.md, Memory over rxm)"
+        # net/README.md, "Memory". Reported, not asserted.
+        echo "   $name: RSS not asserted over rxm (net/README.md, Memory)"
     fi
     f="$WORK/$name-good.json"
     expect_eq "$name good subscriber gaps" "$(json_num gaps "$f")" 0

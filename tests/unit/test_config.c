@@ -604,6 +604,71 @@ static void test_long_lines(void)
     free(comment201);
 }
 
+/* Not files: each refused at once by the loader itself, without blocking at
+ * open (a FIFO with no writer) or reading on (devices never end). */
+static void expect_refused_path(const char *path, const char *what)
+{
+    struct result r = load_path(path, NULL, 0);
+    char where[320];
+    snprintf(where, sizeof where, "%s: is %s, not a regular file: refused", path, what);
+    CU_ASSERT_EQUAL(r.rc, -EINVAL);
+    CU_ASSERT_EQUAL(r.err.count, 1);
+    if (!log_has(r.log, where, "", "")) fprintf(stderr, "\nexpected '%s' in:\n%s", where, r.log);
+    CU_ASSERT(log_has(r.log, where, "", ""));
+    free(r.log);
+}
+
+static void test_not_files(void)
+{
+    expect_refused_path("/dev/zero", "a character device");
+    expect_refused_path("/dev/urandom", "a character device");
+    const char *fifo = scratch_path("fifo.ini");
+    CU_ASSERT_FATAL(mkfifo(fifo, 0600) == 0);
+    expect_refused_path(fifo, "a FIFO");
+    /* a regular file whose second line never ends: reading stops at the limit */
+    const char *path = scratch_path("endless.ini");
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_FATAL(f != NULL);
+    fputs("[card.0]\n", f);
+    for (int i = 0; i < 1000000; i++) fputc('a', f);
+    fputs("\n[fabrik]\n", f); /* never reached: would be a second error */
+    fclose(f);
+    struct result r = load_path(path, NULL, 0);
+    char where[320];
+    snprintf(where, sizeof where, "%s:2: line longer than 4096 characters", path);
+    CU_ASSERT_EQUAL(r.rc, -EINVAL);
+    CU_ASSERT(log_has(r.log, where, "stopped reading it here", ""));
+    CU_ASSERT_EQUAL(r.err.count, 1);
+    free(r.log);
+}
+
+/* One rule for files and -o: blanks around key and value are dropped the same
+ * way, quoted values are refused the same way, and -o has no comments. */
+static void test_quotes_and_blanks(void)
+{
+    expect_ok(load_text("[card.0]\n[fabric]\nport =   5   \nprovider = tcp\n", NULL, 0));
+    unsigned file_port = cfg.fabric.port;
+    const char *blanks[] = {"fabric.port= 5", " fabric.provider =tcp "};
+    expect_ok(load_text("[card.0]\n", blanks, 2));
+    CU_ASSERT_EQUAL(file_port, 5);
+    CU_ASSERT_EQUAL(cfg.fabric.port, file_port);
+    CU_ASSERT_STRING_EQUAL(cfg.fabric.provider, "tcp");
+    const char *quoted[] = {"\"tcp\"", "'tcp'", "\"tcp", "tcp'"};
+    for (unsigned i = 0; i < 4; i++) {
+        char text[128], ov[128];
+        snprintf(text, sizeof text, "[card.0]\n[fabric]\nprovider = %s\n", quoted[i]);
+        expect_error_at(text, 3, "[fabric] provider", "quotes are not part of the value");
+        snprintf(ov, sizeof ov, "fabric.provider=%s", quoted[i]);
+        expect_override_error("[card.0]\n", ov, "[fabric] provider", "quotes are not part of the value");
+    }
+    expect_error_at("[card.0]\n[fabric]\nport = \"5\"\n", 3, "[fabric] port", "quotes");
+    expect_override_error("[card.0]\n", "fabric.address=127.0.0.1 ;x", "[fabric] address",
+                          "-o takes no comments");
+    /* in a file the same text is a value and a comment */
+    expect_ok(load_text("[card.0]\n[fabric]\naddress = 127.0.0.1 ;x\n", NULL, 0));
+    CU_ASSERT_STRING_EQUAL(cfg.fabric.address, "127.0.0.1");
+}
+
 static void test_structure_errors(void)
 {
     expect_error_at("[card.0]\n[sim.1]\n", 2, "[sim.1]", "there is no [card.1]");
@@ -1139,6 +1204,8 @@ static void register_tests(void)
     RC_SUITE("errors", {"unknown section and key", test_unknown_section_and_key},
              {"syntax", test_syntax_errors}, {"duplicates", test_duplicates},
              {"bad values", test_bad_values}, {"long lines", test_long_lines},
+             {"not files", test_not_files},
+             {"quotes and blanks", test_quotes_and_blanks},
              {"structure", test_structure_errors}, {"cross-field", test_cross_errors},
              {"overrides", test_override_errors}, {"mode rules", test_mode_rule_errors},
              {"mode rule never applies", test_mode_rule_shadowed},
