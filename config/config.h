@@ -34,6 +34,11 @@ struct rc_daemon_params {
     uint64_t buffered_threshold;  /* auto: chunks smaller than this go buffered */
     uint32_t wait_subscribers;    /* hold the cards until this many subscribers subscribed */
     uint64_t linger_ns;           /* after a finished run: serve until the subscribers left, at most this */
+    /* How long one subscriber's oldest share may stay outstanding (README,
+     * "Slow subscribers"); 0 = no bound. */
+    uint64_t slow_drop_after_ns;  /* drop: its new chunks are dropped while its oldest share is older */
+    uint64_t slow_cut_after_ns;   /* drop: older still: it is cut off */
+    uint64_t block_cut_after_ns;  /* block: older: it is cut off (the card stalled that long for it) */
 };
 
 /* What the publisher does when a subscriber cannot take a chunk now. */

@@ -46,6 +46,9 @@ void rc_buf_fini(struct rc_publisher *p)
 static void recycle(struct rc_publisher *p, uint32_t op_id)
 {
     struct rc_pub_txop *op = &p->ops[op_id];
+    if (op->peer < p->npeers)
+        p->peers[op->peer].npages_held--;
+    op->peer = RC_PUB_NONE;
     op->state = RC_TXOP_FREE;
     op->gen++;
     p->page_free[p->npage_free++] = op_id;
@@ -103,6 +106,10 @@ static int post_page(struct rc_publisher *p, struct rc_pub_peer *peer)
 
 static int open_page(struct rc_publisher *p, struct rc_pub_peer *peer)
 {
+    if (!rc_pub_page_within_quota(p, peer)) {
+        p->st.again_peer_quota++;
+        return -ENOBUFS;
+    }
     if (p->npage_free == 0) {
         p->st.again_no_page++;
         rc_pub_poll_cq(p);
@@ -115,6 +122,7 @@ static int open_page(struct rc_publisher *p, struct rc_pub_peer *peer)
     op->peer = (uint32_t)(peer - p->peers);
     op->since_ns = rc_now_ns();
     peer->page = op_id;
+    peer->npages_held++;
     return 0;
 }
 

@@ -2,6 +2,7 @@
  * net/ knows nothing of cards: it gets only these and registered memory. */
 #ifndef RC_FABRIC_PARAMS_H
 #define RC_FABRIC_PARAMS_H
+#include <stdbool.h>
 #include <stdint.h>
 
 enum rc_ep_kind { RC_EP_MSG = 0, RC_EP_RDM };
@@ -42,6 +43,12 @@ struct rc_fabric_params {
      * it at create (and config/ at load, to report a bad entry at its line). */
     char allow[192];
     struct rc_fault_params faults;
+    /* Not a [fabric] key: set by the caller (the daemon does). Each subscriber
+     * may hold only its fair share of header slots, pages and tx queue
+     * (net/README.md, "Fair shares"); sends beyond get -ENOBUFS. Off: one
+     * subscriber may take every free resource (what the unit tests of the
+     * pools rely on). */
+    bool peer_fair_share;
 };
 
 #endif

@@ -6,8 +6,8 @@
  * message) and pages (one per PAGE message). Both live in one array: ids
  * 0..nslots-1 are slots, nslots..nslots+npages-1 are pages. A posted op is on
  * its peer's doubly linked list (through the array: no malloc), oldest first,
- * so a dead peer's ops can be found and released, and the RDM stuck-send rule
- * only needs to look at the list head.
+ * so a dead peer's ops can be found and released, and the age of its oldest
+ * send (rc_publisher_peer_oldest_age) only needs to look at the list head.
  *
  * Every op carries a generation, bumped each time it is released; the
  * op_context given to libfabric encodes (kind, index, generation), so a
@@ -135,6 +135,8 @@ struct rc_pub_peer {
     uint64_t last_rx_ns, last_hb_tx_ns;
     uint64_t rx_seen_ns, starved_base_ns;  /* check_liveness: p->starved_ns when last_rx_ns was seen */
     uint32_t op_head, op_tail, nops;
+    uint32_t nslots_held;      /* header slots posted to it (its share of the pool) */
+    uint32_t npages_held;      /* pages filling or posted to it */
     uint32_t page;             /* page being filled, or RC_PUB_NONE */
     uint32_t data_seq;         /* stream sequence number of the next DATA/PAGE posted */
     uint64_t drain_deadline_ns;  /* RC_PEER_DRAINING: address removed at the latest then */
@@ -273,6 +275,18 @@ void rc_buf_page_done(struct rc_publisher *p, uint32_t page, int status);
 int  rc_buf_flush_due(struct rc_publisher *p, uint64_t now);
 /* The peer leaves: drop its filling page (records were already released). */
 void rc_buf_drop_filling(struct rc_publisher *p, struct rc_pub_peer *peer);
+
+/* Per-subscriber quotas (publisher.c): may this peer take `more` header
+ * slots / one more page? Its fair share of each pool is pool / (active
+ * subscribers + 1) (pages: at least 2), and of the RDM endpoint's tx queue
+ * tx_size / (active + 1) operations (MSG: its own endpoint's queue). It may
+ * borrow beyond while a fair share stays free after the take. So subscribers
+ * that stopped taking their data never hold all a newcomer or a fast one
+ * needs: what they hold leaves at least a fair share free. One over-sized
+ * send is let through while the peer holds no slot. false: refuse with
+ * -ENOBUFS (counted in again_peer_quota). */
+bool rc_pub_slots_within_quota(struct rc_publisher *p, const struct rc_pub_peer *peer, uint32_t more);
+bool rc_pub_page_within_quota(struct rc_publisher *p, const struct rc_pub_peer *peer);
 
 /* Shared op list helpers (publisher.c). */
 void rc_pub_op_link(struct rc_publisher *p, uint32_t peer, uint32_t op, uint64_t now);

@@ -71,6 +71,67 @@ void rc_pub_op_unlink(struct rc_publisher *p, uint32_t op_id)
     op->prev = op->next = RC_PUB_NONE;
 }
 
+/* pool / (active subscribers + 1): n subscribers at their quota leave a
+ * newcomer at least its own. */
+static uint32_t fair_share(const struct rc_publisher *p, uint64_t pool, uint32_t floor)
+{
+    uint64_t q = pool / (p->st.peers_active + 1);
+    return q < floor ? floor : (uint32_t)q;
+}
+
+/* A subscriber may hold its fair share, and borrow beyond it while a fair
+ * share stays free for the others after the take. */
+static bool within_share(uint64_t held, uint64_t more, uint64_t pool, uint64_t free, uint32_t fair)
+{
+    return held + more <= fair || (free >= more && free - more >= fair && held + more <= pool);
+}
+
+/* Operations posted on the provider's tx queues (header slots, pages, control). */
+static uint64_t ops_posted(const struct rc_publisher *p)
+{
+    return (uint64_t)(p->nslots - p->nslot_free) + (p->npages - p->npage_free) + (p->nctrl - p->nctrl_free);
+}
+
+/* The provider's tx queue: RDM shares one endpoint (tx_size) among all; a
+ * MSG subscriber has its own endpoint, of which its control messages need
+ * a few entries. */
+static bool tx_within_share(const struct rc_publisher *p, const struct rc_pub_peer *peer, uint32_t more)
+{
+    uint64_t size = p->fab.tx_size;
+    if (size == 0)
+        return true;
+    if (!p->fab.rdm)
+        return peer->nops + more <= (size > 2u * RC_PUB_CTRL_PER_PEER ? size - RC_PUB_CTRL_PER_PEER : size);
+    uint64_t used = ops_posted(p);
+    return within_share(peer->nops, more, size, used < size ? size - used : 0, fair_share(p, size, 1));
+}
+
+bool rc_pub_slots_within_quota(struct rc_publisher *p, const struct rc_pub_peer *peer, uint32_t more)
+{
+    if (!p->fab.params.peer_fair_share || peer->nslots_held == 0)
+        return true;   /* one over-sized send of a peer holding nothing */
+    return within_share(peer->nslots_held, more, p->nslots, p->nslot_free, fair_share(p, p->nslots, 1)) &&
+           tx_within_share(p, peer, more);
+}
+
+bool rc_pub_page_within_quota(struct rc_publisher *p, const struct rc_pub_peer *peer)
+{
+    if (!p->fab.params.peer_fair_share)
+        return true;
+    /* At least 2: one posted while the next fills. */
+    return within_share(peer->npages_held, 1, p->npages, p->npage_free, fair_share(p, p->npages, 2)) &&
+           tx_within_share(p, peer, 1);
+}
+
+uint64_t rc_publisher_peer_oldest_age(struct rc_publisher *p, rc_peer_id id)
+{
+    struct rc_pub_peer *peer = rc_pub_peer_of(p, id);
+    if (!peer || peer->op_head == RC_PUB_NONE)
+        return 0;
+    uint64_t since = p->ops[peer->op_head].since_ns;
+    return p->last_progress_ns > since ? p->last_progress_ns - since : 0;
+}
+
 int rc_pub_post(struct rc_publisher *p, struct rc_pub_peer *peer, const struct iovec *iov,
                 void **desc, size_t n, void *ctx)
 {
@@ -318,6 +379,7 @@ struct rc_pub_peer *rc_pub_new_peer(struct rc_publisher *p, uint64_t now)
         peer->rx_seen_ns = 0;
         peer->op_head = peer->op_tail = RC_PUB_NONE;
         peer->nops = 0;
+        peer->nslots_held = peer->npages_held = 0;
         peer->page = RC_PUB_NONE;
         peer->data_seq = 0;
         peer->nranges = 0;
@@ -585,8 +647,13 @@ static int poll_eq(struct rc_publisher *p, uint64_t now)
 
 /* ---- timers ---------------------------------------------------------------- */
 
-/* The dead-peer rule (net/README.md): silent for peer_timeout, or (RDM) its
- * oldest send outstanding for peer_timeout. */
+/* The dead-peer rule (net/README.md): silent for peer_timeout. Liveness is
+ * what the subscriber sends (messages, heartbeats), never how fast it takes
+ * its data: a subscriber that reads slowly on a loaded machine is alive.
+ * (An RDM rule "oldest send outstanding for peer_timeout = dead" cut off
+ * live, reading subscribers under load; whether a slow subscriber is
+ * dropped or cut off is the caller's policy: rc_publisher_peer_oldest_age,
+ * -ENOBUFS and rc_publisher_close_peer.) */
 static void check_liveness(struct rc_publisher *p, struct rc_pub_peer *peer, uint64_t now)
 {
     uint64_t limit = p->fab.params.peer_timeout_ns;
@@ -601,9 +668,6 @@ static void check_liveness(struct rc_publisher *p, struct rc_pub_peer *peer, uin
     uint64_t away = p->starved_ns - peer->starved_base_ns;
     if (silent > away && silent - away > limit)
         rc_pub_peer_fail(p, idx, RC_DOOM_SILENCE);
-    else if (p->fab.rdm && peer->op_head != RC_PUB_NONE &&
-             now - p->ops[peer->op_head].since_ns > limit)
-        rc_pub_peer_fail(p, idx, RC_DOOM_STUCK);
     else if (peer->resume.active && now - peer->resume.since_ns > limit)
         rc_pub_peer_fail(p, idx, RC_DOOM_STUCK);  /* its chunk's rest never accepted */
 }

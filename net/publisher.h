@@ -58,6 +58,8 @@ struct rc_publisher_stats {
     uint64_t fragments;             /* DATA messages of fragmented sends */
     uint64_t again_no_slot;         /* -EAGAIN: header slots exhausted */
     uint64_t again_provider;        /* -EAGAIN: provider queue full */
+    uint64_t again_peer_quota;      /* -ENOBUFS: that subscriber holds its share of slots,
+                                     * pages or the tx queue (see rc_publisher_send) */
     uint64_t send_errors;           /* sends refused with an error */
     uint64_t unregistered_pieces;   /* pieces outside every registered region */
     uint64_t completions_ok;
@@ -97,7 +99,9 @@ struct rc_publisher_stats {
     uint64_t fd_pressure;           /* scans that found file descriptors nearly exhausted */
     uint64_t fds_in_use;            /* descriptors open at the last scan (tcp MSG) */
     uint64_t peers_closed;          /* orderly: BYE or rc_publisher_close_peer() */
-    uint64_t peers_dead;            /* shutdown, silence or stuck sends */
+    uint64_t peers_dead;            /* shutdown, silence, error, or a chunk's later fragments
+                                     * never accepted (not slowness as such: the caller's
+                                     * policy cuts slow ones off with close_peer) */
     uint64_t dead_by_shutdown, dead_by_silence, dead_by_stuck_send, dead_by_error;
     uint64_t keys_released_by_peer_death;
     uint64_t drained_peers;         /* cut-off peers whose sends were let complete (RDM: told BYE,
@@ -145,6 +149,10 @@ int  rc_publisher_register(struct rc_publisher *p, const void *addr, size_t len,
  *   -EAGAIN: nothing sent (no header slot, provider queue full, or this
  *            peer's previous chunk still has fragments to post); call
  *            progress/wait, then try again; the key is still the caller's;
+ *   -ENOBUFS: (params.peer_fair_share only) nothing sent: this subscriber
+ *            holds its fair share of the header slots or of the tx queue
+ *            (net/README.md, "Fair shares"): it is behind; the caller's
+ *            slow policy decides (wait or drop);
  * A later fragment refused by the provider does not make it wait: the rest
  * of the chunk is posted by progress (net/README.md, Fragments). No
  * callback runs inside this call.
@@ -158,8 +166,9 @@ int  rc_publisher_send(struct rc_publisher *p, rc_peer_id peer, uint64_t tag, ui
                        const struct iovec *iov, unsigned n, uint64_t key);
 /* Buffered send: copy the chunk as one record into the peer's current page;
  * on 0 the key has been released (on_send_complete(key, 0)) before return.
- * -EAGAIN: no free page; -EMSGSIZE: record larger than a page (use send());
- * -ENOTCONN as above. */
+ * -EAGAIN: no free page; -ENOBUFS: (params.peer_fair_share) this subscriber
+ * holds its fair share of the pages: it is behind;
+ * -EMSGSIZE: record larger than a page (use send()); -ENOTCONN as above. */
 int  rc_publisher_send_buffered(struct rc_publisher *p, rc_peer_id peer, uint64_t tag,
                                 uint32_t flags, const struct iovec *iov, unsigned n,
                                 uint64_t key);
@@ -173,6 +182,14 @@ int  rc_publisher_progress(struct rc_publisher *p);
 /* Adaptive wait: spin poll_spin_ns on progress, then sleep on the CQ/EQ fds,
  * at most timeout_ns. Returns what progress returned (>0 work, 0 timeout). */
 int  rc_publisher_wait(struct rc_publisher *p, uint64_t timeout_ns);
+
+/* How long the peer's oldest outstanding send (DATA, PAGE or control) had
+ * been waiting for its completion when progress last read the CQ; 0 when it
+ * has none (or for an unknown id). Measured to the last CQ read, not to now,
+ * so that a publisher thread that was not scheduled for a while does not see
+ * its subscribers as behind. For the caller's slow-subscriber policy: liveness
+ * itself (net/README.md, "Dead peers") looks only at what the peer sends. */
+uint64_t rc_publisher_peer_oldest_age(struct rc_publisher *p, rc_peer_id peer);
 
 /* Lowest number of free header slots since the previous call (watermark). */
 uint32_t rc_publisher_available_slots(struct rc_publisher *p);

@@ -342,8 +342,16 @@ static void fill_fabric_params(const struct rc_sub *s, struct rc_fabric_params *
     fp->poll_spin_ns = s->p.poll_spin_ns;
 }
 
+/* rc_sub_params.test_stall_after_chunks: it stopped reading on purpose. */
+static bool stalled_on_purpose(const struct rc_sub *s)
+{
+    return s->p.test_stall_after_chunks && s->st.chunks >= s->p.test_stall_after_chunks;
+}
+
 static int post_rx(struct rc_sub *s, struct rx_slot *r)
 {
+    if (stalled_on_purpose(s))
+        return 0;   /* not posted: nothing more is read */
     ssize_t rc = fi_recv(s->ep, r->buf, s->p.rx_buffer_size, s->rx_mr.desc, FI_ADDR_UNSPEC, r);
     if (rc == -FI_EAGAIN)
         return 0;   /* retried from poll */
@@ -1028,7 +1036,8 @@ static void run_timers(struct rc_sub *s)
         rc_set_err(s->err, sizeof s->err, "no WELCOME from %s:%u within the peer timeout", s->p.host,
                  (unsigned)s->p.port);
         lose(s, RC_SUB_DISC_TIMEOUT);
-    } else if (s->state == ST_ACTIVE && now - s->last_rx_ns >= s->p.peer_timeout_ns) {
+    } else if (s->state == ST_ACTIVE && now - s->last_rx_ns >= s->p.peer_timeout_ns &&
+               !stalled_on_purpose(s)) {
         rc_set_err(s->err, sizeof s->err, "publisher %s:%u silent for the peer timeout", s->p.host,
                  (unsigned)s->p.port);
         lose(s, RC_SUB_DISC_TIMEOUT);
@@ -1047,6 +1056,8 @@ static uint64_t until_next_timer(const struct rc_sub *s, uint64_t now)
         due = s->next_attempt_ns;
     else if (s->state == ST_CONNECTING || s->state == ST_HELLO_SENT)
         due = s->deadline_ns;
+    else if (stalled_on_purpose(s))
+        due = UINT64_MAX;
     else
         due = s->last_rx_ns + s->p.peer_timeout_ns;
     if (s->state >= ST_HELLO_SENT && s->last_hb_ns + s->heartbeat_ns < due)

@@ -613,7 +613,7 @@ const char *rc_wire_refusal_name(uint32_t detail, char *buf, size_t len)
 {
     switch (detail) {
     case RC_REFUSED_UNSPECIFIED: return "no cause given";
-    case RC_REFUSED_ALLOW_LIST:  return "address not in the publisher's allow list";
+    case RC_REFUSED_ALLOW_LIST:  return "address not in [fabric] allow";
     case RC_REFUSED_FULL:        return "max_subscribers reached";
     case RC_REFUSED_VERSION:     return "no common protocol version";
     case RC_REFUSED_RX_BUFFER:   return "rx_buffer_size too small for this publisher";

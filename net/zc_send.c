@@ -77,6 +77,8 @@ void rc_zc_slot_done(struct rc_publisher *p, uint32_t slot, int status, uint64_t
                      bool *pulled)
 {
     struct rc_pub_txop *op = &p->ops[slot];
+    if (op->state == RC_TXOP_POSTED && op->peer < p->npeers)
+        p->peers[op->peer].nslots_held--;
     rc_pub_op_unlink(p, slot);
     op->state = RC_TXOP_FREE;
     op->gen++;
@@ -224,6 +226,7 @@ static int post_fragment(struct rc_publisher *p, const struct zc_send *s, const 
         return rc;
     }
     s->peer->data_seq++;
+    s->peer->nslots_held++;
     op->state = RC_TXOP_POSTED;
     op->key = s->key;
     op->record = s->record;
@@ -398,6 +401,10 @@ int rc_publisher_send(struct rc_publisher *p, rc_peer_id peer_id, uint64_t tag, 
         p->st.connections_refused_rx_buffer++;
         rc_pub_refuse_peer(p, peer, RC_REFUSED_RX_BUFFER, detail);
         return refuse(p, -EMSGSIZE);
+    }
+    if (!rc_pub_slots_within_quota(p, peer, (uint32_t)frags)) {
+        p->st.again_peer_quota++;
+        return -ENOBUFS;
     }
     if (frags > p->nslot_free) {
         p->st.again_no_slot++;

@@ -411,6 +411,7 @@ static void thread_totals(const struct rc_daemon_publish *pb, const struct publi
     t->subscriber_overflow = get(&th->t.overflow);
     t->table_errors = get(&th->t.table_errors);
     t->subscribers_untracked = get(&th->departed_untracked);
+    t->subscribers_cut_off = get(&th->t.cut_off);
 }
 
 /* Every field of struct rc_publish_totals: a thread's figures add up to the whole. */
@@ -418,7 +419,7 @@ static void thread_totals(const struct rc_daemon_publish *pb, const struct publi
     X(chunks_no_subscriber) X(chunks_published) X(shares) X(chunks_sent) X(bytes_sent)              \
     X(chunks_dropped) X(shares_failed) X(shares_unsent) X(chunks_abandoned) X(queue_full) X(blocked) \
     X(subscriber_overflow) X(table_errors) X(subscribers_untracked) X(chunks_queued)                \
-    X(chunks_dispatched) X(dispatch_errors) X(records_exhausted) X(fanout_refused)
+    X(chunks_dispatched) X(dispatch_errors) X(records_exhausted) X(fanout_refused) X(subscribers_cut_off)
 #define COUNT_FIELD(field) +1
 _Static_assert(sizeof(struct rc_publish_totals) == (0 TOTALS_FIELDS(COUNT_FIELD)) * sizeof(uint64_t),
                "TOTALS_FIELDS must name every field");
@@ -459,11 +460,12 @@ void rc_daemon_publish_log_stats(struct rc_daemon_publish *pb, double interval_s
             queued += rc_chunk_queue_count(pb->cards[i].lanes[k].queue);
     double dt = interval_s > 0 ? interval_s : 1.0;
     rc_info_unlimited("publish: %.3f Mchunk/s %.3f GB/s sent | subscribers %u | sent %" PRIu64 " dropped %" PRIu64
-            " failed %" PRIu64 " unsent %" PRIu64 " no-subscriber %" PRIu64 " | queued %u blocked %" PRIu64,
+            " failed %" PRIu64 " unsent %" PRIu64 " no-subscriber %" PRIu64 " cut-off %" PRIu64
+            " | queued %u blocked %" PRIu64,
             (double)(t.chunks_sent - pb->last_log_sent) / dt / 1e6,
             (double)(t.bytes_sent - pb->last_log_bytes) / dt / 1e9, rc_daemon_publish_subscribed(pb),
             t.chunks_sent, t.chunks_dropped, t.shares_failed, t.shares_unsent, t.chunks_no_subscriber,
-            queued, t.blocked);
+            t.subscribers_cut_off, queued, t.blocked);
     pb->last_log_sent = t.chunks_sent;
     pb->last_log_bytes = t.bytes_sent;
 }
@@ -492,9 +494,11 @@ static void write_sub_json(FILE *f, const char *name, rc_peer_id peer, unsigned 
     fprintf(f,
             ",\"peer\":%" PRIu64 ",\"publisher_thread\":%u,\"active\":%s,\"chunks_sent\":%" PRIu64
             ",\"bytes_sent\":%" PRIu64 ",\"chunks_dropped\":%" PRIu64 ",\"chunks_failed\":%" PRIu64
-            ",\"shares_unsent\":%" PRIu64 "}",
+            ",\"shares_unsent\":%" PRIu64 ",\"dropped_by_age\":%" PRIu64 ",\"dropped_by_quota\":%" PRIu64
+            ",\"cut_off\":%" PRIu64 ",\"cut_off_age_ms\":%" PRIu64 "}",
             peer, thread, active ? "true" : "false", c->chunks_sent, c->bytes_sent, c->chunks_dropped,
-            c->chunks_failed, c->shares_unsent);
+            c->chunks_failed, c->shares_unsent, c->dropped_by_age, c->dropped_by_quota, c->cut_off,
+            c->cut_off_age_ns / 1000000u);
 }
 
 /* Every subscriber seen: per thread those that left (in that order), then the
@@ -523,7 +527,8 @@ static void write_subscribers_json(const struct rc_daemon_publish *pb, FILE *f)
 
 /* The fabric layer's main counters, summed over threads[0..n-1]. */
 #define PUBLISHER_JSON_FIELDS(X)                                                                    \
-    X(sends) X(messages) X(fragmented_sends) X(again_no_slot) X(again_provider) X(buffered_records) \
+    X(sends) X(messages) X(fragmented_sends) X(again_no_slot) X(again_provider) X(again_peer_quota) \
+    X(buffered_records)                                                                             \
     X(buffered_bytes) X(pages_sent) X(pages_failed) X(again_no_page) X(send_errors)                 \
     X(unregistered_pieces) X(fragment_retry_timeouts) X(stale_completions) X(keys_completed_error) \
     X(connections) X(connections_refused) X(connections_refused_allowlist) X(peers_closed)          \
@@ -573,11 +578,11 @@ static void write_totals_json(FILE *f, const struct rc_publish_totals *t)
             ",\"shares_failed\":%" PRIu64 ",\"shares_unsent\":%" PRIu64 ",\"chunks_abandoned\":%" PRIu64
             ",\"queue_full\":%" PRIu64 ",\"publisher_blocked\":%" PRIu64 ",\"subscriber_overflow\":%" PRIu64
             ",\"table_errors\":%" PRIu64 ",\"subscribers_untracked\":%" PRIu64 ",\"chunks_queued\":%" PRIu64
-            ",\"fanout_refused\":%" PRIu64,
+            ",\"fanout_refused\":%" PRIu64 ",\"subscribers_cut_off\":%" PRIu64,
             t->chunks_sent, t->bytes_sent, t->chunks_dropped, t->chunks_no_subscriber, t->chunks_published,
             t->shares, t->shares_failed, t->shares_unsent, t->chunks_abandoned, t->queue_full, t->blocked,
             t->subscriber_overflow, t->table_errors, t->subscribers_untracked, t->chunks_queued,
-            t->fanout_refused);
+            t->fanout_refused, t->subscribers_cut_off);
 }
 
 static void write_threads_json(const struct rc_daemon_publish *pb, FILE *f)

@@ -26,13 +26,19 @@
  *   else [readout] mode; decided once per chunk); the last completion of the
  *   k releases the key to the ring (P = 1) or completes the thread's share of
  *   the card-level record (P > 1).
- * A subscriber that cannot take a share now (its outstanding sends at the
- * limit): policy block keeps the chunk and retries it, taking nothing else
- * from that card meanwhile (the thread's queue, the ring fill, the card
- * stalls, and with it the other threads); policy drop counts a drop for that
- * subscriber and goes on. Congestion (the publisher says -EAGAIN: header
- * slots, pages, provider queue) and running out of fan-out records always
- * wait.
+ * A subscriber that cannot take a share now (it holds all it may: its
+ * outstanding shares at the limit, or its fair share of the publisher's
+ * header slots, pages or tx queue): policy block keeps the chunk and
+ * retries it, taking nothing else from that card meanwhile (the thread's
+ * queue, the ring fill, the card stalls, and with it the other threads);
+ * policy drop counts a drop for that subscriber and goes on, unless it is
+ * only a moment behind (its oldest share younger than slow_drop_after / 2:
+ * then it is waited for), and also drops while its oldest share is older
+ * than slow_drop_after. A subscriber whose oldest share is older than
+ * slow_cut_after (drop) or block_cut_after (block, 0 = never) is cut off
+ * (rc_publisher_close_peer), counted and logged. Congestion (the publisher
+ * says -EAGAIN: header slots, pages, provider queue empty for everyone) and
+ * running out of fan-out records always wait. README.md, "Slow subscribers".
  *
  * Threads: create/add_card/start/stop/destroy, log_stats and the getters of
  * final figures run on the main thread; the sink on each card's readout
@@ -117,6 +123,7 @@ struct rc_publish_totals {
     uint64_t dispatch_errors;       /* enqueues refused after the room check: never expected */
     uint64_t records_exhausted;     /* sink -EAGAIN: no card-level fan-out record free: never expected */
     uint64_t fanout_refused;        /* fan-out completions refused (stale, double, bad): bookkeeping errors */
+    uint64_t subscribers_cut_off;   /* cut off by the slow policy's age bound (slow_cut_after, block_cut_after) */
 };
 void rc_daemon_publish_get_totals(const struct rc_daemon_publish *pb, struct rc_publish_totals *t);
 

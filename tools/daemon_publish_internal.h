@@ -61,7 +61,11 @@ static inline uint64_t get(const _Atomic uint64_t *x)
 
 struct sub_counters {
     uint64_t chunks_sent, bytes_sent;   /* shares completed ok */
-    uint64_t chunks_dropped;            /* policy drop */
+    uint64_t chunks_dropped;            /* policy drop, all causes: */
+    uint64_t dropped_by_age;            /*   its oldest share was older than slow_drop_after */
+    uint64_t dropped_by_quota;          /*   it held its fair share of slots, pages or tx queue */
+    uint64_t cut_off;                   /* 1: cut off for an oldest share older than the bound */
+    uint64_t cut_off_age_ns;            /* that share's age when it was cut off */
     uint64_t chunks_failed;             /* refused or completed in error */
     uint64_t shares_unsent;             /* looked up for it, it had left before the send */
 };
@@ -77,6 +81,7 @@ struct pub_sub {
     uint32_t nranges;
     uint32_t outstanding;               /* zero-copy shares posted, not completed */
     bool page_filling;                  /* buffered records may wait in its page */
+    bool cut;                           /* cut off: closed, waiting for its GONE */
     struct sub_counters c;
     uint64_t last_sent;                 /* for the interval rate */
 };
@@ -100,7 +105,7 @@ struct send_token {
 /* Totals a publisher thread changes, others read. */
 struct pub_totals {
     _Atomic uint64_t no_subscriber, published, shares, sent, bytes_sent, dropped, failed,
-        unsent, blocked, overflow, table_errors, abandoned;
+        unsent, blocked, overflow, table_errors, abandoned, cut_off;
 };
 
 /* The chunks of one card for one publisher thread: an SPSC queue from the
@@ -174,6 +179,8 @@ struct publish_thread {
     struct send_token *tokens;
     uint32_t ntokens, free_token;
     uint32_t sub_send_limit;            /* zero-copy shares outstanding per subscriber */
+    enum { BEHIND_LIMIT, BEHIND_AGE, BEHIND_QUOTA } behind;  /* why send_share last said -EAGAIN */
+    uint64_t last_stall_check_ns;
 
     struct pub_totals t;
     uint64_t last_stats_ns, last_sent_total, last_bytes_total;

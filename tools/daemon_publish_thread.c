@@ -164,8 +164,9 @@ static void sub_leave(struct publish_thread *th, rc_peer_id peer)
         bump(&th->t.table_errors, 1);
         rc_warn("subscriber %s: removing it from the table failed: %s", s->name, strerror(-rc));
     }
-    rc_info("subscriber %s left: sent %" PRIu64 ", dropped %" PRIu64 ", failed %" PRIu64, s->name,
-            s->c.chunks_sent, s->c.chunks_dropped, s->c.chunks_failed);
+    rc_info("subscriber %s left%s: sent %" PRIu64 ", dropped %" PRIu64 " (by age %" PRIu64 ", by quota %" PRIu64
+            "), failed %" PRIu64, s->name, s->cut ? " (cut off)" : "", s->c.chunks_sent, s->c.chunks_dropped,
+            s->c.dropped_by_age, s->c.dropped_by_quota, s->c.chunks_failed);
     keep_departed(th, s);
     free(s->ranges);
     s->ranges = NULL;
@@ -277,19 +278,50 @@ static int post_share(struct publish_thread *th, struct publish_lane *lane, stru
     return rc_publisher_send(th->pub, s->peer, chunk->tag, chunk->flags, th->iov, n, tok_index);
 }
 
+/* Is the subscriber behind by the age of its oldest share (slow_policy =
+ * drop only: under block a behind subscriber is waited for anyway)? Then
+ * it gets no new chunks until that share completed: it catches up, or, if
+ * the share never completes, cut_stalled() cuts it off. */
+static bool behind_by_age(struct publish_thread *th, const struct pub_sub *s)
+{
+    uint64_t limit = th->pb->cfg->daemon.slow_drop_after_ns;
+    return limit && th->pb->cfg->daemon.slow_policy == RC_SLOW_DROP &&
+           rc_publisher_peer_oldest_age(th->pub, s->peer) > limit;
+}
+
+/* The subscriber holds all it may: sub_send_limit shares, or (the
+ * publisher's -ENOBUFS) its fair share of the header slots, pages or tx
+ * queue. Keeping up but busy for a moment (its oldest share younger than
+ * half of slow_drop_after: on a loaded machine a reading subscriber is
+ * often tens of milliseconds behind, and rxm's connection setup holds the
+ * first sends), it is waited for like congestion; otherwise it is behind.
+ * Under block it is always waited for. */
+static bool behind_at_limit(struct publish_thread *th, const struct pub_sub *s)
+{
+    const struct rc_daemon_params *d = &th->pb->cfg->daemon;
+    return d->slow_policy == RC_SLOW_DROP &&
+           rc_publisher_peer_oldest_age(th->pub, s->peer) >= d->slow_drop_after_ns / 2;
+}
+
 /* Send share i of the lane's current chunk. 0: posted (it completes through
  * on_send_complete); -ENOTCONN: its subscriber left; -EAGAIN: that
- * subscriber is behind (sub_send_limit shares outstanding); -EBUSY: the
- * publisher said -EAGAIN (header slots, pages, the provider's queue):
- * a moment's congestion, wait; other: refused. Only on 0 does the share
- * belong to the publisher. */
+ * subscriber is behind (th->behind says why: its oldest share is older
+ * than slow_drop_after, or it holds all it may, behind_at_limit); -EBUSY:
+ * wait a moment: the publisher said -EAGAIN (a pool or the provider's queue
+ * is empty), or the subscriber holds all it may but keeps up; other:
+ * refused. Only on 0 does the share belong to the publisher. */
 static int send_share(struct publish_thread *th, struct publish_lane *lane, unsigned i)
 {
     struct pub_sub *s = sub_of_table_id(th, lane->cur_subs[i]);
-    if (!s)
+    if (!s || s->cut)
         return -ENOTCONN;
+    th->behind = BEHIND_LIMIT;
     if (s->outstanding >= th->sub_send_limit)
+        return behind_at_limit(th, s) ? -EAGAIN : -EBUSY;
+    th->behind = BEHIND_AGE;
+    if (behind_by_age(th, s))
         return -EAGAIN;
+    th->behind = BEHIND_QUOTA;
     if (th->free_token == UINT32_MAX)
         return -EBUSY;
     uint32_t k = th->free_token;
@@ -306,6 +338,8 @@ static int send_share(struct publish_thread *th, struct publish_lane *lane, unsi
     s->outstanding--;
     tok->next_free = th->free_token;
     th->free_token = k;
+    if (rc == -ENOBUFS)
+        return behind_at_limit(th, s) ? -EAGAIN : -EBUSY;
     return rc == -EAGAIN ? -EBUSY : rc;
 }
 
@@ -315,8 +349,11 @@ static void share_not_sent(struct publish_thread *th, struct publish_lane *lane,
     struct pub_sub *s = sub_of_table_id(th, lane->cur_subs[i]);
     if (why == -EAGAIN) {
         bump(&th->t.dropped, 1);
-        if (s)
+        if (s) {
             s->c.chunks_dropped++;
+            s->c.dropped_by_age += th->behind == BEHIND_AGE;
+            s->c.dropped_by_quota += th->behind == BEHIND_QUOTA;
+        }
     } else if (why == -ENOTCONN) {
         bump(&th->t.unsent, 1);
         if (s)
@@ -330,6 +367,45 @@ static void share_not_sent(struct publish_thread *th, struct publish_lane *lane,
         }
     }
     share_done(lane, i);
+}
+
+/* The age bound of the slow policy: a subscriber whose oldest share has
+ * been outstanding longer than slow_cut_after (drop) or block_cut_after
+ * (block) is cut off, so that the ring's read pointer (it advances only
+ * over released chunks) moves on for the others. Through
+ * rc_publisher_close_peer: its keys come back as the publisher releases a
+ * closed peer's sends (net/README.md, "Dead peers"); GONE then removes it.
+ * Checked a few times per bound, not per chunk. */
+#define STALL_CHECK_MAX_NS 10000000ull
+static void cut_stalled(struct publish_thread *th, uint64_t now)
+{
+    const struct rc_daemon_params *d = &th->pb->cfg->daemon;
+    bool drop = d->slow_policy == RC_SLOW_DROP;
+    uint64_t limit = drop ? d->slow_cut_after_ns : d->block_cut_after_ns;
+    uint64_t period = limit / 8 < STALL_CHECK_MAX_NS ? limit / 8 : STALL_CHECK_MAX_NS;
+    if (limit == 0 || now - th->last_stall_check_ns < period)
+        return;
+    th->last_stall_check_ns = now;
+    for (uint32_t i = 0; i < th->nsubs_max; i++) {
+        struct pub_sub *s = &th->subs[i];
+        if (!s->in_use || s->cut)
+            continue;
+        uint64_t age = rc_publisher_peer_oldest_age(th->pub, s->peer);
+        if (age <= limit)
+            continue;
+        s->cut = true;
+        s->c.cut_off = 1;
+        s->c.cut_off_age_ns = age;
+        bump(&th->t.cut_off, 1);
+        rc_warn("subscriber %s cut off: its oldest share waited %.0f ms for the provider, more than "
+                "%s = %.0f ms (slow_policy = %s); sent %" PRIu64 ", dropped %" PRIu64 ", outstanding %u",
+                s->name, (double)age / 1e6, drop ? "slow_cut_after" : "block_cut_after",
+                (double)limit / 1e6, drop ? "drop" : "block", s->c.chunks_sent, s->c.chunks_dropped,
+                s->outstanding);
+        int rc = rc_publisher_close_peer(th->pub, s->peer);
+        if (rc != 0)
+            rc_warn("subscriber %s: closing it failed: %s", s->name, strerror(-rc));
+    }
 }
 
 /* net/ counts refused connections (max_subscribers, allow list, version)
@@ -480,9 +556,11 @@ static void log_thread_stats(struct publish_thread *th, uint64_t now)
         struct pub_sub *s = &th->subs[i];
         if (!s->in_use)
             continue;
-        rc_info_unlimited("subscriber %s: %.3f Mchunk/s | sent %" PRIu64 " dropped %" PRIu64 " failed %" PRIu64
-                " | outstanding %u", s->name, (double)(s->c.chunks_sent - s->last_sent) / dt / 1e6,
-                s->c.chunks_sent, s->c.chunks_dropped, s->c.chunks_failed, s->outstanding);
+        rc_info_unlimited("subscriber %s: %.3f Mchunk/s | sent %" PRIu64 " dropped %" PRIu64 " (by age %" PRIu64
+                ", by quota %" PRIu64 ") failed %" PRIu64 " | outstanding %u, oldest %.1f ms", s->name,
+                (double)(s->c.chunks_sent - s->last_sent) / dt / 1e6, s->c.chunks_sent, s->c.chunks_dropped,
+                s->c.dropped_by_age, s->c.dropped_by_quota, s->c.chunks_failed, s->outstanding,
+                (double)rc_publisher_peer_oldest_age(th->pub, s->peer) / 1e6);
         s->last_sent = s->c.chunks_sent;
     }
     th->last_stats_ns = now;
@@ -541,9 +619,11 @@ static void linger(struct publish_thread *th)
     rc_info("publisher %u: waiting up to %.1f s for %u subscriber%s to leave", th->index,
             (double)linger_ns / 1e9, subscribers_connected(th), subscribers_connected(th) == 1 ? "" : "s");
     uint64_t deadline = rc_now_ns() + linger_ns;
-    while (subscribers_connected(th) > 0 && rc_now_ns() < deadline)
+    while (subscribers_connected(th) > 0 && rc_now_ns() < deadline) {
         if (rc_publisher_wait(th->pub, IDLE_WAIT_NS) < 0)
             break;
+        cut_stalled(th, rc_now_ns());
+    }
 }
 
 static void publisher_finish(struct publish_thread *th)
@@ -580,6 +660,7 @@ void *rc_publish_thread_main(void *arg)
                      rc_publisher_last_error(th->pub));
         }
         uint64_t now = rc_now_ns();
+        cut_stalled(th, now);
         if (interval && now - th->last_stats_ns >= interval)
             log_thread_stats(th, now);
         log_new_refusals(th, now);
@@ -602,11 +683,12 @@ static int create_tokens(struct publish_thread *th, const struct rc_fabric_param
     for (uint32_t i = 0; i < th->ntokens; i++)
         th->tokens[i].next_free = i + 1 < th->ntokens ? i + 1 : UINT32_MAX;
     th->free_token = 0;
-    /* A subscriber with this many shares outstanding is behind. At most a
-     * quarter of the header slots, so a slow one cannot starve the others,
-     * and half the provider's tx queue, so that its queue is not full before
-     * (a full queue below the limit is congestion, waited out, not a reason
-     * to drop). */
+    /* A subscriber with this many shares outstanding holds all it may: at
+     * most a quarter of the header slots and half the provider's tx queue.
+     * The publisher bounds what one subscriber holds more finely (a share
+     * may be several fragments): its fair share of the header slots, pages
+     * and tx queue, refused with -ENOBUFS. Either way behind_at_limit()
+     * decides between waiting a moment and dropping. */
     uint32_t limit = fp->header_slots / 4;
     if (limit > fp->tx_queue / 2)
         limit = fp->tx_queue / 2;
@@ -632,6 +714,7 @@ int rc_publish_thread_init(struct publish_thread *th, struct rc_daemon_publish *
     }
     struct rc_fabric_params own = *fp;
     own.port = th->port;
+    own.peer_fair_share = true;   /* README.md, "Slow subscribers" */
     struct rc_publisher_callbacks cb = {
         .on_send_complete = on_send_complete, .on_peer_event = on_peer_event, .arg = th};
     return rc_publisher_create(&own, &cb, &th->pub, err, errlen);

@@ -55,6 +55,7 @@ struct options {
     const char *out;
     uint32_t rx_buffer_size, max_chunk_size;
     uint32_t slow_us;     /* sleep per chunk (a deliberately slow consumer), 0 = none */
+    uint64_t stall_after; /* stop reading after this many chunks, keep heartbeating; 0 = never */
 };
 
 static void usage(FILE *f)
@@ -76,6 +77,9 @@ static void usage(FILE *f)
             "  --rx-buffer-size B      receive buffer size in bytes (default 65536)\n"
             "  --max-chunk-size B      largest reassembled chunk (default 16777216)\n"
             "  --slow-us N             sleep N microseconds per chunk: a slow consumer, for tests\n"
+            "  --stall-after N         after N chunks stop reading (receives are not posted\n"
+            "                          again) but keep polling and heartbeating: a live\n"
+            "                          subscriber that stopped reading, for tests\n"
             "  --help\n");
 }
 
@@ -228,6 +232,11 @@ static int parse_option(int c, const char *arg, struct options *o)
             return usage_error("--slow-us '%s': expected microseconds 1..1000000", arg);
         o->slow_us = (uint32_t)v;
         return 0;
+    case 'S':
+        if (parse_u64(arg, &v) || v == 0)
+            return usage_error("--stall-after '%s': expected a number of chunks > 0", arg);
+        o->stall_after = v;
+        return 0;
     default: return -1;
     }
 }
@@ -243,6 +252,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"json", no_argument, NULL, 'j'},           {"rx-buffer-size", required_argument, NULL, 'r'},
         {"max-chunk-size", required_argument, NULL, 'm'}, {"help", no_argument, NULL, 'h'},
         {"slow-us", required_argument, NULL, 's'},  {"latency", no_argument, NULL, 'L'},
+        {"stall-after", required_argument, NULL, 'S'},
         {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof *o);
@@ -779,7 +789,8 @@ static void print_json(const struct app *a, const struct rc_sub_stats *st, doubl
                ",\"out_error\":\"%s\"", a->out.written, a->out.lost, a->out.good_end,
                a->out.error ? strerror(a->out.error) : "");
     printf(",\"reordered\":%" PRIu64 ",\"seq_lost\":%" PRIu64 ",\"seq_late\":%" PRIu64
-           ",\"held_dropped\":%" PRIu64, st->reordered, st->seq_lost, st->seq_late, st->held_dropped);
+           ",\"held_dropped\":%" PRIu64 ",\"disconnects\":%" PRIu64 ",\"heartbeats_sent\":%" PRIu64,
+           st->reordered, st->seq_lost, st->seq_late, st->held_dropped, st->disconnects, st->heartbeats_sent);
     printf(",\"refused\":%" PRIu64 ",\"shm_stale_removed\":%" PRIu64, st->refused,
            st->shm_stale_removed);
     printf(",\"malformed\":{");
@@ -884,6 +895,7 @@ static int setup(struct app *a, const struct options *o)
         p.rx_buffer_size = o->rx_buffer_size;
     if (o->max_chunk_size)
         p.max_chunk_size = o->max_chunk_size;
+    p.test_stall_after_chunks = o->stall_after;
     p.cb = (struct rc_sub_callbacks){.ctx = a, .on_data = on_data, .on_connect = on_connect,
                                      .on_disconnect = on_disconnect, .on_resubscribed = on_resubscribed};
     char err[256];

@@ -79,6 +79,14 @@ struct rc_sub_params {
     uint64_t poll_spin_ns;         /* rc_sub_poll spins this long before sleeping */
     uint32_t malformed_limit;      /* malformed messages tolerated per connection */
     struct rc_sub_callbacks cb;
+    /* For tests of the publisher's slow-subscriber policy; 0 = off. Once
+     * on_data() ran this many times the subscriber stops reading: receive
+     * buffers that complete are not posted again (those still posted may
+     * deliver up to rx_buffers more messages), so the publisher's sends to it
+     * back up, while rc_sub_poll() keeps sending heartbeats and no longer
+     * times the publisher out for silence (it chose not to read). A live
+     * subscriber that stopped reading. */
+    uint64_t test_stall_after_chunks;
 };
 
 /* Error kinds of malformed messages (index 0 is unused; names from

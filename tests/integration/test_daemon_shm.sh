@@ -121,7 +121,7 @@ refused() { # refused NAME WHAT-THE-SUBSCRIBER-SAYS DAEMON-COUNTER SUB-OPTIONS/D
     PORT=$((PORT + 1))
 }
 DAEMON_EXTRA="-o fabric.allow=127.0.0.0/8" \
-    refused shm-allow "address not in the publisher's allow list" connections_refused_allowlist
+    refused shm-allow 'address not in \[fabric\] allow' connections_refused_allowlist
 DAEMON_EXTRA="" \
     refused shm-rxbuf "rx_buffer_size too small" connections_refused_rx_buffer --rx-buffer-size 1024
 

@@ -470,7 +470,7 @@ static void test_heartbeat_and_bye_fields(void)
     char code[24];
     CU_ASSERT_STRING_EQUAL(rc_wire_refusal_name(b.detail, code, sizeof code), "cause 99");
     CU_ASSERT_STRING_EQUAL(rc_wire_refusal_name(RC_REFUSED_ALLOW_LIST, code, sizeof code),
-                           "address not in the publisher's allow list");
+                           "address not in [fabric] allow");
     put32(msg, 12, RC_REFUSED_MAX_DETAIL + 1);
     CU_ASSERT_EQUAL(rc_wire_check_bye(guarded(msg, len), len, NULL), RC_WIRE_BAD_FIELD);
     CU_ASSERT_EQUAL(rc_wire_build_bye_refused(msg, sizeof msg, (enum rc_refusal)0x10000), -EINVAL);
