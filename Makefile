@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # ringcast — one Makefile for everything. Every dependency comes from pkg-config.
 #   make            build library, tools and tests
 #   make test       install missing packages, build, run every test (also under sanitizers, and fuzz)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* client_pub.c — the public client publisher (ringcast/pub.h) over the
  * fabric layer's publisher (net/publisher.h): public parameter, stats and
  * event types mapped onto the internal ones, nothing else added. The hot

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* full_constants.c — ties the public constants (include/ringcast/) to the
  * internal definitions they mirror, so that they cannot drift: the build
  * fails when one changes without the other. Only the full library compiles

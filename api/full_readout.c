@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* full_readout.c — the public readout embedding (ringcast/readout.h) over
  * config/, dma/ and readout/: per card a ring, the (simulated) card and a
  * readout thread whose sink converts each chunk into the public descriptor.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* config.c — loading a configuration: defaults from the schema, the INI file
  * (through inih), -o overrides, the section structure ([card.N] and [mode.N] numbered
  * without gaps, [sim.N] only with its card), then the checks that involve

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* config.h — ringcast configuration: INI files parsed with inih, validated
  * against one schema table (config/schema_*.c) that is the single source of
  * truth for parsing, validation, --help-config and deploy/ringcast.ini.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* config_print.c — the three texts made from the schema table: the effective
  * configuration (an INI file that loads back to the same values), the
  * --help-config reference, and the documented example deploy/ringcast.ini. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* schema.c — the list of sections and the typed value helpers every table
  * row goes through: parse + check the row's own constraints, store into the
  * struct member, format back to text, describe the allowed range. The same

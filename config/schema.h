@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* schema.h — internal to config/: the schema table that drives parsing,
  * validation, --help-config and deploy/ringcast.ini, and the typed value
  * helpers built on the unit parsers of units.c.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* schema_card.c — the [card.N] sections: struct rc_card_params
  * (readout/card_params.h). card.index is N, not a key. Rows follow the pattern
  * described in schema_fabric.c; two-key checks live in check_card() in config.c. */

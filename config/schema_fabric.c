@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* schema_fabric.c — the [fabric] section: struct rc_fabric_params
  * (net/fabric_params.h).
  *

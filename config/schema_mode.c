@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* schema_mode.c — the [mode.N] sections: struct rc_mode_rule (config.h), the
  * send mode of a range of tags. Rows follow the pattern described in
  * schema_fabric.c. tags is kept as written (so the effective configuration

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* schema_readout.c — the [readout] section: the daemon as a whole.
  * Rows follow the pattern described in schema_fabric.c. */
 #include "config/schema.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* schema_sim.c — the [sim.N] sections: struct rc_sim_params
  * (readout/sim_params.h), the simulated firmware of card N. Rows follow the
  * pattern described in schema_fabric.c; two-key checks live in check_sim()

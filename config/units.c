@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* units.c — parsers and formatters for sizes, durations, rates, booleans and
  * integers (syntax in config.h). Every parser rejects empty input, trailing
  * garbage and overflow, and says why in `why` (which may be NULL). Integer

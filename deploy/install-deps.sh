@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Install the Debian 12 packages ringcast needs to build, test and run.
 # Idempotent: only packages that are missing are installed; when nothing is
 # missing it does not touch apt at all (so it is fast and works offline).

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # memlock-need.sh FILE [-o section.key=value]...: how much memory
 # ringcast-readout locks or pins with this configuration, in bytes, from the
 # effective configuration `ringcast-readout --check-config` prints (set

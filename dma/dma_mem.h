@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* dma_mem.h — memory for DMA rings and for anything a second process must map
  * (the simulated card's BAR). Backends:
  *   RC_MEM_ANON     anonymous mmap (+ mlock): the default;

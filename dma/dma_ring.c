@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* dma_ring.c — the DMA ring and its lock-free out-of-order release tracker.
  *
  * Bookkeeping is per unit (unit_size bytes). take() writes, into the slot of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* dma_ring.h — one contiguous DMA ring in host memory and the key-based
  * release tracker that decides how far the card may write.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* monotonic.h — CLOCK_MONOTONIC in nanoseconds, and a nanosleep for a count of
  * them: the one copy every module and tool uses (clock_gettime is a vDSO call,
  * not a system call, so it is fine on hot paths at block or batch rate). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* allow_list.c — parsing and matching the [fabric] allow list (allow_list.h). */
 #include "net/allow_list.h"
 

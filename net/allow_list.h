@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* allow_list.h — the subscriber networks a publisher accepts ([fabric] allow):
  * a comma-separated list of IPv4 and IPv6 networks in CIDR notation
  * ("127.0.0.0/8, 10.1.0.0/16, fd00::/8"; an address without "/len" is one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* buffered.c — buffered sends: small chunks are copied as records into a
  * registered page (one per subscriber being filled), and the page goes out as
  * one PAGE message when full or flush_timeout after its first record. The

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fabric.c — libfabric setup, registration, completion/event reading and
  * adaptive waiting. See fabric.h for the contract and net/README.md for the
  * rules (why each provider answer is honoured the way it is). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fabric.h — libfabric setup shared by the publisher and the subscriber:
  * provider selection, memory registration, completion/event reading,
  * adaptive waiting and error strings. Described in net/README.md.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fabric_params.h — settings of the libfabric layer (the [fabric] section).
  * net/ knows nothing of cards: it gets only these and registered memory. */
 #ifndef RC_FABRIC_PARAMS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* half_open.c — see half_open.h. Runs on the publisher's timer, never per
  * chunk: a directory read and a few syscalls per descriptor, 4 times a second. */
 #include "net/half_open.h"

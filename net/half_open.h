@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* half_open.h — bounding TCP connections that never finish libfabric's
  * connection handshake (MSG publisher over tcp).
  *

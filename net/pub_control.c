@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* pub_control.c — the publisher's side of the control protocol: every
  * incoming message is checked with rc_wire_check() (net/wire.c) before use
  * and counted by rejection kind; HELLO -> WELCOME, (UN)SUBSCRIBE -> SUB_ACK,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* pub_faults.c — fault injection for the error-path tests ([fabric] fault_*
  * keys, struct rc_fault_params).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* pub_internal.h — the publisher's state, shared by publisher.c (peers,
  * control protocol, progress), zc_send.c (header slots, fragments) and
  * buffered.c (pages). Not for use outside net/.

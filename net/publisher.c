@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* publisher.c — the publisher's life cycle, subscribers (peers), completion
  * dispatch, timers (heartbeats, flush timeouts, dead-peer rule) and the
  * progress/wait loop. The control protocol lives in pub_control.c, data

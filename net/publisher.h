@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* publisher.h — the publishing side of ringcast's fabric layer.
  *
  * A publisher listens on [fabric] address:port (MSG: passive endpoint and

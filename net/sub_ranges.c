@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* sub_ranges.c — sorted disjoint tag ranges (see sub_ranges.h). Ranges that
  * touch or overlap are merged, so the set has one canonical form: the
  * subscriber can resend it after a reconnect without duplicates. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* sub_ranges.h — a set of 64-bit tags kept as sorted, disjoint, non-adjacent
  * inclusive ranges: the subscriber's record of what it subscribed to, and the
  * publisher's record of each subscriber's tags (fixed arrays: `limit`). Used

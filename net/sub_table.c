@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* sub_table.c — subscription table on liburcu (memb flavour): a cds_lfht of
  * immutable per-tag id arrays plus one RCU-published array of wide ranges.
  * See sub_table.h for the contract and the costs. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* sub_table.h — the publisher's subscription table: tag -> subscribers.
  *
  * Contract

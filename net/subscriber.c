@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* subscriber.c — the ringcast subscriber library (contract: ringcast/sub.h,
  * protocol: wire.h, libfabric setup: fabric.h).
  *

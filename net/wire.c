@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* wire.c — validation, decoding and encoding of ringcast wire messages.
  *
  * Every checker first makes sure the bytes it is about to read lie inside

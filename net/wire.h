@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* wire.h — the ringcast wire protocol (version 2). Documented in net/README.md.
  *
  * Every message starts with an 8-byte common header; all integers are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* zc_send.c — zero-copy DATA sends: registered header slots, the iov plan
  * (iov_limit and the subscriber's receive buffer decide the fragments), and
  * exactly-once key completion (directly from the slot, or through a per-send

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* block_parse.c — FELIX ToHost block parser (see block_parse.h). */
 #include "readout/block_parse.h"
 

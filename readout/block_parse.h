@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* block_parse.h — internal to readout/: a stateless parser of one FELIX
  * ToHost block (header, then the trailer chain walked backwards from the end).
  * The whole chain is validated before anything is used, so a malformed block

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* card.h — a card is an ops table plus its BAR. The host side (wupper_dma.h,
  * readout.h) uses only the BAR accessors, so real and simulated cards run the
  * same host code. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* card_bar.c — register accessors for a memory-mapped BAR (a real card's
  * resource0 mapping, or any plain memory laid out like one).
  *

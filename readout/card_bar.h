@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* card_bar.h — register accessors. Host code reads and writes card registers
  * only through these, so that a memory-mapped BAR of a real card and the
  * simulator's in-memory BAR run exactly the same host code.

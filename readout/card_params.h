@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* card_params.h — settings of one card, its DMA ring and its readout thread.
  * Filled by config/ from the [card.N] section; see `ringcast-readout --help-config`. */
 #ifndef RC_CARD_PARAMS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* chunk.h — what the readout layer hands on: a chunk descriptor whose payload
  * pieces point into the DMA ring (never copied). The descriptor stays valid
  * until its key is released with rc_readout_release(). */

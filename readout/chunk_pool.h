@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* chunk_pool.h — internal to readout/: the fixed pool of chunk descriptors.
  *
  * Records are allocated once. Free records sit on a liburcu lock-free stack:

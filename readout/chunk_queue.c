@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* chunk_queue.c — rte_ring of chunk-descriptor pointers with statistics.
  * See chunk_queue.h for the contract. */
 #include "readout/chunk_queue.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* chunk_queue.h — a lock-free queue of chunk-descriptor pointers: how a
  * readout thread hands chunks to publisher threads (DPDK rte_ring).
  *

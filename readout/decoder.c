@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* decoder.c — turns ring blocks into chunk descriptors (see readout.h and the
  * "Block decoder" section of readout/README.md).
  *

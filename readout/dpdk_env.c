@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* dpdk_env.c — the EAL started once per process with arguments that fit
  * this machine (see dpdk_env.h for each choice). */
 #include "readout/dpdk_env.h"

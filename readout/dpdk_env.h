@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* dpdk_env.h — start DPDK's EAL once per process, for rte_ring only.
  *
  * ringcast uses DPDK for its lock-free rings (readout/chunk_queue.h), not for

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fanout.c — fan-out records: a pending-send bit mask and a generation in one
  * atomic word per record, and a lock-free free list (Treiber stack with an
  * ABA tag). See fanout.h for the contract. */

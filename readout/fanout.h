@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fanout.h — fan-out reference counting for chunk keys.
  *
  * A chunk subscribed by k subscribers is sent k times from the same ring

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* felix_block.h — the FELIX ToHost block format (little-endian), shared by the
  * simulator (writer) and the decoder (reader). See readout/README.md. */
 #ifndef RC_FELIX_BLOCK_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* pattern.c — the simulator's deterministic payload (layout in pattern.h).
  *
  * Chunk word k (bytes 8k .. 8k+7) is the sequence number for k = 0 and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* pattern.h — the simulator's deterministic payload ("fill = pattern").
  *
  * Layout of a chunk of length L on tag T with per-tag sequence number S:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* readout.c — creating a readout over a ring, and its statistics. The
  * decoder is in decoder.c, the thread in readout_thread.c. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* readout.h — the readout thread and block decoder of one DMA ring.
  *
  * It follows the card's write pointer (adaptive polling: spin, then sleep),

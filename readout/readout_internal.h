@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* readout_internal.h — internal to readout/: the state shared by the decoder
  * (decoder.c), object management (readout.c) and the thread (readout_thread.c). */
 #ifndef RC_READOUT_INTERNAL_H

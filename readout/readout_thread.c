@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* readout_thread.c — the readout thread: programs the card's DMA over the
  * ring, then polls the write pointer, decodes and gives space back.
  *

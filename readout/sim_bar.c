@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* sim_bar.c — the simulated card's BAR: Wupper registers in memory, with
  * the firmware's reaction to register writes carried out in the writer's
  * context (a register write is an event in hardware):

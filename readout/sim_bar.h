@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* sim_bar.h — internal to readout/: the simulated card's BAR, a memory
  * region shared by the host side (through rc_bar accessors) and the
  * simulated firmware (thread or ringcast-sim process).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* sim_blocks.c — FELIX ToHost block writer of the simulated card (see
  * sim_blocks.h for the API and readout/README.md for the byte layout). */
 #include "readout/sim_blocks.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* sim_blocks.h — writing FELIX ToHost blocks: the simulated card's block
  * writer, and the API tests use to build blocks (decoder tests, round trips).
  * The byte layout is specified in readout/README.md ("Block format").

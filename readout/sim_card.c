@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* sim_card.c — simulated cards as rc_card objects: the in-process card
  * (firmware thread), the daemon side of a sim-process card (BAR in shared
  * memory) and the ringcast-sim process side (attach and run). */

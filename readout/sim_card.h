@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* sim_card.h — the simulated card: plays the firmware. It owns an in-memory
  * BAR with Wupper semantics and writes FELIX ToHost blocks into the ring the
  * host programmed, never overtaking the host's RD_POINTER (it stalls instead).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* sim_firmware.c — the simulated card's firmware (see sim_firmware.h). */
 #include "readout/sim_firmware.h"
 #include "dma/errbuf.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* sim_firmware.h — internal to readout/ (and its tests): the simulated
  * card's firmware. It watches its descriptor's registers in the sim BAR,
  * writes blocks from a generator (sim_blocks.h) into the ring from START to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* sim_params.h — settings of the simulated card's firmware (the [sim.N] section). */
 #ifndef RC_SIM_PARAMS_H
 #define RC_SIM_PARAMS_H

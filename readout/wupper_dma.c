@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* wupper_dma.c — host side of Wupper's endless ToHost DMA (see wupper_dma.h
  * for the position arithmetic). */
 #include "readout/wupper_dma.h"

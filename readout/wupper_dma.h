@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* wupper_dma.h — the host side of Wupper's endless ToHost DMA, written only
  * against the BAR accessors. It turns (CURRENT_ADDRESS, EVEN_DMA, EVEN_PC)
  * and the host's own monotonic read position into a monotonic written

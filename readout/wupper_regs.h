@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* wupper_regs.h — BAR0 register map of the Wupper PCIe DMA core (ToHost
  * "endless DMA"), register map v1.0. 128-bit register slots, accessed as
  * 64-bit halves. See readout/README.md for the semantics. */

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Which folder may include what (issue 11; each folder's README states the same rule).
 # Usage: tests/check-includes.sh [ROOT]   (default: the current directory)
 # Prints every offending `#include "..."` as FILE:LINE and exits 1 if there is any.

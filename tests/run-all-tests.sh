@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # make test: unit tests, then integration tests; one closing summary line.
 BUILD=${1:-build}
 mkdir -p "$BUILD/tests"

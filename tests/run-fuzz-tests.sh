@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Run every libFuzzer target BUILD/fuzz/fuzz_* for SECONDS seconds each with a
 # fixed seed, starting from its committed seed corpus tests/fuzz/corpus/<name>/.
 # A crash, leak, timeout or sanitizer report fails the run; the input that

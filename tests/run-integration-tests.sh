@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Run every integration test script tests/integration/test_*.sh with the build dir.
 BUILD=${1:-build}
 pass=0; fail=0

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Run tests from a sanitizer build and fail on any sanitizer report.
 #   tests/run-sanitizer-tests.sh asan BUILD            every unit test program in BUILD and
 #                                                      every integration script (ASan + UBSan)

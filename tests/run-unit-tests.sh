@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Run every CUnit test binary under $1/tests; print one summary line.
 BUILD=${1:-build}
 pass=0; fail=0; failed=""

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # make soak: the daemon at full rate for SOAK_SECONDS (default 600) with three
 # verifying subscribers over tcp; the third is SIGKILLed and restarted every
 # SOAK_KILL_EVERY seconds (default 30). Reports chunks, bytes, gaps of the two

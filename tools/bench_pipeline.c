@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bench_pipeline.c — ringcast-bench's runs of the real daemon and
  * subscribers (see bench_pipeline.h). */
 #include "tools/bench_pipeline.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bench_pipeline.h — ringcast-bench's pipeline runs: the real programs, as a
  * user runs them.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bench_raw.c — the raw libfabric stream of ringcast-bench (see bench_raw.h). */
 #include "tools/bench_raw.h"
 

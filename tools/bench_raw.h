@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bench_raw.h — ringcast-bench's "raw" measurement: the transport's own limit.
  *
  * A plain libfabric message stream (the equivalent of fabtests' fi_msg_bw),

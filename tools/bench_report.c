@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bench_report.c — ringcast-bench's rows, table, JSON, CSV, plots and
  * targets (see bench_report.h). */
 #include "tools/bench_report.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bench_report.h — ringcast-bench's results: one row per measurement,
  * printed as it is made (a human table, or one JSON object per line), kept
  * for ratios and the summary, written as CSV (and PNG plots with gnuplot)

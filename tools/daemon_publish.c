@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* daemon_publish.c — the publishing half of ringcast-readout: life cycle, the
  * readout threads' sink that hands chunks to the publisher threads, and the
  * figures. The publisher threads are in daemon_publish_thread.c; the flow and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* daemon_publish_internal.h — state shared by tools/daemon_publish.c (life
  * cycle, the readout threads' sink, figures) and tools/daemon_publish_thread.c
  * (the publisher threads). Not for use elsewhere: the contract is in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* daemon_publish_thread.c — one publisher thread of ringcast-readout: its own
  * rc_publisher on fabric.port + i, its subscribers (mirrored into the shared
  * subscription table), and the sends of the chunks the readout threads queued

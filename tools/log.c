@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* log.c — see log.h. One mutex serialises the rate-limit table and the output:
  * logging is never on a per-chunk path by design, and a flood is exactly when
  * the cost of a suppressed line (a table lookup) beats that of a printed one. */

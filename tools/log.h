@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* log.h — logging for the programs in tools/: one line per message on stderr,
  * "2026-11-21T05:40:01.123Z ringcast-readout[1234] INFO: text", so journald
  * and a terminal both read it well. Libraries do not log: they return errors

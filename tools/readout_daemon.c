@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* readout_daemon.c — cards -> DMA rings -> readout threads -> publisher, as
  * run by ringcast-readout. The readout threads hand chunks to the publishing
  * half (tools/daemon_publish.c): chunks of tags nobody subscribed go back to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* readout_daemon.h — the running part of ringcast-readout: cards, DMA rings
  * and readout threads wired together, statistics, clean shutdown. */
 #ifndef RC_READOUT_DAEMON_H

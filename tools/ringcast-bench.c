@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ringcast-bench — ringcast measured next to this machine's own limits.
  *
  *   ringcast-bench [decode|raw|pipeline|latency|fanout|all] [--provider P]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ringcast-readout — the readout daemon. main() parses the options, loads and
  * checks the configuration (config/), then either prints it (--check-config)
  * or runs the daemon. Exit status: 0 success, 1 runtime failure,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ringcast-sim — the simulated card's firmware as its own process. It attaches
  * to the BAR and the DMA ring a ringcast-readout daemon created in shared
  * memory for a card of type sim-process, waits until the daemon starts the

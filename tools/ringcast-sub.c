@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ringcast-sub — subscribe to a ringcast publisher, count (and optionally
  * verify and record) what arrives. See tools/README.md.
  *

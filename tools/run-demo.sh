@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # make run: the daemon with deploy/ringcast.ini (simulated card, tcp on
 # loopback) publishing to one verifying ringcast-sub for about 10 s, live
 # statistics every second, then both stop cleanly and a summary is printed.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* count_tags — subscribe to every tag of a ringcast publisher (the readout
  * daemon, or any rc_pub program) and count the chunks received per tag.
  *

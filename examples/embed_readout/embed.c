@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* embed — run ringcast's readout inside this program (ringcast/readout.h):
  * open the cards of a configuration file, start them, take every chunk in a
  * callback, stop when the cards finished their run, print the statistics.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* read_records — read a `ringcast-sub --out FILE` file with the header-only
  * parser of ringcast/record.h and summarise it.
  *

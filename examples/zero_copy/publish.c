@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* publish — send chunks from this program's own memory, zero copy, to ringcast
  * subscribers (ringcast/pub.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* receive — the subscriber side of the zero-copy example: subscribes to tags
  * 0..3 of `publish` and checks every chunk's bytes.
  *

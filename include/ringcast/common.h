@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ringcast/common.h — what every public ringcast header shares: the export
  * macro and the chunk flags. Part of the installed API (include/ringcast/,
  * documented in API.md); it includes only system headers. */

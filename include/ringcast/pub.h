@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ringcast/pub.h — the client publisher: publish chunks from your program's
  * own registered memory, zero copy, to ringcast subscribers (public API, in
  * libringcast-client and libringcast; includes only other public ringcast

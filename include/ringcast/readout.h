@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ringcast/readout.h — embed the readout in your program: open the cards of a
  * ringcast configuration file (the daemon's INI format, deploy/ringcast.ini),
  * start them, receive every decoded chunk in a callback, stop, read the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ringcast/record.h — the record format of `ringcast-sub --out FILE` (and of
  * the records inside a buffered PAGE message): how to read such a file.
  * Header only (static inline), so it needs no library.

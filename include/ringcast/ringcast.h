@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ringcast/ringcast.h — the whole public ringcast API in one include:
  *   ringcast/version.h  RINGCAST_VERSION_*, rc_version()
  *   ringcast/common.h   RC_API, chunk flags RC_CHUNK_FLAG_*

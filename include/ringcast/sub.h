@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ringcast/sub.h — the ringcast subscriber (public API, in libringcast-client
  * and libringcast; it includes only other public ringcast headers and system
  * headers). Overview, lifecycle and threads: API.md, installed next to it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ringcast/version.h — the version of the headers you compile against.
  * These numbers are the VERSION file of the source tree: the build fails when
  * they differ (Makefile, check-version). rc_version() gives the version of

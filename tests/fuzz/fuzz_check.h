@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fuzz_check.h — FZ_CHECK(cond, fmt, ...): a property every accepted input
  * must keep. A failure names the target (FZ_TARGET, defined before this
  * include), file:line and the condition, then aborts, which libFuzzer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fuzz_config.c — libFuzzer target: the INI loader rc_config_load() (config/
  * config.c with inih, schema.c, units.c) on arbitrary file contents and
  * command-line overrides. The input is the file; if it holds a line "%%",

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fuzz_decoder.c — libFuzzer target: the block decoder (readout/decoder.c,
  * readout/block_parse.c) on arbitrary ring contents and write pointers, with
  * a sink that accepts, pushes back or refuses, and keys released in any order

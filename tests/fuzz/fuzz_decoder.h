@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fuzz_decoder.h — the input layout of fuzz_decoder, shared with the corpus
  * generator (make_corpus.c) so that seeds mean what the fuzzer reads.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fuzz_wire.c — libFuzzer target: every network message parser of net/wire.h
  * on arbitrary bytes, as a publisher (RC_WIRE_TO_PUBLISHER) and as a
  * subscriber (RC_WIRE_TO_SUBSCRIBER) receive them: rc_wire_check() both

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* make_corpus.c — writes the seed corpus of the fuzz targets from valid
  * input made by the project's own writers: `make fuzz-corpus` runs
  * `build-fuzz/fuzz/make_corpus tests/fuzz/corpus`. The output is committed;

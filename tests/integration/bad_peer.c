@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bad_peer.c — misbehaving subscribers for the daemon's fault tests
  * (tests/integration/test_daemon_faults.sh). Not installed.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """half_open.py HOST PORT N SECONDS [SOURCE_IP [reconnect]]: open N plain TCP
 connections to HOST:PORT (from SOURCE_IP if given) that never send a byte, so
 they never finish libfabric's connection handshake, and hold them for

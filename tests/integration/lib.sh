@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Shared helpers for the integration tests (sourced, not run).
 BUILD=${1:-build}
 BIN="$BUILD/bin"

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Broken configurations through the real daemon: every file in
 # tests/integration/bad-config/ is rejected with exit status 2, nothing on
 # stdout, and the message its first line expects on stderr (file:line, the

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # ringcast-bench end to end, briefly: every mode (decode, raw, pipeline,
 # latency, fanout) at one chunk size with --json and --plot; each line is
 # one JSON object with the fields of tools/README.md and sane values, the

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # slow_policy = block never drops (issue 10 item 3): 2048 e-links of small
 # chunks on a 1 MiB ring. Every block of an e-link ends with a FIRST whose
 # LAST comes 2048 blocks (8 MiB) later, more than the ring holds: the decoder

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Fault injection against the real daemon, over tcp (msg) and tcp;ofi_rxm
 # (rdm): provider -FI_EAGAIN storms and error completions ([fabric] fault_*),
 # corrupt blocks from the simulated card, a card that goes quiet and

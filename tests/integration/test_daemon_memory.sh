@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Daemon memory over short subscriber connections that carry data (issue 12
 # item 8). Every 4th subscriber is slow, so chunks pile up in flight (the
 # most the descriptor pool is ever used). Before the fix the pool's 64 MiB

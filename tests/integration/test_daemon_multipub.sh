@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Several publisher threads (readout.publisher_threads): thread i listens on
 # fabric.port + i and serves every tag. Verifying subscribers on different
 # ports, with the same or overlapping tag sets, each receive exactly the

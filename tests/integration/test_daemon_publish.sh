@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The daemon publishing to real subscribers (ringcast-sub) over loopback:
 # every chunk of a fixed run reaches two verifying subscribers bit-exact and
 # without gaps, over tcp (msg) and tcp;ofi_rxm (rdm), in every send mode and

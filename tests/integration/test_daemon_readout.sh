@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The real daemon on the simulated card, no network: every chunk produced by
 # the simulator is decoded, nothing is outstanding at the end, every block
 # format works, errors injected by the simulator are counted, and bad

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Ring memory is released only when the provider has let go of it
 # (net/README.md, "Dead peers"). A verifying subscriber is stopped (SIGSTOP)
 # past peer_timeout while 20-60 KiB chunks (above rxm's 16 KiB eager size:

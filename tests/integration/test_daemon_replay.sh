@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # A replayed block file arrives at a subscriber's --out file exactly.
 # 1. Capture: ringcast-sim (own process) writes pattern data into the
 #    daemon's shared-memory ring; a verifying subscriber records every chunk

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The daemon over libfabric's shm provider (provider = shm, endpoint = rdm):
 # fixed runs reach two verifying subscribers bit-exact and gap-free, zero copy
 # (chunks up to 9000 B, cut into fragments of shm's 4096 B inject size) and

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # A dead simulator is noticed (issue 12 item 1). A sim-process card's
 # ringcast-sim is SIGKILLed: the daemon says so naming the card; with
 # on_firmware_loss = wait a new ringcast-sim takes over the running DMA and

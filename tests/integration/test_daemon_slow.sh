@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Subscribers that fail or fall behind: a SIGKILLed subscriber (tcp msg and
 # tcp;ofi_rxm rdm) does not hold keys once it is declared dead and costs the
 # other subscriber nothing; a slow subscriber under slow_policy = drop loses

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # A subscriber that stays alive (it heartbeats) but stops reading
 # (ringcast-sub --stall-after): issue 10 item 2.
 #  - slow_policy = drop isolates it: over tcp (msg) and tcp;ofi_rxm (rdm), in

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The daemon as user nobody, as deploy/ringcast-readout.service runs it:
 # with only CAP_IPC_LOCK (ambient) it starts, locks its ring (VmLck equals
 # what deploy/memlock-need.sh computes), serves a verifying subscriber, writes

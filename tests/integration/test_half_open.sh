@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Connections that never finish the tcp provider's handshake (issue 10 item 5):
 # 400 plain TCP sockets that send nothing, against a daemon (tcp msg) limited to
 # 256 file descriptors. The daemon closes them (beyond max_subscribers at once,

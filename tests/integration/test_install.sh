@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The library as an outside user meets it: `make install` into a temporary
 # DESTDIR, then only the installed files. Checks the installed layout (headers,
 # versioned libraries and their symlinks, pkg-config files with the prefix

@@ -1,7 +1,9 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The folders' include rules (tests/check-includes.sh; issue 11): the tree as
 # it is passes, and a planted violation in each library folder is reported
-# with its file:line, so the check itself can fail.
+# with its file:line, so the check itself can fail. Also: every source file
+# has its SPDX licence line.
 . "$(dirname "$0")/lib.sh"
 checks=0
 
@@ -31,5 +33,17 @@ for want in 'dma/dma_ring.c:[0-9]*: dma/ may not include "net/wire.h"' \
     ok "reported: $want"
 done
 expect_eq "violations reported" "$(wc -l < "$WORK/violations.txt" | tr -d ' ')" 5
+
+# Every source file carries its licence (LICENSE, BSD-3-Clause) in an SPDX line.
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    sources=$(git ls-files '*.c' '*.h' '*.sh' '*.py' Makefile .ci/run)
+else
+    sources=$(find . -path ./build\* -prune -o \( -name '*.[ch]' -o -name '*.sh' -o -name '*.py' -o -name Makefile \) -print)
+fi
+missing=$(for f in $sources; do head -n 3 "$f" | grep -q 'SPDX-License-Identifier: BSD-3-Clause' || echo "$f"; done)
+[ -z "$missing" ] || { echo "$missing"; fail "source files without an SPDX line (above)"; }
+ok "every source file has an SPDX line ($(echo "$sources" | wc -l | tr -d ' ') files)"
+grep -q '^BSD 3-Clause License' LICENSE || fail "LICENSE is not the BSD-3-Clause text"
+ok "LICENSE is BSD-3-Clause"
 
 echo "test_layering: $checks checks passed"

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Output files that cannot be written (issue 12 items 3 and 5).
 # 1. ringcast-readout --stats-json to a path that cannot be written is refused
 #    at start (exit 2, the cards never start), not after the run.

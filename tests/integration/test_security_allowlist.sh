@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # [fabric] allow, end to end: the real daemon and a real ringcast-sub on
 # loopback (source address 127.0.0.1), over tcp (msg: checked at the
 # connection request) and tcp;ofi_rxm (rdm: checked at HELLO). With

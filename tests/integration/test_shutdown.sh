@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Figures after SIGTERM add up (issue 12 item 9, issue 16):
 # 1. Four free-running cards and a subscriber over tcp, stopped by SIGTERM: 0 keys
 #    outstanding and 0 ring bytes in use (the read pointer passed the keys the

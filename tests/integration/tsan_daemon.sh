@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The daemon under ThreadSanitizer (make test-tsan; not a test_*.sh, so the
 # plain integration run skips it): simulator thread, readout thread, publisher
 # thread and release callbacks of a real run to two verifying subscribers, in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cunit_main.h — every CUnit test binary ends with RC_CUNIT_MAIN(register_fn).
  * CUnit 2.1's CU_basic_run_tests() returns 0 even when tests fail, so the
  * exit status comes from CU_get_number_of_failures(). */

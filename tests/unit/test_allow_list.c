@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_allow_list.c — net/allow_list.[ch]: parsing the [fabric] allow text
  * (every error kind with its message), matching IPv4, IPv6 and IPv4-mapped
  * peers against prefixes of every length class, and the config key that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_api.c — the public API (include/ringcast/) against the internals it
  * mirrors: parameter defaults equal the daemon's configuration defaults
  * (rc_sub_params_default used port 4711 while the daemon listens on 12345),

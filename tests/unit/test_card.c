@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_card.c — the register model: host driver (wupper_dma) against the
  * simulated card stepped by hand (deterministic, no threads), the MMIO
  * accessors on plain memory, a scripted BAR for bad status values, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_chunk_queue.c — the EAL wrapper and the chunk-descriptor queue:
  * EAL arguments and start without hugepages, a failed start reported with
  * its arguments (in a child process: the EAL starts once per process),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_config.c — config/: unit parsers, loading, every kind of error with its
  * location, overrides, printing round trips, and the schema's coverage of the
  * params structs. INI files are written to a mkdtemp directory. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_decoder.c — the block decoder driven directly (no card, no thread):
  * hand-made blocks are written into a real ring, rc_readout_decode() turns
  * them into chunks, a test sink records them, and the test releases keys. */

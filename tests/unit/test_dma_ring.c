@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_dma_ring.c — the DMA ring (positions, spans, keys, out-of-order and
  * concurrent releases, stats) and its memory backends (anon, hugetlb, shm). */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_fanout.c — fan-out reference counting: every key released exactly
  * once after its k-th completion, refusals counted, and the same under
  * completions from four threads racing with record reuse, and with two

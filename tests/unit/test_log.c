@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_log.c — the log's rate limit (tools/log.c, compiled in here: tools/ is
  * not part of the library): one line per cause per interval, counts of the
  * suppressed ones, causes told apart by call site and subject, periodic lines

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_net_publisher.c — the publisher (net/publisher.h) against real
  * subscribers over loopback, with tcp (msg) and tcp;ofi_rxm (rdm):
  *  - 10^6 zero-copy messages, 8 B .. 64 KiB, 1..N pieces from one registered

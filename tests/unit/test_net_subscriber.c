@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_net_subscriber.c — the subscriber library (net/subscriber.c) against
  * the real publisher (net/publisher.h) over tcp MSG and tcp;ofi_rxm RDM, and
  * against a fake publisher built from raw libfabric calls (net/fabric.h)

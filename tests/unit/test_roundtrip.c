@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_roundtrip.c — simulated card (in-process firmware thread, fill =
  * pattern) -> DMA ring -> readout thread -> a sink that checks every payload
  * byte and the per-tag sequence -> a releaser thread that gives the keys back

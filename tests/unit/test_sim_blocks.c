@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_sim_blocks.c — the simulator's block writer, byte by byte against the
  * layout of readout/README.md ("Block format"), the payload pattern, error
  * injection and block-file replay. */

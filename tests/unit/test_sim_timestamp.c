@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_sim_timestamp.c — the simulator's fill = timestamp (latency
  * measurements): every chunk's first 8 bytes hold CLOCK_MONOTONIC taken
  * while the block with the chunk's first bytes was written, whole in that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_sub_table.c — the subscription table: set semantics of add / remove /
  * remove_subscriber over single tags, narrow and wide ranges and "all";
  * dedupe; limits and refusals; and readers racing with the updater, checked

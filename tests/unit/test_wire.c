@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_wire.c — the wire checkers, decoders and encoders (net/wire.c).
  *
  * Every message under test is copied so that it ends exactly at a page that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* alloc_count.c — an LD_PRELOAD shim that counts heap allocations, for
  * ringcast-bench's hot-path hygiene figures (mallocs per chunk).
  *
