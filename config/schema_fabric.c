@@ -158,12 +158,21 @@ static const struct rc_cfg_key fabric_keys[] = {
              " refusing sends to that subscriber only; 0 = storms instead."},
 };
 
+/* Set by the program, not by a key: the daemon turns fair shares on
+ * (net/fabric_params.h); the loader leaves it false. */
+static const struct rc_cfg_implicit fabric_implicit[] = {
+    {.field = "peer_fair_share", .offset = offsetof(T, peer_fair_share),
+     .size = sizeof(((T *)0)->peer_fair_share), .align = _Alignof(__typeof__(((T *)0)->peer_fair_share))},
+};
+
 const struct rc_cfg_section rc_cfg_section_fabric = {
     .name = "fabric",
     .repeated = false,
     .help = "The libfabric layer (net/): listening address, queues, buffers, liveness; the daemon publishes on address:port.",
     .keys = fabric_keys,
     .nkeys = sizeof fabric_keys / sizeof fabric_keys[0],
+    .implicit = fabric_implicit,
+    .nimplicit = sizeof fabric_implicit / sizeof fabric_implicit[0],
     .cfg_offset = offsetof(struct rc_config, fabric),
     .struct_size = sizeof(T),
     .struct_align = _Alignof(T),

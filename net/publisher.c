@@ -80,12 +80,35 @@ static uint32_t fair_share(const struct rc_publisher *p, uint64_t pool, uint32_t
     return q < floor ? floor : (uint32_t)q;
 }
 
-/* A subscriber may hold its fair share, and borrow beyond it while a fair
- * share stays free for the others after the take. */
-static bool within_share(uint64_t held, uint64_t more, uint64_t pool, uint64_t free, uint32_t fair)
+/* A subscriber may hold its fair share, and borrow beyond it while what
+ * stays free after the take covers `reserve`: a newcomer's fair share plus
+ * what the others may still claim of theirs (unclaimed()). */
+static bool within_share(uint64_t held, uint64_t more, uint64_t pool, uint64_t free, uint32_t fair,
+                         uint64_t reserve)
 {
-    return held + more <= fair || (free >= more && free - more >= fair && held + more <= pool);
+    return held + more <= fair || (free >= more && free - more >= reserve && held + more <= pool);
 }
+
+/* What the other active subscribers are still owed up to their fair share of
+ * a pool (`held` reads their holding). Without it several subscribers below
+ * their share could together claim the one share borrowers leave free, and a
+ * subscriber within its share then found nothing free (again_no_slot).
+ * Called only when a subscriber wants to borrow beyond its share: O(peers),
+ * on the contended path only. */
+static uint64_t unclaimed(const struct rc_publisher *p, const struct rc_pub_peer *self, uint32_t fair,
+                          uint32_t (*held)(const struct rc_pub_peer *))
+{
+    uint64_t owed = 0;
+    for (uint32_t i = 0; i < p->npeers; i++) {
+        const struct rc_pub_peer *o = &p->peers[i];
+        if (o != self && o->joined && held(o) < fair)
+            owed += fair - held(o);
+    }
+    return owed;
+}
+
+static uint32_t slots_held(const struct rc_pub_peer *peer) { return peer->nslots_held; }
+static uint32_t pages_held(const struct rc_pub_peer *peer) { return peer->npages_held; }
 
 /* Operations posted on the provider's tx queues (header slots, pages, control). */
 static uint64_t ops_posted(const struct rc_publisher *p)
@@ -104,15 +127,20 @@ static bool tx_within_share(const struct rc_publisher *p, const struct rc_pub_pe
     if (!p->fab.rdm)
         return peer->nops + more <= (size > 2u * RC_PUB_CTRL_PER_PEER ? size - RC_PUB_CTRL_PER_PEER : size);
     uint64_t used = ops_posted(p);
-    return within_share(peer->nops, more, size, used < size ? size - used : 0, fair_share(p, size, 1));
+    uint32_t fair = fair_share(p, size, 1);
+    return within_share(peer->nops, more, size, used < size ? size - used : 0, fair, fair);
 }
 
 bool rc_pub_slots_within_quota(struct rc_publisher *p, const struct rc_pub_peer *peer, uint32_t more)
 {
     if (!p->fab.params.peer_fair_share || peer->nslots_held == 0)
         return true;   /* one over-sized send of a peer holding nothing */
-    return within_share(peer->nslots_held, more, p->nslots, p->nslot_free, fair_share(p, p->nslots, 1)) &&
-           tx_within_share(p, peer, more);
+    uint32_t fair = fair_share(p, p->nslots, 1);
+    if (peer->nslots_held + more > fair &&
+        !within_share(peer->nslots_held, more, p->nslots, p->nslot_free, fair,
+                      fair + unclaimed(p, peer, fair, slots_held)))
+        return false;
+    return tx_within_share(p, peer, more);
 }
 
 bool rc_pub_page_within_quota(struct rc_publisher *p, const struct rc_pub_peer *peer)
@@ -120,8 +148,12 @@ bool rc_pub_page_within_quota(struct rc_publisher *p, const struct rc_pub_peer *
     if (!p->fab.params.peer_fair_share)
         return true;
     /* At least 2: one posted while the next fills. */
-    return within_share(peer->npages_held, 1, p->npages, p->npage_free, fair_share(p, p->npages, 2)) &&
-           tx_within_share(p, peer, 1);
+    uint32_t fair = fair_share(p, p->npages, 2);
+    if (peer->npages_held + 1 > fair &&
+        !within_share(peer->npages_held, 1, p->npages, p->npage_free, fair,
+                      fair + unclaimed(p, peer, fair, pages_held)))
+        return false;
+    return tx_within_share(p, peer, 1);
 }
 
 uint64_t rc_publisher_peer_oldest_age(struct rc_publisher *p, rc_peer_id id)
