@@ -84,6 +84,8 @@ static enum rc_fabric_letgo letgo_rule(const struct rc_fabric *f)
         return RC_LETGO_EP_CLOSE;
     if (f->rxm)
         return RC_LETGO_AV_REMOVE;  /* FI_AV_REMOVE_CLEANUP=1: check_cleanup_env */
+    if (f->copy_max)
+        return RC_LETGO_AT_POST;    /* shm: nothing above inject_size, copied at post (shm_copy_max) */
     return RC_LETGO_COMPLETION;
 }
 
