@@ -43,8 +43,10 @@ struct rc_sub;
 
 /* The daemon's default port ([fabric] port of ringcast-readout). */
 #define RC_SUB_DEFAULT_PORT 12345u
-/* Smallest rx_buffer_size a publisher accepts in HELLO (one PAGE header and
- * one record header with 40 payload bytes). */
+/* Smallest rx_buffer_size the wire protocol allows in HELLO (one PAGE header
+ * and one record header with 40 payload bytes). ringcast's publisher serves
+ * 4096 B and more: a smaller announcement is refused with BYE(refused) and
+ * its cause ("rx_buffer_size too small"), which rc_sub_last_error() names. */
 #define RC_SUB_MIN_RX_BUFFER 72u
 
 enum rc_sub_endpoint { RC_SUB_EP_MSG = 0, RC_SUB_EP_RDM = 1 };
