@@ -47,7 +47,11 @@ stop_run() { # stop_run PROVIDER ENDPOINT
     name="stop-$2"
     start_daemon "$name" -o fabric.provider="$1" -o fabric.endpoint="$2" -o card.0.ring_size=4M \
         -o sim.0.chunk_size_min=20000 -o sim.0.chunk_size_max=60000 -o sim.0.rate=20000chunks/s \
-        -o fabric.peer_timeout=1s -o fabric.heartbeat=200ms -o readout.slow_policy=drop
+        -o fabric.peer_timeout=1s -o fabric.heartbeat=200ms -o readout.slow_policy=drop \
+        -o readout.slow_cut_after=0
+    # slow_cut_after = 0: the release after death by silence is what is tested
+    # here (the slow policy's cut-off, 500 ms by default, won that race under
+    # ASan: test_daemon_stall.sh covers its release).
     # 14 s: stopped from about 1 s after it subscribed, for 3 s; told nothing
     # that reaches it, it notices by its own peer timeout (ringcast-sub: 5 s
     # after the last message it read), reconnects and gets data again.
