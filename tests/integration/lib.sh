@@ -43,6 +43,9 @@ trap on_exit EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 ok()   { checks=$((checks + 1)); echo "ok: $*"; }
 
+# pub NAME FIELD: a counter of the publisher object in $WORK/NAME.json (the daemon's JSON).
+pub() { grep -o '"publisher":{[^}]*}' "$WORK/$1.json" | head -n 1 | grep -o "\"$2\":[0-9]*" | cut -d: -f2; }
+
 # json_num KEY FILE: the first numeric value of "KEY" in a JSON file.
 json_num() { grep -o "\"$1\":[0-9][0-9]*" "$2" | head -n 1 | cut -d: -f2; }
 

@@ -14,8 +14,6 @@ TAGS=0-0xffff
 BAD="$BUILD/tests/integration/bad_peer"
 
 
-# pub NAME FIELD: a counter of the publisher object in the daemon's JSON.
-pub() { grep -o '"publisher":{[^}]*}' "$WORK/$1.json" | head -n 1 | grep -o "\"$2\":[0-9]*" | cut -d: -f2; }
 
 check_keys_back() { # check_keys_back NAME
     f="$WORK/$1.json"

@@ -17,8 +17,6 @@
 PORT=$((20000 + ($$ + 4241) % 20000))
 TAGS=0-0xffff
 
-# pub NAME FIELD: a counter of the publisher object in the daemon's JSON.
-pub() { grep -o '"publisher":{[^}]*}' "$WORK/$1.json" | head -n 1 | grep -o "\"$2\":[0-9]*" | cut -d: -f2; }
 # malformed_sum NAME: every malformed message the subscriber counted.
 malformed_sum() {
     grep -o '"malformed":{[^}]*}' "$WORK/$1.json" | grep -o ':[0-9]*' | tr -d : |
