@@ -34,12 +34,12 @@ CPPFLAGS += -I. -Iinclude -DRC_VERSION=\"$(VERSION)\" -D_GNU_SOURCE
 ALL_CFLAGS = -std=gnu11 $(WARN) -fPIC $(VISIBILITY) $(CPPFLAGS) $(PKG_CFLAGS) $(CFLAGS) $(EXTRA_CFLAGS)
 LDLIBS   += $(PKG_LIBS) -lpthread -lm
 
-LIB_SRC   := $(wildcard config/*.c dma/*.c readout/*.c net/*.c api/*.c)
+LIB_SRC   := $(wildcard common/*.c config/*.c dma/*.c readout/*.c readout/sim/*.c net/*.c pipeline/*.c api/*.c)
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 # The client library: subscriber and client publisher (include/ringcast/sub.h,
-# pub.h) need net/ without the liburcu subscription table, and the public
-# wrappers api/client_*.c. It links libfabric and nothing else.
-CLIENT_SRC := $(filter-out net/sub_table.c,$(wildcard net/*.c)) $(wildcard api/client_*.c)
+# pub.h) need net/ and the public wrappers api/client_*.c. It links libfabric
+# and nothing else.
+CLIENT_SRC := $(wildcard common/*.c net/*.c api/client_*.c)
 CLIENT_OBJ := $(CLIENT_SRC:%.c=$(BUILD)/obj/%.o)
 CLIENT_LIBS := $(shell pkg-config --libs libfabric 2>/dev/null)
 API_HEADERS := $(wildcard include/ringcast/*.h)

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dma/errbuf.h"
+#include "common/errbuf.h"
 #include "net/publisher.h"
 
 _Static_assert((int)RC_PUB_EVENT_JOINED == (int)RC_PUB_PEER_JOINED, "peer event values");

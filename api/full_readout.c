@@ -15,10 +15,10 @@
 
 #include "config/config.h"
 #include "dma/dma_ring.h"
-#include "dma/errbuf.h"
+#include "common/errbuf.h"
 #include "readout/chunk.h"
 #include "readout/readout.h"
-#include "readout/sim_card.h"
+#include "readout/sim/sim_card.h"
 
 struct daq_card {
     struct rc_daq *daq;

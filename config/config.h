@@ -14,14 +14,9 @@
 #include <stdio.h>
 #include "net/fabric_params.h"
 #include "readout/card_params.h"
-#include "readout/sim_params.h"
-
-#define RC_MAX_CARDS 8u
-#define RC_MAX_MODE_RULES 16u
-#define RC_MAX_PUBLISHER_THREADS 16u  /* [readout] publisher_threads: thread i listens on fabric.port + i */
-#define RC_MODE_TAGS_MAX 48u  /* "0xffffffffffffffff-0xffffffffffffffff" is 37 characters */
-
-enum rc_log_level { RC_LOG_ERROR = 0, RC_LOG_WARN, RC_LOG_INFO, RC_LOG_DEBUG };
+#include "readout/sim/sim_params.h"
+#include "pipeline/pipeline_params.h"
+#include "common/log_hook.h"
 
 /* [readout] — the daemon as a whole. */
 struct rc_daemon_params {
@@ -40,30 +35,6 @@ struct rc_daemon_params {
     uint64_t slow_drop_after_ns;  /* drop: its new chunks are dropped while its oldest share is older */
     uint64_t slow_cut_after_ns;   /* drop: older still: it is cut off */
     uint64_t block_cut_after_ns;  /* block: older: it is cut off (the card stalled that long for it) */
-};
-
-/* What the publisher does when a subscriber cannot take a chunk now. */
-enum rc_slow_policy {
-    RC_SLOW_BLOCK = 0,   /* wait: the ring fills and the card stalls (backpressure) */
-    RC_SLOW_DROP = 1,    /* drop that subscriber's share of the chunk, count it */
-};
-
-/* How chunks are sent. */
-enum rc_publish_mode {
-    RC_MODE_ZEROCOPY = 0,  /* from the ring, no copy */
-    RC_MODE_BUFFERED = 1,  /* copied into pages of records */
-    RC_MODE_AUTO = 2,      /* buffered below buffered_threshold, zero copy otherwise */
-};
-
-/* [mode.N]: the send mode of a range of tags. The rule with the lowest N
- * whose range holds a chunk's tag decides; a tag in no rule's range is sent
- * as [readout] mode and buffered_threshold say. Ranges may overlap (the
- * lower N wins), so a narrow exception can precede a wide rule. */
-struct rc_mode_rule {
-    char tags[RC_MODE_TAGS_MAX];  /* as written: "first-last" or one tag, decimal or 0x hex */
-    uint64_t first, last;         /* the inclusive range, parsed from tags by the loader */
-    int mode;                     /* enum rc_publish_mode */
-    uint64_t buffered_threshold;  /* mode auto: chunks smaller than this go buffered */
 };
 
 struct rc_config {
@@ -113,6 +84,10 @@ void rc_config_print(const struct rc_config *cfg, FILE *out);
 void rc_config_print_help(FILE *out);
 /* Print the documented example configuration (deploy/ringcast.ini). */
 void rc_config_print_example(FILE *out);
+
+/* The pipeline's parameters from [readout], [mode.N] and [fabric] (the log
+ * hook is left empty: the program sets it). */
+void rc_config_pipeline_params(const struct rc_config *cfg, struct rc_pipeline_params *p);
 
 /* Unit parsers, shared with command-line options. Return 0 or -EINVAL/-ERANGE.
  *   size:     4096, 4k, 4K, 64M, 1G, 1T, 1.5k, 0x1000, 4KiB, 64MiB, 4096B

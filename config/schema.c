@@ -4,7 +4,7 @@
  * struct member, format back to text, describe the allowed range. The same
  * code handles defaults, file values and -o overrides. */
 #include "config/schema.h"
-#include "dma/errbuf.h"
+#include "common/errbuf.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* schema_sim.c — the [sim.N] sections: struct rc_sim_params
- * (readout/sim_params.h), the simulated firmware of card N. Rows follow the
+ * (readout/sim/sim_params.h), the simulated firmware of card N. Rows follow the
  * pattern described in schema_fabric.c; two-key checks live in check_sim()
  * in config.c. */
 #include "config/schema.h"
@@ -22,7 +22,7 @@ static const struct rc_cfg_key sim_keys[] = {
      .help = "Production rate: unlimited, bytes (2.5GB/s) or chunks (10Mchunks/s) per second."},
     {.key = "fill", .type = RC_CFG_ENUM, .def = "pattern", .choices = "pattern|none|timestamp",
      RC_CFG_FIELD(T, fill),
-     .help = "Payload: the pattern of readout/pattern.h, none (not written), or timestamp (first 8 bytes: CLOCK_MONOTONIC ns at writing; chunks >= 8 B)."},
+     .help = "Payload: the pattern of readout/sim/pattern.h, none (not written), or timestamp (first 8 bytes: CLOCK_MONOTONIC ns at writing; chunks >= 8 B)."},
     {.key = "err_truncated", .type = RC_CFG_PROB, .def = "0", RC_CFG_FIELD(T, err_truncated),
      .help = "Probability per chunk to mark it truncated."},
     {.key = "err_crc", .type = RC_CFG_PROB, .def = "0", RC_CFG_FIELD(T, err_crc),

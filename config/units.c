@@ -5,7 +5,7 @@
  * values are computed exactly (no floating point): "1.5k" is 1536 bytes, and
  * "1.1k" is an error because it is not a whole number of bytes. */
 #include "config/schema.h"
-#include "dma/errbuf.h"
+#include "common/errbuf.h"
 
 #include <errno.h>
 #include <inttypes.h>

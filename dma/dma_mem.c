@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* dma_mem.c — anonymous, hugetlb and POSIX shared-memory regions for DMA rings. */
 #include "dma/dma_mem.h"
-#include "dma/errbuf.h"
+#include "common/errbuf.h"
 
 #include <errno.h>
 #include <fcntl.h>

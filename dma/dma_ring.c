@@ -18,8 +18,9 @@
  * bytes because the card may stop mid-unit.
  */
 #include "dma/dma_ring.h"
-#include "dma/errbuf.h"
-#include "dma/monotonic.h"
+#include "common/cacheline.h"
+#include "common/errbuf.h"
+#include "common/monotonic.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -28,7 +29,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CACHE_LINE 64
 #define SLOT_RELEASED 1ull
 
 struct rc_dma_ring {
@@ -42,18 +42,18 @@ struct rc_dma_ring {
     /* Written by the owner, read by releasers on every release: kept apart
      * from the owner's other fields so that those writes do not invalidate
      * this line under the releasing threads. */
-    _Alignas(CACHE_LINE) _Atomic uint64_t read_units;
+    _Alignas(RC_CACHE_LINE) _Atomic uint64_t read_units;
     _Atomic uint64_t taken_units;
 
     /* Written by the owner only; atomics so that getters on other threads
      * read whole values (relaxed: each is a statistic or a single position). */
-    _Alignas(CACHE_LINE) _Atomic uint64_t written;
+    _Alignas(RC_CACHE_LINE) _Atomic uint64_t written;
     _Atomic uint64_t high_water, takes, releases, bad_written;
     _Atomic uint64_t full_ns;
     _Atomic uint64_t full_since_ns;      /* 0: not full */
 
     /* Written by any thread, rarely (bad keys only). */
-    _Alignas(CACHE_LINE) _Atomic uint64_t bad_releases;
+    _Alignas(RC_CACHE_LINE) _Atomic uint64_t bad_releases;
 };
 
 
@@ -103,8 +103,8 @@ static int alloc_ring(uint64_t units, struct rc_dma_ring **out)
 {
     struct rc_dma_ring *r = NULL;
     void *slots = NULL;
-    if (posix_memalign((void **)&r, CACHE_LINE, sizeof *r) != 0) return -ENOMEM;
-    if (posix_memalign(&slots, CACHE_LINE, units * sizeof(_Atomic uint64_t)) != 0) {
+    if (posix_memalign((void **)&r, RC_CACHE_LINE, sizeof *r) != 0) return -ENOMEM;
+    if (posix_memalign(&slots, RC_CACHE_LINE, units * sizeof(_Atomic uint64_t)) != 0) {
         free(r);
         return -ENOMEM;
     }

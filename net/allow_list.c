@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "dma/errbuf.h"
+#include "common/errbuf.h"
 
 #define ENTRY_MAX 64u  /* longest IPv6 text (45) + "/128", with room to spare */
 

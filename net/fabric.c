@@ -19,7 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "dma/errbuf.h"
+#include "common/errbuf.h"
 
 #define RC_FABRIC_EQ_SIZE 256u
 #define RC_FABRIC_NOFD_SLEEP_NS 50000u

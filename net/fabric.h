@@ -31,7 +31,7 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
-#include "dma/monotonic.h"
+#include "common/monotonic.h"
 #include "net/fabric_params.h"
 
 #define RC_FABRIC_API_VERSION FI_VERSION(1, 17)

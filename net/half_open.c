@@ -16,7 +16,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
-#include "dma/errbuf.h"
+#include "common/errbuf.h"
 #include "net/allow_list.h"
 
 int rc_half_open_init(struct rc_half_open *h, uint16_t port, uint32_t cap, uint64_t timeout_ns)

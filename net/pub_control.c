@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dma/errbuf.h"
+#include "common/errbuf.h"
 #include "net/allow_list.h"
 #include "net/pub_internal.h"
 #include "net/sub_ranges.h"

@@ -11,7 +11,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#include "dma/errbuf.h"
+#include "common/errbuf.h"
 #include "net/allow_list.h"
 #include "net/half_open.h"
 #include "net/pub_internal.h"

@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dma/errbuf.h"
+#include "common/errbuf.h"
 #include "net/fabric.h"
 #include "net/sub_ranges.h"
 #include "net/wire.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* chunk_pool.c — fixed pool of chunk descriptors (see chunk_pool.h). */
-#include "dma/errbuf.h"
+#include "common/errbuf.h"
 #include "readout/chunk_pool.h"
 
 #include <errno.h>

@@ -15,7 +15,7 @@
  */
 #include <errno.h>
 #include <string.h>
-#include "dma/monotonic.h"
+#include "common/monotonic.h"
 #include "readout/felix_block.h"
 #include "readout/readout_internal.h"
 

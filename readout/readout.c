@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include "dma/errbuf.h"
+#include "common/errbuf.h"
 #include "readout/felix_block.h"
 #include "readout/readout_internal.h"
 

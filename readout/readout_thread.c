@@ -8,7 +8,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <urcu/arch.h>
-#include "dma/monotonic.h"
+#include "common/monotonic.h"
 #include "readout/readout_internal.h"
 
 /* One poll: read the write pointer, decode, give space back. True if

@@ -10,11 +10,13 @@
 ROOT=${1:-.}
 allowed() {   # $1 = folder, $2 = included path; returns 0 when allowed
     case "$1" in
-    dma)     case "$2" in dma/*) return 0 ;; esac ;;
-    net)     case "$2" in net/*|ringcast/*|dma/errbuf.h|dma/monotonic.h) return 0 ;; esac ;;
-    readout) case "$2" in readout/*|dma/*) return 0 ;; esac ;;
-    pipeline) case "$2" in pipeline/*|net/*|readout/*|dma/*|ringcast/*) return 0 ;; esac ;;
-    config)  case "$2" in config/*|dma/errbuf.h|readout/*_params.h|net/fabric_params.h|net/allow_list.h|pipeline/*_params.h) return 0 ;; esac ;;
+    common)  case "$2" in common/*) return 0 ;; esac ;;
+    dma)     case "$2" in dma/*|common/*) return 0 ;; esac ;;
+    net)     case "$2" in net/*|ringcast/*|common/*) return 0 ;; esac ;;
+    readout/sim) case "$2" in readout/*|dma/*|common/*) return 0 ;; esac ;;
+    readout) case "$2" in readout/sim/*) return 1 ;; readout/*|dma/*|common/*) return 0 ;; esac ;;
+    pipeline) case "$2" in readout/sim/*) return 1 ;; pipeline/*|net/*|readout/*|dma/*|ringcast/*|common/*) return 0 ;; esac ;;
+    config)  case "$2" in config/*|common/*|readout/*_params.h|readout/sim/sim_params.h|net/fabric_params.h|net/allow_list.h|pipeline/*_params.h) return 0 ;; esac ;;
     include/ringcast) case "$2" in ringcast/*) return 0 ;; esac ;;
     examples) case "$2" in ringcast/*) return 0 ;; esac ;;
     *) return 0 ;;
@@ -22,9 +24,11 @@ allowed() {   # $1 = folder, $2 = included path; returns 0 when allowed
     return 1
 }
 bad=0
-for dir in dma net readout pipeline config include/ringcast examples; do
+for dir in common dma net readout/sim readout pipeline config include/ringcast examples; do
     [ -d "$ROOT/$dir" ] || continue
-    for f in $(find "$ROOT/$dir" -name '*.[ch]' | sort); do
+    # readout/ alone: the card side, without its simulator subfolder.
+    depth=; [ "$dir" = readout ] && depth="-maxdepth 1"
+    for f in $(find "$ROOT/$dir" $depth -name '*.[ch]' | sort); do
         # `#include "x"` lines with their line numbers; system headers (<...>) are not checked.
         grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$f" | while IFS= read -r hit; do
             line=${hit%%:*}

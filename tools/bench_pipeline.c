@@ -17,9 +17,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "dma/errbuf.h"
+#include "common/errbuf.h"
 #include "tools/bench_report.h"
-#include "dma/monotonic.h"
+#include "common/monotonic.h"
 
 #define LISTEN_TIMEOUT_NS   (15ull * 1000000000ull)
 /* Beyond the run time: connecting, draining, writing statistics. */

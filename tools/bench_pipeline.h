@@ -19,7 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "readout/sim_params.h"
+#include "readout/sim/sim_params.h"
 
 #define RC_BENCH_MAX_SUBSCRIBERS 16u
 

@@ -12,9 +12,9 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "dma/errbuf.h"
+#include "common/errbuf.h"
 #include "tools/bench_report.h"
-#include "dma/monotonic.h"
+#include "common/monotonic.h"
 #include "net/fabric.h"
 
 #define RAW_CQ_BATCH 64

@@ -174,15 +174,12 @@ static bool admit(enum rc_log_level level, const char *file, int line, const cha
     return true;
 }
 
-void rc_log_at(enum rc_log_level level, const char *file, int line, const char *fmt, ...)
+static void log_limited(enum rc_log_level level, const char *file, int line, const char *fmt, va_list ap)
 {
     if (level > log_level)
         return;
     char text[LINE_MAX_LEN];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(text, sizeof text, fmt, ap);
-    va_end(ap);
     pthread_mutex_lock(&log_lock);
     uint64_t now = now_ns();
     uint64_t suppressed = 0;
@@ -201,16 +198,39 @@ void rc_log_at(enum rc_log_level level, const char *file, int line, const char *
     pthread_mutex_unlock(&log_lock);
 }
 
-void rc_log_unlimited(enum rc_log_level level, const char *fmt, ...)
+static void log_unlimited(enum rc_log_level level, const char *fmt, va_list ap)
 {
     if (level > log_level)
         return;
     char text[LINE_MAX_LEN];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(text, sizeof text, fmt, ap);
-    va_end(ap);
     pthread_mutex_lock(&log_lock);
     emit(level, text);
     pthread_mutex_unlock(&log_lock);
+}
+
+void rc_log_at(enum rc_log_level level, const char *file, int line, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    log_limited(level, file, line, fmt, ap);
+    va_end(ap);
+}
+
+void rc_log_unlimited(enum rc_log_level level, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    log_unlimited(level, fmt, ap);
+    va_end(ap);
+}
+
+void rc_log_hook_fn(void *ctx, enum rc_log_level level, bool unlimited, const char *file, int line,
+                    const char *fmt, va_list ap)
+{
+    (void)ctx;
+    if (unlimited)
+        log_unlimited(level, fmt, ap);
+    else
+        log_limited(level, file, line, fmt, ap);
 }

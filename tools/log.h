@@ -16,6 +16,8 @@
  * are never limited: readout.stats_interval is their rate, or they are once. */
 #ifndef RC_LOG_H
 #define RC_LOG_H
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "config/config.h"
@@ -35,6 +37,15 @@ void rc_log_at(enum rc_log_level level, const char *file, int line, const char *
     __attribute__((format(printf, 4, 5)));
 /* Never rate-limited: periodic statistics, summaries. */
 void rc_log_unlimited(enum rc_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The library modules' log hook (common/log_hook.h): their messages, rate
+ * limited like ours. ctx is unused. */
+void rc_log_hook_fn(void *ctx, enum rc_log_level level, bool unlimited, const char *file, int line,
+                    const char *fmt, va_list ap);
+static inline struct rc_log_hook rc_log_hook(void)
+{
+    return (struct rc_log_hook){.fn = rc_log_hook_fn, .ctx = NULL};
+}
 
 #define rc_log(level, ...) rc_log_at(level, __FILE__, __LINE__, __VA_ARGS__)
 #define rc_error(...) rc_log_at(RC_LOG_ERROR, __FILE__, __LINE__, __VA_ARGS__)

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* readout_daemon.c — cards -> DMA rings -> readout threads -> publisher, as
  * run by ringcast-readout. The readout threads hand chunks to the publishing
- * half (tools/daemon_publish.c): chunks of tags nobody subscribed go back to
+ * half (pipeline/publish.c): chunks of tags nobody subscribed go back to
  * the ring at once, the others are sent to every subscriber of their tag by
  * the publisher threads (one per port, fabric.port + i). */
-#include "dma/errbuf.h"
+#include "common/errbuf.h"
 #include "tools/readout_daemon.h"
-#include "dma/monotonic.h"
+#include "common/monotonic.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -19,8 +19,8 @@
 
 #include "dma/dma_ring.h"
 #include "readout/readout.h"
-#include "readout/sim_card.h"
-#include "tools/daemon_publish.h"
+#include "readout/sim/sim_card.h"
+#include "pipeline/publish.h"
 #include "tools/log.h"
 
 #define DAEMON_TICK_NS      (100ull * 1000 * 1000)
@@ -44,7 +44,7 @@ struct daemon {
     const struct rc_config *cfg;
     unsigned ncards;
     struct daemon_card cards[RC_MAX_CARDS];
-    struct rc_daemon_publish *publish;
+    struct rc_pipeline *publish;
     uint64_t start_ns, last_stats_ns;
     uint64_t end_ns;                   /* run over (finished or stop requested) */
 };
@@ -133,13 +133,13 @@ static int setup_card(struct daemon *d, struct daemon_card *dc)
     if (rc == 0)
         rc = setup_step(create_card(d, dc, err, sizeof err), n, err);
     if (rc == 0)
-        rc = setup_step(rc_daemon_publish_add_card(d->publish, dc->params, dc->ring, &dc->publish,
+        rc = setup_step(rc_pipeline_add_card(d->publish, dc->params, dc->ring, &dc->publish,
                                                    err, sizeof err), n, err);
     if (rc == 0)
-        rc = setup_step(rc_readout_create(dc->params, dc->ring, dc->card, rc_daemon_publish_sink,
+        rc = setup_step(rc_readout_create(dc->params, dc->ring, dc->card, rc_pipeline_sink,
                                           dc->publish, &dc->readout, err, sizeof err), n, err);
     if (rc == 0)
-        rc = setup_step(rc_daemon_publish_set_readout(dc->publish, dc->readout, err, sizeof err), n, err);
+        rc = setup_step(rc_pipeline_set_readout(dc->publish, dc->readout, err, sizeof err), n, err);
     if (rc != 0)
         return rc;
     if (!rc_dma_ring_region(dc->ring)->locked)
@@ -259,13 +259,13 @@ static void log_stats(struct daemon *d, uint64_t now)
     d->last_stats_ns = now;
     for (unsigned i = 0; i < d->ncards; i++)
         log_card_stats(&d->cards[i], interval_s);
-    rc_daemon_publish_log_stats(d->publish, interval_s);
+    rc_pipeline_log_stats(d->publish, interval_s);
 }
 
 /* "12345" or "12345-12347": the ports the publisher threads listen on. */
 static const char *publisher_ports(const struct daemon *d, char *buf, size_t len)
 {
-    unsigned first = d->cfg->fabric.port, n = rc_daemon_publish_threads(d->publish);
+    unsigned first = d->cfg->fabric.port, n = rc_pipeline_threads(d->publish);
     if (n == 1)
         snprintf(buf, len, "%u", first);
     else
@@ -326,7 +326,7 @@ static bool wait_for_subscribers(struct daemon *d)
     rc_info("waiting for %u subscriber%s to subscribe on %s port %s before starting the cards", want,
             want == 1 ? "" : "s", d->cfg->fabric.address, publisher_ports(d, ports, sizeof ports));
     while (!stop_requested) {
-        if (rc_daemon_publish_subscribed(d->publish) >= want) {
+        if (rc_pipeline_subscribed(d->publish) >= want) {
             rc_info("%u subscriber%s subscribed: starting the cards", want, want == 1 ? "" : "s");
             return true;
         }
@@ -399,7 +399,7 @@ static void stop_cards(struct daemon *d)
             rc_readout_stop(d->cards[i].readout);
     /* A finished run lingers for the subscribers to read the end of it; a
      * stop by signal does not. */
-    rc_daemon_publish_stop(d->publish, stop_requested ? 0 : d->cfg->daemon.linger_ns);
+    rc_pipeline_stop(d->publish, stop_requested ? 0 : d->cfg->daemon.linger_ns);
     /* The publishers' end gave their last keys back after the readouts' final
      * advance: move the read pointer over them too (the readout threads are
      * joined, so this thread owns the rings now). */
@@ -450,7 +450,7 @@ static void log_summary(struct daemon *d, const struct totals *t)
         log_card_losses(&d->cards[i]);
     }
     struct rc_publish_totals pt;
-    rc_daemon_publish_get_totals(d->publish, &pt);
+    rc_pipeline_get_totals(d->publish, &pt);
     rc_info("summary: %" PRIu64 " chunks sent to subscribers (%.3f GB, %.3f GB/s), %" PRIu64
             " without subscriber, %" PRIu64 " dropped (slow subscriber), %" PRIu64 " failed, %" PRIu64
             " not sent (subscriber gone or shutdown)",
@@ -539,7 +539,7 @@ static int write_stats_json(struct daemon *d, const struct totals *t, FILE *f, c
             ",\"chunks_cut_at_stop\":%" PRIu64 ",\"bytes_cut_at_stop\":%" PRIu64,
             run_seconds(d), t->produced, t->decoded, t->bytes, t->in_flight,
             t->ring_in_use, t->errors, t->cut_chunks, t->cut_bytes);
-    rc_daemon_publish_write_json(d->publish, f);
+    rc_pipeline_write_json(d->publish, f);
     fputs(",\"cards\":[", f);
     for (unsigned i = 0; i < d->ncards; i++) {
         if (i)
@@ -557,12 +557,15 @@ static int write_stats_json(struct daemon *d, const struct totals *t, FILE *f, c
 static int setup_all(struct daemon *d)
 {
     char err[512] = "";
-    int rc = rc_daemon_publish_create(d->cfg, &d->publish, err, sizeof err);
+    struct rc_pipeline_params pp;
+    rc_config_pipeline_params(d->cfg, &pp);
+    pp.log = rc_log_hook();
+    int rc = rc_pipeline_create(&pp, &d->publish, err, sizeof err);
     if (rc != 0) {
         rc_error("publisher: %s", err[0] ? err : strerror(-rc));
         return rc;
     }
-    unsigned nthreads = rc_daemon_publish_threads(d->publish);
+    unsigned nthreads = rc_pipeline_threads(d->publish);
     char ports[16];
     rc_info("publishing on %s port %s (provider %s, %s endpoint): %u publisher thread%s, each port serves"
             " every tag", d->cfg->fabric.address, publisher_ports(d, ports, sizeof ports),
@@ -595,7 +598,7 @@ int rc_daemon_run(const struct rc_config *cfg, FILE *stats, const char *stats_na
     }
     int status = 1;
     if (setup_all(&d) == 0) {
-        int rc = rc_daemon_publish_start(d.publish);
+        int rc = rc_pipeline_start(d.publish);
         if (rc != 0)
             rc_error("cannot start the publisher threads: %s", strerror(-rc));
         else if (!wait_for_subscribers(&d))
@@ -623,7 +626,7 @@ int rc_daemon_run(const struct rc_config *cfg, FILE *stats, const char *stats_na
     }
     /* The publisher may still hold keys (a failed setup): they go back to
      * the readouts, so it goes first. */
-    rc_daemon_publish_destroy(d.publish);
+    rc_pipeline_destroy(d.publish);
     for (unsigned i = 0; i < d.ncards; i++)
         teardown_card(&d.cards[i]);
     return status;

@@ -24,12 +24,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dma/errbuf.h"
+#include "common/errbuf.h"
 #include "config/config.h"
 #include "dma/dma_ring.h"
-#include "dma/monotonic.h"
+#include "common/monotonic.h"
 #include "readout/readout.h"
-#include "readout/sim_blocks.h"
+#include "readout/sim/sim_blocks.h"
 #include "tools/bench_pipeline.h"
 #include "tools/bench_raw.h"
 #include "tools/bench_report.h"

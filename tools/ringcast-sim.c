@@ -21,8 +21,8 @@
 #include <time.h>
 
 #include "config/config.h"
-#include "dma/monotonic.h"
-#include "readout/sim_card.h"
+#include "common/monotonic.h"
+#include "readout/sim/sim_card.h"
 
 #define EXIT_RUNTIME 1
 #define EXIT_USAGE 2

@@ -23,9 +23,9 @@
 #include <unistd.h>
 
 #include "ringcast/sub.h"
-#include "dma/monotonic.h"
-#include "readout/pattern.h"
-#include "readout/sim_params.h"
+#include "common/monotonic.h"
+#include "readout/sim/pattern.h"
+#include "readout/sim/sim_params.h"
 #include "tools/log.h"
 
 #define EXIT_USAGE 2

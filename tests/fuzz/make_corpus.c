@@ -18,7 +18,7 @@
 #include "config/config.h"
 #include "config/schema.h"
 #include "net/wire.h"
-#include "readout/sim_blocks.h"
+#include "readout/sim/sim_blocks.h"
 #include "tests/fuzz/fuzz_decoder.h"
 
 static const char *out_dir;

@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "config/config.h"
-#include "dma/monotonic.h"
+#include "common/monotonic.h"
 #include "net/allow_list.h"
 #include "net/fabric.h"
 #include "net/publisher.h"

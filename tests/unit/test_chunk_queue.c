@@ -19,8 +19,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "readout/chunk_queue.h"
-#include "readout/dpdk_env.h"
+#include "pipeline/chunk_queue.h"
+#include "pipeline/dpdk_env.h"
 #include "tests/unit/cunit_main.h"
 
 static struct rc_chunk_queue *make_queue(const char *name, uint32_t capacity, bool mp, bool mc)

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "readout/fanout.h"
+#include "pipeline/fanout.h"
 #include "tests/unit/cunit_main.h"
 
 #define MAX_KEYS 16u

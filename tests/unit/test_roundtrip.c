@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "readout/pattern.h"
+#include "readout/sim/pattern.h"
 #include "readout/readout.h"
-#include "readout/sim_card.h"
+#include "readout/sim/sim_card.h"
 #include "tests/unit/cunit_main.h"
 
 #define RT_ELINKS   8

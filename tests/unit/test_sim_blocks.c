@@ -8,8 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "readout/pattern.h"
-#include "readout/sim_blocks.h"
+#include "readout/sim/pattern.h"
+#include "readout/sim/sim_blocks.h"
 #include "tests/unit/cunit_main.h"
 
 #define KB 1024u

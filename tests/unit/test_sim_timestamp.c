@@ -8,9 +8,9 @@
 #include <errno.h>
 #include <string.h>
 
-#include "dma/monotonic.h"
+#include "common/monotonic.h"
 #include "readout/block_parse.h"
-#include "readout/sim_blocks.h"
+#include "readout/sim/sim_blocks.h"
 #include "tests/unit/cunit_main.h"
 
 #define BLOCK 4096u

@@ -14,7 +14,7 @@
 
 #include <urcu/urcu-memb.h>
 
-#include "net/sub_table.h"
+#include "pipeline/sub_table.h"
 #include "tests/unit/cunit_main.h"
 
 #define ALL_FIRST 0ull

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* sim_firmware.c — the simulated card's firmware (see sim_firmware.h). */
-#include "readout/sim_firmware.h"
-#include "dma/errbuf.h"
-#include "dma/monotonic.h"
+#include "readout/sim/sim_firmware.h"
+#include "common/errbuf.h"
+#include "common/monotonic.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "readout/sim_blocks.h"
+#include "readout/sim/sim_blocks.h"
 #include "readout/wupper_regs.h"
 
 #define BATCH_BYTES        (64u << 10)   /* publish the write pointer at least this often */

@@ -42,7 +42,7 @@
 #include <stdint.h>
 #include "readout/chunk.h"
 #include "readout/felix_block.h"
-#include "readout/sim_params.h"
+#include "readout/sim/sim_params.h"
 
 /* ---- 1. encoding -------------------------------------------------------- */
 

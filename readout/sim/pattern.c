@@ -4,7 +4,7 @@
  * Chunk word k (bytes 8k .. 8k+7) is the sequence number for k = 0 and
  * rc_pattern_word(tag, seq, k) otherwise, stored little-endian. Fill and check
  * work a word at a time; only a partial first or last word goes byte by byte. */
-#include "readout/pattern.h"
+#include "readout/sim/pattern.h"
 
 #include <endian.h>
 #include <string.h>

@@ -2,7 +2,7 @@
 /* sub_table.c — subscription table on liburcu (memb flavour): a cds_lfht of
  * immutable per-tag id arrays plus one RCU-published array of wide ranges.
  * See sub_table.h for the contract and the costs. */
-#include "net/sub_table.h"
+#include "pipeline/sub_table.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -13,7 +13,7 @@
 #include <urcu/urcu-memb.h>
 #include <urcu/rculfhash.h>
 
-#include "dma/errbuf.h"
+#include "common/errbuf.h"
 
 /* Written over ids before a retired version is freed: a reader that outlived
  * the grace period (a bug) then reports an impossible id instead of a

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* dpdk_env.h — start DPDK's EAL once per process, for rte_ring only.
  *
- * ringcast uses DPDK for its lock-free rings (readout/chunk_queue.h), not for
+ * ringcast uses DPDK for its lock-free rings (pipeline/chunk_queue.h), not for
  * devices, so the EAL is started with what this machine allows and nothing
  * it would grab:
  *  - memory: hugepages when /sys/kernel/mm/hugepages reports free pages and a

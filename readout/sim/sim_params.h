@@ -4,7 +4,7 @@
 #define RC_SIM_PARAMS_H
 #include <stdbool.h>
 #include <stdint.h>
-#include "readout/pattern.h"
+#include "readout/sim/pattern.h"
 
 /* timestamp: the first 8 bytes of each chunk hold CLOCK_MONOTONIC in ns
  * (little-endian) taken when the firmware writes the chunk's first block;

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* sim_blocks.c — FELIX ToHost block writer of the simulated card (see
  * sim_blocks.h for the API and readout/README.md for the byte layout). */
-#include "readout/sim_blocks.h"
-#include "dma/errbuf.h"
+#include "readout/sim/sim_blocks.h"
+#include "common/errbuf.h"
 
 #include <endian.h>
 #include <errno.h>
@@ -14,8 +14,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "dma/monotonic.h"
-#include "readout/pattern.h"
+#include "common/monotonic.h"
+#include "readout/sim/pattern.h"
 
 /* Longest chunk the generator makes: far beyond any real e-link packet, and
  * small enough that every length and offset fits in 32 bits. */

@@ -14,7 +14,7 @@
  * all-or-part: enqueue takes as many as fit, in order, and says how many;
  * the rest stay the caller's (backpressure: keep them, retry later).
  *
- * Needs the EAL: rc_dpdk_init() (readout/dpdk_env.h) first. Hot path: no
+ * Needs the EAL: rc_dpdk_init() (pipeline/dpdk_env.h) first. Hot path: no
  * allocation, no lock, no syscall; statistics cost one relaxed atomic add per
  * burst and side (a plain add when that side has a single thread).
  */

@@ -3,9 +3,9 @@
  * rc_publisher on fabric.port + i, its subscribers (mirrored into the shared
  * subscription table), and the sends of the chunks the readout threads queued
  * for it. The flow is described in daemon_publish.h. */
-#include "tools/daemon_publish_internal.h"
-#include "dma/errbuf.h"
-#include "dma/monotonic.h"
+#include "pipeline/publish_internal.h"
+#include "common/errbuf.h"
+#include "common/monotonic.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -14,7 +14,6 @@
 #include <string.h>
 
 #include "readout/readout.h"
-#include "tools/log.h"
 
 #define IDLE_WAIT_NS    (200ull * 1000)
 #define FLUSH_WAIT_NS   (1000ull * 1000 * 1000)
@@ -66,11 +65,11 @@ static void sub_join(struct publish_thread *th, rc_peer_id peer)
         snprintf(s->name, sizeof s->name, "%s", rc_publisher_peer_name(th->pub, peer));
         th->next_slot = (slot + 1) % th->nsubs_max;
         update_subscribed(th);
-        rc_info("subscriber %s joined (publisher %u, port %u)", s->name, th->index, th->port);
+        pl_info(th->pb, "subscriber %s joined (publisher %u, port %u)", s->name, th->index, th->port);
         return;
     }
     /* The publisher admits at most max_subscribers, which is nsubs_max. */
-    rc_warn("subscriber %s: no free subscriber record", rc_publisher_peer_name(th->pub, peer));
+    pl_warn(th->pb, "subscriber %s: no free subscriber record", rc_publisher_peer_name(th->pub, peer));
     rc_publisher_close_peer(th->pub, peer);
 }
 
@@ -83,7 +82,7 @@ static void table_update(struct publish_thread *th, struct pub_sub *s, bool add,
                  : rc_sub_table_remove(table, s->table_id, first, last);
     if (rc != 0) {
         bump(&th->t.table_errors, 1);
-        rc_warn("subscriber %s: subscription table %s of 0x%" PRIx64 "-0x%" PRIx64 " refused: %s",
+        pl_warn(th->pb, "subscriber %s: subscription table %s of 0x%" PRIx64 "-0x%" PRIx64 " refused: %s",
                 s->name, add ? "add" : "remove", first, last, strerror(-rc));
     }
 }
@@ -123,7 +122,7 @@ static void sub_sync_ranges(struct publish_thread *th, rc_peer_id peer)
         copy = malloc((size_t)n * sizeof *copy);
         if (!copy) {
             bump(&th->t.table_errors, 1);
-            rc_warn("subscriber %s: out of memory for its subscriptions", s->name);
+            pl_warn(th->pb, "subscriber %s: out of memory for its subscriptions", s->name);
             return;
         }
         memcpy(copy, nr, (size_t)n * sizeof *copy);
@@ -138,7 +137,7 @@ static void sub_sync_ranges(struct publish_thread *th, rc_peer_id peer)
     s->ranges = copy;
     s->nranges = n;
     update_subscribed(th);
-    rc_info("subscriber %s: %u tag range%s subscribed", s->name, n, n == 1 ? "" : "s");
+    pl_info(th->pb, "subscriber %s: %u tag range%s subscribed", s->name, n, n == 1 ? "" : "s");
 }
 
 static void keep_departed(struct publish_thread *th, const struct pub_sub *s)
@@ -163,9 +162,9 @@ static void sub_leave(struct publish_thread *th, rc_peer_id peer)
     pthread_mutex_unlock(&th->pb->table_lock);
     if (rc != 0) {
         bump(&th->t.table_errors, 1);
-        rc_warn("subscriber %s: removing it from the table failed: %s", s->name, strerror(-rc));
+        pl_warn(th->pb, "subscriber %s: removing it from the table failed: %s", s->name, strerror(-rc));
     }
-    rc_info("subscriber %s left%s: sent %" PRIu64 ", dropped %" PRIu64 " (by age %" PRIu64 ", by quota %" PRIu64
+    pl_info(th->pb, "subscriber %s left%s: sent %" PRIu64 ", dropped %" PRIu64 " (by age %" PRIu64 ", by quota %" PRIu64
             "), failed %" PRIu64, s->name, s->cut ? " (cut off)" : "", s->c.chunks_sent, s->c.chunks_dropped,
             s->c.dropped_by_age, s->c.dropped_by_quota, s->c.chunks_failed);
     keep_departed(th, s);
@@ -243,7 +242,7 @@ static unsigned build_iov(struct publish_thread *th, const struct rc_chunk *chun
 
 /* The first rule whose range holds the tag decides (at most 17 compares;
  * the last rule holds every tag). */
-static bool use_buffered(const struct rc_daemon_publish *pb, const struct rc_chunk *chunk)
+static bool use_buffered(const struct rc_pipeline *pb, const struct rc_chunk *chunk)
 {
     const struct mode_range *m = pb->modes;
     while (chunk->tag < m->first || chunk->tag > m->last)
@@ -285,8 +284,8 @@ static int post_share(struct publish_thread *th, struct publish_lane *lane, stru
  * the share never completes, cut_stalled() cuts it off. */
 static bool behind_by_age(struct publish_thread *th, const struct pub_sub *s)
 {
-    uint64_t limit = th->pb->cfg->daemon.slow_drop_after_ns;
-    return limit && th->pb->cfg->daemon.slow_policy == RC_SLOW_DROP &&
+    uint64_t limit = th->pb->params.slow_drop_after_ns;
+    return limit && th->pb->params.slow_policy == RC_SLOW_DROP &&
            rc_publisher_peer_oldest_age(th->pub, s->peer) > limit;
 }
 
@@ -299,7 +298,7 @@ static bool behind_by_age(struct publish_thread *th, const struct pub_sub *s)
  * Under block it is always waited for. */
 static bool behind_at_limit(struct publish_thread *th, const struct pub_sub *s)
 {
-    const struct rc_daemon_params *d = &th->pb->cfg->daemon;
+    const struct rc_pipeline_params *d = &th->pb->params;
     return d->slow_policy == RC_SLOW_DROP &&
            rc_publisher_peer_oldest_age(th->pub, s->peer) >= d->slow_drop_after_ns / 2;
 }
@@ -363,7 +362,7 @@ static void share_not_sent(struct publish_thread *th, struct publish_lane *lane,
         bump(&th->t.failed, 1);
         if (s) {
             s->c.chunks_failed++;
-            rc_warn("subscriber %s: send refused: %s (%s)", s->name, strerror(-why),
+            pl_warn(th->pb, "subscriber %s: send refused: %s (%s)", s->name, strerror(-why),
                     rc_publisher_last_error(th->pub));
         }
     }
@@ -380,7 +379,7 @@ static void share_not_sent(struct publish_thread *th, struct publish_lane *lane,
 #define STALL_CHECK_MAX_NS 10000000ull
 static void cut_stalled(struct publish_thread *th, uint64_t now)
 {
-    const struct rc_daemon_params *d = &th->pb->cfg->daemon;
+    const struct rc_pipeline_params *d = &th->pb->params;
     bool drop = d->slow_policy == RC_SLOW_DROP;
     uint64_t limit = drop ? d->slow_cut_after_ns : d->block_cut_after_ns;
     uint64_t period = limit / 8 < STALL_CHECK_MAX_NS ? limit / 8 : STALL_CHECK_MAX_NS;
@@ -398,14 +397,14 @@ static void cut_stalled(struct publish_thread *th, uint64_t now)
         s->c.cut_off = 1;
         s->c.cut_off_age_ns = age;
         bump(&th->t.cut_off, 1);
-        rc_warn("subscriber %s cut off: its oldest share waited %.0f ms for the provider, more than "
+        pl_warn(th->pb, "subscriber %s cut off: its oldest share waited %.0f ms for the provider, more than "
                 "%s = %.0f ms (slow_policy = %s); sent %" PRIu64 ", dropped %" PRIu64 ", outstanding %u",
                 s->name, (double)age / 1e6, drop ? "slow_cut_after" : "block_cut_after",
                 (double)limit / 1e6, drop ? "drop" : "block", s->c.chunks_sent, s->c.chunks_dropped,
                 s->outstanding);
         int rc = rc_publisher_close_peer(th->pub, s->peer);
         if (rc != 0)
-            rc_warn("subscriber %s: closing it failed: %s", s->name, strerror(-rc));
+            pl_warn(th->pb, "subscriber %s: closing it failed: %s", s->name, strerror(-rc));
     }
 }
 
@@ -422,7 +421,7 @@ static void log_new_refusals(struct publish_thread *th, uint64_t now)
     rc_publisher_get_stats(th->pub, &st);
     /* At most one line per 10 s while it lasts (a scan counts it 4 times a second). */
     if (st.fd_pressure != th->fd_pressure_logged && now - th->fd_pressure_log_ns >= 10000000000ull) {
-        rc_warn("publisher %u: file descriptors nearly exhausted (%" PRIu64 " open, %" PRIu64
+        pl_warn(th->pb, "publisher %u: file descriptors nearly exhausted (%" PRIu64 " open, %" PRIu64
                 " times seen): raise ulimit -n; connections stuck in their handshake are closed"
                 " after peer_timeout", th->index, st.fds_in_use, st.fd_pressure);
         th->fd_pressure_logged = st.fd_pressure;
@@ -430,7 +429,7 @@ static void log_new_refusals(struct publish_thread *th, uint64_t now)
     }
     if (st.connections_refused == th->refusals_logged)
         return;
-    rc_warn("publisher %u: %" PRIu64 " connection(s) refused, the last: %s", th->index,
+    pl_warn(th->pb, "publisher %u: %" PRIu64 " connection(s) refused, the last: %s", th->index,
             st.connections_refused - th->refusals_logged, rc_publisher_last_error(th->pub));
     th->refusals_logged = st.connections_refused;
 }
@@ -483,7 +482,7 @@ static int advance_chunk(struct publish_thread *th, struct publish_lane *lane)
         if (rc != 0)
             return rc > 0 ? 0 : rc;
     }
-    bool block = th->pb->cfg->daemon.slow_policy == RC_SLOW_BLOCK;
+    bool block = th->pb->params.slow_policy == RC_SLOW_BLOCK;
     while (lane->cur_next < lane->cur_k) {
         unsigned i = lane->cur_next;
         int rc = send_share(th, lane, i);
@@ -538,13 +537,13 @@ static unsigned pump_lane(struct publish_thread *th, struct publish_lane *lane)
 
 static void log_thread_stats(struct publish_thread *th, uint64_t now)
 {
-    struct rc_daemon_publish *pb = th->pb;
+    struct rc_pipeline *pb = th->pb;
     double dt = (double)(now - th->last_stats_ns) / 1e9;
     uint64_t sent = get(&th->t.sent), bytes = get(&th->t.bytes_sent);
     unsigned queued = 0;
     for (unsigned i = 0; i < pb->ncards; i++)
         queued += rc_chunk_queue_count(pb->cards[i].lanes[th->index].queue);
-    rc_info_unlimited("publisher %u (port %u): %.3f Mchunk/s %.3f GB/s sent | subscribers %u | sent %" PRIu64
+    pl_info_unlimited(th->pb, "publisher %u (port %u): %.3f Mchunk/s %.3f GB/s sent | subscribers %u | sent %" PRIu64
             " dropped %" PRIu64 " failed %" PRIu64 " unsent %" PRIu64 " no-subscriber %" PRIu64
             " | queued %u blocked %" PRIu64,
             th->index, th->port, (double)(sent - th->last_sent_total) / dt / 1e6,
@@ -557,7 +556,7 @@ static void log_thread_stats(struct publish_thread *th, uint64_t now)
         struct pub_sub *s = &th->subs[i];
         if (!s->in_use)
             continue;
-        rc_info_unlimited("subscriber %s: %.3f Mchunk/s | sent %" PRIu64 " dropped %" PRIu64 " (by age %" PRIu64
+        pl_info_unlimited(th->pb, "subscriber %s: %.3f Mchunk/s | sent %" PRIu64 " dropped %" PRIu64 " (by age %" PRIu64
                 ", by quota %" PRIu64 ") failed %" PRIu64 " | outstanding %u, oldest %.1f ms", s->name,
                 (double)(s->c.chunks_sent - s->last_sent) / dt / 1e6, s->c.chunks_sent, s->c.chunks_dropped,
                 s->c.dropped_by_age, s->c.dropped_by_quota, s->c.chunks_failed, s->outstanding,
@@ -617,7 +616,7 @@ static void linger(struct publish_thread *th)
     uint64_t linger_ns = th->pb->linger_ns;
     if (linger_ns == 0 || subscribers_connected(th) == 0)
         return;
-    rc_info("publisher %u: waiting up to %.1f s for %u subscriber%s to leave", th->index,
+    pl_info(th->pb, "publisher %u: waiting up to %.1f s for %u subscriber%s to leave", th->index,
             (double)linger_ns / 1e9, subscribers_connected(th), subscribers_connected(th) == 1 ? "" : "s");
     uint64_t deadline = rc_now_ns() + linger_ns;
     while (subscribers_connected(th) > 0 && rc_now_ns() < deadline) {
@@ -629,7 +628,7 @@ static void linger(struct publish_thread *th)
 
 static void publisher_finish(struct publish_thread *th)
 {
-    struct rc_daemon_publish *pb = th->pb;
+    struct rc_pipeline *pb = th->pb;
     for (unsigned i = 0; i < pb->ncards; i++)
         abandon_queued(th, &pb->cards[i].lanes[th->index]);
     flush_pages(th);
@@ -638,7 +637,7 @@ static void publisher_finish(struct publish_thread *th)
     /* Outstanding sends complete here with -ECANCELED, releasing their keys. */
     rc_publisher_destroy(th->pub);
     th->pub = NULL;
-    rc_info("publisher %u (port %u): %" PRIu64 " chunks sent, %" PRIu64 " dropped, %" PRIu64
+    pl_info(th->pb, "publisher %u (port %u): %" PRIu64 " chunks sent, %" PRIu64 " dropped, %" PRIu64
             " failed, %" PRIu64 " not sent", th->index, th->port, get(&th->t.sent), get(&th->t.dropped),
             get(&th->t.failed), get(&th->t.unsent));
 }
@@ -646,9 +645,9 @@ static void publisher_finish(struct publish_thread *th)
 void *rc_publish_thread_main(void *arg)
 {
     struct publish_thread *th = arg;
-    struct rc_daemon_publish *pb = th->pb;
+    struct rc_pipeline *pb = th->pb;
     rc_sub_table_register_thread();
-    uint64_t interval = pb->cfg->daemon.stats_interval_ns;
+    uint64_t interval = pb->params.stats_interval_ns;
     th->last_stats_ns = rc_now_ns();
     while (!atomic_load_explicit(&pb->stop, memory_order_acquire)) {
         unsigned work = 0;
@@ -657,7 +656,7 @@ void *rc_publish_thread_main(void *arg)
         int rc = work ? rc_publisher_progress(th->pub) : rc_publisher_wait(th->pub, IDLE_WAIT_NS);
         if (rc < 0 && !th->fabric_failed) {
             th->fabric_failed = true;
-            rc_error("publisher %u: the fabric failed: %s (%s)", th->index, strerror(-rc),
+            pl_error(th->pb, "publisher %u: the fabric failed: %s (%s)", th->index, strerror(-rc),
                      rc_publisher_last_error(th->pub));
         }
         uint64_t now = rc_now_ns();
@@ -698,10 +697,10 @@ static int create_tokens(struct publish_thread *th, const struct rc_fabric_param
 }
 
 /* Thread index's records and its publisher, listening on fabric.port + index. */
-int rc_publish_thread_init(struct publish_thread *th, struct rc_daemon_publish *pb, unsigned index,
+int rc_publish_thread_init(struct publish_thread *th, struct rc_pipeline *pb, unsigned index,
                            char *err, size_t errlen)
 {
-    const struct rc_fabric_params *fp = &pb->cfg->fabric;
+    const struct rc_fabric_params *fp = &pb->params.fabric;
     th->pb = pb;
     th->index = index;
     th->port = (uint16_t)(fp->port + index);

@@ -26,9 +26,9 @@
  * Offsets outside [0, 0x1000) or not 8-byte aligned read as all ones (as an
  * unclaimed PCIe read does) and ignore writes.
  */
-#include "dma/errbuf.h"
-#include "readout/sim_bar.h"
-#include "dma/monotonic.h"
+#include "common/errbuf.h"
+#include "readout/sim/sim_bar.h"
+#include "common/monotonic.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* daemon_publish_internal.h — state shared by tools/daemon_publish.c (life
- * cycle, the readout threads' sink, figures) and tools/daemon_publish_thread.c
+/* daemon_publish_internal.h — state shared by pipeline/publish.c (life
+ * cycle, the readout threads' sink, figures) and pipeline/publish_thread.c
  * (the publisher threads). Not for use elsewhere: the contract is in
  * daemon_publish.h.
  *
@@ -8,8 +8,8 @@
  * rc_publisher, subscribers, tokens) and the consumer half of its lanes; the
  * readout thread of card c owns the producer half of the lanes of card c.
  * Figures others read are atomics. */
-#ifndef RC_DAEMON_PUBLISH_INTERNAL_H
-#define RC_DAEMON_PUBLISH_INTERNAL_H
+#ifndef RC_PIPELINE_PUBLISH_INTERNAL_H
+#define RC_PIPELINE_PUBLISH_INTERNAL_H
 #include <pthread.h>
 #include <stdalign.h>
 #include <stdatomic.h>
@@ -17,11 +17,21 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "common/cacheline.h"
 #include "net/publisher.h"
-#include "net/sub_table.h"
-#include "readout/chunk_queue.h"
-#include "readout/fanout.h"
-#include "tools/daemon_publish.h"
+#include "pipeline/sub_table.h"
+#include "pipeline/chunk_queue.h"
+#include "pipeline/fanout.h"
+#include "pipeline/publish.h"
+
+/* The pipeline's messages go to the hook of its params (common/log_hook.h). */
+#define pl_say(pb, level, unlimited, ...) \
+    rc_log_hook_say(&(pb)->params.log, level, unlimited, __FILE__, __LINE__, __VA_ARGS__)
+#define pl_error(pb, ...) pl_say(pb, RC_LOG_ERROR, false, __VA_ARGS__)
+#define pl_warn(pb, ...)  pl_say(pb, RC_LOG_WARN, false, __VA_ARGS__)
+#define pl_info(pb, ...)  pl_say(pb, RC_LOG_INFO, false, __VA_ARGS__)
+#define pl_debug(pb, ...) pl_say(pb, RC_LOG_DEBUG, false, __VA_ARGS__)
+#define pl_info_unlimited(pb, ...) pl_say(pb, RC_LOG_INFO, true, __VA_ARGS__)
 
 /* Subscription-table ids: [31:16] generation of the slot, [15:12] publisher
  * thread, [11:0] slot in that thread's subscriber array. The thread bits let
@@ -39,7 +49,6 @@ _Static_assert(RC_MAX_PUBLISHER_THREADS <= (1u << SUB_THREAD_BITS), "thread inde
 _Static_assert(RC_MAX_PUBLISHER_THREADS <= 32u, "thread sets are 32-bit masks");
 
 #define BURST            32u
-#define CACHE_LINE       64
 #define MAX_DEPARTED     1024u   /* per thread: subscribers that left, kept for the final statistics */
 
 static inline unsigned sub_id_thread(uint32_t id)
@@ -124,10 +133,10 @@ struct publish_lane {
     uint64_t *entry_key;
     uint64_t entry_mask;                /* entries of entry_key - 1 (a power of two) */
     /* Producer: the card's readout thread. */
-    alignas(CACHE_LINE) _Atomic uint64_t produced;   /* entries enqueued so far */
+    alignas(RC_CACHE_LINE) _Atomic uint64_t produced;   /* entries enqueued so far */
     _Atomic uint64_t queue_full;        /* chunks offered again because this queue was full */
     /* Consumer: the publisher thread. */
-    alignas(CACHE_LINE) uint64_t consumed;   /* entries dequeued so far */
+    alignas(RC_CACHE_LINE) uint64_t consumed;   /* entries dequeued so far */
     const struct rc_chunk *batch[BURST];
     uint64_t batch_key[BURST];
     unsigned batch_pos, batch_len;
@@ -141,7 +150,7 @@ struct publish_lane {
 };
 
 struct rc_publish_card {
-    struct rc_daemon_publish *pb;
+    struct rc_pipeline *pb;
     unsigned index;
     struct rc_readout *readout;
     /* Several publisher threads: one record per chunk with one share per
@@ -162,7 +171,7 @@ struct mode_range {
 };
 
 struct publish_thread {
-    struct rc_daemon_publish *pb;
+    struct rc_pipeline *pb;
     unsigned index;
     uint16_t port;                      /* fabric.port + index */
     struct rc_publisher *pub;
@@ -193,8 +202,8 @@ struct publish_thread {
     bool fabric_failed;
 };
 
-struct rc_daemon_publish {
-    const struct rc_config *cfg;
+struct rc_pipeline {
+    struct rc_pipeline_params params;   /* a copy: the caller's may go */
     struct rc_sub_table *table;
     /* The table takes one updater at a time; the publisher threads update it
      * from their peer events (control path, never per chunk). */
@@ -218,7 +227,7 @@ struct rc_daemon_publish {
 
 /* daemon_publish_thread.c */
 void *rc_publish_thread_main(void *arg);
-int  rc_publish_thread_init(struct publish_thread *th, struct rc_daemon_publish *pb, unsigned index,
+int  rc_publish_thread_init(struct publish_thread *th, struct rc_pipeline *pb, unsigned index,
                             char *err, size_t errlen);
 void rc_publish_thread_fini(struct publish_thread *th);
 /* The release callback of a lane's fan-out pool; also gives back an entry

@@ -19,7 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "dma/monotonic.h"
+#include "common/monotonic.h"
 #include "readout/card_bar.h"
 #include "readout/card_params.h"
 #include "readout/wupper_regs.h"
@@ -115,7 +115,7 @@ void rc_sim_bar_init_ops(struct rc_bar *b, uint8_t *bar);
 uint64_t rc_sim_status_lock(uint8_t *bar, unsigned desc);
 void     rc_sim_status_unlock(uint8_t *bar, unsigned desc, uint64_t locked);
 
-/* The library uses rc_now_ns() (dma/monotonic.h); this name stays for the
+/* The library uses rc_now_ns() (common/monotonic.h); this name stays for the
  * unit tests that time the simulated card with it. */
 static inline uint64_t rc_sim_now_ns(void) { return rc_now_ns(); }
 void     rc_sim_cpu_relax(void);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* dpdk_env.c — the EAL started once per process with arguments that fit
  * this machine (see dpdk_env.h for each choice). */
-#include "readout/dpdk_env.h"
+#include "pipeline/dpdk_env.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -16,7 +16,7 @@
 #include <rte_eal.h>
 #include <rte_errno.h>
 
-#include "dma/errbuf.h"
+#include "common/errbuf.h"
 
 #define HUGEPAGES_SYSFS "/sys/kernel/mm/hugepages"
 #define MAX_EAL_ARGS    12

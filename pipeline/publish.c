@@ -3,9 +3,9 @@
  * readout threads' sink that hands chunks to the publisher threads, and the
  * figures. The publisher threads are in daemon_publish_thread.c; the flow and
  * the thread rules are in daemon_publish.h. */
-#include "tools/daemon_publish.h"
-#include "tools/daemon_publish_internal.h"
-#include "dma/errbuf.h"
+#include "pipeline/publish.h"
+#include "pipeline/publish_internal.h"
+#include "common/errbuf.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -13,8 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "readout/dpdk_env.h"
-#include "tools/log.h"
+#include "pipeline/dpdk_env.h"
 
 /* ---- readout side ------------------------------------------------------------ */
 
@@ -51,7 +50,7 @@ static void ensure_rcu_reader(void)
 /* The publisher threads that have a subscriber of tag, a bit each. A
  * truncated lookup (more than RC_FANOUT_MAX_SENDS subscribers) may not name
  * every thread: then all get the chunk and look for themselves. */
-static uint32_t threads_of_tag(const struct rc_daemon_publish *pb, uint64_t tag)
+static uint32_t threads_of_tag(const struct rc_pipeline *pb, uint64_t tag)
 {
     uint32_t ids[RC_FANOUT_MAX_SENDS];
     unsigned found = rc_sub_table_lookup(pb->table, tag, ids, RC_FANOUT_MAX_SENDS);
@@ -101,7 +100,7 @@ static int backpressure(_Atomic uint64_t *counter)
     return -EAGAIN;
 }
 
-int rc_daemon_publish_sink(void *ctx, const struct rc_chunk *chunk)
+int rc_pipeline_sink(void *ctx, const struct rc_chunk *chunk)
 {
     struct rc_publish_card *c = ctx;
     ensure_rcu_reader();
@@ -140,49 +139,49 @@ static const char *mode_name(int mode)
     }
 }
 
-static void copy_modes(struct rc_daemon_publish *pb, const struct rc_config *cfg)
+static void copy_modes(struct rc_pipeline *pb, const struct rc_pipeline_params *params)
 {
-    for (unsigned i = 0; i < cfg->nmodes && i < RC_MAX_MODE_RULES; i++) {
-        const struct rc_mode_rule *r = &cfg->mode_rule[i];
+    for (unsigned i = 0; i < params->nmodes && i < RC_MAX_MODE_RULES; i++) {
+        const struct rc_mode_rule *r = &params->mode_rule[i];
         pb->modes[pb->nmodes++] = (struct mode_range){.first = r->first, .last = r->last,
             .buffered_threshold = r->buffered_threshold, .mode = r->mode};
-        rc_info("send mode of tags 0x%" PRIx64 "-0x%" PRIx64 ": %s ([mode.%u])", r->first, r->last,
+        pl_info(pb, "send mode of tags 0x%" PRIx64 "-0x%" PRIx64 ": %s ([mode.%u])", r->first, r->last,
                 mode_name(r->mode), i);
     }
     pb->modes[pb->nmodes++] = (struct mode_range){.first = 0, .last = UINT64_MAX,
-        .buffered_threshold = cfg->daemon.buffered_threshold, .mode = cfg->daemon.publish_mode};
+        .buffered_threshold = params->buffered_threshold, .mode = params->publish_mode};
 }
 
 /* Thread i listens on fabric.port + i: every one must be a port. (The
  * schema holds publisher_threads to 1..RC_MAX_PUBLISHER_THREADS and the port
  * to 1..65535, each alone.) */
-static int check_ports(const struct rc_config *cfg, char *err, size_t errlen)
+static int check_ports(const struct rc_pipeline_params *params, char *err, size_t errlen)
 {
-    unsigned n = cfg->daemon.publisher_threads, last = cfg->fabric.port + n - 1;
+    unsigned n = params->publisher_threads, last = params->fabric.port + n - 1;
     if (last <= UINT16_MAX)
         return 0;
     rc_set_err(err, errlen, "fabric.port = %u with readout.publisher_threads = %u: thread %u would listen "
-               "on port %u, beyond 65535", cfg->fabric.port, n, n - 1, last);
+               "on port %u, beyond 65535", params->fabric.port, n, n - 1, last);
     return -EINVAL;
 }
 
-int rc_daemon_publish_create(const struct rc_config *cfg, struct rc_daemon_publish **out, char *err,
+int rc_pipeline_create(const struct rc_pipeline_params *params, struct rc_pipeline **out, char *err,
                              size_t errlen)
 {
-    int rc = check_ports(cfg, err, errlen);
+    int rc = check_ports(params, err, errlen);
     if (rc == 0)
         rc = rc_dpdk_init(err, errlen);
     if (rc != 0)
         return rc;
-    struct rc_daemon_publish *pb = calloc(1, sizeof *pb);
+    struct rc_pipeline *pb = calloc(1, sizeof *pb);
     if (!pb)
         return -ENOMEM;
-    pb->cfg = cfg;
+    pb->params = *params;
     pthread_mutex_init(&pb->table_lock, NULL);
-    copy_modes(pb, cfg);
-    pb->nthreads = cfg->daemon.publisher_threads;
+    copy_modes(pb, params);
+    pb->nthreads = params->publisher_threads;
     pb->all_threads = (1u << pb->nthreads) - 1;
-    pb->queue_capacity = cfg->daemon.queue_size;
+    pb->queue_capacity = params->queue_size;
     struct rc_sub_table_params tp = {.max_subs_per_tag = RC_FANOUT_MAX_SENDS};
     rc = rc_sub_table_create(&tp, &pb->table, err, errlen);
     for (unsigned i = 0; rc == 0 && i < pb->nthreads; i++)
@@ -190,7 +189,7 @@ int rc_daemon_publish_create(const struct rc_config *cfg, struct rc_daemon_publi
     if (rc != 0) {
         if (rc == -ENOMEM && !err[0])
             rc_set_err(err, errlen, "out of memory");
-        rc_daemon_publish_destroy(pb);
+        rc_pipeline_destroy(pb);
         return rc;
     }
     *out = pb;
@@ -250,7 +249,7 @@ static void card_fini(struct rc_publish_card *c)
     c->fanout = NULL;
 }
 
-static int register_ring(struct rc_daemon_publish *pb, const struct rc_card_params *cp,
+static int register_ring(struct rc_pipeline *pb, const struct rc_card_params *cp,
                          struct rc_dma_ring *ring, char *err, size_t errlen)
 {
     for (unsigned i = 0; i < pb->nthreads; i++) {
@@ -269,7 +268,7 @@ static int register_ring(struct rc_daemon_publish *pb, const struct rc_card_para
     return 0;
 }
 
-int rc_daemon_publish_add_card(struct rc_daemon_publish *pb, const struct rc_card_params *cp,
+int rc_pipeline_add_card(struct rc_pipeline *pb, const struct rc_card_params *cp,
                                struct rc_dma_ring *ring, struct rc_publish_card **sink_ctx, char *err,
                                size_t errlen)
 {
@@ -301,7 +300,7 @@ int rc_daemon_publish_add_card(struct rc_daemon_publish *pb, const struct rc_car
     return 0;
 }
 
-int rc_daemon_publish_set_readout(struct rc_publish_card *c, struct rc_readout *r, char *err,
+int rc_pipeline_set_readout(struct rc_publish_card *c, struct rc_readout *r, char *err,
                                   size_t errlen)
 {
     c->readout = r;
@@ -316,7 +315,7 @@ int rc_daemon_publish_set_readout(struct rc_publish_card *c, struct rc_readout *
     return 0;
 }
 
-int rc_daemon_publish_start(struct rc_daemon_publish *pb)
+int rc_pipeline_start(struct rc_pipeline *pb)
 {
     for (unsigned i = 0; i < pb->nthreads; i++) {
         struct publish_thread *th = &pb->threads[i];
@@ -331,7 +330,7 @@ int rc_daemon_publish_start(struct rc_daemon_publish *pb)
     return 0;
 }
 
-unsigned rc_daemon_publish_subscribed(const struct rc_daemon_publish *pb)
+unsigned rc_pipeline_subscribed(const struct rc_pipeline *pb)
 {
     unsigned n = 0;
     for (unsigned i = 0; i < pb->nthreads; i++)
@@ -339,12 +338,12 @@ unsigned rc_daemon_publish_subscribed(const struct rc_daemon_publish *pb)
     return n;
 }
 
-unsigned rc_daemon_publish_threads(const struct rc_daemon_publish *pb)
+unsigned rc_pipeline_threads(const struct rc_pipeline *pb)
 {
     return pb->nthreads;
 }
 
-void rc_daemon_publish_stop(struct rc_daemon_publish *pb, uint64_t linger_ns)
+void rc_pipeline_stop(struct rc_pipeline *pb, uint64_t linger_ns)
 {
     if (!pb)
         return;
@@ -358,11 +357,11 @@ void rc_daemon_publish_stop(struct rc_daemon_publish *pb, uint64_t linger_ns)
     }
 }
 
-void rc_daemon_publish_destroy(struct rc_daemon_publish *pb)
+void rc_pipeline_destroy(struct rc_pipeline *pb)
 {
     if (!pb)
         return;
-    rc_daemon_publish_stop(pb, 0);
+    rc_pipeline_stop(pb, 0);
     /* Publishers first: destroying one completes its sends into the lanes. */
     for (unsigned i = 0; i < pb->nthreads; i++)
         rc_publish_thread_fini(&pb->threads[i]);
@@ -389,7 +388,7 @@ static uint64_t fanout_refused(const struct rc_fanout *f)
 }
 
 /* One thread's figures; the card-level ones (sink) are left 0. */
-static void thread_totals(const struct rc_daemon_publish *pb, const struct publish_thread *th,
+static void thread_totals(const struct rc_pipeline *pb, const struct publish_thread *th,
                           struct rc_publish_totals *t)
 {
     memset(t, 0, sizeof *t);
@@ -433,7 +432,7 @@ static void add_totals(struct rc_publish_totals *sum, const struct rc_publish_to
 #undef ADD_FIELD
 }
 
-void rc_daemon_publish_get_totals(const struct rc_daemon_publish *pb, struct rc_publish_totals *t)
+void rc_pipeline_get_totals(const struct rc_pipeline *pb, struct rc_publish_totals *t)
 {
     memset(t, 0, sizeof *t);
     for (unsigned i = 0; i < pb->nthreads; i++) {
@@ -451,20 +450,20 @@ void rc_daemon_publish_get_totals(const struct rc_daemon_publish *pb, struct rc_
     }
 }
 
-void rc_daemon_publish_log_stats(struct rc_daemon_publish *pb, double interval_s)
+void rc_pipeline_log_stats(struct rc_pipeline *pb, double interval_s)
 {
     struct rc_publish_totals t;
-    rc_daemon_publish_get_totals(pb, &t);
+    rc_pipeline_get_totals(pb, &t);
     unsigned queued = 0;
     for (unsigned i = 0; i < pb->ncards; i++)
         for (unsigned k = 0; k < pb->nthreads; k++)
             queued += rc_chunk_queue_count(pb->cards[i].lanes[k].queue);
     double dt = interval_s > 0 ? interval_s : 1.0;
-    rc_info_unlimited("publish: %.3f Mchunk/s %.3f GB/s sent | subscribers %u | sent %" PRIu64 " dropped %" PRIu64
+    pl_info_unlimited(pb, "publish: %.3f Mchunk/s %.3f GB/s sent | subscribers %u | sent %" PRIu64 " dropped %" PRIu64
             " failed %" PRIu64 " unsent %" PRIu64 " no-subscriber %" PRIu64 " cut-off %" PRIu64
             " | queued %u blocked %" PRIu64,
             (double)(t.chunks_sent - pb->last_log_sent) / dt / 1e6,
-            (double)(t.bytes_sent - pb->last_log_bytes) / dt / 1e9, rc_daemon_publish_subscribed(pb),
+            (double)(t.bytes_sent - pb->last_log_bytes) / dt / 1e9, rc_pipeline_subscribed(pb),
             t.chunks_sent, t.chunks_dropped, t.shares_failed, t.shares_unsent, t.chunks_no_subscriber,
             t.subscribers_cut_off, queued, t.blocked);
     pb->last_log_sent = t.chunks_sent;
@@ -504,7 +503,7 @@ static void write_sub_json(FILE *f, const char *name, rc_peer_id peer, unsigned 
 
 /* Every subscriber seen: per thread those that left (in that order), then the
  * connected ones. */
-static void write_subscribers_json(const struct rc_daemon_publish *pb, FILE *f)
+static void write_subscribers_json(const struct rc_pipeline *pb, FILE *f)
 {
     const char *sep = "";
     for (unsigned t = 0; t < pb->nthreads; t++) {
@@ -586,7 +585,7 @@ static void write_totals_json(FILE *f, const struct rc_publish_totals *t)
             t->fanout_refused, t->subscribers_cut_off);
 }
 
-static void write_threads_json(const struct rc_daemon_publish *pb, FILE *f)
+static void write_threads_json(const struct rc_pipeline *pb, FILE *f)
 {
     for (unsigned i = 0; i < pb->nthreads; i++) {
         const struct publish_thread *th = &pb->threads[i];
@@ -600,10 +599,10 @@ static void write_threads_json(const struct rc_daemon_publish *pb, FILE *f)
     }
 }
 
-void rc_daemon_publish_write_json(const struct rc_daemon_publish *pb, FILE *f)
+void rc_pipeline_write_json(const struct rc_pipeline *pb, FILE *f)
 {
     struct rc_publish_totals t;
-    rc_daemon_publish_get_totals(pb, &t);
+    rc_pipeline_get_totals(pb, &t);
     write_totals_json(f, &t);
     fprintf(f, ",\"publisher_threads\":%u,\"chunks_dispatched\":%" PRIu64 ",\"dispatch_errors\":%" PRIu64
             ",\"records_exhausted\":%" PRIu64 ",\"subscribers\":[",

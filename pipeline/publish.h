@@ -6,17 +6,17 @@
  * Publisher threads ([readout] publisher_threads = P): thread i owns its own
  * net/publisher listening on fabric.port + i (its own endpoint, buffers and
  * registration of every ring). Every port serves every tag; a subscriber
- * connects to one of them. The subscription table (net/sub_table.h) is shared:
+ * connects to one of them. The subscription table (pipeline/sub_table.h) is shared:
  * its ids name the thread that owns the subscriber.
  *
  * Flow of one chunk (readout thread, in the card's sink):
  *   look the tag up in the RCU subscription table;
  *   no subscriber -> the key goes back to the ring at once;
- *   otherwise the chunk goes into the SPSC queue (readout/chunk_queue.h) of
+ *   otherwise the chunk goes into the SPSC queue (pipeline/chunk_queue.h) of
  *   each thread that has a subscriber of the tag, or into none: if one of
  *   those queues is full the sink returns -EAGAIN (backpressure) and the
  *   readout offers the chunk again later. With P > 1 a card-level fan-out
- *   record (readout/fanout.h) holds one share per thread it went to; its
+ *   record (pipeline/fanout.h) holds one share per thread it went to; its
  *   last share releases the key.
  * Publisher thread (owns its net/publisher and every callback of it):
  *   takes each chunk of its queues in queue order, looks its subscribers up
@@ -45,47 +45,47 @@
  * final figures run on the main thread; the sink on each card's readout
  * thread; everything else on the publisher threads.
  */
-#ifndef RC_DAEMON_PUBLISH_H
-#define RC_DAEMON_PUBLISH_H
+#ifndef RC_PIPELINE_PUBLISH_H
+#define RC_PIPELINE_PUBLISH_H
 #include <stdint.h>
 #include <stdio.h>
 
-#include "config/config.h"
+#include "pipeline/pipeline_params.h"
 #include "dma/dma_ring.h"
 #include "readout/readout.h"
 
-struct rc_daemon_publish;
+struct rc_pipeline;
 struct rc_publish_card;
 
 /* Start the EAL (rings), create the subscription table, open the
  * readout.publisher_threads publishers (thread i listening on fabric.port + i;
  * -EINVAL when that passes 65535). 0 or -errno with the reason in err. */
-int  rc_daemon_publish_create(const struct rc_config *cfg, struct rc_daemon_publish **out,
+int  rc_pipeline_create(const struct rc_pipeline_params *params, struct rc_pipeline **out,
                               char *err, size_t errlen);
 /* Register card n's ring with every publisher, create its queue and fan-out
  * pool per publisher thread (and its card-level pool with several threads).
- * *sink_ctx is what rc_readout_create gets with rc_daemon_publish_sink. */
-int  rc_daemon_publish_add_card(struct rc_daemon_publish *pb, const struct rc_card_params *cp,
+ * *sink_ctx is what rc_readout_create gets with rc_pipeline_sink. */
+int  rc_pipeline_add_card(struct rc_pipeline *pb, const struct rc_card_params *cp,
                                 struct rc_dma_ring *ring, struct rc_publish_card **sink_ctx,
                                 char *err, size_t errlen);
 /* The readout of the card, once created: where keys go back. Registers the
  * readout's spill area (rc_readout_spill_area) with every publisher thread:
  * chunk heads copied out of a full ring are sent from there. 0 or -errno. */
-int  rc_daemon_publish_set_readout(struct rc_publish_card *c, struct rc_readout *r, char *err,
+int  rc_pipeline_set_readout(struct rc_publish_card *c, struct rc_readout *r, char *err,
                                    size_t errlen);
 /* The readout sink (rc_chunk_sink_fn), ctx = the card from add_card. */
-int  rc_daemon_publish_sink(void *ctx, const struct rc_chunk *chunk);
+int  rc_pipeline_sink(void *ctx, const struct rc_chunk *chunk);
 
 /* Start the publisher threads. 0 or -errno (stop() joins those started).
  * Every stats interval each logs one line for itself and one per subscriber. */
-int  rc_daemon_publish_start(struct rc_daemon_publish *pb);
+int  rc_pipeline_start(struct rc_pipeline *pb);
 /* Subscribers connected now with a non-empty tag set, all threads (any thread). */
-unsigned rc_daemon_publish_subscribed(const struct rc_daemon_publish *pb);
+unsigned rc_pipeline_subscribed(const struct rc_pipeline *pb);
 /* readout.publisher_threads. */
-unsigned rc_daemon_publish_threads(const struct rc_daemon_publish *pb);
+unsigned rc_pipeline_threads(const struct rc_pipeline *pb);
 /* Main thread: one log line of the publishing totals and rates over the last
  * interval_s seconds (the threads log their own lines). */
-void rc_daemon_publish_log_stats(struct rc_daemon_publish *pb, double interval_s);
+void rc_pipeline_log_stats(struct rc_pipeline *pb, double interval_s);
 /* Stop the publisher threads: chunks still queued get no more sends, buffered
  * pages are flushed (bounded), then for up to linger_ns each thread keeps
  * serving until every subscriber of it has left (a completed send only means
@@ -93,9 +93,9 @@ void rc_daemon_publish_log_stats(struct rc_daemon_publish *pb, double interval_s
  * rest when its connection closes), then its publisher is destroyed
  * (outstanding sends complete with -ECANCELED), so every key is back. Call
  * after the readout threads stopped. */
-void rc_daemon_publish_stop(struct rc_daemon_publish *pb, uint64_t linger_ns);
+void rc_pipeline_stop(struct rc_pipeline *pb, uint64_t linger_ns);
 /* After stop: free the queues, fan-out pools, the table. NULL is fine. */
-void rc_daemon_publish_destroy(struct rc_daemon_publish *pb);
+void rc_pipeline_destroy(struct rc_pipeline *pb);
 
 /* Publishing totals (any thread, figures read one by one): the sums over the
  * publisher threads, plus the sink's own figures. A chunk queued to several
@@ -126,12 +126,12 @@ struct rc_publish_totals {
     uint64_t fanout_refused;        /* fan-out completions refused (stale, double, bad): bookkeeping errors */
     uint64_t subscribers_cut_off;   /* cut off by the slow policy's age bound (slow_cut_after, block_cut_after) */
 };
-void rc_daemon_publish_get_totals(const struct rc_daemon_publish *pb, struct rc_publish_totals *t);
+void rc_pipeline_get_totals(const struct rc_pipeline *pb, struct rc_publish_totals *t);
 
 /* After stop: the JSON members "chunks_sent":..., ..., "subscribers":[...],
  * "publisher":{...} (summed over threads), "publishers":[{"thread":i,
  * "port":...,"chunks_sent":...,"publisher":{...}},...] (no braces around, a
  * leading comma). */
-void rc_daemon_publish_write_json(const struct rc_daemon_publish *pb, FILE *f);
+void rc_pipeline_write_json(const struct rc_pipeline *pb, FILE *f);
 
 #endif

@@ -31,7 +31,7 @@
  * do not wait for publishers. That is safe because the table only hands out
  * ids: a send to a departed peer fails or completes through the publisher
  * (whose peer ids carry a generation), and the fan-out record of that send
- * is completed either way (readout/fanout.h).
+ * is completed either way (pipeline/fanout.h).
  *
  * Storage
  *  - Narrow ranges (at most exact_limit tags, default 4096) are stored tag by

@@ -2,9 +2,9 @@
 /* sim_card.c — simulated cards as rc_card objects: the in-process card
  * (firmware thread), the daemon side of a sim-process card (BAR in shared
  * memory) and the ringcast-sim process side (attach and run). */
-#include "readout/sim_card.h"
-#include "dma/errbuf.h"
-#include "dma/monotonic.h"
+#include "readout/sim/sim_card.h"
+#include "common/errbuf.h"
+#include "common/monotonic.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -17,9 +17,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "readout/sim_bar.h"
-#include "readout/sim_blocks.h"
-#include "readout/sim_firmware.h"
+#include "readout/sim/sim_bar.h"
+#include "readout/sim/sim_blocks.h"
+#include "readout/sim/sim_firmware.h"
 
 #define STOP_WAIT_NS 1000000000ull   /* rc_card_stop waits this long for a process to pause */
 #define FW_HEARTBEAT_TIMEOUT_NS (3ull * 1000000000ull)  /* firmware silent this long: hung */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* chunk_queue.c — rte_ring of chunk-descriptor pointers with statistics.
  * See chunk_queue.h for the contract. */
-#include "readout/chunk_queue.h"
+#include "pipeline/chunk_queue.h"
 
 #include <errno.h>
 #include <stdalign.h>
@@ -12,22 +12,22 @@
 #include <rte_errno.h>
 #include <rte_ring.h>
 
-#include "dma/errbuf.h"
-#include "readout/dpdk_env.h"
+#include "common/cacheline.h"
+#include "common/errbuf.h"
+#include "pipeline/dpdk_env.h"
 
 _Static_assert(RC_CHUNK_QUEUE_NAME_MAX + 1 <= RTE_RING_NAMESIZE, "queue names must fit rte_ring's");
 _Static_assert(RC_CHUNK_QUEUE_MAX_CAPACITY <= RTE_RING_SZ_MASK, "capacity must fit rte_ring's");
 
-#define CACHE_LINE 64
 
 /* Producer and consumer counters on separate lines: each side writes only
  * its own, so they never bounce a line between the two threads. */
 struct producer_stats {
-    alignas(CACHE_LINE) _Atomic uint64_t enqueued, full_events, refused, high_water;
+    alignas(RC_CACHE_LINE) _Atomic uint64_t enqueued, full_events, refused, high_water;
 };
 
 struct consumer_stats {
-    alignas(CACHE_LINE) _Atomic uint64_t dequeued, empty_polls;
+    alignas(RC_CACHE_LINE) _Atomic uint64_t dequeued, empty_polls;
 };
 
 struct rc_chunk_queue {
@@ -95,7 +95,7 @@ int rc_chunk_queue_create(const struct rc_chunk_queue_params *p, struct rc_chunk
     int rc = check_params(p, err, errlen);
     if (rc != 0)
         return rc;
-    struct rc_chunk_queue *q = aligned_alloc(CACHE_LINE, sizeof *q);
+    struct rc_chunk_queue *q = aligned_alloc(RC_CACHE_LINE, sizeof *q);
     if (!q) {
         rc_set_err(err, errlen, "chunk queue %s: out of memory", p->name);
         return -ENOMEM;

@@ -30,7 +30,7 @@
 #include "dma/dma_mem.h"
 #include "readout/card.h"
 #include "readout/card_params.h"
-#include "readout/sim_params.h"
+#include "readout/sim/sim_params.h"
 
 #define RC_SIM_SHM_RING_SUFFIX "-ring"
 #define RC_SIM_SHM_BAR_SUFFIX  "-bar"

@@ -17,8 +17,8 @@
 #include <stdint.h>
 #include "readout/card.h"
 #include "readout/card_params.h"
-#include "readout/sim_bar.h"
-#include "readout/sim_params.h"
+#include "readout/sim/sim_bar.h"
+#include "readout/sim/sim_params.h"
 
 struct rc_sim_fw;
 

@@ -2,7 +2,7 @@
 /* fanout.c — fan-out records: a pending-send bit mask and a generation in one
  * atomic word per record, and a lock-free free list (Treiber stack with an
  * ABA tag). See fanout.h for the contract. */
-#include "readout/fanout.h"
+#include "pipeline/fanout.h"
 
 #include <errno.h>
 #include <stdalign.h>
@@ -11,7 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dma/errbuf.h"
+#include "common/cacheline.h"
+#include "common/errbuf.h"
 
 /* Handle: [63:32] generation, [31:5] record index, [4:0] send slot. */
 #define SLOT_BITS   5u
@@ -23,7 +24,6 @@
  * of the top record (0 = empty). */
 #define HEAD_EMPTY   0u
 
-#define CACHE_LINE 64
 
 struct fanout_record {
     _Atomic uint64_t state;
@@ -38,10 +38,10 @@ struct rc_fanout {
     struct fanout_record *records;
     /* Each hot counter on its own line: begin and done run on different
      * threads and would otherwise bounce one line between them. */
-    alignas(CACHE_LINE) _Atomic uint64_t free_head;
-    alignas(CACHE_LINE) _Atomic uint64_t begun;
-    alignas(CACHE_LINE) _Atomic uint64_t released;
-    alignas(CACHE_LINE) _Atomic uint64_t released_at_once, high_water, exhausted, too_many_sends,
+    alignas(RC_CACHE_LINE) _Atomic uint64_t free_head;
+    alignas(RC_CACHE_LINE) _Atomic uint64_t begun;
+    alignas(RC_CACHE_LINE) _Atomic uint64_t released;
+    alignas(RC_CACHE_LINE) _Atomic uint64_t released_at_once, high_water, exhausted, too_many_sends,
         stale_done, double_done, bad_handle;
 };
 
@@ -99,7 +99,7 @@ int rc_fanout_create(uint32_t capacity, rc_fanout_release_fn release, void *ctx,
                    capacity, RC_FANOUT_MAX_RECORDS);
         return -EINVAL;
     }
-    struct rc_fanout *f = aligned_alloc(CACHE_LINE, sizeof *f);
+    struct rc_fanout *f = aligned_alloc(RC_CACHE_LINE, sizeof *f);
     struct fanout_record *records = calloc(capacity, sizeof *records);
     if (!f || !records) {
         free(f);

@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* config_pipeline.c — the pipeline's params struct from a loaded
+ * configuration: [readout]'s publishing keys, [mode.N], [fabric]. */
+#include "config/config.h"
+
+#include <string.h>
+
+void rc_config_pipeline_params(const struct rc_config *cfg, struct rc_pipeline_params *p)
+{
+    const struct rc_daemon_params *d = &cfg->daemon;
+    memset(p, 0, sizeof *p);
+    p->publisher_threads = d->publisher_threads;
+    p->queue_size = d->queue_size;
+    p->slow_policy = d->slow_policy;
+    p->publish_mode = d->publish_mode;
+    p->buffered_threshold = d->buffered_threshold;
+    p->slow_drop_after_ns = d->slow_drop_after_ns;
+    p->slow_cut_after_ns = d->slow_cut_after_ns;
+    p->block_cut_after_ns = d->block_cut_after_ns;
+    p->stats_interval_ns = d->stats_interval_ns;
+    p->nmodes = cfg->nmodes < RC_MAX_MODE_RULES ? cfg->nmodes : RC_MAX_MODE_RULES;
+    memcpy(p->mode_rule, cfg->mode_rule, sizeof p->mode_rule);
+    p->fabric = cfg->fabric;
+}
