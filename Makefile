@@ -30,7 +30,7 @@ TEST_LIBS   := $(shell pkg-config --libs $(TEST_PKGS) 2>/dev/null)
 OPT      ?= -O2 -g
 CFLAGS   ?= $(OPT)
 WARN     := -Wall -Wextra -Werror -Wno-missing-field-initializers
-CPPFLAGS += -I. -Iinclude -DRC_VERSION=\"$(VERSION)\" -D_GNU_SOURCE
+CPPFLAGS += -I. -Iinclude -DRCI_VERSION=\"$(VERSION)\" -D_GNU_SOURCE
 ALL_CFLAGS = -std=gnu11 $(WARN) -fPIC $(VISIBILITY) $(CPPFLAGS) $(PKG_CFLAGS) $(CFLAGS) $(EXTRA_CFLAGS)
 LDLIBS   += $(PKG_LIBS) -lpthread -lm
 

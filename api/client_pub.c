@@ -13,16 +13,16 @@
 #include "common/errbuf.h"
 #include "net/publisher.h"
 
-_Static_assert((int)RC_PUB_EVENT_JOINED == (int)RC_PUB_PEER_JOINED, "peer event values");
-_Static_assert((int)RC_PUB_EVENT_SUBSCRIPTIONS == (int)RC_PUB_PEER_SUBSCRIPTIONS, "peer event values");
-_Static_assert((int)RC_PUB_EVENT_GONE == (int)RC_PUB_PEER_GONE, "peer event values");
-_Static_assert((int)RC_PUB_EP_MSG == (int)RC_EP_MSG && (int)RC_PUB_EP_RDM == (int)RC_EP_RDM,
+_Static_assert((int)RC_PUB_EVENT_JOINED == (int)RCI_PUB_PEER_JOINED, "peer event values");
+_Static_assert((int)RC_PUB_EVENT_SUBSCRIPTIONS == (int)RCI_PUB_PEER_SUBSCRIPTIONS, "peer event values");
+_Static_assert((int)RC_PUB_EVENT_GONE == (int)RCI_PUB_PEER_GONE, "peer event values");
+_Static_assert((int)RC_PUB_EP_MSG == (int)RCI_EP_MSG && (int)RC_PUB_EP_RDM == (int)RCI_EP_RDM,
                "endpoint values");
 _Static_assert(RC_PUB_MAX_REGIONS == 16u, "public RC_PUB_MAX_REGIONS is net/publisher.h's");
-_Static_assert(sizeof(rc_pub_peer) == sizeof(rc_peer_id), "peer id type");
+_Static_assert(sizeof(rc_pub_peer) == sizeof(rci_peer_id), "peer id type");
 
 struct rc_pub {
-    struct rc_publisher *pub;
+    struct rci_publisher *pub;
     struct rc_pub_callbacks cb;
 };
 
@@ -32,7 +32,7 @@ static void send_complete(void *arg, uint64_t key, int status)
     p->cb.on_send_complete(p->cb.ctx, key, status);
 }
 
-static void peer_event(void *arg, rc_peer_id peer, enum rc_pub_peer_event ev)
+static void peer_event(void *arg, rci_peer_id peer, enum rci_pub_peer_event ev)
 {
     struct rc_pub *p = arg;
     if (p->cb.on_peer_event)
@@ -56,7 +56,7 @@ void rc_pub_params_default(struct rc_pub_params *p)
     p->poll_spin_ns = 20ull * 1000;
 }
 
-static int to_fabric_params(const struct rc_pub_params *pp, struct rc_fabric_params *fp, char *err,
+static int to_fabric_params(const struct rc_pub_params *pp, struct rci_fabric_params *fp, char *err,
                             size_t errlen)
 {
     const char *bad = NULL;
@@ -73,12 +73,12 @@ static int to_fabric_params(const struct rc_pub_params *pp, struct rc_fabric_par
     else if (!pp->cb.on_send_complete)
         bad = "on_send_complete callback required";
     if (bad) {
-        rc_set_err(err, errlen, "rc_pub_create: %s", bad);
+        rci_set_err(err, errlen, "rc_pub_create: %s", bad);
         return -EINVAL;
     }
     memset(fp, 0, sizeof *fp);
     memcpy(fp->provider, pp->provider, sizeof fp->provider);
-    fp->endpoint = pp->endpoint == RC_PUB_EP_RDM ? RC_EP_RDM : RC_EP_MSG;
+    fp->endpoint = pp->endpoint == RC_PUB_EP_RDM ? RCI_EP_RDM : RCI_EP_MSG;
     memcpy(fp->address, pp->address, sizeof fp->address);
     fp->port = pp->port;
     fp->tx_queue = pp->tx_queue;
@@ -99,20 +99,20 @@ static int to_fabric_params(const struct rc_pub_params *pp, struct rc_fabric_par
 int rc_pub_create(const struct rc_pub_params *params, struct rc_pub **out, char *err, size_t errlen)
 {
     *out = NULL;
-    struct rc_fabric_params fp;
+    struct rci_fabric_params fp;
     int rc = to_fabric_params(params, &fp, err, errlen);
     if (rc)
         return rc;
     struct rc_pub *p = calloc(1, sizeof *p);
     if (!p) {
-        rc_set_err(err, errlen, "rc_pub_create: out of memory");
+        rci_set_err(err, errlen, "rc_pub_create: out of memory");
         return -ENOMEM;
     }
     p->cb = params->cb;
-    struct rc_publisher_callbacks cb = {
+    struct rci_publisher_callbacks cb = {
         .on_send_complete = send_complete, .on_peer_event = peer_event, .arg = p,
     };
-    rc = rc_publisher_create(&fp, &cb, &p->pub, err, errlen);
+    rc = rci_publisher_create(&fp, &cb, &p->pub, err, errlen);
     if (rc) {
         free(p);
         return rc;
@@ -124,10 +124,10 @@ int rc_pub_create(const struct rc_pub_params *params, struct rc_pub **out, char 
 int rc_pub_register(struct rc_pub *p, const void *addr, size_t len, char *err, size_t errlen)
 {
     if (!addr || len == 0) {
-        rc_set_err(err, errlen, "rc_pub_register: empty region");
+        rci_set_err(err, errlen, "rc_pub_register: empty region");
         return -EINVAL;
     }
-    return rc_publisher_register(p->pub, addr, len, err, errlen);
+    return rci_publisher_register(p->pub, addr, len, err, errlen);
 }
 
 int rc_pub_send(struct rc_pub *p, rc_pub_peer peer, uint64_t tag, uint32_t flags,
@@ -135,43 +135,43 @@ int rc_pub_send(struct rc_pub *p, rc_pub_peer peer, uint64_t tag, uint32_t flags
 {
     if (!iov && n)
         return -EINVAL;
-    return rc_publisher_send(p->pub, peer, tag, flags, iov, n, key);
+    return rci_publisher_send(p->pub, peer, tag, flags, iov, n, key);
 }
 
-int rc_pub_progress(struct rc_pub *p) { return rc_publisher_progress(p->pub); }
+int rc_pub_progress(struct rc_pub *p) { return rci_publisher_progress(p->pub); }
 
-int rc_pub_wait(struct rc_pub *p, uint64_t timeout_ns) { return rc_publisher_wait(p->pub, timeout_ns); }
+int rc_pub_wait(struct rc_pub *p, uint64_t timeout_ns) { return rci_publisher_wait(p->pub, timeout_ns); }
 
-uint32_t rc_pub_free_slots(struct rc_pub *p) { return rc_publisher_available_slots(p->pub); }
+uint32_t rc_pub_free_slots(struct rc_pub *p) { return rci_publisher_available_slots(p->pub); }
 
 unsigned rc_pub_subscribers_of(struct rc_pub *p, uint64_t tag, rc_pub_peer *out, unsigned max)
 {
-    return rc_publisher_subscribers_of(p->pub, tag, out, max);
+    return rci_publisher_subscribers_of(p->pub, tag, out, max);
 }
 
 unsigned rc_pub_peers(struct rc_pub *p, rc_pub_peer *out, unsigned max)
 {
-    return rc_publisher_peers(p->pub, out, max);
+    return rci_publisher_peers(p->pub, out, max);
 }
 
 const char *rc_pub_peer_name(struct rc_pub *p, rc_pub_peer peer)
 {
-    return rc_publisher_peer_name(p->pub, peer);
+    return rci_publisher_peer_name(p->pub, peer);
 }
 
-int rc_pub_close_peer(struct rc_pub *p, rc_pub_peer peer) { return rc_publisher_close_peer(p->pub, peer); }
+int rc_pub_close_peer(struct rc_pub *p, rc_pub_peer peer) { return rci_publisher_close_peer(p->pub, peer); }
 
 int rc_pub_pending_sends(struct rc_pub *p, rc_pub_peer peer, uint64_t *keys, unsigned max)
 {
-    return rc_publisher_pending_sends(p->pub, peer, keys, max);
+    return rci_publisher_pending_sends(p->pub, peer, keys, max);
 }
 
 void rc_pub_get_stats(const struct rc_pub *p, struct rc_pub_stats *st)
 {
-    struct rc_publisher_stats s;
-    rc_publisher_get_stats(p->pub, &s);
+    struct rci_publisher_stats s;
+    rci_publisher_get_stats(p->pub, &s);
     uint64_t malformed = 0;
-    for (unsigned i = 0; i < RC_WIRE_ERROR_KINDS; i++)
+    for (unsigned i = 0; i < RCI_WIRE_ERROR_KINDS; i++)
         malformed += s.malformed[i];
     *st = (struct rc_pub_stats){
         .sends = s.sends, .send_bytes = s.send_bytes, .messages = s.messages,
@@ -186,12 +186,12 @@ void rc_pub_get_stats(const struct rc_pub *p, struct rc_pub_stats *st)
     };
 }
 
-const char *rc_pub_last_error(const struct rc_pub *p) { return rc_publisher_last_error(p->pub); }
+const char *rc_pub_last_error(const struct rc_pub *p) { return rci_publisher_last_error(p->pub); }
 
 void rc_pub_destroy(struct rc_pub *p)
 {
     if (!p)
         return;
-    rc_publisher_destroy(p->pub);   /* runs on_send_complete(-ECANCELED) through p: free p after */
+    rci_publisher_destroy(p->pub);   /* runs on_send_complete(-ECANCELED) through p: free p after */
     free(p);
 }

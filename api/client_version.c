@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* client_version.c — rc_version() (ringcast/version.h), in both libraries.
- * RC_VERSION comes from the VERSION file (Makefile), which the build also
+ * RCI_VERSION comes from the VERSION file (Makefile), which the build also
  * checks against the RINGCAST_VERSION_* macros. */
 #include "ringcast/version.h"
 
-const char *rc_version(void) { return RC_VERSION; }
+const char *rc_version(void) { return RCI_VERSION; }

@@ -8,10 +8,10 @@
 #include "readout/chunk.h"
 #include "net/wire.h"
 
-_Static_assert(RC_CHUNK_FLAG_TRUNCATED == RC_CHUNK_TRUNCATED, "public chunk flag differs from readout/chunk.h");
-_Static_assert(RC_CHUNK_FLAG_ERROR == RC_CHUNK_ERROR, "public chunk flag differs from readout/chunk.h");
-_Static_assert(RC_CHUNK_FLAG_CRC_ERROR == RC_CHUNK_CRC_ERROR, "public chunk flag differs from readout/chunk.h");
-_Static_assert(RC_CHUNK_FLAG_BUSY == RC_CHUNK_BUSY, "public chunk flag differs from readout/chunk.h");
-_Static_assert(RC_CHUNK_FLAGS_ALL == (RC_CHUNK_TRUNCATED | RC_CHUNK_ERROR | RC_CHUNK_CRC_ERROR | RC_CHUNK_BUSY),
+_Static_assert(RC_CHUNK_FLAG_TRUNCATED == RCI_CHUNK_TRUNCATED, "public chunk flag differs from readout/chunk.h");
+_Static_assert(RC_CHUNK_FLAG_ERROR == RCI_CHUNK_ERROR, "public chunk flag differs from readout/chunk.h");
+_Static_assert(RC_CHUNK_FLAG_CRC_ERROR == RCI_CHUNK_CRC_ERROR, "public chunk flag differs from readout/chunk.h");
+_Static_assert(RC_CHUNK_FLAG_BUSY == RCI_CHUNK_BUSY, "public chunk flag differs from readout/chunk.h");
+_Static_assert(RC_CHUNK_FLAGS_ALL == (RCI_CHUNK_TRUNCATED | RCI_CHUNK_ERROR | RCI_CHUNK_CRC_ERROR | RCI_CHUNK_BUSY),
                "public RC_CHUNK_FLAGS_ALL is not every readout flag");
-_Static_assert(RC_SUB_MIN_RX_BUFFER == RC_WIRE_MIN_RX_BUFFER, "public RC_SUB_MIN_RX_BUFFER differs from net/wire.h");
+_Static_assert(RC_SUB_MIN_RX_BUFFER == RCI_WIRE_MIN_RX_BUFFER, "public RC_SUB_MIN_RX_BUFFER differs from net/wire.h");

@@ -23,26 +23,26 @@
 struct daq_card {
     struct rc_daq *daq;
     unsigned index;
-    struct rc_dma_ring *ring;
-    struct rc_card *card;
-    struct rc_readout *readout;
+    struct rci_dma_ring *ring;
+    struct rci_card *card;
+    struct rci_readout *readout;
     struct iovec *pieces;          /* max_chunk_pieces; used by this card's readout thread only */
     int started;
 };
 
 struct rc_daq {
-    struct rc_config cfg;
+    struct rci_config cfg;
     rc_daq_chunk_fn on_chunk;
     void *ctx;
     unsigned ncards;
     int started;
-    struct daq_card card[RC_MAX_CARDS];
+    struct daq_card card[RCI_MAX_CARDS];
 };
 
 /* The readout's sink, on the card's readout thread: the chunk as the public
  * descriptor (pieces converted into this card's iovec scratch; no payload
  * is touched). */
-static int card_sink(void *arg, const struct rc_chunk *c)
+static int card_sink(void *arg, const struct rci_chunk *c)
 {
     struct daq_card *dc = arg;
     for (uint32_t i = 0; i < c->npieces; i++)
@@ -55,33 +55,33 @@ static int card_sink(void *arg, const struct rc_chunk *c)
     return dc->daq->on_chunk(dc->daq->ctx, &pub);
 }
 
-static int create_ring(const struct rc_card_params *p, struct daq_card *dc, char *err, size_t errlen)
+static int create_ring(const struct rci_card_params *p, struct daq_card *dc, char *err, size_t errlen)
 {
     char shm_name[96];
     snprintf(shm_name, sizeof shm_name, "%s-ring", p->shm_name);
-    struct rc_dma_ring_params rp = {
+    struct rci_dma_ring_params rp = {
         .size = p->ring_size, .unit_size = p->block_size, .backend = p->memory,
         .shm_name = shm_name, .lock_memory = true,
     };
-    return rc_dma_ring_create(&rp, &dc->ring, err, errlen);
+    return rci_dma_ring_create(&rp, &dc->ring, err, errlen);
 }
 
 static int create_card(const struct rc_daq *d, struct daq_card *dc, char *err, size_t errlen)
 {
-    const struct rc_card_params *p = &d->cfg.card[dc->index];
+    const struct rci_card_params *p = &d->cfg.card[dc->index];
     switch (p->type) {
-    case RC_CARD_SIM:
+    case RCI_CARD_SIM:
         if (!d->cfg.has_sim[dc->index]) {
-            rc_set_err(err, errlen, "card.%u is a simulated card but there is no [sim.%u] section",
+            rci_set_err(err, errlen, "card.%u is a simulated card but there is no [sim.%u] section",
                        dc->index, dc->index);
             return -EINVAL;
         }
-        return rc_sim_card_create(p, &d->cfg.sim[dc->index], rc_dma_ring_addr(dc->ring),
-                                  rc_dma_ring_size(dc->ring), &dc->card, err, errlen);
-    case RC_CARD_SIM_PROCESS:
-        return rc_sim_bar_create_shm(p, &dc->card, err, errlen);
+        return rci_sim_card_create(p, &d->cfg.sim[dc->index], rci_dma_ring_addr(dc->ring),
+                                  rci_dma_ring_size(dc->ring), &dc->card, err, errlen);
+    case RCI_CARD_SIM_PROCESS:
+        return rci_sim_bar_create_shm(p, &dc->card, err, errlen);
     }
-    rc_set_err(err, errlen, "card.%u: unknown card type %d", dc->index, (int)p->type);
+    rci_set_err(err, errlen, "card.%u: unknown card type %d", dc->index, (int)p->type);
     return -EINVAL;
 }
 
@@ -90,15 +90,15 @@ static int create_card(const struct rc_daq *d, struct daq_card *dc, char *err, s
 static int setup_step(int rc, unsigned card, const char *step_err, char *err, size_t errlen)
 {
     if (rc != 0)
-        rc_set_err(err, errlen, "card.%u: %s", card, step_err[0] ? step_err : strerror(-rc));
+        rci_set_err(err, errlen, "card.%u: %s", card, step_err[0] ? step_err : strerror(-rc));
     else if (step_err[0] && err && errlen && !err[0])
-        rc_set_err(err, errlen, "card.%u: %s", card, step_err);
+        rci_set_err(err, errlen, "card.%u: %s", card, step_err);
     return rc;
 }
 
 static int setup_card(struct rc_daq *d, struct daq_card *dc, char *err, size_t errlen)
 {
-    const struct rc_card_params *p = &d->cfg.card[dc->index];
+    const struct rci_card_params *p = &d->cfg.card[dc->index];
     char step[512] = "";
     int rc = setup_step(create_ring(p, dc, step, sizeof step), dc->index, step, err, errlen);
     step[0] = '\0';
@@ -109,7 +109,7 @@ static int setup_card(struct rc_daq *d, struct daq_card *dc, char *err, size_t e
         dc->pieces = calloc(p->max_chunk_pieces ? p->max_chunk_pieces : 1, sizeof *dc->pieces);
         if (!dc->pieces)
             return setup_step(-ENOMEM, dc->index, "", err, errlen);
-        rc = setup_step(rc_readout_create(p, dc->ring, dc->card, card_sink, dc, &dc->readout, step,
+        rc = setup_step(rci_readout_create(p, dc->ring, dc->card, card_sink, dc, &dc->readout, step,
                                           sizeof step), dc->index, step, err, errlen);
     }
     return rc;
@@ -119,25 +119,25 @@ int rc_daq_open(const char *config_file, const char *const *overrides, unsigned 
                 rc_daq_chunk_fn on_chunk, void *ctx, struct rc_daq **out, char *err, size_t errlen)
 {
     *out = NULL;
-    rc_set_err(err, errlen, "%s", "");
+    rci_set_err(err, errlen, "%s", "");
     if (!on_chunk) {
-        rc_set_err(err, errlen, "rc_daq_open: on_chunk callback required");
+        rci_set_err(err, errlen, "rc_daq_open: on_chunk callback required");
         return -EINVAL;
     }
     struct rc_daq *d = calloc(1, sizeof *d);
     if (!d) {
-        rc_set_err(err, errlen, "rc_daq_open: out of memory");
+        rci_set_err(err, errlen, "rc_daq_open: out of memory");
         return -ENOMEM;
     }
-    struct rc_config_error cerr;
-    int rc = rc_config_load(&d->cfg, config_file, overrides, noverrides, NULL, &cerr);
+    struct rci_config_error cerr;
+    int rc = rci_config_load(&d->cfg, config_file, overrides, noverrides, NULL, &cerr);
     if (rc == 0 && d->cfg.ncards == 0) {
         snprintf(cerr.msg, sizeof cerr.msg, "%s: no [card.N] section: nothing to read out",
                  config_file ? config_file : "configuration");
         rc = -EINVAL;
     }
     if (rc != 0) {
-        rc_set_err(err, errlen, "%s", cerr.msg);
+        rci_set_err(err, errlen, "%s", cerr.msg);
         free(d);
         return rc;
     }
@@ -169,8 +169,8 @@ int rc_daq_card_memory(const struct rc_daq *d, unsigned card, void **addr, size_
     const struct daq_card *dc = card_of(d, card);
     if (!dc)
         return -EINVAL;
-    *addr = rc_dma_ring_addr(dc->ring);
-    *len = rc_dma_ring_size(dc->ring);
+    *addr = rci_dma_ring_addr(dc->ring);
+    *len = rci_dma_ring_size(dc->ring);
     return 0;
 }
 
@@ -179,7 +179,7 @@ int rc_daq_card_spill_memory(const struct rc_daq *d, unsigned card, void **addr,
     const struct daq_card *dc = card_of(d, card);
     if (!dc)
         return -EINVAL;
-    rc_readout_spill_area(dc->readout, addr, len);
+    rci_readout_spill_area(dc->readout, addr, len);
     return 0;
 }
 
@@ -187,10 +187,10 @@ static void stop_started_cards(struct rc_daq *d)
 {
     for (unsigned i = 0; i < d->ncards; i++)
         if (d->card[i].started)
-            rc_card_stop(d->card[i].card);
+            rci_card_stop(d->card[i].card);
     for (unsigned i = 0; i < d->ncards; i++)
         if (d->card[i].started)
-            rc_readout_stop(d->card[i].readout);
+            rci_readout_stop(d->card[i].readout);
 }
 
 int rc_daq_start(struct rc_daq *d)
@@ -199,7 +199,7 @@ int rc_daq_start(struct rc_daq *d)
         return -EALREADY;
     d->started = 1;
     for (unsigned i = 0; i < d->ncards; i++) {
-        int rc = rc_readout_start(d->card[i].readout);   /* programs the DMA, starts the card */
+        int rc = rci_readout_start(d->card[i].readout);   /* programs the DMA, starts the card */
         if (rc != 0) {
             stop_started_cards(d);
             return rc;
@@ -213,15 +213,15 @@ void rc_daq_release(struct rc_daq *d, unsigned card, uint64_t key)
 {
     const struct daq_card *dc = card_of(d, card);
     if (dc)
-        rc_readout_release(dc->readout, key);   /* a bad key is counted in bad_releases */
+        rci_readout_release(dc->readout, key);   /* a bad key is counted in bad_releases */
 }
 
 int rc_daq_finished(const struct rc_daq *d)
 {
     for (unsigned i = 0; i < d->ncards; i++) {
-        struct rc_card_stats cs;
-        rc_card_get_stats(d->card[i].card, &cs);
-        if (!cs.finished || !rc_readout_drained(d->card[i].readout))
+        struct rci_card_stats cs;
+        rci_card_get_stats(d->card[i].card, &cs);
+        if (!cs.finished || !rci_readout_drained(d->card[i].readout))
             return 0;
     }
     return 1;
@@ -234,21 +234,21 @@ int rc_daq_stop(struct rc_daq *d, uint64_t drain_timeout_ns)
     int status = 0;
     for (unsigned i = 0; i < d->ncards; i++)
         if (d->card[i].started)
-            rc_card_stop(d->card[i].card);
+            rci_card_stop(d->card[i].card);
     /* wait_drained counts what a card wrote before it stopped, even if its
      * readout thread had not polled it yet. */
     for (unsigned i = 0; i < d->ncards; i++)
-        if (d->card[i].started && rc_readout_wait_drained(d->card[i].readout, drain_timeout_ns) != 0)
+        if (d->card[i].started && rci_readout_wait_drained(d->card[i].readout, drain_timeout_ns) != 0)
             status = -ETIMEDOUT;
     for (unsigned i = 0; i < d->ncards; i++) {
         if (d->card[i].started)
-            rc_readout_stop(d->card[i].readout);
+            rci_readout_stop(d->card[i].readout);
         d->card[i].started = 0;
     }
     return status;
 }
 
-static uint64_t decode_errors(const struct rc_readout_stats *s)
+static uint64_t decode_errors(const struct rci_readout_stats *s)
 {
     return s->bad_header + s->err_malformed + s->err_seq_gap + s->err_oversize + s->err_orphan +
            s->err_bad_start + s->chunks_dropped_gap + s->chunks_incomplete +
@@ -260,12 +260,12 @@ int rc_daq_get_stats(const struct rc_daq *d, unsigned card, struct rc_daq_stats 
     const struct daq_card *dc = card_of(d, card);
     if (!dc)
         return -EINVAL;
-    struct rc_card_stats cs;
-    struct rc_readout_stats rs;
-    struct rc_dma_ring_stats ring;
-    rc_card_get_stats(dc->card, &cs);
-    rc_readout_get_stats(dc->readout, &rs);
-    rc_dma_ring_get_stats(dc->ring, &ring);
+    struct rci_card_stats cs;
+    struct rci_readout_stats rs;
+    struct rci_dma_ring_stats ring;
+    rci_card_get_stats(dc->card, &cs);
+    rci_readout_get_stats(dc->readout, &rs);
+    rci_dma_ring_get_stats(dc->ring, &ring);
     *st = (struct rc_daq_stats){
         .chunks_produced = cs.chunks_produced, .card_stall_ns = cs.stall_ns, .finished = cs.finished,
         .chunks = rs.chunks, .bytes = rs.bytes, .chunks_in_flight = rs.chunks_in_flight,
@@ -287,11 +287,11 @@ void rc_daq_destroy(struct rc_daq *d)
     for (unsigned i = 0; i < d->ncards; i++) {
         struct daq_card *dc = &d->card[i];
         if (dc->readout)
-            rc_readout_destroy(dc->readout);
+            rci_readout_destroy(dc->readout);
         if (dc->card)
-            rc_card_destroy(dc->card);
+            rci_card_destroy(dc->card);
         if (dc->ring)
-            rc_dma_ring_destroy(dc->ring);
+            rci_dma_ring_destroy(dc->ring);
         free(dc->pieces);
     }
     free(d);

@@ -3,9 +3,9 @@
  * one thread never share a line with another thread's (false sharing). 64
  * bytes on every x86-64 and most arm64 servers; DPDK's RTE_CACHE_LINE_SIZE
  * says the same for this build, but dma/ and net/ must not need DPDK. */
-#ifndef RC_CACHELINE_H
-#define RC_CACHELINE_H
+#ifndef RCI_CACHELINE_H
+#define RCI_CACHELINE_H
 
-#define RC_CACHE_LINE 64
+#define RCI_CACHE_LINE 64
 
 #endif

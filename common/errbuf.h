@@ -2,15 +2,15 @@
 /* errbuf.h — the one way ringcast modules fill a caller's error buffer
  * (char *err, size_t errlen): a message a tool can print as it is. The lowest
  * layer (dma/) holds it so that every module may include it. */
-#ifndef RC_ERRBUF_H
-#define RC_ERRBUF_H
+#ifndef RCI_ERRBUF_H
+#define RCI_ERRBUF_H
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 
 /* Write a formatted message into err (if the caller gave a buffer). */
 static inline __attribute__((format(printf, 3, 4))) void
-rc_set_err(char *err, size_t errlen, const char *fmt, ...)
+rci_set_err(char *err, size_t errlen, const char *fmt, ...)
 {
     if (!err || errlen == 0)
         return;

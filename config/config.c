@@ -4,7 +4,7 @@
  * without gaps, [sim.N] only with its card), then the checks that involve
  * more than one key. Every error is reported with where it came from
  * ("file:line", "-o text") and loading goes on to find the others; any error
- * makes rc_config_load() fail as a whole.
+ * makes rci_config_load() fail as a whole.
  *
  * inih r55 cuts lines longer than its 200-byte buffer without telling, treats
  * indented lines as continuations of the previous value and does not report
@@ -25,7 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define MSG_LEN sizeof(((struct rc_config_error *)0)->msg)
+#define MSG_LEN sizeof(((struct rci_config_error *)0)->msg)
 #define WHERE_LEN 320
 
 /* Where a key's value came from. */
@@ -39,35 +39,35 @@ struct instance {
     bool present;            /* given in the file or created by an override */
     unsigned header_line;    /* its header in the file; 0: none */
     int created_by;          /* the override that created it; -1: none */
-    struct origin origin[RC_CFG_MAX_KEYS];
-    bool is_auto[RC_CFG_MAX_KEYS];
+    struct origin origin[RCI_CFG_MAX_KEYS];
+    bool is_auto[RCI_CFG_MAX_KEYS];
 };
 
 struct loader {
-    struct rc_config *cfg;
+    struct rci_config *cfg;
     const char *file;                  /* for messages; NULL: no file */
     const char *const *overrides;
     FILE *errlog;
-    struct rc_config_error *err;
+    struct rci_config_error *err;
     unsigned nerrors;
     /* reading the file */
     FILE *in;
-    char *line;                        /* RC_CFG_HARD_LINE + 1 bytes */
+    char *line;                        /* RCI_CFG_HARD_LINE + 1 bytes */
     bool stopped;                      /* not text: the rest of the file is not read */
     int read_errno;
     unsigned lineno;
     unsigned unanswered_line;          /* a key line inih has not handed to on_pair() */
-    char unanswered_text[RC_CFG_MAX_LINE + 1]; /* its text, for the message */
+    char unanswered_text[RCI_CFG_MAX_LINE + 1]; /* its text, for the message */
     unsigned first_syntax_line;        /* first line we found malformed (inih reports the same) */
     /* the section the current line belongs to */
-    const struct rc_cfg_section *sec;  /* NULL: none yet, or a bad one */
+    const struct rci_cfg_section *sec;  /* NULL: none yet, or a bad one */
     unsigned index;
     bool bad_section;                  /* its keys are skipped: the header was reported */
-    struct instance inst[RC_CFG_NSECTIONS][RC_CFG_MAX_INSTANCES];
+    struct instance inst[RCI_CFG_NSECTIONS][RCI_CFG_MAX_INSTANCES];
 };
 
-_Static_assert(RC_MAX_CARDS <= RC_CFG_MAX_INSTANCES && RC_MAX_MODE_RULES <= RC_CFG_MAX_INSTANCES,
-               "the loader keeps RC_CFG_MAX_INSTANCES instances per section");
+_Static_assert(RCI_MAX_CARDS <= RCI_CFG_MAX_INSTANCES && RCI_MAX_MODE_RULES <= RCI_CFG_MAX_INSTANCES,
+               "the loader keeps RCI_CFG_MAX_INSTANCES instances per section");
 
 static void report(struct loader *ld, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -83,19 +83,19 @@ static void report(struct loader *ld, const char *fmt, ...)
     ld->nerrors++;
 }
 
-static unsigned section_slot(const struct rc_cfg_section *s)
+static unsigned section_slot(const struct rci_cfg_section *s)
 {
-    for (unsigned i = 0; i < RC_CFG_NSECTIONS; i++)
-        if (rc_cfg_sections[i] == s) return i;
-    return 0; /* unreachable: every section comes from rc_cfg_sections */
+    for (unsigned i = 0; i < RCI_CFG_NSECTIONS; i++)
+        if (rci_cfg_sections[i] == s) return i;
+    return 0; /* unreachable: every section comes from rci_cfg_sections */
 }
 
-static unsigned instance_count(const struct rc_cfg_section *s)
+static unsigned instance_count(const struct rci_cfg_section *s)
 {
     return s->repeated ? s->max_instances : 1;
 }
 
-static struct instance *instance(struct loader *ld, const struct rc_cfg_section *s, unsigned index)
+static struct instance *instance(struct loader *ld, const struct rci_cfg_section *s, unsigned index)
 {
     return &ld->inst[section_slot(s)][index];
 }
@@ -135,7 +135,7 @@ static const char *origin_where(const struct loader *ld, const struct instance *
 
 /* ---- suggestions ---- */
 
-unsigned rc_cfg_edit_distance(const char *a, const char *b)
+unsigned rci_cfg_edit_distance(const char *a, const char *b)
 {
     enum { MAX = 64 };
     size_t la = strlen(a), lb = strlen(b);
@@ -162,15 +162,15 @@ unsigned rc_cfg_edit_distance(const char *a, const char *b)
 static bool is_close(const char *typed, const char *known)
 {
     size_t allowed = strlen(known) / 3;
-    return rc_cfg_edit_distance(typed, known) <= (allowed < 2 ? 2 : allowed);
+    return rci_cfg_edit_distance(typed, known) <= (allowed < 2 ? 2 : allowed);
 }
 
-static const struct rc_cfg_key *nearest_key(const struct rc_cfg_section *s, const char *key)
+static const struct rci_cfg_key *nearest_key(const struct rci_cfg_section *s, const char *key)
 {
-    const struct rc_cfg_key *best = NULL;
+    const struct rci_cfg_key *best = NULL;
     unsigned best_d = ~0u;
     for (size_t i = 0; i < s->nkeys; i++) {
-        unsigned d = rc_cfg_edit_distance(key, s->keys[i].key);
+        unsigned d = rci_cfg_edit_distance(key, s->keys[i].key);
         if (d < best_d) {
             best_d = d;
             best = &s->keys[i];
@@ -180,13 +180,13 @@ static const struct rc_cfg_key *nearest_key(const struct rc_cfg_section *s, cons
 }
 
 static void report_unknown_key(struct loader *ld, const char *where, const char *inst,
-                               const struct rc_cfg_section *s, const char *key)
+                               const struct rci_cfg_section *s, const char *key)
 {
     char hint[128] = "";
-    const struct rc_cfg_key *near = nearest_key(s, key);
-    for (unsigned i = 0; !near && i < RC_CFG_NSECTIONS; i++) {
-        const struct rc_cfg_section *t = rc_cfg_sections[i];
-        if (t != s && rc_cfg_find_key(t, key)) {
+    const struct rci_cfg_key *near = nearest_key(s, key);
+    for (unsigned i = 0; !near && i < RCI_CFG_NSECTIONS; i++) {
+        const struct rci_cfg_section *t = rci_cfg_sections[i];
+        if (t != s && rci_cfg_find_key(t, key)) {
             snprintf(hint, sizeof hint, " ('%s' belongs in [%s%s])", key, t->name,
                      t->repeated ? ".N" : "");
             break;
@@ -213,13 +213,13 @@ static void report_unknown_section(struct loader *ld, const char *where, const c
 {
     char base[64], hint[96] = "";
     snprintf(base, sizeof base, "%.*s", (int)(base_len < 63 ? base_len : 63), name);
-    const struct rc_cfg_section *near = NULL;
+    const struct rci_cfg_section *near = NULL;
     unsigned near_d = ~0u;
-    for (unsigned i = 0; i < RC_CFG_NSECTIONS; i++) {
-        unsigned d = rc_cfg_edit_distance(base, rc_cfg_sections[i]->name);
+    for (unsigned i = 0; i < RCI_CFG_NSECTIONS; i++) {
+        unsigned d = rci_cfg_edit_distance(base, rci_cfg_sections[i]->name);
         if (d < near_d) {
             near_d = d;
-            near = rc_cfg_sections[i];
+            near = rci_cfg_sections[i];
         }
     }
     if (near && is_close(base, near->name))
@@ -227,20 +227,20 @@ static void report_unknown_section(struct loader *ld, const char *where, const c
                  near->repeated ? (name[base_len] ? name + base_len : ".N") : "");
     char known[160] = "";
     size_t n = 0;
-    for (unsigned i = 0; i < RC_CFG_NSECTIONS && n < sizeof known; i++)
+    for (unsigned i = 0; i < RCI_CFG_NSECTIONS && n < sizeof known; i++)
         n += (size_t)snprintf(known + n, sizeof known - n, "%s[%s%s]", i ? ", " : "",
-                              rc_cfg_sections[i]->name, rc_cfg_sections[i]->repeated ? ".N" : "");
+                              rci_cfg_sections[i]->name, rci_cfg_sections[i]->repeated ? ".N" : "");
     report(ld, "%s: [%s]: unknown section%s; known: %s", where, name, hint, known);
 }
 
 /* Map "card.3" to its section and index; reports and fails if it is not one. */
 static int resolve_section(struct loader *ld, const char *name, const char *where,
-                           const struct rc_cfg_section **out, unsigned *index)
+                           const struct rci_cfg_section **out, unsigned *index)
 {
     const char *dot = strchr(name, '.');
     size_t base_len = dot ? (size_t)(dot - name) : strlen(name);
-    for (unsigned i = 0; i < RC_CFG_NSECTIONS; i++) {
-        const struct rc_cfg_section *s = rc_cfg_sections[i];
+    for (unsigned i = 0; i < RCI_CFG_NSECTIONS; i++) {
+        const struct rci_cfg_section *s = rci_cfg_sections[i];
         if (strlen(s->name) != base_len || strncmp(s->name, name, base_len) != 0) continue;
         if (!s->repeated && dot) {
             report(ld, "%s: [%s]: [%s] takes no index", where, name, s->name);
@@ -267,7 +267,7 @@ static int resolve_section(struct loader *ld, const char *name, const char *wher
 static void begin_section(struct loader *ld, const char *name)
 {
     char where[WHERE_LEN], first[WHERE_LEN];
-    const struct rc_cfg_section *s;
+    const struct rci_cfg_section *s;
     unsigned index;
     ld->sec = NULL;
     ld->bad_section = true;
@@ -309,18 +309,18 @@ static bool quoted_value(struct loader *ld, const char *where, const char *inst,
     return false;
 }
 
-static void apply_setting(struct loader *ld, const struct rc_cfg_section *s, unsigned index,
+static void apply_setting(struct loader *ld, const struct rci_cfg_section *s, unsigned index,
                           const char *key, const char *value, struct origin o)
 {
     char where[WHERE_LEN], prev_where[WHERE_LEN], inst[32], why[256];
     struct instance *in = instance(ld, s, index);
-    rc_cfg_instance_name(s, index, inst, sizeof inst);
+    rci_cfg_instance_name(s, index, inst, sizeof inst);
     origin_where(ld, in, &o, where, sizeof where);
     if (!*key) {
         report(ld, "%s: [%s]: '=' without a key before it", where, inst);
         return;
     }
-    const struct rc_cfg_key *k = rc_cfg_find_key(s, key);
+    const struct rci_cfg_key *k = rci_cfg_find_key(s, key);
     if (!k) {
         report_unknown_key(ld, where, inst, s, key);
         return;
@@ -335,17 +335,17 @@ static void apply_setting(struct loader *ld, const struct rc_cfg_section *s, uns
     if (o.override >= 0) prev->override = o.override;
     if (quoted_value(ld, where, inst, key, value, o.override >= 0))
         return;
-    if ((k->flags & RC_CFG_F_AUTO) && strcmp(value, "auto") == 0) {
+    if ((k->flags & RCI_CFG_F_AUTO) && strcmp(value, "auto") == 0) {
         in->is_auto[k - s->keys] = true;
         return;
     }
-    union rc_cfg_value v;
-    if (rc_cfg_parse_value(k, value, &v, why, sizeof why) != 0) {
+    union rci_cfg_value v;
+    if (rci_cfg_parse_value(k, value, &v, why, sizeof why) != 0) {
         if (*value) report(ld, "%s: [%s] %s = %s: %s", where, inst, key, value, why);
         else report(ld, "%s: [%s] %s: %s", where, inst, key, why);
         return;
     }
-    rc_cfg_store(k, rc_cfg_params(s, ld->cfg, index), &v);
+    rci_cfg_store(k, rci_cfg_params(s, ld->cfg, index), &v);
     in->is_auto[k - s->keys] = false;
 }
 
@@ -388,7 +388,7 @@ static void syntax_error(struct loader *ld, unsigned line, const char *what)
 static void check_unanswered(struct loader *ld)
 {
     if (!ld->unanswered_line) return;
-    char what[RC_CFG_MAX_LINE + 96];
+    char what[RCI_CFG_MAX_LINE + 96];
     snprintf(what, sizeof what, "'%s': expected 'key = value', '[section]' or a comment "
              "(';' or '#')", ld->unanswered_text);
     syntax_error(ld, ld->unanswered_line, what);
@@ -400,7 +400,7 @@ static void section_line(struct loader *ld, char *text)
 {
     char *end = (char *)find_char_or_comment(text + 1, ']');
     if (*end != ']') {
-        char what[RC_CFG_MAX_LINE + 48];
+        char what[RCI_CFG_MAX_LINE + 48];
         snprintf(what, sizeof what, "'%s': section header without ']'", text);
         syntax_error(ld, ld->lineno, what);
         ld->sec = NULL;
@@ -428,7 +428,7 @@ static void report_long_line(struct loader *ld, const char *line, size_t len, si
     const char *kstart = line + strspn(line, " \t");
     if (ld->sec && klen && klen < sizeof key && kstart[0] != '[' && kstart[0] != ';' &&
         kstart[0] != '#') {
-        rc_cfg_instance_name(ld->sec, ld->index, inst, sizeof inst);
+        rci_cfg_instance_name(ld->sec, ld->index, inst, sizeof inst);
         snprintf(key, sizeof key, "%.*s", (int)klen, kstart);
         report(ld, "%s: [%s] %s: line too long (%zu characters%s, at most %zu)", where, inst, key,
                len, limit_note, limit);
@@ -439,7 +439,7 @@ static void report_long_line(struct loader *ld, const char *line, size_t len, si
     if (kstart[0] == '[') ld->bad_section = true; /* do not put its keys into the previous one */
 }
 
-/* Reads one physical line into ld->line, at most RC_CFG_HARD_LINE characters:
+/* Reads one physical line into ld->line, at most RCI_CFG_HARD_LINE characters:
  * memory stays bounded whatever the file holds. Returns its length (line end
  * removed), or -1 at the end, on a read error (ld->read_errno), or after a
  * line that is too long to be text (reported; reading stops there). */
@@ -448,11 +448,11 @@ static ssize_t read_physical_line(struct loader *ld)
     size_t len = 0;
     int c;
     while ((c = getc(ld->in)) != EOF && c != '\n') {
-        if (len == RC_CFG_HARD_LINE) { /* not text: the rest would only be noise */
+        if (len == RCI_CFG_HARD_LINE) { /* not text: the rest would only be noise */
             char where[WHERE_LEN];
             report(ld, "%s: line longer than %u characters: not a configuration file; stopped "
                        "reading it here", file_line(ld, ld->lineno + 1, where, sizeof where),
-                   RC_CFG_HARD_LINE);
+                   RCI_CFG_HARD_LINE);
             ld->stopped = true;
             return -1;
         }
@@ -494,8 +494,8 @@ static char *read_line(char *str, int num, void *stream)
         report(ld, "%s: NUL byte in the line", file_line(ld, ld->lineno, where, sizeof where));
         return str;
     }
-    if (len > RC_CFG_MAX_LINE) {
-        report_long_line(ld, text, len, RC_CFG_MAX_LINE, "");
+    if (len > RCI_CFG_MAX_LINE) {
+        report_long_line(ld, text, len, RCI_CFG_MAX_LINE, "");
         return str;
     }
     text = strip_comment(trim(text));
@@ -573,7 +573,7 @@ static void parse_file(struct loader *ld, const char *file)
     ld->in = open_config_file(ld, file);
     if (!ld->in)
         return;
-    ld->line = malloc(RC_CFG_HARD_LINE + 1);
+    ld->line = malloc(RCI_CFG_HARD_LINE + 1);
     if (!ld->line) {
         report(ld, "%s: out of memory", file);
         fclose(ld->in);
@@ -611,7 +611,7 @@ static void apply_override(struct loader *ld, int i)
     }
     *eq = '\0';
     *dot = '\0';
-    const struct rc_cfg_section *s;
+    const struct rci_cfg_section *s;
     unsigned index;
     if (resolve_section(ld, trim(buf), where, &s, &index) != 0) return;
     struct instance *in = instance(ld, s, index);
@@ -625,22 +625,22 @@ static void apply_override(struct loader *ld, int i)
 
 /* ---- defaults, structure, auto values ---- */
 
-static void fill_instance_defaults(struct loader *ld, const struct rc_cfg_section *s,
+static void fill_instance_defaults(struct loader *ld, const struct rci_cfg_section *s,
                                    unsigned index)
 {
     struct instance *in = instance(ld, s, index);
-    void *params = rc_cfg_params(s, ld->cfg, index);
+    void *params = rci_cfg_params(s, ld->cfg, index);
     in->created_by = -1;
     if (s->init_instance) s->init_instance(params, index);
     for (size_t r = 0; r < s->nkeys; r++) {
-        const struct rc_cfg_key *k = &s->keys[r];
-        union rc_cfg_value v;
+        const struct rci_cfg_key *k = &s->keys[r];
+        union rci_cfg_value v;
         char why[256];
         in->origin[r] = (struct origin){.line = 0, .override = -1};
-        if ((k->flags & RC_CFG_F_AUTO) && strcmp(k->def, "auto") == 0)
+        if ((k->flags & RCI_CFG_F_AUTO) && strcmp(k->def, "auto") == 0)
             in->is_auto[r] = true;
-        else if (rc_cfg_parse_value(k, k->def, &v, why, sizeof why) == 0)
-            rc_cfg_store(k, params, &v);
+        else if (rci_cfg_parse_value(k, k->def, &v, why, sizeof why) == 0)
+            rci_cfg_store(k, params, &v);
         else
             report(ld, "schema: [%s] %s: default '%s' is invalid: %s", s->name, k->key, k->def,
                    why);
@@ -650,16 +650,16 @@ static void fill_instance_defaults(struct loader *ld, const struct rc_cfg_sectio
 /* Returns -EINVAL if the schema itself is unusable (nothing else can be checked then). */
 static int fill_defaults(struct loader *ld)
 {
-    for (unsigned si = 0; si < RC_CFG_NSECTIONS; si++) {
-        const struct rc_cfg_section *s = rc_cfg_sections[si];
-        if (s->nkeys > RC_CFG_MAX_KEYS) { /* the loader's bookkeeping would overflow */
-            report(ld, "schema: [%s] has %zu keys, RC_CFG_MAX_KEYS is %u", s->name, s->nkeys,
-                   RC_CFG_MAX_KEYS);
+    for (unsigned si = 0; si < RCI_CFG_NSECTIONS; si++) {
+        const struct rci_cfg_section *s = rci_cfg_sections[si];
+        if (s->nkeys > RCI_CFG_MAX_KEYS) { /* the loader's bookkeeping would overflow */
+            report(ld, "schema: [%s] has %zu keys, RCI_CFG_MAX_KEYS is %u", s->name, s->nkeys,
+                   RCI_CFG_MAX_KEYS);
             return -EINVAL;
         }
-        if (s->repeated && (s->max_instances == 0 || s->max_instances > RC_CFG_MAX_INSTANCES)) {
+        if (s->repeated && (s->max_instances == 0 || s->max_instances > RCI_CFG_MAX_INSTANCES)) {
             report(ld, "schema: [%s.N] allows %u instances, 1..%u are possible", s->name,
-                   s->max_instances, RC_CFG_MAX_INSTANCES);
+                   s->max_instances, RCI_CFG_MAX_INSTANCES);
             return -EINVAL;
         }
         for (unsigned idx = 0; idx < instance_count(s); idx++) fill_instance_defaults(ld, s, idx);
@@ -669,7 +669,7 @@ static int fill_defaults(struct loader *ld)
 
 /* How many instances of a densely numbered section there are (the highest
  * given + 1); each gap below it is reported. */
-static unsigned count_dense(struct loader *ld, const struct rc_cfg_section *s)
+static unsigned count_dense(struct loader *ld, const struct rci_cfg_section *s)
 {
     char where[WHERE_LEN];
     unsigned n = 0;
@@ -687,12 +687,12 @@ static unsigned count_dense(struct loader *ld, const struct rc_cfg_section *s)
 static void check_structure(struct loader *ld)
 {
     char where[WHERE_LEN];
-    unsigned ncards = count_dense(ld, &rc_cfg_section_card);
-    ld->cfg->nmodes = count_dense(ld, &rc_cfg_section_mode);
-    for (unsigned i = 0; i < RC_MAX_CARDS; i++) {
-        const struct instance *sim = instance(ld, &rc_cfg_section_sim, i);
+    unsigned ncards = count_dense(ld, &rci_cfg_section_card);
+    ld->cfg->nmodes = count_dense(ld, &rci_cfg_section_mode);
+    for (unsigned i = 0; i < RCI_MAX_CARDS; i++) {
+        const struct instance *sim = instance(ld, &rci_cfg_section_sim, i);
         ld->cfg->has_sim[i] = sim->present;
-        if (sim->present && !instance(ld, &rc_cfg_section_card, i)->present)
+        if (sim->present && !instance(ld, &rci_cfg_section_card, i)->present)
             report(ld, "%s: [sim.%u]: there is no [card.%u] for this simulator",
                    instance_where(ld, sim, where, sizeof where), i, i);
     }
@@ -701,57 +701,57 @@ static void check_structure(struct loader *ld)
 
 static void resolve_autos(struct loader *ld)
 {
-    for (unsigned si = 0; si < RC_CFG_NSECTIONS; si++) {
-        const struct rc_cfg_section *s = rc_cfg_sections[si];
+    for (unsigned si = 0; si < RCI_CFG_NSECTIONS; si++) {
+        const struct rci_cfg_section *s = rci_cfg_sections[si];
         for (unsigned idx = 0; s->resolve_auto && idx < instance_count(s); idx++)
             for (size_t r = 0; r < s->nkeys; r++)
                 if (ld->inst[si][idx].is_auto[r])
-                    s->resolve_auto(&s->keys[r], rc_cfg_params(s, ld->cfg, idx), idx);
+                    s->resolve_auto(&s->keys[r], rci_cfg_params(s, ld->cfg, idx), idx);
     }
 }
 
 /* ---- checks involving more than one key ---- */
 
-static void key_error(struct loader *ld, const struct rc_cfg_section *s, unsigned index,
+static void key_error(struct loader *ld, const struct rci_cfg_section *s, unsigned index,
                       const char *key, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
 /* Report against `key`, located where its value came from. */
-static void key_error(struct loader *ld, const struct rc_cfg_section *s, unsigned index,
+static void key_error(struct loader *ld, const struct rci_cfg_section *s, unsigned index,
                       const char *key, const char *fmt, ...)
 {
     char where[WHERE_LEN], inst[32], what[384];
-    const struct rc_cfg_key *k = rc_cfg_find_key(s, key);
+    const struct rci_cfg_key *k = rci_cfg_find_key(s, key);
     const struct instance *in = instance(ld, s, index);
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    rc_cfg_instance_name(s, index, inst, sizeof inst);
+    rci_cfg_instance_name(s, index, inst, sizeof inst);
     origin_where(ld, in, &in->origin[k - s->keys], where, sizeof where);
     report(ld, "%s: [%s] %s: %s", where, inst, key, what);
 }
 
 /* The value of a key as text ("64M", "c0ce"), for messages. */
-static const char *value_text(const struct loader *ld, const struct rc_cfg_section *s,
+static const char *value_text(const struct loader *ld, const struct rci_cfg_section *s,
                               unsigned index, const char *key, char *buf, size_t len)
 {
-    rc_cfg_format_value(rc_cfg_find_key(s, key), rc_cfg_params_const(s, ld->cfg, index), buf, len);
+    rci_cfg_format_value(rci_cfg_find_key(s, key), rci_cfg_params_const(s, ld->cfg, index), buf, len);
     return buf;
 }
 
 /* Given in the file or by an override, not left at its default. */
-static bool key_given(struct loader *ld, const struct rc_cfg_section *s, unsigned index,
+static bool key_given(struct loader *ld, const struct rci_cfg_section *s, unsigned index,
                       const char *key)
 {
-    const struct origin *o = &instance(ld, s, index)->origin[rc_cfg_find_key(s, key) - s->keys];
+    const struct origin *o = &instance(ld, s, index)->origin[rci_cfg_find_key(s, key) - s->keys];
     return o->line || o->override >= 0;
 }
 
-static void missing_key(struct loader *ld, const struct rc_cfg_section *s, unsigned index,
+static void missing_key(struct loader *ld, const struct rci_cfg_section *s, unsigned index,
                         const char *key, const char *example)
 {
     char where[WHERE_LEN], inst[32];
-    rc_cfg_instance_name(s, index, inst, sizeof inst);
+    rci_cfg_instance_name(s, index, inst, sizeof inst);
     report(ld, "%s: [%s] %s: missing: every [%s.N] needs it (e.g. %s = %s)",
            instance_where(ld, instance(ld, s, index), where, sizeof where), inst, key, s->name,
            key, example);
@@ -759,7 +759,7 @@ static void missing_key(struct loader *ld, const struct rc_cfg_section *s, unsig
 
 /* Is every tag of rule j decided by a rule before it? Walks from its first
  * tag through the earlier ranges that hold the current tag. */
-static bool covered_by_earlier(const struct rc_mode_rule *rule, unsigned j)
+static bool covered_by_earlier(const struct rci_mode_rule *rule, unsigned j)
 {
     uint64_t tag = rule[j].first;
     for (;;) {
@@ -778,7 +778,7 @@ static bool covered_by_earlier(const struct rc_mode_rule *rule, unsigned j)
  * never apply is a mistake (most likely the order of the two). */
 static void check_shadowed_rules(struct loader *ld)
 {
-    const struct rc_mode_rule *rule = ld->cfg->mode_rule;
+    const struct rci_mode_rule *rule = ld->cfg->mode_rule;
     for (unsigned j = 1; j < ld->cfg->nmodes; j++) {
         if (!covered_by_earlier(rule, j))
             continue;
@@ -788,7 +788,7 @@ static void check_shadowed_rules(struct loader *ld)
             if (rule[i].first <= rule[j].last && rule[j].first <= rule[i].last)
                 n += (size_t)snprintf(earlier + n, sizeof earlier - n, "%s[mode.%u] %s",
                                       n ? ", " : "", i, rule[i].tags);
-        key_error(ld, &rc_cfg_section_mode, j, "tags",
+        key_error(ld, &rci_cfg_section_mode, j, "tags",
                   "%s never applies: every tag of it is decided by %s before it (the lowest N "
                   "whose tags hold a tag decides; put the narrower rule first)",
                   rule[j].tags, earlier);
@@ -799,13 +799,13 @@ static void check_shadowed_rules(struct loader *ld)
  * text was checked when it was read). */
 static void finish_mode_rules(struct loader *ld)
 {
-    const struct rc_cfg_section *s = &rc_cfg_section_mode;
+    const struct rci_cfg_section *s = &rci_cfg_section_mode;
     for (unsigned i = 0; i < ld->cfg->nmodes; i++) {
-        struct rc_mode_rule *r = &ld->cfg->mode_rule[i];
+        struct rci_mode_rule *r = &ld->cfg->mode_rule[i];
         char why[256];
         if (!key_given(ld, s, i, "tags") || !r->tags[0])
             missing_key(ld, s, i, "tags", "0-3");
-        else if (rc_cfg_parse_tag_range(r->tags, &r->first, &r->last, why, sizeof why) != 0)
+        else if (rci_cfg_parse_tag_range(r->tags, &r->first, &r->last, why, sizeof why) != 0)
             key_error(ld, s, i, "tags", "%s", why); /* unreachable: validated when read */
         if (!key_given(ld, s, i, "mode"))
             missing_key(ld, s, i, "mode", "buffered");
@@ -816,8 +816,8 @@ static void finish_mode_rules(struct loader *ld)
 
 static void check_fabric(struct loader *ld)
 {
-    const struct rc_cfg_section *s = &rc_cfg_section_fabric;
-    const struct rc_fabric_params *f = &ld->cfg->fabric;
+    const struct rci_cfg_section *s = &rci_cfg_section_fabric;
+    const struct rci_fabric_params *f = &ld->cfg->fabric;
     char a[64], b[64];
     if (f->cq_size < f->tx_queue)
         key_error(ld, s, 0, "cq_size", "%u is less than tx_queue %u", f->cq_size, f->tx_queue);
@@ -831,15 +831,15 @@ static void check_fabric(struct loader *ld)
                   value_text(ld, s, 0, "peer_timeout", b, sizeof b));
 }
 
-static bool uses_shm(const struct rc_card_params *c)
+static bool uses_shm(const struct rci_card_params *c)
 {
-    return c->memory == RC_MEM_SHM || c->type == RC_CARD_SIM_PROCESS;
+    return c->memory == RCI_MEM_SHM || c->type == RCI_CARD_SIM_PROCESS;
 }
 
 static void check_card_ring(struct loader *ld, unsigned i)
 {
-    const struct rc_cfg_section *s = &rc_cfg_section_card;
-    const struct rc_card_params *c = &ld->cfg->card[i];
+    const struct rci_cfg_section *s = &rci_cfg_section_card;
+    const struct rci_card_params *c = &ld->cfg->card[i];
     char a[64], b[64];
     if (c->block_format != FELIX_FMT_C0CE && c->block_size != FELIX_MIN_BLOCK)
         key_error(ld, s, i, "block_format", "%s needs block_size = 1k (block_size is %s)",
@@ -859,29 +859,29 @@ static void check_card_ring(struct loader *ld, unsigned i)
         key_error(ld, s, i, "rd_update_bytes", "%s is more than half of ring_size %s",
                   value_text(ld, s, i, "rd_update_bytes", a, sizeof a),
                   value_text(ld, s, i, "ring_size", b, sizeof b));
-    if (c->memory == RC_MEM_HUGETLB && c->ring_size % RC_MEM_HUGE_PAGE != 0)
+    if (c->memory == RCI_MEM_HUGETLB && c->ring_size % RCI_MEM_HUGE_PAGE != 0)
         key_error(ld, s, i, "ring_size", "%s is not a multiple of 2M, which memory = hugetlb needs",
                   value_text(ld, s, i, "ring_size", a, sizeof a));
 }
 
 static void check_card_shm(struct loader *ld, unsigned i)
 {
-    const struct rc_cfg_section *s = &rc_cfg_section_card;
-    const struct rc_card_params *c = &ld->cfg->card[i];
+    const struct rci_cfg_section *s = &rci_cfg_section_card;
+    const struct rci_card_params *c = &ld->cfg->card[i];
     /* the ringcast-sim process writes into the ring: it must be shared memory */
-    if (c->type == RC_CARD_SIM_PROCESS && c->memory != RC_MEM_SHM)
+    if (c->type == RCI_CARD_SIM_PROCESS && c->memory != RCI_MEM_SHM)
         key_error(ld, s, i, "memory", "type = sim-process needs memory = shm");
     if (uses_shm(c) && !c->shm_name[0])
         key_error(ld, s, i, "shm_name", "empty, but memory = shm needs a name (or auto)");
-    if (c->shm_name[0] && !rc_mem_shm_name_chars_ok(c->shm_name))
+    if (c->shm_name[0] && !rci_mem_shm_name_chars_ok(c->shm_name))
         key_error(ld, s, i, "shm_name", "'%s' may hold only A-Z a-z 0-9 . _ - and must not start "
                   "with '.'", c->shm_name);
 }
 
 static void check_sim(struct loader *ld, unsigned i)
 {
-    const struct rc_cfg_section *s = &rc_cfg_section_sim;
-    const struct rc_sim_params *sim = &ld->cfg->sim[i];
+    const struct rci_cfg_section *s = &rci_cfg_section_sim;
+    const struct rci_sim_params *sim = &ld->cfg->sim[i];
     char a[64], b[64];
     if (sim->chunk_size_min > sim->chunk_size_max)
         key_error(ld, s, i, "chunk_size_min", "%s is larger than chunk_size_max %s",
@@ -895,7 +895,7 @@ static void check_sim(struct loader *ld, unsigned i)
         key_error(ld, s, i, "replay_file", "cannot read '%s': %s", sim->replay_file,
                   strerror(errno));
     if (ld->cfg->card[i].tag_base > UINT64_MAX - (sim->elinks - 1))
-        key_error(ld, &rc_cfg_section_card, i, "tag_base",
+        key_error(ld, &rci_cfg_section_card, i, "tag_base",
                   "%" PRIu64 " + %u e-links passes the largest tag 2^64-1",
                   ld->cfg->card[i].tag_base, sim->elinks);
 }
@@ -903,16 +903,16 @@ static void check_sim(struct loader *ld, unsigned i)
 /* Cards must not share tags (a subscriber could not tell them apart) nor shm objects. */
 static void check_cards_together(struct loader *ld, unsigned i, unsigned j)
 {
-    const struct rc_card_params *ci = &ld->cfg->card[i], *cj = &ld->cfg->card[j];
+    const struct rci_card_params *ci = &ld->cfg->card[i], *cj = &ld->cfg->card[j];
     uint64_t last_i = ci->tag_base + (ld->cfg->sim[i].elinks - 1);
     uint64_t last_j = cj->tag_base + (ld->cfg->sim[j].elinks - 1);
     if (ci->tag_base <= last_j && cj->tag_base <= last_i)
-        key_error(ld, &rc_cfg_section_card, j, "tag_base",
+        key_error(ld, &rci_cfg_section_card, j, "tag_base",
                   "tags %" PRIu64 "..%" PRIu64 " overlap the tags %" PRIu64 "..%" PRIu64
                   " of [card.%u] (tag = tag_base + e-link, sim.N.elinks e-links)",
                   cj->tag_base, last_j, ci->tag_base, last_i, i);
     if (uses_shm(ci) && uses_shm(cj) && strcmp(ci->shm_name, cj->shm_name) == 0)
-        key_error(ld, &rc_cfg_section_card, j, "shm_name", "'%s' is also the shm_name of [card.%u]",
+        key_error(ld, &rci_cfg_section_card, j, "shm_name", "'%s' is also the shm_name of [card.%u]",
                   cj->shm_name, i);
 }
 
@@ -931,8 +931,8 @@ static void check_cross(struct loader *ld)
 
 /* ---- the entry point ---- */
 
-int rc_config_load(struct rc_config *cfg, const char *file, const char *const *overrides,
-                   unsigned noverrides, FILE *errlog, struct rc_config_error *err)
+int rci_config_load(struct rci_config *cfg, const char *file, const char *const *overrides,
+                   unsigned noverrides, FILE *errlog, struct rci_config_error *err)
 {
     if (err) memset(err, 0, sizeof *err);
     memset(cfg, 0, sizeof *cfg);

@@ -6,8 +6,8 @@
  * Callers: tools/ and api/full_readout.c (ringcast/readout.h loads a file for an
  * embedding program). Modules get their own *_params structs, filled here.
  */
-#ifndef RC_CONFIG_H
-#define RC_CONFIG_H
+#ifndef RCI_CONFIG_H
+#define RCI_CONFIG_H
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -19,14 +19,14 @@
 #include "common/log_hook.h"
 
 /* [readout] — the daemon as a whole. */
-struct rc_daemon_params {
-    enum rc_log_level log_level;
+struct rci_daemon_params {
+    enum rci_log_level log_level;
     uint64_t stats_interval_ns;   /* statistics to the log every N; 0 = never */
     uint64_t log_repeat_interval_ns; /* one line per cause per N (tools/log.h); 0 = no limit */
-    uint32_t publisher_threads;   /* 1..RC_MAX_PUBLISHER_THREADS; thread i listens on fabric.port + i */
+    uint32_t publisher_threads;   /* 1..RCI_MAX_PUBLISHER_THREADS; thread i listens on fabric.port + i */
     uint32_t queue_size;          /* readout -> publisher queue entries per card (power of 2) */
-    int slow_policy;              /* enum rc_slow_policy */
-    int publish_mode;             /* enum rc_publish_mode */
+    int slow_policy;              /* enum rci_slow_policy */
+    int publish_mode;             /* enum rci_publish_mode */
     uint64_t buffered_threshold;  /* auto: chunks smaller than this go buffered */
     uint32_t wait_subscribers;    /* hold the cards until this many subscribers subscribed */
     uint64_t linger_ns;           /* after a finished run: serve until the subscribers left, at most this */
@@ -37,32 +37,32 @@ struct rc_daemon_params {
     uint64_t block_cut_after_ns;  /* block: older: it is cut off (the card stalled that long for it) */
 };
 
-struct rc_config {
-    struct rc_daemon_params daemon;
+struct rci_config {
+    struct rci_daemon_params daemon;
     unsigned nmodes;                          /* send-mode rules [mode.0] .. [mode.nmodes-1] */
-    struct rc_mode_rule mode_rule[RC_MAX_MODE_RULES];
-    struct rc_fabric_params fabric;
+    struct rci_mode_rule mode_rule[RCI_MAX_MODE_RULES];
+    struct rci_fabric_params fabric;
     unsigned ncards;                          /* cards are [card.0] .. [card.ncards-1] */
-    struct rc_card_params card[RC_MAX_CARDS];
-    bool has_sim[RC_MAX_CARDS];               /* a [sim.N] section was given */
-    struct rc_sim_params sim[RC_MAX_CARDS];
+    struct rci_card_params card[RCI_MAX_CARDS];
+    bool has_sim[RCI_MAX_CARDS];               /* a [sim.N] section was given */
+    struct rci_sim_params sim[RCI_MAX_CARDS];
     char source[256];                         /* the file it came from */
 };
 
 /* Schema value types. */
-enum rc_cfg_type {
-    RC_CFG_BOOL,      /* true/false, yes/no, on/off, 1/0 */
-    RC_CFG_UINT,      /* decimal or 0x hex */
-    RC_CFG_SIZE,      /* bytes, k/M/G suffix = powers of 1024 */
-    RC_CFG_DURATION,  /* ns stored; units ns, us, ms, s required */
-    RC_CFG_RATE,      /* struct rc_rate: unlimited | 2.5GB/s | 10Mchunks/s (SI) */
-    RC_CFG_PROB,      /* double in [0, 1] */
-    RC_CFG_STRING,    /* char[size] */
-    RC_CFG_ENUM,      /* one of choices "a|b|c"; stored as int index */
+enum rci_cfg_type {
+    RCI_CFG_BOOL,      /* true/false, yes/no, on/off, 1/0 */
+    RCI_CFG_UINT,      /* decimal or 0x hex */
+    RCI_CFG_SIZE,      /* bytes, k/M/G suffix = powers of 1024 */
+    RCI_CFG_DURATION,  /* ns stored; units ns, us, ms, s required */
+    RCI_CFG_RATE,      /* struct rci_rate: unlimited | 2.5GB/s | 10Mchunks/s (SI) */
+    RCI_CFG_PROB,      /* double in [0, 1] */
+    RCI_CFG_STRING,    /* char[size] */
+    RCI_CFG_ENUM,      /* one of choices "a|b|c"; stored as int index */
 };
 
 /* Error collected while loading. */
-struct rc_config_error {
+struct rci_config_error {
     char msg[512];    /* "file:line: [section] key: what is wrong" (the first error) */
     unsigned count;   /* how many errors were found in total */
 };
@@ -72,22 +72,22 @@ struct rc_config_error {
  * -EINVAL (-ENOMEM if memory ran out) with the first error in err (all errors
  * are printed to errlog if non-NULL, one per line) and cfg zeroed: a process
  * never starts half-configured. err may be NULL. */
-int rc_config_load(struct rc_config *cfg, const char *file, const char *const *overrides,
-                   unsigned noverrides, FILE *errlog, struct rc_config_error *err);
+int rci_config_load(struct rci_config *cfg, const char *file, const char *const *overrides,
+                   unsigned noverrides, FILE *errlog, struct rci_config_error *err);
 
 /* Print the effective configuration as an INI file that loads back to the
  * same values: every key of [readout], each [mode.N], [fabric] and, for each card, [card.N]
  * and [sim.N] (every card runs a simulator, so [sim.N] is printed even when
  * it was not given; has_sim then reads true after a reload). */
-void rc_config_print(const struct rc_config *cfg, FILE *out);
+void rci_config_print(const struct rci_config *cfg, FILE *out);
 /* Print every section and key: type, default, range, help. */
-void rc_config_print_help(FILE *out);
+void rci_config_print_help(FILE *out);
 /* Print the documented example configuration (deploy/ringcast.ini). */
-void rc_config_print_example(FILE *out);
+void rci_config_print_example(FILE *out);
 
 /* The pipeline's parameters from [readout], [mode.N] and [fabric] (the log
  * hook is left empty: the program sets it). */
-void rc_config_pipeline_params(const struct rc_config *cfg, struct rc_pipeline_params *p);
+void rci_config_pipeline_params(const struct rci_config *cfg, struct rci_pipeline_params *p);
 
 /* Unit parsers, shared with command-line options. Return 0 or -EINVAL/-ERANGE.
  *   size:     4096, 4k, 4K, 64M, 1G, 1T, 1.5k, 0x1000, 4KiB, 64MiB, 4096B
@@ -98,17 +98,17 @@ void rc_config_pipeline_params(const struct rc_config *cfg, struct rc_pipeline_p
  *   bool:     true/false, yes/no, on/off, 1/0 (any case)
  *   uint:     decimal or 0x hexadecimal
  * A blank may separate the number from its unit ("64 M"). */
-int rc_parse_size(const char *s, uint64_t *out);
-int rc_parse_duration(const char *s, uint64_t *ns);
-int rc_parse_rate(const char *s, struct rc_rate *out);
-int rc_parse_bool(const char *s, bool *out);
-int rc_parse_uint(const char *s, uint64_t *out);
+int rci_parse_size(const char *s, uint64_t *out);
+int rci_parse_duration(const char *s, uint64_t *ns);
+int rci_parse_rate(const char *s, struct rci_rate *out);
+int rci_parse_bool(const char *s, bool *out);
+int rci_parse_uint(const char *s, uint64_t *out);
 
 /* Formatters whose output the parsers above read back to the same value
  * (the largest exact unit is chosen: 65536 -> "64k", 1500000 -> "1500us").
  * They return buf; 32 bytes are always enough. */
-char *rc_format_size(uint64_t bytes, char *buf, size_t len);
-char *rc_format_duration(uint64_t ns, char *buf, size_t len);
-char *rc_format_rate(const struct rc_rate *rate, char *buf, size_t len);
+char *rci_format_size(uint64_t bytes, char *buf, size_t len);
+char *rci_format_duration(uint64_t ns, char *buf, size_t len);
+char *rci_format_rate(const struct rci_rate *rate, char *buf, size_t len);
 
 #endif

@@ -5,9 +5,9 @@
 
 #include <string.h>
 
-void rc_config_pipeline_params(const struct rc_config *cfg, struct rc_pipeline_params *p)
+void rci_config_pipeline_params(const struct rci_config *cfg, struct rci_pipeline_params *p)
 {
-    const struct rc_daemon_params *d = &cfg->daemon;
+    const struct rci_daemon_params *d = &cfg->daemon;
     memset(p, 0, sizeof *p);
     p->publisher_threads = d->publisher_threads;
     p->queue_size = d->queue_size;
@@ -18,7 +18,7 @@ void rc_config_pipeline_params(const struct rc_config *cfg, struct rc_pipeline_p
     p->slow_cut_after_ns = d->slow_cut_after_ns;
     p->block_cut_after_ns = d->block_cut_after_ns;
     p->stats_interval_ns = d->stats_interval_ns;
-    p->nmodes = cfg->nmodes < RC_MAX_MODE_RULES ? cfg->nmodes : RC_MAX_MODE_RULES;
+    p->nmodes = cfg->nmodes < RCI_MAX_MODE_RULES ? cfg->nmodes : RCI_MAX_MODE_RULES;
     memcpy(p->mode_rule, cfg->mode_rule, sizeof p->mode_rule);
     p->fabric = cfg->fabric;
 }

@@ -29,35 +29,35 @@ static void print_key_value(FILE *out, const char *key, const char *value)
     else fprintf(out, "%s =\n", key);
 }
 
-static void print_instance(FILE *out, const struct rc_cfg_section *s, const struct rc_config *cfg,
+static void print_instance(FILE *out, const struct rci_cfg_section *s, const struct rci_config *cfg,
                            unsigned index)
 {
     char name[32], value[VALUE_LEN];
-    rc_cfg_instance_name(s, index, name, sizeof name);
+    rci_cfg_instance_name(s, index, name, sizeof name);
     fprintf(out, "\n[%s]\n", name);
-    const void *params = rc_cfg_params_const(s, cfg, index);
+    const void *params = rci_cfg_params_const(s, cfg, index);
     for (size_t r = 0; r < s->nkeys; r++) {
-        rc_cfg_format_value(&s->keys[r], params, value, sizeof value);
+        rci_cfg_format_value(&s->keys[r], params, value, sizeof value);
         print_key_value(out, s->keys[r].key, value);
     }
 }
 
-void rc_config_print(const struct rc_config *cfg, FILE *out)
+void rci_config_print(const struct rci_config *cfg, FILE *out)
 {
     fprintf(out, "# ringcast effective configuration (%s%s)\n",
             cfg->source[0] ? "from " : "defaults and command line",
             cfg->source[0] ? cfg->source : "");
-    print_instance(out, &rc_cfg_section_readout, cfg, 0);
-    for (unsigned i = 0; i < cfg->nmodes; i++) print_instance(out, &rc_cfg_section_mode, cfg, i);
-    print_instance(out, &rc_cfg_section_fabric, cfg, 0);
+    print_instance(out, &rci_cfg_section_readout, cfg, 0);
+    for (unsigned i = 0; i < cfg->nmodes; i++) print_instance(out, &rci_cfg_section_mode, cfg, i);
+    print_instance(out, &rci_cfg_section_fabric, cfg, 0);
     /* every card runs a simulator, so its [sim.N] is in effect even when not given */
     for (unsigned i = 0; i < cfg->ncards; i++) {
-        print_instance(out, &rc_cfg_section_card, cfg, i);
-        print_instance(out, &rc_cfg_section_sim, cfg, i);
+        print_instance(out, &rci_cfg_section_card, cfg, i);
+        print_instance(out, &rci_cfg_section_sim, cfg, i);
     }
 }
 
-static void print_section_help(FILE *out, const struct rc_cfg_section *s)
+static void print_section_help(FILE *out, const struct rci_cfg_section *s)
 {
     char range[160];
     if (s->repeated)
@@ -65,19 +65,19 @@ static void print_section_help(FILE *out, const struct rc_cfg_section *s)
     else
         fprintf(out, "\n[%s]  %s\n", s->name, s->help);
     for (size_t r = 0; r < s->nkeys; r++) {
-        const struct rc_cfg_key *k = &s->keys[r];
-        rc_cfg_format_range(k, range, sizeof range);
+        const struct rci_cfg_key *k = &s->keys[r];
+        rci_cfg_format_range(k, range, sizeof range);
         fprintf(out, "  %-24s %-11s default: %-12s allowed: %s\n", k->key,
-                rc_cfg_type_name(k->type), k->def[0] ? k->def : "(empty)", range);
+                rci_cfg_type_name(k->type), k->def[0] ? k->def : "(empty)", range);
         fprintf(out, "  %-24s %s\n", "", k->help);
     }
 }
 
-void rc_config_print_help(FILE *out)
+void rci_config_print_help(FILE *out)
 {
     fprintf(out, "ringcast configuration keys (INI file, or -o section.key=value)\n\n%s",
             syntax_help);
-    for (unsigned i = 0; i < RC_CFG_NSECTIONS; i++) print_section_help(out, rc_cfg_sections[i]);
+    for (unsigned i = 0; i < RCI_CFG_NSECTIONS; i++) print_section_help(out, rci_cfg_sections[i]);
 }
 
 /* syntax_help as comment lines */
@@ -92,7 +92,7 @@ static void print_commented(FILE *out, const char *text)
 
 /* A section that is normally absent is shown commented out ("# key = value"),
  * with example values where the default would not explain the key. */
-static void print_example_section(FILE *out, const struct rc_cfg_section *s)
+static void print_example_section(FILE *out, const struct rci_cfg_section *s)
 {
     char range[160];
     const char *lead = s->example_commented ? "# " : "";
@@ -100,14 +100,14 @@ static void print_example_section(FILE *out, const struct rc_cfg_section *s)
             s->example_commented ? "# (optional: an example, uncomment to use)\n" : "", lead,
             s->name, s->repeated ? ".0" : "");
     for (size_t r = 0; r < s->nkeys; r++) {
-        const struct rc_cfg_key *k = &s->keys[r];
-        rc_cfg_format_range(k, range, sizeof range);
-        fprintf(out, "\n# %s (%s: %s)\n%s", k->help, rc_cfg_type_name(k->type), range, lead);
+        const struct rci_cfg_key *k = &s->keys[r];
+        rci_cfg_format_range(k, range, sizeof range);
+        fprintf(out, "\n# %s (%s: %s)\n%s", k->help, rci_cfg_type_name(k->type), range, lead);
         print_key_value(out, k->key, s->example_commented && k->example ? k->example : k->def);
     }
 }
 
-void rc_config_print_example(FILE *out)
+void rci_config_print_example(FILE *out)
 {
     fprintf(out, "# ringcast example configuration: every key with its default value.\n"
                  "# Generated from the schema in config/ by `ringcast-readout "
@@ -115,5 +115,5 @@ void rc_config_print_example(FILE *out)
                  "# (make config-example); copy it and edit the copy. The full reference:\n"
                  "# `ringcast-readout --help-config`.\n#\n");
     print_commented(out, syntax_help);
-    for (unsigned i = 0; i < RC_CFG_NSECTIONS; i++) print_example_section(out, rc_cfg_sections[i]);
+    for (unsigned i = 0; i < RCI_CFG_NSECTIONS; i++) print_example_section(out, rci_cfg_sections[i]);
 }

@@ -11,72 +11,72 @@
 #include <stdio.h>
 #include <string.h>
 
-const struct rc_cfg_section *const rc_cfg_sections[RC_CFG_NSECTIONS] = {
-    &rc_cfg_section_readout, &rc_cfg_section_mode,  &rc_cfg_section_fabric,
-    &rc_cfg_section_card,    &rc_cfg_section_sim,
+const struct rci_cfg_section *const rci_cfg_sections[RCI_CFG_NSECTIONS] = {
+    &rci_cfg_section_readout, &rci_cfg_section_mode,  &rci_cfg_section_fabric,
+    &rci_cfg_section_card,    &rci_cfg_section_sim,
 };
 
-void *rc_cfg_params(const struct rc_cfg_section *s, struct rc_config *cfg, unsigned index)
+void *rci_cfg_params(const struct rci_cfg_section *s, struct rci_config *cfg, unsigned index)
 {
     return (char *)cfg + s->cfg_offset + (size_t)index * s->struct_size;
 }
 
-const void *rc_cfg_params_const(const struct rc_cfg_section *s, const struct rc_config *cfg,
+const void *rci_cfg_params_const(const struct rci_cfg_section *s, const struct rci_config *cfg,
                                 unsigned index)
 {
     return (const char *)cfg + s->cfg_offset + (size_t)index * s->struct_size;
 }
 
-const struct rc_cfg_key *rc_cfg_find_key(const struct rc_cfg_section *s, const char *key)
+const struct rci_cfg_key *rci_cfg_find_key(const struct rci_cfg_section *s, const char *key)
 {
     for (size_t i = 0; i < s->nkeys; i++)
         if (strcmp(s->keys[i].key, key) == 0) return &s->keys[i];
     return NULL;
 }
 
-void rc_cfg_instance_name(const struct rc_cfg_section *s, unsigned index, char *buf, size_t len)
+void rci_cfg_instance_name(const struct rci_cfg_section *s, unsigned index, char *buf, size_t len)
 {
     if (s->repeated) snprintf(buf, len, "%s.%u", s->name, index);
     else snprintf(buf, len, "%s", s->name);
 }
 
-const char *rc_cfg_type_name(enum rc_cfg_type t)
+const char *rci_cfg_type_name(enum rci_cfg_type t)
 {
     switch (t) {
-    case RC_CFG_BOOL: return "bool";
-    case RC_CFG_UINT: return "integer";
-    case RC_CFG_SIZE: return "size";
-    case RC_CFG_DURATION: return "duration";
-    case RC_CFG_RATE: return "rate";
-    case RC_CFG_PROB: return "probability";
-    case RC_CFG_STRING: return "string";
-    case RC_CFG_ENUM: return "choice";
+    case RCI_CFG_BOOL: return "bool";
+    case RCI_CFG_UINT: return "integer";
+    case RCI_CFG_SIZE: return "size";
+    case RCI_CFG_DURATION: return "duration";
+    case RCI_CFG_RATE: return "rate";
+    case RCI_CFG_PROB: return "probability";
+    case RCI_CFG_STRING: return "string";
+    case RCI_CFG_ENUM: return "choice";
     }
     return "?";
 }
 
 /* Say why in the caller's buffer and return -EINVAL. */
-#define fail(why, whylen, ...) (rc_set_err((why), (whylen), __VA_ARGS__), -EINVAL)
+#define fail(why, whylen, ...) (rci_set_err((why), (whylen), __VA_ARGS__), -EINVAL)
 
 /* ---- integers (UINT, SIZE, DURATION) ---- */
 
-static void format_integer(enum rc_cfg_type t, uint64_t v, char *buf, size_t len)
+static void format_integer(enum rci_cfg_type t, uint64_t v, char *buf, size_t len)
 {
-    if (t == RC_CFG_SIZE) rc_format_size(v, buf, len);
-    else if (t == RC_CFG_DURATION) rc_format_duration(v, buf, len);
+    if (t == RCI_CFG_SIZE) rci_format_size(v, buf, len);
+    else if (t == RCI_CFG_DURATION) rci_format_duration(v, buf, len);
     else snprintf(buf, len, "%" PRIu64, v);
 }
 
-static uint64_t member_max(const struct rc_cfg_key *k)
+static uint64_t member_max(const struct rci_cfg_key *k)
 {
     return k->size >= 8 ? UINT64_MAX : (1ull << (8 * k->size)) - 1;
 }
 
-static int check_integer(const struct rc_cfg_key *k, uint64_t v, char *why, size_t whylen)
+static int check_integer(const struct rci_cfg_key *k, uint64_t v, char *why, size_t whylen)
 {
     if (v < k->min || v > k->max || v > member_max(k)) {
         char range[96];
-        rc_cfg_format_range(k, range, sizeof range);
+        rci_cfg_format_range(k, range, sizeof range);
         return fail(why, whylen, "out of range (allowed: %s)", range);
     }
     if (k->multiple && v % k->multiple != 0) {
@@ -84,31 +84,31 @@ static int check_integer(const struct rc_cfg_key *k, uint64_t v, char *why, size
         format_integer(k->type, k->multiple, m, sizeof m);
         return fail(why, whylen, "not a multiple of %s", m);
     }
-    if ((k->flags & RC_CFG_F_POW2) && (v & (v - 1)) != 0)
+    if ((k->flags & RCI_CFG_F_POW2) && (v & (v - 1)) != 0)
         return fail(why, whylen, "not a power of two");
     return 0;
 }
 
-static int parse_integer(const struct rc_cfg_key *k, const char *text, uint64_t *v, char *why,
+static int parse_integer(const struct rci_cfg_key *k, const char *text, uint64_t *v, char *why,
                          size_t whylen)
 {
     int rc;
-    if (k->type == RC_CFG_SIZE) rc = rc_cfg_parse_size(text, v, why, whylen);
-    else if (k->type == RC_CFG_DURATION) rc = rc_cfg_parse_duration(text, v, why, whylen);
-    else rc = rc_cfg_parse_uint(text, v, why, whylen);
+    if (k->type == RCI_CFG_SIZE) rc = rci_cfg_parse_size(text, v, why, whylen);
+    else if (k->type == RCI_CFG_DURATION) rc = rci_cfg_parse_duration(text, v, why, whylen);
+    else rc = rci_cfg_parse_uint(text, v, why, whylen);
     return rc ? rc : check_integer(k, *v, why, whylen);
 }
 
 /* ---- other types ---- */
 
-static int parse_rate(const struct rc_cfg_key *k, const char *text, struct rc_rate *r, char *why,
+static int parse_rate(const struct rci_cfg_key *k, const char *text, struct rci_rate *r, char *why,
                       size_t whylen)
 {
-    int rc = rc_cfg_parse_rate(text, r, why, whylen);
-    if (rc || r->unit == RC_RATE_UNLIMITED) return rc;
+    int rc = rci_cfg_parse_rate(text, r, why, whylen);
+    if (rc || r->unit == RCI_RATE_UNLIMITED) return rc;
     if (r->per_second < (double)k->min || r->per_second > (double)k->max) {
         char range[96];
-        rc_cfg_format_range(k, range, sizeof range);
+        rci_cfg_format_range(k, range, sizeof range);
         return fail(why, whylen, "out of range (allowed: %s)", range);
     }
     return 0;
@@ -116,7 +116,7 @@ static int parse_rate(const struct rc_cfg_key *k, const char *text, struct rc_ra
 
 static int parse_probability(const char *text, double *d, char *why, size_t whylen)
 {
-    int rc = rc_cfg_parse_double(text, d, why, whylen);
+    int rc = rci_cfg_parse_double(text, d, why, whylen);
     if (rc) return rc;
     if (*d < 0 || *d > 1) return fail(why, whylen, "a probability must be within 0..1");
     return 0;
@@ -124,7 +124,7 @@ static int parse_probability(const char *text, double *d, char *why, size_t whyl
 
 static bool blank(char c) { return c == ' ' || c == '\t'; }
 
-static int check_string(const struct rc_cfg_key *k, const char *text, char *why, size_t whylen)
+static int check_string(const struct rci_cfg_key *k, const char *text, char *why, size_t whylen)
 {
     size_t len = strlen(text);
     if (len < k->min) return fail(why, whylen, len ? "too short" : "empty value");
@@ -170,25 +170,25 @@ static void choice_name(const char *choices, unsigned index, char *buf, size_t l
     snprintf(buf, len, "%.*s", (int)strcspn(p, "|"), p);
 }
 
-int rc_cfg_parse_value(const struct rc_cfg_key *k, const char *text, union rc_cfg_value *v,
+int rci_cfg_parse_value(const struct rci_cfg_key *k, const char *text, union rci_cfg_value *v,
                        char *why, size_t whylen)
 {
-    if (!text[0] && !(k->type == RC_CFG_STRING && k->min == 0))
+    if (!text[0] && !(k->type == RCI_CFG_STRING && k->min == 0))
         return fail(why, whylen, "empty value");
     switch (k->type) {
-    case RC_CFG_BOOL: return rc_cfg_parse_bool(text, &v->b, why, whylen);
-    case RC_CFG_UINT:
-    case RC_CFG_SIZE:
-    case RC_CFG_DURATION: return parse_integer(k, text, &v->u, why, whylen);
-    case RC_CFG_RATE: return parse_rate(k, text, &v->rate, why, whylen);
-    case RC_CFG_PROB: return parse_probability(text, &v->d, why, whylen);
-    case RC_CFG_STRING: {
+    case RCI_CFG_BOOL: return rci_cfg_parse_bool(text, &v->b, why, whylen);
+    case RCI_CFG_UINT:
+    case RCI_CFG_SIZE:
+    case RCI_CFG_DURATION: return parse_integer(k, text, &v->u, why, whylen);
+    case RCI_CFG_RATE: return parse_rate(k, text, &v->rate, why, whylen);
+    case RCI_CFG_PROB: return parse_probability(text, &v->d, why, whylen);
+    case RCI_CFG_STRING: {
         v->s = text;
         int rc = check_string(k, text, why, whylen);
         /* an empty value is what a string with minimum length 0 means by "not given" */
         return rc == 0 && k->validate && text[0] ? k->validate(text, why, whylen) : rc;
     }
-    case RC_CFG_ENUM: {
+    case RCI_CFG_ENUM: {
         int i = choice_index(k->choices, text);
         if (i < 0) return fail(why, whylen, "not one of %s", k->choices);
         v->e = (unsigned)i;
@@ -227,59 +227,59 @@ static uint64_t load_uint(const void *src, size_t size)
     }
 }
 
-/* Field by field into zeroed bytes: the padding of struct rc_rate stays zero,
+/* Field by field into zeroed bytes: the padding of struct rci_rate stays zero,
  * so equal configurations compare equal with memcmp. */
-static void store_rate(void *dst, const struct rc_rate *rate)
+static void store_rate(void *dst, const struct rci_rate *rate)
 {
-    struct rc_rate r;
+    struct rci_rate r;
     memset(&r, 0, sizeof r);
     r.unit = rate->unit;
     r.per_second = rate->per_second;
     memcpy(dst, &r, sizeof r);
 }
 
-void rc_cfg_store(const struct rc_cfg_key *k, void *params, const union rc_cfg_value *v)
+void rci_cfg_store(const struct rci_cfg_key *k, void *params, const union rci_cfg_value *v)
 {
     char *dst = (char *)params + k->offset;
     switch (k->type) {
-    case RC_CFG_BOOL: memcpy(dst, &v->b, sizeof v->b); break;
-    case RC_CFG_UINT:
-    case RC_CFG_SIZE:
-    case RC_CFG_DURATION: store_uint(dst, k->size, v->u); break;
-    case RC_CFG_RATE: store_rate(dst, &v->rate); break;
-    case RC_CFG_PROB: memcpy(dst, &v->d, sizeof v->d); break;
-    case RC_CFG_STRING: snprintf(dst, k->size, "%s", v->s); break;
-    case RC_CFG_ENUM: store_uint(dst, k->size, v->e); break; /* enum members are int-sized */
+    case RCI_CFG_BOOL: memcpy(dst, &v->b, sizeof v->b); break;
+    case RCI_CFG_UINT:
+    case RCI_CFG_SIZE:
+    case RCI_CFG_DURATION: store_uint(dst, k->size, v->u); break;
+    case RCI_CFG_RATE: store_rate(dst, &v->rate); break;
+    case RCI_CFG_PROB: memcpy(dst, &v->d, sizeof v->d); break;
+    case RCI_CFG_STRING: snprintf(dst, k->size, "%s", v->s); break;
+    case RCI_CFG_ENUM: store_uint(dst, k->size, v->e); break; /* enum members are int-sized */
     }
 }
 
-void rc_cfg_format_value(const struct rc_cfg_key *k, const void *params, char *buf, size_t len)
+void rci_cfg_format_value(const struct rci_cfg_key *k, const void *params, char *buf, size_t len)
 {
     const char *src = (const char *)params + k->offset;
     switch (k->type) {
-    case RC_CFG_BOOL: {
+    case RCI_CFG_BOOL: {
         bool b;
         memcpy(&b, src, sizeof b);
         snprintf(buf, len, "%s", b ? "true" : "false");
         break;
     }
-    case RC_CFG_UINT:
-    case RC_CFG_SIZE:
-    case RC_CFG_DURATION: format_integer(k->type, load_uint(src, k->size), buf, len); break;
-    case RC_CFG_RATE: {
-        struct rc_rate r;
+    case RCI_CFG_UINT:
+    case RCI_CFG_SIZE:
+    case RCI_CFG_DURATION: format_integer(k->type, load_uint(src, k->size), buf, len); break;
+    case RCI_CFG_RATE: {
+        struct rci_rate r;
         memcpy(&r, src, sizeof r);
-        rc_format_rate(&r, buf, len);
+        rci_format_rate(&r, buf, len);
         break;
     }
-    case RC_CFG_PROB: {
+    case RCI_CFG_PROB: {
         double d;
         memcpy(&d, src, sizeof d);
-        rc_cfg_format_double(d, buf, len);
+        rci_cfg_format_double(d, buf, len);
         break;
     }
-    case RC_CFG_STRING: snprintf(buf, len, "%.*s", (int)strnlen(src, k->size), src); break;
-    case RC_CFG_ENUM: choice_name(k->choices, (unsigned)load_uint(src, k->size), buf, len); break;
+    case RCI_CFG_STRING: snprintf(buf, len, "%.*s", (int)strnlen(src, k->size), src); break;
+    case RCI_CFG_ENUM: choice_name(k->choices, (unsigned)load_uint(src, k->size), buf, len); break;
     }
 }
 
@@ -299,7 +299,7 @@ static void format_si(uint64_t v, char *buf, size_t len)
     snprintf(buf, len, "%" PRIu64, v);
 }
 
-static void format_integer_range(const struct rc_cfg_key *k, char *buf, size_t len)
+static void format_integer_range(const struct rci_cfg_key *k, char *buf, size_t len)
 {
     char lo[32], hi[32];
     uint64_t max = k->max < member_max(k) ? k->max : member_max(k);
@@ -314,31 +314,31 @@ static void format_integer_range(const struct rc_cfg_key *k, char *buf, size_t l
         format_integer(k->type, k->multiple, m, sizeof m);
         n += snprintf(buf + n, len - (size_t)n, ", multiple of %s", m);
     }
-    if ((k->flags & RC_CFG_F_POW2) && (size_t)n < len)
+    if ((k->flags & RCI_CFG_F_POW2) && (size_t)n < len)
         n += snprintf(buf + n, len - (size_t)n, ", power of two");
-    if ((k->flags & RC_CFG_F_AUTO) && (size_t)n < len)
+    if ((k->flags & RCI_CFG_F_AUTO) && (size_t)n < len)
         snprintf(buf + n, len - (size_t)n, ", or auto");
 }
 
-void rc_cfg_format_range(const struct rc_cfg_key *k, char *buf, size_t len)
+void rci_cfg_format_range(const struct rci_cfg_key *k, char *buf, size_t len)
 {
     char lo[32], hi[32];
     switch (k->type) {
-    case RC_CFG_BOOL: snprintf(buf, len, "true|false"); break;
-    case RC_CFG_UINT:
-    case RC_CFG_SIZE:
-    case RC_CFG_DURATION: format_integer_range(k, buf, len); break;
-    case RC_CFG_RATE:
+    case RCI_CFG_BOOL: snprintf(buf, len, "true|false"); break;
+    case RCI_CFG_UINT:
+    case RCI_CFG_SIZE:
+    case RCI_CFG_DURATION: format_integer_range(k, buf, len); break;
+    case RCI_CFG_RATE:
         format_si(k->min, lo, sizeof lo);
         format_si(k->max, hi, sizeof hi);
         snprintf(buf, len, "unlimited, or %s..%s B/s or chunks/s", lo, hi);
         break;
-    case RC_CFG_PROB: snprintf(buf, len, "0..1"); break;
-    case RC_CFG_STRING:
+    case RCI_CFG_PROB: snprintf(buf, len, "0..1"); break;
+    case RCI_CFG_STRING:
         snprintf(buf, len, "%" PRIu64 "..%" PRIu64 " characters%s", k->min,
                  k->max < k->size - 1 ? k->max : (uint64_t)(k->size - 1),
-                 (k->flags & RC_CFG_F_AUTO) ? ", or auto" : "");
+                 (k->flags & RCI_CFG_F_AUTO) ? ", or auto" : "");
         break;
-    case RC_CFG_ENUM: snprintf(buf, len, "%s", k->choices); break;
+    case RCI_CFG_ENUM: snprintf(buf, len, "%s", k->choices); break;
     }
 }

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* schema_fabric.c — the [fabric] section: struct rc_fabric_params
+/* schema_fabric.c — the [fabric] section: struct rci_fabric_params
  * (net/fabric_params.h).
  *
- * To add a key: add the member to struct rc_fabric_params, then one row here:
- *   {.key = "name", .type = RC_CFG_..., .def = "default text",
+ * To add a key: add the member to struct rci_fabric_params, then one row here:
+ *   {.key = "name", .type = RCI_CFG_..., .def = "default text",
  *    .min = ..., .max = ...,           (in bytes / ns / count / characters)
- *    RC_CFG_FIELD(T, member), .help = "One line."},
- * optionally .multiple, .flags = RC_CFG_F_POW2, .choices = "a|b" (RC_CFG_ENUM,
+ *    RCI_CFG_FIELD(T, member), .help = "One line."},
+ * optionally .multiple, .flags = RCI_CFG_F_POW2, .choices = "a|b" (RCI_CFG_ENUM,
  * in the order of the C enum). The default is parsed like user input, so a bad
  * default fails every load (and test_config). Checks that involve two keys go
  * into check_fabric() in config.c. Then run `make config-example`. */
@@ -19,7 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define T struct rc_fabric_params
+#define T struct rci_fabric_params
 #define MS 1000000ull
 #define S  1000000000ull
 
@@ -74,98 +74,98 @@ static int validate_address(const char *text, char *why, size_t whylen)
 /* The publisher parses the list again at create; checking it here names the line. */
 static int validate_allow(const char *text, char *why, size_t whylen)
 {
-    struct rc_allow_list list;
-    return rc_allow_list_parse(text, &list, why, whylen);
+    struct rci_allow_list list;
+    return rci_allow_list_parse(text, &list, why, whylen);
 }
 
-static const struct rc_cfg_key fabric_keys[] = {
-    {.key = "provider", .type = RC_CFG_STRING, .def = "tcp", .min = 1, .max = 63,
-     RC_CFG_FIELD(T, provider),
+static const struct rci_cfg_key fabric_keys[] = {
+    {.key = "provider", .type = RCI_CFG_STRING, .def = "tcp", .min = 1, .max = 63,
+     RCI_CFG_FIELD(T, provider),
      .help = "libfabric provider: tcp, tcp;ofi_rxm, verbs, shm, ... (see fi_info -l)."},
-    {.key = "endpoint", .type = RC_CFG_ENUM, .def = "msg", .choices = "msg|rdm",
-     RC_CFG_FIELD(T, endpoint),
+    {.key = "endpoint", .type = RCI_CFG_ENUM, .def = "msg", .choices = "msg|rdm",
+     RCI_CFG_FIELD(T, endpoint),
      .help = "Endpoint type: msg (connections) or rdm (reliable datagrams)."},
-    {.key = "address", .type = RC_CFG_STRING, .def = "127.0.0.1", .min = 1, .max = 127,
-     RC_CFG_FIELD(T, address), .validate = validate_address,
+    {.key = "address", .type = RCI_CFG_STRING, .def = "127.0.0.1", .min = 1, .max = 127,
+     RCI_CFG_FIELD(T, address), .validate = validate_address,
      .help = "Address the publisher listens on: IPv4, IPv6 (without brackets) or a host name."},
-    {.key = "port", .type = RC_CFG_UINT, .def = "12345", .min = 1, .max = 65535,
-     RC_CFG_FIELD(T, port),
+    {.key = "port", .type = RCI_CFG_UINT, .def = "12345", .min = 1, .max = 65535,
+     RCI_CFG_FIELD(T, port),
      .help = "Port the publisher listens on."},
-    {.key = "tx_queue", .type = RC_CFG_UINT, .def = "256", .min = 1, .max = 65536,
-     RC_CFG_FIELD(T, tx_queue),
+    {.key = "tx_queue", .type = RCI_CFG_UINT, .def = "256", .min = 1, .max = 65536,
+     RCI_CFG_FIELD(T, tx_queue),
      .help = "Requested transmit context size (sends in flight per endpoint)."},
-    {.key = "rx_queue", .type = RC_CFG_UINT, .def = "256", .min = 1, .max = 65536,
-     RC_CFG_FIELD(T, rx_queue),
+    {.key = "rx_queue", .type = RCI_CFG_UINT, .def = "256", .min = 1, .max = 65536,
+     RCI_CFG_FIELD(T, rx_queue),
      .help = "Requested receive context size."},
-    {.key = "cq_size", .type = RC_CFG_UINT, .def = "1024", .min = 1, .max = 1u << 20,
-     RC_CFG_FIELD(T, cq_size),
+    {.key = "cq_size", .type = RCI_CFG_UINT, .def = "1024", .min = 1, .max = 1u << 20,
+     RCI_CFG_FIELD(T, cq_size),
      .help = "Completion queue entries; at least tx_queue."},
-    {.key = "header_slots", .type = RC_CFG_UINT, .def = "1024", .min = 1, .max = 1u << 20,
-     RC_CFG_FIELD(T, header_slots),
+    {.key = "header_slots", .type = RCI_CFG_UINT, .def = "1024", .min = 1, .max = 1u << 20,
+     RCI_CFG_FIELD(T, header_slots),
      .help = "Zero-copy header slots (one per zero-copy send in flight)."},
-    {.key = "header_slot_size", .type = RC_CFG_SIZE, .def = "64", .min = 40, .max = 4096,
-     RC_CFG_FIELD(T, header_slot_size),
+    {.key = "header_slot_size", .type = RCI_CFG_SIZE, .def = "64", .min = 40, .max = 4096,
+     RCI_CFG_FIELD(T, header_slot_size),
      .help = "Bytes of one zero-copy header slot."},
-    {.key = "buffered_pages", .type = RC_CFG_UINT, .def = "64", .min = 1, .max = 65536,
-     RC_CFG_FIELD(T, buffered_pages),
+    {.key = "buffered_pages", .type = RCI_CFG_UINT, .def = "64", .min = 1, .max = 65536,
+     RCI_CFG_FIELD(T, buffered_pages),
      .help = "Pages of the buffered-mode pool."},
-    {.key = "buffered_page_size", .type = RC_CFG_SIZE, .def = "64k", .min = 1024,
-     .max = 64ull << 20, RC_CFG_FIELD(T, buffered_page_size),
+    {.key = "buffered_page_size", .type = RCI_CFG_SIZE, .def = "64k", .min = 1024,
+     .max = 64ull << 20, RCI_CFG_FIELD(T, buffered_page_size),
      .help = "Bytes of one buffered-mode page; at most rx_buffer_size."},
-    {.key = "flush_timeout", .type = RC_CFG_DURATION, .def = "1ms", .min = 1000, .max = 10 * S,
-     RC_CFG_FIELD(T, flush_timeout_ns),
+    {.key = "flush_timeout", .type = RCI_CFG_DURATION, .def = "1ms", .min = 1000, .max = 10 * S,
+     RCI_CFG_FIELD(T, flush_timeout_ns),
      .help = "A buffered page that is not full is sent at the latest after this."},
-    {.key = "rx_buffers", .type = RC_CFG_UINT, .def = "64", .min = 1, .max = 65536,
-     RC_CFG_FIELD(T, rx_buffers),
+    {.key = "rx_buffers", .type = RCI_CFG_UINT, .def = "64", .min = 1, .max = 65536,
+     RCI_CFG_FIELD(T, rx_buffers),
      .help = "Receive buffers of a subscriber."},
-    {.key = "rx_buffer_size", .type = RC_CFG_SIZE, .def = "64k", .min = 1024, .max = 64ull << 20,
-     RC_CFG_FIELD(T, rx_buffer_size),
+    {.key = "rx_buffer_size", .type = RCI_CFG_SIZE, .def = "64k", .min = 1024, .max = 64ull << 20,
+     RCI_CFG_FIELD(T, rx_buffer_size),
      .help = "Bytes of one receive buffer; must hold the largest page."},
-    {.key = "peer_timeout", .type = RC_CFG_DURATION, .def = "3s", .min = 10 * MS, .max = 600 * S,
-     RC_CFG_FIELD(T, peer_timeout_ns),
+    {.key = "peer_timeout", .type = RCI_CFG_DURATION, .def = "3s", .min = 10 * MS, .max = 600 * S,
+     RCI_CFG_FIELD(T, peer_timeout_ns),
      .help = "A peer silent this long is dead and its chunks are released."},
-    {.key = "heartbeat", .type = RC_CFG_DURATION, .def = "500ms", .min = 1 * MS, .max = 60 * S,
-     RC_CFG_FIELD(T, heartbeat_ns),
+    {.key = "heartbeat", .type = RCI_CFG_DURATION, .def = "500ms", .min = 1 * MS, .max = 60 * S,
+     RCI_CFG_FIELD(T, heartbeat_ns),
      .help = "Both sides send a heartbeat this often; less than peer_timeout."},
-    {.key = "poll_spin", .type = RC_CFG_DURATION, .def = "20us", .min = 0, .max = 1 * S,
-     RC_CFG_FIELD(T, poll_spin_ns),
+    {.key = "poll_spin", .type = RCI_CFG_DURATION, .def = "20us", .min = 0, .max = 1 * S,
+     RCI_CFG_FIELD(T, poll_spin_ns),
      .help = "Poll the completion queue this long before sleeping on its file descriptor."},
-    {.key = "max_subscribers", .type = RC_CFG_UINT, .def = "64", .min = 1, .max = 4096,
-     RC_CFG_FIELD(T, max_subscribers),
+    {.key = "max_subscribers", .type = RCI_CFG_UINT, .def = "64", .min = 1, .max = 4096,
+     RCI_CFG_FIELD(T, max_subscribers),
      .help = "Subscribers connected at the same time."},
-    {.key = "max_tags_per_subscriber", .type = RC_CFG_UINT, .def = "0", .min = 0,
-     .max = UINT32_MAX, RC_CFG_FIELD(T, max_tags_per_subscriber),
+    {.key = "max_tags_per_subscriber", .type = RCI_CFG_UINT, .def = "0", .min = 0,
+     .max = UINT32_MAX, RCI_CFG_FIELD(T, max_tags_per_subscriber),
      .help = "Tags one subscriber may subscribe to, a range counting as its size; 0 = no limit"
              " ('all' is 2^64 tags). Memory per subscriber is bounded by its at most 1024 ranges."},
-    {.key = "allow", .type = RC_CFG_STRING, .def = "", .min = 0, .max = 191,
-     RC_CFG_FIELD(T, allow), .validate = validate_allow,
+    {.key = "allow", .type = RCI_CFG_STRING, .def = "", .min = 0, .max = 191,
+     RCI_CFG_FIELD(T, allow), .validate = validate_allow,
      .help = "Subscriber networks accepted, comma-separated CIDR (127.0.0.0/8, 10.1.0.0/16, fd00::/8;"
              " at most 16); empty = everyone. Others are refused and counted."},
     /* Fault injection: for tests of the error paths, never for production. */
-    {.key = "fault_send_error_every", .type = RC_CFG_UINT, .def = "0", .min = 0, .max = UINT64_MAX,
-     RC_CFG_FIELD(T, faults.send_error_every),
+    {.key = "fault_send_error_every", .type = RCI_CFG_UINT, .def = "0", .min = 0, .max = UINT64_MAX,
+     RCI_CFG_FIELD(T, faults.send_error_every),
      .help = "TESTING ONLY: report every Nth successful data send completion as an error"
              " (its subscriber is then declared dead); 0 = off."},
-    {.key = "fault_eagain_every", .type = RC_CFG_UINT, .def = "0", .min = 0, .max = UINT64_MAX,
-     RC_CFG_FIELD(T, faults.eagain_every),
+    {.key = "fault_eagain_every", .type = RCI_CFG_UINT, .def = "0", .min = 0, .max = UINT64_MAX,
+     RCI_CFG_FIELD(T, faults.eagain_every),
      .help = "TESTING ONLY: every Nth data send starts a storm of provider -FI_EAGAIN refusals; 0 = off."},
-    {.key = "fault_eagain_burst", .type = RC_CFG_UINT, .def = "100", .min = 1, .max = UINT32_MAX,
-     RC_CFG_FIELD(T, faults.eagain_burst),
+    {.key = "fault_eagain_burst", .type = RCI_CFG_UINT, .def = "100", .min = 1, .max = UINT32_MAX,
+     RCI_CFG_FIELD(T, faults.eagain_burst),
      .help = "TESTING ONLY: sends refused in a row by one -FI_EAGAIN storm."},
-    {.key = "fault_eagain_streak", .type = RC_CFG_DURATION, .def = "0", .min = 0, .max = 600 * S,
-     RC_CFG_FIELD(T, faults.eagain_streak_ns),
+    {.key = "fault_eagain_streak", .type = RCI_CFG_DURATION, .def = "0", .min = 0, .max = 600 * S,
+     RCI_CFG_FIELD(T, faults.eagain_streak_ns),
      .help = "TESTING ONLY: every Nth data send (fault_eagain_every) starts a streak this long"
              " refusing sends to that subscriber only; 0 = storms instead."},
 };
 
 /* Set by the program, not by a key: the daemon turns fair shares on
  * (net/fabric_params.h); the loader leaves it false. */
-static const struct rc_cfg_implicit fabric_implicit[] = {
+static const struct rci_cfg_implicit fabric_implicit[] = {
     {.field = "peer_fair_share", .offset = offsetof(T, peer_fair_share),
      .size = sizeof(((T *)0)->peer_fair_share), .align = _Alignof(__typeof__(((T *)0)->peer_fair_share))},
 };
 
-const struct rc_cfg_section rc_cfg_section_fabric = {
+const struct rci_cfg_section rci_cfg_section_fabric = {
     .name = "fabric",
     .repeated = false,
     .help = "The libfabric layer (net/): listening address, queues, buffers, liveness; the daemon publishes on address:port.",
@@ -173,7 +173,7 @@ const struct rc_cfg_section rc_cfg_section_fabric = {
     .nkeys = sizeof fabric_keys / sizeof fabric_keys[0],
     .implicit = fabric_implicit,
     .nimplicit = sizeof fabric_implicit / sizeof fabric_implicit[0],
-    .cfg_offset = offsetof(struct rc_config, fabric),
+    .cfg_offset = offsetof(struct rci_config, fabric),
     .struct_size = sizeof(T),
     .struct_align = _Alignof(T),
 };

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* schema_mode.c — the [mode.N] sections: struct rc_mode_rule (config.h), the
+/* schema_mode.c — the [mode.N] sections: struct rci_mode_rule (config.h), the
  * send mode of a range of tags. Rows follow the pattern described in
  * schema_fabric.c. tags is kept as written (so the effective configuration
  * prints it back) and checked here as it is read; the loader fills first and
@@ -13,12 +13,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#define T struct rc_mode_rule
+#define T struct rci_mode_rule
 
 /* One tag: decimal or 0x hex, blanks around it allowed ("0 - 7"). */
 static int parse_tag(const char *text, size_t len, uint64_t *tag, char *why, size_t whylen)
 {
-    char buf[RC_MODE_TAGS_MAX];
+    char buf[RCI_MODE_TAGS_MAX];
     while (len && (*text == ' ' || *text == '\t')) {
         text++;
         len--;
@@ -30,10 +30,10 @@ static int parse_tag(const char *text, size_t len, uint64_t *tag, char *why, siz
     }
     memcpy(buf, text, len);
     buf[len] = '\0';
-    return rc_cfg_parse_uint(buf, tag, why, whylen);
+    return rci_cfg_parse_uint(buf, tag, why, whylen);
 }
 
-int rc_cfg_parse_tag_range(const char *text, uint64_t *first, uint64_t *last, char *why,
+int rci_cfg_parse_tag_range(const char *text, uint64_t *first, uint64_t *last, char *why,
                            size_t whylen)
 {
     const char *dash = strchr(text, '-');
@@ -61,33 +61,33 @@ int rc_cfg_parse_tag_range(const char *text, uint64_t *first, uint64_t *last, ch
 static int validate_tags(const char *text, char *why, size_t whylen)
 {
     uint64_t first, last;
-    return rc_cfg_parse_tag_range(text, &first, &last, why, whylen);
+    return rci_cfg_parse_tag_range(text, &first, &last, why, whylen);
 }
 
-static const struct rc_cfg_key mode_keys[] = {
+static const struct rci_cfg_key mode_keys[] = {
     /* default empty (min 0): a missing tags key is reported by the loader as missing */
-    {.key = "tags", .type = RC_CFG_STRING, .def = "", .min = 0, .max = RC_MODE_TAGS_MAX - 1,
-     RC_CFG_FIELD(T, tags), .validate = validate_tags, .example = "0-3",
+    {.key = "tags", .type = RCI_CFG_STRING, .def = "", .min = 0, .max = RCI_MODE_TAGS_MAX - 1,
+     RCI_CFG_FIELD(T, tags), .validate = validate_tags, .example = "0-3",
      .help = "Required: the tags of this rule, first-last (inclusive) or one tag, decimal or 0x hex."},
-    {.key = "mode", .type = RC_CFG_ENUM, .def = "zerocopy", .choices = "zerocopy|buffered|auto",
-     RC_CFG_FIELD(T, mode), .example = "buffered",
+    {.key = "mode", .type = RCI_CFG_ENUM, .def = "zerocopy", .choices = "zerocopy|buffered|auto",
+     RCI_CFG_FIELD(T, mode), .example = "buffered",
      .help = "Required: send these tags from the ring (zerocopy), copied into pages (buffered), or buffered below buffered_threshold (auto)."},
-    {.key = "buffered_threshold", .type = RC_CFG_SIZE, .def = "512", .min = 1, .max = 64ull << 20,
-     RC_CFG_FIELD(T, buffered_threshold),
+    {.key = "buffered_threshold", .type = RCI_CFG_SIZE, .def = "512", .min = 1, .max = 64ull << 20,
+     RCI_CFG_FIELD(T, buffered_threshold),
      .help = "With mode = auto: chunks of these tags smaller than this are sent buffered."},
 };
 
-static const struct rc_cfg_implicit mode_implicit[] = {
+static const struct rci_cfg_implicit mode_implicit[] = {
     {.field = "first", .offset = offsetof(T, first), .size = sizeof(((T *)0)->first),
      .align = _Alignof(__typeof__(((T *)0)->first))},
     {.field = "last", .offset = offsetof(T, last), .size = sizeof(((T *)0)->last),
      .align = _Alignof(__typeof__(((T *)0)->last))},
 };
 
-const struct rc_cfg_section rc_cfg_section_mode = {
+const struct rci_cfg_section rci_cfg_section_mode = {
     .name = "mode",
     .repeated = true,
-    .max_instances = RC_MAX_MODE_RULES,
+    .max_instances = RCI_MAX_MODE_RULES,
     .example_commented = true,
     .help = "Send mode of a tag range, numbered 0..n-1 without gaps; the lowest N whose tags "
             "hold a chunk's tag decides (ranges may overlap), other tags follow [readout] mode.",
@@ -95,7 +95,7 @@ const struct rc_cfg_section rc_cfg_section_mode = {
     .nkeys = sizeof mode_keys / sizeof mode_keys[0],
     .implicit = mode_implicit,
     .nimplicit = sizeof mode_implicit / sizeof mode_implicit[0],
-    .cfg_offset = offsetof(struct rc_config, mode_rule),
+    .cfg_offset = offsetof(struct rci_config, mode_rule),
     .struct_size = sizeof(T),
     .struct_align = _Alignof(T),
 };

@@ -51,7 +51,7 @@ struct number {
 };
 
 /* Say why in the caller's buffer and return rc. */
-#define fail(rc, why, whylen, ...) (rc_set_err((why), (whylen), __VA_ARGS__), (rc))
+#define fail(rc, why, whylen, ...) (rci_set_err((why), (whylen), __VA_ARGS__), (rc))
 
 static bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
@@ -170,7 +170,7 @@ static const struct unit *find_unit(const struct unit *units, size_t n, const ch
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
-int rc_cfg_parse_size(const char *s, uint64_t *out, char *why, size_t whylen)
+int rci_cfg_parse_size(const char *s, uint64_t *out, char *why, size_t whylen)
 {
     struct number n;
     const char *p;
@@ -191,7 +191,7 @@ int rc_cfg_parse_size(const char *s, uint64_t *out, char *why, size_t whylen)
     return scale_exact(&n, u->mult, "bytes", out, why, whylen);
 }
 
-int rc_cfg_parse_duration(const char *s, uint64_t *ns, char *why, size_t whylen)
+int rci_cfg_parse_duration(const char *s, uint64_t *ns, char *why, size_t whylen)
 {
     if (s && strcmp(s, "0") == 0) { /* the one value whose unit does not matter */
         *ns = 0;
@@ -222,10 +222,10 @@ static double number_value(const struct number *n)
 static const char *rate_unit_hint = "write e.g. 2.5GB/s, 800MB/s, 10Mchunks/s, 5000chunks/s or "
                                     "'unlimited' (k/M/G = powers of 1000)";
 
-int rc_cfg_parse_rate(const char *s, struct rc_rate *out, char *why, size_t whylen)
+int rci_cfg_parse_rate(const char *s, struct rci_rate *out, char *why, size_t whylen)
 {
     if (s && strcmp(s, "unlimited") == 0) {
-        *out = (struct rc_rate){.unit = RC_RATE_UNLIMITED, .per_second = 0};
+        *out = (struct rci_rate){.unit = RCI_RATE_UNLIMITED, .per_second = 0};
         return 0;
     }
     struct number n;
@@ -240,19 +240,19 @@ int rc_cfg_parse_rate(const char *s, struct rc_rate *out, char *why, size_t whyl
             p++;
             break;
         }
-    enum rc_rate_unit unit;
-    if (strcmp(p, "B/s") == 0) unit = RC_RATE_BYTES;
-    else if (strcmp(p, "chunks/s") == 0) unit = RC_RATE_CHUNKS;
+    enum rci_rate_unit unit;
+    if (strcmp(p, "B/s") == 0) unit = RCI_RATE_BYTES;
+    else if (strcmp(p, "chunks/s") == 0) unit = RCI_RATE_CHUNKS;
     else if (!*p) return fail(-EINVAL, why, whylen, "a rate needs a unit: %s", rate_unit_hint);
     else return fail(-EINVAL, why, whylen, "unknown unit '%s': %s", unit_text, rate_unit_hint);
     double v = number_value(&n) * mult;
     if (!isfinite(v)) return fail(-ERANGE, why, whylen, "too large");
     if (v <= 0) return fail(-EINVAL, why, whylen, "must be more than 0 (write 'unlimited' for no limit)");
-    *out = (struct rc_rate){.unit = unit, .per_second = v};
+    *out = (struct rci_rate){.unit = unit, .per_second = v};
     return 0;
 }
 
-int rc_cfg_parse_bool(const char *s, bool *out, char *why, size_t whylen)
+int rci_cfg_parse_bool(const char *s, bool *out, char *why, size_t whylen)
 {
     static const char *const yes[] = {"true", "yes", "on", "1"};
     static const char *const no[] = {"false", "no", "off", "0"};
@@ -264,7 +264,7 @@ int rc_cfg_parse_bool(const char *s, bool *out, char *why, size_t whylen)
     return fail(-EINVAL, why, whylen, "not a boolean (use true/false, yes/no, on/off or 1/0)");
 }
 
-int rc_cfg_parse_uint(const char *s, uint64_t *out, char *why, size_t whylen)
+int rci_cfg_parse_uint(const char *s, uint64_t *out, char *why, size_t whylen)
 {
     struct number n;
     const char *p;
@@ -295,7 +295,7 @@ static bool is_plain_float(const char *s)
     return *p == '\0';
 }
 
-int rc_cfg_parse_double(const char *s, double *out, char *why, size_t whylen)
+int rci_cfg_parse_double(const char *s, double *out, char *why, size_t whylen)
 {
     if (!s || !*s) return fail(-EINVAL, why, whylen, "empty value");
     if (*s == '-') return fail(-EINVAL, why, whylen, "negative values are not allowed");
@@ -308,7 +308,7 @@ int rc_cfg_parse_double(const char *s, double *out, char *why, size_t whylen)
     return 0;
 }
 
-char *rc_cfg_format_double(double d, char *buf, size_t len)
+char *rci_cfg_format_double(double d, char *buf, size_t len)
 {
     for (int prec = 1; prec <= 17; prec++) {
         snprintf(buf, len, "%.*g", prec, d);
@@ -319,11 +319,11 @@ char *rc_cfg_format_double(double d, char *buf, size_t len)
 
 /* ---- public wrappers ---- */
 
-int rc_parse_size(const char *s, uint64_t *out) { return rc_cfg_parse_size(s, out, NULL, 0); }
-int rc_parse_duration(const char *s, uint64_t *ns) { return rc_cfg_parse_duration(s, ns, NULL, 0); }
-int rc_parse_rate(const char *s, struct rc_rate *out) { return rc_cfg_parse_rate(s, out, NULL, 0); }
-int rc_parse_bool(const char *s, bool *out) { return rc_cfg_parse_bool(s, out, NULL, 0); }
-int rc_parse_uint(const char *s, uint64_t *out) { return rc_cfg_parse_uint(s, out, NULL, 0); }
+int rci_parse_size(const char *s, uint64_t *out) { return rci_cfg_parse_size(s, out, NULL, 0); }
+int rci_parse_duration(const char *s, uint64_t *ns) { return rci_cfg_parse_duration(s, ns, NULL, 0); }
+int rci_parse_rate(const char *s, struct rci_rate *out) { return rci_cfg_parse_rate(s, out, NULL, 0); }
+int rci_parse_bool(const char *s, bool *out) { return rci_cfg_parse_bool(s, out, NULL, 0); }
+int rci_parse_uint(const char *s, uint64_t *out) { return rci_cfg_parse_uint(s, out, NULL, 0); }
 
 /* ---- formatters ---- */
 
@@ -343,7 +343,7 @@ static char *format_exact(uint64_t v, const struct unit *units, size_t n, char *
     return buf;
 }
 
-char *rc_format_size(uint64_t bytes, char *buf, size_t len)
+char *rci_format_size(uint64_t bytes, char *buf, size_t len)
 {
     static const struct unit out_units[] = {
         {"T", 1ull << 40}, {"G", 1ull << 30}, {"M", 1ull << 20}, {"k", 1ull << 10}, {"", 1},
@@ -351,7 +351,7 @@ char *rc_format_size(uint64_t bytes, char *buf, size_t len)
     return format_exact(bytes, out_units, NELEM(out_units), buf, len);
 }
 
-char *rc_format_duration(uint64_t ns, char *buf, size_t len)
+char *rci_format_duration(uint64_t ns, char *buf, size_t len)
 {
     static const struct unit out_units[] = {
         {"s", 1000000000}, {"ms", 1000000}, {"us", 1000}, {"ns", 1},
@@ -361,21 +361,21 @@ char *rc_format_duration(uint64_t ns, char *buf, size_t len)
 
 /* Try the largest SI multiplier and the fewest decimals whose text reads back
  * to exactly the same double, so that printed configurations round-trip. */
-char *rc_format_rate(const struct rc_rate *rate, char *buf, size_t len)
+char *rci_format_rate(const struct rci_rate *rate, char *buf, size_t len)
 {
     static const struct unit mults[] = {{"G", 1000000000}, {"M", 1000000}, {"k", 1000}, {"", 1}};
-    if (rate->unit == RC_RATE_UNLIMITED) {
+    if (rate->unit == RCI_RATE_UNLIMITED) {
         snprintf(buf, len, "unlimited");
         return buf;
     }
-    const char *unit = rate->unit == RC_RATE_CHUNKS ? "chunks/s" : "B/s";
+    const char *unit = rate->unit == RCI_RATE_CHUNKS ? "chunks/s" : "B/s";
     for (size_t m = 0; m < NELEM(mults); m++) {
         double v = rate->per_second / (double)mults[m].mult;
         if (v < 1 && mults[m].mult != 1) continue;
         for (int decimals = 0; decimals <= (int)MAX_FRACTION_DIGITS; decimals++) {
-            struct rc_rate back;
+            struct rci_rate back;
             snprintf(buf, len, "%.*f%s%s", decimals, v, mults[m].name, unit);
-            if (rc_cfg_parse_rate(buf, &back, NULL, 0) == 0 && back.unit == rate->unit &&
+            if (rci_cfg_parse_rate(buf, &back, NULL, 0) == 0 && back.unit == rate->unit &&
                 back.per_second == rate->per_second)
                 return buf;
         }

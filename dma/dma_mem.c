@@ -17,10 +17,10 @@
 #define MAP_HUGE_SHIFT 26
 #endif
 /* Ask for 2 MiB pages explicitly: the default huge page size may be 1 GiB. */
-#define RC_MAP_HUGE_2MB (21 << MAP_HUGE_SHIFT)
+#define RCI_MAP_HUGE_2MB (21 << MAP_HUGE_SHIFT)
 
 static const char *const backend_names[] = {
-    [RC_MEM_ANON] = "anon", [RC_MEM_HUGETLB] = "hugetlb", [RC_MEM_SHM] = "shm",
+    [RCI_MEM_ANON] = "anon", [RCI_MEM_HUGETLB] = "hugetlb", [RCI_MEM_SHM] = "shm",
 };
 
 static void add_warning(char *err, size_t errlen, const char *fmt, ...)
@@ -44,17 +44,17 @@ static void add_warning(char *err, size_t errlen, const char *fmt, ...)
     va_end(ap);
 }
 
-const char *rc_mem_backend_name(enum rc_mem_backend b)
+const char *rci_mem_backend_name(enum rci_mem_backend b)
 {
     if ((unsigned)b < sizeof backend_names / sizeof backend_names[0]) return backend_names[b];
     return "unknown";
 }
 
-int rc_mem_backend_parse(const char *s, enum rc_mem_backend *out)
+int rci_mem_backend_parse(const char *s, enum rci_mem_backend *out)
 {
     for (unsigned i = 0; s && i < sizeof backend_names / sizeof backend_names[0]; i++) {
         if (strcmp(s, backend_names[i]) == 0) {
-            *out = (enum rc_mem_backend)i;
+            *out = (enum rci_mem_backend)i;
             return 0;
         }
     }
@@ -63,7 +63,7 @@ int rc_mem_backend_parse(const char *s, enum rc_mem_backend *out)
 
 /* Pin the pages so the card's DMA target never moves or swaps. A failure is
  * not fatal here: the region works, the caller is told and decides. */
-static void lock_region(struct rc_mem_region *r, char *err, size_t errlen)
+static void lock_region(struct rci_mem_region *r, char *err, size_t errlen)
 {
     if (mlock(r->addr, r->size) == 0) {
         r->locked = true;
@@ -73,16 +73,16 @@ static void lock_region(struct rc_mem_region *r, char *err, size_t errlen)
     add_warning(err, errlen,
             "%s: mlock of %zu bytes failed (%s): memory is usable but not pinned; "
             "raise RLIMIT_MEMLOCK (ulimit -l) or grant CAP_IPC_LOCK",
-            rc_mem_backend_name(r->backend), r->size, strerror(r->lock_errno));
+            rci_mem_backend_name(r->backend), r->size, strerror(r->lock_errno));
 }
 
-static int map_anon(struct rc_mem_region *r, char *err, size_t errlen)
+static int map_anon(struct rci_mem_region *r, char *err, size_t errlen)
 {
     void *p = mmap(NULL, r->size, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     if (p == MAP_FAILED) {
         int e = errno;
-        rc_set_err(err, errlen, "anon: mmap of %zu bytes failed: %s", r->size, strerror(e));
+        rci_set_err(err, errlen, "anon: mmap of %zu bytes failed: %s", r->size, strerror(e));
         return -e;
     }
     r->addr = p;
@@ -100,15 +100,15 @@ static long read_long_file(const char *path)
     return v;
 }
 
-static int map_hugetlb(struct rc_mem_region *r, char *err, size_t errlen)
+static int map_hugetlb(struct rci_mem_region *r, char *err, size_t errlen)
 {
-    if (r->size % RC_MEM_HUGE_PAGE != 0) {
-        rc_set_err(err, errlen, "hugetlb: size %zu is not a multiple of 2 MiB (%zu bytes)",
-                r->size, RC_MEM_HUGE_PAGE);
+    if (r->size % RCI_MEM_HUGE_PAGE != 0) {
+        rci_set_err(err, errlen, "hugetlb: size %zu is not a multiple of 2 MiB (%zu bytes)",
+                r->size, RCI_MEM_HUGE_PAGE);
         return -EINVAL;
     }
     void *p = mmap(NULL, r->size, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | RC_MAP_HUGE_2MB | MAP_POPULATE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | RCI_MAP_HUGE_2MB | MAP_POPULATE,
                    -1, 0);
     if (p == MAP_FAILED) {
         int e = errno;
@@ -118,11 +118,11 @@ static int map_hugetlb(struct rc_mem_region *r, char *err, size_t errlen)
         long total = read_long_file(path);
         snprintf(path, sizeof path, "%s/free_hugepages", dir);
         long free_pages = read_long_file(path);
-        rc_set_err(err, errlen,
+        rci_set_err(err, errlen,
                 "hugetlb: cannot map %zu bytes (%zu pages of 2 MiB): %s; 2 MiB huge pages "
                 "reserved %ld, free %ld; reserve them in /proc/sys/vm/nr_hugepages "
                 "(or %s/nr_hugepages)",
-                r->size, r->size / RC_MEM_HUGE_PAGE, strerror(e), total, free_pages, dir);
+                r->size, r->size / RCI_MEM_HUGE_PAGE, strerror(e), total, free_pages, dir);
         return -e;
     }
     r->addr = p;
@@ -135,7 +135,7 @@ static bool shm_name_char_ok(char c)
            c == '.' || c == '_' || c == '-';
 }
 
-bool rc_mem_shm_name_chars_ok(const char *name)
+bool rci_mem_shm_name_chars_ok(const char *name)
 {
     if (name[0] == '.') return false;
     for (; *name; name++)
@@ -146,22 +146,22 @@ bool rc_mem_shm_name_chars_ok(const char *name)
 static int check_shm_name(const char *name, char *err, size_t errlen)
 {
     if (!name || !name[0]) {
-        rc_set_err(err, errlen, "shm: empty object name");
+        rci_set_err(err, errlen, "shm: empty object name");
         return -EINVAL;
     }
     size_t len = strlen(name);
-    if (len > RC_MEM_NAME_MAX) {
-        rc_set_err(err, errlen, "shm: object name '%.*s...' is %zu characters, at most %d allowed",
-                20, name, len, RC_MEM_NAME_MAX);
+    if (len > RCI_MEM_NAME_MAX) {
+        rci_set_err(err, errlen, "shm: object name '%.*s...' is %zu characters, at most %d allowed",
+                20, name, len, RCI_MEM_NAME_MAX);
         return -EINVAL;
     }
     if (name[0] == '.') {
-        rc_set_err(err, errlen, "shm: object name '%s' must not start with '.'", name);
+        rci_set_err(err, errlen, "shm: object name '%s' must not start with '.'", name);
         return -EINVAL;
     }
     for (size_t i = 0; i < len; i++) {
         if (!shm_name_char_ok(name[i])) {
-            rc_set_err(err, errlen,
+            rci_set_err(err, errlen,
                     "shm: object name '%s' has '%c' at %zu; only [A-Za-z0-9._-] allowed "
                     "(no '/': the name lives directly in /dev/shm)",
                     name, name[i], i);
@@ -171,7 +171,7 @@ static int check_shm_name(const char *name, char *err, size_t errlen)
     return 0;
 }
 
-/* An existing object whose creator still maps it is locked (see rc_mem_map).
+/* An existing object whose creator still maps it is locked (see rci_mem_map).
  * Returns 0 if it was stale and is now unlinked, -EEXIST if it is in use. */
 static int remove_if_stale(const char *path, char *err, size_t errlen)
 {
@@ -181,7 +181,7 @@ static int remove_if_stale(const char *path, char *err, size_t errlen)
         int e = errno;
         close(fd);
         if (e != EWOULDBLOCK) return -e;
-        rc_set_err(err, errlen,
+        rci_set_err(err, errlen,
                 "shm: /dev/shm%s exists and is in use by a running process "
                 "(another ringcast instance with the same name?)",
                 path);
@@ -194,24 +194,24 @@ static int remove_if_stale(const char *path, char *err, size_t errlen)
     return rc;
 }
 
-static int shm_create_fd(struct rc_mem_region *r, const char *path, char *err, size_t errlen)
+static int shm_create_fd(struct rci_mem_region *r, const char *path, char *err, size_t errlen)
 {
     int fd = shm_open(path, O_CREAT | O_EXCL | O_RDWR, 0600);
     if (fd < 0 && errno == EEXIST) {
         int rc = remove_if_stale(path, err, errlen);
         if (rc == -EEXIST) return rc;
         if (rc < 0) {
-            rc_set_err(err, errlen, "shm: cannot remove stale /dev/shm%s: %s", path, strerror(-rc));
+            rci_set_err(err, errlen, "shm: cannot remove stale /dev/shm%s: %s", path, strerror(-rc));
             return rc;
         }
         fd = shm_open(path, O_CREAT | O_EXCL | O_RDWR, 0600);
         if (fd >= 0)
-            rc_set_err(err, errlen, "shm: replaced stale /dev/shm%s left by a process that died",
+            rci_set_err(err, errlen, "shm: replaced stale /dev/shm%s left by a process that died",
                     path);
     }
     if (fd < 0) {
         int e = errno;
-        rc_set_err(err, errlen, "shm: cannot create /dev/shm%s (%zu bytes): %s", path, r->size,
+        rci_set_err(err, errlen, "shm: cannot create /dev/shm%s (%zu bytes): %s", path, r->size,
                 strerror(e));
         return -e;
     }
@@ -219,7 +219,7 @@ static int shm_create_fd(struct rc_mem_region *r, const char *path, char *err, s
      * the process dies), so a later creator can tell stale from in use. */
     if (flock(fd, LOCK_EX | LOCK_NB) != 0 || ftruncate(fd, (off_t)r->size) != 0) {
         int e = errno;
-        rc_set_err(err, errlen, "shm: cannot set up /dev/shm%s (%zu bytes): %s", path, r->size,
+        rci_set_err(err, errlen, "shm: cannot set up /dev/shm%s (%zu bytes): %s", path, r->size,
                 strerror(e));
         shm_unlink(path);
         close(fd);
@@ -228,12 +228,12 @@ static int shm_create_fd(struct rc_mem_region *r, const char *path, char *err, s
     return fd;
 }
 
-static int shm_attach_fd(struct rc_mem_region *r, const char *path, char *err, size_t errlen)
+static int shm_attach_fd(struct rci_mem_region *r, const char *path, char *err, size_t errlen)
 {
     int fd = shm_open(path, O_RDWR, 0);
     if (fd < 0) {
         int e = errno;
-        rc_set_err(err, errlen, "shm: cannot attach to /dev/shm%s: %s%s", path, strerror(e),
+        rci_set_err(err, errlen, "shm: cannot attach to /dev/shm%s: %s%s", path, strerror(e),
                 e == ENOENT ? " (is the creating process running?)" : "");
         return -e;
     }
@@ -241,31 +241,31 @@ static int shm_attach_fd(struct rc_mem_region *r, const char *path, char *err, s
     if (fstat(fd, &st) != 0) {
         int e = errno;
         close(fd);
-        rc_set_err(err, errlen, "shm: cannot stat /dev/shm%s: %s", path, strerror(e));
+        rci_set_err(err, errlen, "shm: cannot stat /dev/shm%s: %s", path, strerror(e));
         return -e;
     }
     if ((uint64_t)st.st_size != r->size) {
         close(fd);
-        rc_set_err(err, errlen, "shm: /dev/shm%s has %lld bytes, expected %zu", path,
+        rci_set_err(err, errlen, "shm: /dev/shm%s has %lld bytes, expected %zu", path,
                 (long long)st.st_size, r->size);
         return -EINVAL;
     }
     return fd;
 }
 
-static int map_shm(struct rc_mem_region *r, const char *name, bool create, char *err,
+static int map_shm(struct rci_mem_region *r, const char *name, bool create, char *err,
                    size_t errlen)
 {
     int rc = check_shm_name(name, err, errlen);
     if (rc < 0) return rc;
-    char path[RC_MEM_NAME_MAX + 2];
+    char path[RCI_MEM_NAME_MAX + 2];
     snprintf(path, sizeof path, "/%s", name);
     int fd = create ? shm_create_fd(r, path, err, errlen) : shm_attach_fd(r, path, err, errlen);
     if (fd < 0) return fd;
     void *p = mmap(NULL, r->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
     if (p == MAP_FAILED) {
         int e = errno;
-        rc_set_err(err, errlen, "shm: mmap of /dev/shm%s (%zu bytes) failed: %s", path, r->size,
+        rci_set_err(err, errlen, "shm: mmap of /dev/shm%s (%zu bytes) failed: %s", path, r->size,
                 strerror(e));
         if (create) shm_unlink(path);
         close(fd);
@@ -282,29 +282,29 @@ static int map_shm(struct rc_mem_region *r, const char *name, bool create, char 
     return 0;
 }
 
-int rc_mem_map(enum rc_mem_backend b, size_t size, const char *shm_name, bool create,
-               bool lock, struct rc_mem_region *out, char *err, size_t errlen)
+int rci_mem_map(enum rci_mem_backend b, size_t size, const char *shm_name, bool create,
+               bool lock, struct rci_mem_region *out, char *err, size_t errlen)
 {
-    rc_set_err(err, errlen, "%s", "");
+    rci_set_err(err, errlen, "%s", "");
     memset(out, 0, sizeof *out);
     out->fd = -1;
     out->backend = b;
     out->size = size;
     if (size == 0) {
-        rc_set_err(err, errlen, "%s: size 0", rc_mem_backend_name(b));
+        rci_set_err(err, errlen, "%s: size 0", rci_mem_backend_name(b));
         return -EINVAL;
     }
-    if (!create && b != RC_MEM_SHM) {
-        rc_set_err(err, errlen, "%s: only shm regions can be attached to", rc_mem_backend_name(b));
+    if (!create && b != RCI_MEM_SHM) {
+        rci_set_err(err, errlen, "%s: only shm regions can be attached to", rci_mem_backend_name(b));
         return -EINVAL;
     }
     int rc;
     switch (b) {
-    case RC_MEM_ANON:    rc = map_anon(out, err, errlen); break;
-    case RC_MEM_HUGETLB: rc = map_hugetlb(out, err, errlen); break;
-    case RC_MEM_SHM:     rc = map_shm(out, shm_name, create, err, errlen); break;
+    case RCI_MEM_ANON:    rc = map_anon(out, err, errlen); break;
+    case RCI_MEM_HUGETLB: rc = map_hugetlb(out, err, errlen); break;
+    case RCI_MEM_SHM:     rc = map_shm(out, shm_name, create, err, errlen); break;
     default:
-        rc_set_err(err, errlen, "memory backend %d unknown", (int)b);
+        rci_set_err(err, errlen, "memory backend %d unknown", (int)b);
         rc = -EINVAL;
     }
     if (rc < 0) {
@@ -315,12 +315,12 @@ int rc_mem_map(enum rc_mem_backend b, size_t size, const char *shm_name, bool cr
     return 0;
 }
 
-void rc_mem_unmap(struct rc_mem_region *r)
+void rci_mem_unmap(struct rci_mem_region *r)
 {
     if (!r || !r->addr) return;
     munmap(r->addr, r->size);   /* also drops the mlock */
     if (r->owner) {
-        char path[RC_MEM_NAME_MAX + 2];
+        char path[RCI_MEM_NAME_MAX + 2];
         snprintf(path, sizeof path, "/%s", r->name);
         shm_unlink(path);
         close(r->fd);           /* releases the liveness lock */

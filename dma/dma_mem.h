@@ -1,40 +1,40 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* dma_mem.h — memory for DMA rings and for anything a second process must map
  * (the simulated card's BAR). Backends:
- *   RC_MEM_ANON     anonymous mmap (+ mlock): the default;
- *   RC_MEM_HUGETLB  MAP_HUGETLB (2 MiB pages); fails clearly if none are free;
- *   RC_MEM_SHM      a POSIX shared-memory object /dev/shm/<name>, so that a
+ *   RCI_MEM_ANON     anonymous mmap (+ mlock): the default;
+ *   RCI_MEM_HUGETLB  MAP_HUGETLB (2 MiB pages); fails clearly if none are free;
+ *   RCI_MEM_SHM      a POSIX shared-memory object /dev/shm/<name>, so that a
  *                   simulator in another process can write into it.
  *
  * All mappings are populated at map time (MAP_POPULATE), so the hot path never
  * takes a first-touch page fault. Not thread-safe per region: map and unmap a
  * region from one thread.
  */
-#ifndef RC_DMA_MEM_H
-#define RC_DMA_MEM_H
+#ifndef RCI_DMA_MEM_H
+#define RCI_DMA_MEM_H
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-enum rc_mem_backend { RC_MEM_ANON = 0, RC_MEM_HUGETLB, RC_MEM_SHM };
+enum rci_mem_backend { RCI_MEM_ANON = 0, RCI_MEM_HUGETLB, RCI_MEM_SHM };
 
-#define RC_MEM_HUGE_PAGE   ((size_t)2 << 20)   /* RC_MEM_HUGETLB sizes are multiples of this */
-#define RC_MEM_NAME_MAX    63                  /* longest shm name (without the '/') */
+#define RCI_MEM_HUGE_PAGE   ((size_t)2 << 20)   /* RCI_MEM_HUGETLB sizes are multiples of this */
+#define RCI_MEM_NAME_MAX    63                  /* longest shm name (without the '/') */
 
-struct rc_mem_region {
+struct rci_mem_region {
     uint8_t *addr;        /* NULL when not mapped */
     size_t size;
-    enum rc_mem_backend backend;
+    enum rci_mem_backend backend;
     bool locked;          /* mlock succeeded */
     int lock_errno;       /* why mlock failed (0: it did not, or was not asked for) */
     bool owner;           /* created (and will unlink) the shm object */
     int fd;               /* owner's shm descriptor, holds the liveness lock; else -1 */
-    char name[RC_MEM_NAME_MAX + 1];   /* shm object name without the leading '/' */
+    char name[RCI_MEM_NAME_MAX + 1];   /* shm object name without the leading '/' */
 };
 
-const char *rc_mem_backend_name(enum rc_mem_backend b);
+const char *rci_mem_backend_name(enum rci_mem_backend b);
 /* Parse "anon" | "hugetlb" | "shm"; returns 0 or -EINVAL. */
-int rc_mem_backend_parse(const char *s, enum rc_mem_backend *out);
+int rci_mem_backend_parse(const char *s, enum rci_mem_backend *out);
 
 /* Allocate (create = true) or attach to (create = false, SHM only) a region.
  * Returns 0 or -errno with a message naming the backend and size in err.
@@ -43,7 +43,7 @@ int rc_mem_backend_parse(const char *s, enum rc_mem_backend *out);
  *    lock_errno set; the caller decides whether that is acceptable);
  *  - SHM create replaced a stale object left by a killed process.
  *
- * SHM names: 1..RC_MEM_NAME_MAX characters of [A-Za-z0-9._-], not starting
+ * SHM names: 1..RCI_MEM_NAME_MAX characters of [A-Za-z0-9._-], not starting
  * with '.'. Create uses O_EXCL. If /dev/shm/<name> already exists, the creator
  * checks whether its owner is alive: a live owner holds an exclusive flock()
  * on the object for as long as it is mapped, so
@@ -51,15 +51,15 @@ int rc_mem_backend_parse(const char *s, enum rc_mem_backend *out);
  *  - lock free   -> the object is stale (its owner died): it is unlinked and
  *                   recreated, and err says so.
  * Attach (create = false) maps an existing object whose size must equal size.
- * The owner unlinks the object in rc_mem_unmap(); attached mappings stay valid
+ * The owner unlinks the object in rci_mem_unmap(); attached mappings stay valid
  * until they are unmapped too. */
-int  rc_mem_map(enum rc_mem_backend b, size_t size, const char *shm_name, bool create,
-                bool lock, struct rc_mem_region *out, char *err, size_t errlen);
+int  rci_mem_map(enum rci_mem_backend b, size_t size, const char *shm_name, bool create,
+                bool lock, struct rci_mem_region *out, char *err, size_t errlen);
 /* The SHM name rule above without its length bound (a caller may add a
  * suffix before mapping): only [A-Za-z0-9._-], not starting with '.'. */
-bool rc_mem_shm_name_chars_ok(const char *name);
+bool rci_mem_shm_name_chars_ok(const char *name);
 /* Unmap (and, for the shm owner, unlink). Safe on a zeroed or already
  * unmapped region. */
-void rc_mem_unmap(struct rc_mem_region *r);
+void rci_mem_unmap(struct rci_mem_region *r);
 
 #endif

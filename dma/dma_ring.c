@@ -31,9 +31,9 @@
 
 #define SLOT_RELEASED 1ull
 
-struct rc_dma_ring {
+struct rci_dma_ring {
     /* Immutable after create. */
-    struct rc_mem_region mem;
+    struct rci_mem_region mem;
     uint64_t size, unit, units;
     unsigned count_bits;
     uint64_t count_mask, tag_mask;
@@ -42,18 +42,18 @@ struct rc_dma_ring {
     /* Written by the owner, read by releasers on every release: kept apart
      * from the owner's other fields so that those writes do not invalidate
      * this line under the releasing threads. */
-    _Alignas(RC_CACHE_LINE) _Atomic uint64_t read_units;
+    _Alignas(RCI_CACHE_LINE) _Atomic uint64_t read_units;
     _Atomic uint64_t taken_units;
 
     /* Written by the owner only; atomics so that getters on other threads
      * read whole values (relaxed: each is a statistic or a single position). */
-    _Alignas(RC_CACHE_LINE) _Atomic uint64_t written;
+    _Alignas(RCI_CACHE_LINE) _Atomic uint64_t written;
     _Atomic uint64_t high_water, takes, releases, bad_written;
     _Atomic uint64_t full_ns;
     _Atomic uint64_t full_since_ns;      /* 0: not full */
 
     /* Written by any thread, rarely (bad keys only). */
-    _Alignas(RC_CACHE_LINE) _Atomic uint64_t bad_releases;
+    _Alignas(RCI_CACHE_LINE) _Atomic uint64_t bad_releases;
 };
 
 
@@ -80,31 +80,31 @@ static unsigned bits_for(uint64_t v)
     return v ? 64u - (unsigned)__builtin_clzll(v) : 0u;
 }
 
-static int check_params(const struct rc_dma_ring_params *p, char *err, size_t errlen)
+static int check_params(const struct rci_dma_ring_params *p, char *err, size_t errlen)
 {
     if (!p) {
-        rc_set_err(err, errlen, "dma ring: no parameters");
+        rci_set_err(err, errlen, "dma ring: no parameters");
         return -EINVAL;
     }
     if (p->unit_size == 0 || p->size == 0 || p->size % p->unit_size != 0) {
-        rc_set_err(err, errlen, "dma ring: size %zu must be a non-zero multiple of unit size %zu",
+        rci_set_err(err, errlen, "dma ring: size %zu must be a non-zero multiple of unit size %zu",
                 p->size, p->unit_size);
         return -EINVAL;
     }
-    if (p->size / p->unit_size > RC_DMA_RING_MAX_UNITS) {
-        rc_set_err(err, errlen, "dma ring: %zu units of %zu bytes, at most %llu allowed",
-                p->size / p->unit_size, p->unit_size, RC_DMA_RING_MAX_UNITS);
+    if (p->size / p->unit_size > RCI_DMA_RING_MAX_UNITS) {
+        rci_set_err(err, errlen, "dma ring: %zu units of %zu bytes, at most %llu allowed",
+                p->size / p->unit_size, p->unit_size, RCI_DMA_RING_MAX_UNITS);
         return -EINVAL;
     }
     return 0;
 }
 
-static int alloc_ring(uint64_t units, struct rc_dma_ring **out)
+static int alloc_ring(uint64_t units, struct rci_dma_ring **out)
 {
-    struct rc_dma_ring *r = NULL;
+    struct rci_dma_ring *r = NULL;
     void *slots = NULL;
-    if (posix_memalign((void **)&r, RC_CACHE_LINE, sizeof *r) != 0) return -ENOMEM;
-    if (posix_memalign(&slots, RC_CACHE_LINE, units * sizeof(_Atomic uint64_t)) != 0) {
+    if (posix_memalign((void **)&r, RCI_CACHE_LINE, sizeof *r) != 0) return -ENOMEM;
+    if (posix_memalign(&slots, RCI_CACHE_LINE, units * sizeof(_Atomic uint64_t)) != 0) {
         free(r);
         return -ENOMEM;
     }
@@ -115,20 +115,20 @@ static int alloc_ring(uint64_t units, struct rc_dma_ring **out)
     return 0;
 }
 
-int rc_dma_ring_create(const struct rc_dma_ring_params *p, struct rc_dma_ring **out,
+int rci_dma_ring_create(const struct rci_dma_ring_params *p, struct rci_dma_ring **out,
                        char *err, size_t errlen)
 {
-    rc_set_err(err, errlen, "%s", "");
+    rci_set_err(err, errlen, "%s", "");
     int rc = check_params(p, err, errlen);
     if (rc < 0) return rc;
-    struct rc_dma_ring *r;
+    struct rci_dma_ring *r;
     uint64_t units = p->size / p->unit_size;
     if (alloc_ring(units, &r) < 0) {
-        rc_set_err(err, errlen, "dma ring: no memory for %llu unit slots",
+        rci_set_err(err, errlen, "dma ring: no memory for %llu unit slots",
                 (unsigned long long)units);
         return -ENOMEM;
     }
-    rc = rc_mem_map(p->backend, p->size, p->shm_name, true, p->lock_memory, &r->mem, err,
+    rc = rci_mem_map(p->backend, p->size, p->shm_name, true, p->lock_memory, &r->mem, err,
                     errlen);
     if (rc < 0) {
         free(r->slots);
@@ -145,49 +145,49 @@ int rc_dma_ring_create(const struct rc_dma_ring_params *p, struct rc_dma_ring **
     return 0;
 }
 
-void rc_dma_ring_destroy(struct rc_dma_ring *r)
+void rci_dma_ring_destroy(struct rci_dma_ring *r)
 {
     if (!r) return;
-    rc_mem_unmap(&r->mem);
+    rci_mem_unmap(&r->mem);
     free(r->slots);
     free(r);
 }
 
-uint8_t *rc_dma_ring_addr(const struct rc_dma_ring *r) { return r->mem.addr; }
-size_t rc_dma_ring_size(const struct rc_dma_ring *r) { return r->size; }
-size_t rc_dma_ring_unit(const struct rc_dma_ring *r) { return r->unit; }
-const struct rc_mem_region *rc_dma_ring_region(const struct rc_dma_ring *r) { return &r->mem; }
+uint8_t *rci_dma_ring_addr(const struct rci_dma_ring *r) { return r->mem.addr; }
+size_t rci_dma_ring_size(const struct rci_dma_ring *r) { return r->size; }
+size_t rci_dma_ring_unit(const struct rci_dma_ring *r) { return r->unit; }
+const struct rci_mem_region *rci_dma_ring_region(const struct rci_dma_ring *r) { return &r->mem; }
 
 /* Acquire pairs with the release store in advance(): a reader that sees a
  * read position also sees the written position that allowed it, so
  * written - read computed afterwards never underflows. */
-uint64_t rc_dma_ring_read_pos(const struct rc_dma_ring *r)
+uint64_t rci_dma_ring_read_pos(const struct rci_dma_ring *r)
 {
     return atomic_load_explicit(&r->read_units, memory_order_acquire) * r->unit;
 }
 
-uint64_t rc_dma_ring_written_pos(const struct rc_dma_ring *r) { return owner_get(&r->written); }
+uint64_t rci_dma_ring_written_pos(const struct rci_dma_ring *r) { return owner_get(&r->written); }
 
-uint64_t rc_dma_ring_taken_pos(const struct rc_dma_ring *r)
+uint64_t rci_dma_ring_taken_pos(const struct rci_dma_ring *r)
 {
     return atomic_load_explicit(&r->taken_units, memory_order_relaxed) * r->unit;
 }
 
 /* Owner thread. A full ring is the only state that stalls the card; time it
  * on transitions only (here and in advance), never per release. */
-static void note_full_start(struct rc_dma_ring *r, uint64_t in_use)
+static void note_full_start(struct rci_dma_ring *r, uint64_t in_use)
 {
     if (in_use == r->size && owner_get(&r->full_since_ns) == 0) {
-        uint64_t t = rc_now_ns();
+        uint64_t t = rci_now_ns();
         owner_set(&r->full_since_ns, t ? t : 1);
     }
 }
 
-static void note_full_end(struct rc_dma_ring *r)
+static void note_full_end(struct rci_dma_ring *r)
 {
     uint64_t since = owner_get(&r->full_since_ns);
     if (since == 0) return;
-    uint64_t stalled = rc_now_ns() - since;
+    uint64_t stalled = rci_now_ns() - since;
     /* Clear `since` before publishing the new total (release): a stats
      * reader that sees the new total then also sees since == 0, so an ending
      * stall is never counted twice (it may be briefly under-counted). */
@@ -195,7 +195,7 @@ static void note_full_end(struct rc_dma_ring *r)
     atomic_store_explicit(&r->full_ns, owner_get(&r->full_ns) + stalled, memory_order_release);
 }
 
-int rc_dma_ring_note_written(struct rc_dma_ring *r, uint64_t written)
+int rci_dma_ring_note_written(struct rci_dma_ring *r, uint64_t written)
 {
     uint64_t old = owner_get(&r->written);
     uint64_t read = owner_get(&r->read_units) * r->unit;
@@ -216,8 +216,8 @@ int rc_dma_ring_note_written(struct rc_dma_ring *r, uint64_t written)
     return rc;
 }
 
-static void fill_span(const struct rc_dma_ring *r, uint64_t start, uint64_t len,
-                      struct rc_dma_span *span)
+static void fill_span(const struct rci_dma_ring *r, uint64_t start, uint64_t len,
+                      struct rci_dma_span *span)
 {
     uint64_t off = start % r->size;
     uint64_t first = r->size - off < len ? r->size - off : len;
@@ -228,7 +228,7 @@ static void fill_span(const struct rc_dma_ring *r, uint64_t start, uint64_t len,
     span->piece[1].len = len - first;
 }
 
-int rc_dma_ring_take(struct rc_dma_ring *r, size_t len, struct rc_dma_span *span,
+int rci_dma_ring_take(struct rci_dma_ring *r, size_t len, struct rci_dma_span *span,
                      uint64_t *key)
 {
     if (len == 0 || len > r->size || len % r->unit != 0) return -EINVAL;
@@ -250,14 +250,14 @@ int rc_dma_ring_take(struct rc_dma_ring *r, size_t len, struct rc_dma_span *span
     return 0;
 }
 
-static int reject(struct rc_dma_ring *r)
+static int reject(struct rci_dma_ring *r)
 {
     /* Relaxed: a counter; bad keys are rare, so the shared RMW is too. */
     atomic_fetch_add_explicit(&r->bad_releases, 1, memory_order_relaxed);
     return -EINVAL;
 }
 
-int rc_dma_ring_release(struct rc_dma_ring *r, uint64_t key)
+int rci_dma_ring_release(struct rci_dma_ring *r, uint64_t key)
 {
     uint64_t count = key & r->count_mask;
     if ((key >> 63) != 0 || count == 0 || count > r->units) return reject(r);
@@ -288,7 +288,7 @@ int rc_dma_ring_release(struct rc_dma_ring *r, uint64_t key)
     return 0;
 }
 
-uint64_t rc_dma_ring_advance(struct rc_dma_ring *r)
+uint64_t rci_dma_ring_advance(struct rci_dma_ring *r)
 {
     uint64_t read = owner_get(&r->read_units);
     uint64_t taken = owner_get(&r->taken_units);
@@ -314,20 +314,20 @@ uint64_t rc_dma_ring_advance(struct rc_dma_ring *r)
     return read * r->unit;
 }
 
-void rc_dma_ring_get_stats(const struct rc_dma_ring *r, struct rc_dma_ring_stats *s)
+void rci_dma_ring_get_stats(const struct rci_dma_ring *r, struct rci_dma_ring_stats *s)
 {
     memset(s, 0, sizeof *s);
     s->size = r->size;
-    /* read before written: see rc_dma_ring_read_pos */
-    s->read = rc_dma_ring_read_pos(r);
-    s->taken = rc_dma_ring_taken_pos(r);
+    /* read before written: see rci_dma_ring_read_pos */
+    s->read = rci_dma_ring_read_pos(r);
+    s->taken = rci_dma_ring_taken_pos(r);
     s->written = owner_get(&r->written);
     s->in_use = s->written - s->read;
     s->high_water = owner_get(&r->high_water);
     /* full_ns first (acquire, see note_full_end), then any stall in progress */
     s->full_ns = atomic_load_explicit(&r->full_ns, memory_order_acquire);
     uint64_t since = owner_get(&r->full_since_ns);
-    uint64_t now = since ? rc_now_ns() : 0;
+    uint64_t now = since ? rci_now_ns() : 0;
     if (since && now > since) s->full_ns += now - since;
     s->takes = owner_get(&r->takes);
     s->releases = owner_get(&r->releases);

@@ -27,31 +27,31 @@
  *
  * This module knows nothing of cards, blocks or networks.
  */
-#ifndef RC_DMA_RING_H
-#define RC_DMA_RING_H
+#ifndef RCI_DMA_RING_H
+#define RCI_DMA_RING_H
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "dma/dma_mem.h"
 
 /* size / unit_size must not exceed this (the key holds a unit count). */
-#define RC_DMA_RING_MAX_UNITS 0xffffffffull
+#define RCI_DMA_RING_MAX_UNITS 0xffffffffull
 
-struct rc_dma_ring_params {
+struct rci_dma_ring_params {
     size_t size;               /* bytes, multiple of unit_size */
     size_t unit_size;          /* take/release granularity (the block size) */
-    enum rc_mem_backend backend;
-    const char *shm_name;      /* RC_MEM_SHM only: name under /dev/shm */
+    enum rci_mem_backend backend;
+    const char *shm_name;      /* RCI_MEM_SHM only: name under /dev/shm */
     bool lock_memory;          /* mlock the ring (default true) */
 };
 
 /* At most two pieces: a range that wraps the end of the ring. */
-struct rc_dma_span {
+struct rci_dma_span {
     unsigned count;
     struct { size_t offset; size_t len; } piece[2];
 };
 
-struct rc_dma_ring_stats {
+struct rci_dma_ring_stats {
     uint64_t size;
     uint64_t written, taken, read;     /* monotonic positions */
     uint64_t in_use;                   /* written - read */
@@ -65,38 +65,38 @@ struct rc_dma_ring_stats {
                                           past read + size, clamped */
 };
 
-struct rc_dma_ring;
+struct rci_dma_ring;
 
 /* Returns 0, or -errno with a message in err. On success err is "" or holds a
  * warning from the memory backend (e.g. mlock failed) that the caller should log. */
-int  rc_dma_ring_create(const struct rc_dma_ring_params *p, struct rc_dma_ring **out,
+int  rci_dma_ring_create(const struct rci_dma_ring_params *p, struct rci_dma_ring **out,
                         char *err, size_t errlen);
-void rc_dma_ring_destroy(struct rc_dma_ring *r);
+void rci_dma_ring_destroy(struct rci_dma_ring *r);
 
-uint8_t *rc_dma_ring_addr(const struct rc_dma_ring *r);  /* register this once */
-size_t   rc_dma_ring_size(const struct rc_dma_ring *r);
-size_t   rc_dma_ring_unit(const struct rc_dma_ring *r);
-const struct rc_mem_region *rc_dma_ring_region(const struct rc_dma_ring *r);
+uint8_t *rci_dma_ring_addr(const struct rci_dma_ring *r);  /* register this once */
+size_t   rci_dma_ring_size(const struct rci_dma_ring *r);
+size_t   rci_dma_ring_unit(const struct rci_dma_ring *r);
+const struct rci_mem_region *rci_dma_ring_region(const struct rci_dma_ring *r);
 
 /* Owner thread: the card has written up to monotonic position `written`.
  * Returns 0, or -EINVAL if written went backwards (ignored) or beyond
  * read + size (clamped to read + size); both are counted in bad_written. */
-int  rc_dma_ring_note_written(struct rc_dma_ring *r, uint64_t written);
+int  rci_dma_ring_note_written(struct rci_dma_ring *r, uint64_t written);
 /* Owner thread: take the next len bytes (multiple of unit, 0 < len <= size)
  * after `taken`. Returns 0 and fills span/key, -EAGAIN if fewer than len bytes
  * are written, or -EINVAL for a bad len. */
-int  rc_dma_ring_take(struct rc_dma_ring *r, size_t len, struct rc_dma_span *span,
+int  rci_dma_ring_take(struct rci_dma_ring *r, size_t len, struct rci_dma_span *span,
                       uint64_t *key);
 /* Any thread: give a taken range back. Returns 0, or -EINVAL for a bad key
  * (counted in bad_releases, otherwise ignored). */
-int  rc_dma_ring_release(struct rc_dma_ring *r, uint64_t key);
+int  rci_dma_ring_release(struct rci_dma_ring *r, uint64_t key);
 /* Owner thread: advance read over the released prefix; returns the new read.
  * The caller writes it to the card (batched as it sees fit). */
-uint64_t rc_dma_ring_advance(struct rc_dma_ring *r);
+uint64_t rci_dma_ring_advance(struct rci_dma_ring *r);
 
-uint64_t rc_dma_ring_read_pos(const struct rc_dma_ring *r);
-uint64_t rc_dma_ring_written_pos(const struct rc_dma_ring *r);
-uint64_t rc_dma_ring_taken_pos(const struct rc_dma_ring *r);
-void rc_dma_ring_get_stats(const struct rc_dma_ring *r, struct rc_dma_ring_stats *s);
+uint64_t rci_dma_ring_read_pos(const struct rci_dma_ring *r);
+uint64_t rci_dma_ring_written_pos(const struct rci_dma_ring *r);
+uint64_t rci_dma_ring_taken_pos(const struct rci_dma_ring *r);
+void rci_dma_ring_get_stats(const struct rci_dma_ring *r, struct rci_dma_ring_stats *s);
 
 #endif

@@ -13,7 +13,7 @@
 #define ENTRY_MAX 64u  /* longest IPv6 text (45) + "/128", with room to spare */
 
 /* Say why in the caller's buffer and return -EINVAL. */
-#define fail(why, whylen, ...) (rc_set_err((why), (whylen), __VA_ARGS__), -EINVAL)
+#define fail(why, whylen, ...) (rci_set_err((why), (whylen), __VA_ARGS__), -EINVAL)
 
 static const uint8_t v4_mapped_prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 
@@ -50,7 +50,7 @@ static void clear_host_bits(uint8_t *addr, unsigned nbytes, unsigned prefix_len)
 }
 
 /* One entry, blanks trimmed: "a.b.c.d[/len]" or "ipv6[/len]". */
-static int parse_entry(const char *entry, struct rc_allow_net *net, char *why, size_t whylen)
+static int parse_entry(const char *entry, struct rci_allow_net *net, char *why, size_t whylen)
 {
     char buf[ENTRY_MAX];
     if (strlen(entry) >= sizeof buf)
@@ -83,7 +83,7 @@ static int parse_entry(const char *entry, struct rc_allow_net *net, char *why, s
     return 0;
 }
 
-int rc_allow_list_parse(const char *text, struct rc_allow_list *out, char *why, size_t whylen)
+int rci_allow_list_parse(const char *text, struct rci_allow_list *out, char *why, size_t whylen)
 {
     memset(out, 0, sizeof *out);
     if (!text)
@@ -103,8 +103,8 @@ int rc_allow_list_parse(const char *text, struct rc_allow_list *out, char *why, 
             len--;
         if (len == start)
             return fail(why, whylen, "empty entry (two commas, or a comma at an end)");
-        if (out->count == RC_ALLOW_MAX_NETS)
-            return fail(why, whylen, "more than %u networks", RC_ALLOW_MAX_NETS);
+        if (out->count == RCI_ALLOW_MAX_NETS)
+            return fail(why, whylen, "more than %u networks", RCI_ALLOW_MAX_NETS);
         snprintf(entry, sizeof entry, "%.*s", (int)(len - start), p + start);
         if (parse_entry(entry, &out->net[out->count], why, whylen) != 0)
             return -EINVAL;
@@ -115,7 +115,7 @@ int rc_allow_list_parse(const char *text, struct rc_allow_list *out, char *why, 
     }
 }
 
-static bool prefix_matches(const uint8_t *addr, const struct rc_allow_net *net)
+static bool prefix_matches(const uint8_t *addr, const struct rci_allow_net *net)
 {
     unsigned whole = net->prefix_len / 8, rest = net->prefix_len % 8;
     if (memcmp(addr, net->addr, whole) != 0)
@@ -155,7 +155,7 @@ static bool peer_address(const void *sockaddr, size_t addrlen, uint8_t *family, 
     return false;
 }
 
-bool rc_allow_list_permits(const struct rc_allow_list *list, const void *sockaddr, size_t addrlen)
+bool rci_allow_list_permits(const struct rci_allow_list *list, const void *sockaddr, size_t addrlen)
 {
     if (list->count == 0)
         return true;
@@ -168,9 +168,9 @@ bool rc_allow_list_permits(const struct rc_allow_list *list, const void *sockadd
     return false;
 }
 
-bool rc_allow_list_text_permits(const char *text, const void *sockaddr, size_t addrlen)
+bool rci_allow_list_text_permits(const char *text, const void *sockaddr, size_t addrlen)
 {
-    struct rc_allow_list list;
-    return rc_allow_list_parse(text, &list, NULL, 0) == 0 &&
-           rc_allow_list_permits(&list, sockaddr, addrlen);
+    struct rci_allow_list list;
+    return rci_allow_list_parse(text, &list, NULL, 0) == 0 &&
+           rci_allow_list_permits(&list, sockaddr, addrlen);
 }

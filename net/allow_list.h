@@ -13,39 +13,39 @@
  * cannot say anything about it, and a list is there to keep strangers out.
  *
  * No allocation, no globals: usable from any thread, on the stack. */
-#ifndef RC_ALLOW_LIST_H
-#define RC_ALLOW_LIST_H
+#ifndef RCI_ALLOW_LIST_H
+#define RCI_ALLOW_LIST_H
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define RC_ALLOW_MAX_NETS 16u
+#define RCI_ALLOW_MAX_NETS 16u
 
-struct rc_allow_net {
+struct rci_allow_net {
     uint8_t family;      /* 4 or 6 */
     uint8_t prefix_len;  /* 0..32 or 0..128 */
     uint8_t addr[16];    /* network address, host bits zero; IPv4 in the first 4 bytes */
 };
 
-struct rc_allow_list {
+struct rci_allow_list {
     unsigned count;      /* 0: everyone is allowed */
-    struct rc_allow_net net[RC_ALLOW_MAX_NETS];
+    struct rci_allow_net net[RCI_ALLOW_MAX_NETS];
 };
 
 /* Parse text (NULL or "" gives the empty list). Returns 0, or -EINVAL with
  * the entry and the reason in why: a bad address, a prefix length that is
  * not a number or too long for the family, host bits set below the prefix
  * ("10.1.2.3/16": did you mean 10.1.0.0/16?), an empty entry, or more than
- * RC_ALLOW_MAX_NETS entries. */
-int rc_allow_list_parse(const char *text, struct rc_allow_list *out, char *why, size_t whylen);
+ * RCI_ALLOW_MAX_NETS entries. */
+int rci_allow_list_parse(const char *text, struct rci_allow_list *out, char *why, size_t whylen);
 
 /* Does the list allow the peer at this socket address (struct sockaddr_in
  * or sockaddr_in6, addrlen bytes)? True for an empty list. */
-bool rc_allow_list_permits(const struct rc_allow_list *list, const void *sockaddr, size_t addrlen);
+bool rci_allow_list_permits(const struct rci_allow_list *list, const void *sockaddr, size_t addrlen);
 
 /* Parse text and match in one call, for callers that meet a peer rarely
  * (a connection request, a HELLO) and keep only the text. A text that does
  * not parse allows nobody (it was to be checked where it came from). */
-bool rc_allow_list_text_permits(const char *text, const void *sockaddr, size_t addrlen);
+bool rci_allow_list_text_permits(const char *text, const void *sockaddr, size_t addrlen);
 
 #endif

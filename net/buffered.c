@@ -10,187 +10,187 @@
 
 #include "net/pub_internal.h"
 
-#define RC_PAGE_ALIGN 4096u
+#define RCI_PAGE_ALIGN 4096u
 
-static uint8_t *page_addr(const struct rc_publisher *p, uint32_t op)
+static uint8_t *page_addr(const struct rci_publisher *p, uint32_t op)
 {
     return p->page_mem + (size_t)(op - p->nslots) * p->page_size;
 }
 
-int rc_buf_init(struct rc_publisher *p, char *err, size_t errlen)
+int rci_buf_init(struct rci_publisher *p, char *err, size_t errlen)
 {
     if (p->npages == 0)
         return 0;  /* buffered mode off */
     p->page_size = p->fab.params.buffered_page_size;
     size_t bytes = (size_t)p->npages * p->page_size;
-    p->page_mem = aligned_alloc(RC_PAGE_ALIGN, (bytes + RC_PAGE_ALIGN - 1) & ~(size_t)(RC_PAGE_ALIGN - 1));
+    p->page_mem = aligned_alloc(RCI_PAGE_ALIGN, (bytes + RCI_PAGE_ALIGN - 1) & ~(size_t)(RCI_PAGE_ALIGN - 1));
     p->page_free = calloc(p->npages, sizeof *p->page_free);
     if (!p->page_mem || !p->page_free)
-        return rc_fabric_error(&p->fab, err, errlen, "rc_buf_init(alloc)", -FI_ENOMEM);
+        return rci_fabric_error(&p->fab, err, errlen, "rci_buf_init(alloc)", -FI_ENOMEM);
     memset(p->page_mem, 0, bytes);
     for (uint32_t i = 0; i < p->npages; i++)
         p->page_free[i] = p->nslots + p->npages - 1 - i;
     p->npage_free = p->npages;
-    return rc_fabric_mr_reg(&p->fab, p->page_mem, bytes, FI_SEND, p->fab.ep, &p->page_mr,
+    return rci_fabric_mr_reg(&p->fab, p->page_mem, bytes, FI_SEND, p->fab.ep, &p->page_mr,
                             err, errlen);
 }
 
-void rc_buf_fini(struct rc_publisher *p)
+void rci_buf_fini(struct rci_publisher *p)
 {
-    rc_fabric_mr_close(&p->page_mr);
+    rci_fabric_mr_close(&p->page_mr);
     free(p->page_mem);
     free(p->page_free);
     p->page_mem = NULL;
     p->page_free = NULL;
 }
 
-static void recycle(struct rc_publisher *p, uint32_t op_id)
+static void recycle(struct rci_publisher *p, uint32_t op_id)
 {
-    struct rc_pub_txop *op = &p->ops[op_id];
+    struct rci_pub_txop *op = &p->ops[op_id];
     if (op->peer < p->npeers)
         p->peers[op->peer].npages_held--;
-    op->peer = RC_PUB_NONE;
-    op->state = RC_TXOP_FREE;
+    op->peer = RCI_PUB_NONE;
+    op->state = RCI_TXOP_FREE;
     op->gen++;
     p->page_free[p->npage_free++] = op_id;
 }
 
-void rc_buf_page_done(struct rc_publisher *p, uint32_t op_id, int status)
+void rci_buf_page_done(struct rci_publisher *p, uint32_t op_id, int status)
 {
-    rc_pub_op_unlink(p, op_id);
+    rci_pub_op_unlink(p, op_id);
     recycle(p, op_id);
     if (status) {
         p->st.pages_failed++;
-        rc_fabric_error(&p->fab, p->err, sizeof p->err, "PAGE completion", status);
+        rci_fabric_error(&p->fab, p->err, sizeof p->err, "PAGE completion", status);
     }
 }
 
-void rc_buf_drop_filling(struct rc_publisher *p, struct rc_pub_peer *peer)
+void rci_buf_drop_filling(struct rci_publisher *p, struct rci_pub_peer *peer)
 {
-    if (peer->page == RC_PUB_NONE)
+    if (peer->page == RCI_PUB_NONE)
         return;
     /* Its records' keys were released at copy time: the data is lost. */
     p->st.pages_failed++;
     recycle(p, peer->page);
-    peer->page = RC_PUB_NONE;
+    peer->page = RCI_PUB_NONE;
 }
 
 /* Post the peer's filling page. 0, -EAGAIN (still filling, retried later), or
  * another error (page dropped and counted: its records are lost). */
-static int post_page(struct rc_publisher *p, struct rc_pub_peer *peer)
+static int post_page(struct rci_publisher *p, struct rci_pub_peer *peer)
 {
     if (peer->resume.active)
         return -EAGAIN;  /* a chunk's fragments go back to back, and before later records */
     uint32_t op_id = peer->page;
-    struct rc_pub_txop *op = &p->ops[op_id];
+    struct rci_pub_txop *op = &p->ops[op_id];
     uint8_t *buf = page_addr(p, op_id);
-    struct iovec iov = { .iov_base = buf, .iov_len = rc_wire_page_length(buf) };
+    struct iovec iov = { .iov_base = buf, .iov_len = rci_wire_page_length(buf) };
     void *desc = p->page_mr.desc;
-    rc_wire_set_stream_seq(buf, peer->data_seq);
-    int rc = rc_pub_post(p, peer, &iov, &desc, 1, rc_pub_ctx(RC_CTX_TXOP, op_id, op->gen));
+    rci_wire_set_stream_seq(buf, peer->data_seq);
+    int rc = rci_pub_post(p, peer, &iov, &desc, 1, rci_pub_ctx(RCI_CTX_TXOP, op_id, op->gen));
     if (rc == -FI_EAGAIN)
         return -EAGAIN;
-    peer->page = RC_PUB_NONE;
+    peer->page = RCI_PUB_NONE;
     if (rc == 0)
         peer->data_seq++;
     if (rc) {
-        rc_fabric_error(&p->fab, p->err, sizeof p->err, "fi_sendv(page)", rc);
+        rci_fabric_error(&p->fab, p->err, sizeof p->err, "fi_sendv(page)", rc);
         p->st.pages_failed++;
         recycle(p, op_id);
         return rc < 0 ? rc : -rc;
     }
-    op->state = RC_TXOP_POSTED;
-    rc_pub_op_link(p, (uint32_t)(peer - p->peers), op_id, rc_now_ns());
+    op->state = RCI_TXOP_POSTED;
+    rci_pub_op_link(p, (uint32_t)(peer - p->peers), op_id, rci_now_ns());
     p->st.pages_sent++;
     return 0;
 }
 
-static int open_page(struct rc_publisher *p, struct rc_pub_peer *peer)
+static int open_page(struct rci_publisher *p, struct rci_pub_peer *peer)
 {
-    if (!rc_pub_page_within_quota(p, peer)) {
+    if (!rci_pub_page_within_quota(p, peer)) {
         p->st.again_peer_quota++;
         return -ENOBUFS;
     }
     if (p->npage_free == 0) {
         p->st.again_no_page++;
-        rc_pub_poll_cq(p);
+        rci_pub_poll_cq(p);
         return -EAGAIN;
     }
     uint32_t op_id = p->page_free[--p->npage_free];
-    struct rc_pub_txop *op = &p->ops[op_id];
-    rc_wire_page_init(page_addr(p, op_id), p->page_size);
-    op->state = RC_TXOP_FILLING;
+    struct rci_pub_txop *op = &p->ops[op_id];
+    rci_wire_page_init(page_addr(p, op_id), p->page_size);
+    op->state = RCI_TXOP_FILLING;
     op->peer = (uint32_t)(peer - p->peers);
-    op->since_ns = rc_now_ns();
+    op->since_ns = rci_now_ns();
     peer->page = op_id;
     peer->npages_held++;
     return 0;
 }
 
-static uint32_t page_capacity(const struct rc_publisher *p, const struct rc_pub_peer *peer)
+static uint32_t page_capacity(const struct rci_publisher *p, const struct rci_pub_peer *peer)
 {
     return peer->rx_max < p->page_size ? peer->rx_max : p->page_size;
 }
 
-int rc_publisher_send_buffered(struct rc_publisher *p, rc_peer_id peer_id, uint64_t tag,
+int rci_publisher_send_buffered(struct rci_publisher *p, rci_peer_id peer_id, uint64_t tag,
                                uint32_t flags, const struct iovec *iov, unsigned n, uint64_t key)
 {
-    struct rc_pub_peer *peer = rc_pub_peer_of(p, peer_id);
-    if (!peer || peer->state != RC_PEER_ACTIVE || peer->doom != RC_DOOM_NONE || !peer->connected)
+    struct rci_pub_peer *peer = rci_pub_peer_of(p, peer_id);
+    if (!peer || peer->state != RCI_PEER_ACTIVE || peer->doom != RCI_DOOM_NONE || !peer->connected)
         return -ENOTCONN;
     if (p->npages == 0)
         return -ENOTSUP;
     uint64_t len = 0;
     for (unsigned i = 0; i < n; i++)
         len += iov[i].iov_len;
-    uint64_t rec_size = sizeof(struct rc_wire_record) + ((len + 7u) & ~(uint64_t)7u);
+    uint64_t rec_size = sizeof(struct rci_wire_record) + ((len + 7u) & ~(uint64_t)7u);
     uint32_t cap = page_capacity(p, peer);
-    if (sizeof(struct rc_wire_page) + rec_size > cap)
+    if (sizeof(struct rci_wire_page) + rec_size > cap)
         return -EMSGSIZE;
-    if (peer->page != RC_PUB_NONE &&
-        rc_wire_page_length(page_addr(p, peer->page)) + rec_size > cap) {
+    if (peer->page != RCI_PUB_NONE &&
+        rci_wire_page_length(page_addr(p, peer->page)) + rec_size > cap) {
         int rc = post_page(p, peer);
         if (rc == -EAGAIN) {
-            rc_pub_poll_cq(p);
+            rci_pub_poll_cq(p);
             return rc;
         }
     }
-    if (peer->page == RC_PUB_NONE) {
+    if (peer->page == RCI_PUB_NONE) {
         int rc = open_page(p, peer);
         if (rc)
             return rc;
     }
     /* Fits: checked against `cap` above (pieces come from the ring, never NULL). */
-    ssize_t used = rc_wire_page_appendv(page_addr(p, peer->page), cap, tag, flags, iov, n);
+    ssize_t used = rci_wire_page_appendv(page_addr(p, peer->page), cap, tag, flags, iov, n);
     p->st.buffered_records++;
     p->st.buffered_bytes += len;
     p->st.keys_completed_ok++;
     p->cb.on_send_complete(p->cb.arg, key, 0);
     /* Full: not even an empty record fits any more. */
-    if ((size_t)used + sizeof(struct rc_wire_record) > cap)
+    if ((size_t)used + sizeof(struct rci_wire_record) > cap)
         post_page(p, peer);
     return 0;
 }
 
-int rc_publisher_flush(struct rc_publisher *p, rc_peer_id peer_id)
+int rci_publisher_flush(struct rci_publisher *p, rci_peer_id peer_id)
 {
-    struct rc_pub_peer *peer = rc_pub_peer_of(p, peer_id);
-    if (!peer || peer->state != RC_PEER_ACTIVE)
+    struct rci_pub_peer *peer = rci_pub_peer_of(p, peer_id);
+    if (!peer || peer->state != RCI_PEER_ACTIVE)
         return -ENOTCONN;
-    if (peer->page == RC_PUB_NONE)
+    if (peer->page == RCI_PUB_NONE)
         return 0;
     int rc = post_page(p, peer);
     if (rc == -EAGAIN)
-        rc_pub_poll_cq(p);
+        rci_pub_poll_cq(p);
     return rc;
 }
 
-int rc_buf_flush_due(struct rc_publisher *p, uint64_t now)
+int rci_buf_flush_due(struct rci_publisher *p, uint64_t now)
 {
     int posted = 0;
     for (uint32_t i = 0; i < p->npeers; i++) {
-        struct rc_pub_peer *peer = &p->peers[i];
-        if (peer->page == RC_PUB_NONE || peer->state != RC_PEER_ACTIVE)
+        struct rci_pub_peer *peer = &p->peers[i];
+        if (peer->page == RCI_PUB_NONE || peer->state != RCI_PEER_ACTIVE)
             continue;
         if (now - p->ops[peer->page].since_ns < p->fab.params.flush_timeout_ns)
             continue;

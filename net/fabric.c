@@ -21,22 +21,22 @@
 
 #include "common/errbuf.h"
 
-#define RC_FABRIC_EQ_SIZE 256u
-#define RC_FABRIC_NOFD_SLEEP_NS 50000u
-#define RC_FABRIC_CQ_BATCH 64u
+#define RCI_FABRIC_EQ_SIZE 256u
+#define RCI_FABRIC_NOFD_SLEEP_NS 50000u
+#define RCI_FABRIC_CQ_BATCH 64u
 
-int rc_fabric_error(const struct rc_fabric *f, char *err, size_t errlen, const char *call, int rc)
+int rci_fabric_error(const struct rci_fabric *f, char *err, size_t errlen, const char *call, int rc)
 {
     int code = rc < 0 ? -rc : rc;
     if (code == 0)
         code = FI_EOTHER;
-    rc_set_err(err, errlen, "%s(%s): %s", call, f ? f->where : "", fi_strerror(code));
+    rci_set_err(err, errlen, "%s(%s): %s", call, f ? f->where : "", fi_strerror(code));
     return -code;
 }
 
 /* ---- FI_AV_REMOVE_CLEANUP (net/README.md, "Dead peers") ------------------ */
 
-#define RC_FABRIC_CLEANUP_ENV "FI_AV_REMOVE_CLEANUP"
+#define RCI_FABRIC_CLEANUP_ENV "FI_AV_REMOVE_CLEANUP"
 
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 static char env_refused[64];    /* the user's value when it reads as false */
@@ -53,69 +53,69 @@ static bool reads_false(const char *v)
 
 static void env_init_once(void)
 {
-    const char *v = getenv(RC_FABRIC_CLEANUP_ENV);
+    const char *v = getenv(RCI_FABRIC_CLEANUP_ENV);
     if (!v || !*v)
-        setenv(RC_FABRIC_CLEANUP_ENV, "1", 1);
+        setenv(RCI_FABRIC_CLEANUP_ENV, "1", 1);
     else if (reads_false(v))
         snprintf(env_refused, sizeof env_refused, "%s", v);
 }
 
-void rc_fabric_env_init(void)
+void rci_fabric_env_init(void)
 {
     pthread_once(&env_once, env_init_once);
 }
 
 /* An ofi_rxm publisher without FI_AV_REMOVE_CLEANUP could not prove that a
  * removed subscriber's sends stopped reading the ring: refused. */
-static int check_cleanup_env(struct rc_fabric *f, char *err, size_t errlen)
+static int check_cleanup_env(struct rci_fabric *f, char *err, size_t errlen)
 {
-    if (!f->rxm || f->role != RC_FABRIC_LISTEN || !env_refused[0])
+    if (!f->rxm || f->role != RCI_FABRIC_LISTEN || !env_refused[0])
         return 0;
-    rc_set_err(err, errlen, "%s=%s in the environment (%s): a publisher over ofi_rxm needs 1, "
+    rci_set_err(err, errlen, "%s=%s in the environment (%s): a publisher over ofi_rxm needs 1, "
                "or a dead subscriber's sends could read released ring memory; unset it",
-               RC_FABRIC_CLEANUP_ENV, env_refused, f->where);
+               RCI_FABRIC_CLEANUP_ENV, env_refused, f->where);
     return -EINVAL;
 }
 
 /* How a cut-off peer's operations are let go (fabric.h). */
-static enum rc_fabric_letgo letgo_rule(const struct rc_fabric *f)
+static enum rci_fabric_letgo letgo_rule(const struct rci_fabric *f)
 {
     if (!f->rdm)
-        return RC_LETGO_EP_CLOSE;
+        return RCI_LETGO_EP_CLOSE;
     if (f->rxm)
-        return RC_LETGO_AV_REMOVE;  /* FI_AV_REMOVE_CLEANUP=1: check_cleanup_env */
+        return RCI_LETGO_AV_REMOVE;  /* FI_AV_REMOVE_CLEANUP=1: check_cleanup_env */
     if (f->copy_max)
-        return RC_LETGO_AT_POST;    /* shm: nothing above inject_size, copied at post (shm_copy_max) */
-    return RC_LETGO_COMPLETION;
+        return RCI_LETGO_AT_POST;    /* shm: nothing above inject_size, copied at post (shm_copy_max) */
+    return RCI_LETGO_COMPLETION;
 }
 
-static const char *ep_kind_name(enum rc_ep_kind k)
+static const char *ep_kind_name(enum rci_ep_kind k)
 {
-    return k == RC_EP_RDM ? "rdm" : "msg";
+    return k == RCI_EP_RDM ? "rdm" : "msg";
 }
 
 /* MR modes we can handle. FI_MR_ENDPOINT is left out for a MSG listener:
  * there one registration must serve every accepted endpoint. */
-static uint64_t offered_mr_mode(enum rc_ep_kind kind, enum rc_fabric_role role)
+static uint64_t offered_mr_mode(enum rci_ep_kind kind, enum rci_fabric_role role)
 {
     uint64_t m = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
-    if (!(kind == RC_EP_MSG && role == RC_FABRIC_LISTEN))
+    if (!(kind == RCI_EP_MSG && role == RCI_FABRIC_LISTEN))
         m |= FI_MR_ENDPOINT;
     return m;
 }
 
-static int get_info(struct rc_fabric *f, char *err, size_t errlen)
+static int get_info(struct rci_fabric *f, char *err, size_t errlen)
 {
-    const struct rc_fabric_params *p = &f->params;
+    const struct rci_fabric_params *p = &f->params;
     struct fi_info *hints = fi_allocinfo();
     if (!hints)
-        return rc_fabric_error(f, err, errlen, "fi_allocinfo", -FI_ENOMEM);
+        return rci_fabric_error(f, err, errlen, "fi_allocinfo", -FI_ENOMEM);
     hints->caps = FI_MSG | FI_SEND | FI_RECV;
     /* The RDM publisher must know who sent a control message. */
-    if (p->endpoint == RC_EP_RDM && f->role == RC_FABRIC_LISTEN)
+    if (p->endpoint == RCI_EP_RDM && f->role == RCI_FABRIC_LISTEN)
         hints->caps |= FI_SOURCE;
     hints->mode = 0;  /* no FI_CONTEXT: contexts are opaque values (fabric.h) */
-    hints->ep_attr->type = p->endpoint == RC_EP_RDM ? FI_EP_RDM : FI_EP_MSG;
+    hints->ep_attr->type = p->endpoint == RCI_EP_RDM ? FI_EP_RDM : FI_EP_MSG;
     hints->domain_attr->mr_mode = (int)offered_mr_mode(p->endpoint, f->role);
     hints->domain_attr->threading = FI_THREAD_DOMAIN;
     /* Send-after-send order is what we need, so we ask for it. It is not
@@ -127,16 +127,16 @@ static int get_info(struct rc_fabric *f, char *err, size_t errlen)
     hints->fabric_attr->prov_name = strdup(p->provider);
     if (!hints->fabric_attr->prov_name) {
         fi_freeinfo(hints);
-        return rc_fabric_error(f, err, errlen, "strdup", -FI_ENOMEM);
+        return rci_fabric_error(f, err, errlen, "strdup", -FI_ENOMEM);
     }
     char service[16];
     snprintf(service, sizeof service, "%u", (unsigned)p->port);
-    uint64_t flags = f->role == RC_FABRIC_LISTEN ? FI_SOURCE : 0;
-    rc_fabric_env_init();  /* before libfabric initialises itself */
-    int rc = fi_getinfo(RC_FABRIC_API_VERSION, p->address, service, flags, hints, &f->info);
+    uint64_t flags = f->role == RCI_FABRIC_LISTEN ? FI_SOURCE : 0;
+    rci_fabric_env_init();  /* before libfabric initialises itself */
+    int rc = fi_getinfo(RCI_FABRIC_API_VERSION, p->address, service, flags, hints, &f->info);
     fi_freeinfo(hints);
     if (rc)
-        return rc_fabric_error(f, err, errlen, "fi_getinfo", rc);
+        return rci_fabric_error(f, err, errlen, "fi_getinfo", rc);
     return 0;
 }
 
@@ -157,7 +157,7 @@ static size_t shm_copy_max(const struct fi_info *i)
 }
 
 /* Record what the provider answered and clamp queue sizes to our request. */
-static void honour_info(struct rc_fabric *f)
+static void honour_info(struct rci_fabric *f)
 {
     struct fi_info *i = f->info;
     uint64_t mr = (uint64_t)i->domain_attr->mr_mode;
@@ -170,8 +170,8 @@ static void honour_info(struct rc_fabric *f)
     f->mr_prov_key = mr & FI_MR_PROV_KEY;
     f->mr_endpoint = mr & FI_MR_ENDPOINT;
     f->tx_iov_limit = i->tx_attr->iov_limit;
-    if (f->rxm && f->tx_iov_limit > RC_FABRIC_RXM_TX_IOV_MAX)
-        f->tx_iov_limit = RC_FABRIC_RXM_TX_IOV_MAX;
+    if (f->rxm && f->tx_iov_limit > RCI_FABRIC_RXM_TX_IOV_MAX)
+        f->tx_iov_limit = RCI_FABRIC_RXM_TX_IOV_MAX;
     f->rx_iov_limit = i->rx_attr->iov_limit;
     f->inject_size = i->tx_attr->inject_size;
     f->max_msg_size = i->ep_attr->max_msg_size;
@@ -186,7 +186,7 @@ static void honour_info(struct rc_fabric *f)
     f->letgo = letgo_rule(f);
 }
 
-static int open_cq(struct rc_fabric *f, size_t min_entries, char *err, size_t errlen)
+static int open_cq(struct rci_fabric *f, size_t min_entries, char *err, size_t errlen)
 {
     struct fi_cq_attr attr = {
         .size = f->params.cq_size > min_entries ? f->params.cq_size : min_entries,
@@ -199,7 +199,7 @@ static int open_cq(struct rc_fabric *f, size_t min_entries, char *err, size_t er
         attr.wait_obj = FI_WAIT_NONE;
         rc = fi_cq_open(f->domain, &attr, &f->cq, NULL);
         if (rc)
-            return rc_fabric_error(f, err, errlen, "fi_cq_open", rc);
+            return rci_fabric_error(f, err, errlen, "fi_cq_open", rc);
         return 0;
     }
     if (fi_control(&f->cq->fid, FI_GETWAIT, &f->cq_fd))
@@ -207,15 +207,15 @@ static int open_cq(struct rc_fabric *f, size_t min_entries, char *err, size_t er
     return 0;
 }
 
-static int open_eq(struct rc_fabric *f, char *err, size_t errlen)
+static int open_eq(struct rci_fabric *f, char *err, size_t errlen)
 {
-    struct fi_eq_attr attr = { .size = RC_FABRIC_EQ_SIZE, .wait_obj = FI_WAIT_FD };
+    struct fi_eq_attr attr = { .size = RCI_FABRIC_EQ_SIZE, .wait_obj = FI_WAIT_FD };
     int rc = fi_eq_open(f->fabric, &attr, &f->eq, NULL);
     if (rc) {
         attr.wait_obj = FI_WAIT_NONE;
         rc = fi_eq_open(f->fabric, &attr, &f->eq, NULL);
         if (rc)
-            return rc_fabric_error(f, err, errlen, "fi_eq_open", rc);
+            return rci_fabric_error(f, err, errlen, "fi_eq_open", rc);
         return 0;
     }
     if (fi_control(&f->eq->fid, FI_GETWAIT, &f->eq_fd))
@@ -223,7 +223,7 @@ static int open_eq(struct rc_fabric *f, char *err, size_t errlen)
     return 0;
 }
 
-static int open_rdm_endpoint(struct rc_fabric *f, char *err, size_t errlen)
+static int open_rdm_endpoint(struct rci_fabric *f, char *err, size_t errlen)
 {
     struct fi_av_attr av_attr = {
         .type = FI_AV_UNSPEC,
@@ -231,37 +231,37 @@ static int open_rdm_endpoint(struct rc_fabric *f, char *err, size_t errlen)
     };
     int rc = fi_av_open(f->domain, &av_attr, &f->av, NULL);
     if (rc)
-        return rc_fabric_error(f, err, errlen, "fi_av_open", rc);
+        return rci_fabric_error(f, err, errlen, "fi_av_open", rc);
     rc = fi_endpoint(f->domain, f->info, &f->ep, NULL);
     if (rc)
-        return rc_fabric_error(f, err, errlen, "fi_endpoint", rc);
+        return rci_fabric_error(f, err, errlen, "fi_endpoint", rc);
     rc = fi_ep_bind(f->ep, &f->av->fid, 0);
     if (rc)
-        return rc_fabric_error(f, err, errlen, "fi_ep_bind(av)", rc);
+        return rci_fabric_error(f, err, errlen, "fi_ep_bind(av)", rc);
     rc = fi_ep_bind(f->ep, &f->cq->fid, FI_TRANSMIT | FI_RECV);
     if (rc)
-        return rc_fabric_error(f, err, errlen, "fi_ep_bind(cq)", rc);
+        return rci_fabric_error(f, err, errlen, "fi_ep_bind(cq)", rc);
     rc = fi_enable(f->ep);
     if (rc)
-        return rc_fabric_error(f, err, errlen, "fi_enable", rc);
+        return rci_fabric_error(f, err, errlen, "fi_enable", rc);
     return 0;
 }
 
-static int open_listener(struct rc_fabric *f, char *err, size_t errlen)
+static int open_listener(struct rci_fabric *f, char *err, size_t errlen)
 {
     int rc = fi_passive_ep(f->fabric, f->info, &f->pep, NULL);
     if (rc)
-        return rc_fabric_error(f, err, errlen, "fi_passive_ep", rc);
+        return rci_fabric_error(f, err, errlen, "fi_passive_ep", rc);
     rc = fi_pep_bind(f->pep, &f->eq->fid, 0);
     if (rc)
-        return rc_fabric_error(f, err, errlen, "fi_pep_bind", rc);
+        return rci_fabric_error(f, err, errlen, "fi_pep_bind", rc);
     rc = fi_listen(f->pep);
     if (rc)
-        return rc_fabric_error(f, err, errlen, "fi_listen", rc);
+        return rci_fabric_error(f, err, errlen, "fi_listen", rc);
     return 0;
 }
 
-static int open_all(struct rc_fabric *f, size_t min_cq_entries, char *err, size_t errlen)
+static int open_all(struct rci_fabric *f, size_t min_cq_entries, char *err, size_t errlen)
 {
     int rc = get_info(f, err, errlen);
     if (rc)
@@ -272,23 +272,23 @@ static int open_all(struct rc_fabric *f, size_t min_cq_entries, char *err, size_
         return rc;
     rc = fi_fabric(f->info->fabric_attr, &f->fabric, NULL);
     if (rc)
-        return rc_fabric_error(f, err, errlen, "fi_fabric", rc);
+        return rci_fabric_error(f, err, errlen, "fi_fabric", rc);
     rc = fi_domain(f->fabric, f->info, &f->domain, NULL);
     if (rc)
-        return rc_fabric_error(f, err, errlen, "fi_domain", rc);
+        return rci_fabric_error(f, err, errlen, "fi_domain", rc);
     rc = open_cq(f, min_cq_entries, err, errlen);
     if (rc)
         return rc;
     if (f->rdm)
         return open_rdm_endpoint(f, err, errlen);
     rc = open_eq(f, err, errlen);
-    if (rc || f->role != RC_FABRIC_LISTEN)
+    if (rc || f->role != RCI_FABRIC_LISTEN)
         return rc;
     return open_listener(f, err, errlen);
 }
 
-int rc_fabric_open(struct rc_fabric *f, const struct rc_fabric_params *params,
-                   enum rc_fabric_role role, size_t min_cq_entries, char *err, size_t errlen)
+int rci_fabric_open(struct rci_fabric *f, const struct rci_fabric_params *params,
+                   enum rci_fabric_role role, size_t min_cq_entries, char *err, size_t errlen)
 {
     memset(f, 0, sizeof *f);
     f->params = *params;
@@ -298,7 +298,7 @@ int rc_fabric_open(struct rc_fabric *f, const struct rc_fabric_params *params,
              ep_kind_name(params->endpoint), params->address, (unsigned)params->port);
     int rc = open_all(f, min_cq_entries, err, errlen);
     if (rc)
-        rc_fabric_close(f);
+        rci_fabric_close(f);
     return rc;
 }
 
@@ -308,7 +308,7 @@ static void close_fid(fid_t fid)
         fi_close(fid);
 }
 
-void rc_fabric_close(struct rc_fabric *f)
+void rci_fabric_close(struct rci_fabric *f)
 {
     if (f->ep)
         close_fid(&f->ep->fid);
@@ -326,7 +326,7 @@ void rc_fabric_close(struct rc_fabric *f)
         close_fid(&f->fabric->fid);
     if (f->info)
         fi_freeinfo(f->info);
-    struct rc_fabric_params keep = f->params;
+    struct rci_fabric_params keep = f->params;
     char where[sizeof f->where];
     memcpy(where, f->where, sizeof where);
     memset(f, 0, sizeof *f);
@@ -335,11 +335,11 @@ void rc_fabric_close(struct rc_fabric *f)
     f->cq_fd = f->eq_fd = -1;
 }
 
-int rc_fabric_msg_ep_open(struct rc_fabric *f, struct fi_info *info, void *context,
+int rci_fabric_msg_ep_open(struct rci_fabric *f, struct fi_info *info, void *context,
                           struct fid_ep **ep, char *err, size_t errlen)
 {
     if (f->rdm || !f->eq)
-        return rc_fabric_error(f, err, errlen, "rc_fabric_msg_ep_open", -FI_EINVAL);
+        return rci_fabric_error(f, err, errlen, "rci_fabric_msg_ep_open", -FI_EINVAL);
     if (!info)
         info = f->info;
     /* A CONNREQ's info carries the provider's sizes: clamp them as ours. */
@@ -350,82 +350,82 @@ int rc_fabric_msg_ep_open(struct rc_fabric *f, struct fi_info *info, void *conte
     *ep = NULL;
     int rc = fi_endpoint(f->domain, info, ep, context);
     if (rc)
-        return rc_fabric_error(f, err, errlen, "fi_endpoint", rc);
+        return rci_fabric_error(f, err, errlen, "fi_endpoint", rc);
     rc = fi_ep_bind(*ep, &f->eq->fid, 0);
     if (!rc)
         rc = fi_ep_bind(*ep, &f->cq->fid, FI_TRANSMIT | FI_RECV);
     if (rc) {
-        rc_fabric_ep_close(*ep);
+        rci_fabric_ep_close(*ep);
         *ep = NULL;
-        return rc_fabric_error(f, err, errlen, "fi_ep_bind", rc);
+        return rci_fabric_error(f, err, errlen, "fi_ep_bind", rc);
     }
     rc = fi_enable(*ep);
     if (rc) {
-        rc_fabric_ep_close(*ep);
+        rci_fabric_ep_close(*ep);
         *ep = NULL;
-        return rc_fabric_error(f, err, errlen, "fi_enable", rc);
+        return rci_fabric_error(f, err, errlen, "fi_enable", rc);
     }
     return 0;
 }
 
-int rc_fabric_msg_connect(struct rc_fabric *f, struct fid_ep *ep, uint64_t timeout_ns,
+int rci_fabric_msg_connect(struct rci_fabric *f, struct fid_ep *ep, uint64_t timeout_ns,
                           char *err, size_t errlen)
 {
     int rc = fi_connect(ep, f->info->dest_addr, NULL, 0);
     if (rc)
-        return rc_fabric_error(f, err, errlen, "fi_connect", rc);
-    uint64_t deadline = rc_now_ns() + timeout_ns;
+        return rci_fabric_error(f, err, errlen, "fi_connect", rc);
+    uint64_t deadline = rci_now_ns() + timeout_ns;
     for (;;) {
-        struct rc_fabric_event ev;
-        rc = rc_fabric_eq_poll(f, &ev, err, errlen);
+        struct rci_fabric_event ev;
+        rc = rci_fabric_eq_poll(f, &ev, err, errlen);
         if (rc < 0)
             return rc;
         if (rc == 1 && ev.fid == &ep->fid) {
             if (ev.err)
-                return rc_fabric_error(f, err, errlen, "fi_connect(event)", ev.err);
+                return rci_fabric_error(f, err, errlen, "fi_connect(event)", ev.err);
             if (ev.event == FI_CONNECTED)
                 return 0;
             if (ev.event == FI_SHUTDOWN)
-                return rc_fabric_error(f, err, errlen, "fi_connect(shutdown)", -FI_ECONNREFUSED);
+                return rci_fabric_error(f, err, errlen, "fi_connect(shutdown)", -FI_ECONNREFUSED);
         }
         if (rc == 1 && ev.info)
             fi_freeinfo(ev.info);
         if (rc == 1)
             continue;
-        uint64_t now = rc_now_ns();
+        uint64_t now = rci_now_ns();
         if (now >= deadline)
-            return rc_fabric_error(f, err, errlen, "fi_connect(wait)", -FI_ETIMEDOUT);
-        rc_fabric_wait(f, deadline - now);
+            return rci_fabric_error(f, err, errlen, "fi_connect(wait)", -FI_ETIMEDOUT);
+        rci_fabric_wait(f, deadline - now);
     }
 }
 
-void rc_fabric_ep_close(struct fid_ep *ep)
+void rci_fabric_ep_close(struct fid_ep *ep)
 {
     if (ep)
         fi_close(&ep->fid);
 }
 
-int rc_fabric_mr_reg(struct rc_fabric *f, const void *addr, size_t len, uint64_t access,
-                     struct fid_ep *ep, struct rc_fabric_mr *mr, char *err, size_t errlen)
+int rci_fabric_mr_reg(struct rci_fabric *f, const void *addr, size_t len, uint64_t access,
+                     struct fid_ep *ep, struct rci_fabric_mr *mr, char *err, size_t errlen)
 {
     memset(mr, 0, sizeof *mr);
     if (f->mr_endpoint && !ep)
-        return rc_fabric_error(f, err, errlen, "fi_mr_reg(no endpoint for FI_MR_ENDPOINT)",
+        return rci_fabric_error(f, err, errlen, "fi_mr_reg(no endpoint for FI_MR_ENDPOINT)",
                                -FI_EINVAL);
     /* Without FI_MR_PROV_KEY duplicate keys fail with -FI_ENOKEY. */
     uint64_t key = f->mr_prov_key ? 0 : f->next_requested_key++;
     int rc = fi_mr_reg(f->domain, addr, len, access, 0, key, 0, &mr->mr, NULL);
     if (rc) {
         mr->mr = NULL;
-        return rc_fabric_error(f, err, errlen, "fi_mr_reg", rc);
+        return rci_fabric_error(f, err, errlen, "fi_mr_reg", rc);
     }
     if (f->mr_endpoint) {
         rc = fi_mr_bind(mr->mr, &ep->fid, 0);
         if (!rc)
             rc = fi_mr_enable(mr->mr);
         if (rc) {
-            rc_fabric_mr_close(mr);
-            return rc_fabric_error(f, err, errlen, "fi_mr_bind/enable", rc);
+            rci_fabric_mr_close(mr);
+            return rci_fabric_error(f, err, errlen, "fi_mr_bind/enable", rc);
         }
     }
     mr->desc = fi_mr_desc(mr->mr);
@@ -434,41 +434,41 @@ int rc_fabric_mr_reg(struct rc_fabric *f, const void *addr, size_t len, uint64_t
     return 0;
 }
 
-void rc_fabric_mr_close(struct rc_fabric_mr *mr)
+void rci_fabric_mr_close(struct rci_fabric_mr *mr)
 {
     if (mr->mr)
         fi_close(&mr->mr->fid);
     memset(mr, 0, sizeof *mr);
 }
 
-int rc_fabric_av_insert(struct rc_fabric *f, const void *addr, size_t addrlen,
+int rci_fabric_av_insert(struct rci_fabric *f, const void *addr, size_t addrlen,
                         fi_addr_t *out, char *err, size_t errlen)
 {
     (void)addrlen;  /* the provider knows its address format's length */
     if (!f->av)
-        return rc_fabric_error(f, err, errlen, "fi_av_insert(no AV)", -FI_EINVAL);
+        return rci_fabric_error(f, err, errlen, "fi_av_insert(no AV)", -FI_EINVAL);
     int rc = fi_av_insert(f->av, addr, 1, out, 0, NULL);
     if (rc != 1)
-        return rc_fabric_error(f, err, errlen, "fi_av_insert", rc < 0 ? rc : -FI_EADDRNOTAVAIL);
+        return rci_fabric_error(f, err, errlen, "fi_av_insert", rc < 0 ? rc : -FI_EADDRNOTAVAIL);
     return 0;
 }
 
-int rc_fabric_av_remove(struct rc_fabric *f, fi_addr_t addr, char *err, size_t errlen)
+int rci_fabric_av_remove(struct rci_fabric *f, fi_addr_t addr, char *err, size_t errlen)
 {
     if (!f->av)
-        return rc_fabric_error(f, err, errlen, "fi_av_remove(no AV)", -FI_EINVAL);
+        return rci_fabric_error(f, err, errlen, "fi_av_remove(no AV)", -FI_EINVAL);
     int rc = fi_av_remove(f->av, &addr, 1, 0);
     if (rc)
-        return rc_fabric_error(f, err, errlen, "fi_av_remove", rc);
+        return rci_fabric_error(f, err, errlen, "fi_av_remove", rc);
     return 0;
 }
 
-int rc_fabric_getname(struct rc_fabric *f, struct fid_ep *ep, void *buf, size_t *len,
+int rci_fabric_getname(struct rci_fabric *f, struct fid_ep *ep, void *buf, size_t *len,
                       char *err, size_t errlen)
 {
     int rc = fi_getname(&ep->fid, buf, len);
     if (rc)
-        return rc_fabric_error(f, err, errlen, "fi_getname", rc);
+        return rci_fabric_error(f, err, errlen, "fi_getname", rc);
     return 0;
 }
 
@@ -487,7 +487,7 @@ static bool addr_str_plausible(const uint8_t *addr, size_t addrlen)
     return strstr((const char *)addr, "://") != NULL;
 }
 
-bool rc_fabric_addr_plausible(const struct rc_fabric *f, const void *addr, size_t addrlen)
+bool rci_fabric_addr_plausible(const struct rci_fabric *f, const void *addr, size_t addrlen)
 {
     size_t own = f->info ? f->info->src_addrlen : 0;
     sa_family_t family;
@@ -509,7 +509,7 @@ bool rc_fabric_addr_plausible(const struct rc_fabric *f, const void *addr, size_
     }
 }
 
-void rc_fabric_addr_str(const struct rc_fabric *f, const void *addr, size_t addrlen,
+void rci_fabric_addr_str(const struct rci_fabric *f, const void *addr, size_t addrlen,
                         char *buf, size_t buflen)
 {
     if (!buflen)
@@ -522,14 +522,14 @@ void rc_fabric_addr_str(const struct rc_fabric *f, const void *addr, size_t addr
         snprintf(buf, buflen, "<%zu-byte address>", addrlen);
 }
 
-static int read_cq_error(struct rc_fabric *f, struct rc_fabric_cqe *out, char *err, size_t errlen)
+static int read_cq_error(struct rci_fabric *f, struct rci_fabric_cqe *out, char *err, size_t errlen)
 {
     struct fi_cq_err_entry e = {0};
     ssize_t rc = fi_cq_readerr(f->cq, &e, 0);
     if (rc == -FI_EAGAIN)
         return 0;
     if (rc < 0)
-        return rc_fabric_error(f, err, errlen, "fi_cq_readerr", (int)rc);
+        return rci_fabric_error(f, err, errlen, "fi_cq_readerr", (int)rc);
     out->context = e.op_context;
     out->len = e.len;
     out->src = FI_ADDR_NOTAVAIL;
@@ -537,12 +537,12 @@ static int read_cq_error(struct rc_fabric *f, struct rc_fabric_cqe *out, char *e
     return 1;
 }
 
-int rc_fabric_cq_poll(struct rc_fabric *f, struct rc_fabric_cqe *out, size_t max,
+int rci_fabric_cq_poll(struct rci_fabric *f, struct rci_fabric_cqe *out, size_t max,
                       char *err, size_t errlen)
 {
-    struct fi_cq_msg_entry e[RC_FABRIC_CQ_BATCH];
-    fi_addr_t src[RC_FABRIC_CQ_BATCH];
-    size_t want = max < RC_FABRIC_CQ_BATCH ? max : RC_FABRIC_CQ_BATCH;
+    struct fi_cq_msg_entry e[RCI_FABRIC_CQ_BATCH];
+    fi_addr_t src[RCI_FABRIC_CQ_BATCH];
+    size_t want = max < RCI_FABRIC_CQ_BATCH ? max : RCI_FABRIC_CQ_BATCH;
     if (want == 0)
         return 0;
     ssize_t n = f->source_addr ? fi_cq_readfrom(f->cq, e, want, src)
@@ -552,9 +552,9 @@ int rc_fabric_cq_poll(struct rc_fabric *f, struct rc_fabric_cqe *out, size_t max
     if (n == -FI_EAVAIL)
         return read_cq_error(f, out, err, errlen);
     if (n < 0)
-        return rc_fabric_error(f, err, errlen, "fi_cq_read", (int)n);
+        return rci_fabric_error(f, err, errlen, "fi_cq_read", (int)n);
     for (ssize_t i = 0; i < n; i++) {
-        out[i] = (struct rc_fabric_cqe){
+        out[i] = (struct rci_fabric_cqe){
             .context = e[i].op_context, .len = e[i].len,
             .src = f->source_addr ? src[i] : FI_ADDR_NOTAVAIL,
         };
@@ -562,7 +562,7 @@ int rc_fabric_cq_poll(struct rc_fabric *f, struct rc_fabric_cqe *out, size_t max
     return (int)n;
 }
 
-int rc_fabric_eq_poll(struct rc_fabric *f, struct rc_fabric_event *ev, char *err, size_t errlen)
+int rci_fabric_eq_poll(struct rci_fabric *f, struct rci_fabric_event *ev, char *err, size_t errlen)
 {
     memset(ev, 0, sizeof *ev);
     if (!f->eq)
@@ -581,14 +581,14 @@ int rc_fabric_eq_poll(struct rc_fabric *f, struct rc_fabric_event *ev, char *err
         if (rc == -FI_EAGAIN)
             return 0;
         if (rc < 0)
-            return rc_fabric_error(f, err, errlen, "fi_eq_readerr", (int)rc);
+            return rci_fabric_error(f, err, errlen, "fi_eq_readerr", (int)rc);
         ev->fid = e.fid;
         ev->context = e.fid ? e.fid->context : e.context;
         ev->err = e.err ? e.err : FI_EOTHER;
         return 1;
     }
     if (rc < 0)
-        return rc_fabric_error(f, err, errlen, "fi_eq_read", (int)rc);
+        return rci_fabric_error(f, err, errlen, "fi_eq_read", (int)rc);
     ev->event = event;
     ev->fid = entry.cm.fid;
     ev->context = entry.cm.fid ? entry.cm.fid->context : NULL;
@@ -597,7 +597,7 @@ int rc_fabric_eq_poll(struct rc_fabric *f, struct rc_fabric_event *ev, char *err
     return 1;
 }
 
-void rc_fabric_wait(struct rc_fabric *f, uint64_t timeout_ns)
+void rci_fabric_wait(struct rci_fabric *f, uint64_t timeout_ns)
 {
     struct pollfd pfd[2];
     struct fid *fids[2];
@@ -613,7 +613,7 @@ void rc_fabric_wait(struct rc_fabric *f, uint64_t timeout_ns)
     if (n == 0 || fi_trywait(f->fabric, fids, n) != FI_SUCCESS) {
         /* No fd, or work is pending (trywait said so): do not block on an fd. */
         if (n == 0) {
-            rc_sleep_ns(timeout_ns < RC_FABRIC_NOFD_SLEEP_NS ? timeout_ns : RC_FABRIC_NOFD_SLEEP_NS);
+            rci_sleep_ns(timeout_ns < RCI_FABRIC_NOFD_SLEEP_NS ? timeout_ns : RCI_FABRIC_NOFD_SLEEP_NS);
         }
         return;
     }
@@ -622,10 +622,10 @@ void rc_fabric_wait(struct rc_fabric *f, uint64_t timeout_ns)
     ppoll(pfd, (nfds_t)n, &ts, NULL);
 }
 
-int rc_fabric_wait_adaptive(struct rc_fabric *f, int (*poll_fn)(void *arg), void *arg,
+int rci_fabric_wait_adaptive(struct rci_fabric *f, int (*poll_fn)(void *arg), void *arg,
                             uint64_t timeout_ns)
 {
-    uint64_t start = rc_now_ns();
+    uint64_t start = rci_now_ns();
     uint64_t spin_end = start + (f->params.poll_spin_ns < timeout_ns ? f->params.poll_spin_ns
                                                                       : timeout_ns);
     uint64_t deadline = start + timeout_ns;
@@ -634,12 +634,12 @@ int rc_fabric_wait_adaptive(struct rc_fabric *f, int (*poll_fn)(void *arg), void
         rc = poll_fn(arg);
         if (rc)
             return rc;
-    } while (rc_now_ns() < spin_end);
+    } while (rci_now_ns() < spin_end);
     for (;;) {
-        uint64_t now = rc_now_ns();
+        uint64_t now = rci_now_ns();
         if (now >= deadline)
             return 0;
-        rc_fabric_wait(f, deadline - now);
+        rci_fabric_wait(f, deadline - now);
         rc = poll_fn(arg);
         if (rc)
             return rc;
@@ -676,7 +676,7 @@ static bool parse_shm_name(const char *name, long *pid, long *uid)
     return *end == '\0' && *pid > 0 && *pid <= INT32_MAX;
 }
 
-int rc_fabric_shm_reclaim(const char *name)
+int rci_fabric_shm_reclaim(const char *name)
 {
     long pid, uid;
     if (!parse_shm_name(name, &pid, &uid) || uid != (long)getuid())
@@ -699,7 +699,7 @@ int rc_fabric_shm_reclaim(const char *name)
     return rc;
 }
 
-int rc_fabric_shm_reclaim_all(void)
+int rci_fabric_shm_reclaim_all(void)
 {
     DIR *d = opendir(SHM_DIR);
     if (!d)
@@ -707,7 +707,7 @@ int rc_fabric_shm_reclaim_all(void)
     int removed = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL)
-        if (rc_fabric_shm_reclaim(e->d_name) > 0)
+        if (rci_fabric_shm_reclaim(e->d_name) > 0)
             removed++;
     closedir(d);
     return removed;

@@ -16,12 +16,12 @@
  *    provider is not asked for FI_CONTEXT memory (mode bits are not offered),
  *    so callers may encode (kind, index, generation) in the pointer value.
  *
- * Threads: one struct rc_fabric belongs to one thread (the publisher or the
+ * Threads: one struct rci_fabric belongs to one thread (the publisher or the
  * subscriber thread); nothing here locks. Every function returns 0 (or a
  * count) / -errno and writes "call(prov=P, ep=E, HOST:PORT): reason" to err.
  */
-#ifndef RC_FABRIC_H
-#define RC_FABRIC_H
+#ifndef RCI_FABRIC_H
+#define RCI_FABRIC_H
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -34,34 +34,34 @@
 #include "common/monotonic.h"
 #include "net/fabric_params.h"
 
-#define RC_FABRIC_API_VERSION FI_VERSION(1, 17)
-#define RC_FABRIC_RXM_TX_IOV_MAX 3u   /* rxm adds one iov of its own */
+#define RCI_FABRIC_API_VERSION FI_VERSION(1, 17)
+#define RCI_FABRIC_RXM_TX_IOV_MAX 3u   /* rxm adds one iov of its own */
 
-enum rc_fabric_role {
-    RC_FABRIC_LISTEN,   /* publisher: bind to params.address:port */
-    RC_FABRIC_CONNECT,  /* subscriber: params.address:port is the publisher */
+enum rci_fabric_role {
+    RCI_FABRIC_LISTEN,   /* publisher: bind to params.address:port */
+    RCI_FABRIC_CONNECT,  /* subscriber: params.address:port is the publisher */
 };
 
 /* How the provider lets go of the operations posted to one peer when we cut
  * that peer off: what proves that it no longer reads the memory of those
  * sends, so that their keys (ring memory) may be released
  * (net/README.md, "Dead peers"). */
-enum rc_fabric_letgo {
-    RC_LETGO_COMPLETION = 0, /* nothing but each operation's own completion:
+enum rci_fabric_letgo {
+    RCI_LETGO_COMPLETION = 0, /* nothing but each operation's own completion:
                               * a dead peer's keys wait for their completions */
-    RC_LETGO_EP_CLOSE,       /* MSG: fi_close of the peer's endpoint flushes or
+    RCI_LETGO_EP_CLOSE,       /* MSG: fi_close of the peer's endpoint flushes or
                               * cancels everything posted on it */
-    RC_LETGO_AV_REMOVE,      /* ofi_rxm with FI_AV_REMOVE_CLEANUP=1: fi_av_remove
+    RCI_LETGO_AV_REMOVE,      /* ofi_rxm with FI_AV_REMOVE_CLEANUP=1: fi_av_remove
                               * closes the hidden connection (its core endpoint) */
-    RC_LETGO_AT_POST,        /* the provider copies a message when it is posted:
+    RCI_LETGO_AT_POST,        /* the provider copies a message when it is posted:
                               * no posted operation reads our memory later
                               * (a provider whose sends are all inject-sized) */
 };
 
-/* Read-only for callers after rc_fabric_open(). */
-struct rc_fabric {
-    struct rc_fabric_params params;
-    enum rc_fabric_role role;
+/* Read-only for callers after rci_fabric_open(). */
+struct rci_fabric {
+    struct rci_fabric_params params;
+    enum rci_fabric_role role;
     struct fi_info *info;          /* what the provider returned */
     struct fid_fabric *fabric;
     struct fid_domain *domain;
@@ -86,7 +86,7 @@ struct rc_fabric {
     size_t copy_max;               /* shm: largest message copied at post (inject_size); a
                                     * publisher sends nothing larger (0: no such cap) */
     size_t tx_size, rx_size;       /* provider tx/rx context sizes */
-    enum rc_fabric_letgo letgo;    /* how a cut-off peer's sends are let go */
+    enum rci_fabric_letgo letgo;    /* how a cut-off peer's sends are let go */
     uint64_t next_requested_key;   /* for !mr_prov_key */
     char where[224];               /* "prov=tcp, ep=msg, 127.0.0.1:12345" */
 };
@@ -95,44 +95,44 @@ struct rc_fabric {
  * entries: callers pass the number of operations they can have outstanding,
  * since a CQ overrun is fatal), then
  *   MSG + LISTEN : EQ and a passive endpoint listening on address:port;
- *   MSG + CONNECT: EQ (endpoints come from rc_fabric_msg_ep_open());
+ *   MSG + CONNECT: EQ (endpoints come from rci_fabric_msg_ep_open());
  *   RDM          : AV and the endpoint f->ep, bound to CQ and AV, enabled
  *                  (LISTEN binds it to address:port; CONNECT lets the
  *                  provider choose, the publisher's address is
- *                  f->info->dest_addr, insert it with rc_fabric_av_insert()).
+ *                  f->info->dest_addr, insert it with rci_fabric_av_insert()).
  * On failure everything opened is closed and f is zeroed (close is safe). */
 /* Every process of ours must run libfabric with FI_AV_REMOVE_CLEANUP=1 (the
- * only way ofi_rxm lets go of a removed peer's sends). rc_fabric_open()
+ * only way ofi_rxm lets go of a removed peer's sends). rci_fabric_open()
  * calls this before its first fi_getinfo; libfabric reads the variable once,
  * at its own initialisation, so an application that calls libfabric itself
  * earlier must call this first (or set the variable). Sets it to 1 when it
  * is unset; a value libfabric reads as false is left alone, and then an
- * ofi_rxm publisher refuses to open (rc_fabric_open). Thread-safe, once. */
-void rc_fabric_env_init(void);
+ * ofi_rxm publisher refuses to open (rci_fabric_open). Thread-safe, once. */
+void rci_fabric_env_init(void);
 
-int  rc_fabric_open(struct rc_fabric *f, const struct rc_fabric_params *params,
-                    enum rc_fabric_role role, size_t min_cq_entries,
+int  rci_fabric_open(struct rci_fabric *f, const struct rci_fabric_params *params,
+                    enum rci_fabric_role role, size_t min_cq_entries,
                     char *err, size_t errlen);
-/* Close in reverse order. Endpoints from rc_fabric_msg_ep_open() and MRs
+/* Close in reverse order. Endpoints from rci_fabric_msg_ep_open() and MRs
  * must be closed before. Safe on a zeroed or failed struct. */
-void rc_fabric_close(struct rc_fabric *f);
+void rci_fabric_close(struct rci_fabric *f);
 
 /* MSG: an endpoint for `info` (a FI_CONNREQ's info on the publisher, NULL =
  * f->info on the subscriber), bound to f->cq (send+recv) and f->eq, enabled.
  * `context` is returned in that endpoint's EQ events (fid->context). Post
- * receives, then fi_accept() / rc_fabric_msg_connect(). */
-int  rc_fabric_msg_ep_open(struct rc_fabric *f, struct fi_info *info, void *context,
+ * receives, then fi_accept() / rci_fabric_msg_connect(). */
+int  rci_fabric_msg_ep_open(struct rci_fabric *f, struct fi_info *info, void *context,
                            struct fid_ep **ep, char *err, size_t errlen);
 /* MSG + CONNECT: fi_connect to the publisher and wait (reading only the EQ)
  * until FI_CONNECTED for ep, a rejection, or timeout_ns. */
-int  rc_fabric_msg_connect(struct rc_fabric *f, struct fid_ep *ep, uint64_t timeout_ns,
+int  rci_fabric_msg_connect(struct rci_fabric *f, struct fid_ep *ep, uint64_t timeout_ns,
                            char *err, size_t errlen);
 /* Close an endpoint (NULL is fine). Its pending operations never complete
  * afterwards as far as the caller is concerned: release them yourself. */
-void rc_fabric_ep_close(struct fid_ep *ep);
+void rci_fabric_ep_close(struct fid_ep *ep);
 
 /* Memory registration: one region per buffer, registered once. */
-struct rc_fabric_mr {
+struct rci_fabric_mr {
     struct fid_mr *mr;
     void *desc;                    /* fi_mr_desc(): pass in every iov's desc */
     const uint8_t *addr;
@@ -140,35 +140,35 @@ struct rc_fabric_mr {
 };
 /* access: FI_SEND and/or FI_RECV. With mr_endpoint the region is bound to
  * `ep` (required then, ignored otherwise) and enabled. */
-int  rc_fabric_mr_reg(struct rc_fabric *f, const void *addr, size_t len, uint64_t access,
-                      struct fid_ep *ep, struct rc_fabric_mr *mr, char *err, size_t errlen);
-void rc_fabric_mr_close(struct rc_fabric_mr *mr);
+int  rci_fabric_mr_reg(struct rci_fabric *f, const void *addr, size_t len, uint64_t access,
+                      struct fid_ep *ep, struct rci_fabric_mr *mr, char *err, size_t errlen);
+void rci_fabric_mr_close(struct rci_fabric_mr *mr);
 /* True when [p, p+len) lies inside the region. */
-static inline bool rc_fabric_mr_contains(const struct rc_fabric_mr *mr, const void *p, size_t len)
+static inline bool rci_fabric_mr_contains(const struct rci_fabric_mr *mr, const void *p, size_t len)
 {
     const uint8_t *b = p;
     return mr->mr && b >= mr->addr && len <= mr->len && (size_t)(b - mr->addr) <= mr->len - len;
 }
 
 /* RDM address vector. */
-int  rc_fabric_av_insert(struct rc_fabric *f, const void *addr, size_t addrlen,
+int  rci_fabric_av_insert(struct rci_fabric *f, const void *addr, size_t addrlen,
                          fi_addr_t *out, char *err, size_t errlen);
-int  rc_fabric_av_remove(struct rc_fabric *f, fi_addr_t addr, char *err, size_t errlen);
+int  rci_fabric_av_remove(struct rci_fabric *f, fi_addr_t addr, char *err, size_t errlen);
 /* Own fabric address of ep (RDM: for HELLO.addr). *len: in buffer size, out used. */
-int  rc_fabric_getname(struct rc_fabric *f, struct fid_ep *ep, void *buf, size_t *len,
+int  rci_fabric_getname(struct rci_fabric *f, struct fid_ep *ep, void *buf, size_t *len,
                        char *err, size_t errlen);
 /* Could addr (addrlen bytes, from the network) be an address of this
  * fabric's format? For socket formats: the family matches and the length
  * holds it; FI_ADDR_STR (shm): a printable "proto://..." string whose NUL
  * is its last byte (any length: names differ in length); other formats: at
  * least the provider's own address length. */
-bool rc_fabric_addr_plausible(const struct rc_fabric *f, const void *addr, size_t addrlen);
+bool rci_fabric_addr_plausible(const struct rci_fabric *f, const void *addr, size_t addrlen);
 /* Printable form of a fabric address ("fi_sockaddr_in://127.0.0.1:4711"). */
-void rc_fabric_addr_str(const struct rc_fabric *f, const void *addr, size_t addrlen,
+void rci_fabric_addr_str(const struct rci_fabric *f, const void *addr, size_t addrlen,
                         char *buf, size_t buflen);
 
 /* One completion, success or error. */
-struct rc_fabric_cqe {
+struct rci_fabric_cqe {
     void *context;                 /* the op_context given when posting */
     size_t len;                    /* received bytes (FI_RECV) */
     fi_addr_t src;                 /* RDM + source_addr: sender, else FI_ADDR_NOTAVAIL */
@@ -177,12 +177,12 @@ struct rc_fabric_cqe {
 /* Read up to max completions without blocking (this drives progress: call it
  * even when nothing is expected). Error entries come back as entries with
  * err != 0. Returns the count (0 = nothing), or -errno if the CQ itself failed. */
-int  rc_fabric_cq_poll(struct rc_fabric *f, struct rc_fabric_cqe *out, size_t max,
+int  rci_fabric_cq_poll(struct rci_fabric *f, struct rci_fabric_cqe *out, size_t max,
                        char *err, size_t errlen);
 
 /* One EQ event (MSG). For FI_CONNREQ, info must be freed with fi_freeinfo()
- * (or handed to rc_fabric_msg_ep_open + fi_accept/fi_reject, then freed). */
-struct rc_fabric_event {
+ * (or handed to rci_fabric_msg_ep_open + fi_accept/fi_reject, then freed). */
+struct rci_fabric_event {
     uint32_t event;                /* FI_CONNREQ, FI_CONNECTED, FI_SHUTDOWN, ... */
     fid_t fid;                     /* the endpoint (or pep) concerned */
     void *context;                 /* fid->context */
@@ -191,30 +191,30 @@ struct rc_fabric_event {
 };
 /* Returns 1 with an event, 0 if none waits (or no EQ), -errno on failure.
  * An error event (fi_eq_readerr) is returned as 1 with ev->err set. */
-int  rc_fabric_eq_poll(struct rc_fabric *f, struct rc_fabric_event *ev, char *err, size_t errlen);
+int  rci_fabric_eq_poll(struct rci_fabric *f, struct rci_fabric_event *ev, char *err, size_t errlen);
 
 /* Block until the CQ or EQ may have something or timeout_ns passes: fi_trywait
  * + poll() on the wait fds; if trywait says work is pending it returns at
  * once; without fds it sleeps min(timeout, 50 us). Never consumes entries. */
-void rc_fabric_wait(struct rc_fabric *f, uint64_t timeout_ns);
+void rci_fabric_wait(struct rci_fabric *f, uint64_t timeout_ns);
 /* Adaptive wait: call poll_fn(arg) in a loop for params.poll_spin_ns; if it
- * did nothing, alternate rc_fabric_wait() and poll_fn until timeout_ns. Stops
+ * did nothing, alternate rci_fabric_wait() and poll_fn until timeout_ns. Stops
  * as soon as poll_fn returns non-zero and returns that value (>0 work done,
  * <0 error), or 0 at the timeout. */
-int  rc_fabric_wait_adaptive(struct rc_fabric *f, int (*poll_fn)(void *arg), void *arg,
+int  rci_fabric_wait_adaptive(struct rci_fabric *f, int (*poll_fn)(void *arg), void *arg,
                              uint64_t timeout_ns);
 
 /* Format "call(where): fi_strerror" into err and return the libfabric return
  * code as -errno (rc may be negative FI code or positive errno). f may be NULL. */
-int  rc_fabric_error(const struct rc_fabric *f, char *err, size_t errlen, const char *call,
+int  rci_fabric_error(const struct rci_fabric *f, char *err, size_t errlen, const char *call,
                      int rc);
 
 /* shm: remove the region file of a dead shm endpoint named `name`
  * ("fi_shm://PID:UID:INDEX" or "PID:UID:INDEX"): only when the name has our
  * uid, the file is ours and PID does not exist (fabric.c says why that is
  * safe). 1 removed, 0 left alone, -errno. */
-int rc_fabric_shm_reclaim(const char *name);
+int rci_fabric_shm_reclaim(const char *name);
 /* The same for every such file in /dev/shm; returns how many were removed. */
-int rc_fabric_shm_reclaim_all(void);
+int rci_fabric_shm_reclaim_all(void);
 
 #endif

@@ -1,16 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* fabric_params.h — settings of the libfabric layer (the [fabric] section).
  * net/ knows nothing of cards: it gets only these and registered memory. */
-#ifndef RC_FABRIC_PARAMS_H
-#define RC_FABRIC_PARAMS_H
+#ifndef RCI_FABRIC_PARAMS_H
+#define RCI_FABRIC_PARAMS_H
 #include <stdbool.h>
 #include <stdint.h>
 
-enum rc_ep_kind { RC_EP_MSG = 0, RC_EP_RDM };
+enum rci_ep_kind { RCI_EP_MSG = 0, RCI_EP_RDM };
 
 /* Fault injection for tests (net/pub_faults.c). Counter based, not random,
  * so a test knows exactly which operations failed. All zero: off. */
-struct rc_fault_params {
+struct rci_fault_params {
     uint64_t send_error_every;    /* every Nth successful data/page completion reported as an error */
     uint64_t eagain_every;        /* every Nth data/page post starts a storm of -FI_EAGAIN ... */
     uint32_t eagain_burst;        /* ... refusing this many posts in a row */
@@ -18,9 +18,9 @@ struct rc_fault_params {
                                    * long in which posts to that one subscriber are refused */
 };
 
-struct rc_fabric_params {
+struct rci_fabric_params {
     char provider[64];            /* "tcp", "tcp;ofi_rxm", "verbs", "shm", ... */
-    enum rc_ep_kind endpoint;     /* msg (connections) or rdm (reliable datagrams) */
+    enum rci_ep_kind endpoint;     /* msg (connections) or rdm (reliable datagrams) */
     char address[128];            /* address to listen on (publisher) */
     uint16_t port;
     uint32_t tx_queue;            /* requested tx context size */
@@ -43,7 +43,7 @@ struct rc_fabric_params {
      * effective configuration prints back as written; the publisher parses
      * it at create (and config/ at load, to report a bad entry at its line). */
     char allow[192];
-    struct rc_fault_params faults;
+    struct rci_fault_params faults;
     /* Not a [fabric] key: set by the caller (the daemon does). Each subscriber
      * may hold only its fair share of header slots, pages and tx queue
      * (net/README.md, "Fair shares"); sends beyond get -ENOBUFS. Off: one

@@ -19,7 +19,7 @@
 #include "common/errbuf.h"
 #include "net/allow_list.h"
 
-int rc_half_open_init(struct rc_half_open *h, uint16_t port, uint32_t cap, uint64_t timeout_ns)
+int rci_half_open_init(struct rci_half_open *h, uint16_t port, uint32_t cap, uint64_t timeout_ns)
 {
     memset(h, 0, sizeof *h);
     h->port = port;
@@ -35,7 +35,7 @@ int rc_half_open_init(struct rc_half_open *h, uint16_t port, uint32_t cap, uint6
     return h->pend && h->next && h->dir ? 0 : -ENOMEM;
 }
 
-void rc_half_open_fini(struct rc_half_open *h)
+void rci_half_open_fini(struct rci_half_open *h)
 {
     if (h->dir)
         closedir(h->dir);
@@ -56,7 +56,7 @@ static uint16_t port_of(const struct sockaddr_storage *a)
 
 /* A TCP socket connected to our listening port that we have sent nothing on:
  * a connection still in the provider's handshake. Its peer in *peer. */
-static bool is_pending(const struct rc_half_open *h, int fd, struct sockaddr_storage *peer,
+static bool is_pending(const struct rci_half_open *h, int fd, struct sockaddr_storage *peer,
                        socklen_t *plen, bool *peer_closed, bool *silent)
 {
     struct sockaddr_storage own;
@@ -78,7 +78,7 @@ static bool is_pending(const struct rc_half_open *h, int fd, struct sockaddr_sto
            (ti.tcpi_state == 1 /* TCP_ESTABLISHED */ || *peer_closed);
 }
 
-static const struct rc_half_open_entry *find(const struct rc_half_open *h, int fd, ino_t ino)
+static const struct rci_half_open_entry *find(const struct rci_half_open *h, int fd, ino_t ino)
 {
     for (uint32_t i = 0; i < h->npend; i++)
         if (h->pend[i].fd == fd && h->pend[i].ino == ino)
@@ -95,7 +95,7 @@ static void say(char *err, size_t errlen, const struct sockaddr_storage *peer, s
                         : (const void *)&((const struct sockaddr_in *)peer)->sin_addr;
     (void)plen;
     inet_ntop(peer->ss_family, a, host, sizeof host);
-    rc_set_err(err, errlen, "connection from %s:%u closed before its handshake: %s", host,
+    rci_set_err(err, errlen, "connection from %s:%u closed before its handshake: %s", host,
                (unsigned)port_of(peer), why);
 }
 
@@ -116,11 +116,11 @@ static void abort_socket(int fd)
 }
 
 /* One pending socket: keep it (copied to h->next) or shut it down. */
-static int judge(struct rc_half_open *h, int fd, ino_t ino, const char *allow, uint64_t now,
+static int judge(struct rci_half_open *h, int fd, ino_t ino, const char *allow, uint64_t now,
                  uint32_t *nnext, const struct sockaddr_storage *peer, socklen_t plen,
                  bool peer_closed, bool silent, char *err, size_t errlen)
 {
-    const struct rc_half_open_entry *old = find(h, fd, ino);
+    const struct rci_half_open_entry *old = find(h, fd, ino);
     const char *why = NULL;
     /* A peer that sent bytes may be in the middle of a real handshake (the
      * provider may have read its request and be about to send our answer):
@@ -128,7 +128,7 @@ static int judge(struct rc_half_open *h, int fd, ino_t ino, const char *allow, u
     if (peer_closed) {
         why = "the peer closed it";
         h->closed_eof++;
-    } else if (silent && allow[0] && !rc_allow_list_text_permits(allow, peer, plen)) {
+    } else if (silent && allow[0] && !rci_allow_list_text_permits(allow, peer, plen)) {
         why = "address not in [fabric] allow";
         h->closed_allowlist++;
     } else if (old && now - old->since_ns > h->timeout_ns) {
@@ -144,16 +144,16 @@ static int judge(struct rc_half_open *h, int fd, ino_t ino, const char *allow, u
         return 1;
     }
     if (*nnext < h->cap)   /* a full table leaves a talking one untracked until the next scan */
-        h->next[(*nnext)++] = (struct rc_half_open_entry){ fd, ino, old ? old->since_ns : now };
+        h->next[(*nnext)++] = (struct rci_half_open_entry){ fd, ino, old ? old->since_ns : now };
     return 0;
 }
 
-int rc_half_open_scan(struct rc_half_open *h, const char *allow, uint64_t now, char *err,
+int rci_half_open_scan(struct rci_half_open *h, const char *allow, uint64_t now, char *err,
                       size_t errlen)
 {
     if (now < h->next_scan_ns || !h->pend || !h->dir)
         return 0;
-    h->next_scan_ns = now + RC_HALF_OPEN_SCAN_NS;
+    h->next_scan_ns = now + RCI_HALF_OPEN_SCAN_NS;
     DIR *d = h->dir;
     rewinddir(d);
     int closed = 0;
@@ -175,14 +175,14 @@ int rc_half_open_scan(struct rc_half_open *h, const char *allow, uint64_t now, c
         closed += judge(h, fd, st.st_ino, allow, now, &nnext, &peer, plen, peer_closed, silent,
                         err, errlen);
     }
-    struct rc_half_open_entry *t = h->pend;
+    struct rci_half_open_entry *t = h->pend;
     h->pend = h->next;
     h->next = t;
     h->npend = nnext;
     h->fds_in_use = fds;
     if (h->fd_limit && fds + 16 >= h->fd_limit) {
         h->fd_pressure++;
-        rc_set_err(err, errlen, "file descriptors nearly exhausted: %llu of %llu in use (ulimit -n)",
+        rci_set_err(err, errlen, "file descriptors nearly exhausted: %llu of %llu in use (ulimit -n)",
                    (unsigned long long)fds, (unsigned long long)h->fd_limit);
     }
     return closed;

@@ -12,36 +12,36 @@
  * accepted endpoint has at least our accept response out), and reset so that
  * the provider closes them itself (half_open.c, abort_socket, says how).
  * See net/README.md ("Half-open connections"). */
-#ifndef RC_HALF_OPEN_H
-#define RC_HALF_OPEN_H
+#ifndef RCI_HALF_OPEN_H
+#define RCI_HALF_OPEN_H
 #include <dirent.h>
 #include <stdint.h>
 #include <sys/types.h>
 
-#define RC_HALF_OPEN_SCAN_NS 250000000ull   /* how often /proc/self/fd is read */
+#define RCI_HALF_OPEN_SCAN_NS 250000000ull   /* how often /proc/self/fd is read */
 
-struct rc_half_open_entry { int fd; ino_t ino; uint64_t since_ns; };
+struct rci_half_open_entry { int fd; ino_t ino; uint64_t since_ns; };
 
-struct rc_half_open {
+struct rci_half_open {
     uint16_t port;               /* our listening port */
     uint32_t cap;                /* pending handshakes kept at most */
     uint64_t timeout_ns;         /* a handshake must finish within this */
     uint64_t next_scan_ns;
     uint64_t fd_limit;           /* RLIMIT_NOFILE (soft) */
     DIR *dir;                    /* /proc/self/fd, open for good */
-    struct rc_half_open_entry *pend, *next;   /* cap entries each */
+    struct rci_half_open_entry *pend, *next;   /* cap entries each */
     uint32_t npend;
     /* counters */
     uint64_t closed_timeout, closed_allowlist, closed_cap, closed_eof, fd_pressure;
     uint64_t fds_in_use;         /* at the last scan */
 };
 
-int  rc_half_open_init(struct rc_half_open *h, uint16_t port, uint32_t cap, uint64_t timeout_ns);
-void rc_half_open_fini(struct rc_half_open *h);
-/* Scan when due (every RC_HALF_OPEN_SCAN_NS): shut down pending sockets whose
+int  rci_half_open_init(struct rci_half_open *h, uint16_t port, uint32_t cap, uint64_t timeout_ns);
+void rci_half_open_fini(struct rci_half_open *h);
+/* Scan when due (every RCI_HALF_OPEN_SCAN_NS): shut down pending sockets whose
  * peer the allow list (text, empty = everyone) refuses, that are older than
  * the timeout, or beyond the cap. Returns how many were shut down (the last
  * reason in err), or 0. Counts fd_pressure when descriptors run short. */
-int  rc_half_open_scan(struct rc_half_open *h, const char *allow, uint64_t now, char *err,
+int  rci_half_open_scan(struct rci_half_open *h, const char *allow, uint64_t now, char *err,
                        size_t errlen);
 #endif

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* pub_control.c — the publisher's side of the control protocol: every
- * incoming message is checked with rc_wire_check() (net/wire.c) before use
+ * incoming message is checked with rci_wire_check() (net/wire.c) before use
  * and counted by rejection kind; HELLO -> WELCOME, (UN)SUBSCRIBE -> SUB_ACK,
  * HEARTBEAT, BYE. Control messages go out from registered buffers with
  * fi_sendv and a completion, like data: they sit on the peer's op list, so
@@ -20,38 +20,38 @@
 
 /* ---- control sends --------------------------------------------------------- */
 
-int rc_pub_ctrl_init(struct rc_publisher *p, char *err, size_t errlen)
+int rci_pub_ctrl_init(struct rci_publisher *p, char *err, size_t errlen)
 {
-    p->nctrl = RC_PUB_CTRL_PER_PEER * p->npeers + RC_PUB_CTRL_SPARE;
-    size_t bytes = (size_t)p->nctrl * RC_PUB_CTRL_MAX;
+    p->nctrl = RCI_PUB_CTRL_PER_PEER * p->npeers + RCI_PUB_CTRL_SPARE;
+    size_t bytes = (size_t)p->nctrl * RCI_PUB_CTRL_MAX;
     p->ctrl_mem = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
     p->ctrl_free = calloc(p->nctrl, sizeof *p->ctrl_free);
     if (!p->ctrl_mem || !p->ctrl_free)
-        return rc_fabric_error(&p->fab, err, errlen, "control buffers(alloc)", -FI_ENOMEM);
+        return rci_fabric_error(&p->fab, err, errlen, "control buffers(alloc)", -FI_ENOMEM);
     uint32_t first = p->nslots + p->npages;
     for (uint32_t i = 0; i < p->nctrl; i++)
         p->ctrl_free[i] = first + p->nctrl - 1 - i;
     p->nctrl_free = p->nctrl;
-    return rc_fabric_mr_reg(&p->fab, p->ctrl_mem, bytes, FI_SEND, p->fab.ep, &p->ctrl_mr, err,
+    return rci_fabric_mr_reg(&p->fab, p->ctrl_mem, bytes, FI_SEND, p->fab.ep, &p->ctrl_mr, err,
                             errlen);
 }
 
-void rc_pub_ctrl_fini(struct rc_publisher *p)
+void rci_pub_ctrl_fini(struct rci_publisher *p)
 {
-    rc_fabric_mr_close(&p->ctrl_mr);
+    rci_fabric_mr_close(&p->ctrl_mr);
     free(p->ctrl_mem);
     free(p->ctrl_free);
     p->ctrl_mem = NULL;
     p->ctrl_free = NULL;
 }
 
-void rc_pub_ctrl_done(struct rc_publisher *p, uint32_t op_id)
+void rci_pub_ctrl_done(struct rci_publisher *p, uint32_t op_id)
 {
-    struct rc_pub_txop *op = &p->ops[op_id];
-    if (op->peer == RC_PUB_NONE)
+    struct rci_pub_txop *op = &p->ops[op_id];
+    if (op->peer == RCI_PUB_NONE)
         p->ctrl_peerless--;
-    rc_pub_op_unlink(p, op_id);
-    op->state = RC_TXOP_FREE;
+    rci_pub_op_unlink(p, op_id);
+    op->state = RCI_TXOP_FREE;
     op->gen++;
     p->ctrl_free[p->nctrl_free++] = op_id;
 }
@@ -59,46 +59,46 @@ void rc_pub_ctrl_done(struct rc_publisher *p, uint32_t op_id)
 /* Post one control message from a registered buffer. A peer's buffers are
  * on its op list (released if it dies); peer NULL (a refusal to an RDM
  * sender without a peer slot) may only use the spare buffers. */
-static int ctrl_post(struct rc_publisher *p, struct rc_pub_peer *peer, fi_addr_t addr,
+static int ctrl_post(struct rci_publisher *p, struct rci_pub_peer *peer, fi_addr_t addr,
                      const void *msg, size_t len)
 {
-    if (p->nctrl_free == 0 || (!peer && p->ctrl_peerless >= RC_PUB_CTRL_SPARE))
+    if (p->nctrl_free == 0 || (!peer && p->ctrl_peerless >= RCI_PUB_CTRL_SPARE))
         return -FI_EAGAIN;
     struct fid_ep *ep = p->fab.rdm ? p->fab.ep : peer->ep;
     if (!ep)
         return -FI_ENOTCONN;
     uint32_t op_id = p->ctrl_free[p->nctrl_free - 1];
-    struct rc_pub_txop *op = &p->ops[op_id];
-    uint8_t *buf = p->ctrl_mem + (size_t)(op_id - p->nslots - p->npages) * RC_PUB_CTRL_MAX;
+    struct rci_pub_txop *op = &p->ops[op_id];
+    uint8_t *buf = p->ctrl_mem + (size_t)(op_id - p->nslots - p->npages) * RCI_PUB_CTRL_MAX;
     memcpy(buf, msg, len);
     struct iovec iov = { .iov_base = buf, .iov_len = len };
     void *desc = p->ctrl_mr.desc;
-    void *ctx = rc_pub_ctx(RC_CTX_TXOP, op_id, op->gen);
+    void *ctx = rci_pub_ctx(RCI_CTX_TXOP, op_id, op->gen);
     int rc = (int)fi_sendv(ep, &iov, &desc, 1, addr, ctx);
     if (rc)
         return rc;
     p->nctrl_free--;
-    op->state = RC_TXOP_POSTED;
-    op->peer = RC_PUB_NONE;
-    op->prev = op->next = RC_PUB_NONE;
+    op->state = RCI_TXOP_POSTED;
+    op->peer = RCI_PUB_NONE;
+    op->prev = op->next = RCI_PUB_NONE;
     if (peer)
-        rc_pub_op_link(p, (uint32_t)(peer - p->peers), op_id, rc_now_ns());
+        rci_pub_op_link(p, (uint32_t)(peer - p->peers), op_id, rci_now_ns());
     else
         p->ctrl_peerless++;  /* never released if it never completes: bounded */
     return 0;
 }
 
-static int send_control(struct rc_publisher *p, struct rc_pub_peer *peer, const void *msg, size_t len)
+static int send_control(struct rci_publisher *p, struct rci_pub_peer *peer, const void *msg, size_t len)
 {
     return ctrl_post(p, peer, peer->has_addr ? peer->addr : FI_ADDR_UNSPEC, msg, len);
 }
 
-static void flush_peer(struct rc_publisher *p, struct rc_pub_peer *peer)
+static void flush_peer(struct rci_publisher *p, struct rci_pub_peer *peer)
 {
     if (!peer->connected)
         return;  /* MSG: sent once FI_CONNECTED is read */
     while (peer->ctrl_count) {
-        struct rc_pub_ctrl_msg *m = &peer->ctrl[peer->ctrl_head];
+        struct rci_pub_ctrl_msg *m = &peer->ctrl[peer->ctrl_head];
         int rc = send_control(p, peer, m->bytes, m->len);
         if (rc == -FI_EAGAIN) {
             p->st.control_send_retries++;
@@ -107,25 +107,25 @@ static void flush_peer(struct rc_publisher *p, struct rc_pub_peer *peer)
         if (rc) {
             p->st.control_dropped++;
             char err[200];
-            rc_fabric_error(&p->fab, err, sizeof err, "fi_sendv(control)", rc);
-            rc_set_err(p->err, sizeof p->err, "%.100s: %.200s", peer->name, err);
+            rci_fabric_error(&p->fab, err, sizeof err, "fi_sendv(control)", rc);
+            rci_set_err(p->err, sizeof p->err, "%.100s: %.200s", peer->name, err);
         }
-        peer->ctrl_head = (peer->ctrl_head + 1) % RC_PUB_CTRL_QUEUE;
+        peer->ctrl_head = (peer->ctrl_head + 1) % RCI_PUB_CTRL_QUEUE;
         if (--peer->ctrl_count == 0)
             p->ctrl_waiting--;
     }
 }
 
-static void enqueue(struct rc_publisher *p, struct rc_pub_peer *peer, const void *msg, ssize_t len)
+static void enqueue(struct rci_publisher *p, struct rci_pub_peer *peer, const void *msg, ssize_t len)
 {
-    if (len <= 0 || (size_t)len > RC_PUB_CTRL_MAX)
+    if (len <= 0 || (size_t)len > RCI_PUB_CTRL_MAX)
         return;  /* encoders only fail on our own bad arguments */
-    if (peer->ctrl_count == RC_PUB_CTRL_QUEUE) {
+    if (peer->ctrl_count == RCI_PUB_CTRL_QUEUE) {
         p->st.control_dropped++;
-        rc_set_err(p->err, sizeof p->err, "%s: control queue full, message dropped", peer->name);
+        rci_set_err(p->err, sizeof p->err, "%s: control queue full, message dropped", peer->name);
         return;
     }
-    struct rc_pub_ctrl_msg *m = &peer->ctrl[(peer->ctrl_head + peer->ctrl_count) % RC_PUB_CTRL_QUEUE];
+    struct rci_pub_ctrl_msg *m = &peer->ctrl[(peer->ctrl_head + peer->ctrl_count) % RCI_PUB_CTRL_QUEUE];
     memcpy(m->bytes, msg, (size_t)len);
     m->len = (uint8_t)len;
     if (peer->ctrl_count++ == 0)
@@ -133,16 +133,16 @@ static void enqueue(struct rc_publisher *p, struct rc_pub_peer *peer, const void
     flush_peer(p, peer);
 }
 
-void rc_pub_flush_control(struct rc_publisher *p)
+void rci_pub_flush_control(struct rci_publisher *p)
 {
     for (uint32_t i = 0; i < p->npeers && p->ctrl_waiting; i++) {
-        struct rc_pub_peer *peer = &p->peers[i];
-        if (peer->ctrl_count && peer->state != RC_PEER_CLOSED && peer->state != RC_PEER_FREE)
+        struct rci_pub_peer *peer = &p->peers[i];
+        if (peer->ctrl_count && peer->state != RCI_PEER_CLOSED && peer->state != RCI_PEER_FREE)
             flush_peer(p, peer);
     }
 }
 
-void rc_pub_drop_control(struct rc_publisher *p, struct rc_pub_peer *peer)
+void rci_pub_drop_control(struct rci_publisher *p, struct rci_pub_peer *peer)
 {
     if (peer->ctrl_count) {
         flush_peer(p, peer);  /* a last BYE may still get out */
@@ -153,37 +153,37 @@ void rc_pub_drop_control(struct rc_publisher *p, struct rc_pub_peer *peer)
     peer->ctrl_count = 0;
 }
 
-void rc_pub_send_heartbeat(struct rc_publisher *p, struct rc_pub_peer *peer, uint64_t now)
+void rci_pub_send_heartbeat(struct rci_publisher *p, struct rci_pub_peer *peer, uint64_t now)
 {
-    uint8_t msg[sizeof(struct rc_wire_heartbeat)];
-    enqueue(p, peer, msg, rc_wire_build_heartbeat(msg, sizeof msg, now));
+    uint8_t msg[sizeof(struct rci_wire_heartbeat)];
+    enqueue(p, peer, msg, rci_wire_build_heartbeat(msg, sizeof msg, now));
     p->st.heartbeats_sent++;
 }
 
-void rc_pub_send_bye(struct rc_publisher *p, struct rc_pub_peer *peer, enum rc_bye_reason why)
+void rci_pub_send_bye(struct rci_publisher *p, struct rci_pub_peer *peer, enum rci_bye_reason why)
 {
-    uint8_t msg[sizeof(struct rc_wire_bye)];
-    enqueue(p, peer, msg, rc_wire_build_bye(msg, sizeof msg, why));
+    uint8_t msg[sizeof(struct rci_wire_bye)];
+    enqueue(p, peer, msg, rci_wire_build_bye(msg, sizeof msg, why));
 }
 
 /* Refuse a peer that has a slot: counted, said (last error, the daemon logs
  * it), BYE(refused) with the cause, then closed (the BYE is best effort). */
-void rc_pub_refuse_peer(struct rc_publisher *p, struct rc_pub_peer *peer, enum rc_refusal why,
+void rci_pub_refuse_peer(struct rci_publisher *p, struct rci_pub_peer *peer, enum rci_refusal why,
                         const char *detail)
 {
     char code[24];
     p->st.connections_refused++;
-    rc_set_err(p->err, sizeof p->err, "subscriber %s refused: %s%s", peer->name,
-               rc_wire_refusal_name(why, code, sizeof code), detail);
-    uint8_t msg[sizeof(struct rc_wire_bye)];
-    enqueue(p, peer, msg, rc_wire_build_bye_refused(msg, sizeof msg, why));
-    rc_pub_peer_fail(p, (uint32_t)(peer - p->peers), RC_DOOM_LOCAL);
+    rci_set_err(p->err, sizeof p->err, "subscriber %s refused: %s%s", peer->name,
+               rci_wire_refusal_name(why, code, sizeof code), detail);
+    uint8_t msg[sizeof(struct rci_wire_bye)];
+    enqueue(p, peer, msg, rci_wire_build_bye_refused(msg, sizeof msg, why));
+    rci_pub_peer_fail(p, (uint32_t)(peer - p->peers), RCI_DOOM_LOCAL);
 }
 
 /* ---- tag sets: sorted, disjoint, non-adjacent inclusive ranges ------------- */
 
 /* Number of tags in the set, saturating (the full range has 2^64). */
-static uint64_t tag_count(const struct rc_wire_range *a, uint32_t n)
+static uint64_t tag_count(const struct rci_wire_range *a, uint32_t n)
 {
     uint64_t total = 0;
     for (uint32_t i = 0; i < n; i++) {
@@ -196,23 +196,23 @@ static uint64_t tag_count(const struct rc_wire_range *a, uint32_t n)
 }
 
 /* The peer's tag set viewed as the shared range-set type (read only here). */
-static bool set_contains(const struct rc_wire_range *a, uint32_t n, uint64_t tag)
+static bool set_contains(const struct rci_wire_range *a, uint32_t n, uint64_t tag)
 {
-    const struct rc_tag_ranges set = { .r = (struct rc_wire_range *)a, .count = n, .cap = n };
-    return rc_tag_ranges_contains(&set, tag);
+    const struct rci_tag_ranges set = { .r = (struct rci_wire_range *)a, .count = n, .cap = n };
+    return rci_tag_ranges_contains(&set, tag);
 }
 
-unsigned rc_publisher_subscribers_of(struct rc_publisher *p, uint64_t tag, rc_peer_id *out,
+unsigned rci_publisher_subscribers_of(struct rci_publisher *p, uint64_t tag, rci_peer_id *out,
                                      unsigned max)
 {
     unsigned found = 0;
     for (uint32_t i = 0; i < p->npeers; i++) {
-        struct rc_pub_peer *peer = &p->peers[i];
-        if (peer->state != RC_PEER_ACTIVE || peer->doom || !peer->connected ||
+        struct rci_pub_peer *peer = &p->peers[i];
+        if (peer->state != RCI_PEER_ACTIVE || peer->doom || !peer->connected ||
             !set_contains(peer->ranges, peer->nranges, tag))
             continue;
         if (found < max)
-            out[found] = rc_pub_peer_id(p, peer);
+            out[found] = rci_pub_peer_id(p, peer);
         found++;
     }
     return found;
@@ -220,37 +220,37 @@ unsigned rc_publisher_subscribers_of(struct rc_publisher *p, uint64_t tag, rc_pe
 
 /* ---- incoming messages -------------------------------------------------------- */
 
-static void reject(struct rc_publisher *p, const char *who, enum rc_wire_error why)
+static void reject(struct rci_publisher *p, const char *who, enum rci_wire_error why)
 {
     p->st.malformed[why]++;
-    rc_set_err(p->err, sizeof p->err, "message from %s rejected: %s", who, rc_wire_error_name(why));
+    rci_set_err(p->err, sizeof p->err, "message from %s rejected: %s", who, rci_wire_error_name(why));
 }
 
-static void peer_event(struct rc_publisher *p, struct rc_pub_peer *peer, enum rc_pub_peer_event ev)
+static void peer_event(struct rci_publisher *p, struct rci_pub_peer *peer, enum rci_pub_peer_event ev)
 {
     if (p->cb.on_peer_event)
-        p->cb.on_peer_event(p->cb.arg, rc_pub_peer_id(p, peer), ev);
+        p->cb.on_peer_event(p->cb.arg, rci_pub_peer_id(p, peer), ev);
 }
 
-static void send_welcome(struct rc_publisher *p, struct rc_pub_peer *peer)
+static void send_welcome(struct rci_publisher *p, struct rci_pub_peer *peer)
 {
-    uint8_t msg[sizeof(struct rc_wire_welcome)];
+    uint8_t msg[sizeof(struct rci_wire_welcome)];
     uint64_t hb_ms = p->fab.params.heartbeat_ns / 1000000u;
-    enqueue(p, peer, msg, rc_wire_build_welcome(msg, sizeof msg, p->fab.params.max_tags_per_subscriber,
+    enqueue(p, peer, msg, rci_wire_build_welcome(msg, sizeof msg, p->fab.params.max_tags_per_subscriber,
                                                 hb_ms ? (uint32_t)hb_ms : 1u, p->publisher_id));
 }
 
-static void on_hello(struct rc_publisher *p, struct rc_pub_peer *peer, const uint8_t *buf, size_t len)
+static void on_hello(struct rci_publisher *p, struct rci_pub_peer *peer, const uint8_t *buf, size_t len)
 {
-    struct rc_wire_hello h;
-    rc_wire_check_hello(buf, len, &h);
+    struct rci_wire_hello h;
+    rci_wire_check_hello(buf, len, &h);
     if (peer->joined && h.client_id != peer->client_id) {
         /* RDM: a new subscriber process at the address of one we still serve
          * (its port reused): that one is gone. Ending it tells the address
          * BYE (close_transport), and the newcomer says HELLO again to a
          * fresh peer, with its stream numbered from 0. */
-        rc_set_err(p->err, sizeof p->err, "%s: HELLO from a new subscriber at this address", peer->name);
-        rc_pub_peer_fail(p, (uint32_t)(peer - p->peers), RC_DOOM_ERROR);
+        rci_set_err(p->err, sizeof p->err, "%s: HELLO from a new subscriber at this address", peer->name);
+        rci_pub_peer_fail(p, (uint32_t)(peer - p->peers), RCI_DOOM_ERROR);
         return;
     }
     if (peer->joined) {  /* repeated HELLO (our WELCOME was lost?): answer again */
@@ -258,19 +258,19 @@ static void on_hello(struct rc_publisher *p, struct rc_pub_peer *peer, const uin
         return;
     }
     char detail[64];
-    if (rc_wire_negotiate(h.min_version, h.max_version) == 0) {
+    if (rci_wire_negotiate(h.min_version, h.max_version) == 0) {
         snprintf(detail, sizeof detail, " (it speaks %u..%u)", h.min_version, h.max_version);
-        rc_pub_refuse_peer(p, peer, RC_REFUSED_VERSION, detail);
+        rci_pub_refuse_peer(p, peer, RCI_REFUSED_VERSION, detail);
         return;
     }
     peer->rx_max = h.rx_buffer_size;
     if (p->fab.max_msg_size && p->fab.max_msg_size < peer->rx_max)
         peer->rx_max = (uint32_t)p->fab.max_msg_size;
-    if (peer->rx_max < RC_PUB_MIN_RX_BUFFER) {
+    if (peer->rx_max < RCI_PUB_MIN_RX_BUFFER) {
         p->st.connections_refused_rx_buffer++;
         snprintf(detail, sizeof detail, " (%u B announced, %u B needed)", h.rx_buffer_size,
-                 RC_PUB_MIN_RX_BUFFER);
-        rc_pub_refuse_peer(p, peer, RC_REFUSED_RX_BUFFER, detail);
+                 RCI_PUB_MIN_RX_BUFFER);
+        rci_pub_refuse_peer(p, peer, RCI_REFUSED_RX_BUFFER, detail);
         return;
     }
     /* shm: no message past what it copies at post (fabric.c, shm_copy_max):
@@ -279,126 +279,126 @@ static void on_hello(struct rc_publisher *p, struct rc_pub_peer *peer, const uin
         peer->rx_max = (uint32_t)p->fab.copy_max;
     peer->client_id = h.client_id;
     peer->joined = true;
-    peer->state = RC_PEER_ACTIVE;
+    peer->state = RCI_PEER_ACTIVE;
     p->st.connections++;
     p->st.peers_active++;
     send_welcome(p, peer);
-    peer_event(p, peer, RC_PUB_PEER_JOINED);
+    peer_event(p, peer, RCI_PUB_PEER_JOINED);
 }
 
-static enum rc_sub_status edit_tags(struct rc_publisher *p, struct rc_pub_peer *peer,
-                                    const uint8_t *buf, const struct rc_wire_sub *s)
+static enum rci_sub_status edit_tags(struct rci_publisher *p, struct rci_pub_peer *peer,
+                                    const uint8_t *buf, const struct rci_wire_sub *s)
 {
-    bool add = s->hdr.type == RC_MSG_SUBSCRIBE;
+    bool add = s->hdr.type == RCI_MSG_SUBSCRIBE;
     /* Edited in scratch, so a refused request leaves the peer's set as it was. */
-    struct rc_tag_ranges set = { .r = p->scratch, .count = peer->nranges,
-                                 .cap = RC_WIRE_MAX_RANGES, .limit = RC_WIRE_MAX_RANGES };
+    struct rci_tag_ranges set = { .r = p->scratch, .count = peer->nranges,
+                                 .cap = RCI_WIRE_MAX_RANGES, .limit = RCI_WIRE_MAX_RANGES };
     memcpy(p->scratch, peer->ranges, set.count * sizeof *p->scratch);
-    /* rc_wire_check() has rejected ranges with first > last already. */
+    /* rci_wire_check() has rejected ranges with first > last already. */
     for (uint32_t i = 0; i < s->count; i++) {
-        struct rc_wire_range r = rc_wire_sub_range(buf, i);
-        if ((add ? rc_tag_ranges_add(&set, r.first, r.last)
-                 : rc_tag_ranges_remove(&set, r.first, r.last)) != 0)
-            return RC_SUB_TOO_MANY_TAGS;
+        struct rci_wire_range r = rci_wire_sub_range(buf, i);
+        if ((add ? rci_tag_ranges_add(&set, r.first, r.last)
+                 : rci_tag_ranges_remove(&set, r.first, r.last)) != 0)
+            return RCI_SUB_TOO_MANY_TAGS;
     }
     uint32_t limit = p->fab.params.max_tags_per_subscriber;
     if (add && limit && tag_count(p->scratch, set.count) > limit)
-        return RC_SUB_TOO_MANY_TAGS;
+        return RCI_SUB_TOO_MANY_TAGS;
     memcpy(peer->ranges, p->scratch, set.count * sizeof *p->scratch);
     peer->nranges = set.count;
-    return RC_SUB_OK;
+    return RCI_SUB_OK;
 }
 
-static void on_sub(struct rc_publisher *p, struct rc_pub_peer *peer, const uint8_t *buf, size_t len)
+static void on_sub(struct rci_publisher *p, struct rci_pub_peer *peer, const uint8_t *buf, size_t len)
 {
-    struct rc_wire_sub s;
-    rc_wire_check_sub(buf, len, &s);
-    if (s.hdr.type == RC_MSG_SUBSCRIBE)
+    struct rci_wire_sub s;
+    rci_wire_check_sub(buf, len, &s);
+    if (s.hdr.type == RCI_MSG_SUBSCRIBE)
         p->st.subscribe_requests++;
     else
         p->st.unsubscribe_requests++;
-    enum rc_sub_status status = edit_tags(p, peer, buf, &s);
-    uint8_t ack[sizeof(struct rc_wire_sub_ack)];
-    enqueue(p, peer, ack, rc_wire_build_sub_ack(ack, sizeof ack, s.request_id, status));
-    if (status != RC_SUB_OK) {
+    enum rci_sub_status status = edit_tags(p, peer, buf, &s);
+    uint8_t ack[sizeof(struct rci_wire_sub_ack)];
+    enqueue(p, peer, ack, rci_wire_build_sub_ack(ack, sizeof ack, s.request_id, status));
+    if (status != RCI_SUB_OK) {
         p->st.subscriptions_refused++;
-        rc_set_err(p->err, sizeof p->err, "%s: (un)subscribe %u refused (status %d)", peer->name,
+        rci_set_err(p->err, sizeof p->err, "%s: (un)subscribe %u refused (status %d)", peer->name,
                  s.request_id, (int)status);
         return;
     }
-    peer_event(p, peer, RC_PUB_PEER_SUBSCRIPTIONS);
+    peer_event(p, peer, RCI_PUB_PEER_SUBSCRIPTIONS);
 }
 
 /* ---- RDM: a HELLO from an address we do not know yet --------------------------- */
 
-void rc_pub_forget_refused(struct rc_publisher *p, uint64_t now)
+void rci_pub_forget_refused(struct rci_publisher *p, uint64_t now)
 {
     if (p->nrefused == 0 || now - p->refused_ns < p->fab.params.heartbeat_ns)
         return;
     for (uint32_t i = 0; i < p->nrefused; i++) {
         char err[200];
-        if (rc_fabric_av_remove(&p->fab, p->refused[i], err, sizeof err))
-            rc_set_err(p->err, sizeof p->err, "%s", err);
+        if (rci_fabric_av_remove(&p->fab, p->refused[i], err, sizeof err))
+            rci_set_err(p->err, sizeof p->err, "%s", err);
     }
     p->nrefused = 0;
 }
 
-void rc_pub_bye_address(struct rc_publisher *p, fi_addr_t addr, enum rc_bye_reason reason,
-                        enum rc_refusal why)
+void rci_pub_bye_address(struct rci_publisher *p, fi_addr_t addr, enum rci_bye_reason reason,
+                        enum rci_refusal why)
 {
-    uint8_t bye[sizeof(struct rc_wire_bye)];
-    ssize_t len = reason == RC_BYE_REFUSED ? rc_wire_build_bye_refused(bye, sizeof bye, why)
-                                           : rc_wire_build_bye(bye, sizeof bye, reason);
+    uint8_t bye[sizeof(struct rci_wire_bye)];
+    ssize_t len = reason == RCI_BYE_REFUSED ? rci_wire_build_bye_refused(bye, sizeof bye, why)
+                                           : rci_wire_build_bye(bye, sizeof bye, reason);
     if (len > 0 && ctrl_post(p, NULL, addr, bye, (size_t)len))
         p->st.control_dropped++;
     if (p->nrefused == sizeof p->refused / sizeof p->refused[0])
-        rc_pub_forget_refused(p, UINT64_MAX);
+        rci_pub_forget_refused(p, UINT64_MAX);
     if (p->nrefused == 0)
-        p->refused_ns = rc_now_ns();
+        p->refused_ns = rci_now_ns();
     p->refused[p->nrefused++] = addr;
 }
 
-static void refuse_address(struct rc_publisher *p, fi_addr_t addr, const char *name,
-                           enum rc_refusal why)
+static void refuse_address(struct rci_publisher *p, fi_addr_t addr, const char *name,
+                           enum rci_refusal why)
 {
     char code[24];
     p->st.connections_refused++;
-    rc_set_err(p->err, sizeof p->err, "subscriber %s refused: %s", name,
-               rc_wire_refusal_name(why, code, sizeof code));
-    rc_pub_bye_address(p, addr, RC_BYE_REFUSED, why);
+    rci_set_err(p->err, sizeof p->err, "subscriber %s refused: %s", name,
+               rci_wire_refusal_name(why, code, sizeof code));
+    rci_pub_bye_address(p, addr, RCI_BYE_REFUSED, why);
 }
 
 /* A HELLO whose address we cannot use: no BYE can reach its sender, so it
  * is counted (bad_field and connections_refused, which the daemon logs) and
  * named in the last error. */
-static void refuse_unreachable(struct rc_publisher *p, const char *why)
+static void refuse_unreachable(struct rci_publisher *p, const char *why)
 {
-    p->st.malformed[RC_WIRE_BAD_FIELD]++;
+    p->st.malformed[RCI_WIRE_BAD_FIELD]++;
     p->st.connections_refused++;
-    rc_set_err(p->err, sizeof p->err, "HELLO from an unknown RDM sender refused: %s", why);
+    rci_set_err(p->err, sizeof p->err, "HELLO from an unknown RDM sender refused: %s", why);
 }
 
-static void rdm_hello(struct rc_publisher *p, const uint8_t *buf, size_t len, uint64_t now)
+static void rdm_hello(struct rci_publisher *p, const uint8_t *buf, size_t len, uint64_t now)
 {
-    struct rc_wire_hello h;
-    rc_wire_check_hello(buf, len, &h);
+    struct rci_wire_hello h;
+    rci_wire_check_hello(buf, len, &h);
     char name[112];
     if (h.addr_len == 0) {
         refuse_unreachable(p, "no address in it");
         return;
     }
-    const uint8_t *addr = buf + sizeof(struct rc_wire_hello);
-    if (!rc_fabric_addr_plausible(&p->fab, addr, h.addr_len)) {
+    const uint8_t *addr = buf + sizeof(struct rci_wire_hello);
+    if (!rci_fabric_addr_plausible(&p->fab, addr, h.addr_len)) {
         char why[64];
         snprintf(why, sizeof why, "its %u-byte address is not a %s address", h.addr_len,
                  p->fab.info ? fi_tostr(&p->fab.info->addr_format, FI_TYPE_ADDR_FORMAT) : "?");
         refuse_unreachable(p, why);
         return;
     }
-    rc_fabric_addr_str(&p->fab, addr, h.addr_len, name, sizeof name);
+    rci_fabric_addr_str(&p->fab, addr, h.addr_len, name, sizeof name);
     fi_addr_t fa;
     char err[200];
-    if (rc_fabric_av_insert(&p->fab, addr, h.addr_len, &fa, err, sizeof err)) {
+    if (rci_fabric_av_insert(&p->fab, addr, h.addr_len, &fa, err, sizeof err)) {
         refuse_unreachable(p, err);
         return;
     }
@@ -407,16 +407,16 @@ static void rdm_hello(struct rc_publisher *p, const uint8_t *buf, size_t len, ui
      * removal drops only the earlier reference. */
     /* The address HELLO declares; net/README.md (Security) says why that is
      * what can be checked here, and what keeps a forged one from gaining data. */
-    if (!rc_allow_list_text_permits(p->fab.params.allow, addr, h.addr_len)) {
+    if (!rci_allow_list_text_permits(p->fab.params.allow, addr, h.addr_len)) {
         p->st.connections_refused_allowlist++;
-        refuse_address(p, fa, name, RC_REFUSED_ALLOW_LIST);
+        refuse_address(p, fa, name, RCI_REFUSED_ALLOW_LIST);
         return;
     }
-    struct rc_pub_peer *peer = rc_pub_peer_by_addr(p, fa);
+    struct rci_pub_peer *peer = rci_pub_peer_by_addr(p, fa);
     if (!peer) {
-        peer = rc_pub_new_peer(p, now);
+        peer = rci_pub_new_peer(p, now);
         if (!peer) {
-            refuse_address(p, fa, name, RC_REFUSED_FULL);
+            refuse_address(p, fa, name, RCI_REFUSED_FULL);
             return;
         }
         peer->addr = fa;
@@ -436,55 +436,55 @@ static void rdm_hello(struct rc_publisher *p, const uint8_t *buf, size_t len, ui
  * and was never served. A HELLO declaring another address is handled as
  * coming from an unknown sender (its own address is inserted). tcp;ofi_rxm
  * reports FI_ADDR_NOTAVAIL there, so nothing changes for it. */
-static bool declared_by(const struct rc_pub_peer *peer, const uint8_t *buf, size_t len)
+static bool declared_by(const struct rci_pub_peer *peer, const uint8_t *buf, size_t len)
 {
-    struct rc_wire_hello h;
-    rc_wire_check_hello(buf, len, &h);
+    struct rci_wire_hello h;
+    rci_wire_check_hello(buf, len, &h);
     return h.addr_len == peer->decl_len &&
-           memcmp(buf + sizeof(struct rc_wire_hello), peer->decl, h.addr_len) == 0;
+           memcmp(buf + sizeof(struct rci_wire_hello), peer->decl, h.addr_len) == 0;
 }
 
-void rc_pub_control_message(struct rc_publisher *p, struct rc_pub_peer *owner,
+void rci_pub_control_message(struct rci_publisher *p, struct rci_pub_peer *owner,
                             const uint8_t *buf, size_t len)
 {
-    enum rc_wire_error why = RC_WIRE_OK;
-    int type = rc_wire_check(buf, len, RC_WIRE_TO_PUBLISHER, &why);
+    enum rci_wire_error why = RCI_WIRE_OK;
+    int type = rci_wire_check(buf, len, RCI_WIRE_TO_PUBLISHER, &why);
     const char *who = owner ? owner->name : "unknown RDM sender";
     if (type <= 0) {
         reject(p, who, why);
         return;
     }
-    uint64_t now = rc_now_ns();
-    if (owner && type == RC_MSG_HELLO && p->fab.rdm && !declared_by(owner, buf, len))
+    uint64_t now = rci_now_ns();
+    if (owner && type == RCI_MSG_HELLO && p->fab.rdm && !declared_by(owner, buf, len))
         owner = NULL;  /* shm: the sender is not who the CQ says (declared_by) */
     if (!owner) {
-        if (type == RC_MSG_HELLO && p->fab.rdm)
+        if (type == RCI_MSG_HELLO && p->fab.rdm)
             rdm_hello(p, buf, len, now);
         else
             p->st.unknown_sender++;
         return;
     }
     owner->last_rx_ns = now;
-    bool joined = owner->state == RC_PEER_ACTIVE;
+    bool joined = owner->state == RCI_PEER_ACTIVE;
     switch (type) {
-    case RC_MSG_HELLO:
+    case RCI_MSG_HELLO:
         on_hello(p, owner, buf, len);
         break;
-    case RC_MSG_SUBSCRIBE:
-    case RC_MSG_UNSUBSCRIBE:
+    case RCI_MSG_SUBSCRIBE:
+    case RCI_MSG_UNSUBSCRIBE:
         if (joined)
             on_sub(p, owner, buf, len);
         else
-            reject(p, who, RC_WIRE_BAD_TYPE);  /* before HELLO */
+            reject(p, who, RCI_WIRE_BAD_TYPE);  /* before HELLO */
         break;
-    case RC_MSG_HEARTBEAT:
+    case RCI_MSG_HEARTBEAT:
         p->st.heartbeats_received++;
         break;
-    case RC_MSG_BYE:
-        rc_pub_peer_fail(p, (uint32_t)(owner - p->peers), RC_DOOM_BYE);
+    case RCI_MSG_BYE:
+        rci_pub_peer_fail(p, (uint32_t)(owner - p->peers), RCI_DOOM_BYE);
         break;
     default:
-        reject(p, who, RC_WIRE_BAD_TYPE);
+        reject(p, who, RCI_WIRE_BAD_TYPE);
         break;
     }
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* pub_faults.c — fault injection for the error-path tests ([fabric] fault_*
- * keys, struct rc_fault_params).
+ * keys, struct rci_fault_params).
  *
  * Two faults a real provider produces and loopback tcp almost never does:
  * - error completions: every Nth successful completion of a data or page send
@@ -17,25 +17,25 @@
  * off (the default) each hook costs one predictable branch. */
 #include "net/pub_internal.h"
 
-static bool is_data_op(const struct rc_publisher *p, void *ctx)
+static bool is_data_op(const struct rci_publisher *p, void *ctx)
 {
-    return rc_pub_ctx_kind(ctx) == RC_CTX_TXOP && rc_pub_ctx_index(ctx) < p->nslots + p->npages;
+    return rci_pub_ctx_kind(ctx) == RCI_CTX_TXOP && rci_pub_ctx_index(ctx) < p->nslots + p->npages;
 }
 
 /* Only a completion that on_tx will act on counts as a fault caused (one of
  * an op released with its dead peer is ignored there as stale). */
-static bool is_live_op(const struct rc_publisher *p, void *ctx)
+static bool is_live_op(const struct rci_publisher *p, void *ctx)
 {
-    const struct rc_pub_txop *op = &p->ops[rc_pub_ctx_index(ctx)];
-    return op->gen == rc_pub_ctx_gen(ctx) && op->state == RC_TXOP_POSTED;
+    const struct rci_pub_txop *op = &p->ops[rci_pub_ctx_index(ctx)];
+    return op->gen == rci_pub_ctx_gen(ctx) && op->state == RCI_TXOP_POSTED;
 }
 
 /* A streak: one subscriber's posts refused for a while (a peer whose
  * connection is congested), the others' not. Clock read only when on. */
-static bool refuse_streak(struct rc_publisher *p, uint32_t peer)
+static bool refuse_streak(struct rci_publisher *p, uint32_t peer)
 {
-    const struct rc_fault_params *f = &p->fab.params.faults;
-    uint64_t now = rc_now_ns();
+    const struct rci_fault_params *f = &p->fab.params.faults;
+    uint64_t now = rci_now_ns();
     if (p->fault.streak_peer == peer && now < p->fault.streak_until_ns) {
         p->st.faults_eagain++;
         return true;
@@ -48,9 +48,9 @@ static bool refuse_streak(struct rc_publisher *p, uint32_t peer)
     return false;
 }
 
-bool rc_pub_fault_refuse_post(struct rc_publisher *p, uint32_t peer, void *ctx)
+bool rci_pub_fault_refuse_post(struct rci_publisher *p, uint32_t peer, void *ctx)
 {
-    const struct rc_fault_params *f = &p->fab.params.faults;
+    const struct rci_fault_params *f = &p->fab.params.faults;
     if (f->eagain_every == 0 || !is_data_op(p, ctx))
         return false;
     if (f->eagain_streak_ns)
@@ -64,9 +64,9 @@ bool rc_pub_fault_refuse_post(struct rc_publisher *p, uint32_t peer, void *ctx)
     return true;
 }
 
-void rc_pub_fault_completion(struct rc_publisher *p, struct rc_fabric_cqe *e)
+void rci_pub_fault_completion(struct rci_publisher *p, struct rci_fabric_cqe *e)
 {
-    const struct rc_fault_params *f = &p->fab.params.faults;
+    const struct rci_fault_params *f = &p->fab.params.faults;
     if (f->send_error_every == 0 || e->err || !is_data_op(p, e->context) || !is_live_op(p, e->context))
         return;
     if (++p->fault.completions % f->send_error_every)

@@ -8,14 +8,14 @@
  * 0..nslots-1 are slots, nslots..nslots+npages-1 are pages. A posted op is on
  * its peer's doubly linked list (through the array: no malloc), oldest first,
  * so a dead peer's ops can be found and released, and the age of its oldest
- * send (rc_publisher_peer_oldest_age) only needs to look at the list head.
+ * send (rci_publisher_peer_oldest_age) only needs to look at the list head.
  *
  * Every op carries a generation, bumped each time it is released; the
  * op_context given to libfabric encodes (kind, index, generation), so a
  * completion arriving after its op was released (dead peer) is recognised
  * and ignored. */
-#ifndef RC_PUB_INTERNAL_H
-#define RC_PUB_INTERNAL_H
+#ifndef RCI_PUB_INTERNAL_H
+#define RCI_PUB_INTERNAL_H
 #include <stdbool.h>
 #include <stdint.h>
 #include "net/fabric.h"
@@ -23,47 +23,47 @@
 #include "net/publisher.h"
 #include "net/wire.h"
 
-#define RC_PUB_NONE UINT32_MAX
-#define RC_PUB_MAX_IOV 16u             /* stack iov arrays; tx_iov_limit is clamped to it */
-#define RC_PUB_RX_PER_PEER 4u          /* control receives posted per subscriber */
-#define RC_PUB_CTRL_QUEUE 8u           /* control messages waiting for the provider */
-#define RC_PUB_CTRL_PER_PEER 4u        /* control send buffers per subscriber */
-#define RC_PUB_CTRL_SPARE 8u           /* for refusals to senders without a peer slot */
-#define RC_PUB_CTRL_MAX 32u            /* largest control message we send */
-#define RC_PUB_CQ_BATCH 32u
+#define RCI_PUB_NONE UINT32_MAX
+#define RCI_PUB_MAX_IOV 16u             /* stack iov arrays; tx_iov_limit is clamped to it */
+#define RCI_PUB_RX_PER_PEER 4u          /* control receives posted per subscriber */
+#define RCI_PUB_CTRL_QUEUE 8u           /* control messages waiting for the provider */
+#define RCI_PUB_CTRL_PER_PEER 4u        /* control send buffers per subscriber */
+#define RCI_PUB_CTRL_SPARE 8u           /* for refusals to senders without a peer slot */
+#define RCI_PUB_CTRL_MAX 32u            /* largest control message we send */
+#define RCI_PUB_CQ_BATCH 32u
 /* Smallest rx_buffer_size served: 4 KiB (a DATA header and 4056 B of
  * payload per fragment). Below it one chunk costs many fragments (header
  * slots, messages, completions: a 9000 B chunk at the wire's floor of 72 B
  * needs 282 messages, and a subscriber announcing such a buffer produced a
  * WARN per chunk, issue 12); at 4 KiB a 1 MiB chunk needs 259. */
-#define RC_PUB_MIN_RX_BUFFER 4096u
+#define RCI_PUB_MIN_RX_BUFFER 4096u
 
 /* op_context = kind << 60 | generation << 28 | index (index < 2^28). */
-enum rc_pub_ctx_kind { RC_CTX_TXOP = 1, RC_CTX_RX = 2 };
-#define RC_PUB_INDEX_BITS 28u
-#define RC_PUB_GEN_MASK 0xffffffffu
-static inline void *rc_pub_ctx(enum rc_pub_ctx_kind kind, uint32_t index, uint32_t gen)
+enum rci_pub_ctx_kind { RCI_CTX_TXOP = 1, RCI_CTX_RX = 2 };
+#define RCI_PUB_INDEX_BITS 28u
+#define RCI_PUB_GEN_MASK 0xffffffffu
+static inline void *rci_pub_ctx(enum rci_pub_ctx_kind kind, uint32_t index, uint32_t gen)
 {
-    return (void *)(uintptr_t)(((uint64_t)kind << 60) | ((uint64_t)gen << RC_PUB_INDEX_BITS) | index);
+    return (void *)(uintptr_t)(((uint64_t)kind << 60) | ((uint64_t)gen << RCI_PUB_INDEX_BITS) | index);
 }
-static inline enum rc_pub_ctx_kind rc_pub_ctx_kind(void *ctx)
+static inline enum rci_pub_ctx_kind rci_pub_ctx_kind(void *ctx)
 {
-    return (enum rc_pub_ctx_kind)((uint64_t)(uintptr_t)ctx >> 60);
+    return (enum rci_pub_ctx_kind)((uint64_t)(uintptr_t)ctx >> 60);
 }
-static inline uint32_t rc_pub_ctx_index(void *ctx)
+static inline uint32_t rci_pub_ctx_index(void *ctx)
 {
-    return (uint32_t)((uint64_t)(uintptr_t)ctx & ((1u << RC_PUB_INDEX_BITS) - 1));
+    return (uint32_t)((uint64_t)(uintptr_t)ctx & ((1u << RCI_PUB_INDEX_BITS) - 1));
 }
-static inline uint32_t rc_pub_ctx_gen(void *ctx)
+static inline uint32_t rci_pub_ctx_gen(void *ctx)
 {
-    return (uint32_t)(((uint64_t)(uintptr_t)ctx >> RC_PUB_INDEX_BITS) & RC_PUB_GEN_MASK);
+    return (uint32_t)(((uint64_t)(uintptr_t)ctx >> RCI_PUB_INDEX_BITS) & RCI_PUB_GEN_MASK);
 }
 
-enum rc_txop_state { RC_TXOP_FREE = 0, RC_TXOP_FILLING, RC_TXOP_POSTED };
+enum rci_txop_state { RCI_TXOP_FREE = 0, RCI_TXOP_FILLING, RCI_TXOP_POSTED };
 
-struct rc_pub_txop {
+struct rci_pub_txop {
     uint32_t gen;
-    uint8_t state;             /* enum rc_txop_state */
+    uint8_t state;             /* enum rci_txop_state */
     uint32_t peer;             /* peer index while FILLING/POSTED */
     uint32_t prev, next;       /* the peer's list of posted ops */
     uint64_t since_ns;         /* POSTED: when posted; FILLING: first record */
@@ -72,7 +72,7 @@ struct rc_pub_txop {
 };
 
 /* A fragmented send: the key completes after its last fragment. */
-struct rc_pub_sendrec {
+struct rci_pub_sendrec {
     uint64_t key;
     uint32_t remaining;        /* fragments posted and not yet completed/released */
     int status;                /* first error among the fragments */
@@ -80,34 +80,34 @@ struct rc_pub_sendrec {
 
 /* Where the next fragment of a chunk starts: piece index and offset inside
  * it, bytes of payload planned so far. */
-struct rc_pub_frag_cursor { unsigned piece; size_t off; uint64_t done; };
+struct rci_pub_frag_cursor { unsigned piece; size_t off; uint64_t done; };
 
-#define RC_PUB_RESUME_PIECES 256u   /* pieces a deferred fragmented send can keep */
+#define RCI_PUB_RESUME_PIECES 256u   /* pieces a deferred fragmented send can keep */
 
 /* A fragmented send whose later fragment met -FI_EAGAIN: its key is accepted
  * already, fragment 0.. next_index-1 are posted; the rest is posted from
  * progress (fragments of a chunk stay back to back: further sends to the
  * peer return -EAGAIN until it is done). Fixed per-peer storage. */
-struct rc_pub_resume {
+struct rci_pub_resume {
     bool active;
     uint16_t next_index, frag_count;
-    uint32_t record;           /* its rc_pub_sendrec: holds the posting reference */
+    uint32_t record;           /* its rci_pub_sendrec: holds the posting reference */
     uint32_t flags, total;
     uint64_t tag, max_payload;
     uint64_t since_ns;         /* when the first fragment was deferred */
-    struct rc_pub_frag_cursor c;   /* over iov[0..n-1] */
+    struct rci_pub_frag_cursor c;   /* over iov[0..n-1] */
     unsigned n;
-    struct iovec *iov;         /* RC_PUB_RESUME_PIECES, allocated at create */
+    struct iovec *iov;         /* RCI_PUB_RESUME_PIECES, allocated at create */
 };
 
-enum rc_peer_state {
-    RC_PEER_FREE = 0,
-    RC_PEER_CONNECTING,        /* MSG: accepted, FI_CONNECTED not yet seen */
-    RC_PEER_CONNECTED,         /* waiting for HELLO */
-    RC_PEER_ACTIVE,            /* through HELLO: may receive data */
-    RC_PEER_CLOSED,            /* transport gone and the provider let go (close_transport
+enum rci_peer_state {
+    RCI_PEER_FREE = 0,
+    RCI_PEER_CONNECTING,        /* MSG: accepted, FI_CONNECTED not yet seen */
+    RCI_PEER_CONNECTED,         /* waiting for HELLO */
+    RCI_PEER_ACTIVE,            /* through HELLO: may receive data */
+    RCI_PEER_CLOSED,            /* transport gone and the provider let go (close_transport
                                 * returned true): outstanding ops still to release */
-    RC_PEER_DRAINING,          /* cut off, out of the table, no new sends; its posted ops may
+    RCI_PEER_DRAINING,          /* cut off, out of the table, no new sends; its posted ops may
                                 * still read the ring: keys come back with their completions.
                                 * RDM: its address stays until drain_deadline_ns (its BYE can
                                 * go out) or until nothing is outstanding; the removal
@@ -115,20 +115,20 @@ enum rc_peer_state {
                                 * (has_addr false afterwards); otherwise completions only. */
 };
 
-enum rc_peer_doom { RC_DOOM_NONE = 0, RC_DOOM_BYE, RC_DOOM_SHUTDOWN, RC_DOOM_SILENCE,
-                    RC_DOOM_STUCK, RC_DOOM_ERROR, RC_DOOM_LOCAL };
+enum rci_peer_doom { RCI_DOOM_NONE = 0, RCI_DOOM_BYE, RCI_DOOM_SHUTDOWN, RCI_DOOM_SILENCE,
+                    RCI_DOOM_STUCK, RCI_DOOM_ERROR, RCI_DOOM_LOCAL };
 
-struct rc_pub_ctrl_msg { uint8_t len; uint8_t bytes[RC_PUB_CTRL_MAX]; };
+struct rci_pub_ctrl_msg { uint8_t len; uint8_t bytes[RCI_PUB_CTRL_MAX]; };
 
-struct rc_pub_peer {
+struct rci_pub_peer {
     uint32_t gen;
-    enum rc_peer_state state;
-    enum rc_peer_doom doom;    /* set by handlers; teardown happens in progress */
+    enum rci_peer_state state;
+    enum rci_peer_doom doom;    /* set by handlers; teardown happens in progress */
     struct fid_ep *ep;         /* MSG */
     fi_addr_t addr;            /* RDM */
     bool has_addr;
     uint16_t decl_len;         /* RDM: the address its HELLO declared (decl) */
-    uint8_t decl[RC_WIRE_MAX_ADDR];
+    uint8_t decl[RCI_WIRE_MAX_ADDR];
     uint32_t rx_max;           /* HELLO.rx_buffer_size */
     uint64_t client_id;
     bool joined;               /* HELLO accepted (counted in peers_active) */
@@ -138,144 +138,144 @@ struct rc_pub_peer {
     uint32_t op_head, op_tail, nops;
     uint32_t nslots_held;      /* header slots posted to it (its share of the pool) */
     uint32_t npages_held;      /* pages filling or posted to it */
-    uint32_t page;             /* page being filled, or RC_PUB_NONE */
+    uint32_t page;             /* page being filled, or RCI_PUB_NONE */
     uint32_t data_seq;         /* stream sequence number of the next DATA/PAGE posted */
-    uint64_t drain_deadline_ns;  /* RC_PEER_DRAINING: address removed at the latest then */
-    struct rc_pub_resume resume;
-    struct rc_wire_range *ranges;   /* sorted, disjoint, not adjacent */
+    uint64_t drain_deadline_ns;  /* RCI_PEER_DRAINING: address removed at the latest then */
+    struct rci_pub_resume resume;
+    struct rci_wire_range *ranges;   /* sorted, disjoint, not adjacent */
     uint32_t nranges;
-    struct rc_pub_ctrl_msg ctrl[RC_PUB_CTRL_QUEUE];
+    struct rci_pub_ctrl_msg ctrl[RCI_PUB_CTRL_QUEUE];
     uint32_t ctrl_head, ctrl_count;
     char name[112];
 };
 
-struct rc_pub_rxbuf {
+struct rci_pub_rxbuf {
     uint32_t gen;
-    uint32_t peer;             /* MSG: owner; RDM: RC_PUB_NONE */
+    uint32_t peer;             /* MSG: owner; RDM: RCI_PUB_NONE */
     bool posted;
 };
 
-struct rc_publisher {
-    struct rc_fabric fab;
-    struct rc_publisher_callbacks cb;
-    struct rc_fabric_mr region[RC_PUB_MAX_REGIONS];
+struct rci_publisher {
+    struct rci_fabric fab;
+    struct rci_publisher_callbacks cb;
+    struct rci_fabric_mr region[RC_PUB_MAX_REGIONS];
     unsigned nregions;
     unsigned iov_max;          /* usable iovs per message, header included */
 
     uint8_t *slot_mem, *page_mem, *rx_mem, *ctrl_mem;
-    struct rc_fabric_mr slot_mr, page_mr, rx_mr, ctrl_mr;
+    struct rci_fabric_mr slot_mr, page_mr, rx_mr, ctrl_mr;
     uint32_t nslots, slot_size, npages, page_size, nrx, rx_size, nctrl;
     uint32_t *ctrl_free, nctrl_free;
-    uint32_t ctrl_peerless;    /* refusals in flight (at most RC_PUB_CTRL_SPARE) */
+    uint32_t ctrl_peerless;    /* refusals in flight (at most RCI_PUB_CTRL_SPARE) */
 
-    struct rc_pub_txop *ops;   /* nslots + npages */
+    struct rci_pub_txop *ops;   /* nslots + npages */
     uint32_t *slot_free, nslot_free, min_free_slots;
     uint32_t *page_free, npage_free;
-    struct rc_pub_sendrec *recs;
+    struct rci_pub_sendrec *recs;
     uint32_t *rec_free, nrec_free;
-    struct rc_pub_rxbuf *rx;
+    struct rci_pub_rxbuf *rx;
     uint32_t *rx_free, nrx_free;
 
-    struct rc_pub_peer *peers;
+    struct rci_pub_peer *peers;
     uint32_t npeers;
     uint64_t publisher_id;
     uint64_t next_timer_ns, timer_period_ns;
     uint32_t ndoomed;          /* peers marked for teardown (done in progress only) */
     uint32_t nclosed;          /* closed peers whose keys are not yet reported */
-    uint32_t ndraining;        /* peers in RC_PEER_DRAINING */
+    uint32_t ndraining;        /* peers in RCI_PEER_DRAINING */
     uint32_t nresuming;        /* peers with resume.active */
     uint64_t last_progress_ns; /* start of the previous progress call */
     uint64_t starved_ns;       /* total of the pauses between progress calls over 50 ms */
     uint32_t ctrl_waiting;     /* peers with control messages waiting */
-    struct rc_wire_range *scratch;  /* RC_WIRE_MAX_RANGES: subscription edits */
+    struct rci_wire_range *scratch;  /* RCI_WIRE_MAX_RANGES: subscription edits */
     fi_addr_t refused[8];      /* RDM: refused addresses, removed from the AV later */
     uint64_t refused_ns;       /* when the oldest of them was refused */
     uint32_t nrefused;
 
-    struct rc_pub_fault_state {
+    struct rci_pub_fault_state {
         uint64_t posts, completions;   /* data/page posts and ok completions seen */
         uint32_t storm_left;           /* -FI_EAGAIN refusals still to give */
         uint32_t streak_peer;          /* peer index of the current streak */
         uint64_t streak_until_ns;      /* posts to it are refused until then */
     } fault;
 
-    struct rc_half_open half_open;   /* tcp MSG: connections stuck in the handshake */
+    struct rci_half_open half_open;   /* tcp MSG: connections stuck in the handshake */
     bool half_open_on;
 
-    struct rc_publisher_stats st;
+    struct rci_publisher_stats st;
     char err[320];
 };
 
 /* publisher.c */
-struct rc_pub_peer *rc_pub_peer_of(struct rc_publisher *p, rc_peer_id id);
-int  rc_pub_poll_cq(struct rc_publisher *p);
-void rc_pub_peer_fail(struct rc_publisher *p, uint32_t peer, enum rc_peer_doom why);
+struct rci_pub_peer *rci_pub_peer_of(struct rci_publisher *p, rci_peer_id id);
+int  rci_pub_poll_cq(struct rci_publisher *p);
+void rci_pub_peer_fail(struct rci_publisher *p, uint32_t peer, enum rci_peer_doom why);
 /* Post one message [iov...] to a peer: fi_sendv to its ep / fi_addr. */
-int  rc_pub_post(struct rc_publisher *p, struct rc_pub_peer *peer, const struct iovec *iov,
+int  rci_pub_post(struct rci_publisher *p, struct rci_pub_peer *peer, const struct iovec *iov,
                  void **desc, size_t n, void *ctx);
 
-rc_peer_id rc_pub_peer_id(const struct rc_publisher *p, const struct rc_pub_peer *peer);
+rci_peer_id rci_pub_peer_id(const struct rci_publisher *p, const struct rci_pub_peer *peer);
 /* A free peer slot, reset, state CONNECTED; NULL when max_subscribers. */
-struct rc_pub_peer *rc_pub_new_peer(struct rc_publisher *p, uint64_t now);
-struct rc_pub_peer *rc_pub_peer_by_addr(struct rc_publisher *p, fi_addr_t addr);
+struct rci_pub_peer *rci_pub_new_peer(struct rci_publisher *p, uint64_t now);
+struct rci_pub_peer *rci_pub_peer_by_addr(struct rci_publisher *p, fi_addr_t addr);
 
 /* pub_control.c: validate and act on one received message. owner is the peer
  * it came from (NULL: an RDM sender not known yet; only HELLO is accepted). */
-void rc_pub_control_message(struct rc_publisher *p, struct rc_pub_peer *owner,
+void rci_pub_control_message(struct rci_publisher *p, struct rci_pub_peer *owner,
                             const uint8_t *buf, size_t len);
-void rc_pub_send_heartbeat(struct rc_publisher *p, struct rc_pub_peer *peer, uint64_t now);
-void rc_pub_send_bye(struct rc_publisher *p, struct rc_pub_peer *peer, enum rc_bye_reason why);
+void rci_pub_send_heartbeat(struct rci_publisher *p, struct rci_pub_peer *peer, uint64_t now);
+void rci_pub_send_bye(struct rci_publisher *p, struct rci_pub_peer *peer, enum rci_bye_reason why);
 /* Refuse a peer with a slot: counted in connections_refused, named in the
  * last error (why + detail), told BYE(refused, why), then closed. */
-void rc_pub_refuse_peer(struct rc_publisher *p, struct rc_pub_peer *peer, enum rc_refusal why,
+void rci_pub_refuse_peer(struct rci_publisher *p, struct rci_pub_peer *peer, enum rci_refusal why,
                         const char *detail);
-int  rc_pub_ctrl_init(struct rc_publisher *p, char *err, size_t errlen);
-void rc_pub_ctrl_fini(struct rc_publisher *p);
+int  rci_pub_ctrl_init(struct rci_publisher *p, char *err, size_t errlen);
+void rci_pub_ctrl_fini(struct rci_publisher *p);
 /* A control buffer's send completed or was released. */
-void rc_pub_ctrl_done(struct rc_publisher *p, uint32_t op_id);
+void rci_pub_ctrl_done(struct rci_publisher *p, uint32_t op_id);
 /* Retry queued control messages of every peer (provider queue was full). */
-void rc_pub_flush_control(struct rc_publisher *p);
+void rci_pub_flush_control(struct rci_publisher *p);
 /* Drop a closing peer's queued control messages. */
-void rc_pub_drop_control(struct rc_publisher *p, struct rc_pub_peer *peer);
+void rci_pub_drop_control(struct rci_publisher *p, struct rci_pub_peer *peer);
 /* RDM: remove refused addresses from the AV once their BYE had a heartbeat
  * period to go out (all of them when `now` is UINT64_MAX). */
-void rc_pub_forget_refused(struct rc_publisher *p, uint64_t now);
+void rci_pub_forget_refused(struct rci_publisher *p, uint64_t now);
 /* RDM: send a peerless BYE to addr and remove it from the AV a heartbeat
  * period later (with the refused addresses). */
-void rc_pub_bye_address(struct rc_publisher *p, fi_addr_t addr, enum rc_bye_reason reason,
-                        enum rc_refusal why);
+void rci_pub_bye_address(struct rci_publisher *p, fi_addr_t addr, enum rci_bye_reason reason,
+                        enum rci_refusal why);
 
 /* pub_faults.c: fault injection ([fabric] fault_*), data and page ops only. */
 /* true: refuse this post to peer index `peer` (op_context ctx) with
  * -FI_EAGAIN (a storm or that peer's streak is on). */
-bool rc_pub_fault_refuse_post(struct rc_publisher *p, uint32_t peer, void *ctx);
+bool rci_pub_fault_refuse_post(struct rci_publisher *p, uint32_t peer, void *ctx);
 /* Turn a successful completion into an error one when it is due. */
-void rc_pub_fault_completion(struct rc_publisher *p, struct rc_fabric_cqe *e);
+void rci_pub_fault_completion(struct rci_publisher *p, struct rci_fabric_cqe *e);
 
 /* zc_send.c */
-int  rc_zc_init(struct rc_publisher *p, char *err, size_t errlen);
-void rc_zc_fini(struct rc_publisher *p);
+int  rci_zc_init(struct rci_publisher *p, char *err, size_t errlen);
+void rci_zc_fini(struct rci_publisher *p);
 /* A txop completed (status 0 or -errno) or was released (peer dead). */
-void rc_zc_slot_done(struct rc_publisher *p, uint32_t slot, int status, uint64_t *pulled_key,
+void rci_zc_slot_done(struct rci_publisher *p, uint32_t slot, int status, uint64_t *pulled_key,
                      bool *pulled);
 
 /* Post what deferred fragmented sends still have to post (from progress). */
-void rc_zc_resume_all(struct rc_publisher *p);
+void rci_zc_resume_all(struct rci_publisher *p);
 /* The peer leaves: its deferred fragments are not sent; the posting
  * reference of their send goes (-ECONNRESET), so the key completes with the
  * last posted fragment. keys != NULL: a key completing now is written to
  * keys[(*count)++] (at most max) instead of the callback. */
-void rc_zc_resume_abandon(struct rc_publisher *p, struct rc_pub_peer *peer, uint64_t *keys,
+void rci_zc_resume_abandon(struct rci_publisher *p, struct rci_pub_peer *peer, uint64_t *keys,
                           unsigned max, unsigned *count);
 
 /* buffered.c */
-int  rc_buf_init(struct rc_publisher *p, char *err, size_t errlen);
-void rc_buf_fini(struct rc_publisher *p);
-void rc_buf_page_done(struct rc_publisher *p, uint32_t page, int status);
+int  rci_buf_init(struct rci_publisher *p, char *err, size_t errlen);
+void rci_buf_fini(struct rci_publisher *p);
+void rci_buf_page_done(struct rci_publisher *p, uint32_t page, int status);
 /* Post pages whose flush timeout passed; returns pages posted. */
-int  rc_buf_flush_due(struct rc_publisher *p, uint64_t now);
+int  rci_buf_flush_due(struct rci_publisher *p, uint64_t now);
 /* The peer leaves: drop its filling page (records were already released). */
-void rc_buf_drop_filling(struct rc_publisher *p, struct rc_pub_peer *peer);
+void rci_buf_drop_filling(struct rci_publisher *p, struct rci_pub_peer *peer);
 
 /* Per-subscriber quotas (publisher.c): may this peer take `more` header
  * slots / one more page? Its fair share of each pool is pool / (active
@@ -286,11 +286,11 @@ void rc_buf_drop_filling(struct rc_publisher *p, struct rc_pub_peer *peer);
  * needs: what they hold leaves at least a fair share free. One over-sized
  * send is let through while the peer holds no slot. false: refuse with
  * -ENOBUFS (counted in again_peer_quota). */
-bool rc_pub_slots_within_quota(struct rc_publisher *p, const struct rc_pub_peer *peer, uint32_t more);
-bool rc_pub_page_within_quota(struct rc_publisher *p, const struct rc_pub_peer *peer);
+bool rci_pub_slots_within_quota(struct rci_publisher *p, const struct rci_pub_peer *peer, uint32_t more);
+bool rci_pub_page_within_quota(struct rci_publisher *p, const struct rci_pub_peer *peer);
 
 /* Shared op list helpers (publisher.c). */
-void rc_pub_op_link(struct rc_publisher *p, uint32_t peer, uint32_t op, uint64_t now);
-void rc_pub_op_unlink(struct rc_publisher *p, uint32_t op);
+void rci_pub_op_link(struct rci_publisher *p, uint32_t peer, uint32_t op, uint64_t now);
+void rci_pub_op_unlink(struct rci_publisher *p, uint32_t op);
 
 #endif

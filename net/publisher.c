@@ -16,37 +16,37 @@
 #include "net/half_open.h"
 #include "net/pub_internal.h"
 
-#define RC_PUB_TIMER_MIN_NS 100000u      /* 100 us */
-#define RC_PUB_TIMER_MAX_NS 10000000u    /* 10 ms */
-#define RC_PUB_STARVED_NS 50000000u      /* 50 ms between progress calls: starved */
+#define RCI_PUB_TIMER_MIN_NS 100000u      /* 100 us */
+#define RCI_PUB_TIMER_MAX_NS 10000000u    /* 10 ms */
+#define RCI_PUB_STARVED_NS 50000000u      /* 50 ms between progress calls: starved */
 
 /* ---- peers and their op lists ------------------------------------------ */
 
-rc_peer_id rc_pub_peer_id(const struct rc_publisher *p, const struct rc_pub_peer *peer)
+rci_peer_id rci_pub_peer_id(const struct rci_publisher *p, const struct rci_pub_peer *peer)
 {
     return ((uint64_t)peer->gen << 32) | (uint64_t)(peer - p->peers + 1);
 }
 
-struct rc_pub_peer *rc_pub_peer_of(struct rc_publisher *p, rc_peer_id id)
+struct rci_pub_peer *rci_pub_peer_of(struct rci_publisher *p, rci_peer_id id)
 {
     uint32_t idx = (uint32_t)(id & 0xffffffffu);
     if (idx == 0 || idx > p->npeers)
         return NULL;
-    struct rc_pub_peer *peer = &p->peers[idx - 1];
-    if (peer->state == RC_PEER_FREE || peer->gen != (uint32_t)(id >> 32))
+    struct rci_pub_peer *peer = &p->peers[idx - 1];
+    if (peer->state == RCI_PEER_FREE || peer->gen != (uint32_t)(id >> 32))
         return NULL;
     return peer;
 }
 
-void rc_pub_op_link(struct rc_publisher *p, uint32_t peer_idx, uint32_t op_id, uint64_t now)
+void rci_pub_op_link(struct rci_publisher *p, uint32_t peer_idx, uint32_t op_id, uint64_t now)
 {
-    struct rc_pub_peer *peer = &p->peers[peer_idx];
-    struct rc_pub_txop *op = &p->ops[op_id];
+    struct rci_pub_peer *peer = &p->peers[peer_idx];
+    struct rci_pub_txop *op = &p->ops[op_id];
     op->peer = peer_idx;
     op->since_ns = now;
-    op->next = RC_PUB_NONE;
+    op->next = RCI_PUB_NONE;
     op->prev = peer->op_tail;
-    if (peer->op_tail != RC_PUB_NONE)
+    if (peer->op_tail != RCI_PUB_NONE)
         p->ops[peer->op_tail].next = op_id;
     else
         peer->op_head = op_id;
@@ -54,27 +54,27 @@ void rc_pub_op_link(struct rc_publisher *p, uint32_t peer_idx, uint32_t op_id, u
     peer->nops++;
 }
 
-void rc_pub_op_unlink(struct rc_publisher *p, uint32_t op_id)
+void rci_pub_op_unlink(struct rci_publisher *p, uint32_t op_id)
 {
-    struct rc_pub_txop *op = &p->ops[op_id];
-    if (op->state != RC_TXOP_POSTED || op->peer == RC_PUB_NONE)
+    struct rci_pub_txop *op = &p->ops[op_id];
+    if (op->state != RCI_TXOP_POSTED || op->peer == RCI_PUB_NONE)
         return;
-    struct rc_pub_peer *peer = &p->peers[op->peer];
-    if (op->prev != RC_PUB_NONE)
+    struct rci_pub_peer *peer = &p->peers[op->peer];
+    if (op->prev != RCI_PUB_NONE)
         p->ops[op->prev].next = op->next;
     else
         peer->op_head = op->next;
-    if (op->next != RC_PUB_NONE)
+    if (op->next != RCI_PUB_NONE)
         p->ops[op->next].prev = op->prev;
     else
         peer->op_tail = op->prev;
     peer->nops--;
-    op->prev = op->next = RC_PUB_NONE;
+    op->prev = op->next = RCI_PUB_NONE;
 }
 
 /* pool / (active subscribers + 1): n subscribers at their quota leave a
  * newcomer at least its own. */
-static uint32_t fair_share(const struct rc_publisher *p, uint64_t pool, uint32_t floor)
+static uint32_t fair_share(const struct rci_publisher *p, uint64_t pool, uint32_t floor)
 {
     uint64_t q = pool / (p->st.peers_active + 1);
     return q < floor ? floor : (uint32_t)q;
@@ -95,23 +95,23 @@ static bool within_share(uint64_t held, uint64_t more, uint64_t pool, uint64_t f
  * subscriber within its share then found nothing free (again_no_slot).
  * Called only when a subscriber wants to borrow beyond its share: O(peers),
  * on the contended path only. */
-static uint64_t unclaimed(const struct rc_publisher *p, const struct rc_pub_peer *self, uint32_t fair,
-                          uint32_t (*held)(const struct rc_pub_peer *))
+static uint64_t unclaimed(const struct rci_publisher *p, const struct rci_pub_peer *self, uint32_t fair,
+                          uint32_t (*held)(const struct rci_pub_peer *))
 {
     uint64_t owed = 0;
     for (uint32_t i = 0; i < p->npeers; i++) {
-        const struct rc_pub_peer *o = &p->peers[i];
+        const struct rci_pub_peer *o = &p->peers[i];
         if (o != self && o->joined && held(o) < fair)
             owed += fair - held(o);
     }
     return owed;
 }
 
-static uint32_t slots_held(const struct rc_pub_peer *peer) { return peer->nslots_held; }
-static uint32_t pages_held(const struct rc_pub_peer *peer) { return peer->npages_held; }
+static uint32_t slots_held(const struct rci_pub_peer *peer) { return peer->nslots_held; }
+static uint32_t pages_held(const struct rci_pub_peer *peer) { return peer->npages_held; }
 
 /* Operations posted on the provider's tx queues (header slots, pages, control). */
-static uint64_t ops_posted(const struct rc_publisher *p)
+static uint64_t ops_posted(const struct rci_publisher *p)
 {
     return (uint64_t)(p->nslots - p->nslot_free) + (p->npages - p->npage_free) + (p->nctrl - p->nctrl_free);
 }
@@ -119,19 +119,19 @@ static uint64_t ops_posted(const struct rc_publisher *p)
 /* The provider's tx queue: RDM shares one endpoint (tx_size) among all; a
  * MSG subscriber has its own endpoint, of which its control messages need
  * a few entries. */
-static bool tx_within_share(const struct rc_publisher *p, const struct rc_pub_peer *peer, uint32_t more)
+static bool tx_within_share(const struct rci_publisher *p, const struct rci_pub_peer *peer, uint32_t more)
 {
     uint64_t size = p->fab.tx_size;
     if (size == 0)
         return true;
     if (!p->fab.rdm)
-        return peer->nops + more <= (size > 2u * RC_PUB_CTRL_PER_PEER ? size - RC_PUB_CTRL_PER_PEER : size);
+        return peer->nops + more <= (size > 2u * RCI_PUB_CTRL_PER_PEER ? size - RCI_PUB_CTRL_PER_PEER : size);
     uint64_t used = ops_posted(p);
     uint32_t fair = fair_share(p, size, 1);
     return within_share(peer->nops, more, size, used < size ? size - used : 0, fair, fair);
 }
 
-bool rc_pub_slots_within_quota(struct rc_publisher *p, const struct rc_pub_peer *peer, uint32_t more)
+bool rci_pub_slots_within_quota(struct rci_publisher *p, const struct rci_pub_peer *peer, uint32_t more)
 {
     if (!p->fab.params.peer_fair_share || peer->nslots_held == 0)
         return true;   /* one over-sized send of a peer holding nothing */
@@ -143,7 +143,7 @@ bool rc_pub_slots_within_quota(struct rc_publisher *p, const struct rc_pub_peer 
     return tx_within_share(p, peer, more);
 }
 
-bool rc_pub_page_within_quota(struct rc_publisher *p, const struct rc_pub_peer *peer)
+bool rci_pub_page_within_quota(struct rci_publisher *p, const struct rci_pub_peer *peer)
 {
     if (!p->fab.params.peer_fair_share)
         return true;
@@ -156,30 +156,30 @@ bool rc_pub_page_within_quota(struct rc_publisher *p, const struct rc_pub_peer *
     return tx_within_share(p, peer, 1);
 }
 
-uint64_t rc_publisher_peer_oldest_age(struct rc_publisher *p, rc_peer_id id)
+uint64_t rci_publisher_peer_oldest_age(struct rci_publisher *p, rci_peer_id id)
 {
-    struct rc_pub_peer *peer = rc_pub_peer_of(p, id);
-    if (!peer || peer->op_head == RC_PUB_NONE)
+    struct rci_pub_peer *peer = rci_pub_peer_of(p, id);
+    if (!peer || peer->op_head == RCI_PUB_NONE)
         return 0;
     uint64_t since = p->ops[peer->op_head].since_ns;
     return p->last_progress_ns > since ? p->last_progress_ns - since : 0;
 }
 
-int rc_pub_post(struct rc_publisher *p, struct rc_pub_peer *peer, const struct iovec *iov,
+int rci_pub_post(struct rci_publisher *p, struct rci_pub_peer *peer, const struct iovec *iov,
                 void **desc, size_t n, void *ctx)
 {
     struct fid_ep *ep = p->fab.rdm ? p->fab.ep : peer->ep;
     if (!ep)
         return -FI_ENOTCONN;
-    if (rc_pub_fault_refuse_post(p, (uint32_t)(peer - p->peers), ctx))
+    if (rci_pub_fault_refuse_post(p, (uint32_t)(peer - p->peers), ctx))
         return -FI_EAGAIN;
     return (int)fi_sendv(ep, iov, desc, n, peer->has_addr ? peer->addr : FI_ADDR_UNSPEC, ctx);
 }
 
-void rc_pub_peer_fail(struct rc_publisher *p, uint32_t idx, enum rc_peer_doom why)
+void rci_pub_peer_fail(struct rci_publisher *p, uint32_t idx, enum rci_peer_doom why)
 {
-    struct rc_pub_peer *peer = &p->peers[idx];
-    if (peer->state == RC_PEER_FREE || peer->state == RC_PEER_CLOSED || peer->state == RC_PEER_DRAINING ||
+    struct rci_pub_peer *peer = &p->peers[idx];
+    if (peer->state == RCI_PEER_FREE || peer->state == RCI_PEER_CLOSED || peer->state == RCI_PEER_DRAINING ||
         peer->doom)
         return;
     peer->doom = why;
@@ -187,115 +187,115 @@ void rc_pub_peer_fail(struct rc_publisher *p, uint32_t idx, enum rc_peer_doom wh
 }
 
 /* Release every op still on the peer's list; keys complete with `status`. */
-static void release_ops(struct rc_publisher *p, struct rc_pub_peer *peer, int status,
+static void release_ops(struct rci_publisher *p, struct rci_pub_peer *peer, int status,
                         uint64_t *keys, unsigned max, unsigned *count)
 {
-    while (peer->op_head != RC_PUB_NONE && (!keys || *count < max)) {
+    while (peer->op_head != RCI_PUB_NONE && (!keys || *count < max)) {
         uint32_t op = peer->op_head;
         if (op >= p->nslots + p->npages) {
-            rc_pub_ctrl_done(p, op);
+            rci_pub_ctrl_done(p, op);
             continue;
         }
         if (op >= p->nslots) {
-            rc_buf_page_done(p, op, status);
+            rci_buf_page_done(p, op, status);
             continue;
         }
         uint64_t key = 0;
         bool pulled = false;
-        rc_zc_slot_done(p, op, status, keys ? &key : NULL, keys ? &pulled : NULL);
+        rci_zc_slot_done(p, op, status, keys ? &key : NULL, keys ? &pulled : NULL);
         if (pulled)
             keys[(*count)++] = key;
     }
 }
 
-static void post_rdm_receives(struct rc_publisher *p);
+static void post_rdm_receives(struct rci_publisher *p);
 
 /* Give a MSG peer's receive buffers back: its endpoint is closed, so the
  * provider no longer owns them; late completions fail the generation check. */
-static void reclaim_peer_rx(struct rc_publisher *p, uint32_t idx)
+static void reclaim_peer_rx(struct rci_publisher *p, uint32_t idx)
 {
     for (uint32_t i = 0; i < p->nrx; i++) {
-        struct rc_pub_rxbuf *b = &p->rx[i];
+        struct rci_pub_rxbuf *b = &p->rx[i];
         if (b->peer != idx || !b->posted)
             continue;
         b->posted = false;
         b->gen++;
-        b->peer = RC_PUB_NONE;
+        b->peer = RCI_PUB_NONE;
         p->rx_free[p->nrx_free++] = i;
     }
 }
 
 /* Close the transport to a peer: afterwards it can neither send nor receive.
  * Returns true when the provider has provably let go of every operation
- * posted to it (fabric.h, enum rc_fabric_letgo): only then may the keys still
+ * posted to it (fabric.h, enum rci_fabric_letgo): only then may the keys still
  * on its op list be released, since until then the provider may still read
  * the ring memory behind them and hand it to a subscriber that is alive
  * (issue 10). MSG: fi_close of its endpoint flushes or cancels everything.
  * RDM over ofi_rxm: fi_av_remove with FI_AV_REMOVE_CLEANUP=1 (fabric.c sets
  * it) closes the hidden connection, i.e. rxm's core endpoint of that peer. */
-static bool close_transport(struct rc_publisher *p, struct rc_pub_peer *peer)
+static bool close_transport(struct rci_publisher *p, struct rci_pub_peer *peer)
 {
     uint32_t idx = (uint32_t)(peer - p->peers);
-    rc_pub_drop_control(p, peer);  /* while a last BYE can still go out */
-    bool let_go = peer->nops == 0 || p->fab.letgo == RC_LETGO_AT_POST;
+    rci_pub_drop_control(p, peer);  /* while a last BYE can still go out */
+    bool let_go = peer->nops == 0 || p->fab.letgo == RCI_LETGO_AT_POST;
     if (peer->ep) {
-        rc_fabric_ep_close(peer->ep);
+        rci_fabric_ep_close(peer->ep);
         peer->ep = NULL;
         reclaim_peer_rx(p, idx);
         let_go = true;
     }
     if (peer->has_addr) {
         char err[256];
-        if (rc_fabric_av_remove(&p->fab, peer->addr, err, sizeof err))
-            rc_set_err(p->err, sizeof p->err, "%.100s: %.200s", peer->name, err);
-        else if (p->fab.letgo == RC_LETGO_AV_REMOVE)
+        if (rci_fabric_av_remove(&p->fab, peer->addr, err, sizeof err))
+            rci_set_err(p->err, sizeof p->err, "%.100s: %.200s", peer->name, err);
+        else if (p->fab.letgo == RCI_LETGO_AV_REMOVE)
             let_go = true;
         peer->has_addr = false;
-        if (p->fab.copy_max && rc_fabric_shm_reclaim(peer->name) > 0)
+        if (p->fab.copy_max && rci_fabric_shm_reclaim(peer->name) > 0)
             p->st.shm_files_reclaimed++;  /* a SIGKILLed shm subscriber's 16 MiB */
     }
-    rc_buf_drop_filling(p, peer);
-    peer->state = RC_PEER_CLOSED;
+    rci_buf_drop_filling(p, peer);
+    peer->state = RCI_PEER_CLOSED;
     return let_go;
 }
 
-static void count_doom(struct rc_publisher *p, enum rc_peer_doom why)
+static void count_doom(struct rci_publisher *p, enum rci_peer_doom why)
 {
     switch (why) {
-    case RC_DOOM_BYE:
-    case RC_DOOM_LOCAL:
-    case RC_DOOM_NONE:
+    case RCI_DOOM_BYE:
+    case RCI_DOOM_LOCAL:
+    case RCI_DOOM_NONE:
         p->st.peers_closed++;
         return;
-    case RC_DOOM_SHUTDOWN: p->st.dead_by_shutdown++; break;
-    case RC_DOOM_SILENCE: p->st.dead_by_silence++; break;
-    case RC_DOOM_STUCK: p->st.dead_by_stuck_send++; break;
-    case RC_DOOM_ERROR: p->st.dead_by_error++; break;
+    case RCI_DOOM_SHUTDOWN: p->st.dead_by_shutdown++; break;
+    case RCI_DOOM_SILENCE: p->st.dead_by_silence++; break;
+    case RCI_DOOM_STUCK: p->st.dead_by_stuck_send++; break;
+    case RCI_DOOM_ERROR: p->st.dead_by_error++; break;
     }
     p->st.peers_dead++;
 }
 
 /* Leave the daemon's table now: no new sends go to this peer. */
-static void leave_table(struct rc_publisher *p, struct rc_pub_peer *peer)
+static void leave_table(struct rci_publisher *p, struct rci_pub_peer *peer)
 {
     if (!peer->joined)
         return;
     peer->joined = false;
     p->st.peers_active--;
     if (p->cb.on_peer_event)
-        p->cb.on_peer_event(p->cb.arg, rc_pub_peer_id(p, peer), RC_PUB_PEER_GONE);
+        p->cb.on_peer_event(p->cb.arg, rci_pub_peer_id(p, peer), RCI_PUB_PEER_GONE);
 }
 
 /* A closed peer whose provider let go (close_transport returned true): its
  * remaining ops complete with -ECONNRESET; the slot is free. */
-static void reap(struct rc_publisher *p, struct rc_pub_peer *peer)
+static void reap(struct rci_publisher *p, struct rci_pub_peer *peer)
 {
     uint64_t before = p->st.keys_completed_error;
-    rc_zc_resume_abandon(p, peer, NULL, 0, NULL);
+    rci_zc_resume_abandon(p, peer, NULL, 0, NULL);
     release_ops(p, peer, -ECONNRESET, NULL, 0, NULL);
     p->st.keys_released_by_peer_death += p->st.keys_completed_error - before;
     leave_table(p, peer);
-    peer->state = RC_PEER_FREE;
+    peer->state = RCI_PEER_FREE;
     peer->gen++;
 }
 
@@ -310,31 +310,31 @@ static void reap(struct rc_publisher *p, struct rc_pub_peer *peer)
  * outstanding is released only if that removal proves the provider let go
  * (fabric.h), otherwise only by each operation's completion: never on a
  * timer. */
-static void start_draining(struct rc_publisher *p, struct rc_pub_peer *peer, uint64_t now,
+static void start_draining(struct rci_publisher *p, struct rci_pub_peer *peer, uint64_t now,
                            bool tell)
 {
-    rc_zc_resume_abandon(p, peer, NULL, 0, NULL);  /* no further fragments */
-    if (tell && peer->state == RC_PEER_ACTIVE)
-        rc_pub_send_bye(p, peer, RC_BYE_NORMAL);
-    rc_pub_drop_control(p, peer);   /* posts the BYE if it can, drops the rest */
-    rc_buf_drop_filling(p, peer);
-    peer->state = RC_PEER_DRAINING;
+    rci_zc_resume_abandon(p, peer, NULL, 0, NULL);  /* no further fragments */
+    if (tell && peer->state == RCI_PEER_ACTIVE)
+        rci_pub_send_bye(p, peer, RCI_BYE_NORMAL);
+    rci_pub_drop_control(p, peer);   /* posts the BYE if it can, drops the rest */
+    rci_buf_drop_filling(p, peer);
+    peer->state = RCI_PEER_DRAINING;
     peer->drain_deadline_ns = now + p->fab.params.heartbeat_ns;
     p->ndraining++;
     leave_table(p, peer);
 }
 
-static void finish_drains(struct rc_publisher *p, uint64_t now)
+static void finish_drains(struct rci_publisher *p, uint64_t now)
 {
     for (uint32_t i = 0; i < p->npeers && p->ndraining; i++) {
-        struct rc_pub_peer *peer = &p->peers[i];
-        if (peer->state != RC_PEER_DRAINING)
+        struct rci_pub_peer *peer = &p->peers[i];
+        if (peer->state != RCI_PEER_DRAINING)
             continue;
         if (peer->has_addr && (peer->nops == 0 || now >= peer->drain_deadline_ns)) {
             if (peer->nops)
                 p->st.drain_timeouts++;
             if (!close_transport(p, peer)) {
-                peer->state = RC_PEER_DRAINING;  /* no proof: completions only */
+                peer->state = RCI_PEER_DRAINING;  /* no proof: completions only */
                 p->st.drain_no_proof++;
                 continue;
             }
@@ -349,30 +349,30 @@ static void finish_drains(struct rc_publisher *p, uint64_t now)
 
 /* Closed, but the provider gave no proof that it let go (not MSG, not rxm
  * with FI_AV_REMOVE_CLEANUP): the keys come back with their completions. */
-static void drain_without_proof(struct rc_publisher *p, struct rc_pub_peer *peer)
+static void drain_without_proof(struct rci_publisher *p, struct rci_pub_peer *peer)
 {
-    rc_zc_resume_abandon(p, peer, NULL, 0, NULL);
-    peer->state = RC_PEER_DRAINING;
+    rci_zc_resume_abandon(p, peer, NULL, 0, NULL);
+    peer->state = RCI_PEER_DRAINING;
     p->ndraining++;
     p->st.drain_no_proof++;
     leave_table(p, peer);
 }
 
-static void bury_doomed(struct rc_publisher *p, uint64_t now)
+static void bury_doomed(struct rci_publisher *p, uint64_t now)
 {
     for (uint32_t i = 0; i < p->npeers && p->ndoomed; i++) {
-        struct rc_pub_peer *peer = &p->peers[i];
-        if (peer->doom == RC_DOOM_NONE)
+        struct rci_pub_peer *peer = &p->peers[i];
+        if (peer->doom == RCI_DOOM_NONE)
             continue;
-        enum rc_peer_doom why = peer->doom;
-        peer->doom = RC_DOOM_NONE;
+        enum rci_peer_doom why = peer->doom;
+        peer->doom = RCI_DOOM_NONE;
         p->ndoomed--;
-        if (peer->state == RC_PEER_FREE || peer->state == RC_PEER_DRAINING ||
-            peer->state == RC_PEER_CLOSED)
+        if (peer->state == RCI_PEER_FREE || peer->state == RCI_PEER_DRAINING ||
+            peer->state == RCI_PEER_CLOSED)
             continue;  /* leaving already */
         count_doom(p, why);
         if (p->fab.rdm && peer->has_addr) {
-            start_draining(p, peer, now, why != RC_DOOM_BYE);  /* it said BYE: gone */
+            start_draining(p, peer, now, why != RCI_DOOM_BYE);  /* it said BYE: gone */
             continue;
         }
         if (close_transport(p, peer))
@@ -382,26 +382,26 @@ static void bury_doomed(struct rc_publisher *p, uint64_t now)
     }
 }
 
-/* Peers closed with rc_publisher_close_peer(): report what was not pulled. */
-static void reap_closed(struct rc_publisher *p)
+/* Peers closed with rci_publisher_close_peer(): report what was not pulled. */
+static void reap_closed(struct rci_publisher *p)
 {
     for (uint32_t i = 0; i < p->npeers && p->nclosed; i++) {
-        struct rc_pub_peer *peer = &p->peers[i];
-        if (peer->state != RC_PEER_CLOSED)
+        struct rci_pub_peer *peer = &p->peers[i];
+        if (peer->state != RCI_PEER_CLOSED)
             continue;
         p->nclosed--;
         reap(p, peer);
     }
 }
 
-struct rc_pub_peer *rc_pub_new_peer(struct rc_publisher *p, uint64_t now)
+struct rci_pub_peer *rci_pub_new_peer(struct rci_publisher *p, uint64_t now)
 {
     for (uint32_t i = 0; i < p->npeers; i++) {
-        struct rc_pub_peer *peer = &p->peers[i];
-        if (peer->state != RC_PEER_FREE)
+        struct rci_pub_peer *peer = &p->peers[i];
+        if (peer->state != RCI_PEER_FREE)
             continue;
-        peer->state = RC_PEER_CONNECTED;
-        peer->doom = RC_DOOM_NONE;
+        peer->state = RCI_PEER_CONNECTED;
+        peer->doom = RCI_DOOM_NONE;
         peer->ep = NULL;
         peer->has_addr = false;
         peer->rx_max = 0;
@@ -410,10 +410,10 @@ struct rc_pub_peer *rc_pub_new_peer(struct rc_publisher *p, uint64_t now)
         peer->connected = p->fab.rdm;
         peer->last_rx_ns = peer->last_hb_tx_ns = now;
         peer->rx_seen_ns = 0;
-        peer->op_head = peer->op_tail = RC_PUB_NONE;
+        peer->op_head = peer->op_tail = RCI_PUB_NONE;
         peer->nops = 0;
         peer->nslots_held = peer->npages_held = 0;
-        peer->page = RC_PUB_NONE;
+        peer->page = RCI_PUB_NONE;
         peer->data_seq = 0;
         peer->nranges = 0;
         peer->ctrl_head = peer->ctrl_count = 0;
@@ -425,16 +425,16 @@ struct rc_pub_peer *rc_pub_new_peer(struct rc_publisher *p, uint64_t now)
 
 /* ---- receive buffers ----------------------------------------------------- */
 
-static uint8_t *rx_addr(const struct rc_publisher *p, uint32_t i)
+static uint8_t *rx_addr(const struct rci_publisher *p, uint32_t i)
 {
     return p->rx_mem + (size_t)i * p->rx_size;
 }
 
-static int post_rx(struct rc_publisher *p, struct fid_ep *ep, uint32_t i, uint32_t owner)
+static int post_rx(struct rci_publisher *p, struct fid_ep *ep, uint32_t i, uint32_t owner)
 {
-    struct rc_pub_rxbuf *b = &p->rx[i];
+    struct rci_pub_rxbuf *b = &p->rx[i];
     int rc = (int)fi_recv(ep, rx_addr(p, i), p->rx_size, p->rx_mr.desc, FI_ADDR_UNSPEC,
-                          rc_pub_ctx(RC_CTX_RX, i, b->gen));
+                          rci_pub_ctx(RCI_CTX_RX, i, b->gen));
     if (rc)
         return rc;
     b->posted = true;
@@ -442,26 +442,26 @@ static int post_rx(struct rc_publisher *p, struct fid_ep *ep, uint32_t i, uint32
     return 0;
 }
 
-static void post_rdm_receives(struct rc_publisher *p)
+static void post_rdm_receives(struct rci_publisher *p)
 {
     while (p->nrx_free) {
         uint32_t i = p->rx_free[p->nrx_free - 1];
-        int rc = post_rx(p, p->fab.ep, i, RC_PUB_NONE);
+        int rc = post_rx(p, p->fab.ep, i, RCI_PUB_NONE);
         if (rc) {
             if (rc != -FI_EAGAIN)
-                rc_fabric_error(&p->fab, p->err, sizeof p->err, "fi_recv", rc);
+                rci_fabric_error(&p->fab, p->err, sizeof p->err, "fi_recv", rc);
             return;
         }
         p->nrx_free--;
     }
 }
 
-/* MSG: RC_PUB_RX_PER_PEER buffers on the new endpoint, or an error. */
-static int post_peer_receives(struct rc_publisher *p, struct rc_pub_peer *peer)
+/* MSG: RCI_PUB_RX_PER_PEER buffers on the new endpoint, or an error. */
+static int post_peer_receives(struct rci_publisher *p, struct rci_pub_peer *peer)
 {
-    if (p->nrx_free < RC_PUB_RX_PER_PEER)
+    if (p->nrx_free < RCI_PUB_RX_PER_PEER)
         return -FI_ENOMEM;
-    for (unsigned k = 0; k < RC_PUB_RX_PER_PEER; k++) {
+    for (unsigned k = 0; k < RCI_PUB_RX_PER_PEER; k++) {
         uint32_t i = p->rx_free[p->nrx_free - 1];
         int rc = post_rx(p, peer->ep, i, (uint32_t)(peer - p->peers));
         if (rc)
@@ -471,66 +471,66 @@ static int post_peer_receives(struct rc_publisher *p, struct rc_pub_peer *peer)
     return 0;
 }
 
-static void repost_rx(struct rc_publisher *p, uint32_t i, struct rc_pub_peer *owner)
+static void repost_rx(struct rci_publisher *p, uint32_t i, struct rci_pub_peer *owner)
 {
-    struct rc_pub_rxbuf *b = &p->rx[i];
+    struct rci_pub_rxbuf *b = &p->rx[i];
     b->gen++;
     if (p->fab.rdm) {
-        if (post_rx(p, p->fab.ep, i, RC_PUB_NONE))
+        if (post_rx(p, p->fab.ep, i, RCI_PUB_NONE))
             p->rx_free[p->nrx_free++] = i;  /* the timer posts it again */
         return;
     }
-    if (owner && owner->ep && owner->state != RC_PEER_CLOSED &&
+    if (owner && owner->ep && owner->state != RCI_PEER_CLOSED &&
         post_rx(p, owner->ep, i, (uint32_t)(owner - p->peers)) == 0)
         return;
-    b->peer = RC_PUB_NONE;
+    b->peer = RCI_PUB_NONE;
     p->rx_free[p->nrx_free++] = i;
-    if (owner && owner->state != RC_PEER_CLOSED)  /* it would starve of receives */
-        rc_pub_peer_fail(p, (uint32_t)(owner - p->peers), RC_DOOM_ERROR);
+    if (owner && owner->state != RCI_PEER_CLOSED)  /* it would starve of receives */
+        rci_pub_peer_fail(p, (uint32_t)(owner - p->peers), RCI_DOOM_ERROR);
 }
 
-struct rc_pub_peer *rc_pub_peer_by_addr(struct rc_publisher *p, fi_addr_t addr)
+struct rci_pub_peer *rci_pub_peer_by_addr(struct rci_publisher *p, fi_addr_t addr)
 {
     if (addr == FI_ADDR_NOTAVAIL || addr == FI_ADDR_UNSPEC)
         return NULL;
     for (uint32_t i = 0; i < p->npeers; i++)
-        if (p->peers[i].state != RC_PEER_FREE && p->peers[i].state != RC_PEER_DRAINING &&
+        if (p->peers[i].state != RCI_PEER_FREE && p->peers[i].state != RCI_PEER_DRAINING &&
             p->peers[i].has_addr && p->peers[i].addr == addr)
             return &p->peers[i];
     return NULL;
 }
 
-static void on_rx(struct rc_publisher *p, const struct rc_fabric_cqe *e)
+static void on_rx(struct rci_publisher *p, const struct rci_fabric_cqe *e)
 {
-    uint32_t i = rc_pub_ctx_index(e->context);
-    if (i >= p->nrx || p->rx[i].gen != rc_pub_ctx_gen(e->context) || !p->rx[i].posted) {
+    uint32_t i = rci_pub_ctx_index(e->context);
+    if (i >= p->nrx || p->rx[i].gen != rci_pub_ctx_gen(e->context) || !p->rx[i].posted) {
         p->st.stale_completions++;
         return;
     }
-    struct rc_pub_rxbuf *b = &p->rx[i];
+    struct rci_pub_rxbuf *b = &p->rx[i];
     b->posted = false;
-    struct rc_pub_peer *owner = p->fab.rdm ? rc_pub_peer_by_addr(p, e->src)
+    struct rci_pub_peer *owner = p->fab.rdm ? rci_pub_peer_by_addr(p, e->src)
                                            : (b->peer < p->npeers ? &p->peers[b->peer] : NULL);
     if (e->err) {
         if (e->err == FI_ETRUNC)
-            p->st.malformed[RC_WIRE_BAD_LENGTH]++;
+            p->st.malformed[RCI_WIRE_BAD_LENGTH]++;
         else if (e->err != FI_ECANCELED)
             p->st.rx_errors++;
         if (e->err != FI_ETRUNC && e->err != FI_ECANCELED && owner)
-            rc_pub_peer_fail(p, (uint32_t)(owner - p->peers), RC_DOOM_ERROR);
+            rci_pub_peer_fail(p, (uint32_t)(owner - p->peers), RCI_DOOM_ERROR);
     } else {
-        rc_pub_control_message(p, owner, rx_addr(p, i), e->len);
+        rci_pub_control_message(p, owner, rx_addr(p, i), e->len);
     }
     repost_rx(p, i, owner);
 }
 
 /* ---- completions ---------------------------------------------------------- */
 
-static void on_tx(struct rc_publisher *p, const struct rc_fabric_cqe *e)
+static void on_tx(struct rci_publisher *p, const struct rci_fabric_cqe *e)
 {
-    uint32_t op_id = rc_pub_ctx_index(e->context);
-    if (op_id >= p->nslots + p->npages + p->nctrl || p->ops[op_id].gen != rc_pub_ctx_gen(e->context) ||
-        p->ops[op_id].state != RC_TXOP_POSTED) {
+    uint32_t op_id = rci_pub_ctx_index(e->context);
+    if (op_id >= p->nslots + p->npages + p->nctrl || p->ops[op_id].gen != rci_pub_ctx_gen(e->context) ||
+        p->ops[op_id].state != RCI_TXOP_POSTED) {
         p->st.stale_completions++;  /* released already: its peer died */
         return;
     }
@@ -538,40 +538,40 @@ static void on_tx(struct rc_publisher *p, const struct rc_fabric_cqe *e)
     uint32_t peer = p->ops[op_id].peer;
     if (status) {
         p->st.completions_error++;
-        rc_fabric_error(&p->fab, p->err, sizeof p->err, "send completion", e->err);
-        if (peer != RC_PUB_NONE)
-            rc_pub_peer_fail(p, peer, RC_DOOM_ERROR);
+        rci_fabric_error(&p->fab, p->err, sizeof p->err, "send completion", e->err);
+        if (peer != RCI_PUB_NONE)
+            rci_pub_peer_fail(p, peer, RCI_DOOM_ERROR);
     } else {
         p->st.completions_ok++;
     }
     if (op_id >= p->nslots + p->npages)
-        rc_pub_ctrl_done(p, op_id);
+        rci_pub_ctrl_done(p, op_id);
     else if (op_id < p->nslots)
-        rc_zc_slot_done(p, op_id, status, NULL, NULL);
+        rci_zc_slot_done(p, op_id, status, NULL, NULL);
     else
-        rc_buf_page_done(p, op_id, status);
+        rci_buf_page_done(p, op_id, status);
 }
 
-int rc_pub_poll_cq(struct rc_publisher *p)
+int rci_pub_poll_cq(struct rci_publisher *p)
 {
-    struct rc_fabric_cqe e[RC_PUB_CQ_BATCH];
+    struct rci_fabric_cqe e[RCI_PUB_CQ_BATCH];
     int total = 0;
     for (;;) {
-        int n = rc_fabric_cq_poll(&p->fab, e, RC_PUB_CQ_BATCH, p->err, sizeof p->err);
+        int n = rci_fabric_cq_poll(&p->fab, e, RCI_PUB_CQ_BATCH, p->err, sizeof p->err);
         if (n <= 0)
             return n < 0 ? n : total;
         for (int k = 0; k < n; k++) {
-            if (rc_pub_ctx_kind(e[k].context) == RC_CTX_RX)
+            if (rci_pub_ctx_kind(e[k].context) == RCI_CTX_RX)
                 on_rx(p, &e[k]);
-            else if (rc_pub_ctx_kind(e[k].context) == RC_CTX_TXOP) {
-                rc_pub_fault_completion(p, &e[k]);
+            else if (rci_pub_ctx_kind(e[k].context) == RCI_CTX_TXOP) {
+                rci_pub_fault_completion(p, &e[k]);
                 on_tx(p, &e[k]);
             }
             else
                 p->st.stale_completions++;
         }
         total += n;
-        if (n < (int)RC_PUB_CQ_BATCH)
+        if (n < (int)RCI_PUB_CQ_BATCH)
             return total;
     }
 }
@@ -595,32 +595,32 @@ static void sockaddr_name(const void *sa, char *buf, size_t len)
     snprintf(buf, len, "%s:%u", host, port);
 }
 
-static void refuse_connreq(struct rc_publisher *p, struct fi_info *info, const char *why)
+static void refuse_connreq(struct rci_publisher *p, struct fi_info *info, const char *why)
 {
     p->st.connections_refused++;
     char who[64];
     sockaddr_name(info->dest_addr, who, sizeof who);
-    rc_set_err(p->err, sizeof p->err, "connection from %s refused: %s", who, why);
+    rci_set_err(p->err, sizeof p->err, "connection from %s refused: %s", who, why);
     fi_reject(p->fab.pep, info->handle, NULL, 0);
 }
 
-static void on_connreq(struct rc_publisher *p, struct fi_info *info, uint64_t now)
+static void on_connreq(struct rci_publisher *p, struct fi_info *info, uint64_t now)
 {
     /* dest_addr is the connecting socket's peer address as the provider saw it */
-    if (!rc_allow_list_text_permits(p->fab.params.allow, info->dest_addr, info->dest_addrlen)) {
+    if (!rci_allow_list_text_permits(p->fab.params.allow, info->dest_addr, info->dest_addrlen)) {
         p->st.connections_refused_allowlist++;
         refuse_connreq(p, info, "address not in [fabric] allow");
         return;
     }
-    struct rc_pub_peer *peer = rc_pub_new_peer(p, now);
+    struct rci_pub_peer *peer = rci_pub_new_peer(p, now);
     if (!peer) {
         refuse_connreq(p, info, "max_subscribers reached");
         return;
     }
     sockaddr_name(info->dest_addr, peer->name, sizeof peer->name);
-    void *ctx = (void *)(uintptr_t)rc_pub_peer_id(p, peer);
+    void *ctx = (void *)(uintptr_t)rci_pub_peer_id(p, peer);
     char err[256];
-    int rc = rc_fabric_msg_ep_open(&p->fab, info, ctx, &peer->ep, err, sizeof err);
+    int rc = rci_fabric_msg_ep_open(&p->fab, info, ctx, &peer->ep, err, sizeof err);
     if (rc == 0)
         rc = post_peer_receives(p, peer);
     if (rc == 0)
@@ -628,14 +628,14 @@ static void on_connreq(struct rc_publisher *p, struct fi_info *info, uint64_t no
     if (rc) {
         refuse_connreq(p, info, rc == -FI_ENOMEM ? "no receive buffers" : fi_strerror(-rc));
         close_transport(p, peer);  /* nothing was posted to it */
-        peer->state = RC_PEER_FREE;
+        peer->state = RCI_PEER_FREE;
         peer->gen++;
         return;
     }
-    peer->state = RC_PEER_CONNECTING;
+    peer->state = RCI_PEER_CONNECTING;
 }
 
-static void on_eq_event(struct rc_publisher *p, struct rc_fabric_event *ev, uint64_t now)
+static void on_eq_event(struct rci_publisher *p, struct rci_fabric_event *ev, uint64_t now)
 {
     if (ev->event == FI_CONNREQ && !ev->err) {
         on_connreq(p, ev->info, now);
@@ -643,32 +643,32 @@ static void on_eq_event(struct rc_publisher *p, struct rc_fabric_event *ev, uint
     }
     if (ev->err) {
         p->st.connection_errors++;
-        rc_fabric_error(&p->fab, p->err, sizeof p->err, "connection event", ev->err);
+        rci_fabric_error(&p->fab, p->err, sizeof p->err, "connection event", ev->err);
     }
-    struct rc_pub_peer *peer = rc_pub_peer_of(p, (rc_peer_id)(uintptr_t)ev->context);
-    if (!peer || peer->state == RC_PEER_CLOSED)
+    struct rci_pub_peer *peer = rci_pub_peer_of(p, (rci_peer_id)(uintptr_t)ev->context);
+    if (!peer || peer->state == RCI_PEER_CLOSED)
         return;  /* the listener's, or an endpoint we already closed */
     uint32_t idx = (uint32_t)(peer - p->peers);
     if (ev->err) {
-        rc_pub_peer_fail(p, idx, RC_DOOM_ERROR);
+        rci_pub_peer_fail(p, idx, RCI_DOOM_ERROR);
     } else if (ev->event == FI_CONNECTED) {
         /* The subscriber's HELLO may have been read before this event. */
-        if (peer->state == RC_PEER_CONNECTING)
-            peer->state = RC_PEER_CONNECTED;
+        if (peer->state == RCI_PEER_CONNECTING)
+            peer->state = RCI_PEER_CONNECTED;
         peer->connected = true;
         peer->last_rx_ns = now;
-        rc_pub_flush_control(p);
+        rci_pub_flush_control(p);
     } else if (ev->event == FI_SHUTDOWN) {
-        rc_pub_peer_fail(p, idx, RC_DOOM_SHUTDOWN);
+        rci_pub_peer_fail(p, idx, RCI_DOOM_SHUTDOWN);
     }
 }
 
-static int poll_eq(struct rc_publisher *p, uint64_t now)
+static int poll_eq(struct rci_publisher *p, uint64_t now)
 {
     int handled = 0;
     for (;;) {
-        struct rc_fabric_event ev;
-        int rc = rc_fabric_eq_poll(&p->fab, &ev, p->err, sizeof p->err);
+        struct rci_fabric_event ev;
+        int rc = rci_fabric_eq_poll(&p->fab, &ev, p->err, sizeof p->err);
         if (rc <= 0)
             return rc < 0 ? rc : handled;
         on_eq_event(p, &ev, now);
@@ -685,9 +685,9 @@ static int poll_eq(struct rc_publisher *p, uint64_t now)
  * its data: a subscriber that reads slowly on a loaded machine is alive.
  * (An RDM rule "oldest send outstanding for peer_timeout = dead" cut off
  * live, reading subscribers under load; whether a slow subscriber is
- * dropped or cut off is the caller's policy: rc_publisher_peer_oldest_age,
- * -ENOBUFS and rc_publisher_close_peer.) */
-static void check_liveness(struct rc_publisher *p, struct rc_pub_peer *peer, uint64_t now)
+ * dropped or cut off is the caller's policy: rci_publisher_peer_oldest_age,
+ * -ENOBUFS and rci_publisher_close_peer.) */
+static void check_liveness(struct rci_publisher *p, struct rci_pub_peer *peer, uint64_t now)
 {
     uint64_t limit = p->fab.params.peer_timeout_ns;
     uint32_t idx = (uint32_t)(peer - p->peers);
@@ -700,18 +700,18 @@ static void check_liveness(struct rc_publisher *p, struct rc_pub_peer *peer, uin
     uint64_t silent = now - peer->last_rx_ns;
     uint64_t away = p->starved_ns - peer->starved_base_ns;
     if (silent > away && silent - away > limit)
-        rc_pub_peer_fail(p, idx, RC_DOOM_SILENCE);
+        rci_pub_peer_fail(p, idx, RCI_DOOM_SILENCE);
     else if (peer->resume.active && now - peer->resume.since_ns > limit)
-        rc_pub_peer_fail(p, idx, RC_DOOM_STUCK);  /* its chunk's rest never accepted */
+        rci_pub_peer_fail(p, idx, RCI_DOOM_STUCK);  /* its chunk's rest never accepted */
 }
 
 /* Connections that never finish the tcp provider's handshake: shut down
  * (half_open.h), counted as refused; descriptors running short are counted. */
-static void reap_half_open(struct rc_publisher *p, uint64_t now)
+static void reap_half_open(struct rci_publisher *p, uint64_t now)
 {
-    struct rc_half_open *h = &p->half_open;
+    struct rci_half_open *h = &p->half_open;
     uint64_t allowlist_before = h->closed_allowlist;
-    int closed = rc_half_open_scan(h, p->fab.params.allow, now, p->err, sizeof p->err);
+    int closed = rci_half_open_scan(h, p->fab.params.allow, now, p->err, sizeof p->err);
     p->st.connections_refused += (uint64_t)closed;
     p->st.connections_refused_allowlist += h->closed_allowlist - allowlist_before;
     p->st.half_open_closed_timeout = h->closed_timeout;
@@ -722,23 +722,23 @@ static void reap_half_open(struct rc_publisher *p, uint64_t now)
     p->st.fds_in_use = h->fds_in_use;
 }
 
-static void run_timers(struct rc_publisher *p, uint64_t now)
+static void run_timers(struct rci_publisher *p, uint64_t now)
 {
     for (uint32_t i = 0; i < p->npeers; i++) {
-        struct rc_pub_peer *peer = &p->peers[i];
-        if (peer->state == RC_PEER_FREE || peer->state == RC_PEER_CLOSED || peer->state == RC_PEER_DRAINING)
+        struct rci_pub_peer *peer = &p->peers[i];
+        if (peer->state == RCI_PEER_FREE || peer->state == RCI_PEER_CLOSED || peer->state == RCI_PEER_DRAINING)
             continue;
         check_liveness(p, peer, now);
-        if (peer->state == RC_PEER_ACTIVE && now - peer->last_hb_tx_ns >= p->fab.params.heartbeat_ns) {
+        if (peer->state == RCI_PEER_ACTIVE && now - peer->last_hb_tx_ns >= p->fab.params.heartbeat_ns) {
             peer->last_hb_tx_ns = now;
-            rc_pub_send_heartbeat(p, peer, now);
+            rci_pub_send_heartbeat(p, peer, now);
         }
     }
     if (p->npages)
-        rc_buf_flush_due(p, now);
+        rci_buf_flush_due(p, now);
     if (p->fab.rdm) {
         post_rdm_receives(p);
-        rc_pub_forget_refused(p, now);
+        rci_pub_forget_refused(p, now);
     }
     if (p->half_open_on)
         reap_half_open(p, now);
@@ -747,24 +747,24 @@ static void run_timers(struct rc_publisher *p, uint64_t now)
 /* A progress call after a long pause (this thread starved, or the
  * application away): messages may have waited unread in the provider, so
  * the pause does not count as a subscriber's silence (check_liveness). */
-static void note_progress_gap(struct rc_publisher *p, uint64_t now)
+static void note_progress_gap(struct rci_publisher *p, uint64_t now)
 {
-    if (p->last_progress_ns && now - p->last_progress_ns > RC_PUB_STARVED_NS) {
+    if (p->last_progress_ns && now - p->last_progress_ns > RCI_PUB_STARVED_NS) {
         p->starved_ns += now - p->last_progress_ns;
         p->st.liveness_restarts++;
     }
     p->last_progress_ns = now;
 }
 
-int rc_publisher_progress(struct rc_publisher *p)
+int rci_publisher_progress(struct rci_publisher *p)
 {
-    note_progress_gap(p, rc_now_ns());
-    int work = rc_pub_poll_cq(p);
+    note_progress_gap(p, rci_now_ns());
+    int work = rci_pub_poll_cq(p);
     if (work < 0)
         return work;
     if (p->nresuming)
-        rc_zc_resume_all(p);
-    uint64_t now = rc_now_ns();
+        rci_zc_resume_all(p);
+    uint64_t now = rci_now_ns();
     if (!p->fab.rdm) {
         int rc = poll_eq(p, now);
         if (rc < 0)
@@ -776,7 +776,7 @@ int rc_publisher_progress(struct rc_publisher *p)
         p->next_timer_ns = now + p->timer_period_ns;
     }
     if (p->ctrl_waiting)
-        rc_pub_flush_control(p);
+        rci_pub_flush_control(p);
     if (p->ndoomed) {
         work++;
         bury_doomed(p, now);
@@ -792,46 +792,46 @@ int rc_publisher_progress(struct rc_publisher *p)
 
 static int progress_thunk(void *arg)
 {
-    return rc_publisher_progress(arg);
+    return rci_publisher_progress(arg);
 }
 
-int rc_publisher_wait(struct rc_publisher *p, uint64_t timeout_ns)
+int rci_publisher_wait(struct rci_publisher *p, uint64_t timeout_ns)
 {
     /* Never sleep through a timer (heartbeats, flushes, dead peers). */
-    uint64_t now = rc_now_ns();
+    uint64_t now = rci_now_ns();
     uint64_t to_timer = p->next_timer_ns > now ? p->next_timer_ns - now : 0;
     if (to_timer < timeout_ns)
         timeout_ns = to_timer;
-    return rc_fabric_wait_adaptive(&p->fab, progress_thunk, p, timeout_ns);
+    return rci_fabric_wait_adaptive(&p->fab, progress_thunk, p, timeout_ns);
 }
 
 /* ---- life cycle ------------------------------------------------------------- */
 
 /* Checked once here, so that a connection request or HELLO never meets a bad list. */
-static int check_allow_list(const struct rc_fabric_params *fp, char *err, size_t errlen)
+static int check_allow_list(const struct rci_fabric_params *fp, char *err, size_t errlen)
 {
-    struct rc_allow_list allow;
+    struct rci_allow_list allow;
     char why[160];
     if (!memchr(fp->allow, '\0', sizeof fp->allow)) {
-        rc_set_err(err, errlen, "publisher [fabric] allow: not a terminated string");
+        rci_set_err(err, errlen, "publisher [fabric] allow: not a terminated string");
         return -EINVAL;
     }
-    if (rc_allow_list_parse(fp->allow, &allow, why, sizeof why) == 0)
+    if (rci_allow_list_parse(fp->allow, &allow, why, sizeof why) == 0)
         return 0;
-    rc_set_err(err, errlen, "publisher [fabric] allow: %s", why);
+    rci_set_err(err, errlen, "publisher [fabric] allow: %s", why);
     return -EINVAL;
 }
 
-static int check_params(const struct rc_fabric_params *fp, char *err, size_t errlen)
+static int check_params(const struct rci_fabric_params *fp, char *err, size_t errlen)
 {
     const char *bad = NULL;
-    if (fp->header_slots == 0 || fp->header_slots >= (1u << RC_PUB_INDEX_BITS) / 2)
+    if (fp->header_slots == 0 || fp->header_slots >= (1u << RCI_PUB_INDEX_BITS) / 2)
         bad = "header_slots must be 1 .. 2^27";
-    else if (fp->header_slot_size < sizeof(struct rc_wire_data))
+    else if (fp->header_slot_size < sizeof(struct rci_wire_data))
         bad = "header_slot_size must hold a 40-byte DATA header";
-    else if (fp->buffered_pages && fp->buffered_page_size < RC_WIRE_MIN_RX_BUFFER)
+    else if (fp->buffered_pages && fp->buffered_page_size < RCI_WIRE_MIN_RX_BUFFER)
         bad = "buffered_page_size must be at least 72 bytes";
-    else if (fp->buffered_pages >= (1u << RC_PUB_INDEX_BITS) / 2)
+    else if (fp->buffered_pages >= (1u << RCI_PUB_INDEX_BITS) / 2)
         bad = "buffered_pages must be below 2^27";
     else if (fp->max_subscribers == 0 || fp->max_subscribers > 65536)
         bad = "max_subscribers must be 1 .. 65536";
@@ -840,14 +840,14 @@ static int check_params(const struct rc_fabric_params *fp, char *err, size_t err
         bad = "need 0 < heartbeat < peer_timeout";
     if (!bad)
         return check_allow_list(fp, err, errlen);
-    rc_set_err(err, errlen, "publisher [fabric]: %s", bad);
+    rci_set_err(err, errlen, "publisher [fabric]: %s", bad);
     return -EINVAL;
 }
 
-static int init_rx(struct rc_publisher *p, char *err, size_t errlen)
+static int init_rx(struct rci_publisher *p, char *err, size_t errlen)
 {
-    p->rx_size = (uint32_t)RC_WIRE_MAX_CONTROL;
-    p->nrx = RC_PUB_RX_PER_PEER * p->npeers + (p->fab.rdm ? RC_PUB_RX_PER_PEER : 0);
+    p->rx_size = (uint32_t)RCI_WIRE_MAX_CONTROL;
+    p->nrx = RCI_PUB_RX_PER_PEER * p->npeers + (p->fab.rdm ? RCI_PUB_RX_PER_PEER : 0);
     /* RDM: never more receives than the endpoint's rx queue. shm fails
      * fi_recv past it ("not enough space to post recv"), and with rx_queue
      * 256 and 64 subscribers (260 receives) the publisher stopped hearing
@@ -859,13 +859,13 @@ static int init_rx(struct rc_publisher *p, char *err, size_t errlen)
     p->rx = calloc(p->nrx, sizeof *p->rx);
     p->rx_free = calloc(p->nrx, sizeof *p->rx_free);
     if (!p->rx_mem || !p->rx || !p->rx_free)
-        return rc_fabric_error(&p->fab, err, errlen, "init_rx(alloc)", -FI_ENOMEM);
+        return rci_fabric_error(&p->fab, err, errlen, "init_rx(alloc)", -FI_ENOMEM);
     for (uint32_t i = 0; i < p->nrx; i++) {
-        p->rx[i].peer = RC_PUB_NONE;
+        p->rx[i].peer = RCI_PUB_NONE;
         p->rx_free[i] = p->nrx - 1 - i;
     }
     p->nrx_free = p->nrx;
-    int rc = rc_fabric_mr_reg(&p->fab, p->rx_mem, bytes, FI_RECV, p->fab.ep, &p->rx_mr, err, errlen);
+    int rc = rci_fabric_mr_reg(&p->fab, p->rx_mem, bytes, FI_RECV, p->fab.ep, &p->rx_mr, err, errlen);
     if (rc)
         return rc;
     if (p->fab.rdm)
@@ -873,7 +873,7 @@ static int init_rx(struct rc_publisher *p, char *err, size_t errlen)
     return 0;
 }
 
-static int init_peers(struct rc_publisher *p)
+static int init_peers(struct rci_publisher *p)
 {
     p->npeers = p->fab.params.max_subscribers;
     p->peers = calloc(p->npeers, sizeof *p->peers);
@@ -881,17 +881,17 @@ static int init_peers(struct rc_publisher *p)
         return -ENOMEM;
     for (uint32_t i = 0; i < p->npeers; i++) {
         p->peers[i].gen = 1;
-        p->peers[i].page = RC_PUB_NONE;
-        p->peers[i].op_head = p->peers[i].op_tail = RC_PUB_NONE;
-        p->peers[i].ranges = calloc(RC_WIRE_MAX_RANGES, sizeof(struct rc_wire_range));
-        p->peers[i].resume.iov = calloc(RC_PUB_RESUME_PIECES, sizeof(struct iovec));
+        p->peers[i].page = RCI_PUB_NONE;
+        p->peers[i].op_head = p->peers[i].op_tail = RCI_PUB_NONE;
+        p->peers[i].ranges = calloc(RCI_WIRE_MAX_RANGES, sizeof(struct rci_wire_range));
+        p->peers[i].resume.iov = calloc(RCI_PUB_RESUME_PIECES, sizeof(struct iovec));
         if (!p->peers[i].ranges || !p->peers[i].resume.iov)
             return -ENOMEM;
     }
     return 0;
 }
 
-static uint64_t timer_period(const struct rc_fabric_params *fp)
+static uint64_t timer_period(const struct rci_fabric_params *fp)
 {
     uint64_t t = fp->heartbeat_ns;
     if (fp->peer_timeout_ns < t)
@@ -899,83 +899,83 @@ static uint64_t timer_period(const struct rc_fabric_params *fp)
     if (fp->buffered_pages && fp->flush_timeout_ns && fp->flush_timeout_ns < t)
         t = fp->flush_timeout_ns;
     t /= 4;
-    return t < RC_PUB_TIMER_MIN_NS ? RC_PUB_TIMER_MIN_NS : t > RC_PUB_TIMER_MAX_NS ? RC_PUB_TIMER_MAX_NS : t;
+    return t < RCI_PUB_TIMER_MIN_NS ? RCI_PUB_TIMER_MIN_NS : t > RCI_PUB_TIMER_MAX_NS ? RCI_PUB_TIMER_MAX_NS : t;
 }
 
-static int setup(struct rc_publisher *p, const struct rc_fabric_params *fp, char *err, size_t errlen)
+static int setup(struct rci_publisher *p, const struct rci_fabric_params *fp, char *err, size_t errlen)
 {
     p->nslots = fp->header_slots;
     p->npages = fp->buffered_pages;
-    size_t nctrl = RC_PUB_CTRL_PER_PEER * (size_t)fp->max_subscribers + RC_PUB_CTRL_SPARE;
+    size_t nctrl = RCI_PUB_CTRL_PER_PEER * (size_t)fp->max_subscribers + RCI_PUB_CTRL_SPARE;
     size_t max_ops = (size_t)p->nslots + p->npages + nctrl;
-    size_t nrx = RC_PUB_RX_PER_PEER * ((size_t)fp->max_subscribers + 1);
+    size_t nrx = RCI_PUB_RX_PER_PEER * ((size_t)fp->max_subscribers + 1);
     /* Each posted op completes at most once, but an op released with a dead
      * peer may still complete after its slot was reused: room for twice. */
-    int rc = rc_fabric_open(&p->fab, fp, RC_FABRIC_LISTEN, 2 * (max_ops + nrx) + 16, err, errlen);
+    int rc = rci_fabric_open(&p->fab, fp, RCI_FABRIC_LISTEN, 2 * (max_ops + nrx) + 16, err, errlen);
     if (rc)
         return rc;
-    p->iov_max = (unsigned)(p->fab.tx_iov_limit < RC_PUB_MAX_IOV ? p->fab.tx_iov_limit
-                                                                 : RC_PUB_MAX_IOV);
+    p->iov_max = (unsigned)(p->fab.tx_iov_limit < RCI_PUB_MAX_IOV ? p->fab.tx_iov_limit
+                                                                 : RCI_PUB_MAX_IOV);
     if (p->iov_max < 2)
-        return rc_fabric_error(&p->fab, err, errlen, "tx iov_limit below 2", -FI_ENOSYS);
+        return rci_fabric_error(&p->fab, err, errlen, "tx iov_limit below 2", -FI_ENOSYS);
     p->ops = calloc(max_ops, sizeof *p->ops);
-    p->scratch = calloc(RC_WIRE_MAX_RANGES, sizeof *p->scratch);
+    p->scratch = calloc(RCI_WIRE_MAX_RANGES, sizeof *p->scratch);
     if (!p->ops || !p->scratch || init_peers(p))
-        return rc_fabric_error(&p->fab, err, errlen, "publisher(alloc)", -FI_ENOMEM);
-    rc = rc_zc_init(p, err, errlen);
+        return rci_fabric_error(&p->fab, err, errlen, "publisher(alloc)", -FI_ENOMEM);
+    rc = rci_zc_init(p, err, errlen);
     if (!rc)
-        rc = rc_buf_init(p, err, errlen);
+        rc = rci_buf_init(p, err, errlen);
     if (!rc)
-        rc = rc_pub_ctrl_init(p, err, errlen);
+        rc = rci_pub_ctrl_init(p, err, errlen);
     if (!rc)
         rc = init_rx(p, err, errlen);
     if (!rc && !p->fab.rdm && p->fab.info->fabric_attr->prov_name &&
         strcmp(p->fab.info->fabric_attr->prov_name, "tcp") == 0) {
         /* tcp MSG: connections stuck in the provider's handshake (half_open.h). */
         p->half_open_on = true;
-        if (rc_half_open_init(&p->half_open, fp->port, fp->max_subscribers, fp->peer_timeout_ns))
-            rc = rc_fabric_error(&p->fab, err, errlen, "half_open(alloc)", -FI_ENOMEM);
+        if (rci_half_open_init(&p->half_open, fp->port, fp->max_subscribers, fp->peer_timeout_ns))
+            rc = rci_fabric_error(&p->fab, err, errlen, "half_open(alloc)", -FI_ENOMEM);
     }
     if (rc)
         return rc;
     if (getrandom(&p->publisher_id, sizeof p->publisher_id, 0) != sizeof p->publisher_id)
-        p->publisher_id = rc_now_ns() ^ ((uint64_t)getpid() << 32);
+        p->publisher_id = rci_now_ns() ^ ((uint64_t)getpid() << 32);
     p->timer_period_ns = timer_period(fp);
-    p->next_timer_ns = rc_now_ns() + p->timer_period_ns;
+    p->next_timer_ns = rci_now_ns() + p->timer_period_ns;
     p->st.slots_total = p->nslots;
     p->st.pages_total = p->npages;
     return 0;
 }
 
-int rc_publisher_create(const struct rc_fabric_params *params,
-                        const struct rc_publisher_callbacks *cb, struct rc_publisher **out,
+int rci_publisher_create(const struct rci_fabric_params *params,
+                        const struct rci_publisher_callbacks *cb, struct rci_publisher **out,
                         char *err, size_t errlen)
 {
     *out = NULL;
     if (!cb || !cb->on_send_complete) {
-        rc_set_err(err, errlen, "publisher: on_send_complete callback required");
+        rci_set_err(err, errlen, "publisher: on_send_complete callback required");
         return -EINVAL;
     }
     int rc = check_params(params, err, errlen);
     if (rc)
         return rc;
-    struct rc_publisher *p = calloc(1, sizeof *p);
+    struct rci_publisher *p = calloc(1, sizeof *p);
     if (!p) {
-        rc_set_err(err, errlen, "publisher: out of memory");
+        rci_set_err(err, errlen, "publisher: out of memory");
         return -ENOMEM;
     }
     p->cb = *cb;
     p->fab.cq_fd = p->fab.eq_fd = -1;
     rc = setup(p, params, err, errlen);
     if (rc) {
-        rc_publisher_destroy(p);
+        rci_publisher_destroy(p);
         return rc;
     }
     *out = p;
     return 0;
 }
 
-static void free_peers(struct rc_publisher *p)
+static void free_peers(struct rci_publisher *p)
 {
     for (uint32_t i = 0; p->peers && i < p->npeers; i++) {
         free(p->peers[i].ranges);
@@ -987,61 +987,61 @@ static void free_peers(struct rc_publisher *p)
 /* RDM: a subscriber learns of the end only from a BYE (with MSG the
  * endpoint's close tells it); without one it would wait out its peer_timeout.
  * Each active peer is told, and the completions are awaited at most
- * RC_PUB_BYE_FLUSH_NS: a BYE behind stuck sends does not hold the shutdown. */
-#define RC_PUB_BYE_FLUSH_NS 200000000ull
+ * RCI_PUB_BYE_FLUSH_NS: a BYE behind stuck sends does not hold the shutdown. */
+#define RCI_PUB_BYE_FLUSH_NS 200000000ull
 
-static void tell_rdm_peers_bye(struct rc_publisher *p)
+static void tell_rdm_peers_bye(struct rci_publisher *p)
 {
     if (!p->fab.rdm || !p->peers || !p->ops || !p->fab.ep)
         return;
     unsigned told = 0;
     for (uint32_t i = 0; i < p->npeers; i++) {
-        struct rc_pub_peer *peer = &p->peers[i];
-        if (peer->state == RC_PEER_ACTIVE && peer->has_addr) {
-            rc_pub_send_bye(p, peer, RC_BYE_NORMAL);
+        struct rci_pub_peer *peer = &p->peers[i];
+        if (peer->state == RCI_PEER_ACTIVE && peer->has_addr) {
+            rci_pub_send_bye(p, peer, RCI_BYE_NORMAL);
             told++;
         }
     }
-    uint64_t deadline = rc_now_ns() + RC_PUB_BYE_FLUSH_NS;
-    while (told && (p->ctrl_waiting || p->nctrl_free < p->nctrl) && rc_now_ns() < deadline) {
-        if (rc_pub_poll_cq(p) < 0)
+    uint64_t deadline = rci_now_ns() + RCI_PUB_BYE_FLUSH_NS;
+    while (told && (p->ctrl_waiting || p->nctrl_free < p->nctrl) && rci_now_ns() < deadline) {
+        if (rci_pub_poll_cq(p) < 0)
             break;
-        rc_pub_flush_control(p);
-        rc_sleep_ns(100000);
+        rci_pub_flush_control(p);
+        rci_sleep_ns(100000);
     }
 }
 
-void rc_publisher_destroy(struct rc_publisher *p)
+void rci_publisher_destroy(struct rci_publisher *p)
 {
     if (!p)
         return;
     tell_rdm_peers_bye(p);
     for (uint32_t i = 0; p->peers && p->ops && i < p->npeers; i++)
-        if (p->peers[i].state != RC_PEER_FREE)
+        if (p->peers[i].state != RCI_PEER_FREE)
             close_transport(p, &p->peers[i]);
     if (p->fab.rdm)
-        rc_pub_forget_refused(p, UINT64_MAX);
+        rci_pub_forget_refused(p, UINT64_MAX);
     /* The RDM endpoint goes before the MRs its operations used, and before
      * any key is released: closing it is what lets go of every send. */
-    rc_fabric_ep_close(p->fab.ep);
+    rci_fabric_ep_close(p->fab.ep);
     p->fab.ep = NULL;
     for (uint32_t i = 0; p->peers && p->ops && i < p->npeers; i++) {
-        struct rc_pub_peer *peer = &p->peers[i];
-        if (peer->state == RC_PEER_FREE)
+        struct rci_pub_peer *peer = &p->peers[i];
+        if (peer->state == RCI_PEER_FREE)
             continue;
-        rc_zc_resume_abandon(p, peer, NULL, 0, NULL);
+        rci_zc_resume_abandon(p, peer, NULL, 0, NULL);
         release_ops(p, peer, -ECANCELED, NULL, 0, NULL);
-        peer->state = RC_PEER_FREE;
+        peer->state = RCI_PEER_FREE;
     }
     for (unsigned i = 0; i < p->nregions; i++)
-        rc_fabric_mr_close(&p->region[i]);
-    rc_fabric_mr_close(&p->rx_mr);
+        rci_fabric_mr_close(&p->region[i]);
+    rci_fabric_mr_close(&p->rx_mr);
     if (p->slot_free)
-        rc_zc_fini(p);
-    rc_buf_fini(p);
-    rc_pub_ctrl_fini(p);
-    rc_half_open_fini(&p->half_open);
-    rc_fabric_close(&p->fab);
+        rci_zc_fini(p);
+    rci_buf_fini(p);
+    rci_pub_ctrl_fini(p);
+    rci_half_open_fini(&p->half_open);
+    rci_fabric_close(&p->fab);
     free(p->rx_mem);
     free(p->rx);
     free(p->rx_free);
@@ -1051,14 +1051,14 @@ void rc_publisher_destroy(struct rc_publisher *p)
     free(p);
 }
 
-int rc_publisher_register(struct rc_publisher *p, const void *addr, size_t len, char *err,
+int rci_publisher_register(struct rci_publisher *p, const void *addr, size_t len, char *err,
                           size_t errlen)
 {
     if (p->nregions == RC_PUB_MAX_REGIONS) {
-        rc_set_err(err, errlen, "publisher: at most %u registered regions", RC_PUB_MAX_REGIONS);
+        rci_set_err(err, errlen, "publisher: at most %u registered regions", RC_PUB_MAX_REGIONS);
         return -ENOSPC;
     }
-    int rc = rc_fabric_mr_reg(&p->fab, addr, len, FI_SEND, p->fab.ep, &p->region[p->nregions],
+    int rc = rci_fabric_mr_reg(&p->fab, addr, len, FI_SEND, p->fab.ep, &p->region[p->nregions],
                               err, errlen);
     if (rc)
         return rc;
@@ -1068,24 +1068,24 @@ int rc_publisher_register(struct rc_publisher *p, const void *addr, size_t len, 
 
 /* ---- peers seen from outside ------------------------------------------------- */
 
-int rc_publisher_close_peer(struct rc_publisher *p, rc_peer_id id)
+int rci_publisher_close_peer(struct rci_publisher *p, rci_peer_id id)
 {
-    struct rc_pub_peer *peer = rc_pub_peer_of(p, id);
+    struct rci_pub_peer *peer = rci_pub_peer_of(p, id);
     if (!peer)
         return -ENOTCONN;
-    if (peer->state == RC_PEER_CLOSED || peer->state == RC_PEER_DRAINING)
+    if (peer->state == RCI_PEER_CLOSED || peer->state == RCI_PEER_DRAINING)
         return 0;   /* leaving already */
     if (peer->doom) {
-        peer->doom = RC_DOOM_NONE;
+        peer->doom = RCI_DOOM_NONE;
         p->ndoomed--;
     }
-    count_doom(p, RC_DOOM_LOCAL);
+    count_doom(p, RCI_DOOM_LOCAL);
     if (p->fab.rdm && peer->has_addr) {  /* BYE first, see start_draining */
-        start_draining(p, peer, rc_now_ns(), true);
+        start_draining(p, peer, rci_now_ns(), true);
         return 0;
     }
-    if (peer->state == RC_PEER_ACTIVE)
-        rc_pub_send_bye(p, peer, RC_BYE_NORMAL);
+    if (peer->state == RCI_PEER_ACTIVE)
+        rci_pub_send_bye(p, peer, RCI_BYE_NORMAL);
     if (close_transport(p, peer))
         p->nclosed++;
     else
@@ -1095,17 +1095,17 @@ int rc_publisher_close_peer(struct rc_publisher *p, rc_peer_id id)
 
 /* A dead or closing peer, now: close its transport. True when the provider
  * let go, so its keys may be handed out. */
-static bool close_now(struct rc_publisher *p, struct rc_pub_peer *peer)
+static bool close_now(struct rci_publisher *p, struct rci_pub_peer *peer)
 {
-    if (peer->state == RC_PEER_CLOSED)
+    if (peer->state == RCI_PEER_CLOSED)
         return true;
-    if (peer->state == RC_PEER_DRAINING && !peer->has_addr)
+    if (peer->state == RCI_PEER_DRAINING && !peer->has_addr)
         return false;   /* removed already, without proof */
-    if (peer->state == RC_PEER_DRAINING) {
+    if (peer->state == RCI_PEER_DRAINING) {
         p->ndraining--;
     } else {  /* dead, not yet buried */
         count_doom(p, peer->doom);
-        peer->doom = RC_DOOM_NONE;
+        peer->doom = RCI_DOOM_NONE;
         p->ndoomed--;
     }
     if (close_transport(p, peer)) {
@@ -1116,63 +1116,63 @@ static bool close_now(struct rc_publisher *p, struct rc_pub_peer *peer)
     return false;
 }
 
-int rc_publisher_pending_sends(struct rc_publisher *p, rc_peer_id id, uint64_t *keys, unsigned max)
+int rci_publisher_pending_sends(struct rci_publisher *p, rci_peer_id id, uint64_t *keys, unsigned max)
 {
-    struct rc_pub_peer *peer = rc_pub_peer_of(p, id);
+    struct rci_pub_peer *peer = rci_pub_peer_of(p, id);
     if (!peer)
         return -ENOTCONN;
-    if (peer->state != RC_PEER_CLOSED && peer->state != RC_PEER_DRAINING && peer->doom == RC_DOOM_NONE)
+    if (peer->state != RCI_PEER_CLOSED && peer->state != RCI_PEER_DRAINING && peer->doom == RCI_DOOM_NONE)
         return -EBUSY;
     if (!close_now(p, peer))
         return 0;   /* they come back through on_send_complete as they complete */
     unsigned count = 0;
-    rc_zc_resume_abandon(p, peer, keys, max, &count);
+    rci_zc_resume_abandon(p, peer, keys, max, &count);
     release_ops(p, peer, -ECONNRESET, keys, max, &count);
     p->st.keys_released_by_peer_death += count;
     return (int)count;
 }
 
-unsigned rc_publisher_peers(struct rc_publisher *p, rc_peer_id *out, unsigned max)
+unsigned rci_publisher_peers(struct rci_publisher *p, rci_peer_id *out, unsigned max)
 {
     unsigned n = 0;
     for (uint32_t i = 0; i < p->npeers; i++) {
-        struct rc_pub_peer *peer = &p->peers[i];
-        if (peer->state != RC_PEER_ACTIVE || peer->doom || !peer->connected)
+        struct rci_pub_peer *peer = &p->peers[i];
+        if (peer->state != RCI_PEER_ACTIVE || peer->doom || !peer->connected)
             continue;
         if (n < max)
-            out[n] = rc_pub_peer_id(p, peer);
+            out[n] = rci_pub_peer_id(p, peer);
         n++;
     }
     return n;
 }
 
-const char *rc_publisher_peer_name(struct rc_publisher *p, rc_peer_id id)
+const char *rci_publisher_peer_name(struct rci_publisher *p, rci_peer_id id)
 {
-    struct rc_pub_peer *peer = rc_pub_peer_of(p, id);
+    struct rci_pub_peer *peer = rci_pub_peer_of(p, id);
     return peer ? peer->name : "";
 }
 
-unsigned rc_publisher_peer_ranges(struct rc_publisher *p, rc_peer_id id,
-                                  const struct rc_wire_range **ranges)
+unsigned rci_publisher_peer_ranges(struct rci_publisher *p, rci_peer_id id,
+                                  const struct rci_wire_range **ranges)
 {
-    struct rc_pub_peer *peer = rc_pub_peer_of(p, id);
+    struct rci_pub_peer *peer = rci_pub_peer_of(p, id);
     *ranges = peer ? peer->ranges : NULL;
     return peer ? peer->nranges : 0;
 }
 
-void rc_publisher_get_stats(const struct rc_publisher *p, struct rc_publisher_stats *s)
+void rci_publisher_get_stats(const struct rci_publisher *p, struct rci_publisher_stats *s)
 {
     *s = p->st;
     s->slots_free = p->nslot_free;
     s->pages_free = p->npage_free;
 }
 
-const struct rc_fabric *rc_publisher_fabric(const struct rc_publisher *p)
+const struct rci_fabric *rci_publisher_fabric(const struct rci_publisher *p)
 {
     return &p->fab;
 }
 
-const char *rc_publisher_last_error(const struct rc_publisher *p)
+const char *rci_publisher_last_error(const struct rci_publisher *p)
 {
     return p->err;
 }

@@ -8,11 +8,11 @@
  * subscribers (net/README.md, "Dead peers").
  *
  * Data goes out in two ways, chosen per call:
- *  - rc_publisher_send(): zero copy. A registered header slot carries the
+ *  - rci_publisher_send(): zero copy. A registered header slot carries the
  *    DATA header, the payload pieces are sent from registered memory (the DMA
- *    ring, registered once with rc_publisher_register()). When the provider is
+ *    ring, registered once with rci_publisher_register()). When the provider is
  *    done, on_send_complete(key, status) runs: exactly once per accepted key.
- *  - rc_publisher_send_buffered(): small chunks are copied into registered
+ *  - rci_publisher_send_buffered(): small chunks are copied into registered
  *    pages sent as PAGE messages; the key is released right after the copy.
  *
  * Threads: a publisher belongs to ONE thread: every function here, and the
@@ -22,8 +22,8 @@
  * Hot path (send, send_buffered, progress): no malloc, no locks; syscalls
  * only those the provider makes.
  */
-#ifndef RC_PUBLISHER_H
-#define RC_PUBLISHER_H
+#ifndef RCI_PUBLISHER_H
+#define RCI_PUBLISHER_H
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
@@ -33,24 +33,24 @@
 
 /* Identifies one subscriber connection: slot index + generation, so a stale
  * id of a subscriber that left never reaches its successor. 0 is never valid. */
-typedef uint64_t rc_peer_id;
+typedef uint64_t rci_peer_id;
 
-enum rc_pub_peer_event {
-    RC_PUB_PEER_JOINED = 1,         /* HELLO accepted, WELCOME sent */
-    RC_PUB_PEER_SUBSCRIPTIONS = 2,  /* its tag set changed */
-    RC_PUB_PEER_GONE = 3,           /* closed or dead; its keys were released */
+enum rci_pub_peer_event {
+    RCI_PUB_PEER_JOINED = 1,         /* HELLO accepted, WELCOME sent */
+    RCI_PUB_PEER_SUBSCRIPTIONS = 2,  /* its tag set changed */
+    RCI_PUB_PEER_GONE = 3,           /* closed or dead; its keys were released */
 };
 
-struct rc_publisher_callbacks {
+struct rci_publisher_callbacks {
     /* status 0: sent; <0: -errno (-ECONNRESET: subscriber dead or gone,
      * -ECANCELED: publisher destroyed, other: the provider's error). */
     void (*on_send_complete)(void *arg, uint64_t key, int status);
     /* Optional. */
-    void (*on_peer_event)(void *arg, rc_peer_id peer, enum rc_pub_peer_event ev);
+    void (*on_peer_event)(void *arg, rci_peer_id peer, enum rci_pub_peer_event ev);
     void *arg;
 };
 
-struct rc_publisher_stats {
+struct rci_publisher_stats {
     /* data path */
     uint64_t sends;                 /* accepted zero-copy sends (keys) */
     uint64_t send_bytes;            /* their payload bytes */
@@ -60,7 +60,7 @@ struct rc_publisher_stats {
     uint64_t again_no_slot;         /* -EAGAIN: header slots exhausted */
     uint64_t again_provider;        /* -EAGAIN: provider queue full */
     uint64_t again_peer_quota;      /* -ENOBUFS: that subscriber holds its share of slots,
-                                     * pages or the tx queue (see rc_publisher_send) */
+                                     * pages or the tx queue (see rci_publisher_send) */
     uint64_t send_errors;           /* sends refused with an error */
     uint64_t unregistered_pieces;   /* pieces outside every registered region */
     uint64_t completions_ok;
@@ -99,7 +99,7 @@ struct rc_publisher_stats {
     uint64_t half_open_closed_allowlist;  /* peer not in [fabric] allow (also in _allowlist) */
     uint64_t fd_pressure;           /* scans that found file descriptors nearly exhausted */
     uint64_t fds_in_use;            /* descriptors open at the last scan (tcp MSG) */
-    uint64_t peers_closed;          /* orderly: BYE or rc_publisher_close_peer() */
+    uint64_t peers_closed;          /* orderly: BYE or rci_publisher_close_peer() */
     uint64_t peers_dead;            /* shutdown, silence, error, or a chunk's later fragments
                                      * never accepted (not slowness as such: the caller's
                                      * policy cuts slow ones off with close_peer) */
@@ -114,13 +114,13 @@ struct rc_publisher_stats {
     uint64_t liveness_restarts;     /* progress not called for over 50 ms (thread starved): that
                                      * pause does not count as any subscriber's silence */
     uint64_t subscribe_requests, unsubscribe_requests;
-    uint64_t subscriptions_refused; /* any status but RC_SUB_OK */
+    uint64_t subscriptions_refused; /* any status but RCI_SUB_OK */
     uint64_t heartbeats_sent, heartbeats_received;
     uint64_t control_send_retries;  /* control message waited for the provider */
     uint64_t control_dropped;       /* control queue of a peer overflowed */
     uint64_t rx_errors;             /* receive error completions */
     uint64_t connection_errors;     /* MSG: error events on the EQ */
-    uint64_t malformed[RC_WIRE_ERROR_KINDS]; /* rejected incoming messages by kind */
+    uint64_t malformed[RCI_WIRE_ERROR_KINDS]; /* rejected incoming messages by kind */
     uint64_t unknown_sender;        /* RDM: message from an address not said HELLO */
     /* watermarks */
     uint64_t slots_total, slots_free;
@@ -128,21 +128,21 @@ struct rc_publisher_stats {
     uint64_t peers_active;
 };
 
-struct rc_publisher;
+struct rci_publisher;
 
 /* Open the fabric (listening), register the header-slot, page and receive
  * buffers once each. Returns 0 or -errno with the reason in err. */
-int  rc_publisher_create(const struct rc_fabric_params *params,
-                         const struct rc_publisher_callbacks *cb,
-                         struct rc_publisher **out, char *err, size_t errlen);
+int  rci_publisher_create(const struct rci_fabric_params *params,
+                         const struct rci_publisher_callbacks *cb,
+                         struct rci_publisher **out, char *err, size_t errlen);
 /* Release every outstanding key (-ECANCELED), close everything. */
-void rc_publisher_destroy(struct rc_publisher *p);
+void rci_publisher_destroy(struct rci_publisher *p);
 
 /* Register source memory (the DMA ring) once; pieces passed to send() must lie
  * inside a registered region. At most RC_PUB_MAX_REGIONS regions (two per
  * card: its ring and its readout's spill area). */
 #define RC_PUB_MAX_REGIONS 16u
-int  rc_publisher_register(struct rc_publisher *p, const void *addr, size_t len,
+int  rci_publisher_register(struct rci_publisher *p, const void *addr, size_t len,
                            char *err, size_t errlen);
 
 /* Zero-copy send of one chunk (tag, flags, pieces iov[0..n-1]) to `peer`.
@@ -163,26 +163,26 @@ int  rc_publisher_register(struct rc_publisher *p, const void *addr, size_t len,
  *   other -errno: the provider refused; the key is still the caller's.
  * Split into fragments when 1 + n > the provider's usable iov limit or the
  * chunk does not fit the subscriber's receive buffer. */
-int  rc_publisher_send(struct rc_publisher *p, rc_peer_id peer, uint64_t tag, uint32_t flags,
+int  rci_publisher_send(struct rci_publisher *p, rci_peer_id peer, uint64_t tag, uint32_t flags,
                        const struct iovec *iov, unsigned n, uint64_t key);
 /* Buffered send: copy the chunk as one record into the peer's current page;
  * on 0 the key has been released (on_send_complete(key, 0)) before return.
  * -EAGAIN: no free page; -ENOBUFS: (params.peer_fair_share) this subscriber
  * holds its fair share of the pages: it is behind;
  * -EMSGSIZE: record larger than a page (use send()); -ENOTCONN as above. */
-int  rc_publisher_send_buffered(struct rc_publisher *p, rc_peer_id peer, uint64_t tag,
+int  rci_publisher_send_buffered(struct rci_publisher *p, rci_peer_id peer, uint64_t tag,
                                 uint32_t flags, const struct iovec *iov, unsigned n,
                                 uint64_t key);
 /* Send the peer's partly filled page now (0, -EAGAIN, -ENOTCONN). */
-int  rc_publisher_flush(struct rc_publisher *p, rc_peer_id peer);
+int  rci_publisher_flush(struct rci_publisher *p, rci_peer_id peer);
 
 /* Drive everything without blocking: completions, connection events, control
  * messages, page flush timeouts, heartbeats, dead-peer detection. Returns the
  * number of things handled (>= 0) or -errno if the fabric itself failed. */
-int  rc_publisher_progress(struct rc_publisher *p);
+int  rci_publisher_progress(struct rci_publisher *p);
 /* Adaptive wait: spin poll_spin_ns on progress, then sleep on the CQ/EQ fds,
  * at most timeout_ns. Returns what progress returned (>0 work, 0 timeout). */
-int  rc_publisher_wait(struct rc_publisher *p, uint64_t timeout_ns);
+int  rci_publisher_wait(struct rci_publisher *p, uint64_t timeout_ns);
 
 /* How long the peer's oldest outstanding send (DATA, PAGE or control) had
  * been waiting for its completion when progress last read the CQ; 0 when it
@@ -190,45 +190,45 @@ int  rc_publisher_wait(struct rc_publisher *p, uint64_t timeout_ns);
  * so that a publisher thread that was not scheduled for a while does not see
  * its subscribers as behind. For the caller's slow-subscriber policy: liveness
  * itself (net/README.md, "Dead peers") looks only at what the peer sends. */
-uint64_t rc_publisher_peer_oldest_age(struct rc_publisher *p, rc_peer_id peer);
+uint64_t rci_publisher_peer_oldest_age(struct rci_publisher *p, rci_peer_id peer);
 
 /* Lowest number of free header slots since the previous call (watermark). */
-uint32_t rc_publisher_available_slots(struct rc_publisher *p);
+uint32_t rci_publisher_available_slots(struct rci_publisher *p);
 
 /* Close a subscriber (BYE, endpoint closed / RDM: address removed a heartbeat
  * later). Its outstanding keys come back through on_send_complete as they
  * complete, the rest (-ECONNRESET) once the provider provably let go
  * (net/README.md, Dead peers); or collect them with
- * rc_publisher_pending_sends(). */
-int  rc_publisher_close_peer(struct rc_publisher *p, rc_peer_id peer);
+ * rci_publisher_pending_sends(). */
+int  rci_publisher_close_peer(struct rci_publisher *p, rci_peer_id peer);
 /* Keys of sends to a closed or dead peer: its transport is closed now (RDM:
  * address removed), and if that proves the provider let go of its sends, up
  * to max keys are written to keys[] and released (no callback for them).
  * Returns the count, 0 when none are left or the provider gave no proof
  * (they come through on_send_complete then), -ENOTCONN for an unknown id,
  * -EBUSY if the peer is still alive. */
-int  rc_publisher_pending_sends(struct rc_publisher *p, rc_peer_id peer, uint64_t *keys,
+int  rci_publisher_pending_sends(struct rci_publisher *p, rci_peer_id peer, uint64_t *keys,
                                 unsigned max);
 
 /* Active subscribers whose tag set contains tag (up to max ids; returns the
  * number found, which may exceed max). */
-unsigned rc_publisher_subscribers_of(struct rc_publisher *p, uint64_t tag, rc_peer_id *out,
+unsigned rci_publisher_subscribers_of(struct rci_publisher *p, uint64_t tag, rci_peer_id *out,
                                      unsigned max);
 /* Active subscribers (through HELLO), up to max; returns the number. */
-unsigned rc_publisher_peers(struct rc_publisher *p, rc_peer_id *out, unsigned max);
+unsigned rci_publisher_peers(struct rci_publisher *p, rci_peer_id *out, unsigned max);
 /* Printable address of a peer ("" for an unknown id). */
-const char *rc_publisher_peer_name(struct rc_publisher *p, rc_peer_id peer);
+const char *rci_publisher_peer_name(struct rci_publisher *p, rci_peer_id peer);
 /* A peer's tag set: *ranges points to its sorted, disjoint inclusive ranges,
  * valid until the next call into the publisher. Returns their number (0 and
  * *ranges = NULL for an unknown id). For mirroring subscriptions elsewhere,
- * e.g. on RC_PUB_PEER_SUBSCRIPTIONS. */
-unsigned rc_publisher_peer_ranges(struct rc_publisher *p, rc_peer_id peer,
-                                  const struct rc_wire_range **ranges);
+ * e.g. on RCI_PUB_PEER_SUBSCRIPTIONS. */
+unsigned rci_publisher_peer_ranges(struct rci_publisher *p, rci_peer_id peer,
+                                  const struct rci_wire_range **ranges);
 
-void rc_publisher_get_stats(const struct rc_publisher *p, struct rc_publisher_stats *s);
+void rci_publisher_get_stats(const struct rci_publisher *p, struct rci_publisher_stats *s);
 /* The fabric (read-only): provider answers such as tx_iov_limit. */
-const struct rc_fabric *rc_publisher_fabric(const struct rc_publisher *p);
+const struct rci_fabric *rci_publisher_fabric(const struct rci_publisher *p);
 /* Last error met inside progress (a peer's failure, a lost page...). */
-const char *rc_publisher_last_error(const struct rc_publisher *p);
+const char *rci_publisher_last_error(const struct rci_publisher *p);
 
 #endif

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int rc_tag_ranges_reserve(struct rc_tag_ranges *s, uint32_t more)
+int rci_tag_ranges_reserve(struct rci_tag_ranges *s, uint32_t more)
 {
     if (more > UINT32_MAX - s->count)
         return -ENOMEM;
@@ -20,7 +20,7 @@ int rc_tag_ranges_reserve(struct rc_tag_ranges *s, uint32_t more)
     uint32_t cap = s->cap ? s->cap : 8;
     while (cap < need)
         cap = cap > UINT32_MAX / 2 ? need : cap * 2;
-    struct rc_wire_range *r = realloc(s->r, (size_t)cap * sizeof *r);
+    struct rci_wire_range *r = realloc(s->r, (size_t)cap * sizeof *r);
     if (!r)
         return -ENOMEM;
     s->r = r;
@@ -29,7 +29,7 @@ int rc_tag_ranges_reserve(struct rc_tag_ranges *s, uint32_t more)
 }
 
 /* Replace r[i..j) by the k ranges in repl (the caller reserved room). */
-static void splice(struct rc_tag_ranges *s, uint32_t i, uint32_t j, const struct rc_wire_range *repl,
+static void splice(struct rci_tag_ranges *s, uint32_t i, uint32_t j, const struct rci_wire_range *repl,
                    uint32_t k)
 {
     memmove(&s->r[i + k], &s->r[j], (size_t)(s->count - j) * sizeof s->r[0]);
@@ -38,7 +38,7 @@ static void splice(struct rc_tag_ranges *s, uint32_t i, uint32_t j, const struct
 }
 
 /* First index whose range ends at or after tag (count if none). */
-static uint32_t first_ending_at_or_after(const struct rc_tag_ranges *s, uint64_t tag)
+static uint32_t first_ending_at_or_after(const struct rci_tag_ranges *s, uint64_t tag)
 {
     uint32_t lo = 0, hi = s->count;
     while (lo < hi) {
@@ -51,7 +51,7 @@ static uint32_t first_ending_at_or_after(const struct rc_tag_ranges *s, uint64_t
     return lo;
 }
 
-int rc_tag_ranges_add(struct rc_tag_ranges *s, uint64_t first, uint64_t last)
+int rci_tag_ranges_add(struct rci_tag_ranges *s, uint64_t first, uint64_t last)
 {
     if (first > last)
         return -EINVAL;
@@ -60,7 +60,7 @@ int rc_tag_ranges_add(struct rc_tag_ranges *s, uint64_t first, uint64_t last)
     uint64_t touch_hi = last == UINT64_MAX ? UINT64_MAX : last + 1;
     uint32_t i = first_ending_at_or_after(s, touch_lo);
     uint32_t j = i;
-    struct rc_wire_range merged = {first, last};
+    struct rci_wire_range merged = {first, last};
     while (j < s->count && s->r[j].first <= touch_hi) {
         if (s->r[j].first < merged.first)
             merged.first = s->r[j].first;
@@ -68,14 +68,14 @@ int rc_tag_ranges_add(struct rc_tag_ranges *s, uint64_t first, uint64_t last)
             merged.last = s->r[j].last;
         j++;
     }
-    int rc = i == j ? rc_tag_ranges_reserve(s, 1) : 0;   /* nothing merged: one more */
+    int rc = i == j ? rci_tag_ranges_reserve(s, 1) : 0;   /* nothing merged: one more */
     if (rc)
         return rc;
     splice(s, i, j, &merged, 1);
     return 0;
 }
 
-int rc_tag_ranges_remove(struct rc_tag_ranges *s, uint64_t first, uint64_t last)
+int rci_tag_ranges_remove(struct rci_tag_ranges *s, uint64_t first, uint64_t last)
 {
     if (first > last)
         return -EINVAL;
@@ -85,27 +85,27 @@ int rc_tag_ranges_remove(struct rc_tag_ranges *s, uint64_t first, uint64_t last)
         j++;
     if (i == j)
         return 0;
-    struct rc_wire_range keep[2];
+    struct rci_wire_range keep[2];
     uint32_t k = 0;
     if (s->r[i].first < first)
-        keep[k++] = (struct rc_wire_range){s->r[i].first, first - 1};
+        keep[k++] = (struct rci_wire_range){s->r[i].first, first - 1};
     if (s->r[j - 1].last > last)
-        keep[k++] = (struct rc_wire_range){last + 1, s->r[j - 1].last};
-    int rc = k > j - i ? rc_tag_ranges_reserve(s, 1) : 0;   /* one range split in two */
+        keep[k++] = (struct rci_wire_range){last + 1, s->r[j - 1].last};
+    int rc = k > j - i ? rci_tag_ranges_reserve(s, 1) : 0;   /* one range split in two */
     if (rc)
         return rc;
     splice(s, i, j, keep, k);
     return 0;
 }
 
-int rc_tag_ranges_contains(const struct rc_tag_ranges *s, uint64_t tag)
+int rci_tag_ranges_contains(const struct rci_tag_ranges *s, uint64_t tag)
 {
     uint32_t i = first_ending_at_or_after(s, tag);
     return i < s->count && s->r[i].first <= tag;
 }
 
-uint32_t rc_tag_ranges_slice(const struct rc_tag_ranges *s, uint64_t *from, int *done,
-                             struct rc_wire_range *out, uint32_t max)
+uint32_t rci_tag_ranges_slice(const struct rci_tag_ranges *s, uint64_t *from, int *done,
+                             struct rci_wire_range *out, uint32_t max)
 {
     uint32_t i = first_ending_at_or_after(s, *from);
     uint32_t n = 0;
@@ -127,7 +127,7 @@ uint32_t rc_tag_ranges_slice(const struct rc_tag_ranges *s, uint64_t *from, int 
     return n;
 }
 
-void rc_tag_ranges_free(struct rc_tag_ranges *s)
+void rci_tag_ranges_free(struct rci_tag_ranges *s)
 {
     free(s->r);
     memset(s, 0, sizeof *s);

@@ -32,10 +32,10 @@
 #include "net/sub_ranges.h"
 #include "net/wire.h"
 
-_Static_assert(RC_SUB_MALFORMED_KINDS == RC_WIRE_ERROR_KINDS, "malformed kinds follow wire.h");
+_Static_assert(RC_SUB_MALFORMED_KINDS == RCI_WIRE_ERROR_KINDS, "malformed kinds follow wire.h");
 
 #define TX_SLOTS 16u                      /* control messages in flight */
-#define TX_SLOT_SIZE RC_WIRE_MAX_CONTROL  /* the largest SUBSCRIBE */
+#define TX_SLOT_SIZE RCI_WIRE_MAX_CONTROL  /* the largest SUBSCRIBE */
 #define RESYNC_BIT 0x80000000u            /* request_id of a resubscription */
 #define BYE_FLUSH_NS 100000000ull         /* how long a BYE may take to leave */
 #define SHM_CONNREQ_WAIT_NS 1000000000ull /* shm: wait for the publisher to read our request */
@@ -81,9 +81,9 @@ struct rc_sub {
     /* The current connection. */
     enum sub_state state;
     bool fabric_open;
-    struct rc_fabric f;
+    struct rci_fabric f;
     struct fid_ep *ep;                    /* MSG: own endpoint; RDM: f.ep */
-    struct rc_fabric_mr rx_mr, tx_mr;
+    struct rci_fabric_mr rx_mr, tx_mr;
     fi_addr_t peer;                       /* RDM: the publisher */
     uint64_t next_attempt_ns, deadline_ns, last_rx_ns, last_hb_ns, heartbeat_ns;
     uint32_t conn_malformed;
@@ -91,8 +91,8 @@ struct rc_sub {
     enum rc_sub_disconnect_reason lost_reason;
 
     /* Subscriptions and their resending after a (re)connect. */
-    struct rc_tag_ranges subs;
-    struct rc_wire_range batch[RC_WIRE_MAX_RANGES];   /* one message's ranges */
+    struct rci_tag_ranges subs;
+    struct rci_wire_range batch[RCI_WIRE_MAX_RANGES];   /* one message's ranges */
     bool resync_active, resync_done_sending, resync_is_reconnect;
     uint64_t resync_from;
     uint32_t resync_outstanding, user_outstanding, next_request;
@@ -139,7 +139,7 @@ static int check_params(const struct rc_sub_params *p, char *err, size_t errlen)
         why = "endpoint is neither msg nor rdm";
     else if (p->rx_buffers < 2 || p->rx_buffers > 65536)
         why = "rx_buffers must be 2..65536";
-    else if (p->rx_buffer_size < RC_WIRE_MIN_RX_BUFFER || p->rx_buffer_size > (1u << 30))
+    else if (p->rx_buffer_size < RCI_WIRE_MIN_RX_BUFFER || p->rx_buffer_size > (1u << 30))
         why = "rx_buffer_size must be 64 B..1 GiB";
     else if (p->max_chunk_size < 1 || p->max_chunk_size > (1u << 30))
         why = "max_chunk_size must be 1 B..1 GiB";
@@ -151,7 +151,7 @@ static int check_params(const struct rc_sub_params *p, char *err, size_t errlen)
         why = "on_data callback missing";
     /* %.*s: a host without its NUL is one of the defects reported here. */
     if (why)
-        rc_set_err(err, errlen, "rc_sub_create(%.*s:%u): %s", (int)sizeof p->host, p->host,
+        rci_set_err(err, errlen, "rc_sub_create(%.*s:%u): %s", (int)sizeof p->host, p->host,
                    (unsigned)p->port, why);
     return why ? -EINVAL : 0;
 }
@@ -162,7 +162,7 @@ static uint64_t random_id(void)
 {
     uint64_t id = 0;
     if (getrandom(&id, sizeof id, GRND_NONBLOCK) != (ssize_t)sizeof id)
-        id = rc_now_ns() ^ ((uint64_t)getpid() << 32);
+        id = rci_now_ns() ^ ((uint64_t)getpid() << 32);
     return id;
 }
 
@@ -198,14 +198,14 @@ int rc_sub_create(const struct rc_sub_params *params, struct rc_sub **out, char 
     /* shm leaves a 16 MiB /dev/shm file per SIGKILLed subscriber: take back
      * those of dead processes of this user (net/fabric.c says which). */
     if (strcmp(params->provider, "shm") == 0) {
-        int removed = rc_fabric_shm_reclaim_all();
+        int removed = rci_fabric_shm_reclaim_all();
         s->st.shm_stale_removed = removed > 0 ? (uint64_t)removed : 0;
     }
     *out = s;
     return 0;
 nomem:
     rc_sub_destroy(s);
-    rc_set_err(err, errlen, "rc_sub_create(%s:%u): out of memory", params->host, (unsigned)params->port);
+    rci_set_err(err, errlen, "rc_sub_create(%s:%u): out of memory", params->host, (unsigned)params->port);
     return -ENOMEM;
 }
 
@@ -250,7 +250,7 @@ static int flush_tx_queue(struct rc_sub *s)
         s->tx_queue_head = (s->tx_queue_head + 1) % TX_SLOTS;
         s->tx_queue_len--;
         if (rc) {
-            rc_fabric_error(&s->f, s->err, sizeof s->err, "fi_send", (int)rc);
+            rci_fabric_error(&s->f, s->err, sizeof s->err, "fi_send", (int)rc);
             s->st.tx_errors++;
             t->state = TX_FREE;
             lose(s, RC_SUB_DISC_SHUTDOWN);
@@ -280,17 +280,17 @@ static void send_heartbeat(struct rc_sub *s, uint64_t now)
         s->st.send_again++;
         return;
     }
-    queue_tx(s, t, (size_t)rc_wire_build_heartbeat(t->buf, TX_SLOT_SIZE, now));
+    queue_tx(s, t, (size_t)rci_wire_build_heartbeat(t->buf, TX_SLOT_SIZE, now));
     s->st.heartbeats_sent++;
 }
 
-/* Send one SUBSCRIBE/UNSUBSCRIBE of at most RC_WIRE_MAX_RANGES ranges; false
+/* Send one SUBSCRIBE/UNSUBSCRIBE of at most RCI_WIRE_MAX_RANGES ranges; false
  * when no slot is free or the ranges are invalid (callers check both first). */
-static bool send_ranges(struct rc_sub *s, enum rc_msg_type type, uint32_t request_id,
-                        const struct rc_wire_range *r, uint32_t count)
+static bool send_ranges(struct rc_sub *s, enum rci_msg_type type, uint32_t request_id,
+                        const struct rci_wire_range *r, uint32_t count)
 {
     struct tx_slot *t = take_tx_slot(s);
-    ssize_t len = t ? rc_wire_build_sub(t->buf, TX_SLOT_SIZE, type, request_id, r, count) : -ENOSPC;
+    ssize_t len = t ? rci_wire_build_sub(t->buf, TX_SLOT_SIZE, type, request_id, r, count) : -ENOSPC;
     if (len < 0)
         return false;
     s->st.sub_requests++;
@@ -310,11 +310,11 @@ static uint32_t new_request_id(struct rc_sub *s, bool resync)
  * is also sent on its own). */
 static void continue_resync(struct rc_sub *s)
 {
-    struct rc_wire_range *batch = s->batch;
+    struct rci_wire_range *batch = s->batch;
     while (s->resync_active && !s->resync_done_sending && !s->lost && take_tx_slot(s)) {
         int done = 0;
-        uint32_t n = rc_tag_ranges_slice(&s->subs, &s->resync_from, &done, batch, RC_WIRE_MAX_RANGES);
-        if (n > 0 && send_ranges(s, RC_MSG_SUBSCRIBE, new_request_id(s, true), batch, n))
+        uint32_t n = rci_tag_ranges_slice(&s->subs, &s->resync_from, &done, batch, RCI_WIRE_MAX_RANGES);
+        if (n > 0 && send_ranges(s, RCI_MSG_SUBSCRIBE, new_request_id(s, true), batch, n))
             s->resync_outstanding++;
         s->resync_done_sending = done;
     }
@@ -327,11 +327,11 @@ static void continue_resync(struct rc_sub *s)
 
 /* ---- connection setup and teardown -------------------------------------- */
 
-static void fill_fabric_params(const struct rc_sub *s, struct rc_fabric_params *fp)
+static void fill_fabric_params(const struct rc_sub *s, struct rci_fabric_params *fp)
 {
     memset(fp, 0, sizeof *fp);
     snprintf(fp->provider, sizeof fp->provider, "%s", s->p.provider);
-    fp->endpoint = s->p.endpoint == RC_SUB_EP_RDM ? RC_EP_RDM : RC_EP_MSG;
+    fp->endpoint = s->p.endpoint == RC_SUB_EP_RDM ? RCI_EP_RDM : RCI_EP_MSG;
     snprintf(fp->address, sizeof fp->address, "%s", s->p.host);
     fp->port = s->p.port;
     fp->tx_queue = TX_SLOTS;
@@ -357,7 +357,7 @@ static int post_rx(struct rc_sub *s, struct rx_slot *r)
     if (rc == -FI_EAGAIN)
         return 0;   /* retried from poll */
     if (rc)
-        return rc_fabric_error(&s->f, s->err, sizeof s->err, "fi_recv", (int)rc);
+        return rci_fabric_error(&s->f, s->err, sizeof s->err, "fi_recv", (int)rc);
     r->posted = true;
     return 0;
 }
@@ -381,27 +381,27 @@ static int register_buffers(struct rc_sub *s)
     if (!s->f.mr_local)
         return 0;   /* descriptors stay NULL: the provider needs none */
     size_t rx_len = (size_t)s->p.rx_buffers * s->p.rx_buffer_size;
-    int rc = rc_fabric_mr_reg(&s->f, s->rx_pool, rx_len, FI_RECV, s->ep, &s->rx_mr, s->err, sizeof s->err);
+    int rc = rci_fabric_mr_reg(&s->f, s->rx_pool, rx_len, FI_RECV, s->ep, &s->rx_mr, s->err, sizeof s->err);
     if (!rc)
-        rc = rc_fabric_mr_reg(&s->f, s->tx_pool, (size_t)TX_SLOTS * TX_SLOT_SIZE, FI_SEND, s->ep,
+        rc = rci_fabric_mr_reg(&s->f, s->tx_pool, (size_t)TX_SLOTS * TX_SLOT_SIZE, FI_SEND, s->ep,
                               &s->tx_mr, s->err, sizeof s->err);
     return rc;
 }
 
 static int send_hello(struct rc_sub *s)
 {
-    uint8_t addr[RC_WIRE_MAX_ADDR];
+    uint8_t addr[RCI_WIRE_MAX_ADDR];
     size_t addr_len = 0;
     if (s->f.rdm) {   /* the publisher answers to the address we announce */
         addr_len = sizeof addr;
-        int rc = rc_fabric_getname(&s->f, s->ep, addr, &addr_len, s->err, sizeof s->err);
+        int rc = rci_fabric_getname(&s->f, s->ep, addr, &addr_len, s->err, sizeof s->err);
         if (rc)
             return rc;
     }
     struct tx_slot *t = take_tx_slot(s);   /* a new connection: all are free */
     if (!t)
         return -ENOBUFS;
-    ssize_t len = rc_wire_build_hello(t->buf, TX_SLOT_SIZE, s->client_id, s->p.rx_buffer_size, addr,
+    ssize_t len = rci_wire_build_hello(t->buf, TX_SLOT_SIZE, s->client_id, s->p.rx_buffer_size, addr,
                                       (uint16_t)addr_len);
     if (len < 0)
         return (int)len;
@@ -409,7 +409,7 @@ static int send_hello(struct rc_sub *s)
     if (s->lost)
         return -EIO;
     s->state = ST_HELLO_SENT;
-    s->deadline_ns = rc_now_ns() + s->p.peer_timeout_ns;
+    s->deadline_ns = rci_now_ns() + s->p.peer_timeout_ns;
     return 0;
 }
 
@@ -418,9 +418,9 @@ static int send_hello(struct rc_sub *s)
  * nothing the publisher sends can find no buffer. */
 static int open_connection(struct rc_sub *s)
 {
-    struct rc_fabric_params fp;
+    struct rci_fabric_params fp;
     fill_fabric_params(s, &fp);
-    int rc = rc_fabric_open(&s->f, &fp, RC_FABRIC_CONNECT, s->p.rx_buffers + TX_SLOTS, s->err,
+    int rc = rci_fabric_open(&s->f, &fp, RCI_FABRIC_CONNECT, s->p.rx_buffers + TX_SLOTS, s->err,
                             sizeof s->err);
     if (rc)
         return rc;
@@ -428,10 +428,10 @@ static int open_connection(struct rc_sub *s)
     s->peer = FI_ADDR_UNSPEC;
     if (s->f.rdm) {
         s->ep = s->f.ep;
-        rc = rc_fabric_av_insert(&s->f, s->f.info->dest_addr, s->f.info->dest_addrlen, &s->peer, s->err,
+        rc = rci_fabric_av_insert(&s->f, s->f.info->dest_addr, s->f.info->dest_addrlen, &s->peer, s->err,
                                  sizeof s->err);
     } else {
-        rc = rc_fabric_msg_ep_open(&s->f, NULL, s, &s->ep, s->err, sizeof s->err);
+        rc = rci_fabric_msg_ep_open(&s->f, NULL, s, &s->ep, s->err, sizeof s->err);
     }
     if (!rc)
         rc = register_buffers(s);
@@ -444,9 +444,9 @@ static int open_connection(struct rc_sub *s)
         return send_hello(s);
     rc = fi_connect(s->ep, s->f.info->dest_addr, NULL, 0);
     if (rc)
-        return rc_fabric_error(&s->f, s->err, sizeof s->err, "fi_connect", rc);
+        return rci_fabric_error(&s->f, s->err, sizeof s->err, "fi_connect", rc);
     s->state = ST_CONNECTING;
-    s->deadline_ns = rc_now_ns() + s->p.peer_timeout_ns;
+    s->deadline_ns = rci_now_ns() + s->p.peer_timeout_ns;
     return 0;
 }
 
@@ -460,10 +460,10 @@ static void let_shm_connreq_land(struct rc_sub *s)
 {
     if (!s->fabric_open || !s->ep || s->tx_queue_len == 0 || strcmp(s->p.provider, "shm") != 0)
         return;
-    uint64_t deadline = rc_now_ns() + SHM_CONNREQ_WAIT_NS;
-    while (s->tx_queue_len > 0 && rc_now_ns() < deadline) {
-        struct rc_fabric_cqe c[CQ_BATCH];
-        if (rc_fabric_cq_poll(&s->f, c, CQ_BATCH, NULL, 0) < 0)
+    uint64_t deadline = rci_now_ns() + SHM_CONNREQ_WAIT_NS;
+    while (s->tx_queue_len > 0 && rci_now_ns() < deadline) {
+        struct rci_fabric_cqe c[CQ_BATCH];
+        if (rci_fabric_cq_poll(&s->f, c, CQ_BATCH, NULL, 0) < 0)
             break;
         if (flush_tx_queue(s) == 0 && s->tx_queue_len > 0) {
             struct timespec pause = { 0, 1000000 };
@@ -475,12 +475,12 @@ static void let_shm_connreq_land(struct rc_sub *s)
 static void close_connection(struct rc_sub *s)
 {
     let_shm_connreq_land(s);
-    rc_fabric_mr_close(&s->rx_mr);
-    rc_fabric_mr_close(&s->tx_mr);
+    rci_fabric_mr_close(&s->rx_mr);
+    rci_fabric_mr_close(&s->tx_mr);
     if (s->fabric_open && !s->f.rdm)
-        rc_fabric_ep_close(s->ep);
+        rci_fabric_ep_close(s->ep);
     if (s->fabric_open)
-        rc_fabric_close(&s->f);
+        rci_fabric_close(&s->f);
     s->fabric_open = false;
     s->ep = NULL;
     /* Nothing posted on a closed endpoint completes: every slot is ours. */
@@ -506,16 +506,16 @@ static bool is_tx_context(const struct rc_sub *s, const void *ctx)
 
 /* Give a BYE a short chance to leave before the endpoint closes. Only send
  * completions are looked at: nothing is delivered any more. */
-static void say_bye(struct rc_sub *s, enum rc_bye_reason reason)
+static void say_bye(struct rc_sub *s, enum rci_bye_reason reason)
 {
     struct tx_slot *t = take_tx_slot(s);
     if (!t)
         return;
-    queue_tx(s, t, (size_t)rc_wire_build_bye(t->buf, TX_SLOT_SIZE, reason));
-    uint64_t deadline = rc_now_ns() + BYE_FLUSH_NS;
-    while (t->state != TX_FREE && rc_now_ns() < deadline) {
-        struct rc_fabric_cqe c[CQ_BATCH];
-        int n = rc_fabric_cq_poll(&s->f, c, CQ_BATCH, NULL, 0);
+    queue_tx(s, t, (size_t)rci_wire_build_bye(t->buf, TX_SLOT_SIZE, reason));
+    uint64_t deadline = rci_now_ns() + BYE_FLUSH_NS;
+    while (t->state != TX_FREE && rci_now_ns() < deadline) {
+        struct rci_fabric_cqe c[CQ_BATCH];
+        int n = rci_fabric_cq_poll(&s->f, c, CQ_BATCH, NULL, 0);
         if (n < 0)
             break;
         for (int i = 0; i < n; i++)
@@ -530,9 +530,9 @@ static void drop_connection(struct rc_sub *s, enum rc_sub_disconnect_reason reas
 {
     bool was_active = s->state == ST_ACTIVE;
     if (was_active && (reason == RC_SUB_DISC_PROTOCOL || reason == RC_SUB_DISC_CLOSED))
-        say_bye(s, reason == RC_SUB_DISC_PROTOCOL ? RC_BYE_PROTOCOL : RC_BYE_NORMAL);
+        say_bye(s, reason == RC_SUB_DISC_PROTOCOL ? RCI_BYE_PROTOCOL : RCI_BYE_NORMAL);
     close_connection(s);
-    s->next_attempt_ns = rc_now_ns() + s->p.reconnect_interval_ns;
+    s->next_attempt_ns = rci_now_ns() + s->p.reconnect_interval_ns;
     if (!was_active) {
         s->st.connect_failures++;
         return;
@@ -553,10 +553,10 @@ static void try_connect(struct rc_sub *s)
     if (open_connection(s)) {
         close_connection(s);
         s->st.connect_failures++;
-        s->next_attempt_ns = rc_now_ns() + s->p.reconnect_interval_ns;
+        s->next_attempt_ns = rci_now_ns() + s->p.reconnect_interval_ns;
         return;
     }
-    s->last_rx_ns = s->last_hb_ns = rc_now_ns();
+    s->last_rx_ns = s->last_hb_ns = rci_now_ns();
     s->heartbeat_ns = s->p.heartbeat_ns;
 }
 
@@ -568,7 +568,7 @@ void rc_sub_destroy(struct rc_sub *s)
         drop_connection(s, RC_SUB_DISC_CLOSED);
     else if (s->fabric_open)
         close_connection(s);   /* not connected yet: nobody to tell */
-    rc_tag_ranges_free(&s->subs);
+    rci_tag_ranges_free(&s->subs);
     free(s->rx);
     free(s->rx_pool);
     free(s->tx_pool);
@@ -580,7 +580,7 @@ void rc_sub_destroy(struct rc_sub *s)
 
 static void deliver(struct rc_sub *s, uint64_t tag, uint32_t flags, const void *data, size_t len)
 {
-    if (!rc_tag_ranges_contains(&s->subs, tag)) {
+    if (!rci_tag_ranges_contains(&s->subs, tag)) {
         s->st.unwanted++;
         return;
     }
@@ -593,7 +593,7 @@ static void deliver(struct rc_sub *s, uint64_t tag, uint32_t flags, const void *
  * (if any, and not already counted) is lost; so is the chunk the fragment
  * belongs to unless it is its fragment 0 or the same, already counted chunk.
  * The rest of a lost chunk's fragments are then skipped without counting. */
-static void reassembly_broken(struct rc_sub *s, const struct rc_wire_data *d)
+static void reassembly_broken(struct rc_sub *s, const struct rci_wire_data *d)
 {
     struct reassembly *ra = &s->ra;
     bool same_chunk = ra->active && d->tag == ra->tag && d->frag_count == ra->frag_count &&
@@ -611,14 +611,14 @@ static void reassembly_broken(struct rc_sub *s, const struct rc_wire_data *d)
     ra->next_index = d->frag_index;
 }
 
-static bool continues(const struct reassembly *ra, const struct rc_wire_data *d)
+static bool continues(const struct reassembly *ra, const struct rci_wire_data *d)
 {
     return ra->active && d->tag == ra->tag && d->frag_count == ra->frag_count &&
            d->chunk_len == ra->chunk_len && d->frag_index == ra->next_index &&
            (ra->discard || d->frag_offset == ra->next_offset);
 }
 
-static void start_reassembly(struct rc_sub *s, const struct rc_wire_data *d)
+static void start_reassembly(struct rc_sub *s, const struct rci_wire_data *d)
 {
     bool fits = d->chunk_len <= s->p.max_chunk_size;
     if (!fits)
@@ -627,7 +627,7 @@ static void start_reassembly(struct rc_sub *s, const struct rc_wire_data *d)
                                 .chunk_len = d->chunk_len, .frag_count = d->frag_count};
 }
 
-static void handle_fragment(struct rc_sub *s, const struct rc_wire_data *d, const uint8_t *payload,
+static void handle_fragment(struct rc_sub *s, const struct rci_wire_data *d, const uint8_t *payload,
                             uint32_t len)
 {
     struct reassembly *ra = &s->ra;
@@ -655,8 +655,8 @@ static void handle_fragment(struct rc_sub *s, const struct rc_wire_data *d, cons
 
 static void handle_data(struct rc_sub *s, const uint8_t *buf, size_t len)
 {
-    struct rc_wire_data d;
-    rc_wire_check_data(buf, len, &d);   /* checked by the caller: decodes only */
+    struct rci_wire_data d;
+    rci_wire_check_data(buf, len, &d);   /* checked by the caller: decodes only */
     const uint8_t *payload = buf + sizeof d;
     uint32_t plen = (uint32_t)(len - sizeof d);
     s->st.data_messages++;
@@ -672,10 +672,10 @@ static void handle_data(struct rc_sub *s, const uint8_t *buf, size_t len)
 
 static void handle_page(struct rc_sub *s, const uint8_t *buf, size_t len)
 {
-    struct rc_wire_record_view rec;
+    struct rci_wire_record_view rec;
     size_t pos = 0;
     s->st.pages++;
-    while (rc_wire_page_next(buf, len, &pos, &rec)) {
+    while (rci_wire_page_next(buf, len, &pos, &rec)) {
         s->st.records++;
         deliver(s, rec.tag, rec.flags, rec.payload, rec.len);
     }
@@ -695,7 +695,7 @@ static bool seq_before(uint32_t a, uint32_t b) { return (int32_t)(a - b) < 0; }
 
 static void handle_stream_message(struct rc_sub *s, const uint8_t *buf, size_t len)
 {
-    if (buf[offsetof(struct rc_wire_hdr, type)] == RC_MSG_PAGE)
+    if (buf[offsetof(struct rci_wire_hdr, type)] == RCI_MSG_PAGE)
         handle_page(s, buf, len);
     else
         handle_data(s, buf, len);
@@ -761,14 +761,14 @@ static void check_held_too_long(struct rc_sub *s, uint64_t now)
  * and the stream goes on without waiting for it. */
 static void truncated_stream_message(struct rc_sub *s, const uint8_t *buf, size_t len)
 {
-    uint8_t type = len >= sizeof(struct rc_wire_hdr) ? buf[offsetof(struct rc_wire_hdr, type)] : 0;
-    bool numbered = (type == RC_MSG_DATA && len >= sizeof(struct rc_wire_data)) ||
-                    (type == RC_MSG_PAGE && len >= sizeof(struct rc_wire_page));
-    if (s->state != ST_ACTIVE || !numbered || rc_wire_stream_seq(buf) != s->next_seq)
+    uint8_t type = len >= sizeof(struct rci_wire_hdr) ? buf[offsetof(struct rci_wire_hdr, type)] : 0;
+    bool numbered = (type == RCI_MSG_DATA && len >= sizeof(struct rci_wire_data)) ||
+                    (type == RCI_MSG_PAGE && len >= sizeof(struct rci_wire_page));
+    if (s->state != ST_ACTIVE || !numbered || rci_wire_stream_seq(buf) != s->next_seq)
         return;
     s->st.seq_lost++;
     s->next_seq++;
-    s->next_seq_since_ns = rc_now_ns();
+    s->next_seq_since_ns = rci_now_ns();
     handle_held_in_order(s);
 }
 
@@ -776,7 +776,7 @@ static void truncated_stream_message(struct rc_sub *s, const uint8_t *buf, size_
  * is held (the caller must not repost it). */
 static bool sequence_stream_message(struct rc_sub *s, struct rx_slot *r, size_t len)
 {
-    uint32_t seq = rc_wire_stream_seq(r->buf);
+    uint32_t seq = rci_wire_stream_seq(r->buf);
     if (seq == s->next_seq) {
         handle_stream_message(s, r->buf, len);
         handle_held_in_order(s);
@@ -796,8 +796,8 @@ static bool sequence_stream_message(struct rc_sub *s, struct rx_slot *r, size_t 
 
 static void handle_welcome(struct rc_sub *s, const uint8_t *buf, size_t len)
 {
-    struct rc_wire_welcome w;
-    rc_wire_check_welcome(buf, len, &w);
+    struct rci_wire_welcome w;
+    rci_wire_check_welcome(buf, len, &w);
     if (s->ever_connected && w.publisher_id != s->st.publisher_id)
         s->st.publisher_restarts++;
     s->st.publisher_id = w.publisher_id;
@@ -822,18 +822,18 @@ static void handle_welcome(struct rc_sub *s, const uint8_t *buf, size_t len)
 
 static void handle_sub_ack(struct rc_sub *s, const uint8_t *buf, size_t len)
 {
-    struct rc_wire_sub_ack a;
-    rc_wire_check_sub_ack(buf, len, &a);
+    struct rci_wire_sub_ack a;
+    rci_wire_check_sub_ack(buf, len, &a);
     uint32_t *outstanding = (a.request_id & RESYNC_BIT) ? &s->resync_outstanding : &s->user_outstanding;
     if (*outstanding == 0) {
         s->st.unexpected++;
         return;
     }
     (*outstanding)--;
-    if (a.status != RC_SUB_OK) {
+    if (a.status != RCI_SUB_OK) {
         s->st.sub_refused++;
-        rc_set_err(s->err, sizeof s->err, "subscription refused by the publisher: %s",
-                   a.status == RC_SUB_TOO_MANY_TAGS ? "too many tags (max_tags_per_subscriber,"
+        rci_set_err(s->err, sizeof s->err, "subscription refused by the publisher: %s",
+                   a.status == RCI_SUB_TOO_MANY_TAGS ? "too many tags (max_tags_per_subscriber,"
                                                       " or more than 1024 ranges)"
                                                     : "refused");
     }
@@ -844,22 +844,22 @@ static void handle_sub_ack(struct rc_sub *s, const uint8_t *buf, size_t len)
  * the user must learn why a subscriber never gets data. */
 static void handle_bye(struct rc_sub *s, const uint8_t *buf, size_t len)
 {
-    struct rc_wire_bye b;
-    rc_wire_check_bye(buf, len, &b);
+    struct rci_wire_bye b;
+    rci_wire_check_bye(buf, len, &b);
     char code[24];
-    if (b.reason == RC_BYE_REFUSED) {
+    if (b.reason == RCI_BYE_REFUSED) {
         s->st.refused++;
-        rc_set_err(s->err, sizeof s->err, "refused by the publisher: %s",
-                   rc_wire_refusal_name(b.detail, code, sizeof code));
+        rci_set_err(s->err, sizeof s->err, "refused by the publisher: %s",
+                   rci_wire_refusal_name(b.detail, code, sizeof code));
     }
-    else if (b.reason == RC_BYE_PROTOCOL)
-        rc_set_err(s->err, sizeof s->err, "the publisher closed the connection: protocol error");
+    else if (b.reason == RCI_BYE_PROTOCOL)
+        rci_set_err(s->err, sizeof s->err, "the publisher closed the connection: protocol error");
     lose(s, RC_SUB_DISC_BYE);
 }
 
-static void count_malformed(struct rc_sub *s, enum rc_wire_error why)
+static void count_malformed(struct rc_sub *s, enum rci_wire_error why)
 {
-    s->st.malformed[(unsigned)why < RC_SUB_MALFORMED_KINDS ? why : RC_WIRE_BAD_FIELD]++;
+    s->st.malformed[(unsigned)why < RC_SUB_MALFORMED_KINDS ? why : RCI_WIRE_BAD_FIELD]++;
     s->st.malformed_total++;
     if (++s->conn_malformed > s->p.malformed_limit)
         lose(s, RC_SUB_DISC_PROTOCOL);
@@ -878,38 +878,38 @@ static void count_unexpected(struct rc_sub *s)
 static bool handle_message(struct rc_sub *s, struct rx_slot *r, size_t len)
 {
     const uint8_t *buf = r->buf;
-    enum rc_wire_error why;
-    int type = rc_wire_check(buf, len, RC_WIRE_TO_SUBSCRIBER, &why);
+    enum rci_wire_error why;
+    int type = rci_wire_check(buf, len, RCI_WIRE_TO_SUBSCRIBER, &why);
     if (type == 0) {
         count_malformed(s, why);
         return false;
     }
     s->st.messages++;
-    s->last_rx_ns = rc_now_ns();
+    s->last_rx_ns = rci_now_ns();
     bool active = s->state == ST_ACTIVE;
     switch (type) {
-    case RC_MSG_WELCOME:
+    case RCI_MSG_WELCOME:
         if (s->state == ST_HELLO_SENT)
             handle_welcome(s, buf, len);
         else
             count_unexpected(s);
         break;
-    case RC_MSG_SUB_ACK:
+    case RCI_MSG_SUB_ACK:
         if (active)
             handle_sub_ack(s, buf, len);
         else
             count_unexpected(s);
         break;
-    case RC_MSG_DATA:
-    case RC_MSG_PAGE:
+    case RCI_MSG_DATA:
+    case RCI_MSG_PAGE:
         if (active)
             return sequence_stream_message(s, r, len);
         count_unexpected(s);
         break;
-    case RC_MSG_HEARTBEAT:
+    case RCI_MSG_HEARTBEAT:
         s->st.heartbeats_received++;
         break;
-    case RC_MSG_BYE:
+    case RCI_MSG_BYE:
         handle_bye(s, buf, len);
         break;
     default:
@@ -919,16 +919,16 @@ static bool handle_message(struct rc_sub *s, struct rx_slot *r, size_t len)
     return false;
 }
 
-static void rx_completion(struct rc_sub *s, struct rx_slot *r, const struct rc_fabric_cqe *c)
+static void rx_completion(struct rc_sub *s, struct rx_slot *r, const struct rci_fabric_cqe *c)
 {
     r->posted = false;
     if (c->err == FI_ETRUNC) {
         s->st.truncated++;   /* the peer ignored our rx_buffer_size */
-        count_malformed(s, RC_WIRE_BAD_LENGTH);
+        count_malformed(s, RCI_WIRE_BAD_LENGTH);
         truncated_stream_message(s, r->buf, c->len < s->p.rx_buffer_size ? c->len : s->p.rx_buffer_size);
     } else if (c->err) {
         s->st.rx_errors++;
-        rc_fabric_error(&s->f, s->err, sizeof s->err, "fi_recv(completion)", c->err);
+        rci_fabric_error(&s->f, s->err, sizeof s->err, "fi_recv(completion)", c->err);
         lose(s, RC_SUB_DISC_SHUTDOWN);
         return;
     } else {
@@ -940,19 +940,19 @@ static void rx_completion(struct rc_sub *s, struct rx_slot *r, const struct rc_f
         lose(s, RC_SUB_DISC_SHUTDOWN);
 }
 
-static void tx_completion(struct rc_sub *s, struct tx_slot *t, const struct rc_fabric_cqe *c)
+static void tx_completion(struct rc_sub *s, struct tx_slot *t, const struct rci_fabric_cqe *c)
 {
     t->state = TX_FREE;
     if (c->err) {
         s->st.tx_errors++;
-        rc_fabric_error(&s->f, s->err, sizeof s->err, "fi_send(completion)", c->err);
+        rci_fabric_error(&s->f, s->err, sizeof s->err, "fi_send(completion)", c->err);
         lose(s, RC_SUB_DISC_SHUTDOWN);
     }
 }
 
 /* Contexts are pointers to our own slots: which array tells rx from tx
  * (error entries do not reliably carry FI_RECV/FI_SEND flags). */
-static void completion(struct rc_sub *s, const struct rc_fabric_cqe *c)
+static void completion(struct rc_sub *s, const struct rci_fabric_cqe *c)
 {
     uintptr_t ctx = (uintptr_t)c->context;
     if (ctx >= (uintptr_t)s->rx && ctx < (uintptr_t)(s->rx + s->p.rx_buffers))
@@ -965,8 +965,8 @@ static void completion(struct rc_sub *s, const struct rc_fabric_cqe *c)
 
 static int poll_completions(struct rc_sub *s)
 {
-    struct rc_fabric_cqe c[CQ_BATCH];
-    int n = rc_fabric_cq_poll(&s->f, c, CQ_BATCH, s->err, sizeof s->err);
+    struct rci_fabric_cqe c[CQ_BATCH];
+    int n = rci_fabric_cq_poll(&s->f, c, CQ_BATCH, s->err, sizeof s->err);
     if (n < 0) {
         lose(s, RC_SUB_DISC_SHUTDOWN);
         return 1;
@@ -978,22 +978,22 @@ static int poll_completions(struct rc_sub *s)
 
 static int poll_events(struct rc_sub *s)
 {
-    struct rc_fabric_event ev;
+    struct rci_fabric_event ev;
     int n = 0;
-    while (!s->lost && rc_fabric_eq_poll(&s->f, &ev, s->err, sizeof s->err) == 1) {
+    while (!s->lost && rci_fabric_eq_poll(&s->f, &ev, s->err, sizeof s->err) == 1) {
         n++;
         if (ev.info)
             fi_freeinfo(ev.info);
         if (ev.fid != &s->ep->fid)
             continue;
         if (ev.err) {
-            rc_fabric_error(&s->f, s->err, sizeof s->err, "connection", ev.err);
+            rci_fabric_error(&s->f, s->err, sizeof s->err, "connection", ev.err);
             lose(s, RC_SUB_DISC_SHUTDOWN);
         } else if (ev.event == FI_CONNECTED && s->state == ST_CONNECTING) {
             if (send_hello(s))
                 lose(s, RC_SUB_DISC_SHUTDOWN);
         } else if (ev.event == FI_SHUTDOWN) {
-            rc_set_err(s->err, sizeof s->err, "connection to %s:%u shut down", s->p.host, (unsigned)s->p.port);
+            rci_set_err(s->err, sizeof s->err, "connection to %s:%u shut down", s->p.host, (unsigned)s->p.port);
             lose(s, RC_SUB_DISC_SHUTDOWN);
         }
     }
@@ -1023,23 +1023,23 @@ static int poll_once(void *arg)
 
 static void run_timers(struct rc_sub *s)
 {
-    uint64_t now = rc_now_ns();
+    uint64_t now = rci_now_ns();
     if (s->state == ST_IDLE) {
         if (now >= s->next_attempt_ns)
             try_connect(s);
         return;
     }
     if (s->state == ST_CONNECTING && now >= s->deadline_ns) {
-        rc_set_err(s->err, sizeof s->err, "no connection to %s:%u within the peer timeout", s->p.host,
+        rci_set_err(s->err, sizeof s->err, "no connection to %s:%u within the peer timeout", s->p.host,
                  (unsigned)s->p.port);
         lose(s, RC_SUB_DISC_TIMEOUT);
     } else if (s->state == ST_HELLO_SENT && now >= s->deadline_ns) {
-        rc_set_err(s->err, sizeof s->err, "no WELCOME from %s:%u within the peer timeout", s->p.host,
+        rci_set_err(s->err, sizeof s->err, "no WELCOME from %s:%u within the peer timeout", s->p.host,
                  (unsigned)s->p.port);
         lose(s, RC_SUB_DISC_TIMEOUT);
     } else if (s->state == ST_ACTIVE && now - s->last_rx_ns >= s->p.peer_timeout_ns &&
                !stalled_on_purpose(s)) {
-        rc_set_err(s->err, sizeof s->err, "publisher %s:%u silent for the peer timeout", s->p.host,
+        rci_set_err(s->err, sizeof s->err, "publisher %s:%u silent for the peer timeout", s->p.host,
                  (unsigned)s->p.port);
         lose(s, RC_SUB_DISC_TIMEOUT);
     } else if (s->state != ST_CONNECTING && now - s->last_hb_ns >= s->heartbeat_ns) {
@@ -1077,14 +1077,14 @@ int rc_sub_poll(struct rc_sub *s, uint64_t timeout_ns)
     s->handled = 0;
     run_timers(s);
     settle(s);
-    uint64_t now = rc_now_ns();
+    uint64_t now = rci_now_ns();
     uint64_t wait = until_next_timer(s, now);
     if (wait > timeout_ns)
         wait = timeout_ns;
     if (s->state == ST_IDLE) {
-        rc_sleep_ns(wait);
+        rci_sleep_ns(wait);
     } else {
-        rc_fabric_wait_adaptive(&s->f, poll_once, s, wait);
+        rci_fabric_wait_adaptive(&s->f, poll_once, s, wait);
         settle(s);
     }
     run_timers(s);
@@ -1094,7 +1094,7 @@ int rc_sub_poll(struct rc_sub *s, uint64_t timeout_ns)
 
 /* ---- subscriptions -------------------------------------------------------- */
 
-static int change_subscription(struct rc_sub *s, enum rc_msg_type type, const uint64_t *first,
+static int change_subscription(struct rc_sub *s, enum rci_msg_type type, const uint64_t *first,
                                const uint64_t *last, size_t count)
 {
     if (count == 0 || count > UINT32_MAX / 2 || !first || !last)
@@ -1103,24 +1103,24 @@ static int change_subscription(struct rc_sub *s, enum rc_msg_type type, const ui
         if (first[i] > last[i])
             return -EINVAL;
     bool send = s->state == ST_ACTIVE;
-    uint32_t messages = (uint32_t)((count + RC_WIRE_MAX_RANGES - 1) / RC_WIRE_MAX_RANGES);
+    uint32_t messages = (uint32_t)((count + RCI_WIRE_MAX_RANGES - 1) / RCI_WIRE_MAX_RANGES);
     if (send && free_tx_slots(s) < messages) {
         s->st.send_again++;
         return -EAGAIN;
     }
-    if (rc_tag_ranges_reserve(&s->subs, (uint32_t)count))
+    if (rci_tag_ranges_reserve(&s->subs, (uint32_t)count))
         return -ENOMEM;
     for (size_t i = 0; i < count; i++) {
-        if (type == RC_MSG_SUBSCRIBE)
-            rc_tag_ranges_add(&s->subs, first[i], last[i]);
+        if (type == RCI_MSG_SUBSCRIBE)
+            rci_tag_ranges_add(&s->subs, first[i], last[i]);
         else
-            rc_tag_ranges_remove(&s->subs, first[i], last[i]);
+            rci_tag_ranges_remove(&s->subs, first[i], last[i]);
     }
-    struct rc_wire_range *batch = s->batch;
+    struct rci_wire_range *batch = s->batch;
     for (size_t done = 0; send && done < count;) {
         uint32_t n = 0;
-        for (; n < RC_WIRE_MAX_RANGES && done < count; n++, done++)
-            batch[n] = (struct rc_wire_range){first[done], last[done]};
+        for (; n < RCI_WIRE_MAX_RANGES && done < count; n++, done++)
+            batch[n] = (struct rci_wire_range){first[done], last[done]};
         if (send_ranges(s, type, new_request_id(s, false), batch, n))
             s->user_outstanding++;
     }
@@ -1129,18 +1129,18 @@ static int change_subscription(struct rc_sub *s, enum rc_msg_type type, const ui
 
 int rc_sub_subscribe(struct rc_sub *s, const uint64_t *first, const uint64_t *last, size_t count)
 {
-    return change_subscription(s, RC_MSG_SUBSCRIBE, first, last, count);
+    return change_subscription(s, RCI_MSG_SUBSCRIBE, first, last, count);
 }
 
 int rc_sub_subscribe_all(struct rc_sub *s)
 {
     const uint64_t first = 0, last = UINT64_MAX;
-    return change_subscription(s, RC_MSG_SUBSCRIBE, &first, &last, 1);
+    return change_subscription(s, RCI_MSG_SUBSCRIBE, &first, &last, 1);
 }
 
 int rc_sub_unsubscribe(struct rc_sub *s, const uint64_t *first, const uint64_t *last, size_t count)
 {
-    return change_subscription(s, RC_MSG_UNSUBSCRIBE, first, last, count);
+    return change_subscription(s, RCI_MSG_UNSUBSCRIBE, first, last, count);
 }
 
 /* ---- statistics ----------------------------------------------------------- */
@@ -1149,4 +1149,4 @@ void rc_sub_get_stats(const struct rc_sub *s, struct rc_sub_stats *st) { *st = s
 
 const char *rc_sub_last_error(const struct rc_sub *s) { return s->err; }
 
-const char *rc_sub_malformed_name(unsigned kind) { return rc_wire_error_name((enum rc_wire_error)kind); }
+const char *rc_sub_malformed_name(unsigned kind) { return rci_wire_error_name((enum rci_wire_error)kind); }

@@ -60,150 +60,150 @@ static void store64(void *buf, size_t off, uint64_t v)
 
 /* ---- common header ----------------------------------------------------- */
 
-static void decode_hdr(const void *buf, struct rc_wire_hdr *hdr)
+static void decode_hdr(const void *buf, struct rci_wire_hdr *hdr)
 {
-    hdr->magic = load16(buf, OFF(rc_wire_hdr, magic));
-    hdr->version = ((const uint8_t *)buf)[OFF(rc_wire_hdr, version)];
-    hdr->type = ((const uint8_t *)buf)[OFF(rc_wire_hdr, type)];
-    hdr->length = load32(buf, OFF(rc_wire_hdr, length));
+    hdr->magic = load16(buf, OFF(rci_wire_hdr, magic));
+    hdr->version = ((const uint8_t *)buf)[OFF(rci_wire_hdr, version)];
+    hdr->type = ((const uint8_t *)buf)[OFF(rci_wire_hdr, type)];
+    hdr->length = load32(buf, OFF(rci_wire_hdr, length));
 }
 
-static void encode_hdr(void *buf, uint8_t version, enum rc_msg_type type, uint32_t length)
+static void encode_hdr(void *buf, uint8_t version, enum rci_msg_type type, uint32_t length)
 {
-    store16(buf, OFF(rc_wire_hdr, magic), RC_WIRE_MAGIC);
-    ((uint8_t *)buf)[OFF(rc_wire_hdr, version)] = version;
-    ((uint8_t *)buf)[OFF(rc_wire_hdr, type)] = (uint8_t)type;
-    store32(buf, OFF(rc_wire_hdr, length), length);
+    store16(buf, OFF(rci_wire_hdr, magic), RCI_WIRE_MAGIC);
+    ((uint8_t *)buf)[OFF(rci_wire_hdr, version)] = version;
+    ((uint8_t *)buf)[OFF(rci_wire_hdr, type)] = (uint8_t)type;
+    store32(buf, OFF(rci_wire_hdr, length), length);
 }
 
 /* Checks shared by every type: at least `fixed` bytes, right magic, version
  * and type, and a header length equal to the bytes received. HELLO passes
  * version 0 to skip the version check (it is done against its own fields). */
-static enum rc_wire_error check_hdr(const void *buf, size_t len, size_t fixed, enum rc_msg_type type,
-                                    uint8_t version, struct rc_wire_hdr *hdr)
+static enum rci_wire_error check_hdr(const void *buf, size_t len, size_t fixed, enum rci_msg_type type,
+                                    uint8_t version, struct rci_wire_hdr *hdr)
 {
-    if (buf == NULL || len < sizeof(struct rc_wire_hdr))
-        return RC_WIRE_SHORT;
+    if (buf == NULL || len < sizeof(struct rci_wire_hdr))
+        return RCI_WIRE_SHORT;
     decode_hdr(buf, hdr);
-    if (hdr->magic != RC_WIRE_MAGIC)
-        return RC_WIRE_BAD_MAGIC;
+    if (hdr->magic != RCI_WIRE_MAGIC)
+        return RCI_WIRE_BAD_MAGIC;
     if (version != 0 && hdr->version != version)
-        return RC_WIRE_BAD_VERSION;
+        return RCI_WIRE_BAD_VERSION;
     if (hdr->type != type)
-        return RC_WIRE_BAD_TYPE;
+        return RCI_WIRE_BAD_TYPE;
     if (len < fixed)
-        return RC_WIRE_SHORT;
+        return RCI_WIRE_SHORT;
     if (hdr->length != len)
-        return RC_WIRE_BAD_LENGTH;
-    return RC_WIRE_OK;
+        return RCI_WIRE_BAD_LENGTH;
+    return RCI_WIRE_OK;
 }
 
 /* A fixed-size message must be exactly its size. */
-static enum rc_wire_error check_fixed(const void *buf, size_t len, size_t size, enum rc_msg_type type,
-                                      struct rc_wire_hdr *hdr)
+static enum rci_wire_error check_fixed(const void *buf, size_t len, size_t size, enum rci_msg_type type,
+                                      struct rci_wire_hdr *hdr)
 {
-    enum rc_wire_error e = check_hdr(buf, len, size, type, RC_WIRE_VERSION, hdr);
-    if (e == RC_WIRE_OK && len != size)
-        return RC_WIRE_BAD_LENGTH;
+    enum rci_wire_error e = check_hdr(buf, len, size, type, RCI_WIRE_VERSION, hdr);
+    if (e == RCI_WIRE_OK && len != size)
+        return RCI_WIRE_BAD_LENGTH;
     return e;
 }
 
 /* ---- per-type checkers ------------------------------------------------- */
 
-enum rc_wire_error rc_wire_check_hello(const void *buf, size_t len, struct rc_wire_hello *out)
+enum rci_wire_error rci_wire_check_hello(const void *buf, size_t len, struct rci_wire_hello *out)
 {
-    struct rc_wire_hello h;
-    enum rc_wire_error e = check_hdr(buf, len, sizeof h, RC_MSG_HELLO, 0, &h.hdr);
-    if (e != RC_WIRE_OK)
+    struct rci_wire_hello h;
+    enum rci_wire_error e = check_hdr(buf, len, sizeof h, RCI_MSG_HELLO, 0, &h.hdr);
+    if (e != RCI_WIRE_OK)
         return e;
     const uint8_t *p = buf;
-    h.min_version = p[OFF(rc_wire_hello, min_version)];
-    h.max_version = p[OFF(rc_wire_hello, max_version)];
-    h.addr_len = load16(buf, OFF(rc_wire_hello, addr_len));
-    h.rx_buffer_size = load32(buf, OFF(rc_wire_hello, rx_buffer_size));
-    h.client_id = load64(buf, OFF(rc_wire_hello, client_id));
+    h.min_version = p[OFF(rci_wire_hello, min_version)];
+    h.max_version = p[OFF(rci_wire_hello, max_version)];
+    h.addr_len = load16(buf, OFF(rci_wire_hello, addr_len));
+    h.rx_buffer_size = load32(buf, OFF(rci_wire_hello, rx_buffer_size));
+    h.client_id = load64(buf, OFF(rci_wire_hello, client_id));
     if (h.min_version < 1 || h.min_version > h.max_version || h.hdr.version != h.max_version)
-        return RC_WIRE_BAD_VERSION;
-    if (h.addr_len > RC_WIRE_MAX_ADDR)
-        return RC_WIRE_BAD_FIELD;
+        return RCI_WIRE_BAD_VERSION;
+    if (h.addr_len > RCI_WIRE_MAX_ADDR)
+        return RCI_WIRE_BAD_FIELD;
     if (len != sizeof h + h.addr_len)
-        return RC_WIRE_BAD_LENGTH;
-    if (h.rx_buffer_size < RC_WIRE_MIN_RX_BUFFER)
-        return RC_WIRE_BAD_FIELD;
+        return RCI_WIRE_BAD_LENGTH;
+    if (h.rx_buffer_size < RCI_WIRE_MIN_RX_BUFFER)
+        return RCI_WIRE_BAD_FIELD;
     if (out)
         memcpy(out, &h, sizeof h);
-    return RC_WIRE_OK;
+    return RCI_WIRE_OK;
 }
 
-enum rc_wire_error rc_wire_check_welcome(const void *buf, size_t len, struct rc_wire_welcome *out)
+enum rci_wire_error rci_wire_check_welcome(const void *buf, size_t len, struct rci_wire_welcome *out)
 {
-    struct rc_wire_welcome w;
-    enum rc_wire_error e = check_fixed(buf, len, sizeof w, RC_MSG_WELCOME, &w.hdr);
-    if (e != RC_WIRE_OK)
+    struct rci_wire_welcome w;
+    enum rci_wire_error e = check_fixed(buf, len, sizeof w, RCI_MSG_WELCOME, &w.hdr);
+    if (e != RCI_WIRE_OK)
         return e;
-    w.max_tags = load32(buf, OFF(rc_wire_welcome, max_tags));
-    w.heartbeat_ms = load32(buf, OFF(rc_wire_welcome, heartbeat_ms));
-    w.publisher_id = load64(buf, OFF(rc_wire_welcome, publisher_id));
+    w.max_tags = load32(buf, OFF(rci_wire_welcome, max_tags));
+    w.heartbeat_ms = load32(buf, OFF(rci_wire_welcome, heartbeat_ms));
+    w.publisher_id = load64(buf, OFF(rci_wire_welcome, publisher_id));
     if (w.heartbeat_ms == 0)
-        return RC_WIRE_BAD_FIELD;
+        return RCI_WIRE_BAD_FIELD;
     if (out)
         *out = w;
-    return RC_WIRE_OK;
+    return RCI_WIRE_OK;
 }
 
-struct rc_wire_range rc_wire_sub_range(const void *buf, uint32_t i)
+struct rci_wire_range rci_wire_sub_range(const void *buf, uint32_t i)
 {
-    size_t off = sizeof(struct rc_wire_sub) + (size_t)i * sizeof(struct rc_wire_range);
-    struct rc_wire_range r = {load64(buf, off), load64(buf, off + 8)};
+    size_t off = sizeof(struct rci_wire_sub) + (size_t)i * sizeof(struct rci_wire_range);
+    struct rci_wire_range r = {load64(buf, off), load64(buf, off + 8)};
     return r;
 }
 
-enum rc_wire_error rc_wire_check_sub(const void *buf, size_t len, struct rc_wire_sub *out)
+enum rci_wire_error rci_wire_check_sub(const void *buf, size_t len, struct rci_wire_sub *out)
 {
-    struct rc_wire_sub s;
-    if (buf != NULL && len >= sizeof(struct rc_wire_hdr) &&
-        ((const uint8_t *)buf)[OFF(rc_wire_hdr, type)] == RC_MSG_UNSUBSCRIBE)
-        s.hdr.type = RC_MSG_UNSUBSCRIBE;
+    struct rci_wire_sub s;
+    if (buf != NULL && len >= sizeof(struct rci_wire_hdr) &&
+        ((const uint8_t *)buf)[OFF(rci_wire_hdr, type)] == RCI_MSG_UNSUBSCRIBE)
+        s.hdr.type = RCI_MSG_UNSUBSCRIBE;
     else
-        s.hdr.type = RC_MSG_SUBSCRIBE;
-    enum rc_wire_error e = check_hdr(buf, len, sizeof s, s.hdr.type, RC_WIRE_VERSION, &s.hdr);
-    if (e != RC_WIRE_OK)
+        s.hdr.type = RCI_MSG_SUBSCRIBE;
+    enum rci_wire_error e = check_hdr(buf, len, sizeof s, s.hdr.type, RCI_WIRE_VERSION, &s.hdr);
+    if (e != RCI_WIRE_OK)
         return e;
-    s.request_id = load32(buf, OFF(rc_wire_sub, request_id));
-    s.count = load32(buf, OFF(rc_wire_sub, count));
-    if (s.count < 1 || s.count > RC_WIRE_MAX_RANGES)
-        return RC_WIRE_BAD_FIELD;
-    if (len != sizeof s + (size_t)s.count * sizeof(struct rc_wire_range))
-        return RC_WIRE_BAD_LENGTH;
+    s.request_id = load32(buf, OFF(rci_wire_sub, request_id));
+    s.count = load32(buf, OFF(rci_wire_sub, count));
+    if (s.count < 1 || s.count > RCI_WIRE_MAX_RANGES)
+        return RCI_WIRE_BAD_FIELD;
+    if (len != sizeof s + (size_t)s.count * sizeof(struct rci_wire_range))
+        return RCI_WIRE_BAD_LENGTH;
     for (uint32_t i = 0; i < s.count; i++) {
-        struct rc_wire_range r = rc_wire_sub_range(buf, i);
+        struct rci_wire_range r = rci_wire_sub_range(buf, i);
         if (r.first > r.last)
-            return RC_WIRE_BAD_FIELD;
+            return RCI_WIRE_BAD_FIELD;
     }
     if (out)
         memcpy(out, &s, sizeof s);
-    return RC_WIRE_OK;
+    return RCI_WIRE_OK;
 }
 
-enum rc_wire_error rc_wire_check_sub_ack(const void *buf, size_t len, struct rc_wire_sub_ack *out)
+enum rci_wire_error rci_wire_check_sub_ack(const void *buf, size_t len, struct rci_wire_sub_ack *out)
 {
-    struct rc_wire_sub_ack a;
-    enum rc_wire_error e = check_fixed(buf, len, sizeof a, RC_MSG_SUB_ACK, &a.hdr);
-    if (e != RC_WIRE_OK)
+    struct rci_wire_sub_ack a;
+    enum rci_wire_error e = check_fixed(buf, len, sizeof a, RCI_MSG_SUB_ACK, &a.hdr);
+    if (e != RCI_WIRE_OK)
         return e;
-    a.request_id = load32(buf, OFF(rc_wire_sub_ack, request_id));
-    a.status = load32(buf, OFF(rc_wire_sub_ack, status));
-    if (a.status > RC_SUB_REFUSED)
-        return RC_WIRE_BAD_FIELD;
+    a.request_id = load32(buf, OFF(rci_wire_sub_ack, request_id));
+    a.status = load32(buf, OFF(rci_wire_sub_ack, status));
+    if (a.status > RCI_SUB_REFUSED)
+        return RCI_WIRE_BAD_FIELD;
     if (out)
         *out = a;
-    return RC_WIRE_OK;
+    return RCI_WIRE_OK;
 }
 
 /* The fragment fields must describe a piece lying inside the chunk, and the
  * first and last fragments must touch the chunk's ends: a receiver that
  * reassembles in order then never has a hole it cannot see. */
-static int fragment_is_consistent(const struct rc_wire_data *d, uint64_t payload)
+static int fragment_is_consistent(const struct rci_wire_data *d, uint64_t payload)
 {
     if (d->frag_count < 1 || d->frag_index >= d->frag_count)
         return 0;
@@ -218,25 +218,25 @@ static int fragment_is_consistent(const struct rc_wire_data *d, uint64_t payload
     return 1;
 }
 
-enum rc_wire_error rc_wire_check_data(const void *buf, size_t len, struct rc_wire_data *out)
+enum rci_wire_error rci_wire_check_data(const void *buf, size_t len, struct rci_wire_data *out)
 {
-    struct rc_wire_data d;
-    enum rc_wire_error e = check_hdr(buf, len, sizeof d, RC_MSG_DATA, RC_WIRE_VERSION, &d.hdr);
-    if (e != RC_WIRE_OK)
+    struct rci_wire_data d;
+    enum rci_wire_error e = check_hdr(buf, len, sizeof d, RCI_MSG_DATA, RCI_WIRE_VERSION, &d.hdr);
+    if (e != RCI_WIRE_OK)
         return e;
-    d.tag = load64(buf, OFF(rc_wire_data, tag));
-    d.flags = load32(buf, OFF(rc_wire_data, flags));
-    d.chunk_len = load32(buf, OFF(rc_wire_data, chunk_len));
-    d.frag_offset = load32(buf, OFF(rc_wire_data, frag_offset));
-    d.frag_index = load16(buf, OFF(rc_wire_data, frag_index));
-    d.frag_count = load16(buf, OFF(rc_wire_data, frag_count));
-    d.seq = load32(buf, OFF(rc_wire_data, seq));
-    d.reserved = load32(buf, OFF(rc_wire_data, reserved));
+    d.tag = load64(buf, OFF(rci_wire_data, tag));
+    d.flags = load32(buf, OFF(rci_wire_data, flags));
+    d.chunk_len = load32(buf, OFF(rci_wire_data, chunk_len));
+    d.frag_offset = load32(buf, OFF(rci_wire_data, frag_offset));
+    d.frag_index = load16(buf, OFF(rci_wire_data, frag_index));
+    d.frag_count = load16(buf, OFF(rci_wire_data, frag_count));
+    d.seq = load32(buf, OFF(rci_wire_data, seq));
+    d.reserved = load32(buf, OFF(rci_wire_data, reserved));
     if (!fragment_is_consistent(&d, (uint64_t)(len - sizeof d)) || d.reserved != 0)
-        return RC_WIRE_BAD_FIELD;
+        return RCI_WIRE_BAD_FIELD;
     if (out)
         memcpy(out, &d, sizeof d);
-    return RC_WIRE_OK;
+    return RCI_WIRE_OK;
 }
 
 static uint64_t padded8(uint64_t n) { return (n + 7u) & ~(uint64_t)7u; }
@@ -244,40 +244,40 @@ static uint64_t padded8(uint64_t n) { return (n + 7u) & ~(uint64_t)7u; }
 /* Walk one record starting at byte `pos` of a page of `len` bytes: returns
  * the position after it (padding included), or 0 when the record does not
  * fit; *err tells why (BAD_LENGTH: leaves the buffer, BAD_FIELD: padding). */
-static size_t walk_record(const uint8_t *p, size_t len, size_t pos, enum rc_wire_error *err)
+static size_t walk_record(const uint8_t *p, size_t len, size_t pos, enum rci_wire_error *err)
 {
-    *err = RC_WIRE_BAD_LENGTH;
-    if (len - pos < sizeof(struct rc_wire_record))
+    *err = RCI_WIRE_BAD_LENGTH;
+    if (len - pos < sizeof(struct rci_wire_record))
         return 0;
-    uint64_t payload = load32(p, pos + OFF(rc_wire_record, len));
+    uint64_t payload = load32(p, pos + OFF(rci_wire_record, len));
     uint64_t body = padded8(payload);
-    if (body > len - pos - sizeof(struct rc_wire_record))
+    if (body > len - pos - sizeof(struct rci_wire_record))
         return 0;
-    size_t start = pos + sizeof(struct rc_wire_record);
+    size_t start = pos + sizeof(struct rci_wire_record);
     for (uint64_t i = payload; i < body; i++) {
         if (p[start + i] != 0) {
-            *err = RC_WIRE_BAD_FIELD;
+            *err = RCI_WIRE_BAD_FIELD;
             return 0;
         }
     }
-    *err = RC_WIRE_OK;
+    *err = RCI_WIRE_OK;
     return start + (size_t)body;
 }
 
-enum rc_wire_error rc_wire_check_page(const void *buf, size_t len, struct rc_wire_page *out)
+enum rci_wire_error rci_wire_check_page(const void *buf, size_t len, struct rci_wire_page *out)
 {
-    struct rc_wire_page pg;
-    enum rc_wire_error e = check_hdr(buf, len, sizeof pg, RC_MSG_PAGE, RC_WIRE_VERSION, &pg.hdr);
-    if (e != RC_WIRE_OK)
+    struct rci_wire_page pg;
+    enum rci_wire_error e = check_hdr(buf, len, sizeof pg, RCI_MSG_PAGE, RCI_WIRE_VERSION, &pg.hdr);
+    if (e != RCI_WIRE_OK)
         return e;
-    pg.records = load32(buf, OFF(rc_wire_page, records));
-    pg.seq = load32(buf, OFF(rc_wire_page, seq));
+    pg.records = load32(buf, OFF(rci_wire_page, records));
+    pg.seq = load32(buf, OFF(rci_wire_page, seq));
     if (pg.records < 1)
-        return RC_WIRE_BAD_FIELD;
+        return RCI_WIRE_BAD_FIELD;
     /* Every record takes at least 16 bytes: a count the length cannot hold
      * is rejected before walking, so a huge count costs nothing. */
-    if (pg.records > (len - sizeof pg) / sizeof(struct rc_wire_record))
-        return RC_WIRE_BAD_LENGTH;
+    if (pg.records > (len - sizeof pg) / sizeof(struct rci_wire_record))
+        return RCI_WIRE_BAD_LENGTH;
     size_t pos = sizeof pg;
     for (uint32_t i = 0; i < pg.records; i++) {
         pos = walk_record(buf, len, pos, &e);
@@ -285,265 +285,265 @@ enum rc_wire_error rc_wire_check_page(const void *buf, size_t len, struct rc_wir
             return e;
     }
     if (pos != len)
-        return RC_WIRE_BAD_LENGTH;
+        return RCI_WIRE_BAD_LENGTH;
     if (out)
         memcpy(out, &pg, sizeof pg);
-    return RC_WIRE_OK;
+    return RCI_WIRE_OK;
 }
 
-int rc_wire_page_next(const void *buf, size_t len, size_t *pos, struct rc_wire_record_view *rec)
+int rci_wire_page_next(const void *buf, size_t len, size_t *pos, struct rci_wire_record_view *rec)
 {
     if (*pos == 0)
-        *pos = sizeof(struct rc_wire_page);
+        *pos = sizeof(struct rci_wire_page);
     if (*pos >= len)
         return 0;
-    enum rc_wire_error err;
+    enum rci_wire_error err;
     size_t next = walk_record(buf, len, *pos, &err);
     if (next == 0)
         return 0;
-    rec->tag = load64(buf, *pos + OFF(rc_wire_record, tag));
-    rec->flags = load32(buf, *pos + OFF(rc_wire_record, flags));
-    rec->len = load32(buf, *pos + OFF(rc_wire_record, len));
-    rec->payload = (const uint8_t *)buf + *pos + sizeof(struct rc_wire_record);
+    rec->tag = load64(buf, *pos + OFF(rci_wire_record, tag));
+    rec->flags = load32(buf, *pos + OFF(rci_wire_record, flags));
+    rec->len = load32(buf, *pos + OFF(rci_wire_record, len));
+    rec->payload = (const uint8_t *)buf + *pos + sizeof(struct rci_wire_record);
     *pos = next;
     return 1;
 }
 
-enum rc_wire_error rc_wire_check_heartbeat(const void *buf, size_t len, struct rc_wire_heartbeat *out)
+enum rci_wire_error rci_wire_check_heartbeat(const void *buf, size_t len, struct rci_wire_heartbeat *out)
 {
-    struct rc_wire_heartbeat h;
-    enum rc_wire_error e = check_fixed(buf, len, sizeof h, RC_MSG_HEARTBEAT, &h.hdr);
-    if (e != RC_WIRE_OK)
+    struct rci_wire_heartbeat h;
+    enum rci_wire_error e = check_fixed(buf, len, sizeof h, RCI_MSG_HEARTBEAT, &h.hdr);
+    if (e != RCI_WIRE_OK)
         return e;
-    h.sent_ns = load64(buf, OFF(rc_wire_heartbeat, sent_ns));
+    h.sent_ns = load64(buf, OFF(rci_wire_heartbeat, sent_ns));
     if (out)
         *out = h;
-    return RC_WIRE_OK;
+    return RCI_WIRE_OK;
 }
 
-enum rc_wire_error rc_wire_check_bye(const void *buf, size_t len, struct rc_wire_bye *out)
+enum rci_wire_error rci_wire_check_bye(const void *buf, size_t len, struct rci_wire_bye *out)
 {
-    struct rc_wire_bye b;
-    enum rc_wire_error e = check_fixed(buf, len, sizeof b, RC_MSG_BYE, &b.hdr);
-    if (e != RC_WIRE_OK)
+    struct rci_wire_bye b;
+    enum rci_wire_error e = check_fixed(buf, len, sizeof b, RCI_MSG_BYE, &b.hdr);
+    if (e != RCI_WIRE_OK)
         return e;
-    b.reason = load32(buf, OFF(rc_wire_bye, reason));
-    b.detail = load32(buf, OFF(rc_wire_bye, detail));
-    if (b.reason > RC_BYE_PROTOCOL || (b.reason != RC_BYE_REFUSED && b.detail != 0) ||
-        b.detail > RC_REFUSED_MAX_DETAIL)
-        return RC_WIRE_BAD_FIELD;
+    b.reason = load32(buf, OFF(rci_wire_bye, reason));
+    b.detail = load32(buf, OFF(rci_wire_bye, detail));
+    if (b.reason > RCI_BYE_PROTOCOL || (b.reason != RCI_BYE_REFUSED && b.detail != 0) ||
+        b.detail > RCI_REFUSED_MAX_DETAIL)
+        return RCI_WIRE_BAD_FIELD;
     if (out)
         *out = b;
-    return RC_WIRE_OK;
+    return RCI_WIRE_OK;
 }
 
 /* ---- generic checker --------------------------------------------------- */
 
-static int type_allowed(uint8_t type, enum rc_wire_dir dir)
+static int type_allowed(uint8_t type, enum rci_wire_dir dir)
 {
     switch (type) {
-    case RC_MSG_HELLO:
-    case RC_MSG_SUBSCRIBE:
-    case RC_MSG_UNSUBSCRIBE:
-        return dir == RC_WIRE_TO_PUBLISHER;
-    case RC_MSG_WELCOME:
-    case RC_MSG_SUB_ACK:
-    case RC_MSG_DATA:
-    case RC_MSG_PAGE:
-        return dir == RC_WIRE_TO_SUBSCRIBER;
-    case RC_MSG_HEARTBEAT:
-    case RC_MSG_BYE:
+    case RCI_MSG_HELLO:
+    case RCI_MSG_SUBSCRIBE:
+    case RCI_MSG_UNSUBSCRIBE:
+        return dir == RCI_WIRE_TO_PUBLISHER;
+    case RCI_MSG_WELCOME:
+    case RCI_MSG_SUB_ACK:
+    case RCI_MSG_DATA:
+    case RCI_MSG_PAGE:
+        return dir == RCI_WIRE_TO_SUBSCRIBER;
+    case RCI_MSG_HEARTBEAT:
+    case RCI_MSG_BYE:
         return 1;
     default:
         return 0;
     }
 }
 
-static enum rc_wire_error check_by_type(const void *buf, size_t len, uint8_t type)
+static enum rci_wire_error check_by_type(const void *buf, size_t len, uint8_t type)
 {
     switch (type) {
-    case RC_MSG_HELLO:       return rc_wire_check_hello(buf, len, NULL);
-    case RC_MSG_WELCOME:     return rc_wire_check_welcome(buf, len, NULL);
-    case RC_MSG_SUBSCRIBE:
-    case RC_MSG_UNSUBSCRIBE: return rc_wire_check_sub(buf, len, NULL);
-    case RC_MSG_SUB_ACK:     return rc_wire_check_sub_ack(buf, len, NULL);
-    case RC_MSG_DATA:        return rc_wire_check_data(buf, len, NULL);
-    case RC_MSG_PAGE:        return rc_wire_check_page(buf, len, NULL);
-    case RC_MSG_HEARTBEAT:   return rc_wire_check_heartbeat(buf, len, NULL);
-    case RC_MSG_BYE:         return rc_wire_check_bye(buf, len, NULL);
-    default:                 return RC_WIRE_BAD_TYPE;
+    case RCI_MSG_HELLO:       return rci_wire_check_hello(buf, len, NULL);
+    case RCI_MSG_WELCOME:     return rci_wire_check_welcome(buf, len, NULL);
+    case RCI_MSG_SUBSCRIBE:
+    case RCI_MSG_UNSUBSCRIBE: return rci_wire_check_sub(buf, len, NULL);
+    case RCI_MSG_SUB_ACK:     return rci_wire_check_sub_ack(buf, len, NULL);
+    case RCI_MSG_DATA:        return rci_wire_check_data(buf, len, NULL);
+    case RCI_MSG_PAGE:        return rci_wire_check_page(buf, len, NULL);
+    case RCI_MSG_HEARTBEAT:   return rci_wire_check_heartbeat(buf, len, NULL);
+    case RCI_MSG_BYE:         return rci_wire_check_bye(buf, len, NULL);
+    default:                 return RCI_WIRE_BAD_TYPE;
     }
 }
 
-int rc_wire_check(const void *buf, size_t len, enum rc_wire_dir dir, enum rc_wire_error *why)
+int rci_wire_check(const void *buf, size_t len, enum rci_wire_dir dir, enum rci_wire_error *why)
 {
-    enum rc_wire_error e = RC_WIRE_OK;
-    struct rc_wire_hdr hdr;
+    enum rci_wire_error e = RCI_WIRE_OK;
+    struct rci_wire_hdr hdr;
     if (buf == NULL || len < sizeof hdr) {
-        e = RC_WIRE_SHORT;
+        e = RCI_WIRE_SHORT;
     } else {
         decode_hdr(buf, &hdr);
         /* Magic and version come first, as in the per-type checkers, so a
          * stray non-ringcast message is always "bad magic". */
-        if (hdr.magic != RC_WIRE_MAGIC)
-            e = RC_WIRE_BAD_MAGIC;
-        else if (hdr.type != RC_MSG_HELLO && hdr.version != RC_WIRE_VERSION)
-            e = RC_WIRE_BAD_VERSION;
+        if (hdr.magic != RCI_WIRE_MAGIC)
+            e = RCI_WIRE_BAD_MAGIC;
+        else if (hdr.type != RCI_MSG_HELLO && hdr.version != RCI_WIRE_VERSION)
+            e = RCI_WIRE_BAD_VERSION;
         else if (!type_allowed(hdr.type, dir))
-            e = RC_WIRE_BAD_TYPE;
+            e = RCI_WIRE_BAD_TYPE;
         else
             e = check_by_type(buf, len, hdr.type);
     }
     if (why)
         *why = e;
-    return e == RC_WIRE_OK ? hdr.type : 0;
+    return e == RCI_WIRE_OK ? hdr.type : 0;
 }
 
-const char *rc_wire_error_name(enum rc_wire_error e)
+const char *rci_wire_error_name(enum rci_wire_error e)
 {
-    static const char *const names[RC_WIRE_ERROR_KINDS] = {
-        [RC_WIRE_OK] = "ok",
-        [RC_WIRE_SHORT] = "short",
-        [RC_WIRE_BAD_MAGIC] = "bad_magic",
-        [RC_WIRE_BAD_VERSION] = "bad_version",
-        [RC_WIRE_BAD_TYPE] = "bad_type",
-        [RC_WIRE_BAD_LENGTH] = "bad_length",
-        [RC_WIRE_BAD_FIELD] = "bad_field",
+    static const char *const names[RCI_WIRE_ERROR_KINDS] = {
+        [RCI_WIRE_OK] = "ok",
+        [RCI_WIRE_SHORT] = "short",
+        [RCI_WIRE_BAD_MAGIC] = "bad_magic",
+        [RCI_WIRE_BAD_VERSION] = "bad_version",
+        [RCI_WIRE_BAD_TYPE] = "bad_type",
+        [RCI_WIRE_BAD_LENGTH] = "bad_length",
+        [RCI_WIRE_BAD_FIELD] = "bad_field",
     };
-    if ((unsigned)e >= RC_WIRE_ERROR_KINDS)
+    if ((unsigned)e >= RCI_WIRE_ERROR_KINDS)
         return "unknown";
     return names[e];
 }
 
-uint8_t rc_wire_negotiate(uint8_t peer_min, uint8_t peer_max)
+uint8_t rci_wire_negotiate(uint8_t peer_min, uint8_t peer_max)
 {
     if (peer_min > peer_max || peer_min < 1)
         return 0;
-    uint8_t high = peer_max < RC_WIRE_VERSION ? peer_max : (uint8_t)RC_WIRE_VERSION;
-    uint8_t low = peer_min > RC_WIRE_MIN_VERSION ? peer_min : (uint8_t)RC_WIRE_MIN_VERSION;
+    uint8_t high = peer_max < RCI_WIRE_VERSION ? peer_max : (uint8_t)RCI_WIRE_VERSION;
+    uint8_t low = peer_min > RCI_WIRE_MIN_VERSION ? peer_min : (uint8_t)RCI_WIRE_MIN_VERSION;
     return high >= low ? high : 0;
 }
 
 /* ---- encoders ---------------------------------------------------------- */
 
-ssize_t rc_wire_build_hello(void *buf, size_t cap, uint64_t client_id, uint32_t rx_buffer_size,
+ssize_t rci_wire_build_hello(void *buf, size_t cap, uint64_t client_id, uint32_t rx_buffer_size,
                             const void *addr, uint16_t addr_len)
 {
-    size_t len = sizeof(struct rc_wire_hello) + addr_len;
-    if (addr_len > RC_WIRE_MAX_ADDR || (addr_len > 0 && addr == NULL) ||
-        rx_buffer_size < RC_WIRE_MIN_RX_BUFFER)
+    size_t len = sizeof(struct rci_wire_hello) + addr_len;
+    if (addr_len > RCI_WIRE_MAX_ADDR || (addr_len > 0 && addr == NULL) ||
+        rx_buffer_size < RCI_WIRE_MIN_RX_BUFFER)
         return -EINVAL;
     if (cap < len)
         return -ENOSPC;
-    encode_hdr(buf, RC_WIRE_VERSION, RC_MSG_HELLO, (uint32_t)len);
+    encode_hdr(buf, RCI_WIRE_VERSION, RCI_MSG_HELLO, (uint32_t)len);
     uint8_t *p = buf;
-    p[OFF(rc_wire_hello, min_version)] = RC_WIRE_MIN_VERSION;
-    p[OFF(rc_wire_hello, max_version)] = RC_WIRE_VERSION;
-    store16(buf, OFF(rc_wire_hello, addr_len), addr_len);
-    store32(buf, OFF(rc_wire_hello, rx_buffer_size), rx_buffer_size);
-    store64(buf, OFF(rc_wire_hello, client_id), client_id);
+    p[OFF(rci_wire_hello, min_version)] = RCI_WIRE_MIN_VERSION;
+    p[OFF(rci_wire_hello, max_version)] = RCI_WIRE_VERSION;
+    store16(buf, OFF(rci_wire_hello, addr_len), addr_len);
+    store32(buf, OFF(rci_wire_hello, rx_buffer_size), rx_buffer_size);
+    store64(buf, OFF(rci_wire_hello, client_id), client_id);
     if (addr_len > 0)
-        memcpy(p + sizeof(struct rc_wire_hello), addr, addr_len);
+        memcpy(p + sizeof(struct rci_wire_hello), addr, addr_len);
     return (ssize_t)len;
 }
 
-ssize_t rc_wire_build_welcome(void *buf, size_t cap, uint32_t max_tags, uint32_t heartbeat_ms,
+ssize_t rci_wire_build_welcome(void *buf, size_t cap, uint32_t max_tags, uint32_t heartbeat_ms,
                               uint64_t publisher_id)
 {
     if (heartbeat_ms == 0)
         return -EINVAL;
-    if (cap < sizeof(struct rc_wire_welcome))
+    if (cap < sizeof(struct rci_wire_welcome))
         return -ENOSPC;
-    encode_hdr(buf, RC_WIRE_VERSION, RC_MSG_WELCOME, sizeof(struct rc_wire_welcome));
-    store32(buf, OFF(rc_wire_welcome, max_tags), max_tags);
-    store32(buf, OFF(rc_wire_welcome, heartbeat_ms), heartbeat_ms);
-    store64(buf, OFF(rc_wire_welcome, publisher_id), publisher_id);
-    return sizeof(struct rc_wire_welcome);
+    encode_hdr(buf, RCI_WIRE_VERSION, RCI_MSG_WELCOME, sizeof(struct rci_wire_welcome));
+    store32(buf, OFF(rci_wire_welcome, max_tags), max_tags);
+    store32(buf, OFF(rci_wire_welcome, heartbeat_ms), heartbeat_ms);
+    store64(buf, OFF(rci_wire_welcome, publisher_id), publisher_id);
+    return sizeof(struct rci_wire_welcome);
 }
 
-ssize_t rc_wire_build_sub(void *buf, size_t cap, enum rc_msg_type type, uint32_t request_id,
-                          const struct rc_wire_range *ranges, uint32_t count)
+ssize_t rci_wire_build_sub(void *buf, size_t cap, enum rci_msg_type type, uint32_t request_id,
+                          const struct rci_wire_range *ranges, uint32_t count)
 {
-    if ((type != RC_MSG_SUBSCRIBE && type != RC_MSG_UNSUBSCRIBE) || count < 1 ||
-        count > RC_WIRE_MAX_RANGES || ranges == NULL)
+    if ((type != RCI_MSG_SUBSCRIBE && type != RCI_MSG_UNSUBSCRIBE) || count < 1 ||
+        count > RCI_WIRE_MAX_RANGES || ranges == NULL)
         return -EINVAL;
     for (uint32_t i = 0; i < count; i++)
         if (ranges[i].first > ranges[i].last)
             return -EINVAL;
-    size_t len = sizeof(struct rc_wire_sub) + (size_t)count * sizeof(struct rc_wire_range);
+    size_t len = sizeof(struct rci_wire_sub) + (size_t)count * sizeof(struct rci_wire_range);
     if (cap < len)
         return -ENOSPC;
-    encode_hdr(buf, RC_WIRE_VERSION, type, (uint32_t)len);
-    store32(buf, OFF(rc_wire_sub, request_id), request_id);
-    store32(buf, OFF(rc_wire_sub, count), count);
+    encode_hdr(buf, RCI_WIRE_VERSION, type, (uint32_t)len);
+    store32(buf, OFF(rci_wire_sub, request_id), request_id);
+    store32(buf, OFF(rci_wire_sub, count), count);
     for (uint32_t i = 0; i < count; i++) {
-        size_t off = sizeof(struct rc_wire_sub) + (size_t)i * sizeof(struct rc_wire_range);
+        size_t off = sizeof(struct rci_wire_sub) + (size_t)i * sizeof(struct rci_wire_range);
         store64(buf, off, ranges[i].first);
         store64(buf, off + 8, ranges[i].last);
     }
     return (ssize_t)len;
 }
 
-ssize_t rc_wire_build_sub_ack(void *buf, size_t cap, uint32_t request_id, enum rc_sub_status status)
+ssize_t rci_wire_build_sub_ack(void *buf, size_t cap, uint32_t request_id, enum rci_sub_status status)
 {
-    if ((unsigned)status > RC_SUB_REFUSED)
+    if ((unsigned)status > RCI_SUB_REFUSED)
         return -EINVAL;
-    if (cap < sizeof(struct rc_wire_sub_ack))
+    if (cap < sizeof(struct rci_wire_sub_ack))
         return -ENOSPC;
-    encode_hdr(buf, RC_WIRE_VERSION, RC_MSG_SUB_ACK, sizeof(struct rc_wire_sub_ack));
-    store32(buf, OFF(rc_wire_sub_ack, request_id), request_id);
-    store32(buf, OFF(rc_wire_sub_ack, status), (uint32_t)status);
-    return sizeof(struct rc_wire_sub_ack);
+    encode_hdr(buf, RCI_WIRE_VERSION, RCI_MSG_SUB_ACK, sizeof(struct rci_wire_sub_ack));
+    store32(buf, OFF(rci_wire_sub_ack, request_id), request_id);
+    store32(buf, OFF(rci_wire_sub_ack, status), (uint32_t)status);
+    return sizeof(struct rci_wire_sub_ack);
 }
 
-ssize_t rc_wire_build_data_hdr(void *buf, size_t cap, uint64_t tag, uint32_t flags, uint32_t chunk_len,
+ssize_t rci_wire_build_data_hdr(void *buf, size_t cap, uint64_t tag, uint32_t flags, uint32_t chunk_len,
                                uint32_t frag_offset, uint16_t frag_index, uint16_t frag_count,
                                uint32_t payload_len)
 {
-    struct rc_wire_data d = {.chunk_len = chunk_len, .frag_offset = frag_offset,
+    struct rci_wire_data d = {.chunk_len = chunk_len, .frag_offset = frag_offset,
                              .frag_index = frag_index, .frag_count = frag_count};
     if (!fragment_is_consistent(&d, payload_len) ||
-        payload_len > UINT32_MAX - sizeof(struct rc_wire_data))
+        payload_len > UINT32_MAX - sizeof(struct rci_wire_data))
         return -EINVAL;
     if (cap < sizeof d)
         return -ENOSPC;
-    encode_hdr(buf, RC_WIRE_VERSION, RC_MSG_DATA, (uint32_t)(sizeof d + payload_len));
-    store64(buf, OFF(rc_wire_data, tag), tag);
-    store32(buf, OFF(rc_wire_data, flags), flags);
-    store32(buf, OFF(rc_wire_data, chunk_len), chunk_len);
-    store32(buf, OFF(rc_wire_data, frag_offset), frag_offset);
-    store16(buf, OFF(rc_wire_data, frag_index), frag_index);
-    store16(buf, OFF(rc_wire_data, frag_count), frag_count);
-    store32(buf, OFF(rc_wire_data, seq), 0);
-    store32(buf, OFF(rc_wire_data, reserved), 0);
+    encode_hdr(buf, RCI_WIRE_VERSION, RCI_MSG_DATA, (uint32_t)(sizeof d + payload_len));
+    store64(buf, OFF(rci_wire_data, tag), tag);
+    store32(buf, OFF(rci_wire_data, flags), flags);
+    store32(buf, OFF(rci_wire_data, chunk_len), chunk_len);
+    store32(buf, OFF(rci_wire_data, frag_offset), frag_offset);
+    store16(buf, OFF(rci_wire_data, frag_index), frag_index);
+    store16(buf, OFF(rci_wire_data, frag_count), frag_count);
+    store32(buf, OFF(rci_wire_data, seq), 0);
+    store32(buf, OFF(rci_wire_data, reserved), 0);
     return sizeof d;
 }
 
-ssize_t rc_wire_page_init(void *buf, size_t cap)
+ssize_t rci_wire_page_init(void *buf, size_t cap)
 {
-    if (cap < sizeof(struct rc_wire_page))
+    if (cap < sizeof(struct rci_wire_page))
         return -ENOSPC;
-    encode_hdr(buf, RC_WIRE_VERSION, RC_MSG_PAGE, sizeof(struct rc_wire_page));
-    store32(buf, OFF(rc_wire_page, records), 0);
-    store32(buf, OFF(rc_wire_page, seq), 0);
-    return sizeof(struct rc_wire_page);
+    encode_hdr(buf, RCI_WIRE_VERSION, RCI_MSG_PAGE, sizeof(struct rci_wire_page));
+    store32(buf, OFF(rci_wire_page, records), 0);
+    store32(buf, OFF(rci_wire_page, seq), 0);
+    return sizeof(struct rci_wire_page);
 }
 
 /* DATA and PAGE keep the number at different offsets; both are checked
  * messages (or our own), so the type byte is trusted here. */
 static size_t stream_seq_offset(const void *buf)
 {
-    uint8_t type = ((const uint8_t *)buf)[OFF(rc_wire_hdr, type)];
-    return type == RC_MSG_PAGE ? OFF(rc_wire_page, seq) : OFF(rc_wire_data, seq);
+    uint8_t type = ((const uint8_t *)buf)[OFF(rci_wire_hdr, type)];
+    return type == RCI_MSG_PAGE ? OFF(rci_wire_page, seq) : OFF(rci_wire_data, seq);
 }
 
-uint32_t rc_wire_stream_seq(const void *buf) { return load32(buf, stream_seq_offset(buf)); }
+uint32_t rci_wire_stream_seq(const void *buf) { return load32(buf, stream_seq_offset(buf)); }
 
-void rc_wire_set_stream_seq(void *buf, uint32_t seq) { store32(buf, stream_seq_offset(buf), seq); }
+void rci_wire_set_stream_seq(void *buf, uint32_t seq) { store32(buf, stream_seq_offset(buf), seq); }
 
-size_t rc_wire_page_length(const void *buf) { return load32(buf, OFF(rc_wire_hdr, length)); }
+size_t rci_wire_page_length(const void *buf) { return load32(buf, OFF(rci_wire_hdr, length)); }
 
-ssize_t rc_wire_page_appendv(void *buf, size_t cap, uint64_t tag, uint32_t flags,
+ssize_t rci_wire_page_appendv(void *buf, size_t cap, uint64_t tag, uint32_t flags,
                              const struct iovec *iov, unsigned n)
 {
     uint64_t len = 0;
@@ -552,72 +552,72 @@ ssize_t rc_wire_page_appendv(void *buf, size_t cap, uint64_t tag, uint32_t flags
             return -EINVAL;
         len += iov[i].iov_len;
     }
-    size_t used = rc_wire_page_length(buf);
-    uint64_t need = sizeof(struct rc_wire_record) + padded8(len);
+    size_t used = rci_wire_page_length(buf);
+    uint64_t need = sizeof(struct rci_wire_record) + padded8(len);
     if (used > cap || need > cap - used || used + need > UINT32_MAX)
         return -ENOSPC;
     uint8_t *rec = (uint8_t *)buf + used;
-    store64(rec, OFF(rc_wire_record, tag), tag);
-    store32(rec, OFF(rc_wire_record, flags), flags);
-    store32(rec, OFF(rc_wire_record, len), (uint32_t)len);
-    uint8_t *dst = rec + sizeof(struct rc_wire_record);
+    store64(rec, OFF(rci_wire_record, tag), tag);
+    store32(rec, OFF(rci_wire_record, flags), flags);
+    store32(rec, OFF(rci_wire_record, len), (uint32_t)len);
+    uint8_t *dst = rec + sizeof(struct rci_wire_record);
     for (unsigned i = 0; i < n; i++) {
         if (iov[i].iov_len > 0)
             memcpy(dst, iov[i].iov_base, iov[i].iov_len);
         dst += iov[i].iov_len;
     }
     memset(dst, 0, (size_t)(padded8(len) - len));
-    store32(buf, OFF(rc_wire_hdr, length), (uint32_t)(used + need));
-    store32(buf, OFF(rc_wire_page, records), load32(buf, OFF(rc_wire_page, records)) + 1);
+    store32(buf, OFF(rci_wire_hdr, length), (uint32_t)(used + need));
+    store32(buf, OFF(rci_wire_page, records), load32(buf, OFF(rci_wire_page, records)) + 1);
     return (ssize_t)(used + need);
 }
 
-ssize_t rc_wire_page_append(void *buf, size_t cap, uint64_t tag, uint32_t flags, const void *payload,
+ssize_t rci_wire_page_append(void *buf, size_t cap, uint64_t tag, uint32_t flags, const void *payload,
                             uint32_t len)
 {
     struct iovec one = { .iov_base = (void *)payload, .iov_len = len };
-    return rc_wire_page_appendv(buf, cap, tag, flags, &one, 1);
+    return rci_wire_page_appendv(buf, cap, tag, flags, &one, 1);
 }
 
-ssize_t rc_wire_build_heartbeat(void *buf, size_t cap, uint64_t sent_ns)
+ssize_t rci_wire_build_heartbeat(void *buf, size_t cap, uint64_t sent_ns)
 {
-    if (cap < sizeof(struct rc_wire_heartbeat))
+    if (cap < sizeof(struct rci_wire_heartbeat))
         return -ENOSPC;
-    encode_hdr(buf, RC_WIRE_VERSION, RC_MSG_HEARTBEAT, sizeof(struct rc_wire_heartbeat));
-    store64(buf, OFF(rc_wire_heartbeat, sent_ns), sent_ns);
-    return sizeof(struct rc_wire_heartbeat);
+    encode_hdr(buf, RCI_WIRE_VERSION, RCI_MSG_HEARTBEAT, sizeof(struct rci_wire_heartbeat));
+    store64(buf, OFF(rci_wire_heartbeat, sent_ns), sent_ns);
+    return sizeof(struct rci_wire_heartbeat);
 }
 
-ssize_t rc_wire_build_bye(void *buf, size_t cap, enum rc_bye_reason reason)
+ssize_t rci_wire_build_bye(void *buf, size_t cap, enum rci_bye_reason reason)
 {
-    if ((unsigned)reason > RC_BYE_PROTOCOL)
+    if ((unsigned)reason > RCI_BYE_PROTOCOL)
         return -EINVAL;
-    if (cap < sizeof(struct rc_wire_bye))
+    if (cap < sizeof(struct rci_wire_bye))
         return -ENOSPC;
-    encode_hdr(buf, RC_WIRE_VERSION, RC_MSG_BYE, sizeof(struct rc_wire_bye));
-    store32(buf, OFF(rc_wire_bye, reason), (uint32_t)reason);
-    store32(buf, OFF(rc_wire_bye, detail), 0);
-    return sizeof(struct rc_wire_bye);
+    encode_hdr(buf, RCI_WIRE_VERSION, RCI_MSG_BYE, sizeof(struct rci_wire_bye));
+    store32(buf, OFF(rci_wire_bye, reason), (uint32_t)reason);
+    store32(buf, OFF(rci_wire_bye, detail), 0);
+    return sizeof(struct rci_wire_bye);
 }
 
-ssize_t rc_wire_build_bye_refused(void *buf, size_t cap, enum rc_refusal why)
+ssize_t rci_wire_build_bye_refused(void *buf, size_t cap, enum rci_refusal why)
 {
-    if ((unsigned)why > RC_REFUSED_MAX_DETAIL)
+    if ((unsigned)why > RCI_REFUSED_MAX_DETAIL)
         return -EINVAL;
-    ssize_t len = rc_wire_build_bye(buf, cap, RC_BYE_REFUSED);
+    ssize_t len = rci_wire_build_bye(buf, cap, RCI_BYE_REFUSED);
     if (len > 0)
-        store32(buf, OFF(rc_wire_bye, detail), (uint32_t)why);
+        store32(buf, OFF(rci_wire_bye, detail), (uint32_t)why);
     return len;
 }
 
-const char *rc_wire_refusal_name(uint32_t detail, char *buf, size_t len)
+const char *rci_wire_refusal_name(uint32_t detail, char *buf, size_t len)
 {
     switch (detail) {
-    case RC_REFUSED_UNSPECIFIED: return "no cause given";
-    case RC_REFUSED_ALLOW_LIST:  return "address not in [fabric] allow";
-    case RC_REFUSED_FULL:        return "max_subscribers reached";
-    case RC_REFUSED_VERSION:     return "no common protocol version";
-    case RC_REFUSED_RX_BUFFER:   return "rx_buffer_size too small for this publisher";
+    case RCI_REFUSED_UNSPECIFIED: return "no cause given";
+    case RCI_REFUSED_ALLOW_LIST:  return "address not in [fabric] allow";
+    case RCI_REFUSED_FULL:        return "max_subscribers reached";
+    case RCI_REFUSED_VERSION:     return "no common protocol version";
+    case RCI_REFUSED_RX_BUFFER:   return "rx_buffer_size too small for this publisher";
     default:
         snprintf(buf, len, "cause %u", (unsigned)detail);
         return buf;

@@ -8,46 +8,46 @@
  *   publisher <- subscriber : HELLO, SUBSCRIBE, UNSUBSCRIBE, HEARTBEAT, BYE
  *   publisher -> subscriber : WELCOME, SUB_ACK, DATA, PAGE, HEARTBEAT, BYE
  *
- * Every message from the network is validated with rc_wire_check_*() before
+ * Every message from the network is validated with rci_wire_check_*() before
  * any field is used; the checkers never read past `len`.
  */
-#ifndef RC_WIRE_H
-#define RC_WIRE_H
+#ifndef RCI_WIRE_H
+#define RCI_WIRE_H
 #include <stddef.h>
 #include <stdint.h>
 
-#define RC_WIRE_MAGIC        0x5243u   /* "RC" */
+#define RCI_WIRE_MAGIC        0x5243u   /* "RC" */
 /* Version 2 added the stream sequence number of DATA and PAGE. Version 1
  * peers are refused at HELLO: without the sequence number a subscriber
  * cannot restore the order some providers lose (net/README.md). */
-#define RC_WIRE_VERSION      2u        /* the only version this build speaks */
-#define RC_WIRE_MIN_VERSION  2u
+#define RCI_WIRE_VERSION      2u        /* the only version this build speaks */
+#define RCI_WIRE_MIN_VERSION  2u
 
-enum rc_msg_type {
-    RC_MSG_HELLO = 1,        /* sub -> pub: versions, rx buffer size, own address (RDM) */
-    RC_MSG_WELCOME = 2,      /* pub -> sub: chosen version, limits */
-    RC_MSG_SUBSCRIBE = 3,    /* sub -> pub: tag ranges */
-    RC_MSG_UNSUBSCRIBE = 4,  /* sub -> pub: tag ranges */
-    RC_MSG_SUB_ACK = 5,      /* pub -> sub: result of (un)subscribe */
-    RC_MSG_DATA = 6,         /* pub -> sub: one chunk, or one fragment of it */
-    RC_MSG_PAGE = 7,         /* pub -> sub: buffered page of records */
-    RC_MSG_HEARTBEAT = 8,    /* both ways: liveness */
-    RC_MSG_BYE = 9,          /* both ways: orderly close */
-    RC_MSG_TYPE_MAX = 9
+enum rci_msg_type {
+    RCI_MSG_HELLO = 1,        /* sub -> pub: versions, rx buffer size, own address (RDM) */
+    RCI_MSG_WELCOME = 2,      /* pub -> sub: chosen version, limits */
+    RCI_MSG_SUBSCRIBE = 3,    /* sub -> pub: tag ranges */
+    RCI_MSG_UNSUBSCRIBE = 4,  /* sub -> pub: tag ranges */
+    RCI_MSG_SUB_ACK = 5,      /* pub -> sub: result of (un)subscribe */
+    RCI_MSG_DATA = 6,         /* pub -> sub: one chunk, or one fragment of it */
+    RCI_MSG_PAGE = 7,         /* pub -> sub: buffered page of records */
+    RCI_MSG_HEARTBEAT = 8,    /* both ways: liveness */
+    RCI_MSG_BYE = 9,          /* both ways: orderly close */
+    RCI_MSG_TYPE_MAX = 9
 };
 
-struct __attribute__((packed)) rc_wire_hdr {
-    uint16_t magic;          /* RC_WIRE_MAGIC */
+struct __attribute__((packed)) rci_wire_hdr {
+    uint16_t magic;          /* RCI_WIRE_MAGIC */
     uint8_t  version;        /* negotiated version (HELLO: highest the sender speaks) */
-    uint8_t  type;           /* enum rc_msg_type */
+    uint8_t  type;           /* enum rci_msg_type */
     uint32_t length;         /* whole message in bytes, this header included */
 };
 
 /* HELLO: the subscriber's offer. addr is its fabric address (fi_getname) for
  * RDM endpoints (addr_len 0 for MSG). */
-#define RC_WIRE_MAX_ADDR 128u
-struct __attribute__((packed)) rc_wire_hello {
-    struct rc_wire_hdr hdr;
+#define RCI_WIRE_MAX_ADDR 128u
+struct __attribute__((packed)) rci_wire_hello {
+    struct rci_wire_hdr hdr;
     uint8_t  min_version, max_version;
     uint16_t addr_len;
     uint32_t rx_buffer_size; /* largest message the subscriber can receive */
@@ -56,30 +56,30 @@ struct __attribute__((packed)) rc_wire_hello {
 };
 
 /* WELCOME: the publisher's answer. */
-struct __attribute__((packed)) rc_wire_welcome {
-    struct rc_wire_hdr hdr;
+struct __attribute__((packed)) rci_wire_welcome {
+    struct rci_wire_hdr hdr;
     uint32_t max_tags;       /* tags (ranges count as their size) a subscriber may hold */
     uint32_t heartbeat_ms;   /* both sides send HEARTBEAT at least this often */
     uint64_t publisher_id;   /* random per publisher process: a restart is visible */
 };
 
 /* SUBSCRIBE / UNSUBSCRIBE: inclusive tag ranges; "all" is [0, UINT64_MAX]. */
-#define RC_WIRE_MAX_RANGES 1024u
-struct __attribute__((packed)) rc_wire_range { uint64_t first, last; };
-struct __attribute__((packed)) rc_wire_sub {
-    struct rc_wire_hdr hdr;
+#define RCI_WIRE_MAX_RANGES 1024u
+struct __attribute__((packed)) rci_wire_range { uint64_t first, last; };
+struct __attribute__((packed)) rci_wire_sub {
+    struct rci_wire_hdr hdr;
     uint32_t request_id;
-    uint32_t count;          /* number of ranges, 1..RC_WIRE_MAX_RANGES */
-    struct rc_wire_range range[];
+    uint32_t count;          /* number of ranges, 1..RCI_WIRE_MAX_RANGES */
+    struct rci_wire_range range[];
 };
 
-enum rc_sub_status {
-    RC_SUB_OK = 0, RC_SUB_BAD_REQUEST = 1, RC_SUB_TOO_MANY_TAGS = 2, RC_SUB_REFUSED = 3
+enum rci_sub_status {
+    RCI_SUB_OK = 0, RCI_SUB_BAD_REQUEST = 1, RCI_SUB_TOO_MANY_TAGS = 2, RCI_SUB_REFUSED = 3
 };
-struct __attribute__((packed)) rc_wire_sub_ack {
-    struct rc_wire_hdr hdr;
+struct __attribute__((packed)) rci_wire_sub_ack {
+    struct rci_wire_hdr hdr;
     uint32_t request_id;
-    uint32_t status;         /* enum rc_sub_status */
+    uint32_t status;         /* enum rci_sub_status */
 };
 
 /* Stream sequence number: DATA and PAGE messages to one subscriber carry
@@ -92,9 +92,9 @@ struct __attribute__((packed)) rc_wire_sub_ack {
  * the subscriber's rx buffer, or with more pieces than the provider's
  * iov_limit allows, goes as several fragments 0..frag_count-1 in order
  * (consecutive sequence numbers). */
-#define RC_WIRE_MAX_FRAGS 65535u
-struct __attribute__((packed)) rc_wire_data {
-    struct rc_wire_hdr hdr;
+#define RCI_WIRE_MAX_FRAGS 65535u
+struct __attribute__((packed)) rci_wire_data {
+    struct rci_wire_hdr hdr;
     uint64_t tag;
     uint32_t flags;          /* chunk flags (readout/chunk.h bits) */
     uint32_t chunk_len;      /* whole chunk */
@@ -103,55 +103,55 @@ struct __attribute__((packed)) rc_wire_data {
     uint16_t frag_count;     /* 1 = not fragmented */
     uint32_t seq;            /* stream sequence number */
     uint32_t reserved;       /* zero; keeps the payload 8-byte aligned */
-    /* payload: hdr.length - sizeof(struct rc_wire_data) bytes */
+    /* payload: hdr.length - sizeof(struct rci_wire_data) bytes */
 };
 
 /* PAGE: buffered mode. Records back to back, each 8-byte aligned:
  *   u64 tag, u32 flags, u32 len, len payload bytes, zero padding to 8. */
-struct __attribute__((packed)) rc_wire_page {
-    struct rc_wire_hdr hdr;
+struct __attribute__((packed)) rci_wire_page {
+    struct rci_wire_hdr hdr;
     uint32_t records;
     uint32_t seq;            /* stream sequence number */
 };
-struct __attribute__((packed)) rc_wire_record {
+struct __attribute__((packed)) rci_wire_record {
     uint64_t tag;
     uint32_t flags;
     uint32_t len;
 };
 
-struct __attribute__((packed)) rc_wire_heartbeat {
-    struct rc_wire_hdr hdr;
+struct __attribute__((packed)) rci_wire_heartbeat {
+    struct rci_wire_hdr hdr;
     uint64_t sent_ns;        /* sender's CLOCK_MONOTONIC, informative */
 };
 
-struct __attribute__((packed)) rc_wire_bye {
-    struct rc_wire_hdr hdr;
+struct __attribute__((packed)) rci_wire_bye {
+    struct rci_wire_hdr hdr;
     uint32_t reason;         /* 0 normal shutdown, 1 refused, 2 protocol error */
-    uint32_t detail;         /* reason refused: enum rc_refusal (why); otherwise 0 */
+    uint32_t detail;         /* reason refused: enum rci_refusal (why); otherwise 0 */
 };
 
-_Static_assert(sizeof(struct rc_wire_hdr) == 8, "wire header size");
-_Static_assert(sizeof(struct rc_wire_hello) == 24, "hello size");
-_Static_assert(sizeof(struct rc_wire_welcome) == 24, "welcome size");
-_Static_assert(sizeof(struct rc_wire_sub) == 16, "sub size");
-_Static_assert(sizeof(struct rc_wire_range) == 16, "range size");
-_Static_assert(sizeof(struct rc_wire_sub_ack) == 16, "sub ack size");
-_Static_assert(sizeof(struct rc_wire_data) == 40, "data header size");
-_Static_assert(sizeof(struct rc_wire_page) == 16, "page header size");
-_Static_assert(sizeof(struct rc_wire_record) == 16, "record header size");
-_Static_assert(sizeof(struct rc_wire_heartbeat) == 16, "heartbeat size");
-_Static_assert(sizeof(struct rc_wire_bye) == 16, "bye size");
+_Static_assert(sizeof(struct rci_wire_hdr) == 8, "wire header size");
+_Static_assert(sizeof(struct rci_wire_hello) == 24, "hello size");
+_Static_assert(sizeof(struct rci_wire_welcome) == 24, "welcome size");
+_Static_assert(sizeof(struct rci_wire_sub) == 16, "sub size");
+_Static_assert(sizeof(struct rci_wire_range) == 16, "range size");
+_Static_assert(sizeof(struct rci_wire_sub_ack) == 16, "sub ack size");
+_Static_assert(sizeof(struct rci_wire_data) == 40, "data header size");
+_Static_assert(sizeof(struct rci_wire_page) == 16, "page header size");
+_Static_assert(sizeof(struct rci_wire_record) == 16, "record header size");
+_Static_assert(sizeof(struct rci_wire_heartbeat) == 16, "heartbeat size");
+_Static_assert(sizeof(struct rci_wire_bye) == 16, "bye size");
 
 /* Why a message was rejected: counted per kind by both sides. */
-enum rc_wire_error {
-    RC_WIRE_OK = 0,
-    RC_WIRE_SHORT,           /* fewer bytes than the header or the type's fixed part */
-    RC_WIRE_BAD_MAGIC,
-    RC_WIRE_BAD_VERSION,
-    RC_WIRE_BAD_TYPE,        /* unknown type, or a type not allowed in this direction */
-    RC_WIRE_BAD_LENGTH,      /* hdr.length != received bytes, or inconsistent counts */
-    RC_WIRE_BAD_FIELD,       /* a field out of range (ranges, fragments, records...) */
-    RC_WIRE_ERROR_KINDS
+enum rci_wire_error {
+    RCI_WIRE_OK = 0,
+    RCI_WIRE_SHORT,           /* fewer bytes than the header or the type's fixed part */
+    RCI_WIRE_BAD_MAGIC,
+    RCI_WIRE_BAD_VERSION,
+    RCI_WIRE_BAD_TYPE,        /* unknown type, or a type not allowed in this direction */
+    RCI_WIRE_BAD_LENGTH,      /* hdr.length != received bytes, or inconsistent counts */
+    RCI_WIRE_BAD_FIELD,       /* a field out of range (ranges, fragments, records...) */
+    RCI_WIRE_ERROR_KINDS
 };
 
 
@@ -161,84 +161,84 @@ enum rc_wire_error {
 #include <sys/uio.h>
 
 /* Which way a message travels: decides which types are allowed. */
-enum rc_wire_dir {
-    RC_WIRE_TO_PUBLISHER = 0,   /* HELLO, SUBSCRIBE, UNSUBSCRIBE, HEARTBEAT, BYE */
-    RC_WIRE_TO_SUBSCRIBER = 1   /* WELCOME, SUB_ACK, DATA, PAGE, HEARTBEAT, BYE */
+enum rci_wire_dir {
+    RCI_WIRE_TO_PUBLISHER = 0,   /* HELLO, SUBSCRIBE, UNSUBSCRIBE, HEARTBEAT, BYE */
+    RCI_WIRE_TO_SUBSCRIBER = 1   /* WELCOME, SUB_ACK, DATA, PAGE, HEARTBEAT, BYE */
 };
 
-enum rc_bye_reason { RC_BYE_NORMAL = 0, RC_BYE_REFUSED = 1, RC_BYE_PROTOCOL = 2 };
+enum rci_bye_reason { RCI_BYE_NORMAL = 0, RCI_BYE_REFUSED = 1, RCI_BYE_PROTOCOL = 2 };
 
 /* Why a publisher refused a subscriber: BYE(refused).detail. A receiver
  * must accept codes it does not know (a newer publisher may add some) and
- * print them as numbers; rc_wire_refusal_name() does that. */
-enum rc_refusal {
-    RC_REFUSED_UNSPECIFIED = 0,
-    RC_REFUSED_ALLOW_LIST = 1,       /* the subscriber's address is not in [fabric] allow */
-    RC_REFUSED_FULL = 2,             /* max_subscribers are served */
-    RC_REFUSED_VERSION = 3,          /* no common protocol version */
-    RC_REFUSED_RX_BUFFER = 4,        /* rx_buffer_size too small for what the publisher sends */
-    RC_REFUSED_MAX_DETAIL = 0xffff   /* larger detail values are malformed */
+ * print them as numbers; rci_wire_refusal_name() does that. */
+enum rci_refusal {
+    RCI_REFUSED_UNSPECIFIED = 0,
+    RCI_REFUSED_ALLOW_LIST = 1,       /* the subscriber's address is not in [fabric] allow */
+    RCI_REFUSED_FULL = 2,             /* max_subscribers are served */
+    RCI_REFUSED_VERSION = 3,          /* no common protocol version */
+    RCI_REFUSED_RX_BUFFER = 4,        /* rx_buffer_size too small for what the publisher sends */
+    RCI_REFUSED_MAX_DETAIL = 0xffff   /* larger detail values are malformed */
 };
 
 /* Smallest rx_buffer_size a HELLO may announce: a DATA header plus 32 bytes
  * of payload, so every control message and some payload always fit. */
-#define RC_WIRE_MIN_RX_BUFFER 72u
+#define RCI_WIRE_MIN_RX_BUFFER 72u
 /* Largest message a subscriber sends (a SUBSCRIBE with the most ranges):
  * the publisher's receive buffers must hold this much. */
-#define RC_WIRE_MAX_CONTROL (sizeof(struct rc_wire_sub) + RC_WIRE_MAX_RANGES * sizeof(struct rc_wire_range))
+#define RCI_WIRE_MAX_CONTROL (sizeof(struct rci_wire_sub) + RCI_WIRE_MAX_RANGES * sizeof(struct rci_wire_range))
 
 /* Rules beyond the struct comments, enforced by the checkers:
- * - every type but HELLO carries hdr.version == RC_WIRE_VERSION; HELLO's
+ * - every type but HELLO carries hdr.version == RCI_WIRE_VERSION; HELLO's
  *   layout never changes, its hdr.version must equal its max_version and
- *   1 <= min_version <= max_version (overlap with ours: rc_wire_negotiate);
+ *   1 <= min_version <= max_version (overlap with ours: rci_wire_negotiate);
  * - hdr.length equals the received byte count, fixed-size types have exactly
  *   their size, HELLO is 24 + addr_len, SUBSCRIBE is 16 + 16 * count;
- * - HELLO: addr_len <= RC_WIRE_MAX_ADDR, rx_buffer_size >= RC_WIRE_MIN_RX_BUFFER;
- * - WELCOME: heartbeat_ms > 0;  SUB_ACK: status <= RC_SUB_REFUSED;
+ * - HELLO: addr_len <= RCI_WIRE_MAX_ADDR, rx_buffer_size >= RCI_WIRE_MIN_RX_BUFFER;
+ * - WELCOME: heartbeat_ms > 0;  SUB_ACK: status <= RCI_SUB_REFUSED;
  * - DATA: 1 <= frag_count, frag_index < frag_count, frag_offset + payload <=
  *   chunk_len; fragment 0 starts at offset 0, the last one ends at chunk_len,
  *   an unfragmented chunk is all there, a fragment of a non-empty chunk
  *   carries at least one byte; reserved == 0;
  * - PAGE: records >= 1, every record header and payload inside
  *   the message, padding bytes zero, no bytes after the last record;
- * - BYE: reason <= RC_BYE_PROTOCOL, reserved == 0. */
+ * - BYE: reason <= RCI_BYE_PROTOCOL, reserved == 0. */
 
 /* Check any message travelling in direction `dir`. Returns its type (> 0)
  * when valid; 0 when rejected, with the reason in *why (may be NULL). */
-int rc_wire_check(const void *buf, size_t len, enum rc_wire_dir dir, enum rc_wire_error *why);
+int rci_wire_check(const void *buf, size_t len, enum rci_wire_dir dir, enum rci_wire_error *why);
 
-/* Per-type checkers: RC_WIRE_OK (0) or the reason. When `out` is not NULL and
+/* Per-type checkers: RCI_WIRE_OK (0) or the reason. When `out` is not NULL and
  * the message is valid, it receives the fixed part with every integer
  * converted to host byte order (variable parts stay in `buf`). */
-enum rc_wire_error rc_wire_check_hello(const void *buf, size_t len, struct rc_wire_hello *out);
-enum rc_wire_error rc_wire_check_welcome(const void *buf, size_t len, struct rc_wire_welcome *out);
+enum rci_wire_error rci_wire_check_hello(const void *buf, size_t len, struct rci_wire_hello *out);
+enum rci_wire_error rci_wire_check_welcome(const void *buf, size_t len, struct rci_wire_welcome *out);
 /* SUBSCRIBE or UNSUBSCRIBE (the type is in out->hdr.type). */
-enum rc_wire_error rc_wire_check_sub(const void *buf, size_t len, struct rc_wire_sub *out);
-enum rc_wire_error rc_wire_check_sub_ack(const void *buf, size_t len, struct rc_wire_sub_ack *out);
-enum rc_wire_error rc_wire_check_data(const void *buf, size_t len, struct rc_wire_data *out);
-enum rc_wire_error rc_wire_check_page(const void *buf, size_t len, struct rc_wire_page *out);
-enum rc_wire_error rc_wire_check_heartbeat(const void *buf, size_t len, struct rc_wire_heartbeat *out);
-enum rc_wire_error rc_wire_check_bye(const void *buf, size_t len, struct rc_wire_bye *out);
+enum rci_wire_error rci_wire_check_sub(const void *buf, size_t len, struct rci_wire_sub *out);
+enum rci_wire_error rci_wire_check_sub_ack(const void *buf, size_t len, struct rci_wire_sub_ack *out);
+enum rci_wire_error rci_wire_check_data(const void *buf, size_t len, struct rci_wire_data *out);
+enum rci_wire_error rci_wire_check_page(const void *buf, size_t len, struct rci_wire_page *out);
+enum rci_wire_error rci_wire_check_heartbeat(const void *buf, size_t len, struct rci_wire_heartbeat *out);
+enum rci_wire_error rci_wire_check_bye(const void *buf, size_t len, struct rci_wire_bye *out);
 
 /* Short stable name of an error kind ("short", "bad_magic", ...) for
  * counters and JSON; "unknown" for values out of range. */
-const char *rc_wire_error_name(enum rc_wire_error e);
+const char *rci_wire_error_name(enum rci_wire_error e);
 
 /* The version both sides speak: the highest in [peer_min, peer_max] that
  * this build speaks, or 0 when the ranges do not overlap. */
-uint8_t rc_wire_negotiate(uint8_t peer_min, uint8_t peer_max);
+uint8_t rci_wire_negotiate(uint8_t peer_min, uint8_t peer_max);
 
 /* Decoders for the variable parts of messages that passed their checker. */
 /* The stream sequence number of a valid DATA or PAGE message. */
-uint32_t rc_wire_stream_seq(const void *buf);
+uint32_t rci_wire_stream_seq(const void *buf);
 /* Stamp it into a built DATA header or PAGE (the publisher does this when it
  * posts the message: a message that was not posted used no number). */
-void rc_wire_set_stream_seq(void *buf, uint32_t seq);
+void rci_wire_set_stream_seq(void *buf, uint32_t seq);
 /* Range i (0 <= i < count) of a valid SUBSCRIBE/UNSUBSCRIBE, host order. */
-struct rc_wire_range rc_wire_sub_range(const void *buf, uint32_t i);
+struct rci_wire_range rci_wire_sub_range(const void *buf, uint32_t i);
 
 /* One PAGE record, host order, payload pointing into the page. */
-struct rc_wire_record_view {
+struct rci_wire_record_view {
     uint64_t tag;
     uint32_t flags;
     uint32_t len;
@@ -247,40 +247,40 @@ struct rc_wire_record_view {
 /* Walk the records of a valid PAGE: start with *pos = 0; returns 1 and fills
  * *rec while there is a record, 0 at the end (or if the walk would leave
  * the buffer, which a checked page never does). */
-int rc_wire_page_next(const void *buf, size_t len, size_t *pos, struct rc_wire_record_view *rec);
+int rci_wire_page_next(const void *buf, size_t len, size_t *pos, struct rci_wire_record_view *rec);
 
 /* Encoders: write a complete message into buf (capacity cap) and return its
  * length, or -ENOSPC (cap too small) / -EINVAL (arguments the checker would
  * reject). Integers are given in host order. */
-ssize_t rc_wire_build_hello(void *buf, size_t cap, uint64_t client_id, uint32_t rx_buffer_size,
+ssize_t rci_wire_build_hello(void *buf, size_t cap, uint64_t client_id, uint32_t rx_buffer_size,
                             const void *addr, uint16_t addr_len);
-ssize_t rc_wire_build_welcome(void *buf, size_t cap, uint32_t max_tags, uint32_t heartbeat_ms,
+ssize_t rci_wire_build_welcome(void *buf, size_t cap, uint32_t max_tags, uint32_t heartbeat_ms,
                               uint64_t publisher_id);
-/* type is RC_MSG_SUBSCRIBE or RC_MSG_UNSUBSCRIBE. */
-ssize_t rc_wire_build_sub(void *buf, size_t cap, enum rc_msg_type type, uint32_t request_id,
-                          const struct rc_wire_range *ranges, uint32_t count);
-ssize_t rc_wire_build_sub_ack(void *buf, size_t cap, uint32_t request_id, enum rc_sub_status status);
-/* Only the 40-byte DATA header (sequence number 0: rc_wire_set_stream_seq); hdr.length counts payload_len more bytes,
+/* type is RCI_MSG_SUBSCRIBE or RCI_MSG_UNSUBSCRIBE. */
+ssize_t rci_wire_build_sub(void *buf, size_t cap, enum rci_msg_type type, uint32_t request_id,
+                          const struct rci_wire_range *ranges, uint32_t count);
+ssize_t rci_wire_build_sub_ack(void *buf, size_t cap, uint32_t request_id, enum rci_sub_status status);
+/* Only the 40-byte DATA header (sequence number 0: rci_wire_set_stream_seq); hdr.length counts payload_len more bytes,
  * which the caller sends right behind it (zero copy: a separate iov). */
-ssize_t rc_wire_build_data_hdr(void *buf, size_t cap, uint64_t tag, uint32_t flags, uint32_t chunk_len,
+ssize_t rci_wire_build_data_hdr(void *buf, size_t cap, uint64_t tag, uint32_t flags, uint32_t chunk_len,
                                uint32_t frag_offset, uint16_t frag_index, uint16_t frag_count,
                                uint32_t payload_len);
 /* PAGE built in place (sequence number 0): init, then append records while they fit (-ENOSPC
  * when the next one does not; the page stays valid). The message length is
- * the page's hdr.length: rc_wire_page_length(). */
-ssize_t rc_wire_page_init(void *buf, size_t cap);
-ssize_t rc_wire_page_append(void *buf, size_t cap, uint64_t tag, uint32_t flags, const void *payload,
+ * the page's hdr.length: rci_wire_page_length(). */
+ssize_t rci_wire_page_init(void *buf, size_t cap);
+ssize_t rci_wire_page_append(void *buf, size_t cap, uint64_t tag, uint32_t flags, const void *payload,
                             uint32_t len);
 /* The same, gathering the record's payload from n pieces (buffered sends:
  * one layout code for both). */
-ssize_t rc_wire_page_appendv(void *buf, size_t cap, uint64_t tag, uint32_t flags,
+ssize_t rci_wire_page_appendv(void *buf, size_t cap, uint64_t tag, uint32_t flags,
                              const struct iovec *iov, unsigned n);
-size_t rc_wire_page_length(const void *buf);
-ssize_t rc_wire_build_heartbeat(void *buf, size_t cap, uint64_t sent_ns);
-ssize_t rc_wire_build_bye(void *buf, size_t cap, enum rc_bye_reason reason);
+size_t rci_wire_page_length(const void *buf);
+ssize_t rci_wire_build_heartbeat(void *buf, size_t cap, uint64_t sent_ns);
+ssize_t rci_wire_build_bye(void *buf, size_t cap, enum rci_bye_reason reason);
 /* BYE(refused) saying why. */
-ssize_t rc_wire_build_bye_refused(void *buf, size_t cap, enum rc_refusal why);
+ssize_t rci_wire_build_bye_refused(void *buf, size_t cap, enum rci_refusal why);
 /* "allow list", "max_subscribers reached", ... or "cause N" (buf) for a code unknown here. */
-const char *rc_wire_refusal_name(uint32_t detail, char *buf, size_t len);
+const char *rci_wire_refusal_name(uint32_t detail, char *buf, size_t len);
 
 #endif

@@ -11,7 +11,7 @@
 
 #include "net/pub_internal.h"
 
-int rc_zc_init(struct rc_publisher *p, char *err, size_t errlen)
+int rci_zc_init(struct rci_publisher *p, char *err, size_t errlen)
 {
     p->slot_size = p->fab.params.header_slot_size;
     size_t bytes = (size_t)p->nslots * p->slot_size;
@@ -20,22 +20,22 @@ int rc_zc_init(struct rc_publisher *p, char *err, size_t errlen)
     p->recs = calloc(p->nslots, sizeof *p->recs);
     p->rec_free = calloc(p->nslots, sizeof *p->rec_free);
     if (!p->slot_mem || !p->slot_free || !p->recs || !p->rec_free)
-        return rc_fabric_error(&p->fab, err, errlen, "rc_zc_init(alloc)", -FI_ENOMEM);
+        return rci_fabric_error(&p->fab, err, errlen, "rci_zc_init(alloc)", -FI_ENOMEM);
     memset(p->slot_mem, 0, bytes);
     for (uint32_t i = 0; i < p->nslots; i++) {
         p->slot_free[i] = p->nslots - 1 - i;   /* pop order 0, 1, 2 ... */
         p->rec_free[i] = p->nslots - 1 - i;
-        p->ops[i].record = RC_PUB_NONE;
+        p->ops[i].record = RCI_PUB_NONE;
     }
     p->nslot_free = p->min_free_slots = p->nslots;
     p->nrec_free = p->nslots;
-    return rc_fabric_mr_reg(&p->fab, p->slot_mem, bytes, FI_SEND, p->fab.ep, &p->slot_mr,
+    return rci_fabric_mr_reg(&p->fab, p->slot_mem, bytes, FI_SEND, p->fab.ep, &p->slot_mr,
                             err, errlen);
 }
 
-void rc_zc_fini(struct rc_publisher *p)
+void rci_zc_fini(struct rci_publisher *p)
 {
-    rc_fabric_mr_close(&p->slot_mr);
+    rci_fabric_mr_close(&p->slot_mr);
     free(p->slot_mem);
     free(p->slot_free);
     free(p->recs);
@@ -45,7 +45,7 @@ void rc_zc_fini(struct rc_publisher *p)
     p->recs = NULL;
 }
 
-static void finish_key(struct rc_publisher *p, uint64_t key, int status, uint64_t *pulled_key,
+static void finish_key(struct rci_publisher *p, uint64_t key, int status, uint64_t *pulled_key,
                        bool *pulled)
 {
     if (status)
@@ -62,10 +62,10 @@ static void finish_key(struct rc_publisher *p, uint64_t key, int status, uint64_
 
 /* Drop one reference of a fragmented send; the last one completes the key
  * with the first error seen (or 0). */
-static void record_release(struct rc_publisher *p, uint32_t r, int status, uint64_t *pulled_key,
+static void record_release(struct rci_publisher *p, uint32_t r, int status, uint64_t *pulled_key,
                            bool *pulled)
 {
-    struct rc_pub_sendrec *rec = &p->recs[r];
+    struct rci_pub_sendrec *rec = &p->recs[r];
     if (status && !rec->status)
         rec->status = status;
     if (--rec->remaining)
@@ -74,25 +74,25 @@ static void record_release(struct rc_publisher *p, uint32_t r, int status, uint6
     finish_key(p, rec->key, rec->status, pulled_key, pulled);
 }
 
-void rc_zc_slot_done(struct rc_publisher *p, uint32_t slot, int status, uint64_t *pulled_key,
+void rci_zc_slot_done(struct rci_publisher *p, uint32_t slot, int status, uint64_t *pulled_key,
                      bool *pulled)
 {
-    struct rc_pub_txop *op = &p->ops[slot];
-    if (op->state == RC_TXOP_POSTED && op->peer < p->npeers)
+    struct rci_pub_txop *op = &p->ops[slot];
+    if (op->state == RCI_TXOP_POSTED && op->peer < p->npeers)
         p->peers[op->peer].nslots_held--;
-    rc_pub_op_unlink(p, slot);
-    op->state = RC_TXOP_FREE;
+    rci_pub_op_unlink(p, slot);
+    op->state = RCI_TXOP_FREE;
     op->gen++;
     p->slot_free[p->nslot_free++] = slot;
     uint32_t rec = op->record;
-    op->record = RC_PUB_NONE;
-    if (rec != RC_PUB_NONE)
+    op->record = RCI_PUB_NONE;
+    if (rec != RCI_PUB_NONE)
         record_release(p, rec, status, pulled_key, pulled);
     else
         finish_key(p, op->key, status, pulled_key, pulled);
 }
 
-static uint32_t take_slot(struct rc_publisher *p)
+static uint32_t take_slot(struct rci_publisher *p)
 {
     uint32_t s = p->slot_free[--p->nslot_free];
     if (p->nslot_free < p->min_free_slots)
@@ -100,15 +100,15 @@ static uint32_t take_slot(struct rc_publisher *p)
     return s;
 }
 
-static void give_back_slot(struct rc_publisher *p, uint32_t s)
+static void give_back_slot(struct rci_publisher *p, uint32_t s)
 {
     p->slot_free[p->nslot_free++] = s;
 }
 
-static void *region_desc(const struct rc_publisher *p, const void *addr, size_t len, bool *found)
+static void *region_desc(const struct rci_publisher *p, const void *addr, size_t len, bool *found)
 {
     for (unsigned i = 0; i < p->nregions; i++)
-        if (rc_fabric_mr_contains(&p->region[i], addr, len)) {
+        if (rci_fabric_mr_contains(&p->region[i], addr, len)) {
             *found = true;
             return p->region[i].desc;
         }
@@ -119,8 +119,8 @@ static void *region_desc(const struct rc_publisher *p, const void *addr, size_t 
 
 /* Fill iov[1..] with the next fragment's payload: at most max_iov - 1 pieces
  * and max_payload bytes. Returns the number of iovs used (header included). */
-static unsigned next_fragment(const struct rc_publisher *p, const struct iovec *src, unsigned n,
-                              struct rc_pub_frag_cursor *c, unsigned max_iov, uint64_t max_payload,
+static unsigned next_fragment(const struct rci_publisher *p, const struct iovec *src, unsigned n,
+                              struct rci_pub_frag_cursor *c, unsigned max_iov, uint64_t max_payload,
                               struct iovec *iov, void **desc, uint32_t *payload)
 {
     unsigned k = 1;
@@ -151,25 +151,25 @@ static unsigned next_fragment(const struct rc_publisher *p, const struct iovec *
     return k;
 }
 
-static uint64_t count_fragments(const struct rc_publisher *p, const struct iovec *iov, unsigned n,
+static uint64_t count_fragments(const struct rci_publisher *p, const struct iovec *iov, unsigned n,
                                 uint64_t total, uint64_t max_payload)
 {
     /* The common case needs no walk: every piece gets its own iov next to
      * the header, and the whole chunk fits the subscriber's buffer. */
     if (n < p->iov_max && total <= max_payload)
         return 1;
-    struct rc_pub_frag_cursor c = {0};
+    struct rci_pub_frag_cursor c = {0};
     uint64_t frags = 0;
     uint32_t got;
     do {
         next_fragment(p, iov, n, &c, p->iov_max, max_payload, NULL, NULL, &got);
         frags++;
-    } while (c.done < total && frags <= RC_WIRE_MAX_FRAGS);
+    } while (c.done < total && frags <= RCI_WIRE_MAX_FRAGS);
     return frags;
 }
 
 /* Pieces must be registered; the chunk must fit the protocol's u32 length. */
-static int check_pieces(struct rc_publisher *p, const struct iovec *iov, unsigned n,
+static int check_pieces(struct rci_publisher *p, const struct iovec *iov, unsigned n,
                         uint64_t *total)
 {
     *total = 0;
@@ -183,44 +183,44 @@ static int check_pieces(struct rc_publisher *p, const struct iovec *iov, unsigne
         }
         *total += iov[i].iov_len;
     }
-    return *total > UINT32_MAX - sizeof(struct rc_wire_data) ? -EMSGSIZE : 0;
+    return *total > UINT32_MAX - sizeof(struct rci_wire_data) ? -EMSGSIZE : 0;
 }
 
 struct zc_send {
-    struct rc_pub_peer *peer;
+    struct rci_pub_peer *peer;
     uint32_t peer_index;
     uint64_t tag, key;
     uint32_t flags, total;
     uint16_t frag_count;
-    uint32_t record;           /* RC_PUB_NONE when not fragmented */
+    uint32_t record;           /* RCI_PUB_NONE when not fragmented */
     uint64_t max_payload;
 };
 
 /* Build fragment `index` into a fresh slot and post it. Returns 0 or the
  * libfabric error (-FI_EAGAIN: the slot went back, nothing posted). */
-static int post_fragment(struct rc_publisher *p, const struct zc_send *s, const struct iovec *src,
-                         unsigned n, struct rc_pub_frag_cursor *c, uint16_t index)
+static int post_fragment(struct rci_publisher *p, const struct zc_send *s, const struct iovec *src,
+                         unsigned n, struct rci_pub_frag_cursor *c, uint16_t index)
 {
-    struct iovec iov[RC_PUB_MAX_IOV];
-    void *desc[RC_PUB_MAX_IOV];
-    struct rc_pub_frag_cursor before = *c;
+    struct iovec iov[RCI_PUB_MAX_IOV];
+    void *desc[RCI_PUB_MAX_IOV];
+    struct rci_pub_frag_cursor before = *c;
     uint32_t payload;
     uint32_t offset = (uint32_t)c->done;
     unsigned k = next_fragment(p, src, n, c, p->iov_max, s->max_payload, iov, desc, &payload);
     uint32_t slot = take_slot(p);
-    struct rc_pub_txop *op = &p->ops[slot];
+    struct rci_pub_txop *op = &p->ops[slot];
     uint8_t *hdr = p->slot_mem + (size_t)slot * p->slot_size;
-    ssize_t hlen = rc_wire_build_data_hdr(hdr, p->slot_size, s->tag, s->flags, s->total, offset,
+    ssize_t hlen = rci_wire_build_data_hdr(hdr, p->slot_size, s->tag, s->flags, s->total, offset,
                                           index, s->frag_count, payload);
     if (hlen < 0) {  /* a plan the checker would reject: a bug, never sent */
         give_back_slot(p, slot);
         *c = before;
         return -FI_EINVAL;
     }
-    rc_wire_set_stream_seq(hdr, s->peer->data_seq);
+    rci_wire_set_stream_seq(hdr, s->peer->data_seq);
     iov[0] = (struct iovec){ .iov_base = hdr, .iov_len = (size_t)hlen };
     desc[0] = p->slot_mr.desc;
-    int rc = rc_pub_post(p, s->peer, iov, desc, k, rc_pub_ctx(RC_CTX_TXOP, slot, op->gen));
+    int rc = rci_pub_post(p, s->peer, iov, desc, k, rci_pub_ctx(RCI_CTX_TXOP, slot, op->gen));
     if (rc) {
         give_back_slot(p, slot);
         *c = before;
@@ -228,10 +228,10 @@ static int post_fragment(struct rc_publisher *p, const struct zc_send *s, const 
     }
     s->peer->data_seq++;
     s->peer->nslots_held++;
-    op->state = RC_TXOP_POSTED;
+    op->state = RCI_TXOP_POSTED;
     op->key = s->key;
     op->record = s->record;
-    rc_pub_op_link(p, s->peer_index, slot, rc_now_ns());
+    rci_pub_op_link(p, s->peer_index, slot, rci_now_ns());
     p->st.messages++;
     return 0;
 }
@@ -239,16 +239,16 @@ static int post_fragment(struct rc_publisher *p, const struct zc_send *s, const 
 /* Keep the rest of a fragmented send for progress to post: fragment `index`
  * met -FI_EAGAIN. Its pieces from the cursor on are copied (iovecs, not
  * payload) into the peer's fixed storage. Returns false when they do not fit
- * (more than RC_PUB_RESUME_PIECES pieces left). */
-static bool defer_rest(struct rc_publisher *p, const struct zc_send *s, const struct iovec *src,
-                       unsigned n, const struct rc_pub_frag_cursor *c, uint16_t index)
+ * (more than RCI_PUB_RESUME_PIECES pieces left). */
+static bool defer_rest(struct rci_publisher *p, const struct zc_send *s, const struct iovec *src,
+                       unsigned n, const struct rci_pub_frag_cursor *c, uint16_t index)
 {
-    struct rc_pub_resume *r = &s->peer->resume;
-    if (n - c->piece > RC_PUB_RESUME_PIECES)
+    struct rci_pub_resume *r = &s->peer->resume;
+    if (n - c->piece > RCI_PUB_RESUME_PIECES)
         return false;
     r->n = n - c->piece;
     memcpy(r->iov, src + c->piece, r->n * sizeof *src);
-    r->c = (struct rc_pub_frag_cursor){ .piece = 0, .off = c->off, .done = c->done };
+    r->c = (struct rci_pub_frag_cursor){ .piece = 0, .off = c->off, .done = c->done };
     r->tag = s->tag;
     r->flags = s->flags;
     r->total = s->total;
@@ -256,7 +256,7 @@ static bool defer_rest(struct rc_publisher *p, const struct zc_send *s, const st
     r->next_index = index;
     r->record = s->record;
     r->max_payload = s->max_payload;
-    r->since_ns = rc_now_ns();
+    r->since_ns = rci_now_ns();
     r->active = true;
     p->nresuming++;
     p->st.fragments_deferred++;
@@ -265,17 +265,17 @@ static bool defer_rest(struct rc_publisher *p, const struct zc_send *s, const st
 
 /* Post fragment 0 now; later fragments as long as the provider takes them.
  * One that meets -FI_EAGAIN is deferred with the rest (posted from
- * progress, rc_zc_resume_all): this never waits, so the thread's timers,
+ * progress, rci_zc_resume_all): this never waits, so the thread's timers,
  * heartbeats and other subscribers keep running. */
-static int send_fragmented(struct rc_publisher *p, struct zc_send *s, const struct iovec *iov,
+static int send_fragmented(struct rci_publisher *p, struct zc_send *s, const struct iovec *iov,
                            unsigned n)
 {
     s->record = p->rec_free[--p->nrec_free];
-    struct rc_pub_sendrec *rec = &p->recs[s->record];
+    struct rci_pub_sendrec *rec = &p->recs[s->record];
     /* One reference held while posting, so early completions cannot finish
      * the key before the last fragment is out. */
-    *rec = (struct rc_pub_sendrec){ .key = s->key, .remaining = 1, .status = 0 };
-    struct rc_pub_frag_cursor c = {0};
+    *rec = (struct rci_pub_sendrec){ .key = s->key, .remaining = 1, .status = 0 };
+    struct rci_pub_frag_cursor c = {0};
     for (uint16_t i = 0; i < s->frag_count; i++) {
         int rc = post_fragment(p, s, iov, n, &c, i);
         if (rc && i == 0) {
@@ -290,7 +290,7 @@ static int send_fragmented(struct rc_publisher *p, struct zc_send *s, const stru
             }
         }
         if (rc) {  /* key accepted already: it completes with this error */
-            rc_fabric_error(&p->fab, p->err, sizeof p->err, "fi_sendv(fragment)", rc);
+            rci_fabric_error(&p->fab, p->err, sizeof p->err, "fi_sendv(fragment)", rc);
             p->st.fragment_retry_timeouts += rc == -FI_EAGAIN;
             rec->status = rc < 0 ? rc : -rc;
             break;
@@ -307,17 +307,17 @@ static int send_fragmented(struct rc_publisher *p, struct zc_send *s, const stru
 
 /* Post a peer's deferred fragments until the provider says -FI_EAGAIN again
  * or no header slot is free; the last one drops the posting reference. */
-static void resume_peer(struct rc_publisher *p, struct rc_pub_peer *peer)
+static void resume_peer(struct rci_publisher *p, struct rci_pub_peer *peer)
 {
-    struct rc_pub_resume *r = &peer->resume;
-    if (peer->doom != RC_DOOM_NONE || peer->state != RC_PEER_ACTIVE)
-        return;  /* it is leaving: rc_zc_resume_abandon() ends this */
+    struct rci_pub_resume *r = &peer->resume;
+    if (peer->doom != RCI_DOOM_NONE || peer->state != RCI_PEER_ACTIVE)
+        return;  /* it is leaving: rci_zc_resume_abandon() ends this */
     struct zc_send s = {
         .peer = peer, .peer_index = (uint32_t)(peer - p->peers), .tag = r->tag,
         .key = p->recs[r->record].key, .flags = r->flags, .total = r->total,
         .frag_count = r->frag_count, .record = r->record, .max_payload = r->max_payload,
     };
-    struct rc_pub_sendrec *rec = &p->recs[r->record];
+    struct rci_pub_sendrec *rec = &p->recs[r->record];
     while (r->next_index < r->frag_count) {
         if (p->nslot_free == 0)
             return;
@@ -327,7 +327,7 @@ static void resume_peer(struct rc_publisher *p, struct rc_pub_peer *peer)
             return;
         }
         if (rc) {
-            rc_fabric_error(&p->fab, p->err, sizeof p->err, "fi_sendv(fragment)", rc);
+            rci_fabric_error(&p->fab, p->err, sizeof p->err, "fi_sendv(fragment)", rc);
             rec->status = rc < 0 ? rc : -rc;
             p->st.fragments_abandoned += r->frag_count - r->next_index;
             break;
@@ -341,17 +341,17 @@ static void resume_peer(struct rc_publisher *p, struct rc_pub_peer *peer)
     record_release(p, r->record, rec->status, NULL, NULL);
 }
 
-void rc_zc_resume_all(struct rc_publisher *p)
+void rci_zc_resume_all(struct rci_publisher *p)
 {
     for (uint32_t i = 0; i < p->npeers && p->nresuming; i++)
         if (p->peers[i].resume.active)
             resume_peer(p, &p->peers[i]);
 }
 
-void rc_zc_resume_abandon(struct rc_publisher *p, struct rc_pub_peer *peer, uint64_t *keys,
+void rci_zc_resume_abandon(struct rci_publisher *p, struct rci_pub_peer *peer, uint64_t *keys,
                           unsigned max, unsigned *count)
 {
-    struct rc_pub_resume *r = &peer->resume;
+    struct rci_pub_resume *r = &peer->resume;
     if (!r->active || (keys && *count >= max))
         return;
     r->active = false;
@@ -364,7 +364,7 @@ void rc_zc_resume_abandon(struct rc_publisher *p, struct rc_pub_peer *peer, uint
         keys[(*count)++] = key;
 }
 
-static int refuse(struct rc_publisher *p, int rc)
+static int refuse(struct rci_publisher *p, int rc)
 {
     if (rc == -EAGAIN)
         return rc;
@@ -372,11 +372,11 @@ static int refuse(struct rc_publisher *p, int rc)
     return rc;
 }
 
-int rc_publisher_send(struct rc_publisher *p, rc_peer_id peer_id, uint64_t tag, uint32_t flags,
+int rci_publisher_send(struct rci_publisher *p, rci_peer_id peer_id, uint64_t tag, uint32_t flags,
                       const struct iovec *iov, unsigned n, uint64_t key)
 {
-    struct rc_pub_peer *peer = rc_pub_peer_of(p, peer_id);
-    if (!peer || peer->state != RC_PEER_ACTIVE || peer->doom != RC_DOOM_NONE || !peer->connected)
+    struct rci_pub_peer *peer = rci_pub_peer_of(p, peer_id);
+    if (!peer || peer->state != RCI_PEER_ACTIVE || peer->doom != RCI_DOOM_NONE || !peer->connected)
         return refuse(p, -ENOTCONN);
     if (peer->resume.active) {  /* its previous chunk's fragments go first */
         p->st.again_resuming++;
@@ -388,11 +388,11 @@ int rc_publisher_send(struct rc_publisher *p, rc_peer_id peer_id, uint64_t tag, 
         return refuse(p, rc);
     struct zc_send s = {
         .peer = peer, .peer_index = (uint32_t)(peer - p->peers), .tag = tag, .key = key,
-        .flags = flags, .total = (uint32_t)total, .record = RC_PUB_NONE,
-        .max_payload = peer->rx_max - sizeof(struct rc_wire_data),
+        .flags = flags, .total = (uint32_t)total, .record = RCI_PUB_NONE,
+        .max_payload = peer->rx_max - sizeof(struct rci_wire_data),
     };
     uint64_t frags = count_fragments(p, iov, n, total, s.max_payload);
-    if (frags > RC_WIRE_MAX_FRAGS || frags > p->nslots) {
+    if (frags > RCI_WIRE_MAX_FRAGS || frags > p->nslots) {
         /* This subscriber's buffer cannot take the chunk in the fragments we
          * have: it would lose this tag's chunks one by one (a WARN each);
          * it is told and closed at the first one instead. */
@@ -400,10 +400,10 @@ int rc_publisher_send(struct rc_publisher *p, rc_peer_id peer_id, uint64_t tag, 
         snprintf(detail, sizeof detail, " (a %" PRIu64 " B chunk needs %" PRIu64 " fragments of %"
                  PRIu64 " B)", total, frags, s.max_payload);
         p->st.connections_refused_rx_buffer++;
-        rc_pub_refuse_peer(p, peer, RC_REFUSED_RX_BUFFER, detail);
+        rci_pub_refuse_peer(p, peer, RCI_REFUSED_RX_BUFFER, detail);
         return refuse(p, -EMSGSIZE);
     }
-    if (!rc_pub_slots_within_quota(p, peer, (uint32_t)frags)) {
+    if (!rci_pub_slots_within_quota(p, peer, (uint32_t)frags)) {
         p->st.again_peer_quota++;
         return -ENOBUFS;
     }
@@ -413,7 +413,7 @@ int rc_publisher_send(struct rc_publisher *p, rc_peer_id peer_id, uint64_t tag, 
     }
     s.frag_count = (uint16_t)frags;
     if (frags == 1) {
-        struct rc_pub_frag_cursor c = {0};
+        struct rci_pub_frag_cursor c = {0};
         rc = post_fragment(p, &s, iov, n, &c, 0);
     } else {
         rc = send_fragmented(p, &s, iov, n);
@@ -423,7 +423,7 @@ int rc_publisher_send(struct rc_publisher *p, rc_peer_id peer_id, uint64_t tag, 
         return -EAGAIN;
     }
     if (rc) {
-        rc_fabric_error(&p->fab, p->err, sizeof p->err, "fi_sendv(data)", rc);
+        rci_fabric_error(&p->fab, p->err, sizeof p->err, "fi_sendv(data)", rc);
         return refuse(p, rc < 0 ? rc : -rc);
     }
     p->st.sends++;
@@ -431,7 +431,7 @@ int rc_publisher_send(struct rc_publisher *p, rc_peer_id peer_id, uint64_t tag, 
     return 0;
 }
 
-uint32_t rc_publisher_available_slots(struct rc_publisher *p)
+uint32_t rci_publisher_available_slots(struct rci_publisher *p)
 {
     uint32_t low = p->min_free_slots;
     p->min_free_slots = p->nslot_free;

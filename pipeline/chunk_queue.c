@@ -16,21 +16,21 @@
 #include "common/errbuf.h"
 #include "pipeline/dpdk_env.h"
 
-_Static_assert(RC_CHUNK_QUEUE_NAME_MAX + 1 <= RTE_RING_NAMESIZE, "queue names must fit rte_ring's");
-_Static_assert(RC_CHUNK_QUEUE_MAX_CAPACITY <= RTE_RING_SZ_MASK, "capacity must fit rte_ring's");
+_Static_assert(RCI_CHUNK_QUEUE_NAME_MAX + 1 <= RTE_RING_NAMESIZE, "queue names must fit rte_ring's");
+_Static_assert(RCI_CHUNK_QUEUE_MAX_CAPACITY <= RTE_RING_SZ_MASK, "capacity must fit rte_ring's");
 
 
 /* Producer and consumer counters on separate lines: each side writes only
  * its own, so they never bounce a line between the two threads. */
 struct producer_stats {
-    alignas(RC_CACHE_LINE) _Atomic uint64_t enqueued, full_events, refused, high_water;
+    alignas(RCI_CACHE_LINE) _Atomic uint64_t enqueued, full_events, refused, high_water;
 };
 
 struct consumer_stats {
-    alignas(RC_CACHE_LINE) _Atomic uint64_t dequeued, empty_polls;
+    alignas(RCI_CACHE_LINE) _Atomic uint64_t dequeued, empty_polls;
 };
 
-struct rc_chunk_queue {
+struct rci_chunk_queue {
     struct rte_ring *ring;
     uint32_t capacity;
     bool multi_producer, multi_consumer;
@@ -48,7 +48,7 @@ static void counter_add(_Atomic uint64_t *c, uint64_t n, bool shared)
         atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n, memory_order_relaxed);
 }
 
-static void note_high_water(struct rc_chunk_queue *q, uint64_t count)
+static void note_high_water(struct rci_chunk_queue *q, uint64_t count)
 {
     uint64_t hw = atomic_load_explicit(&q->prod.high_water, memory_order_relaxed);
     while (count > hw && !atomic_compare_exchange_weak_explicit(&q->prod.high_water, &hw, count,
@@ -56,28 +56,28 @@ static void note_high_water(struct rc_chunk_queue *q, uint64_t count)
         ;
 }
 
-static int check_params(const struct rc_chunk_queue_params *p, char *err, size_t errlen)
+static int check_params(const struct rci_chunk_queue_params *p, char *err, size_t errlen)
 {
     size_t name_len = p->name ? strlen(p->name) : 0;
-    if (name_len == 0 || name_len > RC_CHUNK_QUEUE_NAME_MAX) {
-        rc_set_err(err, errlen, "chunk queue: a name of 1..%u characters is needed (got %zu)",
-                   RC_CHUNK_QUEUE_NAME_MAX, name_len);
+    if (name_len == 0 || name_len > RCI_CHUNK_QUEUE_NAME_MAX) {
+        rci_set_err(err, errlen, "chunk queue: a name of 1..%u characters is needed (got %zu)",
+                   RCI_CHUNK_QUEUE_NAME_MAX, name_len);
         return -EINVAL;
     }
-    if (p->capacity == 0 || p->capacity > RC_CHUNK_QUEUE_MAX_CAPACITY) {
-        rc_set_err(err, errlen, "chunk queue %s: capacity %u must be 1..%u", p->name, p->capacity,
-                   RC_CHUNK_QUEUE_MAX_CAPACITY);
+    if (p->capacity == 0 || p->capacity > RCI_CHUNK_QUEUE_MAX_CAPACITY) {
+        rci_set_err(err, errlen, "chunk queue %s: capacity %u must be 1..%u", p->name, p->capacity,
+                   RCI_CHUNK_QUEUE_MAX_CAPACITY);
         return -EINVAL;
     }
-    if (!rc_dpdk_started()) {
-        rc_set_err(err, errlen, "chunk queue %s: the DPDK EAL is not started (call rc_dpdk_init first)",
+    if (!rci_dpdk_started()) {
+        rci_set_err(err, errlen, "chunk queue %s: the DPDK EAL is not started (call rci_dpdk_init first)",
                    p->name);
         return -ENODEV;
     }
     return 0;
 }
 
-static unsigned ring_flags(const struct rc_chunk_queue_params *p)
+static unsigned ring_flags(const struct rci_chunk_queue_params *p)
 {
     /* EXACT_SZ: the capacity asked for, not the next power of two minus one. */
     unsigned flags = RING_F_EXACT_SZ;
@@ -88,23 +88,23 @@ static unsigned ring_flags(const struct rc_chunk_queue_params *p)
     return flags;
 }
 
-int rc_chunk_queue_create(const struct rc_chunk_queue_params *p, struct rc_chunk_queue **out,
+int rci_chunk_queue_create(const struct rci_chunk_queue_params *p, struct rci_chunk_queue **out,
                           char *err, size_t errlen)
 {
     *out = NULL;
     int rc = check_params(p, err, errlen);
     if (rc != 0)
         return rc;
-    struct rc_chunk_queue *q = aligned_alloc(RC_CACHE_LINE, sizeof *q);
+    struct rci_chunk_queue *q = aligned_alloc(RCI_CACHE_LINE, sizeof *q);
     if (!q) {
-        rc_set_err(err, errlen, "chunk queue %s: out of memory", p->name);
+        rci_set_err(err, errlen, "chunk queue %s: out of memory", p->name);
         return -ENOMEM;
     }
     memset(q, 0, sizeof *q);
     q->ring = rte_ring_create(p->name, p->capacity, SOCKET_ID_ANY, ring_flags(p));
     if (!q->ring) {
         int e = rte_errno ? rte_errno : ENOMEM;
-        rc_set_err(err, errlen, "chunk queue %s: rte_ring_create(%u): %s", p->name, p->capacity,
+        rci_set_err(err, errlen, "chunk queue %s: rte_ring_create(%u): %s", p->name, p->capacity,
                    rte_strerror(e));
         free(q);
         return -e;
@@ -116,7 +116,7 @@ int rc_chunk_queue_create(const struct rc_chunk_queue_params *p, struct rc_chunk
     return 0;
 }
 
-void rc_chunk_queue_destroy(struct rc_chunk_queue *q)
+void rci_chunk_queue_destroy(struct rci_chunk_queue *q)
 {
     if (!q)
         return;
@@ -124,7 +124,7 @@ void rc_chunk_queue_destroy(struct rc_chunk_queue *q)
     free(q);
 }
 
-unsigned rc_chunk_queue_enqueue(struct rc_chunk_queue *q, const struct rc_chunk *const *chunks, unsigned n)
+unsigned rci_chunk_queue_enqueue(struct rci_chunk_queue *q, const struct rci_chunk *const *chunks, unsigned n)
 {
     unsigned free_space = 0;
     /* The ring stores void *; descriptors stay const for the consumer. */
@@ -140,7 +140,7 @@ unsigned rc_chunk_queue_enqueue(struct rc_chunk_queue *q, const struct rc_chunk 
     return done;
 }
 
-unsigned rc_chunk_queue_dequeue(struct rc_chunk_queue *q, const struct rc_chunk **chunks, unsigned max)
+unsigned rci_chunk_queue_dequeue(struct rci_chunk_queue *q, const struct rci_chunk **chunks, unsigned max)
 {
     unsigned done = rte_ring_dequeue_burst(q->ring, (void **)chunks, max, NULL);
     if (done)
@@ -164,7 +164,7 @@ static unsigned ring_count(const struct rte_ring *r)
     return count > r->capacity ? r->capacity : count;
 }
 
-unsigned rc_chunk_queue_count(const struct rc_chunk_queue *q)
+unsigned rci_chunk_queue_count(const struct rci_chunk_queue *q)
 {
     return ring_count(q->ring);
 }
@@ -174,9 +174,9 @@ static uint64_t load(const _Atomic uint64_t *c)
     return atomic_load_explicit(c, memory_order_relaxed);
 }
 
-void rc_chunk_queue_get_stats(const struct rc_chunk_queue *q, struct rc_chunk_queue_stats *s)
+void rci_chunk_queue_get_stats(const struct rci_chunk_queue *q, struct rci_chunk_queue_stats *s)
 {
-    *s = (struct rc_chunk_queue_stats){
+    *s = (struct rci_chunk_queue_stats){
         .capacity = q->capacity,
         .count = ring_count(q->ring),
         .enqueued = load(&q->prod.enqueued),

@@ -14,29 +14,29 @@
  * all-or-part: enqueue takes as many as fit, in order, and says how many;
  * the rest stay the caller's (backpressure: keep them, retry later).
  *
- * Needs the EAL: rc_dpdk_init() (pipeline/dpdk_env.h) first. Hot path: no
+ * Needs the EAL: rci_dpdk_init() (pipeline/dpdk_env.h) first. Hot path: no
  * allocation, no lock, no syscall; statistics cost one relaxed atomic add per
  * burst and side (a plain add when that side has a single thread).
  */
-#ifndef RC_CHUNK_QUEUE_H
-#define RC_CHUNK_QUEUE_H
+#ifndef RCI_CHUNK_QUEUE_H
+#define RCI_CHUNK_QUEUE_H
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "readout/chunk.h"
 
 /* rte_ring names: 29 bytes with the NUL ("RG_" + name fills a memzone name). */
-#define RC_CHUNK_QUEUE_NAME_MAX      28u
-#define RC_CHUNK_QUEUE_MAX_CAPACITY  (1u << 24)
+#define RCI_CHUNK_QUEUE_NAME_MAX      28u
+#define RCI_CHUNK_QUEUE_MAX_CAPACITY  (1u << 24)
 
-struct rc_chunk_queue_params {
+struct rci_chunk_queue_params {
     const char *name;          /* unique among the process's rings, 1..NAME_MAX chars */
-    uint32_t capacity;         /* descriptors it holds: 1..RC_CHUNK_QUEUE_MAX_CAPACITY */
+    uint32_t capacity;         /* descriptors it holds: 1..RCI_CHUNK_QUEUE_MAX_CAPACITY */
     bool multi_producer;       /* false: exactly one thread enqueues */
     bool multi_consumer;       /* false: exactly one thread dequeues */
 };
 
-struct rc_chunk_queue_stats {
+struct rci_chunk_queue_stats {
     uint64_t capacity, count;  /* count: in the queue now */
     uint64_t enqueued;         /* descriptors accepted */
     uint64_t dequeued;         /* descriptors taken out */
@@ -46,27 +46,27 @@ struct rc_chunk_queue_stats {
     uint64_t high_water;       /* most descriptors in the queue after an enqueue */
 };
 
-struct rc_chunk_queue;
+struct rci_chunk_queue;
 
 /* 0, or -EINVAL (parameters), -ENODEV (EAL not started), -EEXIST (name in
  * use), -ENOMEM, with the reason in err. */
-int  rc_chunk_queue_create(const struct rc_chunk_queue_params *p, struct rc_chunk_queue **out,
+int  rci_chunk_queue_create(const struct rci_chunk_queue_params *p, struct rci_chunk_queue **out,
                            char *err, size_t errlen);
 /* Descriptors still queued are forgotten (their keys never released):
  * dequeue until empty first. */
-void rc_chunk_queue_destroy(struct rc_chunk_queue *q);
+void rci_chunk_queue_destroy(struct rci_chunk_queue *q);
 
 /* Enqueue up to n descriptors in order; returns how many were taken (the
  * first ones). */
-unsigned rc_chunk_queue_enqueue(struct rc_chunk_queue *q, const struct rc_chunk *const *chunks,
+unsigned rci_chunk_queue_enqueue(struct rci_chunk_queue *q, const struct rci_chunk *const *chunks,
                                 unsigned n);
 /* Dequeue up to max descriptors in queue order; returns how many. */
-unsigned rc_chunk_queue_dequeue(struct rc_chunk_queue *q, const struct rc_chunk **chunks,
+unsigned rci_chunk_queue_dequeue(struct rci_chunk_queue *q, const struct rci_chunk **chunks,
                                 unsigned max);
 
 /* Descriptors in the queue now (a snapshot: others may change it). */
-unsigned rc_chunk_queue_count(const struct rc_chunk_queue *q);
+unsigned rci_chunk_queue_count(const struct rci_chunk_queue *q);
 /* Any thread; the figures are read one by one, not as one snapshot. */
-void rc_chunk_queue_get_stats(const struct rc_chunk_queue *q, struct rc_chunk_queue_stats *s);
+void rci_chunk_queue_get_stats(const struct rci_chunk_queue *q, struct rci_chunk_queue_stats *s);
 
 #endif

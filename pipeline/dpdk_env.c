@@ -51,7 +51,7 @@ static uint64_t read_u64_file(const char *path)
     return v;
 }
 
-uint64_t rc_dpdk_free_hugepages(void)
+uint64_t rci_dpdk_free_hugepages(void)
 {
     DIR *d = opendir(HUGEPAGES_SYSFS);
     if (!d)
@@ -69,7 +69,7 @@ uint64_t rc_dpdk_free_hugepages(void)
     return total;
 }
 
-bool rc_dpdk_hugetlbfs_mounted(void)
+bool rci_dpdk_hugetlbfs_mounted(void)
 {
     FILE *f = fopen("/proc/mounts", "r");
     if (!f)
@@ -82,11 +82,11 @@ bool rc_dpdk_hugetlbfs_mounted(void)
     return found;
 }
 
-static enum rc_dpdk_memory resolve_mode(enum rc_dpdk_memory mode)
+static enum rci_dpdk_memory resolve_mode(enum rci_dpdk_memory mode)
 {
-    if (mode != RC_DPDK_AUTO)
+    if (mode != RCI_DPDK_AUTO)
         return mode;
-    return rc_dpdk_free_hugepages() > 0 && rc_dpdk_hugetlbfs_mounted() ? RC_DPDK_HUGE : RC_DPDK_NO_HUGE;
+    return rci_dpdk_free_hugepages() > 0 && rci_dpdk_hugetlbfs_mounted() ? RCI_DPDK_HUGE : RCI_DPDK_NO_HUGE;
 }
 
 /* ---- arguments ---------------------------------------------------------- */
@@ -125,7 +125,7 @@ static int add_arg(struct eal_args *a, const char *fmt, const char *value)
     return 0;
 }
 
-static int build_args(enum rc_dpdk_memory mode, struct eal_args *a)
+static int build_args(enum rci_dpdk_memory mode, struct eal_args *a)
 {
     cpu_set_t cpus;
     char cpu_list[EAL_ARG_LEN - 32], prefix[64];
@@ -142,11 +142,11 @@ static int build_args(enum rc_dpdk_memory mode, struct eal_args *a)
     rc = rc ? rc : add_arg(a, "%s", "--no-pci");
     rc = rc ? rc : add_arg(a, "%s", "--no-telemetry");
     rc = rc ? rc : add_arg(a, "%s", "--log-level=lib.eal:error");
-    if (mode == RC_DPDK_HUGE) {
+    if (mode == RCI_DPDK_HUGE) {
         rc = rc ? rc : add_arg(a, "%s", "--in-memory");
     } else {
         char mb[16];
-        snprintf(mb, sizeof mb, "%u", RC_DPDK_NO_HUGE_MB);
+        snprintf(mb, sizeof mb, "%u", RCI_DPDK_NO_HUGE_MB);
         rc = rc ? rc : add_arg(a, "%s", "--no-huge");
         rc = rc ? rc : add_arg(a, "%s", "--no-shconf");
         rc = rc ? rc : add_arg(a, "%s", "-m");
@@ -168,7 +168,7 @@ static int join_args(const struct eal_args *a, char *buf, size_t len)
     return 0;
 }
 
-int rc_dpdk_eal_args(enum rc_dpdk_memory mode, char *buf, size_t len)
+int rci_dpdk_eal_args(enum rci_dpdk_memory mode, char *buf, size_t len)
 {
     struct eal_args a;
     int rc = build_args(resolve_mode(mode), &a);
@@ -193,7 +193,7 @@ static const char *runtime_base(char *buf, size_t len)
     return buf;
 }
 
-/* A process killed before rc_dpdk_cleanup leaves an empty ringcast-<pid>
+/* A process killed before rci_dpdk_cleanup leaves an empty ringcast-<pid>
  * directory: remove those whose process is gone (rmdir keeps non-empty ones,
  * kill(pid, 0) keeps those of live processes). Returns how many went. */
 static unsigned remove_stale_runtime_dirs(void)
@@ -228,7 +228,7 @@ static bool restore_affinity(const cpu_set_t *before)
     return sched_setaffinity(0, sizeof *before, before) == 0;
 }
 
-static int start_eal(enum rc_dpdk_memory mode)
+static int start_eal(enum rci_dpdk_memory mode)
 {
     struct eal_args a;
     /* Room left in eal_description for the prefix, memory[64] and notes[96]
@@ -254,10 +254,10 @@ static int start_eal(enum rc_dpdk_memory mode)
     bool restored = have_before && restore_affinity(&before);
     snprintf(eal_runtime_dir, sizeof eal_runtime_dir, "%s", rte_eal_get_runtime_dir());
     char memory[64];
-    if (mode == RC_DPDK_HUGE)
+    if (mode == RCI_DPDK_HUGE)
         snprintf(memory, sizeof memory, "hugepages");
     else
-        snprintf(memory, sizeof memory, "no hugepages: %u MiB of ordinary memory", RC_DPDK_NO_HUGE_MB);
+        snprintf(memory, sizeof memory, "no hugepages: %u MiB of ordinary memory", RCI_DPDK_NO_HUGE_MB);
     char notes[96] = "";
     if (stale)
         snprintf(notes, sizeof notes, "; %u stale runtime director%s of dead processes removed", stale,
@@ -271,10 +271,10 @@ static int start_eal(enum rc_dpdk_memory mode)
  * would be final for the process, this one is not. */
 static int check_hugepages(char *err, size_t errlen)
 {
-    uint64_t free_pages = rc_dpdk_free_hugepages();
-    if (free_pages > 0 && rc_dpdk_hugetlbfs_mounted())
+    uint64_t free_pages = rci_dpdk_free_hugepages();
+    if (free_pages > 0 && rci_dpdk_hugetlbfs_mounted())
         return 0;
-    rc_set_err(err, errlen, "DPDK EAL: hugepages requested but %s (see %s and /proc/mounts)",
+    rci_set_err(err, errlen, "DPDK EAL: hugepages requested but %s (see %s and /proc/mounts)",
                free_pages ? "no hugetlbfs is mounted" : "none is free", HUGEPAGES_SYSFS);
     return -ENOMEM;
 }
@@ -285,10 +285,10 @@ static int report_state(char *err, size_t errlen)
     case EAL_UP:
         return 0;
     case EAL_FAILED:
-        rc_set_err(err, errlen, "%s", eal_message);
+        rci_set_err(err, errlen, "%s", eal_message);
         return eal_error;
     case EAL_CLEANED:
-        rc_set_err(err, errlen, "DPDK EAL was cleaned up; it cannot start again in this process");
+        rci_set_err(err, errlen, "DPDK EAL was cleaned up; it cannot start again in this process");
         return -EALREADY;
     case EAL_DOWN:
         break;
@@ -296,13 +296,13 @@ static int report_state(char *err, size_t errlen)
     return -EAGAIN;
 }
 
-int rc_dpdk_init_mode(enum rc_dpdk_memory mode, char *err, size_t errlen)
+int rci_dpdk_init_mode(enum rci_dpdk_memory mode, char *err, size_t errlen)
 {
     pthread_mutex_lock(&eal_lock);
     int rc = report_state(err, errlen);
     if (rc == -EAGAIN) {
-        enum rc_dpdk_memory resolved = resolve_mode(mode);
-        rc = resolved == RC_DPDK_HUGE ? check_hugepages(err, errlen) : 0;
+        enum rci_dpdk_memory resolved = resolve_mode(mode);
+        rc = resolved == RCI_DPDK_HUGE ? check_hugepages(err, errlen) : 0;
         if (rc == 0) {
             rc = start_eal(resolved);
             eal_state = rc == 0 ? EAL_UP : EAL_FAILED;
@@ -314,12 +314,12 @@ int rc_dpdk_init_mode(enum rc_dpdk_memory mode, char *err, size_t errlen)
     return rc;
 }
 
-int rc_dpdk_init(char *err, size_t errlen)
+int rci_dpdk_init(char *err, size_t errlen)
 {
-    return rc_dpdk_init_mode(RC_DPDK_AUTO, err, errlen);
+    return rci_dpdk_init_mode(RCI_DPDK_AUTO, err, errlen);
 }
 
-bool rc_dpdk_started(void)
+bool rci_dpdk_started(void)
 {
     pthread_mutex_lock(&eal_lock);
     bool up = eal_state == EAL_UP;
@@ -327,12 +327,12 @@ bool rc_dpdk_started(void)
     return up;
 }
 
-const char *rc_dpdk_describe(void)
+const char *rci_dpdk_describe(void)
 {
     return eal_description;
 }
 
-void rc_dpdk_cleanup(void)
+void rci_dpdk_cleanup(void)
 {
     pthread_mutex_lock(&eal_lock);
     if (eal_state == EAL_UP) {

@@ -25,42 +25,42 @@
  * rte_eal_init() works once per process: the result (success or the error)
  * is kept and every later call returns it.
  */
-#ifndef RC_DPDK_ENV_H
-#define RC_DPDK_ENV_H
+#ifndef RCI_DPDK_ENV_H
+#define RCI_DPDK_ENV_H
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define RC_DPDK_NO_HUGE_MB 256u
+#define RCI_DPDK_NO_HUGE_MB 256u
 
-enum rc_dpdk_memory {
-    RC_DPDK_AUTO = 0,      /* hugepages if free pages and a hugetlbfs mount exist */
-    RC_DPDK_NO_HUGE,       /* always --no-huge */
-    RC_DPDK_HUGE,          /* hugepages or fail (checked before the EAL is touched) */
+enum rci_dpdk_memory {
+    RCI_DPDK_AUTO = 0,      /* hugepages if free pages and a hugetlbfs mount exist */
+    RCI_DPDK_NO_HUGE,       /* always --no-huge */
+    RCI_DPDK_HUGE,          /* hugepages or fail (checked before the EAL is touched) */
 };
 
-/* Start the EAL (RC_DPDK_AUTO). 0, or -errno with the reason in err:
+/* Start the EAL (RCI_DPDK_AUTO). 0, or -errno with the reason in err:
  * -ENOMEM (HUGE without free hugepages; the EAL was not touched and a later
- * call may still start it), -EALREADY (after rc_dpdk_cleanup), or the EAL's
+ * call may still start it), -EALREADY (after rci_dpdk_cleanup), or the EAL's
  * own error, with its arguments, which is then final for this process. */
-int  rc_dpdk_init(char *err, size_t errlen);
-int  rc_dpdk_init_mode(enum rc_dpdk_memory mode, char *err, size_t errlen);
+int  rci_dpdk_init(char *err, size_t errlen);
+int  rci_dpdk_init_mode(enum rci_dpdk_memory mode, char *err, size_t errlen);
 
 /* The EAL is up (rings may be created). */
-bool rc_dpdk_started(void);
+bool rci_dpdk_started(void);
 /* How it was started, for the log ("" before): memory mode and arguments. */
-const char *rc_dpdk_describe(void);
+const char *rci_dpdk_describe(void);
 
 /* Free hugepages of all sizes (from sysfs), and whether hugetlbfs is mounted. */
-uint64_t rc_dpdk_free_hugepages(void);
-bool rc_dpdk_hugetlbfs_mounted(void);
+uint64_t rci_dpdk_free_hugepages(void);
+bool rci_dpdk_hugetlbfs_mounted(void);
 
 /* The EAL arguments init would use for mode, space-separated, into buf.
  * AUTO is resolved first. Returns 0 or -ENOSPC. */
-int  rc_dpdk_eal_args(enum rc_dpdk_memory mode, char *buf, size_t len);
+int  rci_dpdk_eal_args(enum rci_dpdk_memory mode, char *buf, size_t len);
 
 /* Release the EAL's resources and remove its runtime directory. Every ring
  * must be destroyed first; the EAL cannot start again in this process. */
-void rc_dpdk_cleanup(void);
+void rci_dpdk_cleanup(void);
 
 #endif

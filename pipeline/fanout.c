@@ -16,7 +16,7 @@
 
 /* Handle: [63:32] generation, [31:5] record index, [4:0] send slot. */
 #define SLOT_BITS   5u
-#define INDEX_MASK  (RC_FANOUT_MAX_RECORDS - 1u)
+#define INDEX_MASK  (RCI_FANOUT_MAX_RECORDS - 1u)
 /* Record state: [63:32] generation of the current (or next) life,
  * [31:0] one bit per send not yet completed; 0 = the record is free. */
 #define PENDING_MASK 0xffffffffull
@@ -31,17 +31,17 @@ struct fanout_record {
     _Atomic uint32_t next_free;  /* index + 1 of the next free record */
 };
 
-struct rc_fanout {
-    rc_fanout_release_fn release;
+struct rci_fanout {
+    rci_fanout_release_fn release;
     void *ctx;
     uint32_t capacity;
     struct fanout_record *records;
     /* Each hot counter on its own line: begin and done run on different
      * threads and would otherwise bounce one line between them. */
-    alignas(RC_CACHE_LINE) _Atomic uint64_t free_head;
-    alignas(RC_CACHE_LINE) _Atomic uint64_t begun;
-    alignas(RC_CACHE_LINE) _Atomic uint64_t released;
-    alignas(RC_CACHE_LINE) _Atomic uint64_t released_at_once, high_water, exhausted, too_many_sends,
+    alignas(RCI_CACHE_LINE) _Atomic uint64_t free_head;
+    alignas(RCI_CACHE_LINE) _Atomic uint64_t begun;
+    alignas(RCI_CACHE_LINE) _Atomic uint64_t released;
+    alignas(RCI_CACHE_LINE) _Atomic uint64_t released_at_once, high_water, exhausted, too_many_sends,
         stale_done, double_done, bad_handle;
 };
 
@@ -55,7 +55,7 @@ static uint64_t load(const _Atomic uint64_t *c)
     return atomic_load_explicit(c, memory_order_relaxed);
 }
 
-/* Generation 0 never appears, so handle 0 (RC_FANOUT_NO_HANDLE) never matches. */
+/* Generation 0 never appears, so handle 0 (RCI_FANOUT_NO_HANDLE) never matches. */
 static uint32_t next_generation(uint32_t gen)
 {
     return gen == UINT32_MAX ? 1u : gen + 1u;
@@ -63,7 +63,7 @@ static uint32_t next_generation(uint32_t gen)
 
 /* Pop a free record; -1 when there is none. The tag in the head makes the
  * compare-and-swap fail if the top was popped and pushed back meanwhile. */
-static int64_t pop_free(struct rc_fanout *f)
+static int64_t pop_free(struct rci_fanout *f)
 {
     uint64_t head = atomic_load_explicit(&f->free_head, memory_order_acquire);
     for (;;) {
@@ -78,7 +78,7 @@ static int64_t pop_free(struct rc_fanout *f)
     }
 }
 
-static void push_free(struct rc_fanout *f, uint32_t index)
+static void push_free(struct rci_fanout *f, uint32_t index)
 {
     uint64_t head = atomic_load_explicit(&f->free_head, memory_order_relaxed);
     for (;;) {
@@ -90,21 +90,21 @@ static void push_free(struct rc_fanout *f, uint32_t index)
     }
 }
 
-int rc_fanout_create(uint32_t capacity, rc_fanout_release_fn release, void *ctx,
-                     struct rc_fanout **out, char *err, size_t errlen)
+int rci_fanout_create(uint32_t capacity, rci_fanout_release_fn release, void *ctx,
+                     struct rci_fanout **out, char *err, size_t errlen)
 {
     *out = NULL;
-    if (capacity == 0 || capacity > RC_FANOUT_MAX_RECORDS || !release) {
-        rc_set_err(err, errlen, "fan-out pool: capacity %u must be 1..%u and a release callback is needed",
-                   capacity, RC_FANOUT_MAX_RECORDS);
+    if (capacity == 0 || capacity > RCI_FANOUT_MAX_RECORDS || !release) {
+        rci_set_err(err, errlen, "fan-out pool: capacity %u must be 1..%u and a release callback is needed",
+                   capacity, RCI_FANOUT_MAX_RECORDS);
         return -EINVAL;
     }
-    struct rc_fanout *f = aligned_alloc(RC_CACHE_LINE, sizeof *f);
+    struct rci_fanout *f = aligned_alloc(RCI_CACHE_LINE, sizeof *f);
     struct fanout_record *records = calloc(capacity, sizeof *records);
     if (!f || !records) {
         free(f);
         free(records);
-        rc_set_err(err, errlen, "fan-out pool: cannot allocate %u records", capacity);
+        rci_set_err(err, errlen, "fan-out pool: cannot allocate %u records", capacity);
         return -ENOMEM;
     }
     memset(f, 0, sizeof *f);
@@ -122,7 +122,7 @@ int rc_fanout_create(uint32_t capacity, rc_fanout_release_fn release, void *ctx,
     return 0;
 }
 
-void rc_fanout_destroy(struct rc_fanout *f)
+void rci_fanout_destroy(struct rci_fanout *f)
 {
     if (!f)
         return;
@@ -132,14 +132,14 @@ void rc_fanout_destroy(struct rc_fanout *f)
 
 /* released is read first: both only grow, so begun read later is never
  * smaller than it (the clamp covers a reordering of the two loads). */
-static uint64_t records_in_use(const struct rc_fanout *f)
+static uint64_t records_in_use(const struct rci_fanout *f)
 {
     uint64_t released = atomic_load_explicit(&f->released, memory_order_acquire);
     uint64_t begun = load(&f->begun);
     return begun > released ? begun - released : 0;
 }
 
-static void note_high_water(struct rc_fanout *f)
+static void note_high_water(struct rci_fanout *f)
 {
     uint64_t in_use = records_in_use(f);
     uint64_t hw = load(&f->high_water);
@@ -149,16 +149,16 @@ static void note_high_water(struct rc_fanout *f)
         ;
 }
 
-int rc_fanout_begin(struct rc_fanout *f, uint64_t key, unsigned k, uint64_t *first)
+int rci_fanout_begin(struct rci_fanout *f, uint64_t key, unsigned k, uint64_t *first)
 {
-    *first = RC_FANOUT_NO_HANDLE;
+    *first = RCI_FANOUT_NO_HANDLE;
     if (k == 0) {
         /* Nobody subscribed: the ring gets the memory back at once. */
         count(&f->released_at_once);
         f->release(f->ctx, key);
         return 0;
     }
-    if (k > RC_FANOUT_MAX_SENDS) {
+    if (k > RCI_FANOUT_MAX_SENDS) {
         count(&f->too_many_sends);
         return -E2BIG;
     }
@@ -170,7 +170,7 @@ int rc_fanout_begin(struct rc_fanout *f, uint64_t key, unsigned k, uint64_t *fir
     struct fanout_record *rec = &f->records[index];
     /* The record is ours: its state holds the generation of this life. */
     uint64_t gen = atomic_load_explicit(&rec->state, memory_order_relaxed) >> 32;
-    uint64_t pending = k == RC_FANOUT_MAX_SENDS ? PENDING_MASK : ((1ull << k) - 1);
+    uint64_t pending = k == RCI_FANOUT_MAX_SENDS ? PENDING_MASK : ((1ull << k) - 1);
     rec->key = key;
     /* Release: whoever completes a send sees key written. */
     atomic_store_explicit(&rec->state, (gen << 32) | pending, memory_order_release);
@@ -182,7 +182,7 @@ int rc_fanout_begin(struct rc_fanout *f, uint64_t key, unsigned k, uint64_t *fir
 
 /* Clear the send's bit; the last bit also moves the record to its next
  * generation, in the same step, so no later completion can match it. */
-static int clear_pending(struct rc_fanout *f, struct fanout_record *rec, uint32_t gen, unsigned slot)
+static int clear_pending(struct rci_fanout *f, struct fanout_record *rec, uint32_t gen, unsigned slot)
 {
     uint64_t bit = 1ull << slot;
     uint64_t state = atomic_load_explicit(&rec->state, memory_order_acquire);
@@ -205,11 +205,11 @@ static int clear_pending(struct rc_fanout *f, struct fanout_record *rec, uint32_
     }
 }
 
-int rc_fanout_done(struct rc_fanout *f, uint64_t handle)
+int rci_fanout_done(struct rci_fanout *f, uint64_t handle)
 {
     uint32_t gen = (uint32_t)(handle >> 32);
     uint32_t index = (uint32_t)(handle >> SLOT_BITS) & INDEX_MASK;
-    unsigned slot = (unsigned)(handle & (RC_FANOUT_MAX_SENDS - 1));
+    unsigned slot = (unsigned)(handle & (RCI_FANOUT_MAX_SENDS - 1));
     if (gen == 0 || index >= f->capacity) {
         count(&f->bad_handle);
         return -EINVAL;
@@ -226,9 +226,9 @@ int rc_fanout_done(struct rc_fanout *f, uint64_t handle)
     return 1;
 }
 
-void rc_fanout_get_stats(const struct rc_fanout *f, struct rc_fanout_stats *s)
+void rci_fanout_get_stats(const struct rci_fanout *f, struct rci_fanout_stats *s)
 {
-    *s = (struct rc_fanout_stats){
+    *s = (struct rci_fanout_stats){
         .capacity = f->capacity,
         .begun = load(&f->begun),
         .released = load(&f->released),

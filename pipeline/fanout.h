@@ -5,11 +5,11 @@
  * memory; its key may go back to the ring only after the last of the k send
  * completions. A fan-out pool holds one record per chunk in flight:
  *
- *   rc_fanout_begin(f, key, k, &first)   take a record for key, k sends;
+ *   rci_fanout_begin(f, key, k, &first)   take a record for key, k sends;
  *                                        k == 0 releases the key at once
- *   rc_fanout_send_handle(first, i)      the handle of send i (i < k): pass it
+ *   rci_fanout_send_handle(first, i)      the handle of send i (i < k): pass it
  *                                        as the send's completion cookie
- *   rc_fanout_done(f, handle)            send i is over (sent, failed, or never
+ *   rci_fanout_done(f, handle)            send i is over (sent, failed, or never
  *                                        posted); the k-th call releases the key
  *                                        through the pool's release callback
  *
@@ -26,23 +26,23 @@
  * Cost: one CAS per completion on the record plus one on the shared free-list
  * head per chunk.
  */
-#ifndef RC_FANOUT_H
-#define RC_FANOUT_H
+#ifndef RCI_FANOUT_H
+#define RCI_FANOUT_H
 #include <stddef.h>
 #include <stdint.h>
 
 /* Most sends of one chunk: one pending bit each in a 32-bit mask. */
-#define RC_FANOUT_MAX_SENDS 32u
+#define RCI_FANOUT_MAX_SENDS 32u
 /* Most records in a pool: the index has 27 bits of a handle. */
-#define RC_FANOUT_MAX_RECORDS (1u << 27)
+#define RCI_FANOUT_MAX_RECORDS (1u << 27)
 /* What begin() stores for k == 0: no record, nothing to complete. Never a
  * valid handle (generations start at 1). */
-#define RC_FANOUT_NO_HANDLE 0ull
+#define RCI_FANOUT_NO_HANDLE 0ull
 
-/* Gives a key back (typically to rc_readout_release). Any thread. */
-typedef void (*rc_fanout_release_fn)(void *ctx, uint64_t key);
+/* Gives a key back (typically to rci_readout_release). Any thread. */
+typedef void (*rci_fanout_release_fn)(void *ctx, uint64_t key);
 
-struct rc_fanout_stats {
+struct rci_fanout_stats {
     uint64_t capacity;          /* records in the pool */
     uint64_t begun;             /* records taken (k > 0) */
     uint64_t released;          /* keys released after their k-th completion */
@@ -50,40 +50,40 @@ struct rc_fanout_stats {
     uint64_t in_use;            /* records taken and not yet released */
     uint64_t high_water;        /* most records in use at once */
     uint64_t exhausted;         /* begin refused: every record in use (-EAGAIN) */
-    uint64_t too_many_sends;    /* begin refused: k > RC_FANOUT_MAX_SENDS (-E2BIG) */
+    uint64_t too_many_sends;    /* begin refused: k > RCI_FANOUT_MAX_SENDS (-E2BIG) */
     uint64_t stale_done;        /* done refused: the record was released since (-ESTALE) */
     uint64_t double_done;       /* done refused: this send was already completed (-EALREADY) */
     uint64_t bad_handle;        /* done refused: index out of range or generation 0 (-EINVAL) */
 };
 
-struct rc_fanout;
+struct rci_fanout;
 
-/* A pool of capacity records (1..RC_FANOUT_MAX_RECORDS), allocated here once.
+/* A pool of capacity records (1..RCI_FANOUT_MAX_RECORDS), allocated here once.
  * Returns 0 or -EINVAL / -ENOMEM with the reason in err. */
-int  rc_fanout_create(uint32_t capacity, rc_fanout_release_fn release, void *ctx,
-                      struct rc_fanout **out, char *err, size_t errlen);
+int  rci_fanout_create(uint32_t capacity, rci_fanout_release_fn release, void *ctx,
+                      struct rci_fanout **out, char *err, size_t errlen);
 /* Records still in use are dropped without releasing their keys: drain first
  * (stats.in_use == 0). */
-void rc_fanout_destroy(struct rc_fanout *f);
+void rci_fanout_destroy(struct rci_fanout *f);
 
 /* Take a record for key with k sends and store the handle of send 0 in
  * *first. Returns 0; -EAGAIN when every record is in use (the key is still
- * the caller's); -E2BIG when k > RC_FANOUT_MAX_SENDS. With k == 0 the key is
- * released before return and *first = RC_FANOUT_NO_HANDLE. */
-int  rc_fanout_begin(struct rc_fanout *f, uint64_t key, unsigned k, uint64_t *first);
+ * the caller's); -E2BIG when k > RCI_FANOUT_MAX_SENDS. With k == 0 the key is
+ * released before return and *first = RCI_FANOUT_NO_HANDLE. */
+int  rci_fanout_begin(struct rci_fanout *f, uint64_t key, unsigned k, uint64_t *first);
 
 /* The handle of send i (0 <= i < k) of the record whose send 0 is first. */
-static inline uint64_t rc_fanout_send_handle(uint64_t first, unsigned i)
+static inline uint64_t rci_fanout_send_handle(uint64_t first, unsigned i)
 {
-    return first | (uint64_t)(i & (RC_FANOUT_MAX_SENDS - 1));
+    return first | (uint64_t)(i & (RCI_FANOUT_MAX_SENDS - 1));
 }
 
 /* Send `handle` is over. Returns 1 when this was the last one (the key was
  * released), 0 when sends of the record remain, or a refusal (counted):
  * -ESTALE, -EALREADY, -EINVAL (see the statistics). */
-int  rc_fanout_done(struct rc_fanout *f, uint64_t handle);
+int  rci_fanout_done(struct rci_fanout *f, uint64_t handle);
 
 /* Any thread; the figures are read one by one, not as one snapshot. */
-void rc_fanout_get_stats(const struct rc_fanout *f, struct rc_fanout_stats *s);
+void rci_fanout_get_stats(const struct rci_fanout *f, struct rci_fanout_stats *s);
 
 #endif

@@ -29,7 +29,7 @@ static __thread bool rcu_reader_registered;
 static void rcu_reader_exit(void *unused)
 {
     (void)unused;
-    rc_sub_table_unregister_thread();
+    rci_sub_table_unregister_thread();
 }
 
 static void rcu_reader_key_create(void)
@@ -42,19 +42,19 @@ static void ensure_rcu_reader(void)
     if (rcu_reader_registered)
         return;
     pthread_once(&rcu_reader_once, rcu_reader_key_create);
-    rc_sub_table_register_thread();
+    rci_sub_table_register_thread();
     pthread_setspecific(rcu_reader_key, &rcu_reader_registered);
     rcu_reader_registered = true;
 }
 
 /* The publisher threads that have a subscriber of tag, a bit each. A
- * truncated lookup (more than RC_FANOUT_MAX_SENDS subscribers) may not name
+ * truncated lookup (more than RCI_FANOUT_MAX_SENDS subscribers) may not name
  * every thread: then all get the chunk and look for themselves. */
-static uint32_t threads_of_tag(const struct rc_pipeline *pb, uint64_t tag)
+static uint32_t threads_of_tag(const struct rci_pipeline *pb, uint64_t tag)
 {
-    uint32_t ids[RC_FANOUT_MAX_SENDS];
-    unsigned found = rc_sub_table_lookup(pb->table, tag, ids, RC_FANOUT_MAX_SENDS);
-    if (found > RC_FANOUT_MAX_SENDS)
+    uint32_t ids[RCI_FANOUT_MAX_SENDS];
+    unsigned found = rci_sub_table_lookup(pb->table, tag, ids, RCI_FANOUT_MAX_SENDS);
+    if (found > RCI_FANOUT_MAX_SENDS)
         return pb->all_threads;
     uint32_t threads = 0;
     for (unsigned i = 0; i < found; i++)
@@ -65,28 +65,28 @@ static uint32_t threads_of_tag(const struct rc_pipeline *pb, uint64_t tag)
 /* The first lane of the set whose queue is full, or NULL. The sink is each
  * queue's only producer, so room seen here is still there at the enqueue
  * (the consumer only makes more): a chunk goes into all its queues or none. */
-static struct publish_lane *full_lane(struct rc_publish_card *c, uint32_t threads)
+static struct publish_lane *full_lane(struct rci_publish_card *c, uint32_t threads)
 {
     for (uint32_t m = threads; m; m &= m - 1) {
         struct publish_lane *lane = &c->lanes[__builtin_ctz(m)];
-        if (rc_chunk_queue_count(lane->queue) >= c->pb->queue_capacity)
+        if (rci_chunk_queue_count(lane->queue) >= c->pb->queue_capacity)
             return lane;
     }
     return NULL;
 }
 
-static void lane_push(struct publish_lane *lane, const struct rc_chunk *chunk, uint64_t key)
+static void lane_push(struct publish_lane *lane, const struct rci_chunk *chunk, uint64_t key)
 {
     uint64_t n = atomic_load_explicit(&lane->produced, memory_order_relaxed);
     lane->entry_key[n & lane->entry_mask] = key;
-    if (rc_chunk_queue_enqueue(lane->queue, &chunk, 1) == 1) {
+    if (rci_chunk_queue_enqueue(lane->queue, &chunk, 1) == 1) {
         atomic_store_explicit(&lane->produced, n + 1, memory_order_relaxed);
         return;
     }
     /* Not while the room check above holds; should it fail, this thread's
      * share goes back at once (counted) instead of being kept forever. */
     bump(&lane->card->dispatch_errors, 1);
-    rc_publish_lane_release(lane, key);
+    rci_publish_lane_release(lane, key);
 }
 
 /* The publisher threads are behind. The readout thread will offer the chunk
@@ -100,14 +100,14 @@ static int backpressure(_Atomic uint64_t *counter)
     return -EAGAIN;
 }
 
-int rc_pipeline_sink(void *ctx, const struct rc_chunk *chunk)
+int rci_pipeline_sink(void *ctx, const struct rci_chunk *chunk)
 {
-    struct rc_publish_card *c = ctx;
+    struct rci_publish_card *c = ctx;
     ensure_rcu_reader();
     uint32_t threads = threads_of_tag(c->pb, chunk->tag);
     if (threads == 0) {
         bump(&c->no_subscriber, 1);
-        rc_readout_release(c->readout, chunk->key);
+        rci_readout_release(c->readout, chunk->key);
         return 0;
     }
     struct publish_lane *full = full_lane(c, threads);
@@ -119,11 +119,11 @@ int rc_pipeline_sink(void *ctx, const struct rc_chunk *chunk)
         return 0;
     }
     uint64_t first;
-    if (rc_fanout_begin(c->fanout, chunk->key, (unsigned)__builtin_popcount(threads), &first) != 0)
+    if (rci_fanout_begin(c->fanout, chunk->key, (unsigned)__builtin_popcount(threads), &first) != 0)
         return backpressure(&c->records_exhausted); /* not expected: see add_card */
     unsigned share = 0;
     for (uint32_t m = threads; m; m &= m - 1)
-        lane_push(&c->lanes[__builtin_ctz(m)], chunk, rc_fanout_send_handle(first, share++));
+        lane_push(&c->lanes[__builtin_ctz(m)], chunk, rci_fanout_send_handle(first, share++));
     bump(&c->dispatched, 1);
     return 0;
 }
@@ -133,16 +133,16 @@ int rc_pipeline_sink(void *ctx, const struct rc_chunk *chunk)
 static const char *mode_name(int mode)
 {
     switch (mode) {
-    case RC_MODE_BUFFERED: return "buffered";
-    case RC_MODE_AUTO: return "auto";
+    case RCI_MODE_BUFFERED: return "buffered";
+    case RCI_MODE_AUTO: return "auto";
     default: return "zerocopy";
     }
 }
 
-static void copy_modes(struct rc_pipeline *pb, const struct rc_pipeline_params *params)
+static void copy_modes(struct rci_pipeline *pb, const struct rci_pipeline_params *params)
 {
-    for (unsigned i = 0; i < params->nmodes && i < RC_MAX_MODE_RULES; i++) {
-        const struct rc_mode_rule *r = &params->mode_rule[i];
+    for (unsigned i = 0; i < params->nmodes && i < RCI_MAX_MODE_RULES; i++) {
+        const struct rci_mode_rule *r = &params->mode_rule[i];
         pb->modes[pb->nmodes++] = (struct mode_range){.first = r->first, .last = r->last,
             .buffered_threshold = r->buffered_threshold, .mode = r->mode};
         pl_info(pb, "send mode of tags 0x%" PRIx64 "-0x%" PRIx64 ": %s ([mode.%u])", r->first, r->last,
@@ -153,27 +153,27 @@ static void copy_modes(struct rc_pipeline *pb, const struct rc_pipeline_params *
 }
 
 /* Thread i listens on fabric.port + i: every one must be a port. (The
- * schema holds publisher_threads to 1..RC_MAX_PUBLISHER_THREADS and the port
+ * schema holds publisher_threads to 1..RCI_MAX_PUBLISHER_THREADS and the port
  * to 1..65535, each alone.) */
-static int check_ports(const struct rc_pipeline_params *params, char *err, size_t errlen)
+static int check_ports(const struct rci_pipeline_params *params, char *err, size_t errlen)
 {
     unsigned n = params->publisher_threads, last = params->fabric.port + n - 1;
     if (last <= UINT16_MAX)
         return 0;
-    rc_set_err(err, errlen, "fabric.port = %u with readout.publisher_threads = %u: thread %u would listen "
+    rci_set_err(err, errlen, "fabric.port = %u with readout.publisher_threads = %u: thread %u would listen "
                "on port %u, beyond 65535", params->fabric.port, n, n - 1, last);
     return -EINVAL;
 }
 
-int rc_pipeline_create(const struct rc_pipeline_params *params, struct rc_pipeline **out, char *err,
+int rci_pipeline_create(const struct rci_pipeline_params *params, struct rci_pipeline **out, char *err,
                              size_t errlen)
 {
     int rc = check_ports(params, err, errlen);
     if (rc == 0)
-        rc = rc_dpdk_init(err, errlen);
+        rc = rci_dpdk_init(err, errlen);
     if (rc != 0)
         return rc;
-    struct rc_pipeline *pb = calloc(1, sizeof *pb);
+    struct rci_pipeline *pb = calloc(1, sizeof *pb);
     if (!pb)
         return -ENOMEM;
     pb->params = *params;
@@ -182,14 +182,14 @@ int rc_pipeline_create(const struct rc_pipeline_params *params, struct rc_pipeli
     pb->nthreads = params->publisher_threads;
     pb->all_threads = (1u << pb->nthreads) - 1;
     pb->queue_capacity = params->queue_size;
-    struct rc_sub_table_params tp = {.max_subs_per_tag = RC_FANOUT_MAX_SENDS};
-    rc = rc_sub_table_create(&tp, &pb->table, err, errlen);
+    struct rci_sub_table_params tp = {.max_subs_per_tag = RCI_FANOUT_MAX_SENDS};
+    rc = rci_sub_table_create(&tp, &pb->table, err, errlen);
     for (unsigned i = 0; rc == 0 && i < pb->nthreads; i++)
-        rc = rc_publish_thread_init(&pb->threads[i], pb, i, err, errlen);
+        rc = rci_publish_thread_init(&pb->threads[i], pb, i, err, errlen);
     if (rc != 0) {
         if (rc == -ENOMEM && !err[0])
-            rc_set_err(err, errlen, "out of memory");
-        rc_pipeline_destroy(pb);
+            rci_set_err(err, errlen, "out of memory");
+        rci_pipeline_destroy(pb);
         return rc;
     }
     *out = pb;
@@ -199,8 +199,8 @@ int rc_pipeline_create(const struct rc_pipeline_params *params, struct rc_pipeli
 /* The card-level fan-out's release callback: every thread is done. */
 static void release_key(void *ctx, uint64_t key)
 {
-    struct rc_publish_card *c = ctx;
-    rc_readout_release(c->readout, key);
+    struct rci_publish_card *c = ctx;
+    rci_readout_release(c->readout, key);
 }
 
 static uint64_t pow2_at_least(uint64_t n)
@@ -211,50 +211,50 @@ static uint64_t pow2_at_least(uint64_t n)
     return p;
 }
 
-static int lane_create(struct rc_publish_card *c, struct publish_thread *th, char *err, size_t errlen)
+static int lane_create(struct rci_publish_card *c, struct publish_thread *th, char *err, size_t errlen)
 {
     struct publish_lane *lane = &c->lanes[th->index];
     lane->card = c;
-    char name[RC_CHUNK_QUEUE_NAME_MAX + 1];
+    char name[RCI_CHUNK_QUEUE_NAME_MAX + 1];
     snprintf(name, sizeof name, "rc-card%u-pub%u", c->index, th->index);
-    struct rc_chunk_queue_params qp = {.name = name, .capacity = c->pb->queue_capacity};
-    int rc = rc_chunk_queue_create(&qp, &lane->queue, err, errlen);
+    struct rci_chunk_queue_params qp = {.name = name, .capacity = c->pb->queue_capacity};
+    int rc = rci_chunk_queue_create(&qp, &lane->queue, err, errlen);
     if (rc != 0)
         return rc;
     /* The queue's entries plus one dequeued burst (see struct publish_lane). */
     uint64_t entries = pow2_at_least((uint64_t)c->pb->queue_capacity + BURST);
     lane->entry_key = calloc(entries, sizeof *lane->entry_key);
     if (!lane->entry_key) {
-        rc_set_err(err, errlen, "queue %s: out of memory", name);
+        rci_set_err(err, errlen, "queue %s: out of memory", name);
         return -ENOMEM;
     }
     lane->entry_mask = entries - 1;
     /* A lane's records in use: its current chunk's, and one per chunk with a
      * posted zero-copy share, which holds one of the thread's tokens. */
-    return rc_fanout_create(th->ntokens + 1, rc_publish_lane_release, lane, &lane->fanout, err, errlen);
+    return rci_fanout_create(th->ntokens + 1, rci_publish_lane_release, lane, &lane->fanout, err, errlen);
 }
 
-static void card_fini(struct rc_publish_card *c)
+static void card_fini(struct rci_publish_card *c)
 {
-    for (unsigned t = 0; t < RC_MAX_PUBLISHER_THREADS; t++) {
+    for (unsigned t = 0; t < RCI_MAX_PUBLISHER_THREADS; t++) {
         struct publish_lane *lane = &c->lanes[t];
-        rc_chunk_queue_destroy(lane->queue);
-        rc_fanout_destroy(lane->fanout);
+        rci_chunk_queue_destroy(lane->queue);
+        rci_fanout_destroy(lane->fanout);
         free(lane->entry_key);
         lane->queue = NULL;
         lane->fanout = NULL;
         lane->entry_key = NULL;
     }
-    rc_fanout_destroy(c->fanout);
+    rci_fanout_destroy(c->fanout);
     c->fanout = NULL;
 }
 
-static int register_ring(struct rc_pipeline *pb, const struct rc_card_params *cp,
-                         struct rc_dma_ring *ring, char *err, size_t errlen)
+static int register_ring(struct rci_pipeline *pb, const struct rci_card_params *cp,
+                         struct rci_dma_ring *ring, char *err, size_t errlen)
 {
     for (unsigned i = 0; i < pb->nthreads; i++) {
         struct publish_thread *th = &pb->threads[i];
-        int rc = rc_publisher_register(th->pub, rc_dma_ring_addr(ring), rc_dma_ring_size(ring), err, errlen);
+        int rc = rci_publisher_register(th->pub, rci_dma_ring_addr(ring), rci_dma_ring_size(ring), err, errlen);
         if (rc != 0)
             return rc;
         if (cp->max_chunk_pieces > th->max_pieces) {
@@ -268,16 +268,16 @@ static int register_ring(struct rc_pipeline *pb, const struct rc_card_params *cp
     return 0;
 }
 
-int rc_pipeline_add_card(struct rc_pipeline *pb, const struct rc_card_params *cp,
-                               struct rc_dma_ring *ring, struct rc_publish_card **sink_ctx, char *err,
+int rci_pipeline_add_card(struct rci_pipeline *pb, const struct rci_card_params *cp,
+                               struct rci_dma_ring *ring, struct rci_publish_card **sink_ctx, char *err,
                                size_t errlen)
 {
-    if (pb->ncards == RC_MAX_CARDS)
+    if (pb->ncards == RCI_MAX_CARDS)
         return -ENOSPC;
     int rc = register_ring(pb, cp, ring, err, errlen);
     if (rc != 0)
         return rc;
-    struct rc_publish_card *c = &pb->cards[pb->ncards];
+    struct rci_publish_card *c = &pb->cards[pb->ncards];
     memset(c, 0, sizeof *c);
     c->pb = pb;
     c->index = cp->index;
@@ -285,10 +285,10 @@ int rc_pipeline_add_card(struct rc_pipeline *pb, const struct rc_card_params *cp
      * plus one per thread: a thread releases a key a moment before it frees
      * the key's record, and the readout may offer the descriptor anew. */
     uint64_t records = (uint64_t)cp->max_chunks_in_flight + pb->nthreads;
-    if (records > RC_FANOUT_MAX_RECORDS)
-        records = RC_FANOUT_MAX_RECORDS;
+    if (records > RCI_FANOUT_MAX_RECORDS)
+        records = RCI_FANOUT_MAX_RECORDS;
     if (pb->nthreads > 1)
-        rc = rc_fanout_create((uint32_t)records, release_key, c, &c->fanout, err, errlen);
+        rc = rci_fanout_create((uint32_t)records, release_key, c, &c->fanout, err, errlen);
     for (unsigned t = 0; rc == 0 && t < pb->nthreads; t++)
         rc = lane_create(c, &pb->threads[t], err, errlen);
     if (rc != 0) {
@@ -300,37 +300,37 @@ int rc_pipeline_add_card(struct rc_pipeline *pb, const struct rc_card_params *cp
     return 0;
 }
 
-int rc_pipeline_set_readout(struct rc_publish_card *c, struct rc_readout *r, char *err,
+int rci_pipeline_set_readout(struct rci_publish_card *c, struct rci_readout *r, char *err,
                                   size_t errlen)
 {
     c->readout = r;
     void *spill;
     size_t len;
-    rc_readout_spill_area(r, &spill, &len);
+    rci_readout_spill_area(r, &spill, &len);
     for (unsigned i = 0; i < c->pb->nthreads; i++) {
-        int rc = rc_publisher_register(c->pb->threads[i].pub, spill, len, err, errlen);
+        int rc = rci_publisher_register(c->pb->threads[i].pub, spill, len, err, errlen);
         if (rc != 0)
             return rc;
     }
     return 0;
 }
 
-int rc_pipeline_start(struct rc_pipeline *pb)
+int rci_pipeline_start(struct rci_pipeline *pb)
 {
     for (unsigned i = 0; i < pb->nthreads; i++) {
         struct publish_thread *th = &pb->threads[i];
-        int rc = pthread_create(&th->tid, NULL, rc_publish_thread_main, th);
+        int rc = pthread_create(&th->tid, NULL, rci_publish_thread_main, th);
         if (rc != 0)
             return -rc; /* stop() joins those already started */
         th->started = true;
         char name[16]; /* the kernel's limit; i < 16 (the modulo tells the compiler) */
-        snprintf(name, sizeof name, "rc-publish%u", i % RC_MAX_PUBLISHER_THREADS);
+        snprintf(name, sizeof name, "rc-publish%u", i % RCI_MAX_PUBLISHER_THREADS);
         pthread_setname_np(th->tid, name);
     }
     return 0;
 }
 
-unsigned rc_pipeline_subscribed(const struct rc_pipeline *pb)
+unsigned rci_pipeline_subscribed(const struct rci_pipeline *pb)
 {
     unsigned n = 0;
     for (unsigned i = 0; i < pb->nthreads; i++)
@@ -338,12 +338,12 @@ unsigned rc_pipeline_subscribed(const struct rc_pipeline *pb)
     return n;
 }
 
-unsigned rc_pipeline_threads(const struct rc_pipeline *pb)
+unsigned rci_pipeline_threads(const struct rci_pipeline *pb)
 {
     return pb->nthreads;
 }
 
-void rc_pipeline_stop(struct rc_pipeline *pb, uint64_t linger_ns)
+void rci_pipeline_stop(struct rci_pipeline *pb, uint64_t linger_ns)
 {
     if (!pb)
         return;
@@ -357,39 +357,39 @@ void rc_pipeline_stop(struct rc_pipeline *pb, uint64_t linger_ns)
     }
 }
 
-void rc_pipeline_destroy(struct rc_pipeline *pb)
+void rci_pipeline_destroy(struct rci_pipeline *pb)
 {
     if (!pb)
         return;
-    rc_pipeline_stop(pb, 0);
+    rci_pipeline_stop(pb, 0);
     /* Publishers first: destroying one completes its sends into the lanes. */
     for (unsigned i = 0; i < pb->nthreads; i++)
-        rc_publish_thread_fini(&pb->threads[i]);
+        rci_publish_thread_fini(&pb->threads[i]);
     for (unsigned i = 0; i < pb->ncards; i++)
         card_fini(&pb->cards[i]);
     if (pb->table)
-        rc_sub_table_destroy(pb->table);
+        rci_sub_table_destroy(pb->table);
     pthread_mutex_destroy(&pb->table_lock);
     free(pb);
     /* The rings are gone; the EAL's runtime directory goes with it. */
-    rc_dpdk_cleanup();
+    rci_dpdk_cleanup();
 }
 
 /* ---- figures -------------------------------------------------------------- */
 
 /* Refusals of a fan-out pool: each would be a bookkeeping error. */
-static uint64_t fanout_refused(const struct rc_fanout *f)
+static uint64_t fanout_refused(const struct rci_fanout *f)
 {
     if (!f)
         return 0;
-    struct rc_fanout_stats s;
-    rc_fanout_get_stats(f, &s);
+    struct rci_fanout_stats s;
+    rci_fanout_get_stats(f, &s);
     return s.stale_done + s.double_done + s.bad_handle;
 }
 
 /* One thread's figures; the card-level ones (sink) are left 0. */
-static void thread_totals(const struct rc_pipeline *pb, const struct publish_thread *th,
-                          struct rc_publish_totals *t)
+static void thread_totals(const struct rci_pipeline *pb, const struct publish_thread *th,
+                          struct rci_publish_totals *t)
 {
     memset(t, 0, sizeof *t);
     for (unsigned i = 0; i < pb->ncards; i++) {
@@ -414,34 +414,34 @@ static void thread_totals(const struct rc_pipeline *pb, const struct publish_thr
     t->subscribers_cut_off = get(&th->t.cut_off);
 }
 
-/* Every field of struct rc_publish_totals: a thread's figures add up to the whole. */
+/* Every field of struct rci_publish_totals: a thread's figures add up to the whole. */
 #define TOTALS_FIELDS(X)                                                                            \
     X(chunks_no_subscriber) X(chunks_published) X(shares) X(chunks_sent) X(bytes_sent)              \
     X(chunks_dropped) X(shares_failed) X(shares_unsent) X(chunks_abandoned) X(queue_full) X(blocked) \
     X(subscriber_overflow) X(table_errors) X(subscribers_untracked) X(chunks_queued)                \
     X(chunks_dispatched) X(dispatch_errors) X(records_exhausted) X(fanout_refused) X(subscribers_cut_off)
 #define COUNT_FIELD(field) +1
-_Static_assert(sizeof(struct rc_publish_totals) == (0 TOTALS_FIELDS(COUNT_FIELD)) * sizeof(uint64_t),
+_Static_assert(sizeof(struct rci_publish_totals) == (0 TOTALS_FIELDS(COUNT_FIELD)) * sizeof(uint64_t),
                "TOTALS_FIELDS must name every field");
 #undef COUNT_FIELD
 
-static void add_totals(struct rc_publish_totals *sum, const struct rc_publish_totals *t)
+static void add_totals(struct rci_publish_totals *sum, const struct rci_publish_totals *t)
 {
 #define ADD_FIELD(field) sum->field += t->field;
     TOTALS_FIELDS(ADD_FIELD)
 #undef ADD_FIELD
 }
 
-void rc_pipeline_get_totals(const struct rc_pipeline *pb, struct rc_publish_totals *t)
+void rci_pipeline_get_totals(const struct rci_pipeline *pb, struct rci_publish_totals *t)
 {
     memset(t, 0, sizeof *t);
     for (unsigned i = 0; i < pb->nthreads; i++) {
-        struct rc_publish_totals one;
+        struct rci_publish_totals one;
         thread_totals(pb, &pb->threads[i], &one);
         add_totals(t, &one);
     }
     for (unsigned i = 0; i < pb->ncards; i++) {
-        const struct rc_publish_card *c = &pb->cards[i];
+        const struct rci_publish_card *c = &pb->cards[i];
         t->chunks_no_subscriber += get(&c->no_subscriber);
         t->chunks_dispatched += get(&c->dispatched);
         t->dispatch_errors += get(&c->dispatch_errors);
@@ -450,20 +450,20 @@ void rc_pipeline_get_totals(const struct rc_pipeline *pb, struct rc_publish_tota
     }
 }
 
-void rc_pipeline_log_stats(struct rc_pipeline *pb, double interval_s)
+void rci_pipeline_log_stats(struct rci_pipeline *pb, double interval_s)
 {
-    struct rc_publish_totals t;
-    rc_pipeline_get_totals(pb, &t);
+    struct rci_publish_totals t;
+    rci_pipeline_get_totals(pb, &t);
     unsigned queued = 0;
     for (unsigned i = 0; i < pb->ncards; i++)
         for (unsigned k = 0; k < pb->nthreads; k++)
-            queued += rc_chunk_queue_count(pb->cards[i].lanes[k].queue);
+            queued += rci_chunk_queue_count(pb->cards[i].lanes[k].queue);
     double dt = interval_s > 0 ? interval_s : 1.0;
     pl_info_unlimited(pb, "publish: %.3f Mchunk/s %.3f GB/s sent | subscribers %u | sent %" PRIu64 " dropped %" PRIu64
             " failed %" PRIu64 " unsent %" PRIu64 " no-subscriber %" PRIu64 " cut-off %" PRIu64
             " | queued %u blocked %" PRIu64,
             (double)(t.chunks_sent - pb->last_log_sent) / dt / 1e6,
-            (double)(t.bytes_sent - pb->last_log_bytes) / dt / 1e9, rc_pipeline_subscribed(pb),
+            (double)(t.bytes_sent - pb->last_log_bytes) / dt / 1e9, rci_pipeline_subscribed(pb),
             t.chunks_sent, t.chunks_dropped, t.shares_failed, t.shares_unsent, t.chunks_no_subscriber,
             t.subscribers_cut_off, queued, t.blocked);
     pb->last_log_sent = t.chunks_sent;
@@ -486,7 +486,7 @@ static void write_json_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
-static void write_sub_json(FILE *f, const char *name, rc_peer_id peer, unsigned thread,
+static void write_sub_json(FILE *f, const char *name, rci_peer_id peer, unsigned thread,
                            const struct sub_counters *c, bool active)
 {
     fputs("{\"address\":", f);
@@ -503,7 +503,7 @@ static void write_sub_json(FILE *f, const char *name, rc_peer_id peer, unsigned 
 
 /* Every subscriber seen: per thread those that left (in that order), then the
  * connected ones. */
-static void write_subscribers_json(const struct rc_pipeline *pb, FILE *f)
+static void write_subscribers_json(const struct rci_pipeline *pb, FILE *f)
 {
     const char *sep = "";
     for (unsigned t = 0; t < pb->nthreads; t++) {
@@ -541,10 +541,10 @@ static void write_subscribers_json(const struct rc_pipeline *pb, FILE *f)
     X(again_resuming) X(liveness_restarts)
 
 /* Rejected incoming messages of every kind (stats.malformed[]), summed. */
-static uint64_t malformed_total(const struct rc_publisher_stats *s)
+static uint64_t malformed_total(const struct rci_publisher_stats *s)
 {
     uint64_t sum = 0;
-    for (unsigned k = 0; k < RC_WIRE_ERROR_KINDS; k++)
+    for (unsigned k = 0; k < RCI_WIRE_ERROR_KINDS; k++)
         sum += s->malformed[k];
     return sum;
 }
@@ -570,7 +570,7 @@ static void write_publisher_json(FILE *f, const struct publish_thread *threads, 
 }
 
 /* The counters a thread and the whole have in common, each with a leading comma. */
-static void write_totals_json(FILE *f, const struct rc_publish_totals *t)
+static void write_totals_json(FILE *f, const struct rci_publish_totals *t)
 {
     fprintf(f,
             ",\"chunks_sent\":%" PRIu64 ",\"bytes_sent\":%" PRIu64 ",\"chunks_dropped\":%" PRIu64
@@ -585,11 +585,11 @@ static void write_totals_json(FILE *f, const struct rc_publish_totals *t)
             t->fanout_refused, t->subscribers_cut_off);
 }
 
-static void write_threads_json(const struct rc_pipeline *pb, FILE *f)
+static void write_threads_json(const struct rci_pipeline *pb, FILE *f)
 {
     for (unsigned i = 0; i < pb->nthreads; i++) {
         const struct publish_thread *th = &pb->threads[i];
-        struct rc_publish_totals t;
+        struct rci_publish_totals t;
         thread_totals(pb, th, &t);
         fprintf(f, "%s{\"thread\":%u,\"port\":%u", i ? "," : "", i, th->port);
         write_totals_json(f, &t);
@@ -599,10 +599,10 @@ static void write_threads_json(const struct rc_pipeline *pb, FILE *f)
     }
 }
 
-void rc_pipeline_write_json(const struct rc_pipeline *pb, FILE *f)
+void rci_pipeline_write_json(const struct rci_pipeline *pb, FILE *f)
 {
-    struct rc_publish_totals t;
-    rc_pipeline_get_totals(pb, &t);
+    struct rci_publish_totals t;
+    rci_pipeline_get_totals(pb, &t);
     write_totals_json(f, &t);
     fprintf(f, ",\"publisher_threads\":%u,\"chunks_dispatched\":%" PRIu64 ",\"dispatch_errors\":%" PRIu64
             ",\"records_exhausted\":%" PRIu64 ",\"subscribers\":[",

@@ -37,7 +37,7 @@
  * then it is waited for), and also drops while its oldest share is older
  * than slow_drop_after. A subscriber whose oldest share is older than
  * slow_cut_after (drop) or block_cut_after (block, 0 = never) is cut off
- * (rc_publisher_close_peer), counted and logged. Congestion (the publisher
+ * (rci_publisher_close_peer), counted and logged. Congestion (the publisher
  * says -EAGAIN: header slots, pages, provider queue empty for everyone) and
  * running out of fan-out records always wait. README.md, "Slow subscribers".
  *
@@ -45,8 +45,8 @@
  * final figures run on the main thread; the sink on each card's readout
  * thread; everything else on the publisher threads.
  */
-#ifndef RC_PIPELINE_PUBLISH_H
-#define RC_PIPELINE_PUBLISH_H
+#ifndef RCI_PIPELINE_PUBLISH_H
+#define RCI_PIPELINE_PUBLISH_H
 #include <stdint.h>
 #include <stdio.h>
 
@@ -54,38 +54,38 @@
 #include "dma/dma_ring.h"
 #include "readout/readout.h"
 
-struct rc_pipeline;
-struct rc_publish_card;
+struct rci_pipeline;
+struct rci_publish_card;
 
 /* Start the EAL (rings), create the subscription table, open the
  * readout.publisher_threads publishers (thread i listening on fabric.port + i;
  * -EINVAL when that passes 65535). 0 or -errno with the reason in err. */
-int  rc_pipeline_create(const struct rc_pipeline_params *params, struct rc_pipeline **out,
+int  rci_pipeline_create(const struct rci_pipeline_params *params, struct rci_pipeline **out,
                               char *err, size_t errlen);
 /* Register card n's ring with every publisher, create its queue and fan-out
  * pool per publisher thread (and its card-level pool with several threads).
- * *sink_ctx is what rc_readout_create gets with rc_pipeline_sink. */
-int  rc_pipeline_add_card(struct rc_pipeline *pb, const struct rc_card_params *cp,
-                                struct rc_dma_ring *ring, struct rc_publish_card **sink_ctx,
+ * *sink_ctx is what rci_readout_create gets with rci_pipeline_sink. */
+int  rci_pipeline_add_card(struct rci_pipeline *pb, const struct rci_card_params *cp,
+                                struct rci_dma_ring *ring, struct rci_publish_card **sink_ctx,
                                 char *err, size_t errlen);
 /* The readout of the card, once created: where keys go back. Registers the
- * readout's spill area (rc_readout_spill_area) with every publisher thread:
+ * readout's spill area (rci_readout_spill_area) with every publisher thread:
  * chunk heads copied out of a full ring are sent from there. 0 or -errno. */
-int  rc_pipeline_set_readout(struct rc_publish_card *c, struct rc_readout *r, char *err,
+int  rci_pipeline_set_readout(struct rci_publish_card *c, struct rci_readout *r, char *err,
                                    size_t errlen);
-/* The readout sink (rc_chunk_sink_fn), ctx = the card from add_card. */
-int  rc_pipeline_sink(void *ctx, const struct rc_chunk *chunk);
+/* The readout sink (rci_chunk_sink_fn), ctx = the card from add_card. */
+int  rci_pipeline_sink(void *ctx, const struct rci_chunk *chunk);
 
 /* Start the publisher threads. 0 or -errno (stop() joins those started).
  * Every stats interval each logs one line for itself and one per subscriber. */
-int  rc_pipeline_start(struct rc_pipeline *pb);
+int  rci_pipeline_start(struct rci_pipeline *pb);
 /* Subscribers connected now with a non-empty tag set, all threads (any thread). */
-unsigned rc_pipeline_subscribed(const struct rc_pipeline *pb);
+unsigned rci_pipeline_subscribed(const struct rci_pipeline *pb);
 /* readout.publisher_threads. */
-unsigned rc_pipeline_threads(const struct rc_pipeline *pb);
+unsigned rci_pipeline_threads(const struct rci_pipeline *pb);
 /* Main thread: one log line of the publishing totals and rates over the last
  * interval_s seconds (the threads log their own lines). */
-void rc_pipeline_log_stats(struct rc_pipeline *pb, double interval_s);
+void rci_pipeline_log_stats(struct rci_pipeline *pb, double interval_s);
 /* Stop the publisher threads: chunks still queued get no more sends, buffered
  * pages are flushed (bounded), then for up to linger_ns each thread keeps
  * serving until every subscriber of it has left (a completed send only means
@@ -93,9 +93,9 @@ void rc_pipeline_log_stats(struct rc_pipeline *pb, double interval_s);
  * rest when its connection closes), then its publisher is destroyed
  * (outstanding sends complete with -ECANCELED), so every key is back. Call
  * after the readout threads stopped. */
-void rc_pipeline_stop(struct rc_pipeline *pb, uint64_t linger_ns);
+void rci_pipeline_stop(struct rci_pipeline *pb, uint64_t linger_ns);
 /* After stop: free the queues, fan-out pools, the table. NULL is fine. */
-void rc_pipeline_destroy(struct rc_pipeline *pb);
+void rci_pipeline_destroy(struct rci_pipeline *pb);
 
 /* Publishing totals (any thread, figures read one by one): the sums over the
  * publisher threads, plus the sink's own figures. A chunk queued to several
@@ -104,7 +104,7 @@ void rc_pipeline_destroy(struct rc_pipeline *pb);
  * chunks_dispatched = chunks_no_subscriber + chunks_published +
  * chunks_abandoned, and per thread chunks_queued = chunks_no_subscriber +
  * chunks_published + chunks_abandoned. */
-struct rc_publish_totals {
+struct rci_publish_totals {
     uint64_t chunks_no_subscriber;  /* released by the sink, or by a thread that found none of its own */
     uint64_t chunks_published;      /* chunks a thread began with k > 0 shares */
     uint64_t shares;                /* sum of k */
@@ -116,7 +116,7 @@ struct rc_publish_totals {
     uint64_t chunks_abandoned;      /* queued at shutdown, given back without a send */
     uint64_t queue_full;            /* sink -EAGAIN: a thread's queue of the card was full */
     uint64_t blocked;               /* times a chunk waited for a subscriber (policy block) or resources */
-    uint64_t subscriber_overflow;   /* chunks with over RC_FANOUT_MAX_SENDS subscribers: extras skipped */
+    uint64_t subscriber_overflow;   /* chunks with over RCI_FANOUT_MAX_SENDS subscribers: extras skipped */
     uint64_t table_errors;          /* subscription-table updates refused */
     uint64_t subscribers_untracked; /* subscribers that left beyond the records kept for the statistics */
     uint64_t chunks_queued;         /* queue entries: one per chunk and thread it went to */
@@ -126,12 +126,12 @@ struct rc_publish_totals {
     uint64_t fanout_refused;        /* fan-out completions refused (stale, double, bad): bookkeeping errors */
     uint64_t subscribers_cut_off;   /* cut off by the slow policy's age bound (slow_cut_after, block_cut_after) */
 };
-void rc_pipeline_get_totals(const struct rc_pipeline *pb, struct rc_publish_totals *t);
+void rci_pipeline_get_totals(const struct rci_pipeline *pb, struct rci_publish_totals *t);
 
 /* After stop: the JSON members "chunks_sent":..., ..., "subscribers":[...],
  * "publisher":{...} (summed over threads), "publishers":[{"thread":i,
  * "port":...,"chunks_sent":...,"publisher":{...}},...] (no braces around, a
  * leading comma). */
-void rc_pipeline_write_json(const struct rc_pipeline *pb, FILE *f);
+void rci_pipeline_write_json(const struct rci_pipeline *pb, FILE *f);
 
 #endif

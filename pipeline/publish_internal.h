@@ -5,11 +5,11 @@
  * daemon_publish.h.
  *
  * Ownership: a publisher thread owns its struct publish_thread (its
- * rc_publisher, subscribers, tokens) and the consumer half of its lanes; the
+ * rci_publisher, subscribers, tokens) and the consumer half of its lanes; the
  * readout thread of card c owns the producer half of the lanes of card c.
  * Figures others read are atomics. */
-#ifndef RC_PIPELINE_PUBLISH_INTERNAL_H
-#define RC_PIPELINE_PUBLISH_INTERNAL_H
+#ifndef RCI_PIPELINE_PUBLISH_INTERNAL_H
+#define RCI_PIPELINE_PUBLISH_INTERNAL_H
 #include <pthread.h>
 #include <stdalign.h>
 #include <stdatomic.h>
@@ -26,12 +26,12 @@
 
 /* The pipeline's messages go to the hook of its params (common/log_hook.h). */
 #define pl_say(pb, level, unlimited, ...) \
-    rc_log_hook_say(&(pb)->params.log, level, unlimited, __FILE__, __LINE__, __VA_ARGS__)
-#define pl_error(pb, ...) pl_say(pb, RC_LOG_ERROR, false, __VA_ARGS__)
-#define pl_warn(pb, ...)  pl_say(pb, RC_LOG_WARN, false, __VA_ARGS__)
-#define pl_info(pb, ...)  pl_say(pb, RC_LOG_INFO, false, __VA_ARGS__)
-#define pl_debug(pb, ...) pl_say(pb, RC_LOG_DEBUG, false, __VA_ARGS__)
-#define pl_info_unlimited(pb, ...) pl_say(pb, RC_LOG_INFO, true, __VA_ARGS__)
+    rci_log_hook_say(&(pb)->params.log, level, unlimited, __FILE__, __LINE__, __VA_ARGS__)
+#define pl_error(pb, ...) pl_say(pb, RCI_LOG_ERROR, false, __VA_ARGS__)
+#define pl_warn(pb, ...)  pl_say(pb, RCI_LOG_WARN, false, __VA_ARGS__)
+#define pl_info(pb, ...)  pl_say(pb, RCI_LOG_INFO, false, __VA_ARGS__)
+#define pl_debug(pb, ...) pl_say(pb, RCI_LOG_DEBUG, false, __VA_ARGS__)
+#define pl_info_unlimited(pb, ...) pl_say(pb, RCI_LOG_INFO, true, __VA_ARGS__)
 
 /* Subscription-table ids: [31:16] generation of the slot, [15:12] publisher
  * thread, [11:0] slot in that thread's subscriber array. The thread bits let
@@ -45,8 +45,8 @@
 #define SUB_GEN_SHIFT    (SUB_SLOT_BITS + SUB_THREAD_BITS)
 #define SUB_GEN_MASK     ((1u << (32u - SUB_GEN_SHIFT)) - 1u)
 #define MAX_SUBS         (1u << SUB_SLOT_BITS)   /* per publisher thread */
-_Static_assert(RC_MAX_PUBLISHER_THREADS <= (1u << SUB_THREAD_BITS), "thread index must fit a table id");
-_Static_assert(RC_MAX_PUBLISHER_THREADS <= 32u, "thread sets are 32-bit masks");
+_Static_assert(RCI_MAX_PUBLISHER_THREADS <= (1u << SUB_THREAD_BITS), "thread index must fit a table id");
+_Static_assert(RCI_MAX_PUBLISHER_THREADS <= 32u, "thread sets are 32-bit masks");
 
 #define BURST            32u
 #define MAX_DEPARTED     1024u   /* per thread: subscribers that left, kept for the final statistics */
@@ -84,10 +84,10 @@ struct sub_counters {
  * it runs; the main thread reads after the join). */
 struct pub_sub {
     bool in_use;
-    rc_peer_id peer;
+    rci_peer_id peer;
     uint32_t table_id;
     char name[112];
-    struct rc_wire_range *ranges;       /* what the table holds for it */
+    struct rci_wire_range *ranges;       /* what the table holds for it */
     uint32_t nranges;
     uint32_t outstanding;               /* zero-copy shares posted, not completed */
     bool page_filling;                  /* buffered records may wait in its page */
@@ -97,7 +97,7 @@ struct pub_sub {
 };
 
 struct sub_record {
-    rc_peer_id peer;
+    rci_peer_id peer;
     char name[112];
     struct sub_counters c;
 };
@@ -122,43 +122,43 @@ struct pub_totals {
  * card's readout thread, and beside it, by entry number, the key the entry's
  * shares give back when this thread is done with it (entry_key). With one
  * publisher thread that is the ring key; with several it is this thread's
- * share of the card-level fan-out record (rc_publish_card.fanout), whose last
+ * share of the card-level fan-out record (rci_publish_card.fanout), whose last
  * share releases the ring key. The queue's enqueue (release) and dequeue
  * (acquire) order the entry_key writes; entry_key has room for the queue plus
  * one dequeued burst, so an entry is read before the sink can reuse it. */
 struct publish_lane {
-    struct rc_publish_card *card;
-    struct rc_chunk_queue *queue;
-    struct rc_fanout *fanout;           /* this thread's shares of the lane's chunks */
+    struct rci_publish_card *card;
+    struct rci_chunk_queue *queue;
+    struct rci_fanout *fanout;           /* this thread's shares of the lane's chunks */
     uint64_t *entry_key;
     uint64_t entry_mask;                /* entries of entry_key - 1 (a power of two) */
     /* Producer: the card's readout thread. */
-    alignas(RC_CACHE_LINE) _Atomic uint64_t produced;   /* entries enqueued so far */
+    alignas(RCI_CACHE_LINE) _Atomic uint64_t produced;   /* entries enqueued so far */
     _Atomic uint64_t queue_full;        /* chunks offered again because this queue was full */
     /* Consumer: the publisher thread. */
-    alignas(RC_CACHE_LINE) uint64_t consumed;   /* entries dequeued so far */
-    const struct rc_chunk *batch[BURST];
+    alignas(RCI_CACHE_LINE) uint64_t consumed;   /* entries dequeued so far */
+    const struct rci_chunk *batch[BURST];
     uint64_t batch_key[BURST];
     unsigned batch_pos, batch_len;
-    const struct rc_chunk *cur;         /* the chunk being sent, NULL: none */
+    const struct rci_chunk *cur;         /* the chunk being sent, NULL: none */
     uint64_t cur_key;                   /* what its shares give back (entry_key) */
     bool cur_begun;
     uint64_t cur_first;                 /* fan-out handle of share 0 */
     uint32_t cur_k, cur_next;           /* shares, next share to send */
     bool cur_buffered;                  /* its send mode, decided once when it is begun */
-    uint32_t cur_subs[RC_FANOUT_MAX_SENDS];
+    uint32_t cur_subs[RCI_FANOUT_MAX_SENDS];
 };
 
-struct rc_publish_card {
-    struct rc_pipeline *pb;
+struct rci_publish_card {
+    struct rci_pipeline *pb;
     unsigned index;
-    struct rc_readout *readout;
+    struct rci_readout *readout;
     /* Several publisher threads: one record per chunk with one share per
      * thread it was queued to. NULL with one thread. */
-    struct rc_fanout *fanout;
+    struct rci_fanout *fanout;
     /* Written by the card's readout thread. */
     _Atomic uint64_t no_subscriber, dispatched, dispatch_errors, records_exhausted;
-    struct publish_lane lanes[RC_MAX_PUBLISHER_THREADS];
+    struct publish_lane lanes[RCI_MAX_PUBLISHER_THREADS];
 };
 
 /* How the chunks of a tag range are sent: [mode.N], then [readout] as the
@@ -167,14 +167,14 @@ struct rc_publish_card {
 struct mode_range {
     uint64_t first, last;
     uint64_t buffered_threshold;
-    int mode;                           /* enum rc_publish_mode */
+    int mode;                           /* enum rci_publish_mode */
 };
 
 struct publish_thread {
-    struct rc_pipeline *pb;
+    struct rci_pipeline *pb;
     unsigned index;
     uint16_t port;                      /* fabric.port + index */
-    struct rc_publisher *pub;
+    struct rci_publisher *pub;
     struct iovec *iov;                  /* max_pieces entries */
     uint32_t max_pieces;
 
@@ -196,27 +196,27 @@ struct publish_thread {
     uint64_t last_stats_ns, last_sent_total, last_bytes_total;
     uint64_t last_refusal_check_ns, refusals_logged;   /* connections_refused already logged */
     uint64_t fd_pressure_logged, fd_pressure_log_ns;   /* stats.fd_pressure logged, when */
-    struct rc_publisher_stats final_stats;
+    struct rci_publisher_stats final_stats;
     pthread_t tid;
     bool started;
     bool fabric_failed;
 };
 
-struct rc_pipeline {
-    struct rc_pipeline_params params;   /* a copy: the caller's may go */
-    struct rc_sub_table *table;
+struct rci_pipeline {
+    struct rci_pipeline_params params;   /* a copy: the caller's may go */
+    struct rci_sub_table *table;
     /* The table takes one updater at a time; the publisher threads update it
      * from their peer events (control path, never per chunk). */
     pthread_mutex_t table_lock;
-    struct rc_publish_card cards[RC_MAX_CARDS];
+    struct rci_publish_card cards[RCI_MAX_CARDS];
     unsigned ncards;
-    struct publish_thread threads[RC_MAX_PUBLISHER_THREADS];
+    struct publish_thread threads[RCI_MAX_PUBLISHER_THREADS];
     unsigned nthreads;
     uint32_t all_threads;               /* mask with a bit per thread */
     uint32_t queue_capacity;            /* entries of each lane's queue */
 
     /* [mode.0] .. [mode.n-1], then the global mode with the full tag range. */
-    struct mode_range modes[RC_MAX_MODE_RULES + 1];
+    struct mode_range modes[RCI_MAX_MODE_RULES + 1];
     unsigned nmodes;                    /* including the global one */
 
     uint64_t linger_ns;                 /* set before stop */
@@ -226,12 +226,12 @@ struct rc_pipeline {
 };
 
 /* daemon_publish_thread.c */
-void *rc_publish_thread_main(void *arg);
-int  rc_publish_thread_init(struct publish_thread *th, struct rc_pipeline *pb, unsigned index,
+void *rci_publish_thread_main(void *arg);
+int  rci_publish_thread_init(struct publish_thread *th, struct rci_pipeline *pb, unsigned index,
                             char *err, size_t errlen);
-void rc_publish_thread_fini(struct publish_thread *th);
+void rci_publish_thread_fini(struct publish_thread *th);
 /* The release callback of a lane's fan-out pool; also gives back an entry
  * this thread will not send (no subscriber of its own, shutdown). */
-void rc_publish_lane_release(void *lane, uint64_t key);
+void rci_publish_lane_release(void *lane, uint64_t key);
 
 #endif

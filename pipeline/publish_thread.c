@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* daemon_publish_thread.c — one publisher thread of ringcast-readout: its own
- * rc_publisher on fabric.port + i, its subscribers (mirrored into the shared
+ * rci_publisher on fabric.port + i, its subscribers (mirrored into the shared
  * subscription table), and the sends of the chunks the readout threads queued
  * for it. The flow is described in daemon_publish.h. */
 #include "pipeline/publish_internal.h"
@@ -20,7 +20,7 @@
 
 /* ---- subscribers ----------------------------------------------------------- */
 
-static struct pub_sub *sub_of_peer(struct publish_thread *th, rc_peer_id peer)
+static struct pub_sub *sub_of_peer(struct publish_thread *th, rci_peer_id peer)
 {
     for (uint32_t i = 0; i < th->nsubs_max; i++)
         if (th->subs[i].in_use && th->subs[i].peer == peer)
@@ -50,7 +50,7 @@ static void update_subscribed(struct publish_thread *th)
     atomic_store_explicit(&th->connected, connected, memory_order_release);
 }
 
-static void sub_join(struct publish_thread *th, rc_peer_id peer)
+static void sub_join(struct publish_thread *th, rci_peer_id peer)
 {
     for (uint32_t n = 0; n < th->nsubs_max; n++) {
         uint32_t slot = (th->next_slot + n) % th->nsubs_max;
@@ -62,24 +62,24 @@ static void sub_join(struct publish_thread *th, rc_peer_id peer)
         s->peer = peer;
         th->slot_gen[slot] = (th->slot_gen[slot] + 1) & SUB_GEN_MASK;
         s->table_id = (th->slot_gen[slot] << SUB_GEN_SHIFT) | (th->index << SUB_THREAD_SHIFT) | slot;
-        snprintf(s->name, sizeof s->name, "%s", rc_publisher_peer_name(th->pub, peer));
+        snprintf(s->name, sizeof s->name, "%s", rci_publisher_peer_name(th->pub, peer));
         th->next_slot = (slot + 1) % th->nsubs_max;
         update_subscribed(th);
         pl_info(th->pb, "subscriber %s joined (publisher %u, port %u)", s->name, th->index, th->port);
         return;
     }
     /* The publisher admits at most max_subscribers, which is nsubs_max. */
-    pl_warn(th->pb, "subscriber %s: no free subscriber record", rc_publisher_peer_name(th->pub, peer));
-    rc_publisher_close_peer(th->pub, peer);
+    pl_warn(th->pb, "subscriber %s: no free subscriber record", rci_publisher_peer_name(th->pub, peer));
+    rci_publisher_close_peer(th->pub, peer);
 }
 
 /* Caller holds the table lock. */
 static void table_update(struct publish_thread *th, struct pub_sub *s, bool add, uint64_t first,
                          uint64_t last)
 {
-    struct rc_sub_table *table = th->pb->table;
-    int rc = add ? rc_sub_table_add(table, s->table_id, first, last)
-                 : rc_sub_table_remove(table, s->table_id, first, last);
+    struct rci_sub_table *table = th->pb->table;
+    int rc = add ? rci_sub_table_add(table, s->table_id, first, last)
+                 : rci_sub_table_remove(table, s->table_id, first, last);
     if (rc != 0) {
         bump(&th->t.table_errors, 1);
         pl_warn(th->pb, "subscriber %s: subscription table %s of 0x%" PRIx64 "-0x%" PRIx64 " refused: %s",
@@ -90,7 +90,7 @@ static void table_update(struct publish_thread *th, struct pub_sub *s, bool add,
 /* Remove from the table what the old set [a, b] holds and the new set does
  * not: the gaps between the new ranges that overlap [a, b]. */
 static void remove_uncovered(struct publish_thread *th, struct pub_sub *s, uint64_t a, uint64_t b,
-                             const struct rc_wire_range *nr, unsigned n)
+                             const struct rci_wire_range *nr, unsigned n)
 {
     uint64_t cur = a;
     for (unsigned i = 0; i < n; i++) {
@@ -110,14 +110,14 @@ static void remove_uncovered(struct publish_thread *th, struct pub_sub *s, uint6
 
 /* Mirror the peer's tag set into the table: add the new set first, then
  * remove what is gone, so that tags in both are never missing in between. */
-static void sub_sync_ranges(struct publish_thread *th, rc_peer_id peer)
+static void sub_sync_ranges(struct publish_thread *th, rci_peer_id peer)
 {
     struct pub_sub *s = sub_of_peer(th, peer);
     if (!s)
         return;
-    const struct rc_wire_range *nr;
-    unsigned n = rc_publisher_peer_ranges(th->pub, peer, &nr);
-    struct rc_wire_range *copy = NULL;
+    const struct rci_wire_range *nr;
+    unsigned n = rci_publisher_peer_ranges(th->pub, peer, &nr);
+    struct rci_wire_range *copy = NULL;
     if (n > 0) {
         copy = malloc((size_t)n * sizeof *copy);
         if (!copy) {
@@ -152,13 +152,13 @@ static void keep_departed(struct publish_thread *th, const struct pub_sub *s)
     r->c = s->c;
 }
 
-static void sub_leave(struct publish_thread *th, rc_peer_id peer)
+static void sub_leave(struct publish_thread *th, rci_peer_id peer)
 {
     struct pub_sub *s = sub_of_peer(th, peer);
     if (!s)
         return;
     pthread_mutex_lock(&th->pb->table_lock);
-    int rc = rc_sub_table_remove_subscriber(th->pb->table, s->table_id);
+    int rc = rci_sub_table_remove_subscriber(th->pb->table, s->table_id);
     pthread_mutex_unlock(&th->pb->table_lock);
     if (rc != 0) {
         bump(&th->t.table_errors, 1);
@@ -175,32 +175,32 @@ static void sub_leave(struct publish_thread *th, rc_peer_id peer)
     update_subscribed(th);
 }
 
-/* Runs inside rc_publisher_progress; the getters used here only read. */
-static void on_peer_event(void *arg, rc_peer_id peer, enum rc_pub_peer_event ev)
+/* Runs inside rci_publisher_progress; the getters used here only read. */
+static void on_peer_event(void *arg, rci_peer_id peer, enum rci_pub_peer_event ev)
 {
     struct publish_thread *th = arg;
     switch (ev) {
-    case RC_PUB_PEER_JOINED: sub_join(th, peer); break;
-    case RC_PUB_PEER_SUBSCRIPTIONS: sub_sync_ranges(th, peer); break;
-    case RC_PUB_PEER_GONE: sub_leave(th, peer); break;
+    case RCI_PUB_PEER_JOINED: sub_join(th, peer); break;
+    case RCI_PUB_PEER_SUBSCRIPTIONS: sub_sync_ranges(th, peer); break;
+    case RCI_PUB_PEER_GONE: sub_leave(th, peer); break;
     }
 }
 
 /* ---- sends ------------------------------------------------------------------ */
 
-void rc_publish_lane_release(void *ctx, uint64_t key)
+void rci_publish_lane_release(void *ctx, uint64_t key)
 {
     struct publish_lane *lane = ctx;
-    struct rc_publish_card *c = lane->card;
+    struct rci_publish_card *c = lane->card;
     if (c->fanout)
-        rc_fanout_done(c->fanout, key);   /* this thread's share of the card-level record */
+        rci_fanout_done(c->fanout, key);   /* this thread's share of the card-level record */
     else
-        rc_readout_release(c->readout, key);
+        rci_readout_release(c->readout, key);
 }
 
 static void share_done(struct publish_lane *lane, unsigned i)
 {
-    rc_fanout_done(lane->fanout, rc_fanout_send_handle(lane->cur_first, i));
+    rci_fanout_done(lane->fanout, rci_fanout_send_handle(lane->cur_first, i));
 }
 
 static void on_send_complete(void *arg, uint64_t key, int status)
@@ -225,12 +225,12 @@ static void on_send_complete(void *arg, uint64_t key, int status)
         }
         s->outstanding--;
     }
-    rc_fanout_done(tok->lane->fanout, tok->handle);
+    rci_fanout_done(tok->lane->fanout, tok->handle);
     tok->next_free = th->free_token;
     th->free_token = (uint32_t)key;
 }
 
-static unsigned build_iov(struct publish_thread *th, const struct rc_chunk *chunk)
+static unsigned build_iov(struct publish_thread *th, const struct rci_chunk *chunk)
 {
     unsigned n = chunk->npieces < th->max_pieces ? chunk->npieces : th->max_pieces;
     for (unsigned i = 0; i < n; i++) {
@@ -242,14 +242,14 @@ static unsigned build_iov(struct publish_thread *th, const struct rc_chunk *chun
 
 /* The first rule whose range holds the tag decides (at most 17 compares;
  * the last rule holds every tag). */
-static bool use_buffered(const struct rc_pipeline *pb, const struct rc_chunk *chunk)
+static bool use_buffered(const struct rci_pipeline *pb, const struct rci_chunk *chunk)
 {
     const struct mode_range *m = pb->modes;
     while (chunk->tag < m->first || chunk->tag > m->last)
         m++;
     switch (m->mode) {
-    case RC_MODE_BUFFERED: return true;
-    case RC_MODE_AUTO: return chunk->length < m->buffered_threshold;
+    case RCI_MODE_BUFFERED: return true;
+    case RCI_MODE_AUTO: return chunk->length < m->buffered_threshold;
     default: return false;
     }
 }
@@ -257,11 +257,11 @@ static bool use_buffered(const struct rc_pipeline *pb, const struct rc_chunk *ch
 static int post_share(struct publish_thread *th, struct publish_lane *lane, struct pub_sub *s,
                       uint32_t tok_index)
 {
-    const struct rc_chunk *chunk = lane->cur;
+    const struct rci_chunk *chunk = lane->cur;
     unsigned n = build_iov(th, chunk);
     int rc = -EMSGSIZE;
     if (lane->cur_buffered) {
-        rc = rc_publisher_send_buffered(th->pub, s->peer, chunk->tag, chunk->flags, th->iov, n,
+        rc = rci_publisher_send_buffered(th->pub, s->peer, chunk->tag, chunk->flags, th->iov, n,
                                         tok_index);
         s->page_filling |= rc == 0;
     }
@@ -270,12 +270,12 @@ static int post_share(struct publish_thread *th, struct publish_lane *lane, stru
     /* Zero copy (or a record larger than a page). Records waiting in the
      * subscriber's page go first: each tag's chunks must arrive in order. */
     if (s->page_filling) {
-        rc = rc_publisher_flush(th->pub, s->peer);
+        rc = rci_publisher_flush(th->pub, s->peer);
         if (rc != 0)
             return rc;
         s->page_filling = false;
     }
-    return rc_publisher_send(th->pub, s->peer, chunk->tag, chunk->flags, th->iov, n, tok_index);
+    return rci_publisher_send(th->pub, s->peer, chunk->tag, chunk->flags, th->iov, n, tok_index);
 }
 
 /* Is the subscriber behind by the age of its oldest share (slow_policy =
@@ -285,8 +285,8 @@ static int post_share(struct publish_thread *th, struct publish_lane *lane, stru
 static bool behind_by_age(struct publish_thread *th, const struct pub_sub *s)
 {
     uint64_t limit = th->pb->params.slow_drop_after_ns;
-    return limit && th->pb->params.slow_policy == RC_SLOW_DROP &&
-           rc_publisher_peer_oldest_age(th->pub, s->peer) > limit;
+    return limit && th->pb->params.slow_policy == RCI_SLOW_DROP &&
+           rci_publisher_peer_oldest_age(th->pub, s->peer) > limit;
 }
 
 /* The subscriber holds all it may: sub_send_limit shares, or (the
@@ -298,9 +298,9 @@ static bool behind_by_age(struct publish_thread *th, const struct pub_sub *s)
  * Under block it is always waited for. */
 static bool behind_at_limit(struct publish_thread *th, const struct pub_sub *s)
 {
-    const struct rc_pipeline_params *d = &th->pb->params;
-    return d->slow_policy == RC_SLOW_DROP &&
-           rc_publisher_peer_oldest_age(th->pub, s->peer) >= d->slow_drop_after_ns / 2;
+    const struct rci_pipeline_params *d = &th->pb->params;
+    return d->slow_policy == RCI_SLOW_DROP &&
+           rci_publisher_peer_oldest_age(th->pub, s->peer) >= d->slow_drop_after_ns / 2;
 }
 
 /* Send share i of the lane's current chunk. 0: posted (it completes through
@@ -327,7 +327,7 @@ static int send_share(struct publish_thread *th, struct publish_lane *lane, unsi
     uint32_t k = th->free_token;
     struct send_token *tok = &th->tokens[k];
     th->free_token = tok->next_free;
-    tok->handle = rc_fanout_send_handle(lane->cur_first, i);
+    tok->handle = rci_fanout_send_handle(lane->cur_first, i);
     tok->lane = lane;
     tok->table_id = s->table_id;
     tok->bytes = lane->cur->length;
@@ -363,7 +363,7 @@ static void share_not_sent(struct publish_thread *th, struct publish_lane *lane,
         if (s) {
             s->c.chunks_failed++;
             pl_warn(th->pb, "subscriber %s: send refused: %s (%s)", s->name, strerror(-why),
-                    rc_publisher_last_error(th->pub));
+                    rci_publisher_last_error(th->pub));
         }
     }
     share_done(lane, i);
@@ -373,14 +373,14 @@ static void share_not_sent(struct publish_thread *th, struct publish_lane *lane,
  * been outstanding longer than slow_cut_after (drop) or block_cut_after
  * (block) is cut off, so that the ring's read pointer (it advances only
  * over released chunks) moves on for the others. Through
- * rc_publisher_close_peer: its keys come back as the publisher releases a
+ * rci_publisher_close_peer: its keys come back as the publisher releases a
  * closed peer's sends (net/README.md, "Dead peers"); GONE then removes it.
  * Checked a few times per bound, not per chunk. */
 #define STALL_CHECK_MAX_NS 10000000ull
 static void cut_stalled(struct publish_thread *th, uint64_t now)
 {
-    const struct rc_pipeline_params *d = &th->pb->params;
-    bool drop = d->slow_policy == RC_SLOW_DROP;
+    const struct rci_pipeline_params *d = &th->pb->params;
+    bool drop = d->slow_policy == RCI_SLOW_DROP;
     uint64_t limit = drop ? d->slow_cut_after_ns : d->block_cut_after_ns;
     uint64_t period = limit / 8 < STALL_CHECK_MAX_NS ? limit / 8 : STALL_CHECK_MAX_NS;
     if (limit == 0 || now - th->last_stall_check_ns < period)
@@ -390,7 +390,7 @@ static void cut_stalled(struct publish_thread *th, uint64_t now)
         struct pub_sub *s = &th->subs[i];
         if (!s->in_use || s->cut)
             continue;
-        uint64_t age = rc_publisher_peer_oldest_age(th->pub, s->peer);
+        uint64_t age = rci_publisher_peer_oldest_age(th->pub, s->peer);
         if (age <= limit)
             continue;
         s->cut = true;
@@ -402,7 +402,7 @@ static void cut_stalled(struct publish_thread *th, uint64_t now)
                 s->name, (double)age / 1e6, drop ? "slow_cut_after" : "block_cut_after",
                 (double)limit / 1e6, drop ? "drop" : "block", s->c.chunks_sent, s->c.chunks_dropped,
                 s->outstanding);
-        int rc = rc_publisher_close_peer(th->pub, s->peer);
+        int rc = rci_publisher_close_peer(th->pub, s->peer);
         if (rc != 0)
             pl_warn(th->pb, "subscriber %s: closing it failed: %s", s->name, strerror(-rc));
     }
@@ -417,8 +417,8 @@ static void log_new_refusals(struct publish_thread *th, uint64_t now)
     if (now - th->last_refusal_check_ns < REFUSAL_CHECK_NS)
         return;
     th->last_refusal_check_ns = now;
-    struct rc_publisher_stats st;
-    rc_publisher_get_stats(th->pub, &st);
+    struct rci_publisher_stats st;
+    rci_publisher_get_stats(th->pub, &st);
     /* At most one line per 10 s while it lasts (a scan counts it 4 times a second). */
     if (st.fd_pressure != th->fd_pressure_logged && now - th->fd_pressure_log_ns >= 10000000000ull) {
         pl_warn(th->pb, "publisher %u: file descriptors nearly exhausted (%" PRIu64 " open, %" PRIu64
@@ -430,18 +430,18 @@ static void log_new_refusals(struct publish_thread *th, uint64_t now)
     if (st.connections_refused == th->refusals_logged)
         return;
     pl_warn(th->pb, "publisher %u: %" PRIu64 " connection(s) refused, the last: %s", th->index,
-            st.connections_refused - th->refusals_logged, rc_publisher_last_error(th->pub));
+            st.connections_refused - th->refusals_logged, rci_publisher_last_error(th->pub));
     th->refusals_logged = st.connections_refused;
 }
 
 /* This thread's subscribers of the tag: the table holds every thread's. */
 static unsigned own_subscribers(struct publish_thread *th, uint64_t tag, uint32_t *out)
 {
-    uint32_t ids[RC_FANOUT_MAX_SENDS];
-    unsigned found = rc_sub_table_lookup(th->pb->table, tag, ids, RC_FANOUT_MAX_SENDS);
-    if (found > RC_FANOUT_MAX_SENDS) {
+    uint32_t ids[RCI_FANOUT_MAX_SENDS];
+    unsigned found = rci_sub_table_lookup(th->pb->table, tag, ids, RCI_FANOUT_MAX_SENDS);
+    if (found > RCI_FANOUT_MAX_SENDS) {
         bump(&th->t.overflow, 1);
-        found = RC_FANOUT_MAX_SENDS;
+        found = RCI_FANOUT_MAX_SENDS;
     }
     unsigned k = 0;
     for (unsigned i = 0; i < found; i++)
@@ -455,14 +455,14 @@ static unsigned own_subscribers(struct publish_thread *th, uint64_t tag, uint32_
  * ours), 0: begun, -EAGAIN: no fan-out record free (retry). */
 static int begin_chunk(struct publish_thread *th, struct publish_lane *lane)
 {
-    const struct rc_chunk *chunk = lane->cur;
+    const struct rci_chunk *chunk = lane->cur;
     unsigned k = own_subscribers(th, chunk->tag, lane->cur_subs);
     if (k == 0) {
         bump(&th->t.no_subscriber, 1);
-        rc_publish_lane_release(lane, lane->cur_key);
+        rci_publish_lane_release(lane, lane->cur_key);
         return 1;
     }
-    if (rc_fanout_begin(lane->fanout, lane->cur_key, k, &lane->cur_first) != 0)
+    if (rci_fanout_begin(lane->fanout, lane->cur_key, k, &lane->cur_first) != 0)
         return -EAGAIN;
     lane->cur_begun = true;
     lane->cur_buffered = use_buffered(th->pb, chunk);
@@ -482,7 +482,7 @@ static int advance_chunk(struct publish_thread *th, struct publish_lane *lane)
         if (rc != 0)
             return rc > 0 ? 0 : rc;
     }
-    bool block = th->pb->params.slow_policy == RC_SLOW_BLOCK;
+    bool block = th->pb->params.slow_policy == RCI_SLOW_BLOCK;
     while (lane->cur_next < lane->cur_k) {
         unsigned i = lane->cur_next;
         int rc = send_share(th, lane, i);
@@ -499,7 +499,7 @@ static int advance_chunk(struct publish_thread *th, struct publish_lane *lane)
 static bool next_chunk(struct publish_lane *lane)
 {
     if (lane->batch_pos == lane->batch_len) {
-        lane->batch_len = rc_chunk_queue_dequeue(lane->queue, lane->batch, BURST);
+        lane->batch_len = rci_chunk_queue_dequeue(lane->queue, lane->batch, BURST);
         lane->batch_pos = 0;
         /* Read now: once dequeued, the sink may refill the queue, but not
          * reach these entry_key slots before another burst was dequeued. */
@@ -537,12 +537,12 @@ static unsigned pump_lane(struct publish_thread *th, struct publish_lane *lane)
 
 static void log_thread_stats(struct publish_thread *th, uint64_t now)
 {
-    struct rc_pipeline *pb = th->pb;
+    struct rci_pipeline *pb = th->pb;
     double dt = (double)(now - th->last_stats_ns) / 1e9;
     uint64_t sent = get(&th->t.sent), bytes = get(&th->t.bytes_sent);
     unsigned queued = 0;
     for (unsigned i = 0; i < pb->ncards; i++)
-        queued += rc_chunk_queue_count(pb->cards[i].lanes[th->index].queue);
+        queued += rci_chunk_queue_count(pb->cards[i].lanes[th->index].queue);
     pl_info_unlimited(th->pb, "publisher %u (port %u): %.3f Mchunk/s %.3f GB/s sent | subscribers %u | sent %" PRIu64
             " dropped %" PRIu64 " failed %" PRIu64 " unsent %" PRIu64 " no-subscriber %" PRIu64
             " | queued %u blocked %" PRIu64,
@@ -560,7 +560,7 @@ static void log_thread_stats(struct publish_thread *th, uint64_t now)
                 ", by quota %" PRIu64 ") failed %" PRIu64 " | outstanding %u, oldest %.1f ms", s->name,
                 (double)(s->c.chunks_sent - s->last_sent) / dt / 1e6, s->c.chunks_sent, s->c.chunks_dropped,
                 s->c.dropped_by_age, s->c.dropped_by_quota, s->c.chunks_failed, s->outstanding,
-                (double)rc_publisher_peer_oldest_age(th->pub, s->peer) / 1e6);
+                (double)rci_publisher_peer_oldest_age(th->pub, s->peer) / 1e6);
         s->last_sent = s->c.chunks_sent;
     }
     th->last_stats_ns = now;
@@ -582,7 +582,7 @@ static void abandon_queued(struct publish_thread *th, struct publish_lane *lane)
             }
         } else {
             bump(&th->t.abandoned, 1);
-            rc_publish_lane_release(lane, lane->cur_key);
+            rci_publish_lane_release(lane, lane->cur_key);
         }
         lane->cur = NULL;
     } while (next_chunk(lane));
@@ -594,14 +594,14 @@ static void flush_pages(struct publish_thread *th)
 {
     for (uint32_t i = 0; i < th->nsubs_max; i++)
         if (th->subs[i].in_use)
-            rc_publisher_flush(th->pub, th->subs[i].peer);
-    uint64_t deadline = rc_now_ns() + FLUSH_WAIT_NS;
-    struct rc_publisher_stats st;
+            rci_publisher_flush(th->pub, th->subs[i].peer);
+    uint64_t deadline = rci_now_ns() + FLUSH_WAIT_NS;
+    struct rci_publisher_stats st;
     do {
-        if (rc_publisher_wait(th->pub, IDLE_WAIT_NS) < 0)
+        if (rci_publisher_wait(th->pub, IDLE_WAIT_NS) < 0)
             break;
-        rc_publisher_get_stats(th->pub, &st);
-    } while ((st.pages_free < st.pages_total || st.slots_free < st.slots_total) && rc_now_ns() < deadline);
+        rci_publisher_get_stats(th->pub, &st);
+    } while ((st.pages_free < st.pages_total || st.slots_free < st.slots_total) && rci_now_ns() < deadline);
 }
 
 static unsigned subscribers_connected(const struct publish_thread *th)
@@ -618,61 +618,61 @@ static void linger(struct publish_thread *th)
         return;
     pl_info(th->pb, "publisher %u: waiting up to %.1f s for %u subscriber%s to leave", th->index,
             (double)linger_ns / 1e9, subscribers_connected(th), subscribers_connected(th) == 1 ? "" : "s");
-    uint64_t deadline = rc_now_ns() + linger_ns;
-    while (subscribers_connected(th) > 0 && rc_now_ns() < deadline) {
-        if (rc_publisher_wait(th->pub, IDLE_WAIT_NS) < 0)
+    uint64_t deadline = rci_now_ns() + linger_ns;
+    while (subscribers_connected(th) > 0 && rci_now_ns() < deadline) {
+        if (rci_publisher_wait(th->pub, IDLE_WAIT_NS) < 0)
             break;
-        cut_stalled(th, rc_now_ns());
+        cut_stalled(th, rci_now_ns());
     }
 }
 
 static void publisher_finish(struct publish_thread *th)
 {
-    struct rc_pipeline *pb = th->pb;
+    struct rci_pipeline *pb = th->pb;
     for (unsigned i = 0; i < pb->ncards; i++)
         abandon_queued(th, &pb->cards[i].lanes[th->index]);
     flush_pages(th);
     linger(th);
-    rc_publisher_get_stats(th->pub, &th->final_stats);
+    rci_publisher_get_stats(th->pub, &th->final_stats);
     /* Outstanding sends complete here with -ECANCELED, releasing their keys. */
-    rc_publisher_destroy(th->pub);
+    rci_publisher_destroy(th->pub);
     th->pub = NULL;
     pl_info(th->pb, "publisher %u (port %u): %" PRIu64 " chunks sent, %" PRIu64 " dropped, %" PRIu64
             " failed, %" PRIu64 " not sent", th->index, th->port, get(&th->t.sent), get(&th->t.dropped),
             get(&th->t.failed), get(&th->t.unsent));
 }
 
-void *rc_publish_thread_main(void *arg)
+void *rci_publish_thread_main(void *arg)
 {
     struct publish_thread *th = arg;
-    struct rc_pipeline *pb = th->pb;
-    rc_sub_table_register_thread();
+    struct rci_pipeline *pb = th->pb;
+    rci_sub_table_register_thread();
     uint64_t interval = pb->params.stats_interval_ns;
-    th->last_stats_ns = rc_now_ns();
+    th->last_stats_ns = rci_now_ns();
     while (!atomic_load_explicit(&pb->stop, memory_order_acquire)) {
         unsigned work = 0;
         for (unsigned i = 0; i < pb->ncards; i++)
             work += pump_lane(th, &pb->cards[i].lanes[th->index]);
-        int rc = work ? rc_publisher_progress(th->pub) : rc_publisher_wait(th->pub, IDLE_WAIT_NS);
+        int rc = work ? rci_publisher_progress(th->pub) : rci_publisher_wait(th->pub, IDLE_WAIT_NS);
         if (rc < 0 && !th->fabric_failed) {
             th->fabric_failed = true;
             pl_error(th->pb, "publisher %u: the fabric failed: %s (%s)", th->index, strerror(-rc),
-                     rc_publisher_last_error(th->pub));
+                     rci_publisher_last_error(th->pub));
         }
-        uint64_t now = rc_now_ns();
+        uint64_t now = rci_now_ns();
         cut_stalled(th, now);
         if (interval && now - th->last_stats_ns >= interval)
             log_thread_stats(th, now);
         log_new_refusals(th, now);
     }
     publisher_finish(th);
-    rc_sub_table_unregister_thread();
+    rci_sub_table_unregister_thread();
     return NULL;
 }
 
 /* ---- life cycle (main thread) --------------------------------------------- */
 
-static int create_tokens(struct publish_thread *th, const struct rc_fabric_params *fp)
+static int create_tokens(struct publish_thread *th, const struct rci_fabric_params *fp)
 {
     /* Zero-copy shares outstanding are bounded by the header slots (buffered
      * ones give their token back before the send returns). */
@@ -697,10 +697,10 @@ static int create_tokens(struct publish_thread *th, const struct rc_fabric_param
 }
 
 /* Thread index's records and its publisher, listening on fabric.port + index. */
-int rc_publish_thread_init(struct publish_thread *th, struct rc_pipeline *pb, unsigned index,
+int rci_publish_thread_init(struct publish_thread *th, struct rci_pipeline *pb, unsigned index,
                            char *err, size_t errlen)
 {
-    const struct rc_fabric_params *fp = &pb->params.fabric;
+    const struct rci_fabric_params *fp = &pb->params.fabric;
     th->pb = pb;
     th->index = index;
     th->port = (uint16_t)(fp->port + index);
@@ -709,22 +709,22 @@ int rc_publish_thread_init(struct publish_thread *th, struct rc_pipeline *pb, un
     th->slot_gen = calloc(th->nsubs_max, sizeof *th->slot_gen);
     th->departed = calloc(MAX_DEPARTED, sizeof *th->departed);
     if (!th->subs || !th->slot_gen || !th->departed || create_tokens(th, fp) != 0) {
-        rc_set_err(err, errlen, "publisher %u: out of memory", index);
+        rci_set_err(err, errlen, "publisher %u: out of memory", index);
         return -ENOMEM;
     }
-    struct rc_fabric_params own = *fp;
+    struct rci_fabric_params own = *fp;
     own.port = th->port;
     own.peer_fair_share = true;   /* README.md, "Slow subscribers" */
-    struct rc_publisher_callbacks cb = {
+    struct rci_publisher_callbacks cb = {
         .on_send_complete = on_send_complete, .on_peer_event = on_peer_event, .arg = th};
-    return rc_publisher_create(&own, &cb, &th->pub, err, errlen);
+    return rci_publisher_create(&own, &cb, &th->pub, err, errlen);
 }
 
 /* After the thread ended (or never started). */
-void rc_publish_thread_fini(struct publish_thread *th)
+void rci_publish_thread_fini(struct publish_thread *th)
 {
     if (th->pub)
-        rc_publisher_destroy(th->pub);
+        rci_publisher_destroy(th->pub);
     th->pub = NULL;
     for (uint32_t i = 0; th->subs && i < th->nsubs_max; i++)
         free(th->subs[i].ranges);

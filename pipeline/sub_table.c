@@ -23,7 +23,7 @@
 struct tag_node {
     struct cds_lfht_node lfht;
     struct rcu_head rcu;
-    struct rc_sub_table *owner;   /* for the free callback's counter */
+    struct rci_sub_table *owner;   /* for the free callback's counter */
     uint64_t tag;
     uint32_t count;
     uint32_t ids[];               /* sorted, unique; never changed once published */
@@ -36,7 +36,7 @@ struct range_entry {
 
 struct range_set {
     struct rcu_head rcu;
-    struct rc_sub_table *owner;
+    struct rci_sub_table *owner;
     uint32_t count;
     struct range_entry e[];       /* never changed once published */
 };
@@ -47,7 +47,7 @@ struct plan_step {
     struct tag_node *old, *new_node;
 };
 
-struct rc_sub_table {
+struct rci_sub_table {
     struct cds_lfht *ht;
     struct range_set *ranges;     /* RCU-published; NULL when empty */
     uint32_t max_per_tag, max_ranges;
@@ -64,7 +64,7 @@ struct rc_sub_table {
     _Atomic uint64_t exact_tags, exact_entries, range_entries, frees_pending;
 };
 
-/* Set by rc_sub_table_register_thread: liburcu offers no "am I registered"
+/* Set by rci_sub_table_register_thread: liburcu offers no "am I registered"
  * query, and registering twice corrupts its reader list. */
 static __thread bool thread_registered;
 
@@ -97,7 +97,7 @@ static int match_tag(struct cds_lfht_node *node, const void *key)
 }
 
 /* Caller holds the read lock. */
-static struct tag_node *find_node(struct rc_sub_table *t, uint64_t tag)
+static struct tag_node *find_node(struct rci_sub_table *t, uint64_t tag)
 {
     struct cds_lfht_iter iter;
     cds_lfht_lookup(t->ht, hash_tag(tag), match_tag, &tag, &iter);
@@ -147,13 +147,13 @@ static void free_ranges_rcu(struct rcu_head *head)
     free(rs);
 }
 
-static void retire_node(struct rc_sub_table *t, struct tag_node *n)
+static void retire_node(struct rci_sub_table *t, struct tag_node *n)
 {
     count(&t->frees_pending);
     urcu_memb_call_rcu(&n->rcu, free_node_rcu);
 }
 
-static void retire_ranges(struct rc_sub_table *t, struct range_set *rs)
+static void retire_ranges(struct rci_sub_table *t, struct range_set *rs)
 {
     if (!rs)
         return;
@@ -163,7 +163,7 @@ static void retire_ranges(struct rc_sub_table *t, struct range_set *rs)
 
 /* ---- create / destroy / threads --------------------------------------- */
 
-void rc_sub_table_register_thread(void)
+void rci_sub_table_register_thread(void)
 {
     if (thread_registered)
         return;
@@ -171,7 +171,7 @@ void rc_sub_table_register_thread(void)
     thread_registered = true;
 }
 
-void rc_sub_table_unregister_thread(void)
+void rci_sub_table_unregister_thread(void)
 {
     if (!thread_registered)
         return;
@@ -179,31 +179,31 @@ void rc_sub_table_unregister_thread(void)
     thread_registered = false;
 }
 
-static int apply_defaults(const struct rc_sub_table_params *p, struct rc_sub_table *t,
+static int apply_defaults(const struct rci_sub_table_params *p, struct rci_sub_table *t,
                           char *err, size_t errlen)
 {
-    struct rc_sub_table_params d = p ? *p : (struct rc_sub_table_params){0};
-    t->max_per_tag = d.max_subs_per_tag ? d.max_subs_per_tag : RC_SUB_TABLE_DEFAULT_MAX_PER_TAG;
-    t->max_ranges = d.max_ranges ? d.max_ranges : RC_SUB_TABLE_DEFAULT_MAX_RANGES;
-    t->exact_limit = d.exact_limit ? d.exact_limit : RC_SUB_TABLE_DEFAULT_EXACT_LIMIT;
+    struct rci_sub_table_params d = p ? *p : (struct rci_sub_table_params){0};
+    t->max_per_tag = d.max_subs_per_tag ? d.max_subs_per_tag : RCI_SUB_TABLE_DEFAULT_MAX_PER_TAG;
+    t->max_ranges = d.max_ranges ? d.max_ranges : RCI_SUB_TABLE_DEFAULT_MAX_RANGES;
+    t->exact_limit = d.exact_limit ? d.exact_limit : RCI_SUB_TABLE_DEFAULT_EXACT_LIMIT;
     /* exact_limit bounds the work and memory of one narrow update (one node
      * per tag); the others bound a lookup's result. */
-    if (t->exact_limit > RC_SUB_TABLE_MAX_LIMIT || t->max_per_tag > RC_SUB_TABLE_MAX_LIMIT ||
-        t->max_ranges > RC_SUB_TABLE_MAX_LIMIT) {
-        rc_set_err(err, errlen, "subscription table: exact_limit, max_subs_per_tag and max_ranges"
-                   " must be at most %u", RC_SUB_TABLE_MAX_LIMIT);
+    if (t->exact_limit > RCI_SUB_TABLE_MAX_LIMIT || t->max_per_tag > RCI_SUB_TABLE_MAX_LIMIT ||
+        t->max_ranges > RCI_SUB_TABLE_MAX_LIMIT) {
+        rci_set_err(err, errlen, "subscription table: exact_limit, max_subs_per_tag and max_ranges"
+                   " must be at most %u", RCI_SUB_TABLE_MAX_LIMIT);
         return -EINVAL;
     }
     return 0;
 }
 
-int rc_sub_table_create(const struct rc_sub_table_params *p, struct rc_sub_table **out,
+int rci_sub_table_create(const struct rci_sub_table_params *p, struct rci_sub_table **out,
                         char *err, size_t errlen)
 {
     *out = NULL;
-    struct rc_sub_table *t = calloc(1, sizeof *t);
+    struct rci_sub_table *t = calloc(1, sizeof *t);
     if (!t) {
-        rc_set_err(err, errlen, "subscription table: out of memory");
+        rci_set_err(err, errlen, "subscription table: out of memory");
         return -ENOMEM;
     }
     int rc = apply_defaults(p, t, err, errlen);
@@ -216,7 +216,7 @@ int rc_sub_table_create(const struct rc_sub_table_params *p, struct rc_sub_table
                                 &urcu_memb_flavor, NULL);
     if (!t->ht) {
         free(t);
-        rc_set_err(err, errlen, "subscription table: cannot create the RCU hash table");
+        rci_set_err(err, errlen, "subscription table: cannot create the RCU hash table");
         return -ENOMEM;
     }
     *out = t;
@@ -224,7 +224,7 @@ int rc_sub_table_create(const struct rc_sub_table_params *p, struct rc_sub_table
 }
 
 /* Unlink every node, retire it and the range set, then wait for all frees. */
-static void empty_table(struct rc_sub_table *t)
+static void empty_table(struct rci_sub_table *t)
 {
     urcu_memb_read_lock();
     struct cds_lfht_iter iter;
@@ -241,16 +241,16 @@ static void empty_table(struct rc_sub_table *t)
     urcu_memb_barrier();
 }
 
-void rc_sub_table_destroy(struct rc_sub_table *t)
+void rci_sub_table_destroy(struct rci_sub_table *t)
 {
     if (!t)
         return;
     bool was_registered = thread_registered;
-    rc_sub_table_register_thread();
+    rci_sub_table_register_thread();
     empty_table(t);
     cds_lfht_destroy(t->ht, NULL);
     if (!was_registered)
-        rc_sub_table_unregister_thread();
+        rci_sub_table_unregister_thread();
     free(t->plan);
     free(t);
 }
@@ -280,7 +280,7 @@ static unsigned add_range_matches(const struct range_set *rs, const struct tag_n
     return found;
 }
 
-unsigned rc_sub_table_lookup(struct rc_sub_table *t, uint64_t tag, uint32_t *out, unsigned max)
+unsigned rci_sub_table_lookup(struct rci_sub_table *t, uint64_t tag, uint32_t *out, unsigned max)
 {
     if (!thread_registered) {
         count(&t->refused_unregistered);
@@ -296,14 +296,14 @@ unsigned rc_sub_table_lookup(struct rc_sub_table *t, uint64_t tag, uint32_t *out
     return found;
 }
 
-unsigned rc_sub_table_max_result(const struct rc_sub_table *t)
+unsigned rci_sub_table_max_result(const struct rci_sub_table *t)
 {
     return t->max_per_tag + t->max_ranges;
 }
 
 /* ---- building new versions (updater) ---------------------------------- */
 
-static struct tag_node *alloc_node(struct rc_sub_table *t, uint64_t tag, uint32_t count)
+static struct tag_node *alloc_node(struct rci_sub_table *t, uint64_t tag, uint32_t count)
 {
     struct tag_node *n = malloc(sizeof *n + (size_t)count * sizeof n->ids[0]);
     if (n) {
@@ -316,7 +316,7 @@ static struct tag_node *alloc_node(struct rc_sub_table *t, uint64_t tag, uint32_
 }
 
 /* A copy of old (may be NULL) with sub_id inserted in order. */
-static struct tag_node *node_with(struct rc_sub_table *t, const struct tag_node *old, uint64_t tag,
+static struct tag_node *node_with(struct rci_sub_table *t, const struct tag_node *old, uint64_t tag,
                                   uint32_t sub_id)
 {
     uint32_t n_old = old ? old->count : 0;
@@ -333,7 +333,7 @@ static struct tag_node *node_with(struct rc_sub_table *t, const struct tag_node 
 }
 
 /* A copy of old without sub_id (which it holds). */
-static struct tag_node *node_without(struct rc_sub_table *t, const struct tag_node *old, uint32_t sub_id)
+static struct tag_node *node_without(struct rci_sub_table *t, const struct tag_node *old, uint32_t sub_id)
 {
     struct tag_node *n = alloc_node(t, old->tag, old->count - 1);
     if (!n)
@@ -345,7 +345,7 @@ static struct tag_node *node_without(struct rc_sub_table *t, const struct tag_no
     return n;
 }
 
-static int plan_push(struct rc_sub_table *t, struct tag_node *old, struct tag_node *new_node)
+static int plan_push(struct rci_sub_table *t, struct tag_node *old, struct tag_node *new_node)
 {
     if (t->plan_len == t->plan_cap) {
         size_t cap = t->plan_cap ? 2 * t->plan_cap : 64;
@@ -359,7 +359,7 @@ static int plan_push(struct rc_sub_table *t, struct tag_node *old, struct tag_no
     return 0;
 }
 
-static void plan_discard(struct rc_sub_table *t)
+static void plan_discard(struct rci_sub_table *t)
 {
     for (size_t i = 0; i < t->plan_len; i++)
         free(t->plan[i].new_node);
@@ -367,7 +367,7 @@ static void plan_discard(struct rc_sub_table *t)
 }
 
 /* Publish every prepared step; nothing here can fail (single updater). */
-static void plan_apply(struct rc_sub_table *t)
+static void plan_apply(struct rci_sub_table *t)
 {
     for (size_t i = 0; i < t->plan_len; i++) {
         struct plan_step *s = &t->plan[i];
@@ -392,7 +392,7 @@ static void plan_apply(struct rc_sub_table *t)
 }
 
 /* Plan to drop sub_id from node n (if it is there). */
-static int plan_drop(struct rc_sub_table *t, struct tag_node *n, uint32_t sub_id)
+static int plan_drop(struct rci_sub_table *t, struct tag_node *n, uint32_t sub_id)
 {
     if (!node_has(n, sub_id))
         return 0;
@@ -408,7 +408,7 @@ static int plan_drop(struct rc_sub_table *t, struct tag_node *n, uint32_t sub_id
 
 /* Narrow add: one step per tag that lacks sub_id; refused as a whole when a
  * tag is full. */
-static int plan_add_exact(struct rc_sub_table *t, uint32_t sub_id, uint64_t first, uint64_t last)
+static int plan_add_exact(struct rci_sub_table *t, uint32_t sub_id, uint64_t first, uint64_t last)
 {
     for (uint64_t tag = first;; tag++) {
         struct tag_node *old = find_node(t, tag);
@@ -429,7 +429,7 @@ static int plan_add_exact(struct rc_sub_table *t, uint32_t sub_id, uint64_t firs
 }
 
 /* Narrow remove: visit the tags of the range. */
-static int plan_remove_by_tags(struct rc_sub_table *t, uint32_t sub_id, uint64_t first, uint64_t last)
+static int plan_remove_by_tags(struct rci_sub_table *t, uint32_t sub_id, uint64_t first, uint64_t last)
 {
     for (uint64_t tag = first;; tag++) {
         struct tag_node *n = find_node(t, tag);
@@ -442,7 +442,7 @@ static int plan_remove_by_tags(struct rc_sub_table *t, uint32_t sub_id, uint64_t
 
 /* Wide remove: visit every stored tag (cheaper than the range's tags). The
  * table is not changed while walking: the plan is applied afterwards. */
-static int plan_remove_by_scan(struct rc_sub_table *t, uint32_t sub_id, uint64_t first, uint64_t last)
+static int plan_remove_by_scan(struct rci_sub_table *t, uint32_t sub_id, uint64_t first, uint64_t last)
 {
     struct cds_lfht_iter iter;
     for (cds_lfht_first(t->ht, &iter); cds_lfht_iter_get_node(&iter); cds_lfht_next(t->ht, &iter)) {
@@ -463,7 +463,7 @@ static bool touches(uint64_t a1, uint64_t b1, uint64_t a2, uint64_t b2)
     return !gap_after_1 && !gap_after_2;
 }
 
-static struct range_set *alloc_ranges(struct rc_sub_table *t, uint32_t count)
+static struct range_set *alloc_ranges(struct rci_sub_table *t, uint32_t count)
 {
     if (count == 0)
         return NULL;
@@ -480,7 +480,7 @@ static uint32_t ranges_count(const struct range_set *rs)
     return rs ? rs->count : 0;
 }
 
-static void publish_ranges(struct rc_sub_table *t, struct range_set *rs)
+static void publish_ranges(struct rci_sub_table *t, struct range_set *rs)
 {
     struct range_set *old = t->ranges;
     rcu_assign_pointer(t->ranges, rs);
@@ -490,7 +490,7 @@ static void publish_ranges(struct rc_sub_table *t, struct range_set *rs)
 
 /* The set with [first,last] added for sub_id, merged with the subscriber's
  * entries it touches so that they stay disjoint. */
-static int ranges_with(struct rc_sub_table *t, uint32_t sub_id, uint64_t first, uint64_t last,
+static int ranges_with(struct rci_sub_table *t, uint32_t sub_id, uint64_t first, uint64_t last,
                        struct range_set **out)
 {
     const struct range_set *old = t->ranges;
@@ -549,7 +549,7 @@ static void cut_entry(const struct range_entry *e, uint32_t sub_id, uint64_t fir
 }
 
 /* *changed = false when no entry of sub_id intersects [first,last]. */
-static int ranges_without(struct rc_sub_table *t, uint32_t sub_id, uint64_t first, uint64_t last,
+static int ranges_without(struct rci_sub_table *t, uint32_t sub_id, uint64_t first, uint64_t last,
                           struct range_set **out, bool *changed)
 {
     const struct range_set *old = t->ranges;
@@ -578,13 +578,13 @@ static int ranges_without(struct rc_sub_table *t, uint32_t sub_id, uint64_t firs
 
 /* ---- updates ------------------------------------------------------------ */
 
-static bool is_wide(const struct rc_sub_table *t, uint64_t first, uint64_t last)
+static bool is_wide(const struct rci_sub_table *t, uint64_t first, uint64_t last)
 {
     return last - first >= t->exact_limit;   /* more than exact_limit tags */
 }
 
 /* Enter the updater role: registered thread, valid range, nobody else in. */
-static int begin_update(struct rc_sub_table *t, uint64_t first, uint64_t last)
+static int begin_update(struct rci_sub_table *t, uint64_t first, uint64_t last)
 {
     if (!thread_registered) {
         count(&t->refused_unregistered);
@@ -602,7 +602,7 @@ static int begin_update(struct rc_sub_table *t, uint64_t first, uint64_t last)
     return 0;
 }
 
-static int end_update(struct rc_sub_table *t, int rc, _Atomic uint64_t *success_counter)
+static int end_update(struct rci_sub_table *t, int rc, _Atomic uint64_t *success_counter)
 {
     if (rc == 0)
         count(success_counter);
@@ -613,7 +613,7 @@ static int end_update(struct rc_sub_table *t, int rc, _Atomic uint64_t *success_
     return rc;
 }
 
-static int add_range(struct rc_sub_table *t, uint32_t sub_id, uint64_t first, uint64_t last)
+static int add_range(struct rci_sub_table *t, uint32_t sub_id, uint64_t first, uint64_t last)
 {
     if (is_wide(t, first, last)) {
         struct range_set *rs;
@@ -631,7 +631,7 @@ static int add_range(struct rc_sub_table *t, uint32_t sub_id, uint64_t first, ui
     return 0;
 }
 
-static int remove_range(struct rc_sub_table *t, uint32_t sub_id, uint64_t first, uint64_t last)
+static int remove_range(struct rci_sub_table *t, uint32_t sub_id, uint64_t first, uint64_t last)
 {
     int rc = is_wide(t, first, last) ? plan_remove_by_scan(t, sub_id, first, last)
                                      : plan_remove_by_tags(t, sub_id, first, last);
@@ -649,7 +649,7 @@ static int remove_range(struct rc_sub_table *t, uint32_t sub_id, uint64_t first,
     return 0;
 }
 
-int rc_sub_table_add(struct rc_sub_table *t, uint32_t sub_id, uint64_t first, uint64_t last)
+int rci_sub_table_add(struct rci_sub_table *t, uint32_t sub_id, uint64_t first, uint64_t last)
 {
     int rc = begin_update(t, first, last);
     if (rc != 0)
@@ -657,7 +657,7 @@ int rc_sub_table_add(struct rc_sub_table *t, uint32_t sub_id, uint64_t first, ui
     return end_update(t, add_range(t, sub_id, first, last), &t->adds);
 }
 
-int rc_sub_table_remove(struct rc_sub_table *t, uint32_t sub_id, uint64_t first, uint64_t last)
+int rci_sub_table_remove(struct rci_sub_table *t, uint32_t sub_id, uint64_t first, uint64_t last)
 {
     int rc = begin_update(t, first, last);
     if (rc != 0)
@@ -665,7 +665,7 @@ int rc_sub_table_remove(struct rc_sub_table *t, uint32_t sub_id, uint64_t first,
     return end_update(t, remove_range(t, sub_id, first, last), &t->removes);
 }
 
-int rc_sub_table_remove_subscriber(struct rc_sub_table *t, uint32_t sub_id)
+int rci_sub_table_remove_subscriber(struct rci_sub_table *t, uint32_t sub_id)
 {
     int rc = begin_update(t, 0, UINT64_MAX);
     if (rc != 0)
@@ -678,9 +678,9 @@ static uint64_t load(const _Atomic uint64_t *c)
     return atomic_load_explicit(c, memory_order_relaxed);
 }
 
-void rc_sub_table_get_stats(const struct rc_sub_table *t, struct rc_sub_table_stats *s)
+void rci_sub_table_get_stats(const struct rci_sub_table *t, struct rci_sub_table_stats *s)
 {
-    *s = (struct rc_sub_table_stats){
+    *s = (struct rci_sub_table_stats){
         .adds = load(&t->adds),
         .removes = load(&t->removes),
         .subscriber_removals = load(&t->subscriber_removals),

@@ -4,7 +4,7 @@
  * Contract
  *  - Subscribers are opaque uint32 ids (the publisher's peer index). A
  *    subscriber's tag set is the union of the ranges it added minus the
- *    ranges it removed; rc_sub_table_lookup(tag) returns every subscriber
+ *    ranges it removed; rci_sub_table_lookup(tag) returns every subscriber
  *    whose set holds tag, each at most once.
  *  - ONE updater thread (the connection thread) calls add / remove /
  *    remove_subscriber. A second thread calling at the same moment is refused
@@ -14,8 +14,8 @@
  *    that waits for this reader (at most once per grace period, i.e. per
  *    batch of updates, never per chunk while the table is unchanged).
  *  - Every thread that calls lookup or the updater functions must
- *    first call rc_sub_table_register_thread() (it registers the thread with
- *    liburcu's memb flavour) and rc_sub_table_unregister_thread() before it
+ *    first call rci_sub_table_register_thread() (it registers the thread with
+ *    liburcu's memb flavour) and rci_sub_table_unregister_thread() before it
  *    exits (not urcu_memb_register_thread() as well: registering a thread
  *    twice corrupts liburcu's reader list). A call from an unregistered
  *    thread is refused and counted (lookup then returns 0), because an
@@ -52,24 +52,24 @@
  *  - Readers write nothing shared (no lookup counter): only a truncated or
  *    refused lookup touches a counter.
  */
-#ifndef RC_SUB_TABLE_H
-#define RC_SUB_TABLE_H
+#ifndef RCI_SUB_TABLE_H
+#define RCI_SUB_TABLE_H
 #include <stddef.h>
 #include <stdint.h>
 
-#define RC_SUB_TABLE_DEFAULT_MAX_PER_TAG  32u
-#define RC_SUB_TABLE_DEFAULT_MAX_RANGES   256u
-#define RC_SUB_TABLE_DEFAULT_EXACT_LIMIT  4096u
-#define RC_SUB_TABLE_MAX_LIMIT            (1u << 20)   /* upper bound of each parameter */
+#define RCI_SUB_TABLE_DEFAULT_MAX_PER_TAG  32u
+#define RCI_SUB_TABLE_DEFAULT_MAX_RANGES   256u
+#define RCI_SUB_TABLE_DEFAULT_EXACT_LIMIT  4096u
+#define RCI_SUB_TABLE_MAX_LIMIT            (1u << 20)   /* upper bound of each parameter */
 
-struct rc_sub_table_params {
+struct rci_sub_table_params {
     uint32_t max_subs_per_tag;  /* subscribers stored per tag in the hash table; 0: default */
     uint32_t max_ranges;        /* wide range entries, all subscribers together; 0: default */
     uint64_t exact_limit;       /* ranges of at most this many tags are stored tag by tag;
                                    0: default */
 };
 
-struct rc_sub_table_stats {
+struct rci_sub_table_stats {
     uint64_t adds, removes, subscriber_removals;   /* updates that succeeded */
     uint64_t refused_tag_full;      /* add: a tag already has max_subs_per_tag subscribers */
     uint64_t refused_ranges_full;   /* add/remove: wide entries would exceed max_ranges */
@@ -84,35 +84,35 @@ struct rc_sub_table_stats {
     uint64_t frees_pending;         /* replaced versions waiting for their grace period */
 };
 
-struct rc_sub_table;
+struct rci_sub_table;
 
 /* p may be NULL (defaults). Returns 0 or -EINVAL / -ENOMEM with err filled. */
-int  rc_sub_table_create(const struct rc_sub_table_params *p, struct rc_sub_table **out,
+int  rci_sub_table_create(const struct rci_sub_table_params *p, struct rci_sub_table **out,
                          char *err, size_t errlen);
 /* No lookup may run on the table any more. The calling thread is registered
  * for the duration if it was not. Waits for pending frees. */
-void rc_sub_table_destroy(struct rc_sub_table *t);
+void rci_sub_table_destroy(struct rci_sub_table *t);
 
 /* Register / unregister the calling thread as an RCU reader (idempotent). */
-void rc_sub_table_register_thread(void);
-void rc_sub_table_unregister_thread(void);
+void rci_sub_table_register_thread(void);
+void rci_sub_table_unregister_thread(void);
 
 /* Updater thread only. 0, or -EINVAL (first > last), -ENOSPC (a limit, see
  * the statistics), -ENOMEM, -EBUSY, -EPERM (thread not registered). Adding
  * what is already there and removing what is not are successes. */
-int  rc_sub_table_add(struct rc_sub_table *t, uint32_t sub_id, uint64_t first, uint64_t last);
-int  rc_sub_table_remove(struct rc_sub_table *t, uint32_t sub_id, uint64_t first, uint64_t last);
+int  rci_sub_table_add(struct rci_sub_table *t, uint32_t sub_id, uint64_t first, uint64_t last);
+int  rci_sub_table_remove(struct rci_sub_table *t, uint32_t sub_id, uint64_t first, uint64_t last);
 /* The subscriber disconnected: remove its whole tag set. */
-int  rc_sub_table_remove_subscriber(struct rc_sub_table *t, uint32_t sub_id);
+int  rci_sub_table_remove_subscriber(struct rci_sub_table *t, uint32_t sub_id);
 
 /* Subscribers of tag: up to max ids are written to out (tag-by-tag entries
  * first, in ascending id order, then wide-range ones). Returns the number of
  * subscribers found, which may exceed max (counted in lookups_truncated).
- * rc_sub_table_max_result() is a max that is never exceeded. */
-unsigned rc_sub_table_lookup(struct rc_sub_table *t, uint64_t tag, uint32_t *out, unsigned max);
-unsigned rc_sub_table_max_result(const struct rc_sub_table *t);
+ * rci_sub_table_max_result() is a max that is never exceeded. */
+unsigned rci_sub_table_lookup(struct rci_sub_table *t, uint64_t tag, uint32_t *out, unsigned max);
+unsigned rci_sub_table_max_result(const struct rci_sub_table *t);
 
 /* Any thread; the figures are read one by one, not as one snapshot. */
-void rc_sub_table_get_stats(const struct rc_sub_table *t, struct rc_sub_table_stats *s);
+void rci_sub_table_get_stats(const struct rci_sub_table *t, struct rci_sub_table_stats *s);
 
 #endif

@@ -20,8 +20,8 @@ static uint32_t load_le32(const uint8_t *p)
     return le32toh(v);
 }
 
-enum rc_readout_bad_kind rc_block_parse_header(const uint8_t *blk, uint32_t block_size,
-                                               struct rc_block_header *h)
+enum rci_readout_bad_kind rci_block_parse_header(const uint8_t *blk, uint32_t block_size,
+                                               struct rci_block_header *h)
 {
     uint16_t word0 = load_le16(blk);
     uint16_t marker = load_le16(blk + 2);
@@ -29,19 +29,19 @@ enum rc_readout_bad_kind rc_block_parse_header(const uint8_t *blk, uint32_t bloc
     if (marker == FELIX_MARKER_ABCD || marker == FELIX_MARKER_ABCE) {
         /* The classic formats only exist as 1 KiB blocks. */
         if (block_size != FELIX_MIN_BLOCK)
-            return RC_BAD_BLOCK_SIZE;
+            return RCI_BAD_BLOCK_SIZE;
         h->trailer_bytes = marker == FELIX_MARKER_ABCD ? 2 : 4;
     } else if ((marker & FELIX_C0CE_MASK) == FELIX_MARKER_C0CE) {
         uint32_t size_code = (marker >> 8) & 0x3fu;
         if ((size_code + 1) * 1024u != block_size)
-            return RC_BAD_BLOCK_SIZE;
+            return RCI_BAD_BLOCK_SIZE;
         h->trailer_bytes = 4;
     } else {
-        return RC_BAD_MARKER;
+        return RCI_BAD_MARKER;
     }
     h->elink = word0 & FELIX_ELINK_MASK;
     h->seq = word0 >> FELIX_SEQ_SHIFT;
-    return RC_BAD_NONE;
+    return RCI_BAD_NONE;
 }
 
 /* Decode one trailer word into type, length and chunk flags. */
@@ -53,18 +53,18 @@ static void decode_trailer(const uint8_t *p, unsigned trailer_bytes, unsigned *t
         *all_zero = t == 0;
         *type = t >> FELIX_T16_TYPE_SHIFT;
         *len = t & FELIX_T16_LEN_MASK;
-        *flags = (uint8_t)(((t & FELIX_T16_TRUNC) ? RC_CHUNK_TRUNCATED : 0) |
-                           ((t & FELIX_T16_ERROR) ? RC_CHUNK_ERROR : 0) |
-                           ((t & FELIX_T16_CRC) ? RC_CHUNK_CRC_ERROR : 0));
+        *flags = (uint8_t)(((t & FELIX_T16_TRUNC) ? RCI_CHUNK_TRUNCATED : 0) |
+                           ((t & FELIX_T16_ERROR) ? RCI_CHUNK_ERROR : 0) |
+                           ((t & FELIX_T16_CRC) ? RCI_CHUNK_CRC_ERROR : 0));
     } else {
         uint32_t t = load_le32(p);
         *all_zero = t == 0;
         *type = t >> FELIX_T32_TYPE_SHIFT;
         *len = t & FELIX_T32_LEN_MASK;
-        *flags = (uint8_t)(((t & FELIX_T32_TRUNC) ? RC_CHUNK_TRUNCATED : 0) |
-                           ((t & FELIX_T32_ERROR) ? RC_CHUNK_ERROR : 0) |
-                           ((t & FELIX_T32_CRC) ? RC_CHUNK_CRC_ERROR : 0) |
-                           ((t & FELIX_T32_BUSY) ? RC_CHUNK_BUSY : 0));
+        *flags = (uint8_t)(((t & FELIX_T32_TRUNC) ? RCI_CHUNK_TRUNCATED : 0) |
+                           ((t & FELIX_T32_ERROR) ? RCI_CHUNK_ERROR : 0) |
+                           ((t & FELIX_T32_CRC) ? RCI_CHUNK_CRC_ERROR : 0) |
+                           ((t & FELIX_T32_BUSY) ? RCI_CHUNK_BUSY : 0));
     }
 }
 
@@ -113,23 +113,23 @@ static bool split_ok(unsigned type, uint32_t len)
 }
 
 /* One non-null trailer at pos (its payload padded ends there). */
-static enum rc_readout_bad_kind check_subchunk(const uint8_t *blk, uint32_t pos,
+static enum rci_readout_bad_kind check_subchunk(const uint8_t *blk, uint32_t pos,
                                                unsigned trailer_bytes, unsigned type,
                                                uint32_t len)
 {
     uint32_t padded = (len + trailer_bytes - 1) / trailer_bytes * trailer_bytes;
     if (padded > pos - FELIX_HEADER_BYTES || (type == FELIX_SUB_OOB && len != 0))
-        return RC_BAD_LENGTH;
+        return RCI_BAD_LENGTH;
     if (!split_ok(type, len))
-        return RC_BAD_SPLIT;
+        return RCI_BAD_SPLIT;
     if (!padding_is_zero(blk, pos - padded, len, padded))
-        return RC_BAD_PADDING;
-    return RC_BAD_NONE;
+        return RCI_BAD_PADDING;
+    return RCI_BAD_NONE;
 }
 
-enum rc_readout_bad_kind rc_block_parse_subchunks(const uint8_t *blk, uint32_t block_size,
+enum rci_readout_bad_kind rci_block_parse_subchunks(const uint8_t *blk, uint32_t block_size,
                                                   unsigned trailer_bytes,
-                                                  struct rc_subchunk *subs, unsigned cap,
+                                                  struct rci_subchunk *subs, unsigned cap,
                                                   unsigned *first)
 {
     uint32_t pos = block_size;      /* everything at or after pos is parsed */
@@ -143,27 +143,27 @@ enum rc_readout_bad_kind rc_block_parse_subchunks(const uint8_t *blk, uint32_t b
         uint8_t flags;
         bool all_zero;
         if (pos - FELIX_HEADER_BYTES < trailer_bytes)
-            return RC_BAD_LENGTH;
+            return RCI_BAD_LENGTH;
         pos -= trailer_bytes;
         decode_trailer(blk + pos, trailer_bytes, &type, &len, &flags, &all_zero);
         if (type == FELIX_SUB_NULL) {
             /* Filler, only after the last subchunk. */
             if (!all_zero || out != cap)
-                return RC_BAD_NULL_TRAILER;
+                return RCI_BAD_NULL_TRAILER;
             continue;
         }
-        enum rc_readout_bad_kind bad = check_subchunk(blk, pos, trailer_bytes, type, len);
-        if (bad != RC_BAD_NONE)
+        enum rci_readout_bad_kind bad = check_subchunk(blk, pos, trailer_bytes, type, len);
+        if (bad != RCI_BAD_NONE)
             return bad;
         if (!type_order_ok(type, &data_seen, &must_be_first))
-            return RC_BAD_TYPE_ORDER;
+            return RCI_BAD_TYPE_ORDER;
         pos -= (len + trailer_bytes - 1) / trailer_bytes * trailer_bytes;
         if (out == 0)   /* cannot happen with cap >= block_size / 2; guards a bad caller */
-            return RC_BAD_LENGTH;
+            return RCI_BAD_LENGTH;
         out--;
-        subs[out] = (struct rc_subchunk){ .offset = pos, .len = len, .type = (uint8_t)type,
+        subs[out] = (struct rci_subchunk){ .offset = pos, .len = len, .type = (uint8_t)type,
                                           .flags = flags };
     }
     *first = out;
-    return RC_BAD_NONE;
+    return RCI_BAD_NONE;
 }

@@ -2,15 +2,15 @@
 /* card.h — a card is an ops table plus its BAR. The host side (wupper_dma.h,
  * readout.h) uses only the BAR accessors, so real and simulated cards run the
  * same host code. */
-#ifndef RC_CARD_H
-#define RC_CARD_H
+#ifndef RCI_CARD_H
+#define RCI_CARD_H
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "readout/card_bar.h"
 
 /* What the card's firmware reports about itself (simulator: everything it produced). */
-struct rc_card_stats {
+struct rci_card_stats {
     uint64_t chunks_produced;
     uint64_t bytes_produced;       /* payload bytes */
     uint64_t blocks_written;
@@ -24,36 +24,36 @@ struct rc_card_stats {
     bool finished;                 /* a fixed run length was reached */
 };
 
-struct rc_card;
-struct rc_card_ops {
+struct rci_card;
+struct rci_card_ops {
     const char *kind;
-    int  (*start)(struct rc_card *c);      /* begin producing once the host enables the DMA
+    int  (*start)(struct rci_card *c);      /* begin producing once the host enables the DMA
                                               descriptor (either order works); 0 or -errno */
-    void (*stop)(struct rc_card *c);       /* stop producing; returns when stopped */
-    void (*get_stats)(struct rc_card *c, struct rc_card_stats *s);
-    void (*destroy)(struct rc_card *c);
+    void (*stop)(struct rci_card *c);       /* stop producing; returns when stopped */
+    void (*get_stats)(struct rci_card *c, struct rci_card_stats *s);
+    void (*destroy)(struct rci_card *c);
     /* Optional, called by the host every tick (~100 ms): keeps the host's
      * side of a liveness handshake and looks at the firmware's. Returns
-     * RC_CARD_FW_LOST once per loss (why says what happened), else
-     * RC_CARD_FW_OK (running, or no firmware attached yet). */
-    int  (*check)(struct rc_card *c, char *why, size_t whylen);
+     * RCI_CARD_FW_LOST once per loss (why says what happened), else
+     * RCI_CARD_FW_OK (running, or no firmware attached yet). */
+    int  (*check)(struct rci_card *c, char *why, size_t whylen);
 };
 
-enum { RC_CARD_FW_OK = 0, RC_CARD_FW_LOST = 1 };
+enum { RCI_CARD_FW_OK = 0, RCI_CARD_FW_LOST = 1 };
 
-struct rc_card {
-    const struct rc_card_ops *ops;
-    struct rc_bar bar;
+struct rci_card {
+    const struct rci_card_ops *ops;
+    struct rci_bar bar;
     void *impl;
 };
 
-static inline int  rc_card_start(struct rc_card *c) { return c->ops->start(c); }
-static inline void rc_card_stop(struct rc_card *c) { c->ops->stop(c); }
-static inline void rc_card_get_stats(struct rc_card *c, struct rc_card_stats *s) { c->ops->get_stats(c, s); }
-static inline void rc_card_destroy(struct rc_card *c) { c->ops->destroy(c); }
-static inline int  rc_card_check(struct rc_card *c, char *why, size_t whylen)
+static inline int  rci_card_start(struct rci_card *c) { return c->ops->start(c); }
+static inline void rci_card_stop(struct rci_card *c) { c->ops->stop(c); }
+static inline void rci_card_get_stats(struct rci_card *c, struct rci_card_stats *s) { c->ops->get_stats(c, s); }
+static inline void rci_card_destroy(struct rci_card *c) { c->ops->destroy(c); }
+static inline int  rci_card_check(struct rci_card *c, char *why, size_t whylen)
 {
-    return c->ops->check ? c->ops->check(c, why, whylen) : RC_CARD_FW_OK;
+    return c->ops->check ? c->ops->check(c, why, whylen) : RCI_CARD_FW_OK;
 }
 
 #endif

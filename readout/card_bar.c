@@ -16,7 +16,7 @@
 
 /* Far more than a torn read ever needs; bounded so a card that stops
  * answering consistently cannot hang the readout thread. The caller
- * validates what it gets (see rc_wupper_dma_poll). */
+ * validates what it gets (see rci_wupper_dma_poll). */
 #define MMIO_READ128_TRIES 16
 
 static inline volatile uint64_t *mmio_reg(void *ctx, uint32_t off)
@@ -56,13 +56,13 @@ static void mmio_read128(void *ctx, uint32_t off, uint64_t *lo, uint64_t *hi)
     *hi = h2;
 }
 
-static const struct rc_bar_ops mmio_ops = {
+static const struct rci_bar_ops mmio_ops = {
     .read64 = mmio_read64,
     .write64 = mmio_write64,
     .read128 = mmio_read128,
 };
 
-void rc_bar_init_mmio(struct rc_bar *b, volatile void *base)
+void rci_bar_init_mmio(struct rci_bar *b, volatile void *base)
 {
     b->ops = &mmio_ops;
     b->ctx = (void *)(uintptr_t)base;

@@ -7,29 +7,29 @@
  * by reading the two halves until two successive reads agree (a torn read is
  * transient there); on the simulator through its own consistency protocol.
  */
-#ifndef RC_CARD_BAR_H
-#define RC_CARD_BAR_H
+#ifndef RCI_CARD_BAR_H
+#define RCI_CARD_BAR_H
 #include <stdint.h>
 
-struct rc_bar_ops {
+struct rci_bar_ops {
     uint64_t (*read64)(void *ctx, uint32_t off);
     void     (*write64)(void *ctx, uint32_t off, uint64_t value);
     void     (*read128)(void *ctx, uint32_t off, uint64_t *lo, uint64_t *hi);
 };
 
-struct rc_bar {
-    const struct rc_bar_ops *ops;
+struct rci_bar {
+    const struct rci_bar_ops *ops;
     void *ctx;
 };
 
-static inline uint64_t rc_bar_read64(const struct rc_bar *b, uint32_t off)
+static inline uint64_t rci_bar_read64(const struct rci_bar *b, uint32_t off)
 { return b->ops->read64(b->ctx, off); }
-static inline void rc_bar_write64(const struct rc_bar *b, uint32_t off, uint64_t v)
+static inline void rci_bar_write64(const struct rci_bar *b, uint32_t off, uint64_t v)
 { b->ops->write64(b->ctx, off, v); }
-static inline void rc_bar_read128(const struct rc_bar *b, uint32_t off, uint64_t *lo, uint64_t *hi)
+static inline void rci_bar_read128(const struct rci_bar *b, uint32_t off, uint64_t *lo, uint64_t *hi)
 { b->ops->read128(b->ctx, off, lo, hi); }
 
 /* Accessors for a plain memory-mapped BAR (a real card's resource0 mapping). */
-void rc_bar_init_mmio(struct rc_bar *b, volatile void *base);
+void rci_bar_init_mmio(struct rci_bar *b, volatile void *base);
 
 #endif

@@ -1,32 +1,32 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* card_params.h — settings of one card, its DMA ring and its readout thread.
  * Filled by config/ from the [card.N] section; see `ringcast-readout --help-config`. */
-#ifndef RC_CARD_PARAMS_H
-#define RC_CARD_PARAMS_H
+#ifndef RCI_CARD_PARAMS_H
+#define RCI_CARD_PARAMS_H
 #include <stdbool.h>
 #include <stdint.h>
 #include "dma/dma_mem.h"
 #include "readout/felix_block.h"
 
-enum rc_card_type {
-    RC_CARD_SIM = 0,        /* simulated card: firmware thread in this process */
-    RC_CARD_SIM_PROCESS     /* simulated card: ringcast-sim process attached via shm */
+enum rci_card_type {
+    RCI_CARD_SIM = 0,        /* simulated card: firmware thread in this process */
+    RCI_CARD_SIM_PROCESS     /* simulated card: ringcast-sim process attached via shm */
 };
 
-enum rc_fw_loss_policy {
-    RC_FW_LOSS_WAIT = 0,    /* keep the card: a new ringcast-sim takes over the running DMA */
-    RC_FW_LOSS_STOP         /* stop the card cleanly; the others go on */
+enum rci_fw_loss_policy {
+    RCI_FW_LOSS_WAIT = 0,    /* keep the card: a new ringcast-sim takes over the running DMA */
+    RCI_FW_LOSS_STOP         /* stop the card cleanly; the others go on */
 };
 
-struct rc_card_params {
+struct rci_card_params {
     unsigned index;                /* N of [card.N] */
-    enum rc_card_type type;
+    enum rci_card_type type;
     uint64_t tag_base;             /* default: index * 65536 */
     unsigned dma_descriptor;       /* Wupper descriptor number 0..7 */
     uint64_t ring_size;            /* bytes, multiple of block_size */
     uint32_t block_size;           /* 1 KiB .. 64 KiB, multiple of 1 KiB */
     enum felix_format block_format;/* abcd / abce need 1 KiB blocks */
-    enum rc_mem_backend memory;
+    enum rci_mem_backend memory;
     char shm_name[64];             /* base name for shm objects (sim-process) */
     /* readout thread */
     uint64_t poll_spin_ns;         /* spin this long on an idle ring ... */
@@ -35,7 +35,7 @@ struct rc_card_params {
     uint32_t max_chunk_size;       /* larger chunks are dropped and counted (oversize) */
     uint32_t max_chunk_pieces;     /* more pieces: dropped and counted (oversize) */
     uint32_t max_chunks_in_flight; /* descriptor pool; when empty the reader waits */
-    enum rc_fw_loss_policy on_firmware_loss;  /* what the daemon does when the firmware dies */
+    enum rci_fw_loss_policy on_firmware_loss;  /* what the daemon does when the firmware dies */
 };
 
 #endif

@@ -13,13 +13,13 @@
 /* liburcu's push and pop_all order memory with atomics ThreadSanitizer does
  * not see (the library is not instrumented); tell it, in TSan builds only. */
 #if defined(__SANITIZE_THREAD__)
-#define RC_TSAN 1
+#define RCI_TSAN 1
 #elif defined(__has_feature)
 #if __has_feature(thread_sanitizer)
-#define RC_TSAN 1
+#define RCI_TSAN 1
 #endif
 #endif
-#ifdef RC_TSAN
+#ifdef RCI_TSAN
 void __tsan_acquire(void *addr);
 void __tsan_release(void *addr);
 #define TSAN_RELEASE(p) __tsan_release(p)
@@ -43,21 +43,21 @@ static void prefault(void *mem, size_t bytes)
         p[off] = 0;
 }
 
-int rc_chunk_pool_init(struct rc_chunk_pool *pool, uint32_t count, uint32_t max_pieces,
+int rci_chunk_pool_init(struct rci_chunk_pool *pool, uint32_t count, uint32_t max_pieces,
                        char *err, size_t errlen)
 {
     memset(pool, 0, sizeof *pool);
     if (count == 0 || count == UINT32_MAX || max_pieces == 0) {
-        rc_set_err(err, errlen, "chunk pool: max_chunks_in_flight (%u) and max_chunk_pieces (%u) "
+        rci_set_err(err, errlen, "chunk pool: max_chunks_in_flight (%u) and max_chunk_pieces (%u) "
                  "must be at least 1", count, max_pieces);
         return -EINVAL;
     }
     pool->recs = calloc(count, sizeof *pool->recs);
     pool->piece_store = calloc((size_t)count * max_pieces, sizeof *pool->piece_store);
     if (!pool->recs || !pool->piece_store) {
-        rc_set_err(err, errlen, "chunk pool: cannot allocate %u descriptors of %u pieces",
+        rci_set_err(err, errlen, "chunk pool: cannot allocate %u descriptors of %u pieces",
                  count, max_pieces);
-        rc_chunk_pool_fini(pool);
+        rci_chunk_pool_fini(pool);
         return -ENOMEM;
     }
     prefault(pool->piece_store, (size_t)count * max_pieces * sizeof *pool->piece_store);
@@ -66,7 +66,7 @@ int rc_chunk_pool_init(struct rc_chunk_pool *pool, uint32_t count, uint32_t max_
     __cds_lfs_init(&pool->free_stack);
     /* Push in reverse so that the first records come out first (nicer to debug). */
     for (uint32_t i = count; i-- > 0;) {
-        struct rc_chunk_rec *rec = &pool->recs[i];
+        struct rci_chunk_rec *rec = &pool->recs[i];
         rec->index = i;
         rec->chunk.pieces = &pool->piece_store[(size_t)i * max_pieces];
         atomic_init(&rec->live_key, 0);
@@ -76,7 +76,7 @@ int rc_chunk_pool_init(struct rc_chunk_pool *pool, uint32_t count, uint32_t max_
     return 0;
 }
 
-void rc_chunk_pool_fini(struct rc_chunk_pool *pool)
+void rci_chunk_pool_fini(struct rci_chunk_pool *pool)
 {
     free(pool->recs);
     free(pool->piece_store);
@@ -84,7 +84,7 @@ void rc_chunk_pool_fini(struct rc_chunk_pool *pool)
     pool->piece_store = NULL;
 }
 
-struct rc_chunk_rec *rc_chunk_pool_get(struct rc_chunk_pool *pool)
+struct rci_chunk_rec *rci_chunk_pool_get(struct rci_chunk_pool *pool)
 {
     if (!pool->taken_free) {
         struct cds_lfs_head *all = __cds_lfs_pop_all(&pool->free_stack);
@@ -95,7 +95,7 @@ struct rc_chunk_rec *rc_chunk_pool_get(struct rc_chunk_pool *pool)
     }
     struct cds_lfs_node *node = pool->taken_free;
     pool->taken_free = node->next;
-    struct rc_chunk_rec *rec = caa_container_of(node, struct rc_chunk_rec, node);
+    struct rci_chunk_rec *rec = caa_container_of(node, struct rci_chunk_rec, node);
     /* Generation 0 is skipped so that no key is ever 0 (0 means "not live"). */
     if (++rec->gen == 0)
         rec->gen = 1;
@@ -106,18 +106,18 @@ struct rc_chunk_rec *rc_chunk_pool_get(struct rc_chunk_pool *pool)
     return rec;
 }
 
-void rc_chunk_pool_put(struct rc_chunk_pool *pool, struct rc_chunk_rec *rec)
+void rci_chunk_pool_put(struct rci_chunk_pool *pool, struct rci_chunk_rec *rec)
 {
     TSAN_RELEASE(&pool->free_stack);
     cds_lfs_push(&pool->free_stack, &rec->node);
 }
 
-struct rc_chunk_rec *rc_chunk_pool_claim(struct rc_chunk_pool *pool, uint64_t key)
+struct rci_chunk_rec *rci_chunk_pool_claim(struct rci_chunk_pool *pool, uint64_t key)
 {
     uint64_t index = key & KEY_INDEX_MASK;
     if (key == 0 || index >= pool->count)
         return NULL;
-    struct rc_chunk_rec *rec = &pool->recs[index];
+    struct rci_chunk_rec *rec = &pool->recs[index];
     uint64_t expected = key;
     /* Acquire: the decoder's writes to the chunk and its pieces happened
      * before it made the key live (release). */

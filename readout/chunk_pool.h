@@ -11,8 +11,8 @@
  * and 0 otherwise, so a stale or duplicate release fails its compare-and-swap
  * and is rejected without touching the record.
  */
-#ifndef RC_CHUNK_POOL_H
-#define RC_CHUNK_POOL_H
+#ifndef RCI_CHUNK_POOL_H
+#define RCI_CHUNK_POOL_H
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -20,33 +20,33 @@
 #include <urcu/lfstack.h>
 #include "readout/chunk.h"
 
-struct rc_chunk_rec {
+struct rci_chunk_rec {
     struct cds_lfs_node node;       /* on the free stack while free */
     _Atomic uint64_t live_key;      /* key while handed to the sink, else 0 */
     uint32_t gen;                   /* decoder only */
     uint32_t index;
-    struct rc_chunk chunk;          /* chunk.pieces -> this record's piece slots */
+    struct rci_chunk chunk;          /* chunk.pieces -> this record's piece slots */
 };
 
-struct rc_chunk_pool {
-    struct rc_chunk_rec *recs;
-    struct rc_piece *piece_store;   /* count * max_pieces */
+struct rci_chunk_pool {
+    struct rci_chunk_rec *recs;
+    struct rci_piece *piece_store;   /* count * max_pieces */
     uint32_t count, max_pieces;
     struct __cds_lfs_stack free_stack;  /* released records, any thread pushes */
     struct cds_lfs_node *taken_free;    /* decoder only: grabbed from free_stack */
 };
 
 /* Returns 0 or -ENOMEM / -EINVAL with a message in err. */
-int  rc_chunk_pool_init(struct rc_chunk_pool *pool, uint32_t count, uint32_t max_pieces,
+int  rci_chunk_pool_init(struct rci_chunk_pool *pool, uint32_t count, uint32_t max_pieces,
                         char *err, size_t errlen);
-void rc_chunk_pool_fini(struct rc_chunk_pool *pool);
+void rci_chunk_pool_fini(struct rci_chunk_pool *pool);
 
 /* Decoder thread only: a free record with a fresh key and an empty chunk, or NULL. */
-struct rc_chunk_rec *rc_chunk_pool_get(struct rc_chunk_pool *pool);
+struct rci_chunk_rec *rci_chunk_pool_get(struct rci_chunk_pool *pool);
 /* Any thread: put a record that is not live back on the free stack. */
-void rc_chunk_pool_put(struct rc_chunk_pool *pool, struct rc_chunk_rec *rec);
+void rci_chunk_pool_put(struct rci_chunk_pool *pool, struct rci_chunk_rec *rec);
 /* Decoder thread only: the same, onto its private list (no atomics). */
-static inline void rc_chunk_pool_put_local(struct rc_chunk_pool *pool, struct rc_chunk_rec *rec)
+static inline void rci_chunk_pool_put_local(struct rci_chunk_pool *pool, struct rci_chunk_rec *rec)
 {
     rec->node.next = pool->taken_free;
     pool->taken_free = &rec->node;
@@ -55,10 +55,10 @@ static inline void rc_chunk_pool_put_local(struct rc_chunk_pool *pool, struct rc
 /* Any thread: claim the live record of key (live -> not live). Returns the
  * record, which the caller then puts back, or NULL for a stale, duplicate or
  * corrupt key. */
-struct rc_chunk_rec *rc_chunk_pool_claim(struct rc_chunk_pool *pool, uint64_t key);
+struct rci_chunk_rec *rci_chunk_pool_claim(struct rci_chunk_pool *pool, uint64_t key);
 
 /* Decoder thread: publish the record's key so that a release can claim it. */
-static inline void rc_chunk_rec_make_live(struct rc_chunk_rec *rec)
+static inline void rci_chunk_rec_make_live(struct rci_chunk_rec *rec)
 {
     atomic_store_explicit(&rec->live_key, rec->chunk.key, memory_order_release);
 }

@@ -3,7 +3,7 @@
  * "Block decoder" section of readout/README.md).
  *
  * Reference counting: a block's refs hold the decoder's own reference while
- * it parses the block (as a bias, see RC_BLOCK_BIAS) plus one per chunk piece
+ * it parses the block (as a bias, see RCI_BLOCK_BIAS) plus one per chunk piece
  * in the block. Pieces belong to a chunk record — an open chunk still being
  * assembled, a chunk the sink has not taken yet, or one in flight — and are
  * dropped when that record is discarded or released. The last drop gives the
@@ -24,45 +24,45 @@ enum offer_result { OFFER_ACCEPTED, OFFER_DROPPED, OFFER_AGAIN };
 
 /* ---- block references ------------------------------------------------- */
 
-static void block_unref_n(struct rc_readout *r, uint32_t block, uint32_t n)
+static void block_unref_n(struct rci_readout *r, uint32_t block, uint32_t n)
 {
-    struct rc_block_meta *m = &r->blocks[block];
+    struct rci_block_meta *m = &r->blocks[block];
     if (atomic_fetch_sub_explicit(&m->refs, n, memory_order_acq_rel) == n)
         /* Nobody references the block: its slot stays ours until the ring
          * gets it back, so reading ring_key here is safe. A failure is
          * counted by the ring itself (bad_releases). */
-        (void)rc_dma_ring_release(r->ring, m->ring_key);
+        (void)rci_dma_ring_release(r->ring, m->ring_key);
 }
 
 /* A spilled piece (copied out of the ring) holds no block. */
-static void drop_piece_refs(struct rc_readout *r, const struct rc_chunk *c)
+static void drop_piece_refs(struct rci_readout *r, const struct rci_chunk *c)
 {
     for (uint32_t i = 0; i < c->npieces; i++)
-        if (c->pieces[i].ring_offset != RC_PIECE_SPILLED)
+        if (c->pieces[i].ring_offset != RCI_PIECE_SPILLED)
             block_unref_n(r, c->pieces[i].ring_offset / r->p.block_size, 1);
 }
 
 /* The decoder is done with the current block: trade the bias for the
- * pieces it made (see RC_BLOCK_BIAS). */
-static void finish_block_refs(struct rc_readout *r, uint32_t block, uint32_t pieces)
+ * pieces it made (see RCI_BLOCK_BIAS). */
+static void finish_block_refs(struct rci_readout *r, uint32_t block, uint32_t pieces)
 {
-    block_unref_n(r, block, RC_BLOCK_BIAS - pieces);
+    block_unref_n(r, block, RCI_BLOCK_BIAS - pieces);
 }
 
-uint64_t rc_readout_in_flight(const struct rc_readout *r)
+uint64_t rci_readout_in_flight(const struct rci_readout *r)
 {
     /* releases first (acquire): every release counted there was of a chunk
      * whose acceptance the decoder had already counted. */
     uint64_t released = atomic_load_explicit(&r->shared.releases, memory_order_acquire);
-    return RC_STAT_GET(r->st.accepted) - RC_STAT_GET(r->st.releases_local) - released;
+    return RCI_STAT_GET(r->st.accepted) - RCI_STAT_GET(r->st.releases_local) - released;
 }
 
 /* Decoder thread: a record the sink never kept goes back to the pool with
  * its references. */
-static void discard_rec(struct rc_readout *r, struct rc_chunk_rec *rec)
+static void discard_rec(struct rci_readout *r, struct rci_chunk_rec *rec)
 {
     drop_piece_refs(r, &rec->chunk);
-    rc_chunk_pool_put_local(&r->pool, rec);
+    rci_chunk_pool_put_local(&r->pool, rec);
 }
 
 /* ---- releases (any thread) ---------------------------------------------- */
@@ -70,22 +70,22 @@ static void discard_rec(struct rc_readout *r, struct rc_chunk_rec *rec)
 /* The readout whose decode pass runs on this thread, if any. A sink that
  * releases in place (consumes or drops the chunk at once) then gives the
  * record straight back to the decoder's private free list. */
-static _Thread_local const struct rc_readout *decoding_here;
+static _Thread_local const struct rci_readout *decoding_here;
 
-void rc_readout_release(struct rc_readout *r, uint64_t key)
+void rci_readout_release(struct rci_readout *r, uint64_t key)
 {
-    struct rc_chunk_rec *rec = rc_chunk_pool_claim(&r->pool, key);
+    struct rci_chunk_rec *rec = rci_chunk_pool_claim(&r->pool, key);
     if (!rec) {
         atomic_fetch_add_explicit(&r->shared.bad_releases, 1, memory_order_relaxed);
         return;
     }
     drop_piece_refs(r, &rec->chunk);
     if (decoding_here == r) {
-        rc_chunk_pool_put_local(&r->pool, rec);
-        RC_STAT_ADD(r->st.releases_local, 1);
+        rci_chunk_pool_put_local(&r->pool, rec);
+        RCI_STAT_ADD(r->st.releases_local, 1);
         return;
     }
-    rc_chunk_pool_put(&r->pool, rec);
+    rci_chunk_pool_put(&r->pool, rec);
     /* After the put: a decoder that finds the pool empty with nothing in
      * flight knows no put is on its way (see get_record). */
     atomic_fetch_add_explicit(&r->shared.releases, 1, memory_order_release);
@@ -93,29 +93,29 @@ void rc_readout_release(struct rc_readout *r, uint64_t key)
 
 /* ---- chunk records -------------------------------------------------------- */
 
-static void note_bad_block(struct rc_readout *r, uint64_t pos, enum rc_readout_bad_kind kind)
+static void note_bad_block(struct rci_readout *r, uint64_t pos, enum rci_readout_bad_kind kind)
 {
-    RC_STAT_SET(r->st.last_bad_pos, pos);
-    RC_STAT_SET(r->st.last_bad_kind, (uint64_t)kind);
+    RCI_STAT_SET(r->st.last_bad_pos, pos);
+    RCI_STAT_SET(r->st.last_bad_kind, (uint64_t)kind);
 }
 
 /* Drop the e-link's open chunk (if any), counting it in *counter. */
-static void drop_open(struct rc_readout *r, struct rc_elink_state *e, uint64_t *counter)
+static void drop_open(struct rci_readout *r, struct rci_elink_state *e, uint64_t *counter)
 {
     if (!e->open)
         return;
     discard_rec(r, e->open);
     e->open = NULL;
-    RC_STAT_ADD(*counter, 1);
+    RCI_STAT_ADD(*counter, 1);
 }
 
 /* Every record is an open chunk waiting for blocks we cannot reach: without
  * this the decoder would wait forever. Counted; only bad input or a pool
  * smaller than the number of interleaved e-links gets here. */
-static void drop_all_open(struct rc_readout *r)
+static void drop_all_open(struct rci_readout *r)
 {
-    for (unsigned i = 0; i < RC_READOUT_MAX_ELINKS; i++) {
-        struct rc_elink_state *e = &r->elinks[i];
+    for (unsigned i = 0; i < RCI_READOUT_MAX_ELINKS; i++) {
+        struct rci_elink_state *e = &r->elinks[i];
         if (e->open) {
             e->skipping = true;   /* its remaining pieces must not become orphans */
             drop_open(r, e, &r->elink_stats[i].chunks_dropped_pool);
@@ -123,48 +123,48 @@ static void drop_all_open(struct rc_readout *r)
     }
 }
 
-static struct rc_chunk_rec *get_record(struct rc_readout *r)
+static struct rci_chunk_rec *get_record(struct rci_readout *r)
 {
-    struct rc_chunk_rec *rec = rc_chunk_pool_get(&r->pool);
-    if (!rec && rc_readout_in_flight(r) == 0) {
+    struct rci_chunk_rec *rec = rci_chunk_pool_get(&r->pool);
+    if (!rec && rci_readout_in_flight(r) == 0) {
         /* A release may have put its record back just before it counted
          * itself: look once more before concluding that only open chunks
          * hold records. */
-        rec = rc_chunk_pool_get(&r->pool);
+        rec = rci_chunk_pool_get(&r->pool);
         if (!rec) {
             drop_all_open(r);
-            rec = rc_chunk_pool_get(&r->pool);
+            rec = rci_chunk_pool_get(&r->pool);
         }
     }
     if (!rec) {
         if (r->pool_empty_since == 0)
-            r->pool_empty_since = rc_now_ns();
+            r->pool_empty_since = rci_now_ns();
         return NULL;
     }
     if (r->pool_empty_since != 0) {
-        RC_STAT_ADD(r->st.pool_empty_ns, rc_now_ns() - r->pool_empty_since);
+        RCI_STAT_ADD(r->st.pool_empty_ns, rci_now_ns() - r->pool_empty_since);
         r->pool_empty_since = 0;
     }
     return rec;
 }
 
-static struct rc_piece *rec_pieces(struct rc_readout *r, struct rc_chunk_rec *rec)
+static struct rci_piece *rec_pieces(struct rci_readout *r, struct rci_chunk_rec *rec)
 {
     return &r->pool.piece_store[(size_t)rec->index * r->pool.max_pieces];
 }
 
 /* Add a subchunk of the current block to a chunk; false if the chunk would
  * exceed max_chunk_size or max_chunk_pieces. Empty subchunks add only flags. */
-static bool add_piece(struct rc_readout *r, struct rc_chunk_rec *rec, const struct rc_subchunk *sc)
+static bool add_piece(struct rci_readout *r, struct rci_chunk_rec *rec, const struct rci_subchunk *sc)
 {
-    struct rc_chunk *c = &rec->chunk;
+    struct rci_chunk *c = &rec->chunk;
     c->flags |= sc->flags;
     if (sc->len == 0)
         return true;
     if (c->npieces >= r->pool.max_pieces || sc->len > r->p.max_chunk_size - c->length)
         return false;
     uint32_t ring_offset = r->cur.block * r->p.block_size + sc->offset;
-    rec_pieces(r, rec)[c->npieces] = (struct rc_piece){
+    rec_pieces(r, rec)[c->npieces] = (struct rci_piece){
         .addr = r->ring_base + ring_offset, .len = sc->len, .ring_offset = ring_offset };
     c->npieces++;
     c->length += sc->len;
@@ -174,34 +174,34 @@ static bool add_piece(struct rc_readout *r, struct rc_chunk_rec *rec, const stru
 
 /* ---- handing chunks to the sink ------------------------------------------- */
 
-static void count_chunk(struct rc_readout *r, unsigned elink, uint32_t length, uint32_t flags)
+static void count_chunk(struct rci_readout *r, unsigned elink, uint32_t length, uint32_t flags)
 {
-    struct rc_elink_stats *s = &r->elink_stats[elink];
-    RC_STAT_ADD(s->chunks, 1);
-    RC_STAT_ADD(s->bytes, length);
-    if (flags & RC_CHUNK_TRUNCATED)
-        RC_STAT_ADD(s->err_truncated, 1);
-    if (flags & RC_CHUNK_ERROR)
-        RC_STAT_ADD(s->err_flag, 1);
-    if (flags & RC_CHUNK_CRC_ERROR)
-        RC_STAT_ADD(s->err_crc, 1);
-    if (flags & RC_CHUNK_BUSY)
-        RC_STAT_ADD(s->err_busy, 1);
+    struct rci_elink_stats *s = &r->elink_stats[elink];
+    RCI_STAT_ADD(s->chunks, 1);
+    RCI_STAT_ADD(s->bytes, length);
+    if (flags & RCI_CHUNK_TRUNCATED)
+        RCI_STAT_ADD(s->err_truncated, 1);
+    if (flags & RCI_CHUNK_ERROR)
+        RCI_STAT_ADD(s->err_flag, 1);
+    if (flags & RCI_CHUNK_CRC_ERROR)
+        RCI_STAT_ADD(s->err_crc, 1);
+    if (flags & RCI_CHUNK_BUSY)
+        RCI_STAT_ADD(s->err_busy, 1);
 }
 
 /* Take a refused chunk back from the live state; false if the sink released
  * it anyway (then the release already returned the record). */
-static bool take_back(struct rc_readout *r, struct rc_chunk_rec *rec)
+static bool take_back(struct rci_readout *r, struct rci_chunk_rec *rec)
 {
     uint64_t expected = rec->chunk.key;
     if (!atomic_compare_exchange_strong_explicit(&rec->live_key, &expected, 0,
                                                  memory_order_acq_rel, memory_order_relaxed))
         return false;
-    RC_STAT_SET(r->st.accepted, r->st.accepted - 1);
+    RCI_STAT_SET(r->st.accepted, r->st.accepted - 1);
     return true;
 }
 
-static enum offer_result offer(struct rc_readout *r, struct rc_chunk_rec *rec)
+static enum offer_result offer(struct rci_readout *r, struct rci_chunk_rec *rec)
 {
     /* Copied first: once accepted, the chunk may be released at any moment. */
     unsigned elink = rec->chunk.elink;
@@ -209,8 +209,8 @@ static enum offer_result offer(struct rc_readout *r, struct rc_chunk_rec *rec)
 
     /* Counted before the key is live: a release (perhaps from inside the
      * sink) is then never seen before its acceptance. */
-    RC_STAT_ADD(r->st.accepted, 1);
-    rc_chunk_rec_make_live(rec);
+    RCI_STAT_ADD(r->st.accepted, 1);
+    rci_chunk_rec_make_live(rec);
     int rc = r->sink(r->sink_ctx, &rec->chunk);
     if (rc == 0) {
         count_chunk(r, elink, length, flags);
@@ -218,12 +218,12 @@ static enum offer_result offer(struct rc_readout *r, struct rc_chunk_rec *rec)
     }
     bool reclaimed = take_back(r, rec);
     if (rc == -EAGAIN && reclaimed) {
-        RC_STAT_ADD(r->st.sink_again, 1);
+        RCI_STAT_ADD(r->st.sink_again, 1);
         r->pending = rec;
         return OFFER_AGAIN;
     }
     /* Refused for good, or released although refused: either way it is gone. */
-    RC_STAT_ADD(r->st.sink_errors, 1);
+    RCI_STAT_ADD(r->st.sink_errors, 1);
     if (reclaimed)
         discard_rec(r, rec);
     return OFFER_DROPPED;
@@ -232,9 +232,9 @@ static enum offer_result offer(struct rc_readout *r, struct rc_chunk_rec *rec)
 /* ---- subchunks ------------------------------------------------------------ */
 
 /* WHOLE or FIRST: a new chunk begins; whatever was open never got its LAST. */
-static enum step start_chunk(struct rc_readout *r, struct rc_elink_state *e,
-                             struct rc_elink_stats *s, const struct rc_subchunk *sc,
-                             struct rc_chunk_rec **ready)
+static enum step start_chunk(struct rci_readout *r, struct rci_elink_state *e,
+                             struct rci_elink_stats *s, const struct rci_subchunk *sc,
+                             struct rci_chunk_rec **ready)
 {
     bool whole = sc->type == FELIX_SUB_WHOLE;
     if (e->open) {
@@ -243,17 +243,17 @@ static enum step start_chunk(struct rc_readout *r, struct rc_elink_state *e,
          * or this trailer is corrupt (a LAST read as WHOLE would deliver a
          * chunk's tail as a chunk). Neither can be trusted: drop both. */
         drop_open(r, e, &s->chunks_incomplete);
-        RC_STAT_ADD(s->err_bad_start, 1);
+        RCI_STAT_ADD(s->err_bad_start, 1);
         e->skipping = !whole;
         return STEP_DONE;
     }
     e->skipping = false;
     if (sc->len > r->p.max_chunk_size) {
-        RC_STAT_ADD(s->err_oversize, 1);
+        RCI_STAT_ADD(s->err_oversize, 1);
         e->skipping = !whole;
         return STEP_DONE;
     }
-    struct rc_chunk_rec *rec = get_record(r);
+    struct rci_chunk_rec *rec = get_record(r);
     if (!rec)
         return STEP_STALL;
     rec->chunk.tag = r->p.tag_base + r->cur.elink;
@@ -267,9 +267,9 @@ static enum step start_chunk(struct rc_readout *r, struct rc_elink_state *e,
 }
 
 /* MIDDLE or LAST: extend the open chunk; LAST completes it. */
-static void continue_chunk(struct rc_readout *r, struct rc_elink_state *e,
-                           struct rc_elink_stats *s, const struct rc_subchunk *sc,
-                           struct rc_chunk_rec **ready)
+static void continue_chunk(struct rci_readout *r, struct rci_elink_state *e,
+                           struct rci_elink_stats *s, const struct rci_subchunk *sc,
+                           struct rci_chunk_rec **ready)
 {
     bool last = sc->type == FELIX_SUB_LAST;
     if (e->skipping) {
@@ -277,7 +277,7 @@ static void continue_chunk(struct rc_readout *r, struct rc_elink_state *e,
         return;
     }
     if (!e->open) {
-        RC_STAT_ADD(s->err_orphan, 1);
+        RCI_STAT_ADD(s->err_orphan, 1);
         return;
     }
     if (!add_piece(r, e->open, sc)) {
@@ -291,11 +291,11 @@ static void continue_chunk(struct rc_readout *r, struct rc_elink_state *e,
     }
 }
 
-static enum step handle_subchunk(struct rc_readout *r, const struct rc_subchunk *sc,
-                                 struct rc_chunk_rec **ready)
+static enum step handle_subchunk(struct rci_readout *r, const struct rci_subchunk *sc,
+                                 struct rci_chunk_rec **ready)
 {
-    struct rc_elink_state *e = &r->elinks[r->cur.elink];
-    struct rc_elink_stats *s = &r->elink_stats[r->cur.elink];
+    struct rci_elink_state *e = &r->elinks[r->cur.elink];
+    struct rci_elink_stats *s = &r->elink_stats[r->cur.elink];
     switch (sc->type) {
     case FELIX_SUB_WHOLE:
     case FELIX_SUB_FIRST:
@@ -305,22 +305,22 @@ static enum step handle_subchunk(struct rc_readout *r, const struct rc_subchunk 
         continue_chunk(r, e, s, sc, ready);
         return STEP_DONE;
     case FELIX_SUB_TIMEOUT:
-        RC_STAT_ADD(s->timeouts, 1);
+        RCI_STAT_ADD(s->timeouts, 1);
         return STEP_DONE;
     case FELIX_SUB_OOB:
-        RC_STAT_ADD(s->oob, 1);
+        RCI_STAT_ADD(s->oob, 1);
         return STEP_DONE;
     default:   /* FELIX_SUB_RESERVED; NULL trailers never reach here */
-        RC_STAT_ADD(s->reserved, 1);
+        RCI_STAT_ADD(s->reserved, 1);
         return STEP_DONE;
     }
 }
 
 /* Handle the current block's remaining subchunks; *emitted counts accepted chunks. */
-static enum step continue_block(struct rc_readout *r, unsigned *emitted)
+static enum step continue_block(struct rci_readout *r, unsigned *emitted)
 {
     while (r->cur.next < r->subs_cap) {
-        struct rc_chunk_rec *ready = NULL;
+        struct rci_chunk_rec *ready = NULL;
         if (handle_subchunk(r, &r->subs[r->cur.next], &ready) == STEP_STALL)
             return STEP_STALL;
         r->cur.next++;
@@ -338,24 +338,24 @@ static enum step continue_block(struct rc_readout *r, unsigned *emitted)
 
 /* ---- blocks --------------------------------------------------------------- */
 
-static void count_malformed(struct rc_elink_stats *s, enum rc_readout_bad_kind bad)
+static void count_malformed(struct rci_elink_stats *s, enum rci_readout_bad_kind bad)
 {
     switch (bad) {
-    case RC_BAD_NULL_TRAILER: RC_STAT_ADD(s->malformed_null, 1); break;
-    case RC_BAD_TYPE_ORDER: RC_STAT_ADD(s->malformed_order, 1); break;
-    case RC_BAD_PADDING: RC_STAT_ADD(s->malformed_padding, 1); break;
-    case RC_BAD_SPLIT: RC_STAT_ADD(s->malformed_split, 1); break;
-    default: RC_STAT_ADD(s->malformed_length, 1); break;
+    case RCI_BAD_NULL_TRAILER: RCI_STAT_ADD(s->malformed_null, 1); break;
+    case RCI_BAD_TYPE_ORDER: RCI_STAT_ADD(s->malformed_order, 1); break;
+    case RCI_BAD_PADDING: RCI_STAT_ADD(s->malformed_padding, 1); break;
+    case RCI_BAD_SPLIT: RCI_STAT_ADD(s->malformed_split, 1); break;
+    default: RCI_STAT_ADD(s->malformed_length, 1); break;
     }
 }
 
-static void check_sequence(struct rc_readout *r, struct rc_elink_state *e,
-                           struct rc_elink_stats *s, unsigned seq)
+static void check_sequence(struct rci_readout *r, struct rci_elink_state *e,
+                           struct rci_elink_stats *s, unsigned seq)
 {
     if (e->seen) {
         unsigned missing = (seq - e->expected_seq) % FELIX_SEQ_MOD;
         if (missing != 0) {
-            RC_STAT_ADD(s->err_seq_gap, missing);
+            RCI_STAT_ADD(s->err_seq_gap, missing);
             drop_open(r, e, &s->chunks_dropped_gap);
             e->skipping = false;   /* what follows the gap cannot be matched */
         }
@@ -368,7 +368,7 @@ static void check_sequence(struct rc_readout *r, struct rc_elink_state *e,
  * first data subchunk is the chunk's MIDDLE or LAST. A WHOLE or FIRST there
  * is handled by start_chunk(); a block with no data subchunk at all is
  * checked here. */
-static bool continues_open(const struct rc_readout *r, unsigned first)
+static bool continues_open(const struct rci_readout *r, unsigned first)
 {
     for (unsigned i = first; i < r->subs_cap; i++) {
         unsigned t = r->subs[i].type;
@@ -382,50 +382,50 @@ static bool continues_open(const struct rc_readout *r, unsigned first)
 /* The open chunk's continuation is missing (a MIDDLE or LAST whose type bits
  * were corrupted into timeout, reserved or out-of-band): the chunk cannot be
  * completed correctly. */
-static void drop_discontinued(struct rc_readout *r, struct rc_elink_state *e,
-                              struct rc_elink_stats *s)
+static void drop_discontinued(struct rci_readout *r, struct rci_elink_state *e,
+                              struct rci_elink_stats *s)
 {
     drop_open(r, e, &s->chunks_incomplete);
-    RC_STAT_ADD(s->err_bad_start, 1);
+    RCI_STAT_ADD(s->err_bad_start, 1);
     e->skipping = true;                 /* what is left of it must not become orphans */
 }
 
 /* Take the next complete block and parse it. Returns false when none is
  * written yet. A bad block is counted and given back at once. */
-static bool begin_block(struct rc_readout *r)
+static bool begin_block(struct rci_readout *r)
 {
-    struct rc_dma_span span;
+    struct rci_dma_span span;
     uint64_t ring_key;
     uint32_t bs = r->p.block_size;
-    if (rc_dma_ring_take(r->ring, bs, &span, &ring_key) != 0)
+    if (rci_dma_ring_take(r->ring, bs, &span, &ring_key) != 0)
         return false;
     uint64_t pos = r->st.taken;
     uint32_t block = (uint32_t)(span.piece[0].offset / bs);
-    atomic_store_explicit(&r->blocks[block].refs, RC_BLOCK_BIAS, memory_order_relaxed);
+    atomic_store_explicit(&r->blocks[block].refs, RCI_BLOCK_BIAS, memory_order_relaxed);
     r->blocks[block].ring_key = ring_key;
-    /* Busy before taken moves, so rc_readout_drained() never sees the taken
+    /* Busy before taken moves, so rci_readout_drained() never sees the taken
      * block as done while it is being decoded. */
-    RC_STAT_SET(r->st.pending_or_active, 1);
+    RCI_STAT_SET(r->st.pending_or_active, 1);
     __atomic_store_n(&r->st.taken, pos + bs, __ATOMIC_RELEASE);
 
     const uint8_t *blk = r->ring_base + span.piece[0].offset;
-    struct rc_block_header h;
-    enum rc_readout_bad_kind bad = rc_block_parse_header(blk, bs, &h);
-    if (bad != RC_BAD_NONE) {
-        RC_STAT_ADD(r->st.bad_header, 1);
+    struct rci_block_header h;
+    enum rci_readout_bad_kind bad = rci_block_parse_header(blk, bs, &h);
+    if (bad != RCI_BAD_NONE) {
+        RCI_STAT_ADD(r->st.bad_header, 1);
         note_bad_block(r, pos, bad);
         finish_block_refs(r, block, 0);
         return true;
     }
-    struct rc_elink_state *e = &r->elinks[h.elink];
-    struct rc_elink_stats *s = &r->elink_stats[h.elink];
-    RC_STAT_ADD(s->blocks, 1);
+    struct rci_elink_state *e = &r->elinks[h.elink];
+    struct rci_elink_stats *s = &r->elink_stats[h.elink];
+    RCI_STAT_ADD(s->blocks, 1);
     check_sequence(r, e, s, h.seq);
 
     unsigned first;
-    bad = rc_block_parse_subchunks(blk, bs, h.trailer_bytes, r->subs, r->subs_cap, &first);
-    if (bad != RC_BAD_NONE) {
-        RC_STAT_ADD(s->err_malformed, 1);
+    bad = rci_block_parse_subchunks(blk, bs, h.trailer_bytes, r->subs, r->subs_cap, &first);
+    if (bad != RCI_BAD_NONE) {
+        RCI_STAT_ADD(s->err_malformed, 1);
         count_malformed(s, bad);
         note_bad_block(r, pos, bad);
         drop_open(r, e, &s->chunks_incomplete);
@@ -435,7 +435,7 @@ static bool begin_block(struct rc_readout *r)
     }
     if (e->open && !continues_open(r, first))
         drop_discontinued(r, e, s);
-    r->cur = (struct rc_cur_block){ .active = true, .block = block, .elink = h.elink,
+    r->cur = (struct rci_cur_block){ .active = true, .block = block, .elink = h.elink,
                                     .next = first, .pieces = 0 };
     return true;
 }
@@ -443,23 +443,23 @@ static bool begin_block(struct rc_readout *r)
 /* ---- a ring held by open chunks ------------------------------------------- */
 
 /* The open chunk's first piece still in the ring (a spilled head is not). */
-static const struct rc_piece *first_ring_piece(const struct rc_chunk *c)
+static const struct rci_piece *first_ring_piece(const struct rci_chunk *c)
 {
     for (uint32_t i = 0; i < c->npieces; i++)
-        if (c->pieces[i].ring_offset != RC_PIECE_SPILLED)
+        if (c->pieces[i].ring_offset != RCI_PIECE_SPILLED)
             return &c->pieces[i];
     return NULL;
 }
 
 /* The open chunk whose first ring piece lies nearest after the read position
  * (it holds the oldest block), or NULL. */
-static struct rc_elink_state *oldest_open(struct rc_readout *r, uint64_t read)
+static struct rci_elink_state *oldest_open(struct rci_readout *r, uint64_t read)
 {
-    struct rc_elink_state *oldest = NULL;
+    struct rci_elink_state *oldest = NULL;
     uint64_t oldest_dist = UINT64_MAX, read_off = read % r->ring_size;
-    for (unsigned i = 0; i < RC_READOUT_MAX_ELINKS; i++) {
-        struct rc_elink_state *e = &r->elinks[i];
-        const struct rc_piece *pc = e->open ? first_ring_piece(&e->open->chunk) : NULL;
+    for (unsigned i = 0; i < RCI_READOUT_MAX_ELINKS; i++) {
+        struct rci_elink_state *e = &r->elinks[i];
+        const struct rci_piece *pc = e->open ? first_ring_piece(&e->open->chunk) : NULL;
         if (!pc)
             continue;
         uint64_t dist = (pc->ring_offset + r->ring_size - read_off) % r->ring_size;
@@ -478,31 +478,31 @@ static struct rc_elink_state *oldest_open(struct rc_readout *r, uint64_t read)
  * which happens when nothing is in flight, so the previous user was
  * released. Returns false (nothing changed) when the chunk is longer than
  * the slot. */
-static bool spill_open(struct rc_readout *r, unsigned elink, struct rc_chunk_rec *rec)
+static bool spill_open(struct rci_readout *r, unsigned elink, struct rci_chunk_rec *rec)
 {
-    struct rc_chunk *c = &rec->chunk;
+    struct rci_chunk *c = &rec->chunk;
     if (c->length > r->spill_slot || !first_ring_piece(c))
         return false;
     uint8_t *slot = r->spill + (size_t)elink * r->spill_slot;
-    struct rc_piece *pcs = rec_pieces(r, rec);
+    struct rci_piece *pcs = rec_pieces(r, rec);
     uint32_t off = 0;
     for (uint32_t i = 0; i < c->npieces; i++) {
         /* A spilled head is already at the slot's start (off 0). */
-        if (pcs[i].ring_offset != RC_PIECE_SPILLED)
+        if (pcs[i].ring_offset != RCI_PIECE_SPILLED)
             memcpy(slot + off, pcs[i].addr, pcs[i].len);
         off += pcs[i].len;
     }
     drop_piece_refs(r, c);
-    pcs[0] = (struct rc_piece){ .addr = slot, .len = c->length, .ring_offset = RC_PIECE_SPILLED };
+    pcs[0] = (struct rci_piece){ .addr = slot, .len = c->length, .ring_offset = RCI_PIECE_SPILLED };
     c->npieces = 1;
-    RC_STAT_ADD(r->elink_stats[elink].chunks_spilled, 1);
-    RC_STAT_ADD(r->st.bytes_spilled, c->length);
+    RCI_STAT_ADD(r->elink_stats[elink].chunks_spilled, 1);
+    RCI_STAT_ADD(r->st.bytes_spilled, c->length);
     return true;
 }
 
-static void spill_all_open(struct rc_readout *r)
+static void spill_all_open(struct rci_readout *r)
 {
-    for (unsigned i = 0; i < RC_READOUT_MAX_ELINKS; i++)
+    for (unsigned i = 0; i < RCI_READOUT_MAX_ELINKS; i++)
         if (r->elinks[i].open)
             (void)spill_open(r, i, r->elinks[i].open);
 }
@@ -518,20 +518,20 @@ static void spill_all_open(struct rc_readout *r)
  * block is held by a chunk longer than a slot) is that chunk dropped
  * (counted per e-link); a later pass looks again. In flight is checked
  * before advancing, so that a release that completes meanwhile is seen. */
-static void unblock_full_ring(struct rc_readout *r)
+static void unblock_full_ring(struct rci_readout *r)
 {
-    if (rc_readout_in_flight(r) != 0)
+    if (rci_readout_in_flight(r) != 0)
         return;                         /* a release may still move the read pointer */
-    uint64_t read = rc_dma_ring_advance(r->ring);
+    uint64_t read = rci_dma_ring_advance(r->ring);
     /* Completely full: a real card moves CURRENT_ADDRESS per TLP and may be
      * finishing a block whose room it already has (the chunk may end there). */
-    if (rc_dma_ring_written_pos(r->ring) - read < r->ring_size)
+    if (rci_dma_ring_written_pos(r->ring) - read < r->ring_size)
         return;
     spill_all_open(r);
-    read = rc_dma_ring_advance(r->ring);
-    if (rc_dma_ring_written_pos(r->ring) - read < r->ring_size)
+    read = rci_dma_ring_advance(r->ring);
+    if (rci_dma_ring_written_pos(r->ring) - read < r->ring_size)
         return;
-    struct rc_elink_state *e = oldest_open(r, read);
+    struct rci_elink_state *e = oldest_open(r, read);
     if (!e)
         return;
     e->skipping = true;                 /* its remaining pieces must not become orphans */
@@ -542,13 +542,13 @@ static void unblock_full_ring(struct rc_readout *r)
  * card stopped). Count it and its bytes so far, and give its blocks back, so
  * that the card's bytes add up (produced = decoded + cut) and the ring ends
  * empty once every key is back. */
-void rc_readout_cut_open_chunks(struct rc_readout *r)
+void rci_readout_cut_open_chunks(struct rci_readout *r)
 {
-    for (unsigned i = 0; i < RC_READOUT_MAX_ELINKS; i++) {
-        struct rc_elink_state *e = &r->elinks[i];
+    for (unsigned i = 0; i < RCI_READOUT_MAX_ELINKS; i++) {
+        struct rci_elink_state *e = &r->elinks[i];
         if (!e->open)
             continue;
-        RC_STAT_ADD(r->st.bytes_cut_at_stop, e->open->chunk.length);
+        RCI_STAT_ADD(r->st.bytes_cut_at_stop, e->open->chunk.length);
         e->skipping = true;
         drop_open(r, e, &r->st.chunks_cut_at_stop);
     }
@@ -556,7 +556,7 @@ void rc_readout_cut_open_chunks(struct rc_readout *r)
 
 /* ---- passes --------------------------------------------------------------- */
 
-unsigned rc_readout_decode_pass(struct rc_readout *r, bool *took_blocks, bool *more)
+unsigned rci_readout_decode_pass(struct rci_readout *r, bool *took_blocks, bool *more)
 {
     unsigned emitted = 0;
     /* Bounded so that the read pointer moves (and the card can write again)
@@ -565,11 +565,11 @@ unsigned rc_readout_decode_pass(struct rc_readout *r, bool *took_blocks, bool *m
     uint64_t start = r->st.taken;
     *took_blocks = false;
     *more = false;
-    RC_STAT_SET(r->st.written_seen, rc_dma_ring_written_pos(r->ring));
+    RCI_STAT_SET(r->st.written_seen, rci_dma_ring_written_pos(r->ring));
     decoding_here = r;
 
     if (r->pending) {
-        struct rc_chunk_rec *rec = r->pending;
+        struct rci_chunk_rec *rec = r->pending;
         r->pending = NULL;
         enum offer_result res = offer(r, rec);
         if (res == OFFER_AGAIN)
@@ -595,13 +595,13 @@ unsigned rc_readout_decode_pass(struct rc_readout *r, bool *took_blocks, bool *m
     }
 out:
     decoding_here = NULL;
-    RC_STAT_SET(r->st.pending_or_active, (uint64_t)(r->cur.active || r->pending));
+    RCI_STAT_SET(r->st.pending_or_active, (uint64_t)(r->cur.active || r->pending));
     return emitted;
 }
 
-void rc_readout_update_read(struct rc_readout *r, bool idle, bool force)
+void rci_readout_update_read(struct rci_readout *r, bool idle, bool force)
 {
-    uint64_t read = rc_dma_ring_advance(r->ring);
+    uint64_t read = rci_dma_ring_advance(r->ring);
     if (!r->dma_active || read == r->rd_sent)
         return;
     /* Batch RD_POINTER writes (each costs PCIe bandwidth), but never leave
@@ -610,19 +610,19 @@ void rc_readout_update_read(struct rc_readout *r, bool idle, bool force)
     bool batch_full = read - r->rd_sent >= r->p.rd_update_bytes;
     bool card_half_full = r->st.written_seen - r->rd_sent > r->ring_size / 2;
     if (force || idle || batch_full || card_half_full) {
-        rc_wupper_dma_set_read(&r->dma, read);
+        rci_wupper_dma_set_read(&r->dma, read);
         r->rd_sent = read;
-        RC_STAT_ADD(r->st.rd_writes, 1);
+        RCI_STAT_ADD(r->st.rd_writes, 1);
     }
 }
 
-unsigned rc_readout_decode(struct rc_readout *r)
+unsigned rci_readout_decode(struct rci_readout *r)
 {
     unsigned emitted = 0;
     bool took, more;
     do {
-        emitted += rc_readout_decode_pass(r, &took, &more);
-        rc_readout_update_read(r, !took, false);
+        emitted += rci_readout_decode_pass(r, &took, &more);
+        rci_readout_update_read(r, !took, false);
     } while (more);
     return emitted;
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* felix_block.h — the FELIX ToHost block format (little-endian), shared by the
  * simulator (writer) and the decoder (reader). See readout/README.md. */
-#ifndef RC_FELIX_BLOCK_H
-#define RC_FELIX_BLOCK_H
+#ifndef RCI_FELIX_BLOCK_H
+#define RCI_FELIX_BLOCK_H
 #include <stdint.h>
 
 #define FELIX_MARKER_ABCD   0xABCDu   /* 1 KiB blocks, 16-bit trailers */

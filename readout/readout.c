@@ -10,23 +10,23 @@
 #include "readout/felix_block.h"
 #include "readout/readout_internal.h"
 
-/* Every field of struct rc_elink_stats, for copying and summing. */
-#define RC_ELINK_STAT_FIELDS(X)                                                      \
+/* Every field of struct rci_elink_stats, for copying and summing. */
+#define RCI_ELINK_STAT_FIELDS(X)                                                      \
     X(blocks) X(chunks) X(bytes) X(err_truncated) X(err_crc) X(err_flag) X(err_busy) \
     X(err_malformed) X(err_seq_gap) X(err_oversize) X(err_orphan)                    \
     X(chunks_dropped_gap) X(chunks_incomplete) X(timeouts) X(oob) X(reserved)         \
     X(chunks_spilled) X(chunks_dropped_pool) X(chunks_dropped_ring)                  \
     X(malformed_length) X(malformed_null) X(malformed_order) X(malformed_padding)    \
     X(malformed_split) X(err_bad_start)
-#define RC_COUNT_FIELD(f) +1
-_Static_assert(sizeof(struct rc_elink_stats) ==
-                   (0 RC_ELINK_STAT_FIELDS(RC_COUNT_FIELD)) * sizeof(uint64_t),
-               "RC_ELINK_STAT_FIELDS must list every field of struct rc_elink_stats");
+#define RCI_COUNT_FIELD(f) +1
+_Static_assert(sizeof(struct rci_elink_stats) ==
+                   (0 RCI_ELINK_STAT_FIELDS(RCI_COUNT_FIELD)) * sizeof(uint64_t),
+               "RCI_ELINK_STAT_FIELDS must list every field of struct rci_elink_stats");
 
-static int validate_params(const struct rc_card_params *p, struct rc_dma_ring *ring,
-                           rc_chunk_sink_fn sink, char *err, size_t errlen)
+static int validate_params(const struct rci_card_params *p, struct rci_dma_ring *ring,
+                           rci_chunk_sink_fn sink, char *err, size_t errlen)
 {
-    size_t ring_size = rc_dma_ring_size(ring), unit = rc_dma_ring_unit(ring);
+    size_t ring_size = rci_dma_ring_size(ring), unit = rci_dma_ring_unit(ring);
     const char *problem = NULL;
     if (!sink)
         problem = "no chunk sink";
@@ -47,20 +47,20 @@ static int validate_params(const struct rc_card_params *p, struct rc_dma_ring *r
         problem = "max_chunk_size, max_chunk_pieces and max_chunks_in_flight must be non-zero";
     if (!problem)
         return 0;
-    rc_set_err(err, errlen, "card.%u readout: %s (block_size %u, ring_size %llu, ring %zu bytes)",
+    rci_set_err(err, errlen, "card.%u readout: %s (block_size %u, ring_size %llu, ring %zu bytes)",
              p->index, problem, p->block_size, (unsigned long long)p->ring_size, ring_size);
     return -EINVAL;
 }
 
-static int allocate_tables(struct rc_readout *r, char *err, size_t errlen)
+static int allocate_tables(struct rci_readout *r, char *err, size_t errlen)
 {
-    r->subs_cap = rc_block_max_subchunks(r->p.block_size);
+    r->subs_cap = rci_block_max_subchunks(r->p.block_size);
     r->blocks = calloc(r->nblocks, sizeof *r->blocks);
-    r->elinks = calloc(RC_READOUT_MAX_ELINKS, sizeof *r->elinks);
-    r->elink_stats = calloc(RC_READOUT_MAX_ELINKS, sizeof *r->elink_stats);
+    r->elinks = calloc(RCI_READOUT_MAX_ELINKS, sizeof *r->elinks);
+    r->elink_stats = calloc(RCI_READOUT_MAX_ELINKS, sizeof *r->elink_stats);
     r->subs = calloc(r->subs_cap, sizeof *r->subs);
     if (!r->blocks || !r->elinks || !r->elink_stats || !r->subs) {
-        rc_set_err(err, errlen, "card.%u readout: cannot allocate tables for %u blocks",
+        rci_set_err(err, errlen, "card.%u readout: cannot allocate tables for %u blocks",
                  r->p.index, r->nblocks);
         return -ENOMEM;
     }
@@ -69,30 +69,30 @@ static int allocate_tables(struct rc_readout *r, char *err, size_t errlen)
     /* Reserved, not committed: only the slots of e-links whose chunks were
      * ever copied out of a full ring get memory. */
     r->spill_slot = r->p.block_size;
-    r->spill_bytes = (size_t)RC_READOUT_MAX_ELINKS * r->spill_slot;
+    r->spill_bytes = (size_t)RCI_READOUT_MAX_ELINKS * r->spill_slot;
     void *spill = mmap(NULL, r->spill_bytes, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (spill == MAP_FAILED) {
-        rc_set_err(err, errlen, "card.%u readout: cannot map a %zu MiB spill area",
+        rci_set_err(err, errlen, "card.%u readout: cannot map a %zu MiB spill area",
                    r->p.index, r->spill_bytes >> 20);
         return -ENOMEM;
     }
     r->spill = spill;
-    return rc_chunk_pool_init(&r->pool, r->p.max_chunks_in_flight, r->p.max_chunk_pieces,
+    return rci_chunk_pool_init(&r->pool, r->p.max_chunks_in_flight, r->p.max_chunk_pieces,
                               err, errlen);
 }
 
-int rc_readout_create(const struct rc_card_params *p, struct rc_dma_ring *ring,
-                      struct rc_card *card, rc_chunk_sink_fn sink, void *sink_ctx,
-                      struct rc_readout **out, char *err, size_t errlen)
+int rci_readout_create(const struct rci_card_params *p, struct rci_dma_ring *ring,
+                      struct rci_card *card, rci_chunk_sink_fn sink, void *sink_ctx,
+                      struct rci_readout **out, char *err, size_t errlen)
 {
     *out = NULL;
     int rc = validate_params(p, ring, sink, err, errlen);
     if (rc != 0)
         return rc;
-    struct rc_readout *r = aligned_alloc(64, (sizeof *r + 63) / 64 * 64);
+    struct rci_readout *r = aligned_alloc(64, (sizeof *r + 63) / 64 * 64);
     if (!r) {
-        rc_set_err(err, errlen, "card.%u readout: out of memory", p->index);
+        rci_set_err(err, errlen, "card.%u readout: out of memory", p->index);
         return -ENOMEM;
     }
     memset(r, 0, sizeof *r);
@@ -101,32 +101,32 @@ int rc_readout_create(const struct rc_card_params *p, struct rc_dma_ring *ring,
     r->card = card;
     r->sink = sink;
     r->sink_ctx = sink_ctx;
-    r->ring_base = rc_dma_ring_addr(ring);
-    r->ring_size = rc_dma_ring_size(ring);
+    r->ring_base = rci_dma_ring_addr(ring);
+    r->ring_size = rci_dma_ring_size(ring);
     r->nblocks = (uint32_t)(r->ring_size / p->block_size);
     atomic_init(&r->stop_requested, false);
     atomic_init(&r->loop_iter, 0);
     atomic_init(&r->drained_iter, 0);
     atomic_init(&r->shared.releases, 0);
     atomic_init(&r->shared.bad_releases, 0);
-    r->st.taken = rc_dma_ring_taken_pos(ring);
-    r->st.written_seen = rc_dma_ring_written_pos(ring);
+    r->st.taken = rci_dma_ring_taken_pos(ring);
+    r->st.written_seen = rci_dma_ring_written_pos(ring);
     rc = allocate_tables(r, err, errlen);
     if (rc != 0) {
-        rc_readout_destroy(r);
+        rci_readout_destroy(r);
         return rc;
     }
     *out = r;
     return 0;
 }
 
-void rc_readout_destroy(struct rc_readout *r)
+void rci_readout_destroy(struct rci_readout *r)
 {
     if (!r)
         return;
     if (r->thread_running)
-        rc_readout_stop(r);
-    rc_chunk_pool_fini(&r->pool);
+        rci_readout_stop(r);
+    rci_chunk_pool_fini(&r->pool);
     free(r->blocks);
     free(r->elinks);
     free(r->elink_stats);
@@ -136,39 +136,39 @@ void rc_readout_destroy(struct rc_readout *r)
     free(r);
 }
 
-bool rc_readout_drained(const struct rc_readout *r)
+bool rci_readout_drained(const struct rci_readout *r)
 {
     /* taken first (acquire): it is stored after the busy flag is set. */
     uint64_t taken = __atomic_load_n(&r->st.taken, __ATOMIC_ACQUIRE);
-    uint64_t written = RC_STAT_GET(r->st.written_seen);
-    bool busy = RC_STAT_GET(r->st.pending_or_active) != 0;
-    return written - taken < r->p.block_size && !busy && rc_readout_in_flight(r) == 0;
+    uint64_t written = RCI_STAT_GET(r->st.written_seen);
+    bool busy = RCI_STAT_GET(r->st.pending_or_active) != 0;
+    return written - taken < r->p.block_size && !busy && rci_readout_in_flight(r) == 0;
 }
 
-static void copy_elink_stats(const struct rc_elink_stats *src, struct rc_elink_stats *dst)
+static void copy_elink_stats(const struct rci_elink_stats *src, struct rci_elink_stats *dst)
 {
-#define RC_COPY_FIELD(f) dst->f = RC_STAT_GET(src->f);
-    RC_ELINK_STAT_FIELDS(RC_COPY_FIELD)
-#undef RC_COPY_FIELD
+#define RCI_COPY_FIELD(f) dst->f = RCI_STAT_GET(src->f);
+    RCI_ELINK_STAT_FIELDS(RCI_COPY_FIELD)
+#undef RCI_COPY_FIELD
 }
 
-static void add_elink_stats(struct rc_elink_stats *sum, const struct rc_elink_stats *s)
+static void add_elink_stats(struct rci_elink_stats *sum, const struct rci_elink_stats *s)
 {
-#define RC_ADD_FIELD(f) sum->f += s->f;
-    RC_ELINK_STAT_FIELDS(RC_ADD_FIELD)
-#undef RC_ADD_FIELD
+#define RCI_ADD_FIELD(f) sum->f += s->f;
+    RCI_ELINK_STAT_FIELDS(RCI_ADD_FIELD)
+#undef RCI_ADD_FIELD
 }
 
-void rc_readout_get_stats(const struct rc_readout *r, struct rc_readout_stats *s)
+void rci_readout_get_stats(const struct rci_readout *r, struct rci_readout_stats *s)
 {
-    struct rc_elink_stats sum = {0}, one;
-    for (unsigned i = 0; i < RC_READOUT_MAX_ELINKS; i++) {
+    struct rci_elink_stats sum = {0}, one;
+    for (unsigned i = 0; i < RCI_READOUT_MAX_ELINKS; i++) {
         copy_elink_stats(&r->elink_stats[i], &one);
         add_elink_stats(&sum, &one);
     }
-    *s = (struct rc_readout_stats){
+    *s = (struct rci_readout_stats){
         .blocks = sum.blocks, .chunks = sum.chunks, .bytes = sum.bytes,
-        .bad_header = RC_STAT_GET(r->st.bad_header),
+        .bad_header = RCI_STAT_GET(r->st.bad_header),
         .err_malformed = sum.err_malformed, .err_seq_gap = sum.err_seq_gap,
         .err_oversize = sum.err_oversize, .err_orphan = sum.err_orphan,
         .malformed_length = sum.malformed_length, .malformed_null = sum.malformed_null,
@@ -179,43 +179,43 @@ void rc_readout_get_stats(const struct rc_readout *r, struct rc_readout_stats *s
         .chunks_truncated = sum.err_truncated, .chunks_error = sum.err_flag,
         .chunks_crc = sum.err_crc, .chunks_busy = sum.err_busy,
         .releases = atomic_load_explicit(&r->shared.releases, memory_order_relaxed) +
-                    RC_STAT_GET(r->st.releases_local),
+                    RCI_STAT_GET(r->st.releases_local),
         .bad_releases = atomic_load_explicit(&r->shared.bad_releases, memory_order_relaxed),
-        .chunks_in_flight = rc_readout_in_flight(r),
-        .sink_again = RC_STAT_GET(r->st.sink_again),
-        .sink_errors = RC_STAT_GET(r->st.sink_errors),
+        .chunks_in_flight = rci_readout_in_flight(r),
+        .sink_again = RCI_STAT_GET(r->st.sink_again),
+        .sink_errors = RCI_STAT_GET(r->st.sink_errors),
         .chunks_dropped_pool = sum.chunks_dropped_pool,
         .chunks_dropped_ring = sum.chunks_dropped_ring,
         .chunks_spilled = sum.chunks_spilled,
-        .bytes_spilled = RC_STAT_GET(r->st.bytes_spilled),
-        .chunks_cut_at_stop = RC_STAT_GET(r->st.chunks_cut_at_stop),
-        .bytes_cut_at_stop = RC_STAT_GET(r->st.bytes_cut_at_stop),
-        .pool_empty_ns = RC_STAT_GET(r->st.pool_empty_ns),
-        .polls = RC_STAT_GET(r->st.polls), .sleeps = RC_STAT_GET(r->st.sleeps),
-        .rd_writes = RC_STAT_GET(r->st.rd_writes),
-        .card_bad_status = RC_STAT_GET(r->st.card_bad_status),
-        .last_bad_pos = RC_STAT_GET(r->st.last_bad_pos),
-        .last_bad_kind = (enum rc_readout_bad_kind)RC_STAT_GET(r->st.last_bad_kind),
+        .bytes_spilled = RCI_STAT_GET(r->st.bytes_spilled),
+        .chunks_cut_at_stop = RCI_STAT_GET(r->st.chunks_cut_at_stop),
+        .bytes_cut_at_stop = RCI_STAT_GET(r->st.bytes_cut_at_stop),
+        .pool_empty_ns = RCI_STAT_GET(r->st.pool_empty_ns),
+        .polls = RCI_STAT_GET(r->st.polls), .sleeps = RCI_STAT_GET(r->st.sleeps),
+        .rd_writes = RCI_STAT_GET(r->st.rd_writes),
+        .card_bad_status = RCI_STAT_GET(r->st.card_bad_status),
+        .last_bad_pos = RCI_STAT_GET(r->st.last_bad_pos),
+        .last_bad_kind = (enum rci_readout_bad_kind)RCI_STAT_GET(r->st.last_bad_kind),
     };
 }
 
-void rc_readout_spill_area(const struct rc_readout *r, void **addr, size_t *len)
+void rci_readout_spill_area(const struct rci_readout *r, void **addr, size_t *len)
 {
     *addr = r->spill;
     *len = r->spill_bytes;
 }
 
-const struct rc_elink_stats *rc_readout_elink_stats(const struct rc_readout *r, unsigned elink)
+const struct rci_elink_stats *rci_readout_elink_stats(const struct rci_readout *r, unsigned elink)
 {
-    if (elink >= RC_READOUT_MAX_ELINKS || RC_STAT_GET(r->elink_stats[elink].blocks) == 0)
+    if (elink >= RCI_READOUT_MAX_ELINKS || RCI_STAT_GET(r->elink_stats[elink].blocks) == 0)
         return NULL;
     return &r->elink_stats[elink];
 }
 
-int rc_readout_get_elink_stats(const struct rc_readout *r, unsigned elink,
-                               struct rc_elink_stats *out)
+int rci_readout_get_elink_stats(const struct rci_readout *r, unsigned elink,
+                               struct rci_elink_stats *out)
 {
-    if (!rc_readout_elink_stats(r, elink))
+    if (!rci_readout_elink_stats(r, elink))
         return -ENOENT;
     copy_elink_stats(&r->elink_stats[elink], out);
     return 0;

@@ -9,12 +9,12 @@
  * the card in batches.
  *
  * Threads: one owner runs the decoder — the readout thread once started,
- * otherwise the caller of rc_readout_decode(). rc_readout_release() and the
+ * otherwise the caller of rci_readout_decode(). rci_readout_release() and the
  * statistics getters may be called from any thread. See readout/README.md
  * ("Block decoder") for the decoding rules and what each counter means.
  */
-#ifndef RC_READOUT_H
-#define RC_READOUT_H
+#ifndef RCI_READOUT_H
+#define RCI_READOUT_H
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -27,21 +27,21 @@
  * -EAGAIN (not now: the same chunk is offered again later; backpressure).
  * Any other return value refuses the chunk for good: it is dropped and
  * counted in sink_errors. The sink may release the key before it returns. */
-typedef int (*rc_chunk_sink_fn)(void *ctx, const struct rc_chunk *chunk);
+typedef int (*rci_chunk_sink_fn)(void *ctx, const struct rci_chunk *chunk);
 
 /* Per e-link counters. The readout thread updates them with relaxed atomic
- * stores; other threads should copy them with rc_readout_get_elink_stats(). */
-#define RC_READOUT_MAX_ELINKS 2048u   /* 11-bit e-link field */
+ * stores; other threads should copy them with rci_readout_get_elink_stats(). */
+#define RCI_READOUT_MAX_ELINKS 2048u   /* 11-bit e-link field */
 
-struct rc_elink_stats {
+struct rci_elink_stats {
     uint64_t blocks, chunks, bytes;
     uint64_t err_truncated, err_crc, err_flag, err_busy;   /* flagged chunks by kind */
     uint64_t err_malformed;        /* blocks with a bad trailer chain: skipped; by kind: */
     uint64_t malformed_length;     /*   a length running past the header, out-of-band with payload */
     uint64_t malformed_null;       /*   a null trailer with bits set or between subchunks */
-    uint64_t malformed_order;      /*   type order (RC_BAD_TYPE_ORDER) */
+    uint64_t malformed_order;      /*   type order (RCI_BAD_TYPE_ORDER) */
     uint64_t malformed_padding;    /*   non-zero padding */
-    uint64_t malformed_split;      /*   RC_BAD_SPLIT */
+    uint64_t malformed_split;      /*   RCI_BAD_SPLIT */
     uint64_t err_bad_start;        /* a block that must go on with the open chunk does not
                                       (starts with a whole/first, or has no data subchunk):
                                       the open chunk and that whole/first are dropped */
@@ -57,21 +57,21 @@ struct rc_elink_stats {
                                       too long to copy out (longer than a block) */
 };
 
-/* Why the last bad block was skipped (rc_readout_stats.last_bad_kind). */
-enum rc_readout_bad_kind {
-    RC_BAD_NONE = 0,
-    RC_BAD_MARKER,         /* unknown format marker */
-    RC_BAD_BLOCK_SIZE,     /* marker's block size differs from the configured one */
-    RC_BAD_LENGTH,         /* a trailer's length runs past the block header */
-    RC_BAD_NULL_TRAILER,   /* a type-0 trailer with other bits set */
-    RC_BAD_TYPE_ORDER,     /* first not last / last not first / middle not alone */
-    RC_BAD_PADDING,        /* a padding byte after a subchunk's payload is not zero */
-    RC_BAD_SPLIT           /* an empty first or middle (a chunk is cut only where
+/* Why the last bad block was skipped (rci_readout_stats.last_bad_kind). */
+enum rci_readout_bad_kind {
+    RCI_BAD_NONE = 0,
+    RCI_BAD_MARKER,         /* unknown format marker */
+    RCI_BAD_BLOCK_SIZE,     /* marker's block size differs from the configured one */
+    RCI_BAD_LENGTH,         /* a trailer's length runs past the block header */
+    RCI_BAD_NULL_TRAILER,   /* a type-0 trailer with other bits set */
+    RCI_BAD_TYPE_ORDER,     /* first not last / last not first / middle not alone */
+    RCI_BAD_PADDING,        /* a padding byte after a subchunk's payload is not zero */
+    RCI_BAD_SPLIT           /* an empty first or middle (a chunk is cut only where
                               its block is full) */
 };
-#define RC_BAD_KINDS 8     /* RC_BAD_NONE .. RC_BAD_SPLIT */
+#define RCI_BAD_KINDS 8     /* RCI_BAD_NONE .. RCI_BAD_SPLIT */
 
-struct rc_readout_stats {
+struct rci_readout_stats {
     uint64_t blocks, chunks, bytes;
     uint64_t bad_header;           /* blocks with an unknown marker or block size: skipped */
     uint64_t err_malformed, err_seq_gap, err_oversize, err_orphan;
@@ -97,56 +97,56 @@ struct rc_readout_stats {
     uint64_t card_bad_status;      /* card status reads that could not be right: rejected
                                       (CURRENT_ADDRESS outside the ring, wrong parity, ...) */
     uint64_t last_bad_pos;         /* ring position (monotonic) of the last bad block */
-    enum rc_readout_bad_kind last_bad_kind;
+    enum rci_readout_bad_kind last_bad_kind;
 };
 
-struct rc_readout;
+struct rci_readout;
 
-/* card may be NULL (tests drive the ring directly with rc_readout_decode).
+/* card may be NULL (tests drive the ring directly with rci_readout_decode).
  * Validates p against the ring: block_size 1..64 KiB in 1 KiB steps, ring
  * size a multiple of it, pool and piece limits non-zero. */
-int  rc_readout_create(const struct rc_card_params *p, struct rc_dma_ring *ring,
-                       struct rc_card *card, rc_chunk_sink_fn sink, void *sink_ctx,
-                       struct rc_readout **out, char *err, size_t errlen);
+int  rci_readout_create(const struct rci_card_params *p, struct rci_dma_ring *ring,
+                       struct rci_card *card, rci_chunk_sink_fn sink, void *sink_ctx,
+                       struct rci_readout **out, char *err, size_t errlen);
 /* Stops the thread if running. Chunks still held by a sink become invalid. */
-void rc_readout_destroy(struct rc_readout *r);
+void rci_readout_destroy(struct rci_readout *r);
 
 /* Start the readout thread: it programs the card's DMA over the ring, starts
  * the card and polls. Once per readout object; needs a card. 0 or -errno. */
-int  rc_readout_start(struct rc_readout *r);
+int  rci_readout_start(struct rci_readout *r);
 /* Stop the thread (join), advance the ring and write the final RD_POINTER,
  * then disable the DMA descriptor. It does not stop the card: the caller
- * stops the card first, waits with rc_readout_wait_drained(), then stops. */
-void rc_readout_stop(struct rc_readout *r);
+ * stops the card first, waits with rci_readout_wait_drained(), then stops. */
+void rci_readout_stop(struct rci_readout *r);
 
 /* One decode pass over everything written up to the ring's written position;
  * returns the number of chunks emitted. Owner thread only: the thread, or
  * tests and the bench when no thread runs (they call note_written first). */
-unsigned rc_readout_decode(struct rc_readout *r);
+unsigned rci_readout_decode(struct rci_readout *r);
 
 /* The memory a chunk piece may point to besides the ring: the spill area
  * (one block per e-link) where the heads of open chunks are copied when they
  * hold a full ring. A publisher registers it like the ring. */
-void rc_readout_spill_area(const struct rc_readout *r, void **addr, size_t *len);
+void rci_readout_spill_area(const struct rci_readout *r, void **addr, size_t *len);
 
 /* Any thread: the chunk with this key is done. Lock-free. A stale,
  * duplicate or corrupt key is rejected and counted in bad_releases. */
-void rc_readout_release(struct rc_readout *r, uint64_t key);
+void rci_readout_release(struct rci_readout *r, uint64_t key);
 
 /* Everything the decoder has seen written is decoded, nothing waits for the
  * sink and every emitted chunk has been released. Any thread. */
-bool rc_readout_drained(const struct rc_readout *r);
+bool rci_readout_drained(const struct rci_readout *r);
 /* With the thread running: wait until a poll that started after this call
  * found the ring drained (so data the card wrote before the call counts).
  * Returns 0, -ETIMEDOUT, or -EINVAL if the thread is not running. */
-int  rc_readout_wait_drained(struct rc_readout *r, uint64_t timeout_ns);
+int  rci_readout_wait_drained(struct rci_readout *r, uint64_t timeout_ns);
 
-void rc_readout_get_stats(const struct rc_readout *r, struct rc_readout_stats *s);
+void rci_readout_get_stats(const struct rci_readout *r, struct rci_readout_stats *s);
 /* Per e-link statistics (elink < 2048); NULL if never seen. The fields change
- * while the thread runs: prefer rc_readout_get_elink_stats() from other threads. */
-const struct rc_elink_stats *rc_readout_elink_stats(const struct rc_readout *r, unsigned elink);
+ * while the thread runs: prefer rci_readout_get_elink_stats() from other threads. */
+const struct rci_elink_stats *rci_readout_elink_stats(const struct rci_readout *r, unsigned elink);
 /* Copy one e-link's statistics; 0, or -ENOENT if never seen / out of range. */
-int  rc_readout_get_elink_stats(const struct rc_readout *r, unsigned elink,
-                                struct rc_elink_stats *out);
+int  rci_readout_get_elink_stats(const struct rci_readout *r, unsigned elink,
+                                struct rci_elink_stats *out);
 
 #endif

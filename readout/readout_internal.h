@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* readout_internal.h — internal to readout/: the state shared by the decoder
  * (decoder.c), object management (readout.c) and the thread (readout_thread.c). */
-#ifndef RC_READOUT_INTERNAL_H
-#define RC_READOUT_INTERNAL_H
+#ifndef RCI_READOUT_INTERNAL_H
+#define RCI_READOUT_INTERNAL_H
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -16,33 +16,33 @@
 /* Counters written by the decoder thread only: a relaxed atomic store of the
  * incremented value (a plain store on x86) so readers in other threads never
  * see a torn value and the program has no data race. */
-#define RC_STAT_ADD(field, n) __atomic_store_n(&(field), (field) + (n), __ATOMIC_RELAXED)
-#define RC_STAT_SET(field, v) __atomic_store_n(&(field), (v), __ATOMIC_RELAXED)
-#define RC_STAT_GET(field)    __atomic_load_n(&(field), __ATOMIC_RELAXED)
+#define RCI_STAT_ADD(field, n) __atomic_store_n(&(field), (field) + (n), __ATOMIC_RELAXED)
+#define RCI_STAT_SET(field, v) __atomic_store_n(&(field), (v), __ATOMIC_RELAXED)
+#define RCI_STAT_GET(field)    __atomic_load_n(&(field), __ATOMIC_RELAXED)
 
-/* One ring block. While the decoder parses it, refs holds RC_BLOCK_BIAS (the
+/* One ring block. While the decoder parses it, refs holds RCI_BLOCK_BIAS (the
  * decoder's reference and room for every piece it will hand out) minus the
  * pieces already released; when the decoder is done with the block it
  * subtracts the bias less the pieces it made, leaving one count per piece
  * still held. This spares an atomic increment per piece. At 0 the block goes
  * back to the ring. */
-#define RC_BLOCK_BIAS (1u << 30)   /* > any block's piece count (<= 32768) */
+#define RCI_BLOCK_BIAS (1u << 30)   /* > any block's piece count (<= 32768) */
 
-struct rc_block_meta {
+struct rci_block_meta {
     _Atomic uint32_t refs;
     uint64_t ring_key;
 };
 
 /* Assembly state of one e-link (decoder thread only). */
-struct rc_elink_state {
-    struct rc_chunk_rec *open;  /* chunk started by a FIRST, awaiting its LAST */
+struct rci_elink_state {
+    struct rci_chunk_rec *open;  /* chunk started by a FIRST, awaiting its LAST */
     uint8_t expected_seq;
     bool seen;                  /* a block of this e-link has been decoded */
     bool skipping;              /* the rest of an oversize chunk: ignore until it ends */
 };
 
 /* The block being decoded; it survives a stall (empty pool, sink -EAGAIN). */
-struct rc_cur_block {
+struct rci_cur_block {
     bool active;
     uint32_t block;             /* index into blocks[] */
     unsigned elink;
@@ -53,36 +53,36 @@ struct rc_cur_block {
 /* Counters that releasing threads change. Chunks in flight are
  * st.accepted - releases - st.releases_local: releases is incremented
  * (release order) after the record is back on the free stack. */
-struct rc_shared_counters {
+struct rci_shared_counters {
     _Atomic uint64_t releases, bad_releases;
 };
 
-struct rc_readout {
-    struct rc_card_params p;
-    struct rc_dma_ring *ring;
-    struct rc_card *card;
-    rc_chunk_sink_fn sink;
+struct rci_readout {
+    struct rci_card_params p;
+    struct rci_dma_ring *ring;
+    struct rci_card *card;
+    rci_chunk_sink_fn sink;
     void *sink_ctx;
     uint8_t *ring_base;
     uint64_t ring_size;
     uint32_t nblocks;
 
-    struct rc_block_meta *blocks;           /* nblocks */
-    struct rc_chunk_pool pool;
-    struct rc_elink_state *elinks;          /* RC_READOUT_MAX_ELINKS */
-    struct rc_elink_stats *elink_stats;     /* RC_READOUT_MAX_ELINKS */
-    struct rc_subchunk *subs;               /* rc_block_max_subchunks(block_size) */
-    uint8_t *spill;                         /* RC_READOUT_MAX_ELINKS slots of spill_slot bytes */
+    struct rci_block_meta *blocks;           /* nblocks */
+    struct rci_chunk_pool pool;
+    struct rci_elink_state *elinks;          /* RCI_READOUT_MAX_ELINKS */
+    struct rci_elink_stats *elink_stats;     /* RCI_READOUT_MAX_ELINKS */
+    struct rci_subchunk *subs;               /* rci_block_max_subchunks(block_size) */
+    uint8_t *spill;                         /* RCI_READOUT_MAX_ELINKS slots of spill_slot bytes */
     size_t spill_bytes;                     /* the mapping's size */
     uint32_t spill_slot;                    /* = block_size */
     unsigned subs_cap;
 
     /* decoder state (owner thread) */
-    struct rc_cur_block cur;
-    struct rc_chunk_rec *pending;           /* the sink said -EAGAIN: offer again */
+    struct rci_cur_block cur;
+    struct rci_chunk_rec *pending;           /* the sink said -EAGAIN: offer again */
     uint64_t pool_empty_since;              /* 0 = not waiting for a descriptor */
 
-    /* decoder-only counters (RC_STAT_*) */
+    /* decoder-only counters (RCI_STAT_*) */
     struct {
         uint64_t accepted;                  /* chunks handed to the sink and kept by it */
         uint64_t releases_local;            /* releases made by the decoding thread */
@@ -97,7 +97,7 @@ struct rc_readout {
     } st;
 
     /* card DMA (thread) */
-    struct rc_wupper_dma dma;
+    struct rci_wupper_dma dma;
     bool dma_active;
     uint64_t rd_sent;                       /* last RD_POINTER written (monotonic) */
 
@@ -108,18 +108,18 @@ struct rc_readout {
     _Atomic uint64_t loop_iter;             /* iterations started */
     _Atomic uint64_t drained_iter;          /* last iteration that ended drained */
 
-    _Alignas(64) struct rc_shared_counters shared;
+    _Alignas(64) struct rci_shared_counters shared;
 };
 
 /* Chunks accepted by the sink and not yet released (any thread). */
-uint64_t rc_readout_in_flight(const struct rc_readout *r);
+uint64_t rci_readout_in_flight(const struct rci_readout *r);
 
 /* decoder.c: one pass, bounded to a quarter of the ring; *took_blocks tells
  * whether any block was taken, *more that the bound stopped it early. */
-unsigned rc_readout_decode_pass(struct rc_readout *r, bool *took_blocks, bool *more);
+unsigned rci_readout_decode_pass(struct rci_readout *r, bool *took_blocks, bool *more);
 /* decoder.c: advance the ring over released blocks and write RD_POINTER to
  * the card when worthwhile (idle: this poll found nothing new). */
-void rc_readout_update_read(struct rc_readout *r, bool idle, bool force);
-void rc_readout_cut_open_chunks(struct rc_readout *r);
+void rci_readout_update_read(struct rci_readout *r, bool idle, bool force);
+void rci_readout_cut_open_chunks(struct rci_readout *r);
 
 #endif

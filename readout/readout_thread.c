@@ -13,39 +13,39 @@
 
 /* One poll: read the write pointer, decode, give space back. True if
  * anything moved (new blocks, chunks emitted, read pointer written). */
-static bool poll_once(struct rc_readout *r)
+static bool poll_once(struct rci_readout *r)
 {
-    RC_STAT_ADD(r->st.polls, 1);
-    uint64_t written = rc_wupper_dma_poll(&r->dma);
+    RCI_STAT_ADD(r->st.polls, 1);
+    uint64_t written = rci_wupper_dma_poll(&r->dma);
     if (r->dma.bad_status != r->st.card_bad_status)   /* rare: store only on change */
-        RC_STAT_SET(r->st.card_bad_status, r->dma.bad_status);
-    rc_dma_ring_note_written(r->ring, written);
+        RCI_STAT_SET(r->st.card_bad_status, r->dma.bad_status);
+    rci_dma_ring_note_written(r->ring, written);
     bool took, more;
-    unsigned emitted = rc_readout_decode_pass(r, &took, &more);
+    unsigned emitted = rci_readout_decode_pass(r, &took, &more);
     uint64_t rd_before = r->rd_sent;
-    rc_readout_update_read(r, !took, false);
+    rci_readout_update_read(r, !took, false);
     return took || more || emitted > 0 || r->rd_sent != rd_before;
 }
 
 static void *readout_main(void *arg)
 {
-    struct rc_readout *r = arg;
+    struct rci_readout *r = arg;
     uint64_t idle_since = 0;
     while (!atomic_load_explicit(&r->stop_requested, memory_order_acquire)) {
         uint64_t iter = atomic_fetch_add_explicit(&r->loop_iter, 1, memory_order_acq_rel) + 1;
         bool progress = poll_once(r);
-        if (rc_readout_drained(r))
+        if (rci_readout_drained(r))
             atomic_store_explicit(&r->drained_iter, iter, memory_order_release);
         if (progress) {
             idle_since = 0;
             continue;
         }
-        uint64_t now = rc_now_ns();
+        uint64_t now = rci_now_ns();
         if (idle_since == 0)
             idle_since = now;
         if (now - idle_since >= r->p.poll_spin_ns && r->p.poll_sleep_ns > 0) {
-            RC_STAT_ADD(r->st.sleeps, 1);
-            rc_sleep_ns(r->p.poll_sleep_ns);
+            RCI_STAT_ADD(r->st.sleeps, 1);
+            rci_sleep_ns(r->p.poll_sleep_ns);
         } else {
             caa_cpu_relax();
         }
@@ -53,30 +53,30 @@ static void *readout_main(void *arg)
     return NULL;
 }
 
-int rc_readout_start(struct rc_readout *r)
+int rci_readout_start(struct rci_readout *r)
 {
     if (!r->card || r->thread_used)
         return -EINVAL;
     /* The card's positions start at 0 with the descriptor: so must the ring's. */
-    if (rc_dma_ring_written_pos(r->ring) != 0 || r->st.taken != 0)
+    if (rci_dma_ring_written_pos(r->ring) != 0 || r->st.taken != 0)
         return -EINVAL;
-    int rc = rc_wupper_dma_start(&r->dma, &r->card->bar, r->p.dma_descriptor,
+    int rc = rci_wupper_dma_start(&r->dma, &r->card->bar, r->p.dma_descriptor,
                                  (uint64_t)(uintptr_t)r->ring_base, r->ring_size);
     if (rc != 0)
         return rc;
     r->dma_active = true;
     r->rd_sent = 0;
-    rc = rc_card_start(r->card);
+    rc = rci_card_start(r->card);
     if (rc != 0) {
-        rc_wupper_dma_stop(&r->dma);
+        rci_wupper_dma_stop(&r->dma);
         r->dma_active = false;
         return rc;
     }
     atomic_store(&r->stop_requested, false);
     rc = pthread_create(&r->thread, NULL, readout_main, r);
     if (rc != 0) {
-        rc_card_stop(r->card);
-        rc_wupper_dma_stop(&r->dma);
+        rci_card_stop(r->card);
+        rci_wupper_dma_stop(&r->dma);
         r->dma_active = false;
         return -rc;
     }
@@ -88,31 +88,31 @@ int rc_readout_start(struct rc_readout *r)
     return 0;
 }
 
-void rc_readout_stop(struct rc_readout *r)
+void rci_readout_stop(struct rci_readout *r)
 {
     if (!r->thread_running)
         return;
     atomic_store_explicit(&r->stop_requested, true, memory_order_release);
     pthread_join(r->thread, NULL);
     r->thread_running = false;
-    rc_readout_cut_open_chunks(r);
+    rci_readout_cut_open_chunks(r);
     /* Whatever was released meanwhile goes back to the card. */
-    rc_readout_update_read(r, true, true);
-    rc_wupper_dma_stop(&r->dma);
+    rci_readout_update_read(r, true, true);
+    rci_wupper_dma_stop(&r->dma);
     r->dma_active = false;
 }
 
-int rc_readout_wait_drained(struct rc_readout *r, uint64_t timeout_ns)
+int rci_readout_wait_drained(struct rci_readout *r, uint64_t timeout_ns)
 {
     if (!r->thread_running)
         return -EINVAL;
     /* Iteration `start` may have begun before this call; a later one has not. */
     uint64_t start = atomic_load_explicit(&r->loop_iter, memory_order_acquire);
-    uint64_t deadline = rc_now_ns() + timeout_ns;
+    uint64_t deadline = rci_now_ns() + timeout_ns;
     while (atomic_load_explicit(&r->drained_iter, memory_order_acquire) <= start) {
-        if (rc_now_ns() >= deadline)
+        if (rci_now_ns() >= deadline)
             return -ETIMEDOUT;
-        rc_sleep_ns(100000);
+        rci_sleep_ns(100000);
     }
     return 0;
 }

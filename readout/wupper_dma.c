@@ -9,18 +9,18 @@
 
 #include "readout/wupper_regs.h"
 
-static void set_enable_bit(const struct rc_bar *bar, unsigned desc, bool on)
+static void set_enable_bit(const struct rci_bar *bar, unsigned desc, bool on)
 {
-    uint64_t en = rc_bar_read64(bar, WUPPER_DESC_ENABLE);
+    uint64_t en = rci_bar_read64(bar, WUPPER_DESC_ENABLE);
     en = on ? en | (1ull << desc) : en & ~(1ull << desc);
-    rc_bar_write64(bar, WUPPER_DESC_ENABLE, en);
+    rci_bar_write64(bar, WUPPER_DESC_ENABLE, en);
 }
 
-int rc_wupper_dma_start(struct rc_wupper_dma *d, const struct rc_bar *bar, unsigned desc,
+int rci_wupper_dma_start(struct rci_wupper_dma *d, const struct rci_bar *bar, unsigned desc,
                         uint64_t bus_start, uint64_t size)
 {
-    if (desc >= WUPPER_MAX_DESCRIPTORS || size == 0 || size % RC_WUPPER_ALIGN != 0 ||
-        bus_start % RC_WUPPER_ALIGN != 0 || bus_start + size < bus_start)
+    if (desc >= WUPPER_MAX_DESCRIPTORS || size == 0 || size % RCI_WUPPER_ALIGN != 0 ||
+        bus_start % RCI_WUPPER_ALIGN != 0 || bus_start + size < bus_start)
         return -EINVAL;
     memset(d, 0, sizeof *d);
     d->bar = bar;
@@ -29,16 +29,16 @@ int rc_wupper_dma_start(struct rc_wupper_dma *d, const struct rc_bar *bar, unsig
     d->end = bus_start + size;
     d->size = size;
     set_enable_bit(bar, desc, false);
-    rc_bar_write64(bar, WUPPER_DESC_START(desc), d->start);
-    rc_bar_write64(bar, WUPPER_DESC_END(desc), d->end);
-    rc_bar_write64(bar, WUPPER_DESC_CTRL(desc), RC_WUPPER_TLP_WORDS | WUPPER_CTRL_WRAP_AROUND);
-    rc_bar_write64(bar, WUPPER_DESC_RD_POINTER(desc), d->start);
+    rci_bar_write64(bar, WUPPER_DESC_START(desc), d->start);
+    rci_bar_write64(bar, WUPPER_DESC_END(desc), d->end);
+    rci_bar_write64(bar, WUPPER_DESC_CTRL(desc), RCI_WUPPER_TLP_WORDS | WUPPER_CTRL_WRAP_AROUND);
+    rci_bar_write64(bar, WUPPER_DESC_RD_POINTER(desc), d->start);
     set_enable_bit(bar, desc, true);
     return 0;
 }
 
 /* The monotonic position a status value stands for, if it can be right. */
-static bool status_to_written(const struct rc_wupper_dma *d, uint64_t current, uint64_t bits,
+static bool status_to_written(const struct rci_wupper_dma *d, uint64_t current, uint64_t bits,
                               uint64_t *written)
 {
     if (current < d->start || current >= d->end)
@@ -65,11 +65,11 @@ static bool status_to_written(const struct rc_wupper_dma *d, uint64_t current, u
     return true;
 }
 
-uint64_t rc_wupper_dma_poll(struct rc_wupper_dma *d)
+uint64_t rci_wupper_dma_poll(struct rci_wupper_dma *d)
 {
     for (int attempt = 0; attempt < 2; attempt++) {
         uint64_t current, bits, w;
-        rc_bar_read128(d->bar, WUPPER_STATUS(d->desc), &current, &bits);
+        rci_bar_read128(d->bar, WUPPER_STATUS(d->desc), &current, &bits);
         if (status_to_written(d, current, bits, &w)) {
             d->written_total = w;
             return w;
@@ -79,14 +79,14 @@ uint64_t rc_wupper_dma_poll(struct rc_wupper_dma *d)
     return d->written_total;
 }
 
-static void write_rd_pointer(struct rc_wupper_dma *d, uint64_t read_total)
+static void write_rd_pointer(struct rci_wupper_dma *d, uint64_t read_total)
 {
-    rc_bar_write64(d->bar, WUPPER_DESC_RD_POINTER(d->desc), d->start + read_total % d->size);
+    rci_bar_write64(d->bar, WUPPER_DESC_RD_POINTER(d->desc), d->start + read_total % d->size);
     d->read_total = read_total;
     d->rd_writes++;
 }
 
-void rc_wupper_dma_set_read(struct rc_wupper_dma *d, uint64_t read_total)
+void rci_wupper_dma_set_read(struct rci_wupper_dma *d, uint64_t read_total)
 {
     if (read_total < d->read_total || read_total > d->written_total) {
         d->bad_set_read++;
@@ -95,14 +95,14 @@ void rc_wupper_dma_set_read(struct rc_wupper_dma *d, uint64_t read_total)
     /* An advance of a whole ring would leave RD_POINTER where it was: the
      * card could not tell it from no advance. Go half-way first (rounded to
      * the TLP size, so the pointer stays TLP-aligned). */
-    uint64_t half = d->size / 2 / (RC_WUPPER_TLP_WORDS * 4) * (RC_WUPPER_TLP_WORDS * 4);
+    uint64_t half = d->size / 2 / (RCI_WUPPER_TLP_WORDS * 4) * (RCI_WUPPER_TLP_WORDS * 4);
     while (read_total - d->read_total >= d->size)
         write_rd_pointer(d, d->read_total + half);
     if (read_total != d->read_total)
         write_rd_pointer(d, read_total);
 }
 
-void rc_wupper_dma_stop(struct rc_wupper_dma *d)
+void rci_wupper_dma_stop(struct rci_wupper_dma *d)
 {
     if (d->bar)
         set_enable_bit(d->bar, d->desc, false);

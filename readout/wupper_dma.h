@@ -18,24 +18,24 @@
  * and stop read-modify-write DESC_ENABLE, so the callers that start or stop
  * descriptors of one card must not do so concurrently.
  */
-#ifndef RC_WUPPER_DMA_H
-#define RC_WUPPER_DMA_H
+#ifndef RCI_WUPPER_DMA_H
+#define RCI_WUPPER_DMA_H
 #include <stdint.h>
 #include "readout/card_bar.h"
 
 /* START and the ring size must be multiples of this (a multiple of the TLP
  * size the descriptor is programmed with, and of every block size). */
-#define RC_WUPPER_ALIGN       1024u
+#define RCI_WUPPER_ALIGN       1024u
 /* NUM_WORDS programmed: 32-bit words per TLP (64 = 256 bytes). */
-#define RC_WUPPER_TLP_WORDS   64u
+#define RCI_WUPPER_TLP_WORDS   64u
 
-struct rc_wupper_dma {
-    const struct rc_bar *bar;
+struct rci_wupper_dma {
+    const struct rci_bar *bar;
     unsigned desc;
     uint64_t start, end, size;     /* bus addresses [start, end) */
     uint64_t read_total;           /* monotonic host read position (last RD_POINTER written) */
     uint64_t written_total;        /* monotonic card write position, last seen */
-    uint64_t bad_status;           /* status reads rejected (see rc_wupper_dma_poll) */
+    uint64_t bad_status;           /* status reads rejected (see rci_wupper_dma_poll) */
     uint64_t bad_set_read;         /* set_read calls outside [read_total, written_total]: ignored */
     uint64_t rd_writes;            /* RD_POINTER register writes */
 };
@@ -44,20 +44,20 @@ struct rc_wupper_dma {
  * bus_start + size): disable it, write START, END, CTRL (ToHost,
  * WRAP_AROUND, NUM_WORDS), RD_POINTER = START, then enable it. Returns 0 or
  * -EINVAL (desc > 7, size 0, start or size not a multiple of
- * RC_WUPPER_ALIGN, range wrapping the address space). */
-int  rc_wupper_dma_start(struct rc_wupper_dma *d, const struct rc_bar *bar, unsigned desc,
+ * RCI_WUPPER_ALIGN, range wrapping the address space). */
+int  rci_wupper_dma_start(struct rci_wupper_dma *d, const struct rci_bar *bar, unsigned desc,
                          uint64_t bus_start, uint64_t size);
 /* Read the status register; returns the monotonic written position. A status
  * that cannot be right (CURRENT_ADDRESS outside [start, end), EVEN_PC not the
  * host's own lap parity, a position behind the last one or beyond
  * read_total + size) is counted in bad_status and read once more; if that is
  * bad too, the last good position is returned. */
-uint64_t rc_wupper_dma_poll(struct rc_wupper_dma *d);
+uint64_t rci_wupper_dma_poll(struct rci_wupper_dma *d);
 /* Tell the card the host has consumed everything below monotonic read_total
  * (which must lie in [d->read_total, d->written_total]). An advance of a
  * full ring is written as two RD_POINTER writes. */
-void rc_wupper_dma_set_read(struct rc_wupper_dma *d, uint64_t read_total);
+void rci_wupper_dma_set_read(struct rci_wupper_dma *d, uint64_t read_total);
 /* Disable the descriptor (the card stops writing after its current block). */
-void rc_wupper_dma_stop(struct rc_wupper_dma *d);
+void rci_wupper_dma_stop(struct rci_wupper_dma *d);
 
 #endif

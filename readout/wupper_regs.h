@@ -2,8 +2,8 @@
 /* wupper_regs.h — BAR0 register map of the Wupper PCIe DMA core (ToHost
  * "endless DMA"), register map v1.0. 128-bit register slots, accessed as
  * 64-bit halves. See readout/README.md for the semantics. */
-#ifndef RC_WUPPER_REGS_H
-#define RC_WUPPER_REGS_H
+#ifndef RCI_WUPPER_REGS_H
+#define RCI_WUPPER_REGS_H
 #include <stdint.h>
 
 #define WUPPER_MAX_DESCRIPTORS 8u

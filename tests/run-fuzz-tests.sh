@@ -8,7 +8,7 @@
 # not into the committed corpus.
 BUILD=${1:-build-fuzz}
 SECONDS_EACH=${2:-30}
-SEED=${RC_FUZZ_SEED:-1}
+SEED=${RCI_FUZZ_SEED:-1}
 export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 

@@ -4,7 +4,7 @@
 #   tests/run-sanitizer-tests.sh asan BUILD            every unit test program in BUILD and
 #                                                      every integration script (ASan + UBSan)
 #   tests/run-sanitizer-tests.sh tsan BUILD PROGRAM... these unit test programs and the
-#                                                      daemon scripts in $RC_TSAN_SCRIPTS (TSan)
+#                                                      daemon scripts in $RCI_TSAN_SCRIPTS (TSan)
 # Every sanitizer writes its reports to files under BUILD/tests/sanitizer/
 # (log_path) instead of stderr, so a report is noticed even from a process
 # whose exit status nobody checks (a daemon or ringcast-sub in the background,
@@ -21,7 +21,7 @@ case "$kind" in asan|tsan) ;; *) echo "usage: $0 asan|tsan BUILD" >&2; exit 2 ;;
 reports="$(pwd)/$BUILD/tests/sanitizer"
 rm -rf "$reports"
 mkdir -p "$reports"
-export RC_SANITIZER_REPORTS="$reports"
+export RCI_SANITIZER_REPORTS="$reports"
 
 # halt_on_error: stop at the first report (ASan does by default; UBSan and
 # TSan would go on); the exit codes are distinct from the tests' own 1 and 2.
@@ -52,7 +52,7 @@ if [ "$kind" = asan ]; then
     ./tests/run-integration-tests.sh "$BUILD" || status=1
 else
     pass=0; fail=0
-    for t in ${RC_TSAN_SCRIPTS:-tests/integration/tsan_daemon.sh}; do
+    for t in ${RCI_TSAN_SCRIPTS:-tests/integration/tsan_daemon.sh}; do
         name=$(basename "$t" .sh)
         log="$BUILD/tests/$name.log"
         if sh "$t" "$BUILD" >"$log" 2>&1; then

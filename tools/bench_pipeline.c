@@ -31,7 +31,7 @@
 #define SUB_RX_DEFAULT      65536u      /* ringcast-sub's default receive buffer */
 #define SUB_RX_HEADROOM     4096u       /* DATA header, rounded to a page */
 
-uint16_t rc_bench_free_port(void)
+uint16_t rci_bench_free_port(void)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
@@ -126,12 +126,12 @@ static bool json_u64(const char *text, const char *key, uint64_t *out)
     return true;
 }
 
-const char *rc_bench_fill_name(enum rc_sim_fill f)
+const char *rci_bench_fill_name(enum rci_sim_fill f)
 {
     switch (f) {
-    case RC_FILL_NONE: return "none";
-    case RC_FILL_TIMESTAMP: return "timestamp";
-    case RC_FILL_PATTERN: break;
+    case RCI_FILL_NONE: return "none";
+    case RCI_FILL_TIMESTAMP: return "timestamp";
+    case RCI_FILL_PATTERN: break;
     }
     return "pattern";
 }
@@ -142,12 +142,12 @@ static uint32_t pieces_needed(uint32_t chunk_size, uint32_t block_size)
     return chunk_size / (block_size - BLOCK_OVERHEAD) + 2u;
 }
 
-static int write_config(const struct rc_bench_pipe_params *p, uint16_t port, const char *path,
+static int write_config(const struct rci_bench_pipe_params *p, uint16_t port, const char *path,
                         char *err, size_t errlen)
 {
     FILE *f = fopen(path, "w");
     if (!f) {
-        rc_set_err(err, errlen, "pipeline: %s: %s", path, strerror(errno));
+        rci_set_err(err, errlen, "pipeline: %s: %s", path, strerror(errno));
         return -errno;
     }
     char rate[48] = "unlimited", run[48];
@@ -168,9 +168,9 @@ static int write_config(const struct rc_bench_pipe_params *p, uint16_t port, con
             p->buffered ? "buffered" : "zerocopy", p->subscribers, p->provider,
             p->rdm ? "rdm" : "msg", (unsigned)port, p->block_size,
             pieces < DEFAULT_MAX_PIECES ? DEFAULT_MAX_PIECES : pieces,
-            p->chunk_size, p->chunk_size, rc_bench_fill_name(p->fill), rate, run);
+            p->chunk_size, p->chunk_size, rci_bench_fill_name(p->fill), rate, run);
     if (fclose(f) != 0) {
-        rc_set_err(err, errlen, "pipeline: %s: %s", path, strerror(errno));
+        rci_set_err(err, errlen, "pipeline: %s: %s", path, strerror(errno));
         return -EIO;
     }
     return 0;
@@ -199,16 +199,16 @@ static pid_t spawn(char *const argv[], const char *out_path, const char *err_pat
 /* Reap pid within timeout_ns; -ETIMEDOUT if it is still running (left alive). */
 static int reap(pid_t pid, uint64_t timeout_ns, int *status)
 {
-    uint64_t deadline = rc_now_ns() + timeout_ns;
+    uint64_t deadline = rci_now_ns() + timeout_ns;
     for (;;) {
         pid_t r = waitpid(pid, status, WNOHANG);
         if (r == pid)
             return 0;
         if (r < 0)
             return -errno;
-        if (rc_now_ns() > deadline)
+        if (rci_now_ns() > deadline)
             return -ETIMEDOUT;
-        rc_sleep_ns(5000000);
+        rci_sleep_ns(5000000);
     }
 }
 
@@ -225,10 +225,10 @@ static bool exited_ok(int status) { return WIFEXITED(status) && WEXITSTATUS(stat
 
 struct run_files {
     char config[512], daemon_json[512], daemon_log[512], allocs[512];
-    char sub_json[RC_BENCH_MAX_SUBSCRIBERS][512], sub_log[RC_BENCH_MAX_SUBSCRIBERS][512];
+    char sub_json[RCI_BENCH_MAX_SUBSCRIBERS][512], sub_log[RCI_BENCH_MAX_SUBSCRIBERS][512];
 };
 
-static void name_files(const struct rc_bench_pipe_params *p, struct run_files *fl)
+static void name_files(const struct rci_bench_pipe_params *p, struct run_files *fl)
 {
     path_in(fl->config, sizeof fl->config, p->workdir, "bench.ini");
     path_in(fl->daemon_json, sizeof fl->daemon_json, p->workdir, "daemon.json");
@@ -245,7 +245,7 @@ static void name_files(const struct rc_bench_pipe_params *p, struct run_files *f
     unlink(fl->allocs);
 }
 
-static pid_t start_daemon(const struct rc_bench_pipe_params *p, const struct run_files *fl)
+static pid_t start_daemon(const struct rci_bench_pipe_params *p, const struct run_files *fl)
 {
     char exe[512];
     path_in(exe, sizeof exe, p->bindir, "ringcast-readout");
@@ -253,11 +253,11 @@ static pid_t start_daemon(const struct rc_bench_pipe_params *p, const struct run
     static char preload[600], count_file[600];
     char *env[] = { preload, count_file, NULL };
     snprintf(preload, sizeof preload, "LD_PRELOAD=%s", p->alloc_shim ? p->alloc_shim : "");
-    snprintf(count_file, sizeof count_file, "RC_ALLOC_COUNT_FILE=%s", fl->allocs);
+    snprintf(count_file, sizeof count_file, "RCI_ALLOC_COUNT_FILE=%s", fl->allocs);
     return spawn(argv, fl->daemon_log, fl->daemon_log, p->alloc_shim ? env : NULL);
 }
 
-static pid_t start_subscriber(const struct rc_bench_pipe_params *p, const struct run_files *fl,
+static pid_t start_subscriber(const struct rci_bench_pipe_params *p, const struct run_files *fl,
                               unsigned i, uint16_t port)
 {
     char exe[512], connect[64], rx[32];
@@ -277,28 +277,28 @@ static pid_t start_subscriber(const struct rc_bench_pipe_params *p, const struct
 static int wait_listening(pid_t daemon, uint16_t port, const struct run_files *fl, char *err,
                           size_t errlen)
 {
-    uint64_t deadline = rc_now_ns() + LISTEN_TIMEOUT_NS;
+    uint64_t deadline = rci_now_ns() + LISTEN_TIMEOUT_NS;
     while (!port_listening(port)) {
         int st;
         if (reap(daemon, 0, &st) == 0) {
-            rc_set_err(err, errlen, "pipeline: ringcast-readout exited (status %d) before listening; see %s",
+            rci_set_err(err, errlen, "pipeline: ringcast-readout exited (status %d) before listening; see %s",
                        WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), fl->daemon_log);
             return -ECHILD;
         }
-        if (rc_now_ns() > deadline) {
-            rc_set_err(err, errlen, "pipeline: ringcast-readout not listening on port %u after 15 s; see %s",
+        if (rci_now_ns() > deadline) {
+            rci_set_err(err, errlen, "pipeline: ringcast-readout not listening on port %u after 15 s; see %s",
                        (unsigned)port, fl->daemon_log);
             return -ETIMEDOUT;
         }
-        rc_sleep_ns(2000000);
+        rci_sleep_ns(2000000);
     }
     return 0;
 }
 
 /* ---- results --------------------------------------------------------------- */
 
-static int read_daemon(const struct rc_bench_pipe_params *p, const struct run_files *fl,
-                       struct rc_bench_pipe_result *out, char *err, size_t errlen)
+static int read_daemon(const struct rci_bench_pipe_params *p, const struct run_files *fl,
+                       struct rci_bench_pipe_result *out, char *err, size_t errlen)
 {
     char *j = read_text(fl->daemon_json);
     uint64_t errors = 0, dropped = 0;
@@ -314,11 +314,11 @@ static int read_daemon(const struct rc_bench_pipe_params *p, const struct run_fi
         out->copied_bytes = out->buffered_records * p->chunk_size;
     free(j);
     if (!ok) {
-        rc_set_err(err, errlen, "pipeline: %s is missing or incomplete; see %s", fl->daemon_json, fl->daemon_log);
+        rci_set_err(err, errlen, "pipeline: %s is missing or incomplete; see %s", fl->daemon_json, fl->daemon_log);
         return -EPROTO;
     }
     if (errors || dropped || out->chunks_sent == 0 || out->seconds <= 0) {
-        rc_set_err(err, errlen, "pipeline: %" PRIu64 " decode errors, %" PRIu64 " chunks dropped, %" PRIu64
+        rci_set_err(err, errlen, "pipeline: %" PRIu64 " decode errors, %" PRIu64 " chunks dropped, %" PRIu64
                    " sent in %.3f s: not a valid measurement; see %s", errors, dropped, out->chunks_sent,
                    out->seconds, fl->daemon_json);
         return -EPROTO;
@@ -330,15 +330,15 @@ static int read_daemon(const struct rc_bench_pipe_params *p, const struct run_fi
         out->allocations = out->counted_allocations ? n : 0;
         free(a);
         if (!out->counted_allocations) {
-            rc_set_err(err, errlen, "pipeline: the allocation counter wrote no %s", fl->allocs);
+            rci_set_err(err, errlen, "pipeline: the allocation counter wrote no %s", fl->allocs);
             return -EPROTO;
         }
     }
     return 0;
 }
 
-static int read_subscribers(const struct rc_bench_pipe_params *p, const struct run_files *fl,
-                            struct rc_bench_pipe_result *out, char *err, size_t errlen)
+static int read_subscribers(const struct rci_bench_pipe_params *p, const struct run_files *fl,
+                            struct rci_bench_pipe_result *out, char *err, size_t errlen)
 {
     out->sub_chunks_min = UINT64_MAX;
     for (unsigned i = 0; i < p->subscribers; i++) {
@@ -351,7 +351,7 @@ static int read_subscribers(const struct rc_bench_pipe_params *p, const struct r
                  json_number(j, "max_us", &out->max_us) && out->latency_samples > 0;
         free(j);
         if (!ok) {
-            rc_set_err(err, errlen, "pipeline: subscriber %u: %s is missing or incomplete; see %s", i,
+            rci_set_err(err, errlen, "pipeline: subscriber %u: %s is missing or incomplete; see %s", i,
                        fl->sub_json[i], fl->sub_log[i]);
             return -EPROTO;
         }
@@ -379,27 +379,27 @@ static int stop_subscribers(const pid_t *subs, unsigned n, const struct run_file
             st = -1;
         }
         if (rc == 0 && !exited_ok(st)) {
-            rc_set_err(err, errlen, "pipeline: subscriber %u failed; see %s", i, fl->sub_log[i]);
+            rci_set_err(err, errlen, "pipeline: subscriber %u failed; see %s", i, fl->sub_log[i]);
             rc = -ECHILD;
         }
     }
     return rc;
 }
 
-static int run_children(const struct rc_bench_pipe_params *p, const struct run_files *fl, uint16_t port,
+static int run_children(const struct rci_bench_pipe_params *p, const struct run_files *fl, uint16_t port,
                         char *err, size_t errlen)
 {
-    pid_t subs[RC_BENCH_MAX_SUBSCRIBERS] = {0};
+    pid_t subs[RCI_BENCH_MAX_SUBSCRIBERS] = {0};
     pid_t daemon = start_daemon(p, fl);
     if (daemon < 0) {
-        rc_set_err(err, errlen, "pipeline: fork: %s", strerror((int)-daemon));
+        rci_set_err(err, errlen, "pipeline: fork: %s", strerror((int)-daemon));
         return (int)daemon;
     }
     int rc = wait_listening(daemon, port, fl, err, errlen);
     for (unsigned i = 0; rc == 0 && i < p->subscribers; i++) {
         subs[i] = start_subscriber(p, fl, i, port);
         if (subs[i] < 0) {
-            rc_set_err(err, errlen, "pipeline: fork: %s", strerror((int)-subs[i]));
+            rci_set_err(err, errlen, "pipeline: fork: %s", strerror((int)-subs[i]));
             rc = (int)subs[i];
         }
     }
@@ -408,9 +408,9 @@ static int run_children(const struct rc_bench_pipe_params *p, const struct run_f
         int st;
         rc = reap(daemon, limit, &st);
         if (rc == -ETIMEDOUT)
-            rc_set_err(err, errlen, "pipeline: ringcast-readout did not finish in time; see %s", fl->daemon_log);
+            rci_set_err(err, errlen, "pipeline: ringcast-readout did not finish in time; see %s", fl->daemon_log);
         else if (rc == 0 && !exited_ok(st)) {
-            rc_set_err(err, errlen, "pipeline: ringcast-readout failed (status %d); see %s",
+            rci_set_err(err, errlen, "pipeline: ringcast-readout failed (status %d); see %s",
                        WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), fl->daemon_log);
             rc = -ECHILD;
         }
@@ -420,29 +420,29 @@ static int run_children(const struct rc_bench_pipe_params *p, const struct run_f
     return rc ? rc : sub_rc;
 }
 
-int rc_bench_pipe_run(const struct rc_bench_pipe_params *p, struct rc_bench_pipe_result *out,
+int rci_bench_pipe_run(const struct rci_bench_pipe_params *p, struct rci_bench_pipe_result *out,
                       char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
-    if (p->subscribers < 1 || p->subscribers > RC_BENCH_MAX_SUBSCRIBERS) {
-        rc_set_err(err, errlen, "pipeline: %u subscribers: expected 1..%u", p->subscribers,
-                   RC_BENCH_MAX_SUBSCRIBERS);
+    if (p->subscribers < 1 || p->subscribers > RCI_BENCH_MAX_SUBSCRIBERS) {
+        rci_set_err(err, errlen, "pipeline: %u subscribers: expected 1..%u", p->subscribers,
+                   RCI_BENCH_MAX_SUBSCRIBERS);
         return -EINVAL;
     }
     struct run_files *fl = calloc(1, sizeof *fl);
     if (!fl) {
-        rc_set_err(err, errlen, "pipeline: out of memory");
+        rci_set_err(err, errlen, "pipeline: out of memory");
         return -ENOMEM;
     }
     name_files(p, fl);
-    uint16_t port = rc_bench_free_port();
+    uint16_t port = rci_bench_free_port();
     int rc = port ? write_config(p, port, fl->config, err, errlen) : -EADDRINUSE;
     if (!port)
-        rc_set_err(err, errlen, "pipeline: no free TCP port on 127.0.0.1");
-    double cpu0 = rc_bench_cpu_seconds(RUSAGE_CHILDREN);
+        rci_set_err(err, errlen, "pipeline: no free TCP port on 127.0.0.1");
+    double cpu0 = rci_bench_cpu_seconds(RUSAGE_CHILDREN);
     if (rc == 0)
         rc = run_children(p, fl, port, err, errlen);
-    out->cpu_seconds = rc_bench_cpu_seconds(RUSAGE_CHILDREN) - cpu0;
+    out->cpu_seconds = rci_bench_cpu_seconds(RUSAGE_CHILDREN) - cpu0;
     if (rc == 0)
         rc = read_daemon(p, fl, out, err, errlen);
     if (rc == 0)

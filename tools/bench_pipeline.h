@@ -14,16 +14,16 @@
  * child is reaped; its CPU time comes from getrusage(RUSAGE_CHILDREN).
  * Files stay in workdir (the caller removes it).
  */
-#ifndef RC_BENCH_PIPELINE_H
-#define RC_BENCH_PIPELINE_H
+#ifndef RCI_BENCH_PIPELINE_H
+#define RCI_BENCH_PIPELINE_H
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "readout/sim/sim_params.h"
 
-#define RC_BENCH_MAX_SUBSCRIBERS 16u
+#define RCI_BENCH_MAX_SUBSCRIBERS 16u
 
-struct rc_bench_pipe_params {
+struct rci_bench_pipe_params {
     const char *bindir;            /* holds ringcast-readout and ringcast-sub */
     const char *alloc_shim;        /* LD_PRELOAD allocation counter for the daemon; NULL: none */
     const char *workdir;           /* configuration, logs and JSON files go here */
@@ -32,15 +32,15 @@ struct rc_bench_pipe_params {
     uint32_t chunk_size;
     uint32_t block_size;           /* [card.0] block_size (c0ce) */
     bool buffered;                 /* readout.mode = buffered, else zerocopy */
-    enum rc_sim_fill fill;
+    enum rci_sim_fill fill;
     double seconds;                /* sim run_time (used when run_chunks is 0) */
     uint64_t run_chunks;           /* sim run_chunks; 0 = a timed run */
     double rate_chunks;            /* chunks per second; 0 = unlimited */
-    unsigned subscribers;          /* 1..RC_BENCH_MAX_SUBSCRIBERS */
+    unsigned subscribers;          /* 1..RCI_BENCH_MAX_SUBSCRIBERS */
     bool latency;                  /* subscribers measure fill = timestamp latency */
 };
 
-struct rc_bench_pipe_result {
+struct rci_bench_pipe_result {
     double seconds;                /* the daemon's run: card start to drained */
     uint64_t chunks_decoded;
     uint64_t chunks_sent, bytes_sent;     /* shares: every subscriber's chunks */
@@ -55,12 +55,12 @@ struct rc_bench_pipe_result {
 };
 
 /* 0, or -errno with the reason (and where the logs are) in err. */
-int rc_bench_pipe_run(const struct rc_bench_pipe_params *p, struct rc_bench_pipe_result *out,
+int rci_bench_pipe_run(const struct rci_bench_pipe_params *p, struct rci_bench_pipe_result *out,
                       char *err, size_t errlen);
 
 /* A TCP port on 127.0.0.1 that was free a moment ago (0 if none). */
-uint16_t rc_bench_free_port(void);
+uint16_t rci_bench_free_port(void);
 /* The simulator's fill as in the INI: "none", "pattern" or "timestamp". */
-const char *rc_bench_fill_name(enum rc_sim_fill f);
+const char *rci_bench_fill_name(enum rci_sim_fill f);
 
 #endif

@@ -27,7 +27,7 @@
 enum receiver_state { RX_STARTING = 0, RX_LISTENING, RX_FAILED };
 
 struct raw_run {
-    const struct rc_bench_raw_params *p;
+    const struct rci_bench_raw_params *p;
     atomic_int rx_state;
     atomic_bool abort;                 /* either side failed: the other stops */
     atomic_uint_fast64_t expected;     /* messages the sender got out; UINT64_MAX while sending */
@@ -37,9 +37,9 @@ struct raw_run {
 };
 
 struct raw_endpoint {
-    struct rc_fabric f;
+    struct rci_fabric f;
     struct fid_ep *ep;                 /* MSG: own endpoint; RDM: f.ep */
-    struct rc_fabric_mr mr;
+    struct rci_fabric_mr mr;
     uint8_t *mem;
     size_t mem_len;
 };
@@ -47,9 +47,9 @@ struct raw_endpoint {
 static void endpoint_close(struct raw_endpoint *e)
 {
     if (e->ep && e->ep != e->f.ep)
-        rc_fabric_ep_close(e->ep);
-    rc_fabric_mr_close(&e->mr);
-    rc_fabric_close(&e->f);
+        rci_fabric_ep_close(e->ep);
+    rci_fabric_mr_close(&e->mr);
+    rci_fabric_close(&e->f);
     free(e->mem);
 }
 
@@ -59,7 +59,7 @@ static int endpoint_alloc(struct raw_endpoint *e, size_t len, char *err, size_t 
     e->mem_len = (len + RAW_PAGE - 1) / RAW_PAGE * RAW_PAGE;
     e->mem = aligned_alloc(RAW_PAGE, e->mem_len);
     if (!e->mem) {
-        rc_set_err(err, errlen, "raw: cannot allocate %zu bytes", e->mem_len);
+        rci_set_err(err, errlen, "raw: cannot allocate %zu bytes", e->mem_len);
         return -ENOMEM;
     }
     memset(e->mem, 0x5a, e->mem_len);
@@ -76,51 +76,51 @@ static int post_recv(struct raw_endpoint *e, uint32_t msg_size, uint32_t i)
 
 static int post_all_recvs(struct raw_run *r, struct raw_endpoint *e, uint32_t n)
 {
-    int rc = rc_fabric_mr_reg(&e->f, e->mem, e->mem_len, FI_RECV, e->ep, &e->mr, r->rx_err,
+    int rc = rci_fabric_mr_reg(&e->f, e->mem, e->mem_len, FI_RECV, e->ep, &e->mr, r->rx_err,
                               sizeof r->rx_err);
     for (uint32_t i = 0; rc == 0 && i < n; i++) {
         rc = post_recv(e, r->p->msg_size, i);
         if (rc)
-            rc = rc_fabric_error(&e->f, r->rx_err, sizeof r->rx_err, "fi_recv", rc);
+            rc = rci_fabric_error(&e->f, r->rx_err, sizeof r->rx_err, "fi_recv", rc);
     }
     return rc;
 }
 
 /* Wait for one EQ event of the wanted kind (MSG); other events are dropped. */
 static int wait_event(struct raw_run *r, struct raw_endpoint *e, uint32_t want,
-                      struct rc_fabric_event *ev)
+                      struct rci_fabric_event *ev)
 {
-    uint64_t deadline = rc_now_ns() + RAW_SETUP_TIMEOUT_NS;
+    uint64_t deadline = rci_now_ns() + RAW_SETUP_TIMEOUT_NS;
     while (!atomic_load(&r->abort)) {
-        int rc = rc_fabric_eq_poll(&e->f, ev, r->rx_err, sizeof r->rx_err);
+        int rc = rci_fabric_eq_poll(&e->f, ev, r->rx_err, sizeof r->rx_err);
         if (rc < 0)
             return rc;
         if (rc == 1 && ev->err)
-            return rc_fabric_error(&e->f, r->rx_err, sizeof r->rx_err, "raw: connection event", ev->err);
+            return rci_fabric_error(&e->f, r->rx_err, sizeof r->rx_err, "raw: connection event", ev->err);
         if (rc == 1 && ev->event == want)
             return 0;
         if (rc == 1 && ev->info)
             fi_freeinfo(ev->info);
-        if (rc_now_ns() > deadline) {
-            rc_set_err(r->rx_err, sizeof r->rx_err, "raw: no connection event %u within 10 s", want);
+        if (rci_now_ns() > deadline) {
+            rci_set_err(r->rx_err, sizeof r->rx_err, "raw: no connection event %u within 10 s", want);
             return -ETIMEDOUT;
         }
-        rc_fabric_wait(&e->f, 1000000);
+        rci_fabric_wait(&e->f, 1000000);
     }
     return -ECANCELED;
 }
 
 static int accept_sender(struct raw_run *r, struct raw_endpoint *e, uint32_t nrecv)
 {
-    struct rc_fabric_event ev;
+    struct rci_fabric_event ev;
     int rc = wait_event(r, e, FI_CONNREQ, &ev);
     if (rc)
         return rc;
-    rc = rc_fabric_msg_ep_open(&e->f, ev.info, NULL, &e->ep, r->rx_err, sizeof r->rx_err);
+    rc = rci_fabric_msg_ep_open(&e->f, ev.info, NULL, &e->ep, r->rx_err, sizeof r->rx_err);
     if (rc == 0)
         rc = post_all_recvs(r, e, nrecv);
     if (rc == 0 && (rc = fi_accept(e->ep, NULL, 0)) != 0)
-        rc = rc_fabric_error(&e->f, r->rx_err, sizeof r->rx_err, "fi_accept", rc);
+        rc = rci_fabric_error(&e->f, r->rx_err, sizeof r->rx_err, "fi_accept", rc);
     fi_freeinfo(ev.info);
     return rc ? rc : wait_event(r, e, FI_CONNECTED, &ev);
 }
@@ -142,38 +142,38 @@ static int receive_some(void *arg)
     struct receiver *rx = arg;
     struct raw_run *r = rx->r;
     struct raw_endpoint *e = rx->e;
-    struct rc_fabric_cqe cqe[RAW_CQ_BATCH];
-    int n = rc_fabric_cq_poll(&e->f, cqe, RAW_CQ_BATCH, r->rx_err, sizeof r->rx_err);
-    uint64_t now = rc_now_ns();
+    struct rci_fabric_cqe cqe[RAW_CQ_BATCH];
+    int n = rci_fabric_cq_poll(&e->f, cqe, RAW_CQ_BATCH, r->rx_err, sizeof r->rx_err);
+    uint64_t now = rci_now_ns();
     for (int i = 0; i < n; i++) {
         if (cqe[i].err)
-            return rc_fabric_error(&e->f, r->rx_err, sizeof r->rx_err, "raw: receive completion", cqe[i].err);
+            return rci_fabric_error(&e->f, r->rx_err, sizeof r->rx_err, "raw: receive completion", cqe[i].err);
         r->received++;
         r->bytes += cqe[i].len;
         r->last_rx_ns = now;
         int rc = post_recv(e, r->p->msg_size, (uint32_t)((uintptr_t)cqe[i].context - 1));
         if (rc)
-            return rc_fabric_error(&e->f, r->rx_err, sizeof r->rx_err, "fi_recv(again)", rc);
+            return rci_fabric_error(&e->f, r->rx_err, sizeof r->rx_err, "fi_recv(again)", rc);
     }
     return n;
 }
 
 /* Waits like the pipeline's threads: spin fabric.poll_spin, then sleep on
- * the CQ's fd (rc_fabric_wait_adaptive), so two spinning threads do not
+ * the CQ's fd (rci_fabric_wait_adaptive), so two spinning threads do not
  * take the cores the kernel needs to move the data. */
 static int receive_loop(struct raw_run *r, struct raw_endpoint *e)
 {
     struct receiver rx = { r, e };
     uint64_t drain_deadline = 0;
     while (!receiving_done(r)) {
-        int n = rc_fabric_wait_adaptive(&e->f, receive_some, &rx, RAW_WAIT_NS);
+        int n = rci_fabric_wait_adaptive(&e->f, receive_some, &rx, RAW_WAIT_NS);
         if (n < 0)
             return n;
-        uint64_t now = rc_now_ns();
+        uint64_t now = rci_now_ns();
         if (atomic_load(&r->expected) != UINT64_MAX && drain_deadline == 0)
             drain_deadline = now + RAW_DRAIN_TIMEOUT_NS;
         if (drain_deadline && now > drain_deadline) {
-            rc_set_err(r->rx_err, sizeof r->rx_err, "raw: %llu of %llu messages arrived",
+            rci_set_err(r->rx_err, sizeof r->rx_err, "raw: %llu of %llu messages arrived",
                        (unsigned long long)r->received, (unsigned long long)atomic_load(&r->expected));
             return -ETIMEDOUT;
         }
@@ -184,12 +184,12 @@ static int receive_loop(struct raw_run *r, struct raw_endpoint *e)
 static void *receiver_main(void *arg)
 {
     struct raw_run *r = arg;
-    const struct rc_bench_raw_params *p = r->p;
+    const struct rci_bench_raw_params *p = r->p;
     struct raw_endpoint e = {0};
     uint32_t nrecv = p->fabric.rx_buffers;
     int rc = endpoint_alloc(&e, (size_t)nrecv * p->msg_size, r->rx_err, sizeof r->rx_err);
     if (rc == 0)
-        rc = rc_fabric_open(&e.f, &p->fabric, RC_FABRIC_LISTEN, nrecv, r->rx_err, sizeof r->rx_err);
+        rc = rci_fabric_open(&e.f, &p->fabric, RCI_FABRIC_LISTEN, nrecv, r->rx_err, sizeof r->rx_err);
     if (rc == 0 && e.f.rdm) {
         e.ep = e.f.ep;
         rc = post_all_recvs(r, &e, nrecv);
@@ -214,23 +214,23 @@ static void *receiver_main(void *arg)
 static int sender_open(struct raw_run *r, struct raw_endpoint *e, fi_addr_t *dest, char *err,
                        size_t errlen)
 {
-    const struct rc_bench_raw_params *p = r->p;
+    const struct rci_bench_raw_params *p = r->p;
     int rc = endpoint_alloc(e, p->send_buffer_size, err, errlen);
     if (rc == 0)
-        rc = rc_fabric_open(&e->f, &p->fabric, RC_FABRIC_CONNECT, p->window, err, errlen);
+        rc = rci_fabric_open(&e->f, &p->fabric, RCI_FABRIC_CONNECT, p->window, err, errlen);
     if (rc)
         return rc;
     *dest = FI_ADDR_UNSPEC;
     if (e->f.rdm) {
         e->ep = e->f.ep;
-        rc = rc_fabric_av_insert(&e->f, e->f.info->dest_addr, e->f.info->dest_addrlen, dest, err, errlen);
+        rc = rci_fabric_av_insert(&e->f, e->f.info->dest_addr, e->f.info->dest_addrlen, dest, err, errlen);
     } else {
-        rc = rc_fabric_msg_ep_open(&e->f, NULL, NULL, &e->ep, err, errlen);
+        rc = rci_fabric_msg_ep_open(&e->f, NULL, NULL, &e->ep, err, errlen);
     }
     if (rc == 0)
-        rc = rc_fabric_mr_reg(&e->f, e->mem, e->mem_len, FI_SEND, e->ep, &e->mr, err, errlen);
+        rc = rci_fabric_mr_reg(&e->f, e->mem, e->mem_len, FI_SEND, e->ep, &e->mr, err, errlen);
     if (rc == 0 && !e->f.rdm)
-        rc = rc_fabric_msg_connect(&e->f, e->ep, RAW_SETUP_TIMEOUT_NS, err, errlen);
+        rc = rci_fabric_msg_connect(&e->f, e->ep, RAW_SETUP_TIMEOUT_NS, err, errlen);
     return rc;
 }
 
@@ -245,11 +245,11 @@ struct send_state {
 static int reap_sends(void *arg)
 {
     struct send_state *s = arg;
-    struct rc_fabric_cqe cqe[RAW_CQ_BATCH];
-    int n = rc_fabric_cq_poll(&s->e->f, cqe, RAW_CQ_BATCH, s->err, s->errlen);
+    struct rci_fabric_cqe cqe[RAW_CQ_BATCH];
+    int n = rci_fabric_cq_poll(&s->e->f, cqe, RAW_CQ_BATCH, s->err, s->errlen);
     for (int i = 0; i < n; i++)
         if (cqe[i].err)
-            return rc_fabric_error(&s->e->f, s->err, s->errlen, "raw: send completion", cqe[i].err);
+            return rci_fabric_error(&s->e->f, s->err, s->errlen, "raw: send completion", cqe[i].err);
     if (n > 0)
         s->outstanding -= (uint64_t)n;
     return n;
@@ -261,7 +261,7 @@ static int send_loop(struct raw_run *r, fi_addr_t dest, uint64_t deadline, struc
 {
     struct raw_endpoint *e = s->e;
     const uint32_t size = r->p->msg_size;
-    while (!atomic_load(&r->abort) && rc_now_ns() < deadline) {
+    while (!atomic_load(&r->abort) && rci_now_ns() < deadline) {
         while (s->outstanding < r->p->window) {
             if (s->offset + size > e->mem_len)
                 s->offset = 0;
@@ -269,12 +269,12 @@ static int send_loop(struct raw_run *r, fi_addr_t dest, uint64_t deadline, struc
             if (rc == -FI_EAGAIN)
                 break;
             if (rc)
-                return rc_fabric_error(&e->f, s->err, s->errlen, "fi_send", (int)rc);
+                return rci_fabric_error(&e->f, s->err, s->errlen, "fi_send", (int)rc);
             s->offset += size;
             s->outstanding++;
             s->sent++;
         }
-        int n = rc_fabric_wait_adaptive(&e->f, reap_sends, s, RAW_WAIT_NS);
+        int n = rci_fabric_wait_adaptive(&e->f, reap_sends, s, RAW_WAIT_NS);
         if (n < 0)
             return n;
     }
@@ -283,13 +283,13 @@ static int send_loop(struct raw_run *r, fi_addr_t dest, uint64_t deadline, struc
 
 static int drain_sends(struct raw_run *r, struct send_state *s)
 {
-    uint64_t deadline = rc_now_ns() + RAW_DRAIN_TIMEOUT_NS;
+    uint64_t deadline = rci_now_ns() + RAW_DRAIN_TIMEOUT_NS;
     while (s->outstanding > 0 && !atomic_load(&r->abort)) {
-        int n = rc_fabric_wait_adaptive(&s->e->f, reap_sends, s, RAW_WAIT_NS);
+        int n = rci_fabric_wait_adaptive(&s->e->f, reap_sends, s, RAW_WAIT_NS);
         if (n < 0)
             return n;
-        if (rc_now_ns() > deadline) {
-            rc_set_err(s->err, s->errlen, "raw: %llu sends never completed", (unsigned long long)s->outstanding);
+        if (rci_now_ns() > deadline) {
+            rci_set_err(s->err, s->errlen, "raw: %llu sends never completed", (unsigned long long)s->outstanding);
             return -ETIMEDOUT;
         }
     }
@@ -298,9 +298,9 @@ static int drain_sends(struct raw_run *r, struct send_state *s)
 
 static bool wait_receiver_listening(struct raw_run *r)
 {
-    uint64_t deadline = rc_now_ns() + RAW_SETUP_TIMEOUT_NS;
-    while (atomic_load(&r->rx_state) == RX_STARTING && rc_now_ns() < deadline)
-        rc_sleep_ns(1000000);
+    uint64_t deadline = rci_now_ns() + RAW_SETUP_TIMEOUT_NS;
+    while (atomic_load(&r->rx_state) == RX_STARTING && rci_now_ns() < deadline)
+        rci_sleep_ns(1000000);
     return atomic_load(&r->rx_state) == RX_LISTENING;
 }
 
@@ -313,12 +313,12 @@ static int run_sender(struct raw_run *r, struct raw_endpoint *e, uint64_t *t0, c
     struct send_state s = { .e = e, .err = err, .errlen = errlen };
     int rc = 0;
     if (!wait_receiver_listening(r)) {
-        rc_set_err(err, errlen, "raw: the receiver did not start listening within 10 s");
+        rci_set_err(err, errlen, "raw: the receiver did not start listening within 10 s");
         rc = -ECANCELED;
     }
     if (rc == 0)
         rc = sender_open(r, e, &dest, err, errlen);
-    *t0 = rc_now_ns();
+    *t0 = rci_now_ns();
     if (rc == 0)
         rc = send_loop(r, dest, *t0 + (uint64_t)(r->p->seconds * 1e9), &s);
     if (rc == 0)
@@ -329,28 +329,28 @@ static int run_sender(struct raw_run *r, struct raw_endpoint *e, uint64_t *t0, c
     return rc;
 }
 
-int rc_bench_raw_run(const struct rc_bench_raw_params *p, struct rc_bench_raw_result *out,
+int rci_bench_raw_run(const struct rci_bench_raw_params *p, struct rci_bench_raw_result *out,
                      char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     if (p->msg_size == 0 || p->window == 0 || p->send_buffer_size < p->msg_size) {
-        rc_set_err(err, errlen, "raw: message size %u, window %u and buffer %llu do not fit", p->msg_size,
+        rci_set_err(err, errlen, "raw: message size %u, window %u and buffer %llu do not fit", p->msg_size,
                    p->window, (unsigned long long)p->send_buffer_size);
         return -EINVAL;
     }
     struct raw_run *r = calloc(1, sizeof *r);
     if (!r) {
-        rc_set_err(err, errlen, "raw: out of memory");
+        rci_set_err(err, errlen, "raw: out of memory");
         return -ENOMEM;
     }
     r->p = p;
     atomic_init(&r->expected, UINT64_MAX);
-    double cpu0 = rc_bench_cpu_seconds(RUSAGE_SELF);
+    double cpu0 = rci_bench_cpu_seconds(RUSAGE_SELF);
     pthread_t rx;
     int rc = pthread_create(&rx, NULL, receiver_main, r);
     if (rc) {
         free(r);
-        rc_set_err(err, errlen, "raw: cannot start the receiver thread: %s", strerror(rc));
+        rci_set_err(err, errlen, "raw: cannot start the receiver thread: %s", strerror(rc));
         return -rc;
     }
     uint64_t t0 = 0;
@@ -362,13 +362,13 @@ int rc_bench_raw_run(const struct rc_bench_raw_params *p, struct rc_bench_raw_re
      * failed: then the receiver's reason is the one to report. */
     if (r->rx_rc && (rc == 0 || rc == -ECANCELED)) {
         rc = r->rx_rc;
-        rc_set_err(err, errlen, "%s", r->rx_err);
+        rci_set_err(err, errlen, "%s", r->rx_err);
     }
     if (rc == 0) {
         out->messages = r->received;
         out->bytes = r->bytes;
         out->seconds = (double)(r->last_rx_ns - t0) / 1e9;
-        out->cpu_seconds = rc_bench_cpu_seconds(RUSAGE_SELF) - cpu0;
+        out->cpu_seconds = rci_bench_cpu_seconds(RUSAGE_SELF) - cpu0;
     }
     free(r);
     return rc;

@@ -10,28 +10,28 @@
  * msg_size bytes posted and re-posts each as it completes. Both drive
  * progress by reading their completion queue. Over loopback in one process.
  */
-#ifndef RC_BENCH_RAW_H
-#define RC_BENCH_RAW_H
+#ifndef RCI_BENCH_RAW_H
+#define RCI_BENCH_RAW_H
 #include <stddef.h>
 #include <stdint.h>
 #include "net/fabric_params.h"
 
-struct rc_bench_raw_params {
-    struct rc_fabric_params fabric;   /* provider, endpoint, queues, port (address is used) */
+struct rci_bench_raw_params {
+    struct rci_fabric_params fabric;   /* provider, endpoint, queues, port (address is used) */
     uint32_t msg_size;
     uint32_t window;                  /* sends outstanding at most (the pipeline's header slots) */
     uint64_t send_buffer_size;        /* registered source memory (the pipeline's ring size) */
     double seconds;                   /* sending time */
 };
 
-struct rc_bench_raw_result {
+struct rci_bench_raw_result {
     uint64_t messages, bytes;         /* received */
     double seconds;                   /* first send posted .. last receive completed */
     double cpu_seconds;               /* both threads (getrusage of this process) */
 };
 
 /* 0, or -errno with the reason in err. */
-int rc_bench_raw_run(const struct rc_bench_raw_params *p, struct rc_bench_raw_result *out,
+int rci_bench_raw_run(const struct rci_bench_raw_params *p, struct rci_bench_raw_result *out,
                      char *err, size_t errlen);
 
 #endif

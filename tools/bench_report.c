@@ -41,10 +41,10 @@ static void fmt_opt(char *buf, size_t len, bool has, const char *fmt, double v)
         snprintf(buf, len, "-");
 }
 
-static void print_line(FILE *f, const struct rc_bench_row *w)
+static void print_line(FILE *f, const struct rci_bench_row *w)
 {
     char size[32], ratio[16], mallocs[24], copied[24], extra[160];
-    rc_format_size(w->chunk_size, size, sizeof size);
+    rci_format_size(w->chunk_size, size, sizeof size);
     fmt_opt(ratio, sizeof ratio, w->has_ratio, "%.2f", w->ratio_to_raw);
     fmt_opt(mallocs, sizeof mallocs, w->has_hygiene && w->mallocs_counted, "%.4f", w->mallocs_per_chunk);
     fmt_opt(copied, sizeof copied, w->has_hygiene, "%.1f", w->copied_bytes_per_chunk);
@@ -59,7 +59,7 @@ static void print_line(FILE *f, const struct rc_bench_row *w)
             w->note);
 }
 
-static void print_json(FILE *f, const struct rc_bench_row *w)
+static void print_json(FILE *f, const struct rci_bench_row *w)
 {
     fprintf(f, "{\"test\":\"%s\",\"chunk_size\":%" PRIu64 ",\"gbytes_per_s\":%.4f,\"chunks_per_s\":%.0f,"
                "\"cpu_s_per_gb\":%.4f", w->test, w->chunk_size, w->gbytes_per_s, w->chunks_per_s,
@@ -85,7 +85,7 @@ static void print_json(FILE *f, const struct rc_bench_row *w)
     fprintf(f, "}\n");
 }
 
-void rc_bench_emit(struct rc_bench_report *r, const struct rc_bench_row *row)
+void rci_bench_emit(struct rci_bench_report *r, const struct rci_bench_row *row)
 {
     if (r->json) {
         print_json(stdout, row);
@@ -96,15 +96,15 @@ void rc_bench_emit(struct rc_bench_report *r, const struct rc_bench_row *row)
     }
     r->header_printed = true;
     fflush(stdout);
-    if (r->nrows < RC_BENCH_MAX_ROWS)
+    if (r->nrows < RCI_BENCH_MAX_ROWS)
         r->rows[r->nrows++] = *row;
 }
 
-const struct rc_bench_row *rc_bench_find(const struct rc_bench_report *r, const char *test,
+const struct rci_bench_row *rci_bench_find(const struct rci_bench_report *r, const char *test,
                                          uint64_t chunk_size, const char *fill)
 {
     for (unsigned i = 0; i < r->nrows; i++) {
-        const struct rc_bench_row *w = &r->rows[i];
+        const struct rci_bench_row *w = &r->rows[i];
         if (strcmp(w->test, test) == 0 && w->chunk_size == chunk_size &&
             (!fill || (w->fill && strcmp(w->fill, fill) == 0)))
             return w;
@@ -116,27 +116,27 @@ const struct rc_bench_row *rc_bench_find(const struct rc_bench_report *r, const 
 
 static const char *verdict(bool pass) { return pass ? "pass" : "MISS"; }
 
-static void target_zc_ratio(const struct rc_bench_report *r, FILE *out)
+static void target_zc_ratio(const struct rci_bench_report *r, FILE *out)
 {
     fprintf(out, "  zero copy >= %.2f x raw at >= 8 KiB (fill=none):", TARGET_ZC_RATIO);
     unsigned n = 0;
     for (unsigned i = 0; i < r->nrows; i++) {
-        const struct rc_bench_row *w = &r->rows[i];
+        const struct rci_bench_row *w = &r->rows[i];
         if (strcmp(w->test, "zerocopy") || !w->fill || strcmp(w->fill, "none") ||
             w->chunk_size < TARGET_ZC_MIN_SIZE ||
             !w->has_ratio)
             continue;
         char size[32];
-        fprintf(out, "%s %s %.3f %s", n++ ? "," : "", rc_format_size(w->chunk_size, size, sizeof size),
+        fprintf(out, "%s %s %.3f %s", n++ ? "," : "", rci_format_size(w->chunk_size, size, sizeof size),
                 w->ratio_to_raw, verdict(w->ratio_to_raw >= TARGET_ZC_RATIO));
     }
     fprintf(out, "%s\n", n ? "" : " not measured");
 }
 
-static void target_buffered_rate(const struct rc_bench_report *r, FILE *out)
+static void target_buffered_rate(const struct rci_bench_report *r, FILE *out)
 {
-    const struct rc_bench_row *b = rc_bench_find(r, "buffered", TARGET_BUF_SIZE, "none");
-    const struct rc_bench_row *raw = rc_bench_find(r, "raw", TARGET_BUF_SIZE, NULL);
+    const struct rci_bench_row *b = rci_bench_find(r, "buffered", TARGET_BUF_SIZE, "none");
+    const struct rci_bench_row *raw = rci_bench_find(r, "raw", TARGET_BUF_SIZE, NULL);
     fprintf(out, "  buffered at 64 B >= %.0f x raw's message rate:", TARGET_BUF_RATE_FACTOR);
     if (!b || !raw || raw->chunks_per_s <= 0) {
         fprintf(out, " not measured\n");
@@ -147,38 +147,38 @@ static void target_buffered_rate(const struct rc_bench_report *r, FILE *out)
             verdict(factor >= TARGET_BUF_RATE_FACTOR));
 }
 
-static void target_hygiene(const struct rc_bench_report *r, FILE *out)
+static void target_hygiene(const struct rci_bench_report *r, FILE *out)
 {
     fprintf(out, "  zero copy steady state, 0 allocations and 0 payload bytes copied per chunk:");
     unsigned n = 0;
     for (unsigned i = 0; i < r->nrows; i++) {
-        const struct rc_bench_row *w = &r->rows[i];
+        const struct rci_bench_row *w = &r->rows[i];
         if (strcmp(w->test, "zerocopy") || !w->has_hygiene)
             continue;
         char size[32];
         bool pass = w->mallocs_counted && w->mallocs_per_chunk == 0 && w->copied_bytes_per_chunk == 0;
-        fprintf(out, "%s %s/%s %s", n++ ? "," : "", rc_format_size(w->chunk_size, size, sizeof size), w->fill,
+        fprintf(out, "%s %s/%s %s", n++ ? "," : "", rci_format_size(w->chunk_size, size, sizeof size), w->fill,
                 verdict(pass));
     }
     fprintf(out, "%s\n", n ? "" : " not measured");
 }
 
-static void target_latency(const struct rc_bench_report *r, FILE *out)
+static void target_latency(const struct rci_bench_report *r, FILE *out)
 {
     fprintf(out, "  zero copy p99 latency at half load <= %.0f us:", TARGET_P99_US);
     unsigned n = 0;
     for (unsigned i = 0; i < r->nrows; i++) {
-        const struct rc_bench_row *w = &r->rows[i];
+        const struct rci_bench_row *w = &r->rows[i];
         if (strcmp(w->test, "latency") || !w->mode || strcmp(w->mode, "zerocopy"))
             continue;
         char size[32];
-        fprintf(out, "%s %s %.0f us %s", n++ ? "," : "", rc_format_size(w->chunk_size, size, sizeof size),
+        fprintf(out, "%s %s %.0f us %s", n++ ? "," : "", rci_format_size(w->chunk_size, size, sizeof size),
                 w->p99_us, verdict(w->p99_us <= TARGET_P99_US));
     }
     fprintf(out, "%s\n", n ? "" : " not measured");
 }
 
-void rc_bench_print_targets(const struct rc_bench_report *r, FILE *out)
+void rci_bench_print_targets(const struct rci_bench_report *r, FILE *out)
 {
     fprintf(out, "targets (benchmark issue; pass/MISS per measured point):\n");
     target_zc_ratio(r, out);
@@ -197,7 +197,7 @@ static void csv_opt(FILE *f, bool has, double v)
         fputc(',', f);
 }
 
-static int write_csv(const struct rc_bench_report *r, const char *path)
+static int write_csv(const struct rci_bench_report *r, const char *path)
 {
     FILE *f = fopen(path, "w");
     if (!f)
@@ -205,7 +205,7 @@ static int write_csv(const struct rc_bench_report *r, const char *path)
     fprintf(f, "test,fill,mode,subscribers,chunk_size,gbytes_per_s,chunks_per_s,cpu_s_per_gb,ratio_to_raw,"
                "p50_us,p99_us,p999_us,max_us,mallocs_per_chunk,copied_bytes_per_chunk\n");
     for (unsigned i = 0; i < r->nrows; i++) {
-        const struct rc_bench_row *w = &r->rows[i];
+        const struct rci_bench_row *w = &r->rows[i];
         fprintf(f, "%s,%s,%s,%u,%" PRIu64 ",%.6g,%.6g,%.6g", w->test, w->fill ? w->fill : "",
                 w->mode ? w->mode : "", w->subscribers, w->chunk_size, w->gbytes_per_s, w->chunks_per_s,
                 w->cpu_s_per_gb);
@@ -284,7 +284,7 @@ static int run_gnuplot(const char *script)
     return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EIO;
 }
 
-int rc_bench_write_plots(const struct rc_bench_report *r, const char *dir)
+int rci_bench_write_plots(const struct rci_bench_report *r, const char *dir)
 {
     char csv[600], gp[600];
     snprintf(csv, sizeof csv, "%s/bench.csv", dir);
@@ -313,7 +313,7 @@ int rc_bench_write_plots(const struct rc_bench_report *r, const char *dir)
     return 0;
 }
 
-double rc_bench_cpu_seconds(int who)
+double rci_bench_cpu_seconds(int who)
 {
     struct rusage ru;
     getrusage(who, &ru);

@@ -12,18 +12,18 @@
  * latency, fanout rows: the simulator's payload) and mode (latency rows:
  * zerocopy or buffered). GB = 1e9 bytes.
  */
-#ifndef RC_BENCH_REPORT_H
-#define RC_BENCH_REPORT_H
+#ifndef RCI_BENCH_REPORT_H
+#define RCI_BENCH_REPORT_H
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
-#define RC_BENCH_MAX_ROWS 512u
+#define RCI_BENCH_MAX_ROWS 512u
 
 /* User + system CPU seconds of getrusage(who): RUSAGE_SELF or RUSAGE_CHILDREN. */
-double rc_bench_cpu_seconds(int who);
+double rci_bench_cpu_seconds(int who);
 
-struct rc_bench_row {
+struct rci_bench_row {
     const char *test;              /* raw zerocopy buffered memcpy latency fanout decode */
     uint64_t chunk_size;
     double gbytes_per_s, chunks_per_s, cpu_s_per_gb;
@@ -40,24 +40,24 @@ struct rc_bench_row {
     char note[96];                 /* human table only */
 };
 
-struct rc_bench_report {
+struct rci_bench_report {
     bool json;
     bool header_printed;
-    struct rc_bench_row rows[RC_BENCH_MAX_ROWS];
+    struct rci_bench_row rows[RCI_BENCH_MAX_ROWS];
     unsigned nrows;
 };
 
 /* Print the row (table line or JSON line) and keep it. */
-void rc_bench_emit(struct rc_bench_report *r, const struct rc_bench_row *row);
+void rci_bench_emit(struct rci_bench_report *r, const struct rci_bench_row *row);
 /* The kept row of this test, size and fill (fill NULL: any), or NULL. */
-const struct rc_bench_row *rc_bench_find(const struct rc_bench_report *r, const char *test,
+const struct rci_bench_row *rci_bench_find(const struct rci_bench_report *r, const char *test,
                                          uint64_t chunk_size, const char *fill);
 /* Each target of the issue: measured, pass or miss, or not measured in this
  * run. To out (the table's stream, or stderr with --json). */
-void rc_bench_print_targets(const struct rc_bench_report *r, FILE *out);
+void rci_bench_print_targets(const struct rci_bench_report *r, FILE *out);
 /* DIR/bench.csv (every row), and with gnuplot on PATH DIR/throughput.png and
  * DIR/chunk_rate.png (raw, zerocopy, buffered vs chunk size). Says on
  * stderr what it wrote, and that gnuplot is missing if it is. 0 or -errno. */
-int rc_bench_write_plots(const struct rc_bench_report *r, const char *dir);
+int rci_bench_write_plots(const struct rci_bench_report *r, const char *dir);
 
 #endif

@@ -17,8 +17,8 @@
 #define LINE_MAX_LEN 1024
 
 static const char *log_program = "ringcast";
-static enum rc_log_level log_level = RC_LOG_INFO;
-static uint64_t repeat_interval_ns = RC_LOG_REPEAT_INTERVAL_NS;
+static enum rci_log_level log_level = RCI_LOG_INFO;
+static uint64_t repeat_interval_ns = RCI_LOG_REPEAT_INTERVAL_NS;
 static uint64_t (*log_clock)(void);
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -29,7 +29,7 @@ struct cause {
     const char *file;        /* NULL: free slot */
     int line;
     uint64_t subject_hash;
-    enum rc_log_level level;
+    enum rci_log_level level;
     uint64_t window_start;   /* when its last line was printed */
     uint64_t last_used;
     uint64_t suppressed;     /* lines since then not printed */
@@ -38,21 +38,21 @@ struct cause {
 
 static struct cause causes[CAUSES];
 
-void rc_log_init(const char *program, enum rc_log_level level)
+void rci_log_init(const char *program, enum rci_log_level level)
 {
     const char *slash = strrchr(program, '/');
     log_program = slash ? slash + 1 : program;
     log_level = level;
 }
 
-void rc_log_set_repeat_interval(uint64_t ns)
+void rci_log_set_repeat_interval(uint64_t ns)
 {
     pthread_mutex_lock(&log_lock);
     repeat_interval_ns = ns;
     pthread_mutex_unlock(&log_lock);
 }
 
-void rc_log_set_clock(uint64_t (*now_ns)(void))
+void rci_log_set_clock(uint64_t (*now_ns)(void))
 {
     pthread_mutex_lock(&log_lock);
     log_clock = now_ns;
@@ -71,7 +71,7 @@ static uint64_t now_ns(void)
 
 /* Writes "stamp program[pid] LEVEL: text" as one fputs: lines from several
  * threads never interleave. */
-static void emit(enum rc_log_level level, const char *text)
+static void emit(enum rci_log_level level, const char *text)
 {
     struct timeval tv;
     gettimeofday(&tv, NULL);
@@ -127,7 +127,7 @@ static void flush_locked(uint64_t now, bool all)
     }
 }
 
-void rc_log_flush(bool all)
+void rci_log_flush(bool all)
 {
     pthread_mutex_lock(&log_lock);
     flush_locked(now_ns(), all);
@@ -156,7 +156,7 @@ static struct cause *find_cause(const char *file, int line, uint64_t hash, uint6
 }
 
 /* Should this line be printed? Counts it if not. Under log_lock. */
-static bool admit(enum rc_log_level level, const char *file, int line, const char *text, uint64_t now,
+static bool admit(enum rci_log_level level, const char *file, int line, const char *text, uint64_t now,
                   uint64_t *suppressed_before, double *window_s)
 {
     bool is_new;
@@ -174,7 +174,7 @@ static bool admit(enum rc_log_level level, const char *file, int line, const cha
     return true;
 }
 
-static void log_limited(enum rc_log_level level, const char *file, int line, const char *fmt, va_list ap)
+static void log_limited(enum rci_log_level level, const char *file, int line, const char *fmt, va_list ap)
 {
     if (level > log_level)
         return;
@@ -198,7 +198,7 @@ static void log_limited(enum rc_log_level level, const char *file, int line, con
     pthread_mutex_unlock(&log_lock);
 }
 
-static void log_unlimited(enum rc_log_level level, const char *fmt, va_list ap)
+static void log_unlimited(enum rci_log_level level, const char *fmt, va_list ap)
 {
     if (level > log_level)
         return;
@@ -209,7 +209,7 @@ static void log_unlimited(enum rc_log_level level, const char *fmt, va_list ap)
     pthread_mutex_unlock(&log_lock);
 }
 
-void rc_log_at(enum rc_log_level level, const char *file, int line, const char *fmt, ...)
+void rci_log_at(enum rci_log_level level, const char *file, int line, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -217,7 +217,7 @@ void rc_log_at(enum rc_log_level level, const char *file, int line, const char *
     va_end(ap);
 }
 
-void rc_log_unlimited(enum rc_log_level level, const char *fmt, ...)
+void rci_log_unlimited(enum rci_log_level level, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -225,7 +225,7 @@ void rc_log_unlimited(enum rc_log_level level, const char *fmt, ...)
     va_end(ap);
 }
 
-void rc_log_hook_fn(void *ctx, enum rc_log_level level, bool unlimited, const char *file, int line,
+void rci_log_hook_fn(void *ctx, enum rci_log_level level, bool unlimited, const char *file, int line,
                     const char *fmt, va_list ap)
 {
     (void)ctx;

@@ -5,53 +5,53 @@
  * and count; the tools decide what to say.
  *
  * Repeated lines are rate-limited: one line per cause per interval (default
- * 10 s, rc_log_set_repeat_interval). A cause is the call site together with
+ * 10 s, rci_log_set_repeat_interval). A cause is the call site together with
  * the line's subject, the text before its first ": " (at most 48 characters:
  * "card.1", "subscriber 10.0.0.7:5555"), so that one card or one peer flooding
  * the log does not hide the others. Lines of a cause within the interval after
  * one was printed are suppressed and counted; the next line printed for that
  * cause ends with "[N more like this in the last S s]"; a cause that went
- * quiet gets its count printed by the next log call or rc_log_flush() once its
- * interval is over. Periodic statistics and the summary (rc_info_unlimited)
+ * quiet gets its count printed by the next log call or rci_log_flush() once its
+ * interval is over. Periodic statistics and the summary (rci_info_unlimited)
  * are never limited: readout.stats_interval is their rate, or they are once. */
-#ifndef RC_LOG_H
-#define RC_LOG_H
+#ifndef RCI_LOG_H
+#define RCI_LOG_H
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "config/config.h"
 
-#define RC_LOG_REPEAT_INTERVAL_NS 10000000000ull /* the default */
+#define RCI_LOG_REPEAT_INTERVAL_NS 10000000000ull /* the default */
 
-void rc_log_init(const char *program, enum rc_log_level level);
+void rci_log_init(const char *program, enum rci_log_level level);
 /* 0: every line is printed. */
-void rc_log_set_repeat_interval(uint64_t ns);
+void rci_log_set_repeat_interval(uint64_t ns);
 /* For tests: the clock the interval is measured on (NULL: CLOCK_MONOTONIC). */
-void rc_log_set_clock(uint64_t (*now_ns)(void));
+void rci_log_set_clock(uint64_t (*now_ns)(void));
 /* Prints the counts of suppressed lines whose interval is over (all of them
  * when `all`, e.g. at exit). */
-void rc_log_flush(bool all);
+void rci_log_flush(bool all);
 
-void rc_log_at(enum rc_log_level level, const char *file, int line, const char *fmt, ...)
+void rci_log_at(enum rci_log_level level, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* Never rate-limited: periodic statistics, summaries. */
-void rc_log_unlimited(enum rc_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void rci_log_unlimited(enum rci_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* The library modules' log hook (common/log_hook.h): their messages, rate
  * limited like ours. ctx is unused. */
-void rc_log_hook_fn(void *ctx, enum rc_log_level level, bool unlimited, const char *file, int line,
+void rci_log_hook_fn(void *ctx, enum rci_log_level level, bool unlimited, const char *file, int line,
                     const char *fmt, va_list ap);
-static inline struct rc_log_hook rc_log_hook(void)
+static inline struct rci_log_hook rci_log_hook(void)
 {
-    return (struct rc_log_hook){.fn = rc_log_hook_fn, .ctx = NULL};
+    return (struct rci_log_hook){.fn = rci_log_hook_fn, .ctx = NULL};
 }
 
-#define rc_log(level, ...) rc_log_at(level, __FILE__, __LINE__, __VA_ARGS__)
-#define rc_error(...) rc_log_at(RC_LOG_ERROR, __FILE__, __LINE__, __VA_ARGS__)
-#define rc_warn(...)  rc_log_at(RC_LOG_WARN, __FILE__, __LINE__, __VA_ARGS__)
-#define rc_info(...)  rc_log_at(RC_LOG_INFO, __FILE__, __LINE__, __VA_ARGS__)
-#define rc_debug(...) rc_log_at(RC_LOG_DEBUG, __FILE__, __LINE__, __VA_ARGS__)
-#define rc_info_unlimited(...) rc_log_unlimited(RC_LOG_INFO, __VA_ARGS__)
+#define rci_log(level, ...) rci_log_at(level, __FILE__, __LINE__, __VA_ARGS__)
+#define rci_error(...) rci_log_at(RCI_LOG_ERROR, __FILE__, __LINE__, __VA_ARGS__)
+#define rci_warn(...)  rci_log_at(RCI_LOG_WARN, __FILE__, __LINE__, __VA_ARGS__)
+#define rci_info(...)  rci_log_at(RCI_LOG_INFO, __FILE__, __LINE__, __VA_ARGS__)
+#define rci_debug(...) rci_log_at(RCI_LOG_DEBUG, __FILE__, __LINE__, __VA_ARGS__)
+#define rci_info_unlimited(...) rci_log_unlimited(RCI_LOG_INFO, __VA_ARGS__)
 
 #endif

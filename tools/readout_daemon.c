@@ -28,23 +28,23 @@
 #define SUBSCRIBER_POLL_NS  (10ull * 1000 * 1000)
 
 struct daemon_card {
-    const struct rc_card_params *params;
-    struct rc_dma_ring *ring;
-    struct rc_card *card;
-    struct rc_readout *readout;
-    struct rc_publish_card *publish;   /* the readout's sink context */
+    const struct rci_card_params *params;
+    struct rci_dma_ring *ring;
+    struct rci_card *card;
+    struct rci_readout *readout;
+    struct rci_publish_card *publish;   /* the readout's sink context */
     bool started;
-    uint64_t firmware_losses;          /* times rc_card_check reported the firmware lost */
+    uint64_t firmware_losses;          /* times rci_card_check reported the firmware lost */
     bool stopped_by_loss;              /* on_firmware_loss = stop did stop it */
     /* Previous sample for rates. */
     uint64_t last_chunks, last_bytes;
 };
 
 struct daemon {
-    const struct rc_config *cfg;
+    const struct rci_config *cfg;
     unsigned ncards;
-    struct daemon_card cards[RC_MAX_CARDS];
-    struct rc_pipeline *publish;
+    struct daemon_card cards[RCI_MAX_CARDS];
+    struct rci_pipeline *publish;
     uint64_t start_ns, last_stats_ns;
     uint64_t end_ns;                   /* run over (finished or stop requested) */
 };
@@ -61,7 +61,7 @@ static void on_stop_signal(int sig)
  * runs): the time rates are computed over, lingering excluded. */
 static double run_seconds(const struct daemon *d)
 {
-    uint64_t end = d->end_ns ? d->end_ns : rc_now_ns();
+    uint64_t end = d->end_ns ? d->end_ns : rci_now_ns();
     return (double)(end - d->start_ns) / 1e9;
 }
 
@@ -79,37 +79,37 @@ static int install_signal_handlers(void)
 
 static int create_ring(struct daemon_card *dc, char *err, size_t errlen)
 {
-    const struct rc_card_params *p = dc->params;
+    const struct rci_card_params *p = dc->params;
     char shm_name[96];
     snprintf(shm_name, sizeof shm_name, "%s-ring", p->shm_name);
-    struct rc_dma_ring_params rp = {
+    struct rci_dma_ring_params rp = {
         .size = p->ring_size,
         .unit_size = p->block_size,
         .backend = p->memory,
         .shm_name = shm_name,
         .lock_memory = true,
     };
-    return rc_dma_ring_create(&rp, &dc->ring, err, errlen);
+    return rci_dma_ring_create(&rp, &dc->ring, err, errlen);
 }
 
 static int create_card(struct daemon *d, struct daemon_card *dc, char *err, size_t errlen)
 {
-    const struct rc_card_params *p = dc->params;
+    const struct rci_card_params *p = dc->params;
     unsigned n = p->index;
     switch (p->type) {
-    case RC_CARD_SIM:
+    case RCI_CARD_SIM:
         if (!d->cfg->has_sim[n]) {
-            rc_set_err(err, errlen, "card.%u is a simulated card but there is no [sim.%u] section", n, n);
+            rci_set_err(err, errlen, "card.%u is a simulated card but there is no [sim.%u] section", n, n);
             return -EINVAL;
         }
-        return rc_sim_card_create(p, &d->cfg->sim[n], rc_dma_ring_addr(dc->ring),
-                                  rc_dma_ring_size(dc->ring), &dc->card, err, errlen);
-    case RC_CARD_SIM_PROCESS:
+        return rci_sim_card_create(p, &d->cfg->sim[n], rci_dma_ring_addr(dc->ring),
+                                  rci_dma_ring_size(dc->ring), &dc->card, err, errlen);
+    case RCI_CARD_SIM_PROCESS:
         /* The firmware runs in `ringcast-sim -c FILE --card N`, attached to
          * the BAR created here and to the ring's shm object. */
-        return rc_sim_bar_create_shm(p, &dc->card, err, errlen);
+        return rci_sim_bar_create_shm(p, &dc->card, err, errlen);
     }
-    rc_set_err(err, errlen, "card.%u: unknown card type %d", n, (int)p->type);
+    rci_set_err(err, errlen, "card.%u: unknown card type %d", n, (int)p->type);
     return -EINVAL;
 }
 
@@ -118,9 +118,9 @@ static int create_card(struct daemon *d, struct daemon_card *dc, char *err, size
 static int setup_step(int rc, unsigned card, char *err)
 {
     if (rc != 0)
-        rc_error("card.%u: %s", card, err[0] ? err : strerror(-rc));
+        rci_error("card.%u: %s", card, err[0] ? err : strerror(-rc));
     else if (err[0])
-        rc_warn("card.%u: %s", card, err);
+        rci_warn("card.%u: %s", card, err);
     err[0] = '\0';
     return rc;
 }
@@ -133,24 +133,24 @@ static int setup_card(struct daemon *d, struct daemon_card *dc)
     if (rc == 0)
         rc = setup_step(create_card(d, dc, err, sizeof err), n, err);
     if (rc == 0)
-        rc = setup_step(rc_pipeline_add_card(d->publish, dc->params, dc->ring, &dc->publish,
+        rc = setup_step(rci_pipeline_add_card(d->publish, dc->params, dc->ring, &dc->publish,
                                                    err, sizeof err), n, err);
     if (rc == 0)
-        rc = setup_step(rc_readout_create(dc->params, dc->ring, dc->card, rc_pipeline_sink,
+        rc = setup_step(rci_readout_create(dc->params, dc->ring, dc->card, rci_pipeline_sink,
                                           dc->publish, &dc->readout, err, sizeof err), n, err);
     if (rc == 0)
-        rc = setup_step(rc_pipeline_set_readout(dc->publish, dc->readout, err, sizeof err), n, err);
+        rc = setup_step(rci_pipeline_set_readout(dc->publish, dc->readout, err, sizeof err), n, err);
     if (rc != 0)
         return rc;
-    if (!rc_dma_ring_region(dc->ring)->locked)
-        rc_warn("card.%u: the %" PRIu64 " MiB ring is not locked in memory: it may be paged out;"
+    if (!rci_dma_ring_region(dc->ring)->locked)
+        rci_warn("card.%u: the %" PRIu64 " MiB ring is not locked in memory: it may be paged out;"
                 " give the service CAP_IPC_LOCK or a larger memlock limit",
                 n, dc->params->ring_size >> 20);
-    if (dc->params->type == RC_CARD_SIM_PROCESS)
-        rc_info("card.%u: waiting for `ringcast-sim -c %s --card %u` to attach to shm %s",
+    if (dc->params->type == RCI_CARD_SIM_PROCESS)
+        rci_info("card.%u: waiting for `ringcast-sim -c %s --card %u` to attach to shm %s",
                 n, d->cfg->source[0] ? d->cfg->source : "FILE", n, dc->params->shm_name);
-    rc_info("card.%u: %s card, ring %" PRIu64 " MiB (%s memory), %u B blocks, tag base 0x%" PRIx64, n,
-            dc->card->ops->kind, dc->params->ring_size >> 20, rc_mem_backend_name(dc->params->memory),
+    rci_info("card.%u: %s card, ring %" PRIu64 " MiB (%s memory), %u B blocks, tag base 0x%" PRIx64, n,
+            dc->card->ops->kind, dc->params->ring_size >> 20, rci_mem_backend_name(dc->params->memory),
             dc->params->block_size, dc->params->tag_base);
     return 0;
 }
@@ -158,11 +158,11 @@ static int setup_card(struct daemon *d, struct daemon_card *dc)
 static void teardown_card(struct daemon_card *dc)
 {
     if (dc->readout)
-        rc_readout_destroy(dc->readout);
+        rci_readout_destroy(dc->readout);
     if (dc->card)
-        rc_card_destroy(dc->card);
+        rci_card_destroy(dc->card);
     if (dc->ring)
-        rc_dma_ring_destroy(dc->ring);
+        rci_dma_ring_destroy(dc->ring);
     dc->readout = NULL;
     dc->card = NULL;
     dc->ring = NULL;
@@ -170,20 +170,20 @@ static void teardown_card(struct daemon_card *dc)
 
 /* The three statistics of one card, taken together. */
 struct card_snapshot {
-    struct rc_readout_stats rs;
-    struct rc_dma_ring_stats ring;
-    struct rc_card_stats cs;
+    struct rci_readout_stats rs;
+    struct rci_dma_ring_stats ring;
+    struct rci_card_stats cs;
 };
 
 static void snapshot_card(struct daemon_card *dc, struct card_snapshot *snap)
 {
-    rc_readout_get_stats(dc->readout, &snap->rs);
-    rc_dma_ring_get_stats(dc->ring, &snap->ring);
-    rc_card_get_stats(dc->card, &snap->cs);
+    rci_readout_get_stats(dc->readout, &snap->rs);
+    rci_dma_ring_get_stats(dc->ring, &snap->ring);
+    rci_card_get_stats(dc->card, &snap->cs);
 }
 
 /* Everything the decoder counted as wrong in the card's data. */
-static uint64_t decode_errors(const struct rc_readout_stats *s)
+static uint64_t decode_errors(const struct rci_readout_stats *s)
 {
     return s->bad_header + s->err_malformed + s->err_seq_gap + s->err_oversize + s->err_orphan +
            s->err_bad_start +
@@ -192,13 +192,13 @@ static uint64_t decode_errors(const struct rc_readout_stats *s)
 }
 
 /* Accepted-looking data the readout threw away: chunks dropped whole. */
-static uint64_t chunks_lost(const struct rc_readout_stats *s)
+static uint64_t chunks_lost(const struct rci_readout_stats *s)
 {
     return s->chunks_dropped_gap + s->chunks_incomplete + s->chunks_dropped_pool +
            s->chunks_dropped_ring + s->err_oversize + s->sink_errors;
 }
 
-static uint64_t elink_lost(const struct rc_elink_stats *e)
+static uint64_t elink_lost(const struct rci_elink_stats *e)
 {
     return e->chunks_dropped_gap + e->chunks_incomplete + e->chunks_dropped_pool +
            e->chunks_dropped_ring + e->err_oversize;
@@ -211,9 +211,9 @@ static void log_card_losses(struct daemon_card *dc)
     char line[1024];
     size_t used = 0;
     unsigned shown = 0, more = 0;
-    for (unsigned e = 0; e < RC_READOUT_MAX_ELINKS; e++) {
-        struct rc_elink_stats es;
-        if (rc_readout_get_elink_stats(dc->readout, e, &es) != 0 || elink_lost(&es) == 0)
+    for (unsigned e = 0; e < RCI_READOUT_MAX_ELINKS; e++) {
+        struct rci_elink_stats es;
+        if (rci_readout_get_elink_stats(dc->readout, e, &es) != 0 || elink_lost(&es) == 0)
             continue;
         if (shown == LOSS_LOG_ELINKS) {
             more++;
@@ -229,7 +229,7 @@ static void log_card_losses(struct daemon_card *dc)
         shown++;
     }
     if (shown)
-        rc_warn("card.%u: chunks lost by e-link:%s%s", dc->params->index, line,
+        rci_warn("card.%u: chunks lost by e-link:%s%s", dc->params->index, line,
                 more ? " (and more e-links: see --stats-json)" : "");
 }
 
@@ -237,14 +237,14 @@ static void log_card_stats(struct daemon_card *dc, double interval_s)
 {
     struct card_snapshot snap;
     snapshot_card(dc, &snap);
-    const struct rc_readout_stats *rs = &snap.rs;
-    const struct rc_dma_ring_stats *ring = &snap.ring;
+    const struct rci_readout_stats *rs = &snap.rs;
+    const struct rci_dma_ring_stats *ring = &snap.ring;
     uint64_t chunks = rs->chunks, bytes = rs->bytes;
     double chunk_rate = interval_s > 0 ? (double)(chunks - dc->last_chunks) / interval_s : 0;
     double byte_rate = interval_s > 0 ? (double)(bytes - dc->last_bytes) / interval_s : 0;
     dc->last_chunks = chunks;
     dc->last_bytes = bytes;
-    rc_info_unlimited("card.%u: %.3f Mchunk/s %.3f GB/s | produced %" PRIu64 " decoded %" PRIu64
+    rci_info_unlimited("card.%u: %.3f Mchunk/s %.3f GB/s | produced %" PRIu64 " decoded %" PRIu64
             " in flight %" PRIu64 " | ring %.1f%% (hwm %.1f%%) full %.3f s | card stalled %.3f s"
             " | errors %" PRIu64 " lost %" PRIu64,
             dc->params->index, chunk_rate / 1e6, byte_rate / 1e9, snap.cs.chunks_produced, rs->chunks,
@@ -259,13 +259,13 @@ static void log_stats(struct daemon *d, uint64_t now)
     d->last_stats_ns = now;
     for (unsigned i = 0; i < d->ncards; i++)
         log_card_stats(&d->cards[i], interval_s);
-    rc_pipeline_log_stats(d->publish, interval_s);
+    rci_pipeline_log_stats(d->publish, interval_s);
 }
 
 /* "12345" or "12345-12347": the ports the publisher threads listen on. */
 static const char *publisher_ports(const struct daemon *d, char *buf, size_t len)
 {
-    unsigned first = d->cfg->fabric.port, n = rc_pipeline_threads(d->publish);
+    unsigned first = d->cfg->fabric.port, n = rci_pipeline_threads(d->publish);
     if (n == 1)
         snprintf(buf, len, "%u", first);
     else
@@ -277,15 +277,15 @@ static bool card_finished(struct daemon_card *dc)
 {
     if (dc->stopped_by_loss)
         return true;
-    struct rc_card_stats cs;
-    rc_card_get_stats(dc->card, &cs);
+    struct rci_card_stats cs;
+    rci_card_get_stats(dc->card, &cs);
     return cs.finished;
 }
 
 /* A snapshot: decoded everything seen written, and every key came back. */
 static bool card_drained(struct daemon_card *dc)
 {
-    return rc_readout_drained(dc->readout);
+    return rci_readout_drained(dc->readout);
 }
 
 static bool all_cards(struct daemon *d, bool (*pred)(struct daemon_card *))
@@ -300,9 +300,9 @@ static int start_cards(struct daemon *d)
 {
     for (unsigned i = 0; i < d->ncards; i++) {
         struct daemon_card *dc = &d->cards[i];
-        int rc = rc_readout_start(dc->readout);
+        int rc = rci_readout_start(dc->readout);
         if (rc != 0) {
-            rc_error("card.%u: cannot start the readout: %s", dc->params->index, strerror(-rc));
+            rci_error("card.%u: cannot start the readout: %s", dc->params->index, strerror(-rc));
             return rc;
         }
         dc->started = true;
@@ -318,21 +318,21 @@ static bool wait_for_subscribers(struct daemon *d)
     if (want == 0)
         return true;
     if (want > d->cfg->fabric.max_subscribers) {
-        rc_error("readout.wait_subscribers = %u can never be reached: fabric.max_subscribers = %u", want,
+        rci_error("readout.wait_subscribers = %u can never be reached: fabric.max_subscribers = %u", want,
                  d->cfg->fabric.max_subscribers);
         return false;
     }
     char ports[16];
-    rc_info("waiting for %u subscriber%s to subscribe on %s port %s before starting the cards", want,
+    rci_info("waiting for %u subscriber%s to subscribe on %s port %s before starting the cards", want,
             want == 1 ? "" : "s", d->cfg->fabric.address, publisher_ports(d, ports, sizeof ports));
     while (!stop_requested) {
-        if (rc_pipeline_subscribed(d->publish) >= want) {
-            rc_info("%u subscriber%s subscribed: starting the cards", want, want == 1 ? "" : "s");
+        if (rci_pipeline_subscribed(d->publish) >= want) {
+            rci_info("%u subscriber%s subscribed: starting the cards", want, want == 1 ? "" : "s");
             return true;
         }
-        rc_sleep_ns(SUBSCRIBER_POLL_NS);
+        rci_sleep_ns(SUBSCRIBER_POLL_NS);
     }
-    rc_info("stop requested while waiting for subscribers");
+    rci_info("stop requested while waiting for subscribers");
     return false;
 }
 
@@ -341,16 +341,16 @@ static bool wait_for_subscribers(struct daemon *d)
 static void check_firmware(struct daemon_card *dc)
 {
     char why[256] = "";
-    if (!dc->started || dc->stopped_by_loss || rc_card_check(dc->card, why, sizeof why) != RC_CARD_FW_LOST)
+    if (!dc->started || dc->stopped_by_loss || rci_card_check(dc->card, why, sizeof why) != RCI_CARD_FW_LOST)
         return;
     dc->firmware_losses++;
     unsigned n = dc->params->index;
-    if (dc->params->on_firmware_loss == RC_FW_LOSS_STOP) {
-        rc_warn("card.%u: firmware lost: %s; on_firmware_loss = stop: stopping the card", n, why);
-        rc_card_stop(dc->card);
+    if (dc->params->on_firmware_loss == RCI_FW_LOSS_STOP) {
+        rci_warn("card.%u: firmware lost: %s; on_firmware_loss = stop: stopping the card", n, why);
+        rci_card_stop(dc->card);
         dc->stopped_by_loss = true;
     } else {
-        rc_warn("card.%u: firmware lost: %s; on_firmware_loss = wait: waiting for a new"
+        rci_warn("card.%u: firmware lost: %s; on_firmware_loss = wait: waiting for a new"
                 " `ringcast-sim --card %u` to take over", n, why, n);
     }
 }
@@ -359,19 +359,19 @@ static void run_until_done(struct daemon *d)
 {
     uint64_t interval = d->cfg->daemon.stats_interval_ns;
     while (!stop_requested) {
-        rc_sleep_ns(DAEMON_TICK_NS);
-        uint64_t now = rc_now_ns();
+        rci_sleep_ns(DAEMON_TICK_NS);
+        uint64_t now = rci_now_ns();
         for (unsigned i = 0; i < d->ncards; i++)
             check_firmware(&d->cards[i]);
         if (interval && now - d->last_stats_ns >= interval)
             log_stats(d, now);
-        rc_log_flush(false); /* counts of suppressed lines whose interval is over */
+        rci_log_flush(false); /* counts of suppressed lines whose interval is over */
         if (all_cards(d, card_finished) && all_cards(d, card_drained)) {
-            rc_info("every card finished its run and everything was drained");
+            rci_info("every card finished its run and everything was drained");
             return;
         }
     }
-    rc_info("stop requested");
+    rci_info("stop requested");
 }
 
 /* Stop order: cards stop writing; the readouts decode what was written and
@@ -386,26 +386,26 @@ static void stop_cards(struct daemon *d)
         drain_ns = DRAIN_MIN_NS;
     for (unsigned i = 0; i < d->ncards; i++)
         if (d->cards[i].started)
-            rc_card_stop(d->cards[i].card);
+            rci_card_stop(d->cards[i].card);
     /* wait_drained counts what the card wrote before it stopped, even if the
      * readout thread had not polled it yet. */
     for (unsigned i = 0; i < d->ncards; i++) {
         struct daemon_card *dc = &d->cards[i];
-        if (dc->started && rc_readout_wait_drained(dc->readout, drain_ns) != 0)
-            rc_warn("card.%u: not drained within %.1f s", dc->params->index, (double)drain_ns / 1e9);
+        if (dc->started && rci_readout_wait_drained(dc->readout, drain_ns) != 0)
+            rci_warn("card.%u: not drained within %.1f s", dc->params->index, (double)drain_ns / 1e9);
     }
     for (unsigned i = 0; i < d->ncards; i++)
         if (d->cards[i].started)
-            rc_readout_stop(d->cards[i].readout);
+            rci_readout_stop(d->cards[i].readout);
     /* A finished run lingers for the subscribers to read the end of it; a
      * stop by signal does not. */
-    rc_pipeline_stop(d->publish, stop_requested ? 0 : d->cfg->daemon.linger_ns);
+    rci_pipeline_stop(d->publish, stop_requested ? 0 : d->cfg->daemon.linger_ns);
     /* The publishers' end gave their last keys back after the readouts' final
      * advance: move the read pointer over them too (the readout threads are
      * joined, so this thread owns the rings now). */
     for (unsigned i = 0; i < d->ncards; i++)
         if (d->cards[i].started)
-            rc_dma_ring_advance(d->cards[i].ring);
+            rci_dma_ring_advance(d->cards[i].ring);
 }
 
 struct totals {
@@ -432,7 +432,7 @@ static void sum_totals(struct daemon *d, struct totals *t)
 static void log_summary(struct daemon *d, const struct totals *t)
 {
     double secs = run_seconds(d);
-    rc_info("summary: %.2f s, %u card%s together: %" PRIu64 " chunks produced, %" PRIu64 " decoded (%.3f GB,"
+    rci_info("summary: %.2f s, %u card%s together: %" PRIu64 " chunks produced, %" PRIu64 " decoded (%.3f GB,"
             " %.3f GB/s), %" PRIu64 " decode errors, %" PRIu64 " keys outstanding, %" PRIu64 " ring bytes in"
             " use, %" PRIu64 " chunks cut off by the stop (%" PRIu64 " bytes)",
             secs, d->ncards, d->ncards == 1 ? "" : "s", t->produced, t->decoded, (double)t->bytes / 1e9,
@@ -443,15 +443,15 @@ static void log_summary(struct daemon *d, const struct totals *t)
     for (unsigned i = 0; i < d->ncards; i++) {
         struct card_snapshot snap;
         snapshot_card(&d->cards[i], &snap);
-        rc_info_unlimited("summary: card.%u: %" PRIu64 " chunks produced, %" PRIu64 " decoded; card stalled %.3f s"
+        rci_info_unlimited("summary: card.%u: %" PRIu64 " chunks produced, %" PRIu64 " decoded; card stalled %.3f s"
                 " and ring full %.3f s of the %.2f s run", d->cards[i].params->index,
                 snap.cs.chunks_produced, snap.rs.chunks, (double)snap.cs.stall_ns / 1e9,
                 (double)snap.ring.full_ns / 1e9, secs);
         log_card_losses(&d->cards[i]);
     }
-    struct rc_publish_totals pt;
-    rc_pipeline_get_totals(d->publish, &pt);
-    rc_info("summary: %" PRIu64 " chunks sent to subscribers (%.3f GB, %.3f GB/s), %" PRIu64
+    struct rci_publish_totals pt;
+    rci_pipeline_get_totals(d->publish, &pt);
+    rci_info("summary: %" PRIu64 " chunks sent to subscribers (%.3f GB, %.3f GB/s), %" PRIu64
             " without subscriber, %" PRIu64 " dropped (slow subscriber), %" PRIu64 " failed, %" PRIu64
             " not sent (subscriber gone or shutdown)",
             pt.chunks_sent, (double)pt.bytes_sent / 1e9, secs > 0 ? (double)pt.bytes_sent / 1e9 / secs : 0.0,
@@ -459,7 +459,7 @@ static void log_summary(struct daemon *d, const struct totals *t)
 }
 
 /* Decode errors of one e-link that are not losses of whole chunks. */
-static uint64_t elink_errors(const struct rc_elink_stats *e)
+static uint64_t elink_errors(const struct rci_elink_stats *e)
 {
     return e->err_malformed + e->err_seq_gap + e->err_orphan + e->err_bad_start;
 }
@@ -470,9 +470,9 @@ static void write_elink_losses_json(FILE *f, struct daemon_card *dc)
 {
     fputs(",\"elinks_lost\":[", f);
     bool first = true;
-    for (unsigned e = 0; e < RC_READOUT_MAX_ELINKS; e++) {
-        struct rc_elink_stats es;
-        if (rc_readout_get_elink_stats(dc->readout, e, &es) != 0 ||
+    for (unsigned e = 0; e < RCI_READOUT_MAX_ELINKS; e++) {
+        struct rci_elink_stats es;
+        if (rci_readout_get_elink_stats(dc->readout, e, &es) != 0 ||
             elink_lost(&es) + elink_errors(&es) == 0)
             continue;
         fprintf(f, "%s{\"elink\":%u,\"chunks_lost\":%" PRIu64 ",\"chunks_dropped_ring\":%" PRIu64
@@ -495,9 +495,9 @@ static void write_card_json(FILE *f, struct daemon_card *dc)
 {
     struct card_snapshot snap;
     snapshot_card(dc, &snap);
-    const struct rc_readout_stats rs = snap.rs;
-    const struct rc_dma_ring_stats ring = snap.ring;
-    const struct rc_card_stats cs = snap.cs;
+    const struct rci_readout_stats rs = snap.rs;
+    const struct rci_dma_ring_stats ring = snap.ring;
+    const struct rci_card_stats cs = snap.cs;
     fprintf(f,
             "{\"card\":%u,\"chunks_produced\":%" PRIu64 ",\"bytes_produced\":%" PRIu64
             ",\"card_stall_ns\":%" PRIu64 ",\"chunks_decoded\":%" PRIu64 ",\"bytes_decoded\":%" PRIu64
@@ -539,7 +539,7 @@ static int write_stats_json(struct daemon *d, const struct totals *t, FILE *f, c
             ",\"chunks_cut_at_stop\":%" PRIu64 ",\"bytes_cut_at_stop\":%" PRIu64,
             run_seconds(d), t->produced, t->decoded, t->bytes, t->in_flight,
             t->ring_in_use, t->errors, t->cut_chunks, t->cut_bytes);
-    rc_pipeline_write_json(d->publish, f);
+    rci_pipeline_write_json(d->publish, f);
     fputs(",\"cards\":[", f);
     for (unsigned i = 0; i < d->ncards; i++) {
         if (i)
@@ -548,7 +548,7 @@ static int write_stats_json(struct daemon *d, const struct totals *t, FILE *f, c
     }
     fputs("]}\n", f);
     if (fflush(f) != 0 || ferror(f)) { /* the caller closes it */
-        rc_error("--stats-json %s: %s", path, strerror(errno));
+        rci_error("--stats-json %s: %s", path, strerror(errno));
         return -EIO;
     }
     return 0;
@@ -557,22 +557,22 @@ static int write_stats_json(struct daemon *d, const struct totals *t, FILE *f, c
 static int setup_all(struct daemon *d)
 {
     char err[512] = "";
-    struct rc_pipeline_params pp;
-    rc_config_pipeline_params(d->cfg, &pp);
-    pp.log = rc_log_hook();
-    int rc = rc_pipeline_create(&pp, &d->publish, err, sizeof err);
+    struct rci_pipeline_params pp;
+    rci_config_pipeline_params(d->cfg, &pp);
+    pp.log = rci_log_hook();
+    int rc = rci_pipeline_create(&pp, &d->publish, err, sizeof err);
     if (rc != 0) {
-        rc_error("publisher: %s", err[0] ? err : strerror(-rc));
+        rci_error("publisher: %s", err[0] ? err : strerror(-rc));
         return rc;
     }
-    unsigned nthreads = rc_pipeline_threads(d->publish);
+    unsigned nthreads = rci_pipeline_threads(d->publish);
     char ports[16];
-    rc_info("publishing on %s port %s (provider %s, %s endpoint): %u publisher thread%s, each port serves"
+    rci_info("publishing on %s port %s (provider %s, %s endpoint): %u publisher thread%s, each port serves"
             " every tag", d->cfg->fabric.address, publisher_ports(d, ports, sizeof ports),
-            d->cfg->fabric.provider, d->cfg->fabric.endpoint == RC_EP_RDM ? "rdm" : "msg", nthreads,
+            d->cfg->fabric.provider, d->cfg->fabric.endpoint == RCI_EP_RDM ? "rdm" : "msg", nthreads,
             nthreads == 1 ? "" : "s");
     for (unsigned i = 0; i < nthreads; i++)
-        rc_info("publisher %u listening on %s:%u", i, d->cfg->fabric.address, d->cfg->fabric.port + i);
+        rci_info("publisher %u listening on %s:%u", i, d->cfg->fabric.address, d->cfg->fabric.port + i);
     for (unsigned i = 0; i < d->ncards; i++) {
         d->cards[i].params = &d->cfg->card[i];
         int rc = setup_card(d, &d->cards[i]);
@@ -582,43 +582,43 @@ static int setup_all(struct daemon *d)
     return 0;
 }
 
-int rc_daemon_run(const struct rc_config *cfg, FILE *stats, const char *stats_name)
+int rci_daemon_run(const struct rci_config *cfg, FILE *stats, const char *stats_name)
 {
     static struct daemon d;
     memset(&d, 0, sizeof d);
     d.cfg = cfg;
     d.ncards = cfg->ncards;
     if (d.ncards == 0) {
-        rc_error("%s: no [card.N] section: nothing to read out", cfg->source[0] ? cfg->source : "configuration");
+        rci_error("%s: no [card.N] section: nothing to read out", cfg->source[0] ? cfg->source : "configuration");
         return 2;
     }
     if (install_signal_handlers() != 0) {
-        rc_error("cannot install signal handlers: %s", strerror(errno));
+        rci_error("cannot install signal handlers: %s", strerror(errno));
         return 1;
     }
     int status = 1;
     if (setup_all(&d) == 0) {
-        int rc = rc_pipeline_start(d.publish);
+        int rc = rci_pipeline_start(d.publish);
         if (rc != 0)
-            rc_error("cannot start the publisher threads: %s", strerror(-rc));
+            rci_error("cannot start the publisher threads: %s", strerror(-rc));
         else if (!wait_for_subscribers(&d))
             status = stop_requested ? 0 : 1;
         else {
-            d.start_ns = d.last_stats_ns = rc_now_ns();
+            d.start_ns = d.last_stats_ns = rci_now_ns();
             if (start_cards(&d) == 0) {
                 run_until_done(&d);
                 status = 0;
             }
         }
         if (d.start_ns == 0)
-            d.start_ns = rc_now_ns();
-        d.end_ns = rc_now_ns();
+            d.start_ns = rci_now_ns();
+        d.end_ns = rci_now_ns();
         stop_cards(&d);
         struct totals t;
         sum_totals(&d, &t);
         log_summary(&d, &t);
         if (t.in_flight != 0) {
-            rc_error("%" PRIu64 " keys still outstanding after the drain", t.in_flight);
+            rci_error("%" PRIu64 " keys still outstanding after the drain", t.in_flight);
             status = 1;
         }
         if (stats && write_stats_json(&d, &t, stats, stats_name) != 0)
@@ -626,7 +626,7 @@ int rc_daemon_run(const struct rc_config *cfg, FILE *stats, const char *stats_na
     }
     /* The publisher may still hold keys (a failed setup): they go back to
      * the readouts, so it goes first. */
-    rc_pipeline_destroy(d.publish);
+    rci_pipeline_destroy(d.publish);
     for (unsigned i = 0; i < d.ncards; i++)
         teardown_card(&d.cards[i]);
     return status;

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* readout_daemon.h — the running part of ringcast-readout: cards, DMA rings
  * and readout threads wired together, statistics, clean shutdown. */
-#ifndef RC_READOUT_DAEMON_H
-#define RC_READOUT_DAEMON_H
+#ifndef RCI_READOUT_DAEMON_H
+#define RCI_READOUT_DAEMON_H
 #include "config/config.h"
 
 #include <stdio.h>
@@ -12,6 +12,6 @@
  * stats (opened by the caller before the run, so that a path that cannot be
  * written is refused at start; named stats_name in messages; the caller
  * closes it) when it is not NULL. Returns the process exit status. */
-int rc_daemon_run(const struct rc_config *cfg, FILE *stats, const char *stats_name);
+int rci_daemon_run(const struct rci_config *cfg, FILE *stats, const char *stats_name);
 
 #endif

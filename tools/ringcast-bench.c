@@ -53,8 +53,8 @@ struct bench_opts {
 
 struct bench {
     struct bench_opts o;
-    struct rc_bench_report report;
-    struct rc_config cfg;             /* defaults + provider/endpoint: the pipeline's settings */
+    struct rci_bench_report report;
+    struct rci_config cfg;             /* defaults + provider/endpoint: the pipeline's settings */
     char bindir[PATH_MAX];
     char shim[PATH_MAX + 32];         /* "" when the allocation counter is not built */
     char workdir[PATH_MAX];           /* "" until a pipeline run needs one */
@@ -70,11 +70,11 @@ struct bench_mode {
 static void emit_one_core(struct bench *b, const char *test, uint64_t chunk_size, double chunks_per_s,
                           double gbytes_per_s, const char *note)
 {
-    struct rc_bench_row row = { .test = test, .chunk_size = chunk_size, .chunks_per_s = chunks_per_s,
+    struct rci_bench_row row = { .test = test, .chunk_size = chunk_size, .chunks_per_s = chunks_per_s,
                                 .gbytes_per_s = gbytes_per_s,
                                 .cpu_s_per_gb = gbytes_per_s > 0 ? 1.0 / gbytes_per_s : 0 };
     snprintf(row.note, sizeof row.note, "%s", note);
-    rc_bench_emit(&b->report, &row);
+    rci_bench_emit(&b->report, &row);
 }
 
 /* ---- decode ------------------------------------------------------------ */
@@ -87,18 +87,18 @@ static void emit_one_core(struct bench *b, const char *test, uint64_t chunk_size
 #define DEC_FINISH_MARGIN (DEC_ELINKS * 8u)
 
 struct dec_ctx {
-    struct rc_dma_ring *ring;
-    struct rc_readout *r;
+    struct rci_dma_ring *ring;
+    struct rci_readout *r;
     uint8_t *base;
     uint32_t nblocks;
     unsigned next_seq[2048];   /* per e-link, continuing across laps */
     uint64_t chunks_per_lap;
 };
 
-static int release_at_once(void *ctx, const struct rc_chunk *c)
+static int release_at_once(void *ctx, const struct rci_chunk *c)
 {
     struct dec_ctx *d = ctx;
-    rc_readout_release(d->r, c->key);
+    rci_readout_release(d->r, c->key);
     return 0;
 }
 
@@ -110,11 +110,11 @@ static void note_seq(struct dec_ctx *d, unsigned elink, unsigned seq)
 /* A block with no subchunks: keeps the ring full without starting chunks. */
 static int write_empty_block(struct dec_ctx *d, uint8_t *dst, unsigned elink)
 {
-    struct rc_blk b;
-    int rc = rc_blk_begin(&b, dst, FELIX_FMT_C0CE, DEC_BLOCK_SIZE, elink, d->next_seq[elink]);
+    struct rci_blk b;
+    int rc = rci_blk_begin(&b, dst, FELIX_FMT_C0CE, DEC_BLOCK_SIZE, elink, d->next_seq[elink]);
     if (rc != 0)
         return rc;
-    rc_blk_finish(&b);
+    rci_blk_finish(&b);
     note_seq(d, elink, d->next_seq[elink]);
     return 0;
 }
@@ -123,35 +123,35 @@ static int write_empty_block(struct dec_ctx *d, uint8_t *dst, unsigned elink)
  * end, then empty blocks. */
 static int fill_ring(struct dec_ctx *d, uint32_t chunk_size, char *err, size_t errlen)
 {
-    struct rc_sim_gen_config gc = {
+    struct rci_sim_gen_config gc = {
         .format = FELIX_FMT_C0CE, .block_size = DEC_BLOCK_SIZE, .tag_base = 0,
         .sim = { .elinks = DEC_ELINKS, .chunk_size_min = chunk_size,
-                 .chunk_size_max = chunk_size, .fill = RC_FILL_PATTERN, .seed = 1 } };
-    struct rc_sim_gen *g;
-    int rc = rc_sim_gen_create(&gc, &g, err, errlen);
+                 .chunk_size_max = chunk_size, .fill = RCI_FILL_PATTERN, .seed = 1 } };
+    struct rci_sim_gen *g;
+    int rc = rci_sim_gen_create(&gc, &g, err, errlen);
     if (rc != 0)
         return rc;
     memset(d->next_seq, 0, sizeof d->next_seq);
     for (uint32_t i = 0; i < d->nblocks && rc == 0; i++) {
         uint8_t *dst = d->base + (size_t)i * DEC_BLOCK_SIZE;
         if (d->nblocks - i == DEC_FINISH_MARGIN)
-            rc_sim_gen_stop_new_chunks(g);
-        struct rc_sim_block_info info;
-        if (rc_sim_gen_next(g, dst, NULL, &info) == 1)
+            rci_sim_gen_stop_new_chunks(g);
+        struct rci_sim_block_info info;
+        if (rci_sim_gen_next(g, dst, NULL, &info) == 1)
             note_seq(d, info.elink, info.seq);
         else
             rc = write_empty_block(d, dst, i % DEC_ELINKS);
     }
-    struct rc_sim_gen_stats st;
-    rc_sim_gen_get_stats(g, &st);
-    bool finished = rc_sim_gen_done(g);
-    rc_sim_gen_destroy(g);
+    struct rci_sim_gen_stats st;
+    rci_sim_gen_get_stats(g, &st);
+    bool finished = rci_sim_gen_done(g);
+    rci_sim_gen_destroy(g);
     if (rc != 0) {
-        rc_set_err(err, errlen, "decode bench: cannot write an empty block (%s)", strerror(-rc));
+        rci_set_err(err, errlen, "decode bench: cannot write an empty block (%s)", strerror(-rc));
         return rc;
     }
     if (!finished || st.chunks_started != st.chunks_completed) {
-        rc_set_err(err, errlen, "decode bench: %" PRIu64 " chunks still open at the end of the "
+        rci_set_err(err, errlen, "decode bench: %" PRIu64 " chunks still open at the end of the "
                  "ring (margin of %u blocks too small)", st.chunks_started - st.chunks_completed,
                  DEC_FINISH_MARGIN);
         return -EOVERFLOW;
@@ -166,7 +166,7 @@ static void renumber_lap(struct dec_ctx *d)
     for (uint32_t i = 0; i < d->nblocks; i++) {
         uint8_t *h = d->base + (size_t)i * DEC_BLOCK_SIZE;
         unsigned elink = (unsigned)(h[0] | (h[1] << 8)) & FELIX_ELINK_MASK;
-        uint16_t w0 = rc_felix_header_word(elink, d->next_seq[elink]);
+        uint16_t w0 = rci_felix_header_word(elink, d->next_seq[elink]);
         h[0] = (uint8_t)w0;
         h[1] = (uint8_t)(w0 >> 8);
         note_seq(d, elink, d->next_seq[elink]);
@@ -175,27 +175,27 @@ static void renumber_lap(struct dec_ctx *d)
 
 static int dec_open(struct dec_ctx *d, char *err, size_t errlen)
 {
-    struct rc_dma_ring_params rp = { .size = DEC_RING_SIZE, .unit_size = DEC_BLOCK_SIZE,
-                                     .backend = RC_MEM_ANON, .lock_memory = false };
-    int rc = rc_dma_ring_create(&rp, &d->ring, err, errlen);
+    struct rci_dma_ring_params rp = { .size = DEC_RING_SIZE, .unit_size = DEC_BLOCK_SIZE,
+                                     .backend = RCI_MEM_ANON, .lock_memory = false };
+    int rc = rci_dma_ring_create(&rp, &d->ring, err, errlen);
     if (rc != 0)
         return rc;
-    struct rc_card_params cp = {
+    struct rci_card_params cp = {
         .ring_size = DEC_RING_SIZE, .block_size = DEC_BLOCK_SIZE,
         .block_format = FELIX_FMT_C0CE, .rd_update_bytes = 1 << 20,
         .max_chunk_size = 1 << 20, .max_chunk_pieces = 64, .max_chunks_in_flight = 1024 };
-    d->base = rc_dma_ring_addr(d->ring);
+    d->base = rci_dma_ring_addr(d->ring);
     d->nblocks = (uint32_t)(DEC_RING_SIZE / DEC_BLOCK_SIZE);
-    return rc_readout_create(&cp, d->ring, NULL, release_at_once, d, &d->r, err, errlen);
+    return rci_readout_create(&cp, d->ring, NULL, release_at_once, d, &d->r, err, errlen);
 }
 
 static void dec_close(struct dec_ctx *d)
 {
-    rc_readout_destroy(d->r);
-    rc_dma_ring_destroy(d->ring);
+    rci_readout_destroy(d->r);
+    rci_dma_ring_destroy(d->ring);
 }
 
-static uint64_t decode_errors(const struct rc_readout_stats *s)
+static uint64_t decode_errors(const struct rci_readout_stats *s)
 {
     return s->bad_header + s->err_malformed + s->err_seq_gap + s->err_oversize + s->err_orphan +
            s->chunks_incomplete + s->chunks_dropped_gap + s->bad_releases + s->sink_errors;
@@ -215,17 +215,17 @@ static int bench_decode_size(struct bench *b, uint32_t chunk_size)
     while (rc == 0 && (laps < 3 || timed_ns < (uint64_t)(b->o.seconds * 1e9))) {
         if (laps > 0)
             renumber_lap(d);
-        uint64_t t0 = rc_now_ns();
-        rc_dma_ring_note_written(d->ring, (laps + 1) * DEC_RING_SIZE);
-        rc_readout_decode(d->r);
-        timed_ns += rc_now_ns() - t0;
+        uint64_t t0 = rci_now_ns();
+        rci_dma_ring_note_written(d->ring, (laps + 1) * DEC_RING_SIZE);
+        rci_readout_decode(d->r);
+        timed_ns += rci_now_ns() - t0;
         laps++;
     }
     if (rc == 0) {
-        struct rc_readout_stats s;
-        rc_readout_get_stats(d->r, &s);
+        struct rci_readout_stats s;
+        rci_readout_get_stats(d->r, &s);
         if (s.chunks != laps * d->chunks_per_lap || decode_errors(&s) != 0 ||
-            rc_dma_ring_read_pos(d->ring) != laps * DEC_RING_SIZE) {
+            rci_dma_ring_read_pos(d->ring) != laps * DEC_RING_SIZE) {
             snprintf(err, sizeof err, "decode bench: %" PRIu64 " chunks decoded, %" PRIu64
                      " expected, %" PRIu64 " errors", s.chunks, laps * d->chunks_per_lap,
                      decode_errors(&s));
@@ -262,12 +262,12 @@ static int bench_memcpy(struct bench *b)
     memset(dst, 0, size);
     uint64_t best = UINT64_MAX;
     for (int i = 0; i < 3; i++) {
-        uint64_t t0 = rc_now_ns();
+        uint64_t t0 = rci_now_ns();
         memcpy(dst, src, size);
         /* The copies are identical: without this the compiler may drop all
          * but one of them. */
         __asm__ volatile("" : : "r"(dst), "r"(src) : "memory");
-        uint64_t t = rc_now_ns() - t0;
+        uint64_t t = rci_now_ns() - t0;
         best = t < best ? t : best;
     }
     double secs = (double)best / 1e9;
@@ -299,14 +299,14 @@ static double per_gb(double cpu_s, uint64_t bytes) { return bytes ? cpu_s / ((do
  * DMA ring's size. */
 static int measure_raw(struct bench *b, uint64_t size)
 {
-    struct rc_bench_raw_params p = { .fabric = b->cfg.fabric, .msg_size = (uint32_t)size,
+    struct rci_bench_raw_params p = { .fabric = b->cfg.fabric, .msg_size = (uint32_t)size,
                                      .window = b->cfg.fabric.header_slots,
                                      .send_buffer_size = b->cfg.card[0].ring_size, .seconds = b->o.seconds };
     snprintf(p.fabric.address, sizeof p.fabric.address, "127.0.0.1");
-    p.fabric.port = rc_bench_free_port();
-    struct rc_bench_raw_result r;
+    p.fabric.port = rci_bench_free_port();
+    struct rci_bench_raw_result r;
     char err[512] = "";
-    int rc = rc_bench_raw_run(&p, &r, err, sizeof err);
+    int rc = rci_bench_raw_run(&p, &r, err, sizeof err);
     if (rc == 0 && (r.messages == 0 || r.seconds <= 0)) {
         snprintf(err, sizeof err, "raw: nothing arrived");
         rc = -EPROTO;
@@ -315,12 +315,12 @@ static int measure_raw(struct bench *b, uint64_t size)
         fprintf(stderr, "ringcast-bench: raw %" PRIu64 " B: %s\n", size, err[0] ? err : strerror(-rc));
         return rc;
     }
-    struct rc_bench_row row = { .test = "raw", .chunk_size = size,
+    struct rci_bench_row row = { .test = "raw", .chunk_size = size,
                                 .gbytes_per_s = (double)r.bytes / r.seconds / 1e9,
                                 .chunks_per_s = (double)r.messages / r.seconds,
                                 .cpu_s_per_gb = per_gb(r.cpu_seconds, r.bytes) };
     snprintf(row.note, sizeof row.note, "window %u, %s %s", p.window, b->o.provider, b->o.rdm ? "rdm" : "msg");
-    rc_bench_emit(&b->report, &row);
+    rci_bench_emit(&b->report, &row);
     return 0;
 }
 
@@ -352,25 +352,25 @@ static int ensure_workdir(struct bench *b)
     return 0;
 }
 
-static struct rc_bench_pipe_params pipe_params(const struct bench *b, uint64_t size, bool buffered,
-                                               enum rc_sim_fill fill)
+static struct rci_bench_pipe_params pipe_params(const struct bench *b, uint64_t size, bool buffered,
+                                               enum rci_sim_fill fill)
 {
-    return (struct rc_bench_pipe_params){
+    return (struct rci_bench_pipe_params){
         .bindir = b->bindir, .workdir = b->workdir, .provider = b->o.provider, .rdm = b->o.rdm,
         .chunk_size = (uint32_t)size, .block_size = b->cfg.card[0].block_size, .buffered = buffered,
         .fill = fill, .seconds = b->o.seconds,
         .subscribers = 1 };
 }
 
-static int pipe_run(struct bench *b, const struct rc_bench_pipe_params *p, struct rc_bench_pipe_result *r)
+static int pipe_run(struct bench *b, const struct rci_bench_pipe_params *p, struct rci_bench_pipe_result *r)
 {
     int rc = ensure_workdir(b);
     char err[768] = "";
     if (rc == 0)
-        rc = rc_bench_pipe_run(p, r, err, sizeof err);
+        rc = rci_bench_pipe_run(p, r, err, sizeof err);
     if (rc)
         fprintf(stderr, "ringcast-bench: %s %" PRIu32 " B fill=%s, %u subscriber(s): %s\n",
-                p->buffered ? "buffered" : "zerocopy", p->chunk_size, rc_bench_fill_name(p->fill), p->subscribers,
+                p->buffered ? "buffered" : "zerocopy", p->chunk_size, rci_bench_fill_name(p->fill), p->subscribers,
                 err[0] ? err : strerror(-rc));
     return rc;
 }
@@ -379,16 +379,16 @@ static int pipe_run(struct bench *b, const struct rc_bench_pipe_params *p, struc
  * run of half the first run's chunks (run_chunks) under the same counter;
  * everything that does not depend on the chunk count (setup, connection,
  * teardown) is the same in both and cancels out. */
-static int measure_hygiene(struct bench *b, const struct rc_bench_pipe_params *p1,
-                           const struct rc_bench_pipe_result *r1, struct rc_bench_row *row)
+static int measure_hygiene(struct bench *b, const struct rci_bench_pipe_params *p1,
+                           const struct rci_bench_pipe_result *r1, struct rci_bench_row *row)
 {
     row->has_hygiene = true;
     row->copied_bytes_per_chunk = (double)r1->copied_bytes / (double)r1->chunks_sent;
     if (!p1->alloc_shim)
         return 0;
-    struct rc_bench_pipe_params p2 = *p1;
+    struct rci_bench_pipe_params p2 = *p1;
     p2.run_chunks = r1->chunks_decoded / 2;
-    struct rc_bench_pipe_result r2;
+    struct rci_bench_pipe_result r2;
     int rc = p2.run_chunks ? pipe_run(b, &p2, &r2) : -EPROTO;
     if (rc)
         return rc;
@@ -411,19 +411,19 @@ static int measure_hygiene(struct bench *b, const struct rc_bench_pipe_params *p
 
 /* One pipeline point: zero copy or buffered, fill none or pattern, one
  * subscriber, unlimited rate; with its raw ratio and hygiene figures. */
-static int measure_pipeline(struct bench *b, uint64_t size, bool buffered, enum rc_sim_fill fill)
+static int measure_pipeline(struct bench *b, uint64_t size, bool buffered, enum rci_sim_fill fill)
 {
-    struct rc_bench_pipe_params p = pipe_params(b, size, buffered, fill);
+    struct rci_bench_pipe_params p = pipe_params(b, size, buffered, fill);
     p.alloc_shim = b->shim[0] ? b->shim : NULL;
-    struct rc_bench_pipe_result r;
+    struct rci_bench_pipe_result r;
     int rc = pipe_run(b, &p, &r);
     if (rc)
         return rc;
-    struct rc_bench_row row = { .test = buffered ? "buffered" : "zerocopy", .chunk_size = size,
-                                .fill = rc_bench_fill_name(fill), .gbytes_per_s = (double)r.bytes_sent / r.seconds / 1e9,
+    struct rci_bench_row row = { .test = buffered ? "buffered" : "zerocopy", .chunk_size = size,
+                                .fill = rci_bench_fill_name(fill), .gbytes_per_s = (double)r.bytes_sent / r.seconds / 1e9,
                                 .chunks_per_s = (double)r.chunks_sent / r.seconds,
                                 .cpu_s_per_gb = per_gb(r.cpu_seconds, r.bytes_sent) };
-    const struct rc_bench_row *raw = rc_bench_find(&b->report, "raw", size, NULL);
+    const struct rci_bench_row *raw = rci_bench_find(&b->report, "raw", size, NULL);
     if (raw && raw->gbytes_per_s > 0) {
         row.has_ratio = true;
         row.ratio_to_raw = row.gbytes_per_s / raw->gbytes_per_s;
@@ -433,7 +433,7 @@ static int measure_pipeline(struct bench *b, uint64_t size, bool buffered, enum 
         return rc;
     if (buffered && r.buffered_records == 0 && !row.note[0])
         snprintf(row.note, sizeof row.note, "no record fits a buffered page: all sent zero copy");
-    rc_bench_emit(&b->report, &row);
+    rci_bench_emit(&b->report, &row);
     return 0;
 }
 
@@ -443,11 +443,11 @@ static int run_pipeline(struct bench *b)
 {
     for (unsigned i = 0; i < b->o.nsizes; i++) {
         uint64_t size = b->o.sizes[i];
-        int rc = rc_bench_find(&b->report, "raw", size, NULL) ? 0 : measure_raw(b, size);
+        int rc = rci_bench_find(&b->report, "raw", size, NULL) ? 0 : measure_raw(b, size);
         for (int buffered = 0; rc == 0 && buffered <= 1; buffered++) {
-            rc = measure_pipeline(b, size, buffered, RC_FILL_NONE);
+            rc = measure_pipeline(b, size, buffered, RCI_FILL_NONE);
             if (rc == 0)
-                rc = measure_pipeline(b, size, buffered, RC_FILL_PATTERN);
+                rc = measure_pipeline(b, size, buffered, RCI_FILL_PATTERN);
         }
         if (rc)
             return rc;
@@ -461,13 +461,13 @@ static int run_pipeline(struct bench *b)
  * this run's row, or measured now (not printed: a calibration). */
 static int max_chunk_rate(struct bench *b, uint64_t size, bool buffered, double *rate)
 {
-    const struct rc_bench_row *w = rc_bench_find(&b->report, buffered ? "buffered" : "zerocopy", size, "none");
+    const struct rci_bench_row *w = rci_bench_find(&b->report, buffered ? "buffered" : "zerocopy", size, "none");
     if (w) {
         *rate = w->chunks_per_s;
         return 0;
     }
-    struct rc_bench_pipe_params p = pipe_params(b, size, buffered, RC_FILL_NONE);
-    struct rc_bench_pipe_result r;
+    struct rci_bench_pipe_params p = pipe_params(b, size, buffered, RCI_FILL_NONE);
+    struct rci_bench_pipe_result r;
     int rc = pipe_run(b, &p, &r);
     if (rc == 0)
         *rate = (double)r.chunks_sent / r.seconds;
@@ -484,21 +484,21 @@ static int measure_latency(struct bench *b, uint64_t size, bool buffered)
     int rc = max_chunk_rate(b, size, buffered, &max_rate);
     if (rc)
         return rc;
-    struct rc_bench_pipe_params p = pipe_params(b, size, buffered, RC_FILL_TIMESTAMP);
+    struct rci_bench_pipe_params p = pipe_params(b, size, buffered, RCI_FILL_TIMESTAMP);
     p.rate_chunks = fmax(1.0, max_rate / 2);
     p.latency = true;
-    struct rc_bench_pipe_result r;
+    struct rci_bench_pipe_result r;
     rc = pipe_run(b, &p, &r);
     if (rc)
         return rc;
-    struct rc_bench_row row = { .test = "latency", .chunk_size = size, .fill = "timestamp",
+    struct rci_bench_row row = { .test = "latency", .chunk_size = size, .fill = "timestamp",
                                 .mode = buffered ? "buffered" : "zerocopy",
                                 .gbytes_per_s = (double)r.bytes_sent / r.seconds / 1e9,
                                 .chunks_per_s = (double)r.chunks_sent / r.seconds,
                                 .cpu_s_per_gb = per_gb(r.cpu_seconds, r.bytes_sent), .has_latency = true,
                                 .p50_us = r.p50_us, .p99_us = r.p99_us, .p999_us = r.p999_us, .max_us = r.max_us };
     snprintf(row.note, sizeof row.note, "rate %.0f chunks/s = max/2", p.rate_chunks);
-    rc_bench_emit(&b->report, &row);
+    rci_bench_emit(&b->report, &row);
     return 0;
 }
 
@@ -522,19 +522,19 @@ static int run_latency(struct bench *b)
 static int run_fanout(struct bench *b)
 {
     for (unsigned k = 1; k <= FANOUT_MAX; k *= 2) {
-        struct rc_bench_pipe_params p = pipe_params(b, b->o.fanout_size, false, RC_FILL_NONE);
+        struct rci_bench_pipe_params p = pipe_params(b, b->o.fanout_size, false, RCI_FILL_NONE);
         p.subscribers = k;
-        struct rc_bench_pipe_result r;
+        struct rci_bench_pipe_result r;
         int rc = pipe_run(b, &p, &r);
         if (rc)
             return rc;
-        struct rc_bench_row row = { .test = "fanout", .chunk_size = b->o.fanout_size, .fill = "none",
+        struct rci_bench_row row = { .test = "fanout", .chunk_size = b->o.fanout_size, .fill = "none",
                                     .subscribers = k, .gbytes_per_s = (double)r.bytes_sent / r.seconds / 1e9,
                                     .chunks_per_s = (double)r.chunks_sent / r.seconds,
                                     .cpu_s_per_gb = per_gb(r.cpu_seconds, r.bytes_sent) };
         snprintf(row.note, sizeof row.note, "card %.3f GB/s; all subscribers together",
                  (double)r.chunks_decoded * (double)b->o.fanout_size / r.seconds / 1e9);
-        rc_bench_emit(&b->report, &row);
+        rci_bench_emit(&b->report, &row);
     }
     return 0;
 }
@@ -597,8 +597,8 @@ static int load_defaults(struct bench *b)
     snprintf(ep, sizeof ep, "fabric.endpoint=%s", b->o.rdm ? "rdm" : "msg");
     snprintf(block, sizeof block, "card.0.block_size=%" PRIu64, b->o.block_size);
     const char *ov[] = { prov, ep, "card.0.type=sim", block };
-    struct rc_config_error e;
-    if (rc_config_load(&b->cfg, NULL, ov, b->o.block_size ? 4 : 3, NULL, &e) != 0) {
+    struct rci_config_error e;
+    if (rci_config_load(&b->cfg, NULL, ov, b->o.block_size ? 4 : 3, NULL, &e) != 0) {
         fprintf(stderr, "ringcast-bench: %s\n", e.msg);
         return -EINVAL;
     }
@@ -619,7 +619,7 @@ static void remove_workdir(struct bench *b, bool failed)
         snprintf(path, sizeof path, "%s/%s", b->workdir, names[i]);
         unlink(path);
     }
-    for (unsigned i = 0; i < RC_BENCH_MAX_SUBSCRIBERS; i++) {
+    for (unsigned i = 0; i < RCI_BENCH_MAX_SUBSCRIBERS; i++) {
         snprintf(path, sizeof path, "%s/sub%u.json", b->workdir, i);
         unlink(path);
         snprintf(path, sizeof path, "%s/sub%u.log", b->workdir, i);
@@ -666,7 +666,7 @@ static int parse_one_size(const char *item, uint64_t *out)
     memcpy(buf, item, n + 1);
     if (buf[n - 1] == 'm' || buf[n - 1] == 'g')
         buf[n - 1] = (char)(buf[n - 1] - 'a' + 'A');
-    return rc_parse_size(buf, out);
+    return rci_parse_size(buf, out);
 }
 
 static int parse_sizes(const char *arg, struct bench_opts *o)
@@ -720,7 +720,7 @@ static int parse_option(int c, const char *arg, struct bench_opts *o)
         return 0;
     case 'b':
         if (parse_one_size(arg, &v) || v > UINT32_MAX ||
-            rc_felix_check_format(FELIX_FMT_C0CE, (uint32_t)v, NULL, 0) != 0)
+            rci_felix_check_format(FELIX_FMT_C0CE, (uint32_t)v, NULL, 0) != 0)
             return option_error("--block-size: expected 1k..64k in steps of 1k", arg);
         o->block_size = v;
         return 0;
@@ -783,7 +783,7 @@ static void print_conditions(const struct bench *b, FILE *out, const char *when)
             load[1], load[2]);
 }
 
-static bool pipeline_rows(const struct rc_bench_report *r)
+static bool pipeline_rows(const struct rci_bench_report *r)
 {
     for (unsigned i = 0; i < r->nrows; i++)
         if (!strcmp(r->rows[i].test, "zerocopy") || !strcmp(r->rows[i].test, "buffered") ||
@@ -810,8 +810,8 @@ int main(int argc, char **argv)
         print_conditions(&b, notes, "end");
     }
     if (pipeline_rows(&b.report))
-        rc_bench_print_targets(&b.report, notes);
-    if (b.o.plot_dir && b.report.nrows > 0 && rc_bench_write_plots(&b.report, b.o.plot_dir) != 0)
+        rci_bench_print_targets(&b.report, notes);
+    if (b.o.plot_dir && b.report.nrows > 0 && rci_bench_write_plots(&b.report, b.o.plot_dir) != 0)
         rc = rc ? rc : -EIO;
     remove_workdir(&b, rc != 0);
     return rc == 0 ? 0 : 1;

@@ -124,7 +124,7 @@ static int parse_options(int argc, char **argv, struct options *opt)
 /* The running daemon: cards, rings and readout threads (tools/readout_daemon.c). */
 /* --stats-json is opened before the run: a path that cannot be written is a
  * usage error now, not a lost run's statistics later. */
-static int run_daemon(const struct rc_config *cfg, const char *stats_json, const char *argv0)
+static int run_daemon(const struct rci_config *cfg, const char *stats_json, const char *argv0)
 {
     FILE *stats = NULL;
     if (stats_json && !(stats = fopen(stats_json, "w"))) {
@@ -132,14 +132,14 @@ static int run_daemon(const struct rc_config *cfg, const char *stats_json, const
                 strerror(errno));
         return EXIT_CONFIG;
     }
-    rc_log_init(argv0, cfg->daemon.log_level);
-    rc_log_set_repeat_interval(cfg->daemon.log_repeat_interval_ns);
-    rc_info("ringcast-readout %s starting with %s", RC_VERSION,
+    rci_log_init(argv0, cfg->daemon.log_level);
+    rci_log_set_repeat_interval(cfg->daemon.log_repeat_interval_ns);
+    rci_info("ringcast-readout %s starting with %s", RCI_VERSION,
             cfg->source[0] ? cfg->source : "defaults");
-    int status = rc_daemon_run(cfg, stats, stats_json);
-    rc_log_flush(true);
+    int status = rci_daemon_run(cfg, stats, stats_json);
+    rci_log_flush(true);
     if (stats && fclose(stats) != 0) {
-        rc_error("--stats-json %s: %s", stats_json, strerror(errno));
+        rci_error("--stats-json %s: %s", stats_json, strerror(errno));
         status = EXIT_RUNTIME;
     }
     return status;
@@ -149,9 +149,9 @@ static int run_daemon(const struct rc_config *cfg, const char *stats_json, const
 static bool print_information(const struct options *opt)
 {
     if (opt->help) usage(stdout);
-    else if (opt->version) printf("ringcast-readout %s\n", RC_VERSION);
-    else if (opt->help_config) rc_config_print_help(stdout);
-    else if (opt->print_example) rc_config_print_example(stdout);
+    else if (opt->version) printf("ringcast-readout %s\n", RCI_VERSION);
+    else if (opt->help_config) rci_config_print_help(stdout);
+    else if (opt->print_example) rci_config_print_example(stdout);
     else return false;
     return true;
 }
@@ -168,10 +168,10 @@ int main(int argc, char **argv)
     if (parse_options(argc, argv, &opt) != 0) status = EXIT_CONFIG;
     else if (print_information(&opt)) status = fflush(stdout) == 0 ? 0 : EXIT_RUNTIME;
     else {
-        static struct rc_config cfg; /* large: keep it off the stack */
-        struct rc_config_error err;
+        static struct rci_config cfg; /* large: keep it off the stack */
+        struct rci_config_error err;
         const char *file = opt.check_file ? opt.check_file : opt.config_file;
-        if (rc_config_load(&cfg, file, opt.overrides, opt.noverrides, stderr, &err) != 0) {
+        if (rci_config_load(&cfg, file, opt.overrides, opt.noverrides, stderr, &err) != 0) {
             fprintf(stderr, "ringcast-readout: %u configuration error%s\n", err.count,
                     err.count == 1 ? "" : "s");
             status = EXIT_CONFIG;
@@ -180,7 +180,7 @@ int main(int argc, char **argv)
                     "ringcast-readout: 1 configuration error\n", cfg.source[0] ? cfg.source : "configuration");
             status = EXIT_CONFIG;
         } else if (opt.check_file) {
-            rc_config_print(&cfg, stdout);
+            rci_config_print(&cfg, stdout);
             status = fflush(stdout) == 0 ? 0 : EXIT_RUNTIME;
         } else {
             status = run_daemon(&cfg, opt.stats_json, argv[0]);

@@ -183,7 +183,7 @@ static int parse_options(int argc, char **argv, struct options *o)
         case OPT_SHM: o->shm = optarg; break;
         case 'c': o->config_file = optarg; break;
         case OPT_CARD:
-            if (rc_parse_uint(optarg, &v) != 0 || v >= RC_MAX_CARDS)
+            if (rci_parse_uint(optarg, &v) != 0 || v >= RCI_MAX_CARDS)
                 return usage_error("--card wants 0..7, not ", optarg);
             o->card = (unsigned)v;
             break;
@@ -195,12 +195,12 @@ static int parse_options(int argc, char **argv, struct options *o)
         case OPT_FORMAT: o->format = optarg; break;
         case OPT_BLOCK_SIZE: o->block_size = optarg; break;
         case OPT_ATTACH_TIMEOUT:
-            if (rc_parse_duration(optarg, &o->attach_timeout_ns) != 0)
+            if (rci_parse_duration(optarg, &o->attach_timeout_ns) != 0)
                 return usage_error("--attach-timeout wants a duration (e.g. 10s), not ", optarg);
             break;
         case 'q': o->quiet = true; break;
         case 'h': usage(stdout); return 1;
-        case OPT_VERSION: printf("ringcast-sim %s\n", RC_VERSION); return 1;
+        case OPT_VERSION: printf("ringcast-sim %s\n", RCI_VERSION); return 1;
         case ':': return usage_error("missing argument for ", argv[optind - 1]);
         case '?': return usage_error("unknown option ", argv[optind - 1]);
         default:
@@ -220,9 +220,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 /* ---- configuration ---------------------------------------------------------- */
 
 struct setup {
-    struct rc_config cfg;          /* large: static in main */
-    struct rc_card_params cp;
-    struct rc_sim_params sp;
+    struct rci_config cfg;          /* large: static in main */
+    struct rci_card_params cp;
+    struct rci_sim_params sp;
 };
 
 /* Load FILE (or defaults) with every override; cfg.card[N] / sim[N]. */
@@ -256,8 +256,8 @@ static int load_config(const struct options *o, struct setup *s)
         snprintf(storage[n], sizeof storage[0], "sim.%u.%s", card, o->sim_keys[i]);
         ov[n] = storage[n], n++;
     }
-    struct rc_config_error err;
-    if (rc_config_load(&s->cfg, o->config_file, ov, n, NULL, &err) != 0) {
+    struct rci_config_error err;
+    if (rci_config_load(&s->cfg, o->config_file, ov, n, NULL, &err) != 0) {
         fprintf(stderr, "ringcast-sim: %s\n", err.msg);
         return -1;
     }
@@ -265,7 +265,7 @@ static int load_config(const struct options *o, struct setup *s)
         fprintf(stderr, "ringcast-sim: %s has no [card.%u]\n", o->config_file, card);
         return -1;
     }
-    if (o->config_file && s->cfg.card[card].type != RC_CARD_SIM_PROCESS) {
+    if (o->config_file && s->cfg.card[card].type != RCI_CARD_SIM_PROCESS) {
         fprintf(stderr, "ringcast-sim: %s: [card.%u] type is not sim-process: the daemon runs its "
                 "simulator itself\n", o->config_file, card);
         return -1;
@@ -288,7 +288,7 @@ static int parse_format(const char *s, enum felix_format *f)
 
 /* Without a file the card is what the daemon described in its BAR; the
  * format and size given on the command line must agree (attach checks). */
-static int card_from_options(const struct options *o, struct rc_card_params *cp)
+static int card_from_options(const struct options *o, struct rci_card_params *cp)
 {
     if (o->format && parse_format(o->format, &cp->block_format) != 0) {
         usage_error("--format wants abcd, abce or c0ce, not ", o->format);
@@ -296,7 +296,7 @@ static int card_from_options(const struct options *o, struct rc_card_params *cp)
     }
     uint64_t bs;
     if (o->block_size) {
-        if (rc_parse_size(o->block_size, &bs) != 0 || bs > UINT32_MAX) {
+        if (rci_parse_size(o->block_size, &bs) != 0 || bs > UINT32_MAX) {
             usage_error("--block-size wants a size (e.g. 4k), not ", o->block_size);
             return -1;
         }
@@ -326,47 +326,47 @@ static void install_signals(void)
 }
 
 /* Retry while the daemon has not created the objects yet. */
-static int attach_with_wait(const struct options *o, struct setup *s, struct rc_sim_process **proc)
+static int attach_with_wait(const struct options *o, struct setup *s, struct rci_sim_process **proc)
 {
     char err[512];
-    uint64_t deadline = rc_now_ns() + o->attach_timeout_ns;
+    uint64_t deadline = rci_now_ns() + o->attach_timeout_ns;
     for (;;) {
         int rc;
         if (o->config_file) {
-            rc = rc_sim_card_attach(&s->cp, &s->sp, proc, err, sizeof err);
+            rc = rci_sim_card_attach(&s->cp, &s->sp, proc, err, sizeof err);
         } else {
-            rc = rc_sim_bar_describe(s->cp.shm_name, &s->cp, err, sizeof err);
+            rc = rci_sim_bar_describe(s->cp.shm_name, &s->cp, err, sizeof err);
             if (rc == 0 && card_from_options(o, &s->cp) != 0)
                 return EXIT_USAGE;
             if (rc == 0)
-                rc = rc_sim_card_attach(&s->cp, &s->sp, proc, err, sizeof err);
+                rc = rci_sim_card_attach(&s->cp, &s->sp, proc, err, sizeof err);
         }
         if (rc == 0)
             return 0;
-        if (rc != -ENOENT || rc_now_ns() >= deadline || stop_requested) {
+        if (rc != -ENOENT || rci_now_ns() >= deadline || stop_requested) {
             fprintf(stderr, "ringcast-sim: %s\n", err);
             return rc == -EINVAL ? EXIT_USAGE : EXIT_RUNTIME;
         }
-        rc_sleep_ns(100000000ull);
+        rci_sleep_ns(100000000ull);
     }
 }
 
-static const char *exit_reason(enum rc_sim_exit why)
+static const char *exit_reason(enum rci_sim_exit why)
 {
     switch (why) {
-    case RC_SIM_EXIT_SIGNAL: return "stopped by a signal";
-    case RC_SIM_EXIT_FINISHED: return "finished its run";
-    case RC_SIM_EXIT_HOST_CLOSED: return "the daemon closed the card";
-    case RC_SIM_EXIT_HOST_GONE: return "the daemon is gone (its pid died and its heartbeat stopped)";
+    case RCI_SIM_EXIT_SIGNAL: return "stopped by a signal";
+    case RCI_SIM_EXIT_FINISHED: return "finished its run";
+    case RCI_SIM_EXIT_HOST_CLOSED: return "the daemon closed the card";
+    case RCI_SIM_EXIT_HOST_GONE: return "the daemon is gone (its pid died and its heartbeat stopped)";
     }
     return "?";
 }
 
-static void print_summary(struct rc_sim_process *proc, const char *shm, enum rc_sim_exit why,
+static void print_summary(struct rci_sim_process *proc, const char *shm, enum rci_sim_exit why,
                           double seconds)
 {
-    struct rc_card_stats st;
-    rc_sim_process_get_stats(proc, &st);
+    struct rci_card_stats st;
+    rci_sim_process_get_stats(proc, &st);
     double s = seconds > 0 ? seconds : 1e-9;
     printf("ringcast-sim %s: %s, %.3f s after attaching\n", shm, exit_reason(why), seconds);
     printf("  chunks %" PRIu64 " (%.3f M/s), payload %" PRIu64 " bytes (%.3f GB/s), blocks %" PRIu64 "\n",
@@ -378,7 +378,7 @@ static void print_summary(struct rc_sim_process *proc, const char *shm, enum rc_
            ", seqskip %" PRIu64 "; replay loops %" PRIu64 "; host errors %" PRIu64 "\n",
            st.injected_truncated, st.injected_crc, st.injected_malformed, st.injected_seqskip,
            st.replay_loops, st.host_errors);
-    const char *fw_error = rc_sim_process_last_error(proc);
+    const char *fw_error = rci_sim_process_last_error(proc);
     if (fw_error[0])
         printf("  last refusal: %s\n", fw_error);
 }
@@ -393,7 +393,7 @@ int main(int argc, char **argv)
     if (load_config(&o, &s) != 0)
         return EXIT_USAGE;
     install_signals();
-    struct rc_sim_process *proc = NULL;
+    struct rci_sim_process *proc = NULL;
     rc = attach_with_wait(&o, &s, &proc);
     if (rc != 0)
         return rc;
@@ -402,12 +402,12 @@ int main(int argc, char **argv)
                "-byte blocks); waiting for the daemon to start the card\n",
                s.cp.shm_name, s.cp.dma_descriptor, s.cp.ring_size, s.cp.block_size);
     fflush(stdout);
-    uint64_t t0 = rc_now_ns();
-    enum rc_sim_exit why = rc_sim_process_run(proc, &stop_requested);
+    uint64_t t0 = rci_now_ns();
+    enum rci_sim_exit why = rci_sim_process_run(proc, &stop_requested);
     if (!o.quiet)
-        print_summary(proc, s.cp.shm_name, why, (rc_now_ns() - t0) / 1e9);
-    rc_sim_card_detach(proc);
-    if (why == RC_SIM_EXIT_HOST_GONE) {
+        print_summary(proc, s.cp.shm_name, why, (rci_now_ns() - t0) / 1e9);
+    rci_sim_card_detach(proc);
+    if (why == RCI_SIM_EXIT_HOST_GONE) {
         fprintf(stderr, "ringcast-sim %s: %s: exiting\n", s.cp.shm_name, exit_reason(why));
         return EXIT_RUNTIME;
     }

@@ -376,13 +376,13 @@ static uint64_t lat_bucket_top(unsigned i)
 
 static void lat_record(struct latency_hist *h, uint32_t flags, const uint8_t *data, size_t len)
 {
-    if (flags || len < RC_SIM_STAMP_BYTES) {
+    if (flags || len < RCI_SIM_STAMP_BYTES) {
         h->skipped++;
         return;
     }
     uint64_t le;
     memcpy(&le, data, sizeof le);
-    uint64_t stamp = le64toh(le), now = rc_now_ns();
+    uint64_t stamp = le64toh(le), now = rci_now_ns();
     if (stamp > now) {
         h->future++;
         return;
@@ -507,7 +507,7 @@ static int record_file_open(struct record_file *rf, const char *path)
     rf->buf = malloc(OUT_BUF_SIZE);
     rf->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (!rf->buf || rf->fd < 0) {
-        rc_error("--out %s: %s", path, strerror(rf->buf ? errno : ENOMEM));
+        rci_error("--out %s: %s", path, strerror(rf->buf ? errno : ENOMEM));
         return -1;
     }
     struct stat st;
@@ -575,7 +575,7 @@ static int record_file_close(struct record_file *rf)
         if (ftruncate(rf->fd, (off_t)rf->good_end) == 0)
             truncated = true;
         else
-            rc_error("--out %s: cannot cut the file at its last complete record (%" PRIu64
+            rci_error("--out %s: cannot cut the file at its last complete record (%" PRIu64
                      " bytes): %s", rf->path, rf->good_end, strerror(errno));
     }
     if (close(rf->fd) != 0)
@@ -585,7 +585,7 @@ static int record_file_close(struct record_file *rf)
     rf->buf = NULL;
     if (!rf->error)
         return 0;
-    rc_error("--out %s: %s failed: %s; %" PRIu64 " records written, %" PRIu64 " lost%s", rf->path,
+    rci_error("--out %s: %s failed: %s; %" PRIu64 " records written, %" PRIu64 " lost%s", rf->path,
              rf->failed_op, strerror(rf->error), rf->written, rf->lost,
              truncated ? "; the file ends at the last complete record" : "");
     return -1;
@@ -656,13 +656,13 @@ static void follow_sequence(struct results *r, struct tag_state *ts, uint64_t se
 static void verify_chunk(struct app *a, struct tag_state *ts, uint64_t tag, uint32_t flags,
                          const uint8_t *data, size_t len)
 {
-    uint64_t seq = rc_pattern_seq(data, len);
+    uint64_t seq = rci_pattern_seq(data, len);
     if (flags) {
         a->r.flagged++;
         follow_sequence(&a->r, ts, seq, len);
         return;
     }
-    long bad = rc_pattern_check(data, 0, len, tag, seq);
+    long bad = rci_pattern_check(data, 0, len, tag, seq);
     if (bad >= 0) {
         if (a->r.corrupt++ == 0) {
             a->r.first_corrupt_tag = tag;
@@ -697,7 +697,7 @@ static void on_data(void *ctx, uint64_t tag, uint32_t flags, const void *data, s
     if (a->o->count && a->r.chunks >= a->o->count)
         stop_requested = 1;
     if (a->o->slow_us)
-        rc_sleep_ns((uint64_t)a->o->slow_us * 1000u);
+        rci_sleep_ns((uint64_t)a->o->slow_us * 1000u);
 }
 
 /* A restarted publisher starts every tag's sequence anew: what came before
@@ -714,10 +714,10 @@ static void on_connect(void *ctx)
     struct app *a = ctx;
     struct rc_sub_stats st;
     rc_sub_get_stats(a->sub, &st);
-    rc_info("connected to %s:%u (publisher id %016" PRIx64 ")", a->o->host, (unsigned)a->o->port,
+    rci_info("connected to %s:%u (publisher id %016" PRIx64 ")", a->o->host, (unsigned)a->o->port,
             st.publisher_id);
     if (a->have_publisher_id && st.publisher_id != a->publisher_id) {
-        rc_warn("publisher %s:%u restarted: per-tag sequences start anew", a->o->host, (unsigned)a->o->port);
+        rci_warn("publisher %s:%u restarted: per-tag sequences start anew", a->o->host, (unsigned)a->o->port);
         forget_sequences(&a->tags);
     }
     a->have_publisher_id = true;
@@ -731,7 +731,7 @@ static void on_disconnect(void *ctx, enum rc_sub_disconnect_reason reason)
     struct app *a = ctx;
     if (reason == RC_SUB_DISC_CLOSED)
         return;
-    rc_warn("disconnected from %s:%u: %s%s%s; reconnecting", a->o->host, (unsigned)a->o->port,
+    rci_warn("disconnected from %s:%u: %s%s%s; reconnecting", a->o->host, (unsigned)a->o->port,
             (unsigned)reason < 5 ? names[reason] : "?", rc_sub_last_error(a->sub)[0] ? " - " : "",
             rc_sub_last_error(a->sub));
 }
@@ -739,12 +739,12 @@ static void on_disconnect(void *ctx, enum rc_sub_disconnect_reason reason)
 static void on_resubscribed(void *ctx)
 {
     struct app *a = ctx;
-    rc_info("resubscribed at %s:%u", a->o->host, (unsigned)a->o->port);
+    rci_info("resubscribed at %s:%u", a->o->host, (unsigned)a->o->port);
 }
 
 /* ---- reporting ----------------------------------------------------------- */
 
-static double now_s(void) { return (double)rc_now_ns() / 1e9; }
+static double now_s(void) { return (double)rci_now_ns() / 1e9; }
 
 static bool verification_failed(const struct app *a)
 {
@@ -902,14 +902,14 @@ static int setup(struct app *a, const struct options *o)
                                      .on_disconnect = on_disconnect, .on_resubscribed = on_resubscribed};
     char err[256];
     if (rc_sub_create(&p, &a->sub, err, sizeof err)) {
-        rc_error("%s", err);
+        rci_error("%s", err);
         return -1;
     }
     if (record_file_open(&a->out, o->out) != 0)
         return -1;
     int rc = subscribe(a);
     if (rc) {
-        rc_error("subscribe: %s", strerror(-rc));
+        rci_error("subscribe: %s", strerror(-rc));
         return -1;
     }
     return 0;
@@ -917,7 +917,7 @@ static int setup(struct app *a, const struct options *o)
 
 int main(int argc, char **argv)
 {
-    rc_log_init(argv[0], RC_LOG_INFO);
+    rci_log_init(argv[0], RCI_LOG_INFO);
     static struct options o;
     int prc = parse_args(argc, argv, &o);
     if (prc)
@@ -939,12 +939,12 @@ int main(int argc, char **argv)
         rc_sub_get_stats(a.sub, &st);
         if (st.connects == 0 && status == 0) {
             const char *why = rc_sub_last_error(a.sub);
-            rc_error("never connected to %s:%u: %s", o.host, (unsigned)o.port,
+            rci_error("never connected to %s:%u: %s", o.host, (unsigned)o.port,
                      why[0] ? why : "no answer from the publisher");
             status = 1;
         }
         if (st.sub_refused) {   /* some of the asked-for tags never came */
-            rc_error("%" PRIu64 " subscription request(s) refused: %s", st.sub_refused,
+            rci_error("%" PRIu64 " subscription request(s) refused: %s", st.sub_refused,
                      rc_sub_last_error(a.sub));
             status = 1;
         }
@@ -952,7 +952,7 @@ int main(int argc, char **argv)
     rc_sub_destroy(a.sub);
     if (record_file_close(&a.out) != 0)
         status = 1;
-    rc_log_flush(true);
+    rci_log_flush(true);
     if (o.json)
         print_json(&a, &st, seconds);
     else

@@ -2,7 +2,7 @@
 /* pattern.c — the simulator's deterministic payload (layout in pattern.h).
  *
  * Chunk word k (bytes 8k .. 8k+7) is the sequence number for k = 0 and
- * rc_pattern_word(tag, seq, k) otherwise, stored little-endian. Fill and check
+ * rci_pattern_word(tag, seq, k) otherwise, stored little-endian. Fill and check
  * work a word at a time; only a partial first or last word goes byte by byte. */
 #include "readout/sim/pattern.h"
 
@@ -11,7 +11,7 @@
 
 static inline uint64_t chunk_word(uint64_t tag, uint64_t seq, uint64_t k)
 {
-    return k == 0 ? seq : rc_pattern_word(tag, seq, k);
+    return k == 0 ? seq : rci_pattern_word(tag, seq, k);
 }
 
 static inline uint8_t chunk_byte(uint64_t tag, uint64_t seq, size_t i)
@@ -19,7 +19,7 @@ static inline uint8_t chunk_byte(uint64_t tag, uint64_t seq, size_t i)
     return (uint8_t)(chunk_word(tag, seq, i / 8) >> (8 * (i % 8)));
 }
 
-void rc_pattern_fill(uint8_t *dst, size_t from, size_t len, uint64_t tag, uint64_t seq)
+void rci_pattern_fill(uint8_t *dst, size_t from, size_t len, uint64_t tag, uint64_t seq)
 {
     size_t i = from, end = from + len;
     while (i < end && i % 8 != 0) {
@@ -47,7 +47,7 @@ static long first_diff(const uint8_t *got, uint64_t want_le, size_t chunk_off)
     return -1;
 }
 
-long rc_pattern_check(const uint8_t *src, size_t from, size_t len, uint64_t tag, uint64_t seq)
+long rci_pattern_check(const uint8_t *src, size_t from, size_t len, uint64_t tag, uint64_t seq)
 {
     size_t i = from, end = from + len;
     while (i < end && i % 8 != 0) {
@@ -72,7 +72,7 @@ long rc_pattern_check(const uint8_t *src, size_t from, size_t len, uint64_t tag,
     return -1;
 }
 
-uint64_t rc_pattern_seq(const uint8_t *src, size_t len)
+uint64_t rci_pattern_seq(const uint8_t *src, size_t len)
 {
     uint64_t seq = 0;
     size_t n = len < 8 ? len : 8;

@@ -3,16 +3,16 @@
  *
  * Layout of a chunk of length L on tag T with per-tag sequence number S:
  *   bytes 0..7 : S as little-endian u64 (only the first L bytes if L < 8),
- *   bytes 8..  : byte i = byte (i % 8) of rc_pattern_word(T, S, i / 8), LE.
+ *   bytes 8..  : byte i = byte (i % 8) of rci_pattern_word(T, S, i / 8), LE.
  * A verifier reads S from the chunk, checks continuity per tag, then checks
  * every byte. Writer (simulator) and verifiers (tests, ringcast-sub) share this.
  */
-#ifndef RC_PATTERN_H
-#define RC_PATTERN_H
+#ifndef RCI_PATTERN_H
+#define RCI_PATTERN_H
 #include <stddef.h>
 #include <stdint.h>
 
-static inline uint64_t rc_pattern_word(uint64_t tag, uint64_t seq, uint64_t word)
+static inline uint64_t rci_pattern_word(uint64_t tag, uint64_t seq, uint64_t word)
 {
     uint64_t x = (tag * 0x9E3779B97F4A7C15ull) ^ (seq * 0xC2B2AE3D27D4EB4Full) ^
                  (word * 0x165667B19E3779F9ull);
@@ -23,11 +23,11 @@ static inline uint64_t rc_pattern_word(uint64_t tag, uint64_t seq, uint64_t word
 }
 
 /* Write the pattern of (tag, seq) for bytes [from, from + len) of a chunk. */
-void rc_pattern_fill(uint8_t *dst, size_t from, size_t len, uint64_t tag, uint64_t seq);
+void rci_pattern_fill(uint8_t *dst, size_t from, size_t len, uint64_t tag, uint64_t seq);
 /* Check bytes [from, from + len) of a chunk; returns the offset (within the
  * chunk) of the first wrong byte, or -1 when all are right. */
-long rc_pattern_check(const uint8_t *src, size_t from, size_t len, uint64_t tag, uint64_t seq);
+long rci_pattern_check(const uint8_t *src, size_t from, size_t len, uint64_t tag, uint64_t seq);
 /* The sequence number stored in a chunk's first bytes (len may be < 8). */
-uint64_t rc_pattern_seq(const uint8_t *src, size_t len);
+uint64_t rci_pattern_seq(const uint8_t *src, size_t len);
 
 #endif

@@ -8,7 +8,7 @@
  *                  (atomic xor); the advance (mod ring size) is added to the
  *                  private monotonic host_read_total, which the firmware uses
  *                  to compute free space. The host never advances by a full
- *                  ring in one write (rc_wupper_dma_set_read splits), so every
+ *                  ring in one write (rci_wupper_dma_set_read splits), so every
  *                  write is unambiguous. While disabled a write only positions
  *                  the pointer. Values outside [START, END) are ignored and
  *                  counted (bad_rd_writes).
@@ -41,7 +41,7 @@
 #define STEAL_AFTER_NS   100000000ull   /* a live writer holds the lock for nanoseconds */
 #define SPINS_BEFORE_YIELD 1024u
 
-void rc_sim_cpu_relax(void)
+void rci_sim_cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
@@ -57,19 +57,19 @@ void rc_sim_cpu_relax(void)
 static bool wait_a_little(unsigned *spins, uint64_t *since)
 {
     if (++*spins < SPINS_BEFORE_YIELD) {
-        rc_sim_cpu_relax();
+        rci_sim_cpu_relax();
         return false;
     }
-    uint64_t now = rc_now_ns();
+    uint64_t now = rci_now_ns();
     if (*since == 0)
         *since = now;
     sched_yield();
     return now - *since > STEAL_AFTER_NS;
 }
 
-uint64_t rc_sim_status_lock(uint8_t *bar, unsigned desc)
+uint64_t rci_sim_status_lock(uint8_t *bar, unsigned desc)
 {
-    struct rc_sim_priv *p = rc_sim_priv(bar);
+    struct rci_sim_priv *p = rci_sim_priv(bar);
     uint64_t *seq = &p->desc[desc].seq;
     unsigned spins = 0;
     uint64_t since = 0;
@@ -94,9 +94,9 @@ uint64_t rc_sim_status_lock(uint8_t *bar, unsigned desc)
     }
 }
 
-void rc_sim_status_unlock(uint8_t *bar, unsigned desc, uint64_t locked)
+void rci_sim_status_unlock(uint8_t *bar, unsigned desc, uint64_t locked)
 {
-    __atomic_store_n(&rc_sim_priv(bar)->desc[desc].seq, locked + 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&rci_sim_priv(bar)->desc[desc].seq, locked + 1, __ATOMIC_RELEASE);
 }
 
 /* ---- host-side accessors ------------------------------------------------ */
@@ -113,16 +113,16 @@ static int status_desc(uint32_t off)
 
 static uint64_t sim_read64(void *ctx, uint32_t off)
 {
-    return reg_ok(off) ? RC_SIM_LOAD(rc_sim_reg(ctx, off)) : ~0ull;
+    return reg_ok(off) ? RCI_SIM_LOAD(rci_sim_reg(ctx, off)) : ~0ull;
 }
 
 /* Seqlock read: a status snapshot no writer was changing. */
 static void read_status(uint8_t *bar, unsigned n, uint64_t *lo, uint64_t *hi)
 {
-    struct rc_sim_priv *p = rc_sim_priv(bar);
+    struct rci_sim_priv *p = rci_sim_priv(bar);
     uint64_t *seq = &p->desc[n].seq;
-    uint64_t *cur = rc_sim_reg(bar, WUPPER_STATUS_CURRENT(n));
-    uint64_t *bits = rc_sim_reg(bar, WUPPER_STATUS_BITS(n));
+    uint64_t *cur = rci_sim_reg(bar, WUPPER_STATUS_CURRENT(n));
+    uint64_t *bits = rci_sim_reg(bar, WUPPER_STATUS_BITS(n));
     unsigned spins = 0;
     uint64_t since = 0;
     for (;;) {
@@ -135,7 +135,7 @@ static void read_status(uint8_t *bar, unsigned n, uint64_t *lo, uint64_t *hi)
             return;
         if (wait_a_little(&spins, &since)) {
             /* A writer died mid-update: return what is there; the host
-             * validates it (rc_wupper_dma_poll). */
+             * validates it (rci_wupper_dma_poll). */
             __atomic_fetch_add(&p->torn_reads, 1, __ATOMIC_RELAXED);
             return;
         }
@@ -153,61 +153,61 @@ static void sim_read128(void *ctx, uint32_t off, uint64_t *lo, uint64_t *hi)
         read_status(ctx, (unsigned)n, lo, hi);
         return;
     }
-    *lo = RC_SIM_LOAD(rc_sim_reg(ctx, off));
-    *hi = RC_SIM_LOAD(rc_sim_reg(ctx, off + 8));
+    *lo = RCI_SIM_LOAD(rci_sim_reg(ctx, off));
+    *hi = RCI_SIM_LOAD(rci_sim_reg(ctx, off + 8));
 }
 
 static void rd_pointer_written(uint8_t *bar, unsigned n, uint64_t v)
 {
-    struct rc_sim_desc_priv *dp = &rc_sim_priv(bar)->desc[n];
-    uint64_t start = RC_SIM_LOAD(rc_sim_reg(bar, WUPPER_DESC_START(n)));
-    uint64_t end = RC_SIM_LOAD(rc_sim_reg(bar, WUPPER_DESC_END(n)));
-    uint64_t *rd = rc_sim_reg(bar, WUPPER_DESC_RD_POINTER(n));
+    struct rci_sim_desc_priv *dp = &rci_sim_priv(bar)->desc[n];
+    uint64_t start = RCI_SIM_LOAD(rci_sim_reg(bar, WUPPER_DESC_START(n)));
+    uint64_t end = RCI_SIM_LOAD(rci_sim_reg(bar, WUPPER_DESC_END(n)));
+    uint64_t *rd = rci_sim_reg(bar, WUPPER_DESC_RD_POINTER(n));
     if (end <= start || v < start || v >= end) {
         __atomic_fetch_add(&dp->bad_rd_writes, 1, __ATOMIC_RELAXED);
         return;
     }
-    uint64_t old = RC_SIM_LOAD(rd);
-    RC_SIM_STORE(rd, v);
-    bool enabled = (RC_SIM_LOAD(rc_sim_reg(bar, WUPPER_DESC_ENABLE)) >> n) & 1u;
+    uint64_t old = RCI_SIM_LOAD(rd);
+    RCI_SIM_STORE(rd, v);
+    bool enabled = (RCI_SIM_LOAD(rci_sim_reg(bar, WUPPER_DESC_ENABLE)) >> n) & 1u;
     if (!enabled || old < start || old >= end)
         return;                         /* positioning before (or at) the run's start */
     uint64_t size = end - start;
     uint64_t advance = v >= old ? v - old : v + size - old;
     if (v < old)
-        __atomic_fetch_xor(rc_sim_reg(bar, WUPPER_STATUS_BITS(n)), WUPPER_STATUS_EVEN_PC,
+        __atomic_fetch_xor(rci_sim_reg(bar, WUPPER_STATUS_BITS(n)), WUPPER_STATUS_EVEN_PC,
                            __ATOMIC_ACQ_REL);
     /* The host is the only writer of its total: one store publishes it. */
-    RC_SIM_STORE(&dp->host_read_total, RC_SIM_LOAD(&dp->host_read_total) + advance);
+    RCI_SIM_STORE(&dp->host_read_total, RCI_SIM_LOAD(&dp->host_read_total) + advance);
 }
 
 /* The status and totals of a new run, under the status seqlock so that a
  * firmware still finishing a previous run cannot overwrite them. */
 static void reset_desc_status(uint8_t *bar, unsigned n, uint64_t current)
 {
-    struct rc_sim_desc_priv *dp = &rc_sim_priv(bar)->desc[n];
-    uint64_t s = rc_sim_status_lock(bar, n);
-    RC_SIM_RELAXED_STORE(rc_sim_reg(bar, WUPPER_STATUS_CURRENT(n)), current);
-    RC_SIM_RELAXED_STORE(rc_sim_reg(bar, WUPPER_STATUS_BITS(n)), 0);
-    RC_SIM_RELAXED_STORE(&dp->host_read_total, 0);
-    RC_SIM_RELAXED_STORE(&dp->run_gen, dp->run_gen + 1);
-    rc_sim_status_unlock(bar, n, s);
+    struct rci_sim_desc_priv *dp = &rci_sim_priv(bar)->desc[n];
+    uint64_t s = rci_sim_status_lock(bar, n);
+    RCI_SIM_RELAXED_STORE(rci_sim_reg(bar, WUPPER_STATUS_CURRENT(n)), current);
+    RCI_SIM_RELAXED_STORE(rci_sim_reg(bar, WUPPER_STATUS_BITS(n)), 0);
+    RCI_SIM_RELAXED_STORE(&dp->host_read_total, 0);
+    RCI_SIM_RELAXED_STORE(&dp->run_gen, dp->run_gen + 1);
+    rci_sim_status_unlock(bar, n, s);
 }
 
 static void enable_written(uint8_t *bar, uint64_t v)
 {
-    uint64_t *en = rc_sim_reg(bar, WUPPER_DESC_ENABLE);
-    uint64_t old = RC_SIM_LOAD(en);
+    uint64_t *en = rci_sim_reg(bar, WUPPER_DESC_ENABLE);
+    uint64_t old = RCI_SIM_LOAD(en);
     uint64_t rising = v & ~old & ((1u << WUPPER_MAX_DESCRIPTORS) - 1);
     for (unsigned n = 0; n < WUPPER_MAX_DESCRIPTORS; n++)
         if (rising & (1ull << n))
-            reset_desc_status(bar, n, RC_SIM_LOAD(rc_sim_reg(bar, WUPPER_DESC_START(n))));
-    RC_SIM_STORE(en, v & ((1u << WUPPER_MAX_DESCRIPTORS) - 1));
+            reset_desc_status(bar, n, RCI_SIM_LOAD(rci_sim_reg(bar, WUPPER_DESC_START(n))));
+    RCI_SIM_STORE(en, v & ((1u << WUPPER_MAX_DESCRIPTORS) - 1));
 }
 
 static void dma_reset_written(uint8_t *bar)
 {
-    RC_SIM_STORE(rc_sim_reg(bar, WUPPER_DESC_ENABLE), 0);
+    RCI_SIM_STORE(rci_sim_reg(bar, WUPPER_DESC_ENABLE), 0);
     for (unsigned n = 0; n < WUPPER_MAX_DESCRIPTORS; n++)
         reset_desc_status(bar, n, 0);
 }
@@ -225,17 +225,17 @@ static void sim_write64(void *ctx, uint32_t off, uint64_t v)
                off % 0x20u == WUPPER_DESC_RD_POINTER(0)) {
         rd_pointer_written(bar, off / 0x20u, v);
     } else {
-        RC_SIM_STORE(rc_sim_reg(bar, off), v);
+        RCI_SIM_STORE(rci_sim_reg(bar, off), v);
     }
 }
 
-static const struct rc_bar_ops sim_ops = {
+static const struct rci_bar_ops sim_ops = {
     .read64 = sim_read64,
     .write64 = sim_write64,
     .read128 = sim_read128,
 };
 
-void rc_sim_bar_init_ops(struct rc_bar *b, uint8_t *bar)
+void rci_sim_bar_init_ops(struct rci_bar *b, uint8_t *bar)
 {
     b->ops = &sim_ops;
     b->ctx = bar;
@@ -243,47 +243,47 @@ void rc_sim_bar_init_ops(struct rc_bar *b, uint8_t *bar)
 
 /* ---- private page ------------------------------------------------------- */
 
-void rc_sim_bar_format(uint8_t *bar, const struct rc_card_params *cp)
+void rci_sim_bar_format(uint8_t *bar, const struct rci_card_params *cp)
 {
-    memset(bar, 0, RC_SIM_BAR_BYTES);
-    struct rc_sim_priv *p = rc_sim_priv(bar);
-    p->version = RC_SIM_BAR_VERSION;
-    p->bar_bytes = RC_SIM_BAR_BYTES;
+    memset(bar, 0, RCI_SIM_BAR_BYTES);
+    struct rci_sim_priv *p = rci_sim_priv(bar);
+    p->version = RCI_SIM_BAR_VERSION;
+    p->bar_bytes = RCI_SIM_BAR_BYTES;
     p->ring_size = cp->ring_size;
     p->block_size = cp->block_size;
     p->block_format = (uint64_t)cp->block_format;
     p->tag_base = cp->tag_base;
     p->descriptor = cp->dma_descriptor;
-    p->fw_state = RC_FW_NONE;
+    p->fw_state = RCI_FW_NONE;
     /* The magic last: an attacher that sees it sees a complete header. */
-    RC_SIM_STORE(&p->magic, RC_SIM_BAR_MAGIC);
+    RCI_SIM_STORE(&p->magic, RCI_SIM_BAR_MAGIC);
 }
 
-int rc_sim_bar_validate(uint8_t *bar, size_t size, const char *where, char *err, size_t errlen)
+int rci_sim_bar_validate(uint8_t *bar, size_t size, const char *where, char *err, size_t errlen)
 {
-    struct rc_sim_priv *p = rc_sim_priv(bar);
+    struct rci_sim_priv *p = rci_sim_priv(bar);
     const char *why = NULL;
-    if (size < RC_SIM_BAR_BYTES)
+    if (size < RCI_SIM_BAR_BYTES)
         why = "too small to be a simulated card's BAR";
-    else if (RC_SIM_LOAD(&p->magic) != RC_SIM_BAR_MAGIC)
+    else if (RCI_SIM_LOAD(&p->magic) != RCI_SIM_BAR_MAGIC)
         why = "no simulated-card BAR header (wrong magic)";
-    else if (p->version != RC_SIM_BAR_VERSION)
+    else if (p->version != RCI_SIM_BAR_VERSION)
         why = "simulated-card BAR of another version";
-    else if (p->bar_bytes != RC_SIM_BAR_BYTES)
+    else if (p->bar_bytes != RCI_SIM_BAR_BYTES)
         why = "simulated-card BAR of another size";
     if (!why)
         return 0;
     if (err && errlen)
-        rc_set_err(err, errlen, "%s: %s (this build: version %u, %u bytes)", where, why,
-                 RC_SIM_BAR_VERSION, RC_SIM_BAR_BYTES);
+        rci_set_err(err, errlen, "%s: %s (this build: version %u, %u bytes)", where, why,
+                 RCI_SIM_BAR_VERSION, RCI_SIM_BAR_BYTES);
     return -EPROTO;
 }
 
-void rc_sim_bar_read_stats(uint8_t *bar, struct rc_card_stats *s)
+void rci_sim_bar_read_stats(uint8_t *bar, struct rci_card_stats *s)
 {
-    const struct rc_sim_priv_stats *ps = &rc_sim_priv(bar)->stats;
+    const struct rci_sim_priv_stats *ps = &rci_sim_priv(bar)->stats;
 #define GET(f) __atomic_load_n(&ps->f, __ATOMIC_RELAXED)
-    *s = (struct rc_card_stats){
+    *s = (struct rci_card_stats){
         .chunks_produced = GET(chunks_produced),
         .bytes_produced = GET(bytes_produced),
         .blocks_written = GET(blocks_written),
@@ -300,6 +300,6 @@ void rc_sim_bar_read_stats(uint8_t *bar, struct rc_card_stats *s)
 #undef GET
     /* RD_POINTER writes the BAR refused are host errors too. */
     for (unsigned n = 0; n < WUPPER_MAX_DESCRIPTORS; n++)
-        s->host_errors += __atomic_load_n(&rc_sim_priv(bar)->desc[n].bad_rd_writes,
+        s->host_errors += __atomic_load_n(&rci_sim_priv(bar)->desc[n].bad_rd_writes,
                                           __ATOMIC_RELAXED);
 }

@@ -19,7 +19,7 @@
 
 /* Longest chunk the generator makes: far beyond any real e-link packet, and
  * small enough that every length and offset fits in 32 bits. */
-#define RC_SIM_MAX_CHUNK (256u << 20)
+#define RCI_SIM_MAX_CHUNK (256u << 20)
 
 
 static inline void put_le16(uint8_t *p, uint16_t v)
@@ -53,13 +53,13 @@ static const char *format_name(enum felix_format fmt)
 
 /* ---- encoding ----------------------------------------------------------- */
 
-int rc_felix_check_format(enum felix_format fmt, uint32_t block_size, char *err, size_t errlen)
+int rci_felix_check_format(enum felix_format fmt, uint32_t block_size, char *err, size_t errlen)
 {
     switch (fmt) {
     case FELIX_FMT_ABCD:
     case FELIX_FMT_ABCE:
         if (block_size != FELIX_MIN_BLOCK) {
-            rc_set_err(err, errlen, "format %s needs 1024-byte blocks, not %" PRIu32,
+            rci_set_err(err, errlen, "format %s needs 1024-byte blocks, not %" PRIu32,
                     format_name(fmt), block_size);
             return -EINVAL;
         }
@@ -67,18 +67,18 @@ int rc_felix_check_format(enum felix_format fmt, uint32_t block_size, char *err,
     case FELIX_FMT_C0CE:
         if (block_size < FELIX_MIN_BLOCK || block_size > FELIX_MAX_BLOCK ||
             block_size % FELIX_MIN_BLOCK != 0) {
-            rc_set_err(err, errlen,
+            rci_set_err(err, errlen,
                     "format c0ce needs a block size of 1..64 KiB in 1 KiB steps, not %" PRIu32,
                     block_size);
             return -EINVAL;
         }
         return 0;
     }
-    rc_set_err(err, errlen, "unknown block format %d", (int)fmt);
+    rci_set_err(err, errlen, "unknown block format %d", (int)fmt);
     return -EINVAL;
 }
 
-uint16_t rc_felix_marker(enum felix_format fmt, uint32_t block_size)
+uint16_t rci_felix_marker(enum felix_format fmt, uint32_t block_size)
 {
     switch (fmt) {
     case FELIX_FMT_ABCD: return FELIX_MARKER_ABCD;
@@ -88,35 +88,35 @@ uint16_t rc_felix_marker(enum felix_format fmt, uint32_t block_size)
     return (uint16_t)(FELIX_MARKER_C0CE | ((block_size / FELIX_MIN_BLOCK - 1) & 0x3fu) << 8);
 }
 
-bool rc_felix_marker_ok(uint16_t marker, enum felix_format fmt, uint32_t block_size)
+bool rci_felix_marker_ok(uint16_t marker, enum felix_format fmt, uint32_t block_size)
 {
-    return rc_felix_check_format(fmt, block_size, NULL, 0) == 0 &&
-           marker == rc_felix_marker(fmt, block_size);
+    return rci_felix_check_format(fmt, block_size, NULL, 0) == 0 &&
+           marker == rci_felix_marker(fmt, block_size);
 }
 
-unsigned rc_felix_trailer_bytes(enum felix_format fmt) { return fmt == FELIX_FMT_ABCD ? 2u : 4u; }
+unsigned rci_felix_trailer_bytes(enum felix_format fmt) { return fmt == FELIX_FMT_ABCD ? 2u : 4u; }
 
-uint32_t rc_felix_max_len(enum felix_format fmt)
+uint32_t rci_felix_max_len(enum felix_format fmt)
 {
     return fmt == FELIX_FMT_ABCD ? FELIX_T16_LEN_MASK : FELIX_T32_LEN_MASK;
 }
 
-uint32_t rc_felix_trailer(enum felix_format fmt, enum felix_sub_type type, uint32_t len,
+uint32_t rci_felix_trailer(enum felix_format fmt, enum felix_sub_type type, uint32_t len,
                           uint32_t flags)
 {
     uint32_t t = (uint32_t)type & 7u;
     if (fmt == FELIX_FMT_ABCD) {
         uint32_t w = (len & FELIX_T16_LEN_MASK) | t << FELIX_T16_TYPE_SHIFT;
-        if (flags & RC_CHUNK_CRC_ERROR) w |= FELIX_T16_CRC;
-        if (flags & RC_CHUNK_ERROR)     w |= FELIX_T16_ERROR;
-        if (flags & RC_CHUNK_TRUNCATED) w |= FELIX_T16_TRUNC;
+        if (flags & RCI_CHUNK_CRC_ERROR) w |= FELIX_T16_CRC;
+        if (flags & RCI_CHUNK_ERROR)     w |= FELIX_T16_ERROR;
+        if (flags & RCI_CHUNK_TRUNCATED) w |= FELIX_T16_TRUNC;
         return w;
     }
     uint32_t w = (len & FELIX_T32_LEN_MASK) | t << FELIX_T32_TYPE_SHIFT;
-    if (flags & RC_CHUNK_BUSY)      w |= FELIX_T32_BUSY;
-    if (flags & RC_CHUNK_CRC_ERROR) w |= FELIX_T32_CRC;
-    if (flags & RC_CHUNK_ERROR)     w |= FELIX_T32_ERROR;
-    if (flags & RC_CHUNK_TRUNCATED) w |= FELIX_T32_TRUNC;
+    if (flags & RCI_CHUNK_BUSY)      w |= FELIX_T32_BUSY;
+    if (flags & RCI_CHUNK_CRC_ERROR) w |= FELIX_T32_CRC;
+    if (flags & RCI_CHUNK_ERROR)     w |= FELIX_T32_ERROR;
+    if (flags & RCI_CHUNK_TRUNCATED) w |= FELIX_T32_TRUNC;
     return w;
 }
 
@@ -130,35 +130,35 @@ static void put_trailer(uint8_t *p, unsigned tbytes, uint32_t w)
 
 /* ---- composing one block ---------------------------------------------- */
 
-int rc_blk_begin(struct rc_blk *b, uint8_t *dst, enum felix_format fmt, uint32_t block_size,
+int rci_blk_begin(struct rci_blk *b, uint8_t *dst, enum felix_format fmt, uint32_t block_size,
                  unsigned elink, unsigned seq)
 {
-    if (rc_felix_check_format(fmt, block_size, NULL, 0) != 0 || elink > FELIX_ELINK_MASK)
+    if (rci_felix_check_format(fmt, block_size, NULL, 0) != 0 || elink > FELIX_ELINK_MASK)
         return -EINVAL;
     b->blk = dst;
     b->size = block_size;
     b->pos = FELIX_HEADER_BYTES;
-    b->tbytes = rc_felix_trailer_bytes(fmt);
+    b->tbytes = rci_felix_trailer_bytes(fmt);
     b->fmt = fmt;
-    put_le16(dst, rc_felix_header_word(elink, seq));
-    put_le16(dst + 2, rc_felix_marker(fmt, block_size));
+    put_le16(dst, rci_felix_header_word(elink, seq));
+    put_le16(dst + 2, rci_felix_marker(fmt, block_size));
     return 0;
 }
 
-uint8_t *rc_blk_add(struct rc_blk *b, enum felix_sub_type type, uint32_t len, uint32_t flags)
+uint8_t *rci_blk_add(struct rci_blk *b, enum felix_sub_type type, uint32_t len, uint32_t flags)
 {
-    if (len > rc_felix_max_len(b->fmt) || len > b->size ||
-        rc_blk_footprint(b, len) > rc_blk_space(b))
+    if (len > rci_felix_max_len(b->fmt) || len > b->size ||
+        rci_blk_footprint(b, len) > rci_blk_space(b))
         return NULL;
     uint8_t *payload = b->blk + b->pos;
-    uint32_t trailer_at = b->pos + rc_blk_footprint(b, len) - b->tbytes;
+    uint32_t trailer_at = b->pos + rci_blk_footprint(b, len) - b->tbytes;
     memset(payload + len, 0, trailer_at - (b->pos + len));       /* padding */
-    put_trailer(b->blk + trailer_at, b->tbytes, rc_felix_trailer(b->fmt, type, len, flags));
+    put_trailer(b->blk + trailer_at, b->tbytes, rci_felix_trailer(b->fmt, type, len, flags));
     b->pos = trailer_at + b->tbytes;
     return payload;
 }
 
-void rc_blk_finish(struct rc_blk *b)
+void rci_blk_finish(struct rci_blk *b)
 {
     memset(b->blk + b->pos, 0, b->size - b->pos);
     b->pos = b->size;
@@ -166,13 +166,13 @@ void rc_blk_finish(struct rc_blk *b)
 
 /* ---- accounting walk ---------------------------------------------------- */
 
-int rc_sim_block_count(const uint8_t *blk, enum felix_format fmt, uint32_t block_size,
-                       struct rc_block_counts *counts)
+int rci_sim_block_count(const uint8_t *blk, enum felix_format fmt, uint32_t block_size,
+                       struct rci_block_counts *counts)
 {
     memset(counts, 0, sizeof *counts);
-    if (!rc_felix_marker_ok(get_le16(blk + 2), fmt, block_size))
+    if (!rci_felix_marker_ok(get_le16(blk + 2), fmt, block_size))
         return -EINVAL;
-    unsigned tb = rc_felix_trailer_bytes(fmt);
+    unsigned tb = rci_felix_trailer_bytes(fmt);
     uint32_t pos = block_size;          /* everything from pos on is walked */
     while (pos > FELIX_HEADER_BYTES) {
         pos -= tb;
@@ -204,7 +204,7 @@ struct sim_elink {
     /* the chunk in progress (active) */
     bool active;
     uint32_t len, done;
-    uint32_t flags;          /* injected RC_CHUNK_* flags, put on its final subchunk */
+    uint32_t flags;          /* injected RCI_CHUNK_* flags, put on its final subchunk */
     uint64_t tag_seq;
 };
 
@@ -213,8 +213,8 @@ struct replay_counts {
     uint64_t payload_bytes;
 };
 
-struct rc_sim_gen {
-    struct rc_sim_gen_config c;
+struct rci_sim_gen {
+    struct rci_sim_gen_config c;
     unsigned tbytes;
     struct sim_elink *el;
     uint32_t next_elink;     /* round robin */
@@ -222,7 +222,7 @@ struct rc_sim_gen {
     uint64_t rng;
     bool stop_new, done;
     bool pending_malformed, pending_seqskip;
-    struct rc_sim_gen_stats st;
+    struct rci_sim_gen_stats st;
     /* replay */
     uint8_t *replay;
     uint64_t replay_blocks, replay_next;
@@ -238,33 +238,33 @@ static uint64_t rng_next(uint64_t *s)
     return z ^ (z >> 31);
 }
 
-static bool chance(struct rc_sim_gen *g, double p)
+static bool chance(struct rci_sim_gen *g, double p)
 {
     return p > 0 && (double)(rng_next(&g->rng) >> 11) * 0x1.0p-53 < p;
 }
 
 static bool prob_ok(double p) { return p >= 0.0 && p <= 1.0; }   /* false for NaN */
 
-static int validate_sim(const struct rc_sim_gen_config *c, char *err, size_t errlen)
+static int validate_sim(const struct rci_sim_gen_config *c, char *err, size_t errlen)
 {
-    const struct rc_sim_params *s = &c->sim;
+    const struct rci_sim_params *s = &c->sim;
     if (s->elinks < 1 || s->elinks > FELIX_ELINK_MASK + 1) {
-        rc_set_err(err, errlen, "sim: elinks must be 1..2048, not %" PRIu32, s->elinks);
+        rci_set_err(err, errlen, "sim: elinks must be 1..2048, not %" PRIu32, s->elinks);
         return -EINVAL;
     }
     if (s->chunk_size_min < 1 || s->chunk_size_min > s->chunk_size_max ||
-        s->chunk_size_max > RC_SIM_MAX_CHUNK) {
-        rc_set_err(err, errlen, "sim: chunk size %" PRIu32 "-%" PRIu32 " is not within 1..%u with min <= max",
-                s->chunk_size_min, s->chunk_size_max, RC_SIM_MAX_CHUNK);
+        s->chunk_size_max > RCI_SIM_MAX_CHUNK) {
+        rci_set_err(err, errlen, "sim: chunk size %" PRIu32 "-%" PRIu32 " is not within 1..%u with min <= max",
+                s->chunk_size_min, s->chunk_size_max, RCI_SIM_MAX_CHUNK);
         return -EINVAL;
     }
-    if (s->fill != RC_FILL_PATTERN && s->fill != RC_FILL_NONE && s->fill != RC_FILL_TIMESTAMP) {
-        rc_set_err(err, errlen, "sim: unknown fill %d", (int)s->fill);
+    if (s->fill != RCI_FILL_PATTERN && s->fill != RCI_FILL_NONE && s->fill != RCI_FILL_TIMESTAMP) {
+        rci_set_err(err, errlen, "sim: unknown fill %d", (int)s->fill);
         return -EINVAL;
     }
-    if (s->fill == RC_FILL_TIMESTAMP && s->chunk_size_min < RC_SIM_STAMP_BYTES) {
-        rc_set_err(err, errlen, "sim: fill = timestamp needs chunk_size_min >= %u (the stamp), not %" PRIu32,
-                   RC_SIM_STAMP_BYTES, s->chunk_size_min);
+    if (s->fill == RCI_FILL_TIMESTAMP && s->chunk_size_min < RCI_SIM_STAMP_BYTES) {
+        rci_set_err(err, errlen, "sim: fill = timestamp needs chunk_size_min >= %u (the stamp), not %" PRIu32,
+                   RCI_SIM_STAMP_BYTES, s->chunk_size_min);
         return -EINVAL;
     }
     const struct { const char *name; double p; } probs[] = {
@@ -273,7 +273,7 @@ static int validate_sim(const struct rc_sim_gen_config *c, char *err, size_t err
     };
     for (size_t i = 0; i < sizeof probs / sizeof probs[0]; i++) {
         if (!prob_ok(probs[i].p)) {
-            rc_set_err(err, errlen, "sim: %s must be a probability in [0, 1], not %g", probs[i].name,
+            rci_set_err(err, errlen, "sim: %s must be a probability in [0, 1], not %g", probs[i].name,
                     probs[i].p);
             return -EINVAL;
         }
@@ -287,26 +287,26 @@ static int read_file(const char *path, uint8_t **data, uint64_t *size, char *err
     FILE *f = fopen(path, "rb");
     if (!f) {
         int e = errno;
-        rc_set_err(err, errlen, "replay file %s: cannot open: %s", path, strerror(e));
+        rci_set_err(err, errlen, "replay file %s: cannot open: %s", path, strerror(e));
         return -e;
     }
     struct stat st;
     if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        rc_set_err(err, errlen, "replay file %s: not a regular file", path);
+        rci_set_err(err, errlen, "replay file %s: not a regular file", path);
         fclose(f);
         return -EINVAL;
     }
     *size = (uint64_t)st.st_size;
     *data = malloc(*size ? *size : 1);
     if (!*data) {
-        rc_set_err(err, errlen, "replay file %s: cannot allocate %" PRIu64 " bytes", path, *size);
+        rci_set_err(err, errlen, "replay file %s: cannot allocate %" PRIu64 " bytes", path, *size);
         fclose(f);
         return -ENOMEM;
     }
     size_t got = fread(*data, 1, *size, f);
     fclose(f);
     if (got != *size) {
-        rc_set_err(err, errlen, "replay file %s: read %zu of %" PRIu64 " bytes", path, got, *size);
+        rci_set_err(err, errlen, "replay file %s: read %zu of %" PRIu64 " bytes", path, got, *size);
         free(*data);
         *data = NULL;
         return -EIO;
@@ -316,36 +316,36 @@ static int read_file(const char *path, uint8_t **data, uint64_t *size, char *err
 
 /* Check every block's marker and count what it holds, so statistics and
  * a run length in chunks work for replays too. */
-static int index_replay(struct rc_sim_gen *g, const char *path, char *err, size_t errlen)
+static int index_replay(struct rci_sim_gen *g, const char *path, char *err, size_t errlen)
 {
     uint32_t bs = g->c.block_size;
     g->replay_counts = calloc(g->replay_blocks, sizeof *g->replay_counts);
     if (!g->replay_counts) {
-        rc_set_err(err, errlen, "replay file %s: cannot allocate the block index", path);
+        rci_set_err(err, errlen, "replay file %s: cannot allocate the block index", path);
         return -ENOMEM;
     }
     for (uint64_t i = 0; i < g->replay_blocks; i++) {
         const uint8_t *blk = g->replay + i * bs;
         uint16_t marker = get_le16(blk + 2);
-        if (!rc_felix_marker_ok(marker, g->c.format, bs)) {
-            rc_set_err(err, errlen,
+        if (!rci_felix_marker_ok(marker, g->c.format, bs)) {
+            rci_set_err(err, errlen,
                     "replay file %s: block %" PRIu64 " at byte offset %" PRIu64
                     " has marker 0x%04x, expected 0x%04x (format %s, %" PRIu32 "-byte blocks)",
-                    path, i, i * bs, marker, rc_felix_marker(g->c.format, bs),
+                    path, i, i * bs, marker, rci_felix_marker(g->c.format, bs),
                     format_name(g->c.format), bs);
             return -EINVAL;
         }
         /* A block with a broken trailer chain may be there on purpose (to
          * test a decoder): it counts as a block without chunks. */
-        struct rc_block_counts bc;
-        if (rc_sim_block_count(blk, g->c.format, bs, &bc) == 0)
+        struct rci_block_counts bc;
+        if (rci_sim_block_count(blk, g->c.format, bs, &bc) == 0)
             g->replay_counts[i] = (struct replay_counts){ bc.chunks_started, bc.chunks_completed,
                                                           bc.payload_bytes };
     }
     return 0;
 }
 
-static int load_replay(struct rc_sim_gen *g, char *err, size_t errlen)
+static int load_replay(struct rci_sim_gen *g, char *err, size_t errlen)
 {
     const char *path = g->c.sim.replay_file;
     uint64_t size = 0;
@@ -354,11 +354,11 @@ static int load_replay(struct rc_sim_gen *g, char *err, size_t errlen)
         return rc;
     uint32_t bs = g->c.block_size;
     if (size == 0) {
-        rc_set_err(err, errlen, "replay file %s: empty (byte offset 0)", path);
+        rci_set_err(err, errlen, "replay file %s: empty (byte offset 0)", path);
         return -EINVAL;
     }
     if (size % bs != 0) {
-        rc_set_err(err, errlen,
+        rci_set_err(err, errlen,
                 "replay file %s: %" PRIu64 " bytes is not a multiple of the %" PRIu32
                 "-byte block size: the block at byte offset %" PRIu64 " is incomplete",
                 path, size, bs, size - size % bs);
@@ -368,34 +368,34 @@ static int load_replay(struct rc_sim_gen *g, char *err, size_t errlen)
     return index_replay(g, path, err, errlen);
 }
 
-int rc_sim_gen_create(const struct rc_sim_gen_config *c, struct rc_sim_gen **out, char *err,
+int rci_sim_gen_create(const struct rci_sim_gen_config *c, struct rci_sim_gen **out, char *err,
                       size_t errlen)
 {
     *out = NULL;
-    int rc = rc_felix_check_format(c->format, c->block_size, err, errlen);
+    int rc = rci_felix_check_format(c->format, c->block_size, err, errlen);
     if (rc == 0)
         rc = validate_sim(c, err, errlen);
     if (rc != 0)
         return rc;
-    struct rc_sim_gen *g = calloc(1, sizeof *g);
+    struct rci_sim_gen *g = calloc(1, sizeof *g);
     if (!g) {
-        rc_set_err(err, errlen, "sim: out of memory");
+        rci_set_err(err, errlen, "sim: out of memory");
         return -ENOMEM;
     }
     g->c = *c;
     g->c.sim.replay_file[sizeof g->c.sim.replay_file - 1] = '\0';
-    g->tbytes = rc_felix_trailer_bytes(c->format);
+    g->tbytes = rci_felix_trailer_bytes(c->format);
     g->rng = c->sim.seed;
     g->el = calloc(c->sim.elinks, sizeof *g->el);
     if (!g->el) {
-        rc_set_err(err, errlen, "sim: out of memory for %" PRIu32 " e-links", c->sim.elinks);
-        rc_sim_gen_destroy(g);
+        rci_set_err(err, errlen, "sim: out of memory for %" PRIu32 " e-links", c->sim.elinks);
+        rci_sim_gen_destroy(g);
         return -ENOMEM;
     }
     if (g->c.sim.replay_file[0]) {
         rc = load_replay(g, err, errlen);
         if (rc != 0) {
-            rc_sim_gen_destroy(g);
+            rci_sim_gen_destroy(g);
             return rc;
         }
     }
@@ -403,7 +403,7 @@ int rc_sim_gen_create(const struct rc_sim_gen_config *c, struct rc_sim_gen **out
     return 0;
 }
 
-void rc_sim_gen_destroy(struct rc_sim_gen *g)
+void rci_sim_gen_destroy(struct rci_sim_gen *g)
 {
     if (!g)
         return;
@@ -413,19 +413,19 @@ void rc_sim_gen_destroy(struct rc_sim_gen *g)
     free(g);
 }
 
-void rc_sim_gen_stop_new_chunks(struct rc_sim_gen *g) { g->stop_new = true; }
-bool rc_sim_gen_done(const struct rc_sim_gen *g) { return g->done; }
-void rc_sim_gen_get_stats(const struct rc_sim_gen *g, struct rc_sim_gen_stats *s) { *s = g->st; }
-uint64_t rc_sim_gen_replay_blocks(const struct rc_sim_gen *g) { return g->replay_blocks; }
+void rci_sim_gen_stop_new_chunks(struct rci_sim_gen *g) { g->stop_new = true; }
+bool rci_sim_gen_done(const struct rci_sim_gen *g) { return g->done; }
+void rci_sim_gen_get_stats(const struct rci_sim_gen *g, struct rci_sim_gen_stats *s) { *s = g->st; }
+uint64_t rci_sim_gen_replay_blocks(const struct rci_sim_gen *g) { return g->replay_blocks; }
 
 /* Run length and time limit allow another chunk. */
-static bool run_allows_new(const struct rc_sim_gen *g)
+static bool run_allows_new(const struct rci_sim_gen *g)
 {
     return !g->stop_new &&
            (g->c.sim.run_chunks == 0 || g->st.chunks_started < g->c.sim.run_chunks);
 }
 
-static bool budget_allows_new(const struct rc_sim_budget *b, const struct rc_sim_block_info *info)
+static bool budget_allows_new(const struct rci_sim_budget *b, const struct rci_sim_block_info *info)
 {
     return !b || (info->chunks_started < b->new_chunks && info->payload_bytes < b->payload_bytes);
 }
@@ -433,24 +433,24 @@ static bool budget_allows_new(const struct rc_sim_budget *b, const struct rc_sim
 /* The stamp goes into the subchunk that holds the chunk's first bytes, i.e.
  * when the firmware writes the chunk's first block (chunks are >= 8 bytes,
  * and a first subchunk holds at least 8: first_subchunk_min()). */
-static void fill_payload(const struct rc_sim_gen *g, uint8_t *dst, uint32_t from, uint32_t n,
+static void fill_payload(const struct rci_sim_gen *g, uint8_t *dst, uint32_t from, uint32_t n,
                          unsigned elink, uint64_t tag_seq)
 {
-    if (g->c.sim.fill == RC_FILL_PATTERN) {
-        rc_pattern_fill(dst, from, n, g->c.tag_base + elink, tag_seq);
-    } else if (g->c.sim.fill == RC_FILL_TIMESTAMP && from == 0) {
-        uint64_t le = htole64(rc_now_ns());
-        memcpy(dst, &le, RC_SIM_STAMP_BYTES);
+    if (g->c.sim.fill == RCI_FILL_PATTERN) {
+        rci_pattern_fill(dst, from, n, g->c.tag_base + elink, tag_seq);
+    } else if (g->c.sim.fill == RCI_FILL_TIMESTAMP && from == 0) {
+        uint64_t le = htole64(rci_now_ns());
+        memcpy(dst, &le, RCI_SIM_STAMP_BYTES);
     }
 }
 
 /* Append one subchunk of the e-link's current chunk and account for it. */
-static void put_subchunk(struct rc_sim_gen *g, struct rc_blk *b, unsigned elink,
-                         enum felix_sub_type type, uint32_t n, struct rc_sim_block_info *info)
+static void put_subchunk(struct rci_sim_gen *g, struct rci_blk *b, unsigned elink,
+                         enum felix_sub_type type, uint32_t n, struct rci_sim_block_info *info)
 {
     struct sim_elink *el = &g->el[elink];
     bool final = type == FELIX_SUB_WHOLE || type == FELIX_SUB_LAST;
-    uint8_t *p = rc_blk_add(b, type, n, final ? el->flags : 0);
+    uint8_t *p = rci_blk_add(b, type, n, final ? el->flags : 0);
     fill_payload(g, p, el->done, n, elink, el->tag_seq);
     el->done += n;
     info->subchunks++;
@@ -468,14 +468,14 @@ static void put_subchunk(struct rc_sim_gen *g, struct rc_blk *b, unsigned elink,
     }
 }
 
-static uint32_t draw_len(struct rc_sim_gen *g)
+static uint32_t draw_len(struct rci_sim_gen *g)
 {
     uint32_t lo = g->c.sim.chunk_size_min, hi = g->c.sim.chunk_size_max;
     return lo == hi ? lo : lo + (uint32_t)(rng_next(&g->rng) % ((uint64_t)hi - lo + 1));
 }
 
 /* Begin the e-link's next chunk: its length, pattern sequence and errors. */
-static void open_chunk(struct rc_sim_gen *g, struct sim_elink *el)
+static void open_chunk(struct rci_sim_gen *g, struct sim_elink *el)
 {
     if (el->next_len == 0)
         el->next_len = draw_len(g);
@@ -485,11 +485,11 @@ static void open_chunk(struct rc_sim_gen *g, struct sim_elink *el)
     el->tag_seq = el->next_tag_seq++;
     el->flags = 0;
     if (chance(g, g->c.sim.err_truncated)) {
-        el->flags |= RC_CHUNK_TRUNCATED;
+        el->flags |= RCI_CHUNK_TRUNCATED;
         g->st.injected_truncated++;
     }
     if (chance(g, g->c.sim.err_crc)) {
-        el->flags |= RC_CHUNK_CRC_ERROR;
+        el->flags |= RCI_CHUNK_CRC_ERROR;
         g->st.injected_crc++;
     }
     el->active = true;
@@ -498,43 +498,43 @@ static void open_chunk(struct rc_sim_gen *g, struct sim_elink *el)
 
 /* The chunk in progress goes on: as its last subchunk if the rest fits,
  * else as a middle subchunk filling the block. */
-static void continue_chunk(struct rc_sim_gen *g, struct rc_blk *b, unsigned elink,
-                           struct rc_sim_block_info *info)
+static void continue_chunk(struct rci_sim_gen *g, struct rci_blk *b, unsigned elink,
+                           struct rci_sim_block_info *info)
 {
     struct sim_elink *el = &g->el[elink];
     uint32_t rest = el->len - el->done;
-    if (rc_blk_footprint(b, rest) <= rc_blk_space(b))
+    if (rci_blk_footprint(b, rest) <= rci_blk_space(b))
         put_subchunk(g, b, elink, FELIX_SUB_LAST, rest, info);
     else
-        put_subchunk(g, b, elink, FELIX_SUB_MIDDLE, rc_blk_room(b), info);
+        put_subchunk(g, b, elink, FELIX_SUB_MIDDLE, rci_blk_room(b), info);
 }
 
 /* A timestamp must lie whole in the chunk's first block. */
-static uint32_t first_subchunk_min(const struct rc_sim_gen *g)
+static uint32_t first_subchunk_min(const struct rci_sim_gen *g)
 {
-    return g->c.sim.fill == RC_FILL_TIMESTAMP ? RC_SIM_STAMP_BYTES : 1;
+    return g->c.sim.fill == RCI_FILL_TIMESTAMP ? RCI_SIM_STAMP_BYTES : 1;
 }
 
 /* New chunks as whole subchunks while they fit; the first that does not fit
  * becomes the block's last subchunk (type first), filling it exactly. With
  * allow_first false the block ends instead, so that the e-link's next block
  * starts at a chunk boundary (where errors are injected). */
-static void add_new_chunks(struct rc_sim_gen *g, struct rc_blk *b, unsigned elink,
-                           const struct rc_sim_budget *budget, bool allow_first,
-                           struct rc_sim_block_info *info)
+static void add_new_chunks(struct rci_sim_gen *g, struct rci_blk *b, unsigned elink,
+                           const struct rci_sim_budget *budget, bool allow_first,
+                           struct rci_sim_block_info *info)
 {
     struct sim_elink *el = &g->el[elink];
     while (run_allows_new(g) && budget_allows_new(budget, info)) {
         if (el->next_len == 0)
             el->next_len = draw_len(g);
-        if (rc_blk_footprint(b, el->next_len) <= rc_blk_space(b)) {
+        if (rci_blk_footprint(b, el->next_len) <= rci_blk_space(b)) {
             open_chunk(g, el);
             put_subchunk(g, b, elink, FELIX_SUB_WHOLE, el->len, info);
             continue;
         }
-        if (allow_first && rc_blk_room(b) >= first_subchunk_min(g)) {
+        if (allow_first && rci_blk_room(b) >= first_subchunk_min(g)) {
             open_chunk(g, el);
-            put_subchunk(g, b, elink, FELIX_SUB_FIRST, rc_blk_room(b), info);
+            put_subchunk(g, b, elink, FELIX_SUB_FIRST, rci_blk_room(b), info);
         }
         return;
     }
@@ -542,18 +542,18 @@ static void add_new_chunks(struct rc_sim_gen *g, struct rc_blk *b, unsigned elin
 
 /* A block whose only trailer claims more payload than the block holds: a
  * decoder must skip it. It carries no chunk, so none is lost. */
-static void write_malformed(struct rc_sim_gen *g, struct rc_blk *b, struct rc_sim_block_info *info)
+static void write_malformed(struct rci_sim_gen *g, struct rci_blk *b, struct rci_sim_block_info *info)
 {
-    rc_blk_finish(b);
+    rci_blk_finish(b);
     put_trailer(b->blk + b->size - g->tbytes, g->tbytes,
-                rc_felix_trailer(g->c.format, FELIX_SUB_WHOLE, rc_felix_max_len(g->c.format), 0));
+                rci_felix_trailer(g->c.format, FELIX_SUB_WHOLE, rci_felix_max_len(g->c.format), 0));
     info->malformed = true;
     g->st.injected_malformed++;
     g->pending_malformed = false;
 }
 
-static void gen_block(struct rc_sim_gen *g, unsigned elink, uint8_t *dst,
-                      const struct rc_sim_budget *budget, struct rc_sim_block_info *info)
+static void gen_block(struct rci_sim_gen *g, unsigned elink, uint8_t *dst,
+                      const struct rci_sim_budget *budget, struct rci_sim_block_info *info)
 {
     struct sim_elink *el = &g->el[elink];
     /* Per-block errors go where the e-link is between chunks, so a decoder
@@ -565,8 +565,8 @@ static void gen_block(struct rc_sim_gen *g, unsigned elink, uint8_t *dst,
         g->st.injected_seqskip++;
         g->pending_seqskip = false;
     }
-    struct rc_blk b;
-    rc_blk_begin(&b, dst, g->c.format, g->c.block_size, elink, el->seq);
+    struct rci_blk b;
+    rci_blk_begin(&b, dst, g->c.format, g->c.block_size, elink, el->seq);
     info->elink = elink;
     info->seq = el->seq % FELIX_SEQ_MOD;
     el->seq = (el->seq + 1) % FELIX_SEQ_MOD;
@@ -578,12 +578,12 @@ static void gen_block(struct rc_sim_gen *g, unsigned elink, uint8_t *dst,
         continue_chunk(g, &b, elink, info);
     if (!el->active)
         add_new_chunks(g, &b, elink, budget, !(g->pending_malformed || g->pending_seqskip), info);
-    rc_blk_finish(&b);
+    rci_blk_finish(&b);
 }
 
 /* The e-link whose turn it is: any e-link when new chunks may start, else
  * only e-links with a chunk to finish. UINT32_MAX if none. */
-static uint32_t pick_elink(struct rc_sim_gen *g, bool may_start)
+static uint32_t pick_elink(struct rci_sim_gen *g, bool may_start)
 {
     uint32_t n = g->c.sim.elinks;
     for (uint32_t i = 0; i < n; i++) {
@@ -596,7 +596,7 @@ static uint32_t pick_elink(struct rc_sim_gen *g, bool may_start)
     return UINT32_MAX;
 }
 
-static int replay_next(struct rc_sim_gen *g, uint8_t *dst, struct rc_sim_block_info *info)
+static int replay_next(struct rci_sim_gen *g, uint8_t *dst, struct rci_sim_block_info *info)
 {
     if (!g->done && g->replay_next == g->replay_blocks && g->c.sim.replay_loop) {
         g->replay_next = 0;
@@ -611,7 +611,7 @@ static int replay_next(struct rc_sim_gen *g, uint8_t *dst, struct rc_sim_block_i
     memcpy(dst, g->replay + g->replay_next * bs, bs);
     const struct replay_counts *rc = &g->replay_counts[g->replay_next++];
     uint16_t w0 = get_le16(dst);
-    *info = (struct rc_sim_block_info){
+    *info = (struct rci_sim_block_info){
         .elink = w0 & FELIX_ELINK_MASK, .seq = w0 >> FELIX_SEQ_SHIFT,
         .chunks_started = rc->chunks_started, .chunks_completed = rc->chunks_completed,
         .payload_bytes = rc->payload_bytes,
@@ -623,10 +623,10 @@ static int replay_next(struct rc_sim_gen *g, uint8_t *dst, struct rc_sim_block_i
     return 1;
 }
 
-int rc_sim_gen_next(struct rc_sim_gen *g, uint8_t *dst, const struct rc_sim_budget *budget,
-                    struct rc_sim_block_info *info)
+int rci_sim_gen_next(struct rci_sim_gen *g, uint8_t *dst, const struct rci_sim_budget *budget,
+                    struct rci_sim_block_info *info)
 {
-    struct rc_sim_block_info scratch;
+    struct rci_sim_block_info scratch;
     if (!info)
         info = &scratch;
     memset(info, 0, sizeof *info);

@@ -11,19 +11,19 @@
  * the size of the ring it has mapped.
  *
  * Two ways to run it:
- *  - in-process: rc_sim_card_create(); rc_card_start() starts a firmware
- *    thread, rc_card_stop() joins it;
+ *  - in-process: rci_sim_card_create(); rci_card_start() starts a firmware
+ *    thread, rci_card_stop() joins it;
  *  - separate process: the daemon creates the BAR in shared memory with
- *    rc_sim_bar_create_shm() and the ring as the shm object
- *    "<shm_name>-ring" (rc_sim_shm_names()); `ringcast-sim` attaches to both
- *    with rc_sim_card_attach() and runs the same firmware loop. The daemon's
- *    rc_card_start/stop set a flag in the BAR's private page that the process
- *    obeys; rc_card_get_stats reads the statistics the process publishes
+ *    rci_sim_bar_create_shm() and the ring as the shm object
+ *    "<shm_name>-ring" (rci_sim_shm_names()); `ringcast-sim` attaches to both
+ *    with rci_sim_card_attach() and runs the same firmware loop. The daemon's
+ *    rci_card_start/stop set a flag in the BAR's private page that the process
+ *    obeys; rci_card_get_stats reads the statistics the process publishes
  *    there.
  * Either way the firmware waits until the host enables its DMA descriptor.
  */
-#ifndef RC_SIM_CARD_H
-#define RC_SIM_CARD_H
+#ifndef RCI_SIM_CARD_H
+#define RCI_SIM_CARD_H
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -32,21 +32,21 @@
 #include "readout/card_params.h"
 #include "readout/sim/sim_params.h"
 
-#define RC_SIM_SHM_RING_SUFFIX "-ring"
-#define RC_SIM_SHM_BAR_SUFFIX  "-bar"
+#define RCI_SIM_SHM_RING_SUFFIX "-ring"
+#define RCI_SIM_SHM_BAR_SUFFIX  "-bar"
 
 /* In-process simulated card writing into ring memory [ring, ring+ring_size).
  * Validates cp (block format and size, descriptor, ring size a multiple of
  * the block size) and sp (see sim_blocks.h; a replay file is loaded here).
  * 0 or -errno with the reason in err. */
-int rc_sim_card_create(const struct rc_card_params *cp, const struct rc_sim_params *sp,
-                       uint8_t *ring, size_t ring_size, struct rc_card **out,
+int rci_sim_card_create(const struct rci_card_params *cp, const struct rci_sim_params *sp,
+                       uint8_t *ring, size_t ring_size, struct rci_card **out,
                        char *err, size_t errlen);
 
 /* The shm object names of a sim-process card: "<base>-ring", "<base>-bar".
  * 0, or -ENAMETOOLONG / -EINVAL (empty base) with the reason in err. */
-int rc_sim_shm_names(const char *base, char ring[RC_MEM_NAME_MAX + 1],
-                     char bar[RC_MEM_NAME_MAX + 1], char *err, size_t errlen);
+int rci_sim_shm_names(const char *base, char ring[RCI_MEM_NAME_MAX + 1],
+                     char bar[RCI_MEM_NAME_MAX + 1], char *err, size_t errlen);
 
 /* Daemon side of a sim-process card: create the BAR shm object
  * "<cp->shm_name>-bar" and describe the card in its private page (ring size,
@@ -56,37 +56,37 @@ int rc_sim_shm_names(const char *base, char ring[RC_MEM_NAME_MAX + 1],
  * is gone and unlinks the BAR. 0 or -errno with the reason in err; on
  * success err is "" or a warning to log (a stale BAR left by a killed
  * daemon was replaced). */
-int rc_sim_bar_create_shm(const struct rc_card_params *cp, struct rc_card **out,
+int rci_sim_bar_create_shm(const struct rci_card_params *cp, struct rci_card **out,
                           char *err, size_t errlen);
 
 /* Process side (ringcast-sim). */
-struct rc_sim_process;
+struct rci_sim_process;
 
 /* Read the card description a daemon wrote into "<shm_name>-bar": fills
  * ring_size, block_size, block_format, tag_base, dma_descriptor, shm_name
  * and type of cp. 0 or -errno (e.g. -ENOENT: no daemon created it yet). */
-int rc_sim_bar_describe(const char *shm_name, struct rc_card_params *cp, char *err,
+int rci_sim_bar_describe(const char *shm_name, struct rci_card_params *cp, char *err,
                         size_t errlen);
-/* Attach to "<cp->shm_name>-bar" and "<cp->shm_name>-ring" (rc_mem_map,
- * RC_MEM_SHM, create = false), check cp against the daemon's description
+/* Attach to "<cp->shm_name>-bar" and "<cp->shm_name>-ring" (rci_mem_map,
+ * RCI_MEM_SHM, create = false), check cp against the daemon's description
  * (ring size, block size and format, tag base, descriptor must agree),
  * claim the card (one process at a time; a dead predecessor's claim is taken
  * over) and build the firmware from sp. 0 or -errno with the reason in err. */
-int rc_sim_card_attach(const struct rc_card_params *cp, const struct rc_sim_params *sp,
-                       struct rc_sim_process **out, char *err, size_t errlen);
+int rci_sim_card_attach(const struct rci_card_params *cp, const struct rci_sim_params *sp,
+                       struct rci_sim_process **out, char *err, size_t errlen);
 
-enum rc_sim_exit {
-    RC_SIM_EXIT_SIGNAL = 0,   /* *stop became non-zero */
-    RC_SIM_EXIT_FINISHED,     /* the run length was reached / a replay played once */
-    RC_SIM_EXIT_HOST_CLOSED,  /* the daemon destroyed the card */
-    RC_SIM_EXIT_HOST_GONE     /* the daemon died (pid gone, heartbeat stopped) */
+enum rci_sim_exit {
+    RCI_SIM_EXIT_SIGNAL = 0,   /* *stop became non-zero */
+    RCI_SIM_EXIT_FINISHED,     /* the run length was reached / a replay played once */
+    RCI_SIM_EXIT_HOST_CLOSED,  /* the daemon destroyed the card */
+    RCI_SIM_EXIT_HOST_GONE     /* the daemon died (pid gone, heartbeat stopped) */
 };
-/* Run the firmware loop until one of enum rc_sim_exit happens. */
-enum rc_sim_exit rc_sim_process_run(struct rc_sim_process *p, volatile sig_atomic_t *stop);
-void rc_sim_process_get_stats(struct rc_sim_process *p, struct rc_card_stats *s);
+/* Run the firmware loop until one of enum rci_sim_exit happens. */
+enum rci_sim_exit rci_sim_process_run(struct rci_sim_process *p, volatile sig_atomic_t *stop);
+void rci_sim_process_get_stats(struct rci_sim_process *p, struct rci_card_stats *s);
 /* Why the firmware refused the host's descriptor programming ("" if never). */
-const char *rc_sim_process_last_error(struct rc_sim_process *p);
+const char *rci_sim_process_last_error(struct rci_sim_process *p);
 /* Release the claim and unmap (the daemon's objects stay). */
-void rc_sim_card_detach(struct rc_sim_process *p);
+void rci_sim_card_detach(struct rci_sim_process *p);
 
 #endif

@@ -25,20 +25,20 @@
 #define RATE_BURST_BLOCKS  2.0           /* ... or this many full blocks' worth, if more */
 
 struct rate_bucket {
-    enum rc_rate_unit unit;       /* RC_RATE_UNLIMITED: no bucket */
+    enum rci_rate_unit unit;       /* RCI_RATE_UNLIMITED: no bucket */
     double per_ns, burst, tokens;
     uint64_t last_ns;
 };
 
-struct rc_sim_fw {
+struct rci_sim_fw {
     uint8_t *bar;
-    struct rc_sim_priv *priv;
+    struct rci_sim_priv *priv;
     unsigned desc;
     uint8_t *ring;
     uint64_t ring_size;
     uint32_t block_size;
     unsigned batch;
-    struct rc_sim_gen *gen;
+    struct rci_sim_gen *gen;
     struct rate_bucket rate;
     uint64_t run_ns;              /* 0 = no time limit */
     uint64_t pause_every_ns, pause_for_ns;   /* quiet times of the source (0: none) */
@@ -57,39 +57,39 @@ struct rc_sim_fw {
     uint64_t stall_since, stall_ns, stall_events;
     uint64_t host_errors;
     bool finished;
-    enum rc_sim_fw_state state;
+    enum rci_sim_fw_state state;
     uint64_t wait_hint_ns;
     /* What firmware before this one counted in the BAR: counters go on from
      * there, so a restarted simulator never makes them go backwards. */
-    struct rc_sim_priv_stats base;
+    struct rci_sim_priv_stats base;
 };
 
 
-static uint64_t *reg(const struct rc_sim_fw *fw, uint32_t off) { return rc_sim_reg(fw->bar, off); }
+static uint64_t *reg(const struct rci_sim_fw *fw, uint32_t off) { return rci_sim_reg(fw->bar, off); }
 
 /* ---- rate limiter -------------------------------------------------------- */
 
 /* Units a full block holds: bytes, or the most chunks of the smallest size. */
-static double block_units(const struct rc_sim_params *sp, enum felix_format fmt, uint32_t bs)
+static double block_units(const struct rci_sim_params *sp, enum felix_format fmt, uint32_t bs)
 {
-    if (sp->rate.unit == RC_RATE_BYTES)
+    if (sp->rate.unit == RCI_RATE_BYTES)
         return bs;
-    unsigned tb = rc_felix_trailer_bytes(fmt);
+    unsigned tb = rci_felix_trailer_bytes(fmt);
     uint32_t smallest = (sp->chunk_size_min + tb - 1) / tb * tb + tb;
     double n = (double)(bs - FELIX_HEADER_BYTES) / smallest;
     return n < 1 ? 1 : n;
 }
 
-static int rate_init(struct rate_bucket *r, const struct rc_sim_params *sp,
-                     const struct rc_card_params *cp, char *err, size_t errlen)
+static int rate_init(struct rate_bucket *r, const struct rci_sim_params *sp,
+                     const struct rci_card_params *cp, char *err, size_t errlen)
 {
     r->unit = sp->rate.unit;
-    if (r->unit == RC_RATE_UNLIMITED)
+    if (r->unit == RCI_RATE_UNLIMITED)
         return 0;
-    if ((r->unit != RC_RATE_BYTES && r->unit != RC_RATE_CHUNKS) ||
+    if ((r->unit != RCI_RATE_BYTES && r->unit != RCI_RATE_CHUNKS) ||
         !(sp->rate.per_second > 0) || isinf(sp->rate.per_second)) {
-        rc_set_err(err, errlen, "sim: rate must be unlimited or a positive number of %s per second",
-                r->unit == RC_RATE_CHUNKS ? "chunks" : "bytes");
+        rci_set_err(err, errlen, "sim: rate must be unlimited or a positive number of %s per second",
+                r->unit == RCI_RATE_CHUNKS ? "chunks" : "bytes");
         return -EINVAL;
     }
     r->per_ns = sp->rate.per_second * 1e-9;
@@ -101,12 +101,12 @@ static int rate_init(struct rate_bucket *r, const struct rc_sim_params *sp,
 
 /* Fill budget from the bucket; false (and a wait hint) if not even one unit
  * is there. Unlimited: *bp = NULL. */
-static bool rate_budget(struct rc_sim_fw *fw, uint64_t now, struct rc_sim_budget *b,
-                        const struct rc_sim_budget **bp)
+static bool rate_budget(struct rci_sim_fw *fw, uint64_t now, struct rci_sim_budget *b,
+                        const struct rci_sim_budget **bp)
 {
     struct rate_bucket *r = &fw->rate;
     *bp = NULL;
-    if (r->unit == RC_RATE_UNLIMITED)
+    if (r->unit == RCI_RATE_UNLIMITED)
         return true;
     if (r->last_ns != 0 && now > r->last_ns)
         r->tokens = fmin(r->burst, r->tokens + (double)(now - r->last_ns) * r->per_ns);
@@ -116,59 +116,59 @@ static bool rate_budget(struct rc_sim_fw *fw, uint64_t now, struct rc_sim_budget
         return false;
     }
     uint64_t units = (uint64_t)r->tokens;
-    b->new_chunks = r->unit == RC_RATE_CHUNKS ? units : UINT64_MAX;
-    b->payload_bytes = r->unit == RC_RATE_BYTES ? units : UINT64_MAX;
+    b->new_chunks = r->unit == RCI_RATE_CHUNKS ? units : UINT64_MAX;
+    b->payload_bytes = r->unit == RCI_RATE_BYTES ? units : UINT64_MAX;
     *bp = b;
     return true;
 }
 
 /* A block may overdraw the bucket (a started chunk is finished): the debt
  * delays the next block, so the average rate holds. */
-static void rate_consume(struct rc_sim_fw *fw, const struct rc_sim_block_info *info)
+static void rate_consume(struct rci_sim_fw *fw, const struct rci_sim_block_info *info)
 {
-    if (fw->rate.unit == RC_RATE_CHUNKS)
+    if (fw->rate.unit == RCI_RATE_CHUNKS)
         fw->rate.tokens -= info->chunks_started;
-    else if (fw->rate.unit == RC_RATE_BYTES)
+    else if (fw->rate.unit == RCI_RATE_BYTES)
         fw->rate.tokens -= (double)info->payload_bytes;
 }
 
 /* ---- create -------------------------------------------------------------- */
 
-int rc_sim_fw_create(uint8_t *bar, const struct rc_card_params *cp,
-                     const struct rc_sim_params *sp, uint8_t *ring, uint64_t ring_size,
-                     struct rc_sim_fw **out, char *err, size_t errlen)
+int rci_sim_fw_create(uint8_t *bar, const struct rci_card_params *cp,
+                     const struct rci_sim_params *sp, uint8_t *ring, uint64_t ring_size,
+                     struct rci_sim_fw **out, char *err, size_t errlen)
 {
     *out = NULL;
     if (cp->dma_descriptor >= WUPPER_MAX_DESCRIPTORS) {
-        rc_set_err(err, errlen, "card.%u: DMA descriptor %u is not 0..%u", cp->index,
+        rci_set_err(err, errlen, "card.%u: DMA descriptor %u is not 0..%u", cp->index,
                 cp->dma_descriptor, WUPPER_MAX_DESCRIPTORS - 1);
         return -EINVAL;
     }
     if (ring_size == 0 || ring_size % cp->block_size != 0) {
-        rc_set_err(err, errlen, "card.%u: ring of %" PRIu64 " bytes is not a non-zero multiple of the %"
+        rci_set_err(err, errlen, "card.%u: ring of %" PRIu64 " bytes is not a non-zero multiple of the %"
                 PRIu32 "-byte block size", cp->index, ring_size, cp->block_size);
         return -EINVAL;
     }
-    struct rc_sim_fw *fw = calloc(1, sizeof *fw);
+    struct rci_sim_fw *fw = calloc(1, sizeof *fw);
     if (!fw) {
-        rc_set_err(err, errlen, "card.%u: out of memory", cp->index);
+        rci_set_err(err, errlen, "card.%u: out of memory", cp->index);
         return -ENOMEM;
     }
-    struct rc_sim_gen_config gc = { .format = cp->block_format, .block_size = cp->block_size,
+    struct rci_sim_gen_config gc = { .format = cp->block_format, .block_size = cp->block_size,
                                     .tag_base = cp->tag_base, .sim = *sp };
-    int rc = rc_sim_gen_create(&gc, &fw->gen, err, errlen);
+    int rc = rci_sim_gen_create(&gc, &fw->gen, err, errlen);
     if (rc == 0)
         rc = rate_init(&fw->rate, sp, cp, err, errlen);
     if (rc == 0 && sp->pause_every_ns && sp->pause_for_ns >= sp->pause_every_ns) {
-        rc_set_err(err, errlen, "sim: pause_for must be shorter than pause_every (a source never heard)");
+        rci_set_err(err, errlen, "sim: pause_for must be shorter than pause_every (a source never heard)");
         rc = -EINVAL;
     }
     if (rc != 0) {
-        rc_sim_fw_destroy(fw);
+        rci_sim_fw_destroy(fw);
         return rc;
     }
     fw->bar = bar;
-    fw->priv = rc_sim_priv(bar);
+    fw->priv = rci_sim_priv(bar);
     fw->desc = cp->dma_descriptor;
     fw->ring = ring;
     fw->ring_size = ring_size;
@@ -177,27 +177,27 @@ int rc_sim_fw_create(uint8_t *bar, const struct rc_card_params *cp,
     fw->run_ns = sp->run_ns;
     fw->pause_every_ns = sp->pause_every_ns;
     fw->pause_for_ns = sp->pause_every_ns ? sp->pause_for_ns : 0;
-    fw->state = RC_FW_IDLE;
+    fw->state = RCI_FW_IDLE;
     fw->base = fw->priv->stats;
-    RC_SIM_STORE(&fw->priv->fw_state, (uint64_t)RC_FW_IDLE);
+    RCI_SIM_STORE(&fw->priv->fw_state, (uint64_t)RCI_FW_IDLE);
     *out = fw;
     return 0;
 }
 
-void rc_sim_fw_destroy(struct rc_sim_fw *fw)
+void rci_sim_fw_destroy(struct rci_sim_fw *fw)
 {
     if (!fw)
         return;
-    rc_sim_gen_destroy(fw->gen);
+    rci_sim_gen_destroy(fw->gen);
     free(fw);
 }
 
-enum rc_sim_fw_state rc_sim_fw_state(const struct rc_sim_fw *fw) { return fw->state; }
-uint64_t rc_sim_fw_write_total(const struct rc_sim_fw *fw) { return fw->write_total; }
+enum rci_sim_fw_state rci_sim_fw_state(const struct rci_sim_fw *fw) { return fw->state; }
+uint64_t rci_sim_fw_write_total(const struct rci_sim_fw *fw) { return fw->write_total; }
 
 /* ---- descriptor tracking -------------------------------------------------- */
 
-static void end_stall(struct rc_sim_fw *fw, uint64_t now)
+static void end_stall(struct rci_sim_fw *fw, uint64_t now)
 {
     if (fw->stalled) {
         fw->stall_ns += now - fw->stall_since;
@@ -205,9 +205,9 @@ static void end_stall(struct rc_sim_fw *fw, uint64_t now)
     }
 }
 
-static void refuse(struct rc_sim_fw *fw, uint64_t gen, const char *fmt, ...)
+static void refuse(struct rci_sim_fw *fw, uint64_t gen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-static void refuse(struct rc_sim_fw *fw, uint64_t gen, const char *fmt, ...)
+static void refuse(struct rci_sim_fw *fw, uint64_t gen, const char *fmt, ...)
 {
     char msg[sizeof fw->priv->fw_error];
     va_list ap;
@@ -222,27 +222,27 @@ static void refuse(struct rc_sim_fw *fw, uint64_t gen, const char *fmt, ...)
 
 /* The write total the host sees in the status register (CURRENT_ADDRESS and
  * EVEN_DMA against the host's read total), as the host computes it. */
-static uint64_t published_write_total(const struct rc_sim_fw *fw, uint64_t start)
+static uint64_t published_write_total(const struct rci_sim_fw *fw, uint64_t start)
 {
     unsigned n = fw->desc;
-    uint64_t s = rc_sim_status_lock(fw->bar, n);
-    uint64_t woff = RC_SIM_LOAD(reg(fw, WUPPER_STATUS_CURRENT(n))) - start;
-    bool odd_dma = RC_SIM_LOAD(reg(fw, WUPPER_STATUS_BITS(n))) & WUPPER_STATUS_EVEN_DMA;
-    rc_sim_status_unlock(fw->bar, n, s);
-    uint64_t rlap = RC_SIM_LOAD(&fw->priv->desc[n].host_read_total) / fw->ring_size;
+    uint64_t s = rci_sim_status_lock(fw->bar, n);
+    uint64_t woff = RCI_SIM_LOAD(reg(fw, WUPPER_STATUS_CURRENT(n))) - start;
+    bool odd_dma = RCI_SIM_LOAD(reg(fw, WUPPER_STATUS_BITS(n))) & WUPPER_STATUS_EVEN_DMA;
+    rci_sim_status_unlock(fw->bar, n, s);
+    uint64_t rlap = RCI_SIM_LOAD(&fw->priv->desc[n].host_read_total) / fw->ring_size;
     if (woff >= fw->ring_size)
         woff = 0;
     return (odd_dma == (rlap & 1u) ? rlap : rlap + 1) * fw->ring_size + woff;
 }
 
 /* Latch the descriptor the host enabled; refuse what this card cannot do. */
-static bool arm(struct rc_sim_fw *fw, uint64_t gen, uint64_t now)
+static bool arm(struct rci_sim_fw *fw, uint64_t gen, uint64_t now)
 {
     unsigned n = fw->desc;
-    uint64_t start = RC_SIM_LOAD(reg(fw, WUPPER_DESC_START(n)));
-    uint64_t end = RC_SIM_LOAD(reg(fw, WUPPER_DESC_END(n)));
-    uint64_t ctrl = RC_SIM_LOAD(reg(fw, WUPPER_DESC_CTRL(n)));
-    uint64_t rd = RC_SIM_LOAD(reg(fw, WUPPER_DESC_RD_POINTER(n)));
+    uint64_t start = RCI_SIM_LOAD(reg(fw, WUPPER_DESC_START(n)));
+    uint64_t end = RCI_SIM_LOAD(reg(fw, WUPPER_DESC_END(n)));
+    uint64_t ctrl = RCI_SIM_LOAD(reg(fw, WUPPER_DESC_CTRL(n)));
+    uint64_t rd = RCI_SIM_LOAD(reg(fw, WUPPER_DESC_RD_POINTER(n)));
     if (end <= start || end - start != fw->ring_size) {
         refuse(fw, gen, "descriptor %u: END - START = 0x%" PRIx64 " - 0x%" PRIx64
                " is not the %" PRIu64 "-byte ring this card writes", n, end, start, fw->ring_size);
@@ -258,7 +258,7 @@ static bool arm(struct rc_sim_fw *fw, uint64_t gen, uint64_t now)
     }
     /* A predecessor that died armed this very run: go on where it last
      * published CURRENT_ADDRESS (what it wrote after that the host never saw). */
-    if (RC_SIM_LOAD(&fw->priv->fw_armed_gen) == gen && gen != 0 && fw->run_gen != gen) {
+    if (RCI_SIM_LOAD(&fw->priv->fw_armed_gen) == gen && gen != 0 && fw->run_gen != gen) {
         fw->armed = true;
         fw->refused = false;
         fw->run_gen = gen;
@@ -278,30 +278,30 @@ static bool arm(struct rc_sim_fw *fw, uint64_t gen, uint64_t now)
     fw->run_gen = gen;
     fw->start = start;
     fw->write_total = 0;
-    RC_SIM_STORE(&fw->priv->stats.write_total, 0);
-    RC_SIM_STORE(&fw->priv->fw_armed_gen, gen);
+    RCI_SIM_STORE(&fw->priv->stats.write_total, 0);
+    RCI_SIM_STORE(&fw->priv->fw_armed_gen, gen);
     if (fw->first_arm_ns == 0)
         fw->first_arm_ns = now;
     return true;
 }
 
 /* React to enable / disable / reset. True if the firmware may write. */
-static bool track_descriptor(struct rc_sim_fw *fw, uint64_t now)
+static bool track_descriptor(struct rci_sim_fw *fw, uint64_t now)
 {
     unsigned n = fw->desc;
-    uint64_t gen = RC_SIM_LOAD(&fw->priv->desc[n].run_gen);
-    bool enabled = (RC_SIM_LOAD(reg(fw, WUPPER_DESC_ENABLE)) >> n) & 1u;
+    uint64_t gen = RCI_SIM_LOAD(&fw->priv->desc[n].run_gen);
+    bool enabled = (RCI_SIM_LOAD(reg(fw, WUPPER_DESC_ENABLE)) >> n) & 1u;
     if (fw->armed && (gen != fw->run_gen || !enabled)) {
         fw->armed = false;
         end_stall(fw, now);
     }
     if (!enabled) {
-        fw->state = RC_FW_IDLE;
+        fw->state = RCI_FW_IDLE;
         return false;
     }
     if (!fw->armed) {
         if ((fw->refused && fw->refused_gen == gen) || !arm(fw, gen, now)) {
-            fw->state = RC_FW_REFUSED;
+            fw->state = RCI_FW_REFUSED;
             return false;
         }
     }
@@ -311,9 +311,9 @@ static bool track_descriptor(struct rc_sim_fw *fw, uint64_t now)
 /* ---- writing ---------------------------------------------------------------- */
 
 /* Room for one more block without overtaking the host's read pointer. */
-static bool ring_has_room(struct rc_sim_fw *fw, uint64_t now)
+static bool ring_has_room(struct rci_sim_fw *fw, uint64_t now)
 {
-    uint64_t read = RC_SIM_LOAD(&fw->priv->desc[fw->desc].host_read_total);
+    uint64_t read = RCI_SIM_LOAD(&fw->priv->desc[fw->desc].host_read_total);
     if (read > fw->write_total) {
         /* The host gave back data never written: a host bug. Count it once
          * per value and trust only what this card wrote. */
@@ -336,12 +336,12 @@ static bool ring_has_room(struct rc_sim_fw *fw, uint64_t now)
 }
 
 /* CURRENT_ADDRESS and EVEN_DMA, unless the host began a new run meanwhile. */
-static void publish_position(struct rc_sim_fw *fw)
+static void publish_position(struct rci_sim_fw *fw)
 {
     unsigned n = fw->desc;
-    uint64_t s = rc_sim_status_lock(fw->bar, n);
-    if (RC_SIM_LOAD(&fw->priv->desc[n].run_gen) == fw->run_gen) {
-        RC_SIM_RELAXED_STORE(reg(fw, WUPPER_STATUS_CURRENT(n)),
+    uint64_t s = rci_sim_status_lock(fw->bar, n);
+    if (RCI_SIM_LOAD(&fw->priv->desc[n].run_gen) == fw->run_gen) {
+        RCI_SIM_RELAXED_STORE(reg(fw, WUPPER_STATUS_CURRENT(n)),
                              fw->start + fw->write_total % fw->ring_size);
         bool odd_lap = (fw->write_total / fw->ring_size) & 1u;
         uint64_t *bits = reg(fw, WUPPER_STATUS_BITS(n));
@@ -350,42 +350,42 @@ static void publish_position(struct rc_sim_fw *fw)
         if (even_dma != odd_lap)
             __atomic_fetch_xor(bits, WUPPER_STATUS_EVEN_DMA, __ATOMIC_RELAXED);
     }
-    rc_sim_status_unlock(fw->bar, n, s);
+    rci_sim_status_unlock(fw->bar, n, s);
 }
 
-static void publish_stats(struct rc_sim_fw *fw, uint64_t now)
+static void publish_stats(struct rci_sim_fw *fw, uint64_t now)
 {
-    struct rc_sim_gen_stats g;
-    rc_sim_gen_get_stats(fw->gen, &g);
-    struct rc_sim_priv_stats *ps = &fw->priv->stats;
+    struct rci_sim_gen_stats g;
+    rci_sim_gen_get_stats(fw->gen, &g);
+    struct rci_sim_priv_stats *ps = &fw->priv->stats;
     uint64_t stall_ns = fw->stall_ns + (fw->stalled ? now - fw->stall_since : 0);
-    const struct rc_sim_priv_stats *b = &fw->base;
-    RC_SIM_RELAXED_STORE(&ps->chunks_produced, b->chunks_produced + g.chunks_completed);
-    RC_SIM_RELAXED_STORE(&ps->bytes_produced, b->bytes_produced + g.payload_bytes);
-    RC_SIM_RELAXED_STORE(&ps->blocks_written, b->blocks_written + g.blocks);
-    RC_SIM_RELAXED_STORE(&ps->stall_ns, b->stall_ns + stall_ns);
-    RC_SIM_RELAXED_STORE(&ps->stall_events, b->stall_events + fw->stall_events);
-    RC_SIM_RELAXED_STORE(&ps->injected_truncated, b->injected_truncated + g.injected_truncated);
-    RC_SIM_RELAXED_STORE(&ps->injected_crc, b->injected_crc + g.injected_crc);
-    RC_SIM_RELAXED_STORE(&ps->injected_malformed, b->injected_malformed + g.injected_malformed);
-    RC_SIM_RELAXED_STORE(&ps->injected_seqskip, b->injected_seqskip + g.injected_seqskip);
-    RC_SIM_RELAXED_STORE(&ps->replay_loops, b->replay_loops + g.replay_loops);
-    RC_SIM_RELAXED_STORE(&ps->host_errors, b->host_errors + fw->host_errors);
-    RC_SIM_RELAXED_STORE(&ps->write_total, fw->write_total);
-    RC_SIM_RELAXED_STORE(&ps->finished, (uint64_t)fw->finished);
-    RC_SIM_STORE(&fw->priv->fw_state, (uint64_t)fw->state);
+    const struct rci_sim_priv_stats *b = &fw->base;
+    RCI_SIM_RELAXED_STORE(&ps->chunks_produced, b->chunks_produced + g.chunks_completed);
+    RCI_SIM_RELAXED_STORE(&ps->bytes_produced, b->bytes_produced + g.payload_bytes);
+    RCI_SIM_RELAXED_STORE(&ps->blocks_written, b->blocks_written + g.blocks);
+    RCI_SIM_RELAXED_STORE(&ps->stall_ns, b->stall_ns + stall_ns);
+    RCI_SIM_RELAXED_STORE(&ps->stall_events, b->stall_events + fw->stall_events);
+    RCI_SIM_RELAXED_STORE(&ps->injected_truncated, b->injected_truncated + g.injected_truncated);
+    RCI_SIM_RELAXED_STORE(&ps->injected_crc, b->injected_crc + g.injected_crc);
+    RCI_SIM_RELAXED_STORE(&ps->injected_malformed, b->injected_malformed + g.injected_malformed);
+    RCI_SIM_RELAXED_STORE(&ps->injected_seqskip, b->injected_seqskip + g.injected_seqskip);
+    RCI_SIM_RELAXED_STORE(&ps->replay_loops, b->replay_loops + g.replay_loops);
+    RCI_SIM_RELAXED_STORE(&ps->host_errors, b->host_errors + fw->host_errors);
+    RCI_SIM_RELAXED_STORE(&ps->write_total, fw->write_total);
+    RCI_SIM_RELAXED_STORE(&ps->finished, (uint64_t)fw->finished);
+    RCI_SIM_STORE(&fw->priv->fw_state, (uint64_t)fw->state);
 }
 
-static void check_time_limit(struct rc_sim_fw *fw, uint64_t now)
+static void check_time_limit(struct rci_sim_fw *fw, uint64_t now)
 {
     if (fw->run_ns && now - fw->first_arm_ns >= fw->run_ns)
-        rc_sim_gen_stop_new_chunks(fw->gen);
+        rci_sim_gen_stop_new_chunks(fw->gen);
 }
 
 /* Time left of the source's current quiet time (pause_every/pause_for), 0
  * outside one. A detector without triggers writes nothing for a while: the
  * host must wait without timing out or spinning, then go on. */
-static uint64_t pause_left_ns(const struct rc_sim_fw *fw, uint64_t now)
+static uint64_t pause_left_ns(const struct rci_sim_fw *fw, uint64_t now)
 {
     if (!fw->pause_for_ns)
         return 0;
@@ -395,33 +395,33 @@ static uint64_t pause_left_ns(const struct rc_sim_fw *fw, uint64_t now)
 }
 
 /* Write blocks while everything allows; sets the state that stopped it. */
-static unsigned write_blocks(struct rc_sim_fw *fw, unsigned max_blocks, uint64_t now)
+static unsigned write_blocks(struct rci_sim_fw *fw, unsigned max_blocks, uint64_t now)
 {
     unsigned written = 0;
     uint64_t quiet = pause_left_ns(fw, now);
     if (quiet) {   /* waiting for the source, like a rate limit; not backpressure */
         end_stall(fw, now);
-        fw->state = RC_FW_RATE_LIMITED;
+        fw->state = RCI_FW_RATE_LIMITED;
         fw->wait_hint_ns = quiet;
         return 0;
     }
-    fw->state = RC_FW_RUNNING;
+    fw->state = RCI_FW_RUNNING;
     while (written < max_blocks) {
         if (!ring_has_room(fw, now)) {
-            fw->state = RC_FW_STALLED;
+            fw->state = RCI_FW_STALLED;
             break;
         }
-        struct rc_sim_budget budget;
-        const struct rc_sim_budget *bp;
+        struct rci_sim_budget budget;
+        const struct rci_sim_budget *bp;
         if (!rate_budget(fw, now, &budget, &bp)) {
-            fw->state = RC_FW_RATE_LIMITED;
+            fw->state = RCI_FW_RATE_LIMITED;
             break;
         }
-        struct rc_sim_block_info info;
+        struct rci_sim_block_info info;
         uint8_t *dst = fw->ring + fw->write_total % fw->ring_size;
-        if (!rc_sim_gen_next(fw->gen, dst, bp, &info)) {
-            fw->finished = rc_sim_gen_done(fw->gen);
-            fw->state = fw->finished ? RC_FW_FINISHED : RC_FW_RATE_LIMITED;
+        if (!rci_sim_gen_next(fw->gen, dst, bp, &info)) {
+            fw->finished = rci_sim_gen_done(fw->gen);
+            fw->state = fw->finished ? RCI_FW_FINISHED : RCI_FW_RATE_LIMITED;
             break;
         }
         fw->write_total += fw->block_size;
@@ -431,14 +431,14 @@ static unsigned write_blocks(struct rc_sim_fw *fw, unsigned max_blocks, uint64_t
     return written;
 }
 
-unsigned rc_sim_fw_step(struct rc_sim_fw *fw, unsigned max_blocks)
+unsigned rci_sim_fw_step(struct rci_sim_fw *fw, unsigned max_blocks)
 {
-    uint64_t now = rc_now_ns();
+    uint64_t now = rci_now_ns();
     unsigned written = 0;
     fw->wait_hint_ns = 0;
     if (track_descriptor(fw, now)) {
         if (fw->finished) {
-            fw->state = RC_FW_FINISHED;
+            fw->state = RCI_FW_FINISHED;
         } else {
             check_time_limit(fw, now);
             written = write_blocks(fw, max_blocks, now);
@@ -464,53 +464,53 @@ static uint64_t stall_sleep_ns(uint64_t stalled_ns)
 }
 
 /* Nothing was written this tick: wait in the way that suits why. */
-static void idle_wait(struct rc_sim_fw *fw, uint64_t *idle_since)
+static void idle_wait(struct rci_sim_fw *fw, uint64_t *idle_since)
 {
     switch (fw->state) {
-    case RC_FW_STALLED: {
-        uint64_t now = rc_now_ns();
+    case RCI_FW_STALLED: {
+        uint64_t now = rci_now_ns();
         if (*idle_since == 0)
             *idle_since = now;
         uint64_t stalled = now - *idle_since;
         if (stalled < STALL_SPIN_NS)
-            rc_sim_cpu_relax();
+            rci_sim_cpu_relax();
         else
-            rc_sleep_ns(stall_sleep_ns(stalled));
+            rci_sleep_ns(stall_sleep_ns(stalled));
         return;
     }
-    case RC_FW_RATE_LIMITED:
+    case RCI_FW_RATE_LIMITED:
         /* Sleep even for a short wait: spinning would keep a core busy
          * for the whole run, taking it from the host's threads (a real card
          * costs the host nothing). Oversleeping loses no rate: the tokens
          * keep coming into the bucket, which holds RATE_BURST_S of them, and
          * the next tick writes them. */
-        rc_sleep_ns(fw->wait_hint_ns < RATE_MAX_SLEEP_NS ? fw->wait_hint_ns : RATE_MAX_SLEEP_NS);
+        rci_sleep_ns(fw->wait_hint_ns < RATE_MAX_SLEEP_NS ? fw->wait_hint_ns : RATE_MAX_SLEEP_NS);
         return;
     default:
-        rc_sleep_ns(IDLE_SLEEP_NS);
+        rci_sleep_ns(IDLE_SLEEP_NS);
         return;
     }
 }
 
-void rc_sim_fw_run(struct rc_sim_fw *fw,
-                   enum rc_sim_loop_cmd (*control)(void *ctx, const struct rc_sim_fw *fw),
+void rci_sim_fw_run(struct rci_sim_fw *fw,
+                   enum rci_sim_loop_cmd (*control)(void *ctx, const struct rci_sim_fw *fw),
                    void *ctx)
 {
     uint64_t idle_since = 0;
     for (;;) {
-        RC_SIM_RELAXED_STORE(&fw->priv->fw_heartbeat_ns, rc_now_ns());
-        enum rc_sim_loop_cmd cmd = control(ctx, fw);
-        if (cmd == RC_SIM_LOOP_EXIT)
+        RCI_SIM_RELAXED_STORE(&fw->priv->fw_heartbeat_ns, rci_now_ns());
+        enum rci_sim_loop_cmd cmd = control(ctx, fw);
+        if (cmd == RCI_SIM_LOOP_EXIT)
             return;
-        if (cmd == RC_SIM_LOOP_PAUSE) {
-            end_stall(fw, rc_now_ns());     /* paused is not backpressure */
-            fw->state = RC_FW_IDLE;
-            RC_SIM_STORE(&fw->priv->fw_state, (uint64_t)RC_FW_IDLE);
+        if (cmd == RCI_SIM_LOOP_PAUSE) {
+            end_stall(fw, rci_now_ns());     /* paused is not backpressure */
+            fw->state = RCI_FW_IDLE;
+            RCI_SIM_STORE(&fw->priv->fw_state, (uint64_t)RCI_FW_IDLE);
             idle_since = 0;
-            rc_sleep_ns(IDLE_SLEEP_NS);
+            rci_sleep_ns(IDLE_SLEEP_NS);
             continue;
         }
-        if (rc_sim_fw_step(fw, fw->batch) > 0) {
+        if (rci_sim_fw_step(fw, fw->batch) > 0) {
             idle_since = 0;
             continue;
         }

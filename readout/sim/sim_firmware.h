@@ -7,12 +7,12 @@
  * write total - the host's monotonic read total)), and counts everything in
  * the BAR's private page.
  *
- * rc_sim_fw_step() is one deterministic tick (no threads, no sleeping):
- * tests call it by hand; rc_sim_fw_run() is the loop of the firmware thread
+ * rci_sim_fw_step() is one deterministic tick (no threads, no sleeping):
+ * tests call it by hand; rci_sim_fw_run() is the loop of the firmware thread
  * and of the ringcast-sim process.
  */
-#ifndef RC_SIM_FIRMWARE_H
-#define RC_SIM_FIRMWARE_H
+#ifndef RCI_SIM_FIRMWARE_H
+#define RCI_SIM_FIRMWARE_H
 #include <stddef.h>
 #include <stdint.h>
 #include "readout/card.h"
@@ -20,38 +20,38 @@
 #include "readout/sim/sim_bar.h"
 #include "readout/sim/sim_params.h"
 
-struct rc_sim_fw;
+struct rci_sim_fw;
 
-/* bar: a formatted sim BAR (rc_sim_bar_format); ring: this process's mapping
+/* bar: a formatted sim BAR (rci_sim_bar_format); ring: this process's mapping
  * of the ring the host will program (bus address START maps to ring[0]).
  * 0 or -errno with the reason in err. */
-int  rc_sim_fw_create(uint8_t *bar, const struct rc_card_params *cp,
-                      const struct rc_sim_params *sp, uint8_t *ring, uint64_t ring_size,
-                      struct rc_sim_fw **out, char *err, size_t errlen);
-void rc_sim_fw_destroy(struct rc_sim_fw *fw);
+int  rci_sim_fw_create(uint8_t *bar, const struct rci_card_params *cp,
+                      const struct rci_sim_params *sp, uint8_t *ring, uint64_t ring_size,
+                      struct rci_sim_fw **out, char *err, size_t errlen);
+void rci_sim_fw_destroy(struct rci_sim_fw *fw);
 
 /* One tick: react to the registers (enable, reset), then write up to
  * max_blocks blocks while the ring has room and the rate limiter allows,
  * publish the write pointer and the statistics. Returns blocks written. */
-unsigned rc_sim_fw_step(struct rc_sim_fw *fw, unsigned max_blocks);
-enum rc_sim_fw_state rc_sim_fw_state(const struct rc_sim_fw *fw);
+unsigned rci_sim_fw_step(struct rci_sim_fw *fw, unsigned max_blocks);
+enum rci_sim_fw_state rci_sim_fw_state(const struct rci_sim_fw *fw);
 /* Monotonic bytes written in the current run. */
-uint64_t rc_sim_fw_write_total(const struct rc_sim_fw *fw);
+uint64_t rci_sim_fw_write_total(const struct rci_sim_fw *fw);
 
-enum rc_sim_loop_cmd { RC_SIM_LOOP_RUN = 0, RC_SIM_LOOP_PAUSE, RC_SIM_LOOP_EXIT };
+enum rci_sim_loop_cmd { RCI_SIM_LOOP_RUN = 0, RCI_SIM_LOOP_PAUSE, RCI_SIM_LOOP_EXIT };
 /* Tick until control() says EXIT; while it says PAUSE the firmware writes
  * nothing (state idle). Waits adaptively: spins briefly, then sleeps
  * half the time stalled so far (30 us .. 500 us) while stalled; sleeps
  * for the rate limiter; 1 ms while idle. */
-void rc_sim_fw_run(struct rc_sim_fw *fw,
-                   enum rc_sim_loop_cmd (*control)(void *ctx, const struct rc_sim_fw *fw),
+void rci_sim_fw_run(struct rci_sim_fw *fw,
+                   enum rci_sim_loop_cmd (*control)(void *ctx, const struct rci_sim_fw *fw),
                    void *ctx);
 
-/* The firmware of an in-process simulated card (rc_sim_card_create), for
+/* The firmware of an in-process simulated card (rci_sim_card_create), for
  * tests that step it by hand instead of starting its thread. */
-struct rc_sim_fw *rc_sim_card_fw(struct rc_card *c);
+struct rci_sim_fw *rci_sim_card_fw(struct rci_card *c);
 /* The firmware of an attached ringcast-sim process (sim_card.h), likewise. */
-struct rc_sim_process;
-struct rc_sim_fw *rc_sim_process_fw(struct rc_sim_process *p);
+struct rci_sim_process;
+struct rci_sim_fw *rci_sim_process_fw(struct rci_sim_process *p);
 
 #endif

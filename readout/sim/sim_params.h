@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* sim_params.h — settings of the simulated card's firmware (the [sim.N] section). */
-#ifndef RC_SIM_PARAMS_H
-#define RC_SIM_PARAMS_H
+#ifndef RCI_SIM_PARAMS_H
+#define RCI_SIM_PARAMS_H
 #include <stdbool.h>
 #include <stdint.h>
 #include "readout/sim/pattern.h"
@@ -10,17 +10,17 @@
  * (little-endian) taken when the firmware writes the chunk's first block;
  * the rest is not written. For latency measurements (ringcast-sub --latency);
  * chunks must be at least 8 bytes. */
-enum rc_sim_fill { RC_FILL_PATTERN = 0, RC_FILL_NONE, RC_FILL_TIMESTAMP };
-#define RC_SIM_STAMP_BYTES 8u
-enum rc_rate_unit { RC_RATE_UNLIMITED = 0, RC_RATE_BYTES, RC_RATE_CHUNKS };
-struct rc_rate { enum rc_rate_unit unit; double per_second; };
+enum rci_sim_fill { RCI_FILL_PATTERN = 0, RCI_FILL_NONE, RCI_FILL_TIMESTAMP };
+#define RCI_SIM_STAMP_BYTES 8u
+enum rci_rate_unit { RCI_RATE_UNLIMITED = 0, RCI_RATE_BYTES, RCI_RATE_CHUNKS };
+struct rci_rate { enum rci_rate_unit unit; double per_second; };
 
-struct rc_sim_params {
+struct rci_sim_params {
     uint32_t elinks;               /* e-links 0..elinks-1, round-robin */
     uint32_t chunk_size_min;       /* equal min/max: fixed size */
     uint32_t chunk_size_max;
-    struct rc_rate rate;           /* unlimited, bytes/s or chunks/s */
-    enum rc_sim_fill fill;
+    struct rci_rate rate;           /* unlimited, bytes/s or chunks/s */
+    enum rci_sim_fill fill;
     double err_truncated;          /* probability per chunk, 0..1 */
     double err_crc;
     double err_malformed;          /* per block: a trailer whose length does not fit */

@@ -3,8 +3,8 @@
  * must keep. A failure names the target (FZ_TARGET, defined before this
  * include), file:line and the condition, then aborts, which libFuzzer
  * reports as a crash with the input that caused it. */
-#ifndef RC_FUZZ_CHECK_H
-#define RC_FUZZ_CHECK_H
+#ifndef RCI_FUZZ_CHECK_H
+#define RCI_FUZZ_CHECK_H
 #include <stdio.h>
 #include <stdlib.h>
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* fuzz_config.c — libFuzzer target: the INI loader rc_config_load() (config/
+/* fuzz_config.c — libFuzzer target: the INI loader rci_config_load() (config/
  * config.c with inih, schema.c, units.c) on arbitrary file contents and
  * command-line overrides. The input is the file; if it holds a line "%%",
  * the lines after it are overrides ("section.key=value", at most 8).
@@ -8,7 +8,7 @@
  * loaded through /proc/self/fd/N: the same code path as a file on disk.
  * Besides the sanitizers, it checks the loader's contract: a rejected input
  * has a message and an error count and leaves the configuration zeroed; an
- * accepted one prints (rc_config_print) as an INI file that loads back and
+ * accepted one prints (rci_config_print) as an INI file that loads back and
  * prints the same again. */
 #include <errno.h>
 #include <stdio.h>
@@ -87,13 +87,13 @@ static bool all_zero(const void *p, size_t len)
 
 /* The printed configuration without its comment lines (the first names the
  * source file, which differs between the two loads). */
-static char *print_without_comments(const struct rc_config *cfg)
+static char *print_without_comments(const struct rci_config *cfg)
 {
     char *text = NULL;
     size_t len = 0;
     FILE *out = open_memstream(&text, &len);
     FZ_CHECK(out != NULL, "open_memstream");
-    rc_config_print(cfg, out);
+    rci_config_print(cfg, out);
     fclose(out);
     char *w = text;
     for (char *line = text; *line;) {
@@ -109,20 +109,20 @@ static char *print_without_comments(const struct rc_config *cfg)
     return text;
 }
 
-static void check_round_trip(const struct rc_config *cfg, struct memfile *printed)
+static void check_round_trip(const struct rci_config *cfg, struct memfile *printed)
 {
-    static struct rc_config again;
+    static struct rci_config again;
     char *text = NULL;
     size_t len = 0;
     FILE *out = open_memstream(&text, &len);
     FZ_CHECK(out != NULL, "open_memstream");
-    rc_config_print(cfg, out);
+    rci_config_print(cfg, out);
     fclose(out);
     memfile_set(printed, text, len);
     free(text);
 
-    struct rc_config_error err;
-    int rc = rc_config_load(&again, printed->path, NULL, 0, NULL, &err);
+    struct rci_config_error err;
+    int rc = rci_config_load(&again, printed->path, NULL, 0, NULL, &err);
     FZ_CHECK(rc == 0, "the printed configuration does not load: %s", err.msg);
     char *first = print_without_comments(cfg), *second = print_without_comments(&again);
     FZ_CHECK(strcmp(first, second) == 0, "printed configuration changed on reload:\n%s\n---\n%s",
@@ -135,7 +135,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static struct memfile input, printed;
-    static struct rc_config cfg;
+    static struct rci_config cfg;
     static char override_text[FZ_MAX_OVERRIDES][FZ_OVERRIDE_LEN];
     if (input.path[0] == '\0') {
         memfile_open(&input, "fuzz_config.ini");
@@ -147,10 +147,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     unsigned n = parse_overrides(data + overrides_at, size - overrides_at, override_text, overrides);
     memfile_set(&input, data, file_len);
 
-    struct rc_config_error err;
-    int rc = rc_config_load(&cfg, input.path, overrides, n, NULL, &err);
+    struct rci_config_error err;
+    int rc = rci_config_load(&cfg, input.path, overrides, n, NULL, &err);
     if (rc != 0) {
-        FZ_CHECK(rc == -EINVAL, "rc_config_load returned %d", rc);
+        FZ_CHECK(rc == -EINVAL, "rci_config_load returned %d", rc);
         FZ_CHECK(err.count > 0 && err.msg[0] != '\0', "rejected without a message");
         FZ_CHECK(memchr(err.msg, '\0', sizeof err.msg) != NULL, "message not terminated");
         FZ_CHECK(all_zero(&cfg, sizeof cfg), "a rejected configuration is not zeroed");

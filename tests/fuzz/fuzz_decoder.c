@@ -25,9 +25,9 @@
 #include "tests/fuzz/fuzz_check.h"
 
 struct fz {
-    struct rc_dma_ring *ring;
-    struct rc_readout *r;
-    struct rc_card_params p;
+    struct rci_dma_ring *ring;
+    struct rci_readout *r;
+    struct rci_card_params p;
     const uint8_t *base;
     uint64_t wpos;                 /* where the next block write goes */
     enum fz_sink sink_mode;
@@ -40,12 +40,12 @@ struct fz {
 
 /* A piece lies in the ring, or (an open chunk's head copied out of a full
  * ring) is the first piece and lies in the readout's spill area. */
-static void check_piece(struct fz *f, const struct rc_piece *pc, uint32_t i)
+static void check_piece(struct fz *f, const struct rci_piece *pc, uint32_t i)
 {
-    if (pc->ring_offset == RC_PIECE_SPILLED) {
+    if (pc->ring_offset == RCI_PIECE_SPILLED) {
         void *spill;
         size_t spill_len;
-        rc_readout_spill_area(f->r, &spill, &spill_len);
+        rci_readout_spill_area(f->r, &spill, &spill_len);
         FZ_CHECK(i == 0, "spilled piece %u is not the first", i);
         FZ_CHECK(pc->addr >= (const uint8_t *)spill &&
                  pc->addr + pc->len <= (const uint8_t *)spill + spill_len,
@@ -58,7 +58,7 @@ static void check_piece(struct fz *f, const struct rc_piece *pc, uint32_t i)
     FZ_CHECK(pc->addr == f->base + pc->ring_offset, "piece %u address/offset disagree", i);
 }
 
-static void check_chunk(struct fz *f, const struct rc_chunk *c)
+static void check_chunk(struct fz *f, const struct rci_chunk *c)
 {
     FZ_CHECK(c->elink <= FELIX_ELINK_MASK, "elink %u", c->elink);
     FZ_CHECK(c->tag == f->p.tag_base + c->elink, "tag %#llx elink %u", (unsigned long long)c->tag,
@@ -70,7 +70,7 @@ static void check_chunk(struct fz *f, const struct rc_chunk *c)
     FZ_CHECK(c->npieces == 0 || c->pieces != NULL, "no piece array");
     uint64_t sum = 0;
     for (uint32_t i = 0; i < c->npieces; i++) {
-        const struct rc_piece *pc = &c->pieces[i];
+        const struct rci_piece *pc = &c->pieces[i];
         check_piece(f, pc, i);
         for (uint32_t b = 0; b < pc->len; b++)
             f->checksum += pc->addr[b];
@@ -82,7 +82,7 @@ static void check_chunk(struct fz *f, const struct rc_chunk *c)
 
 static void release_held(struct fz *f, unsigned i);
 
-static int fuzz_sink(void *ctx, const struct rc_chunk *c)
+static int fuzz_sink(void *ctx, const struct rci_chunk *c)
 {
     struct fz *f = ctx;
     check_chunk(f, c);
@@ -92,11 +92,11 @@ static int fuzz_sink(void *ctx, const struct rc_chunk *c)
     if (f->sink_mode == FZ_SINK_REFUSE && f->offers % 5 == 0)
         return -EIO;
     if (f->sink_mode == FZ_SINK_RELEASE_NOW) {
-        rc_readout_release(f->r, c->key);
+        rci_readout_release(f->r, c->key);
         return 0;
     }
-    struct rc_readout_stats s;
-    rc_readout_get_stats(f->r, &s);
+    struct rci_readout_stats s;
+    rci_readout_get_stats(f->r, &s);
     /* the decoder counts a chunk as accepted before it calls the sink */
     FZ_CHECK(s.chunks_in_flight <= f->p.max_chunks_in_flight,
              "%llu chunks in flight with this one, pool of %u",
@@ -109,7 +109,7 @@ static int fuzz_sink(void *ctx, const struct rc_chunk *c)
 
 static void release_held(struct fz *f, unsigned i)
 {
-    rc_readout_release(f->r, f->held[i]);
+    rci_readout_release(f->r, f->held[i]);
     memmove(&f->held[i], &f->held[i + 1], (f->nheld - i - 1) * sizeof f->held[0]);
     f->nheld--;
 }
@@ -119,22 +119,22 @@ static void release_held(struct fz *f, unsigned i)
 static size_t write_block(struct fz *f, const uint8_t *data, size_t avail)
 {
     size_t n = avail < FZ_BLOCK_SIZE ? avail : FZ_BLOCK_SIZE;
-    if (f->wpos + FZ_BLOCK_SIZE > rc_dma_ring_read_pos(f->ring) + f->p.ring_size)
+    if (f->wpos + FZ_BLOCK_SIZE > rci_dma_ring_read_pos(f->ring) + f->p.ring_size)
         return n;   /* ring full: the card stalls, the data is not written */
     uint8_t block[FZ_BLOCK_SIZE] = { 0 };
     memcpy(block, data, n);
-    uint8_t *ring = rc_dma_ring_addr(f->ring);
+    uint8_t *ring = rci_dma_ring_addr(f->ring);
     for (uint32_t i = 0; i < FZ_BLOCK_SIZE; i++)   /* wpos may be unaligned: wrap bytewise */
         ring[(f->wpos + i) % f->p.ring_size] = block[i];
     f->wpos += FZ_BLOCK_SIZE;
-    rc_dma_ring_note_written(f->ring, f->wpos);
+    rci_dma_ring_note_written(f->ring, f->wpos);
     return n;
 }
 
 static void check_positions(const struct fz *f)
 {
-    uint64_t read = rc_dma_ring_read_pos(f->ring), taken = rc_dma_ring_taken_pos(f->ring),
-             written = rc_dma_ring_written_pos(f->ring);
+    uint64_t read = rci_dma_ring_read_pos(f->ring), taken = rci_dma_ring_taken_pos(f->ring),
+             written = rci_dma_ring_written_pos(f->ring);
     FZ_CHECK(read <= taken && taken <= written && written <= read + f->p.ring_size,
              "positions read %llu taken %llu written %llu", (unsigned long long)read,
              (unsigned long long)taken, (unsigned long long)written);
@@ -162,14 +162,14 @@ static void run_ops(struct fz *f, const uint8_t *data, size_t size)
         case FZ_OP_POINTER:
             if (left >= 2) {
                 uint64_t d = (uint64_t)data[at] | (uint64_t)data[at + 1] << 8;
-                rc_dma_ring_note_written(f->ring, rc_dma_ring_read_pos(f->ring) + d);
-                if (rc_dma_ring_written_pos(f->ring) > f->wpos)
-                    f->wpos = rc_dma_ring_written_pos(f->ring);
+                rci_dma_ring_note_written(f->ring, rci_dma_ring_read_pos(f->ring) + d);
+                if (rci_dma_ring_written_pos(f->ring) > f->wpos)
+                    f->wpos = rci_dma_ring_written_pos(f->ring);
             }
             at += left < 2 ? left : 2;
             break;
         case FZ_OP_DECODE:
-            rc_readout_decode(f->r);
+            rci_readout_decode(f->r);
             break;
         case FZ_OP_RELEASE_OLDEST:
             if (f->nheld)
@@ -182,7 +182,7 @@ static void run_ops(struct fz *f, const uint8_t *data, size_t size)
             break;
         case FZ_OP_RELEASE_BOGUS:
             if (left >= 8)
-                rc_readout_release(f->r, get_u64(data + at));
+                rci_readout_release(f->r, get_u64(data + at));
             at += left < 8 ? left : 8;
             break;
         default:
@@ -192,10 +192,10 @@ static void run_ops(struct fz *f, const uint8_t *data, size_t size)
     }
 }
 
-static struct rc_card_params params_of(const uint8_t *h)
+static struct rci_card_params params_of(const uint8_t *h)
 {
     static const enum felix_format formats[] = { FELIX_FMT_ABCD, FELIX_FMT_ABCE, FELIX_FMT_C0CE };
-    return (struct rc_card_params){
+    return (struct rci_card_params){
         .index = 5, .tag_base = FZ_TAG_BASE, .block_size = FZ_BLOCK_SIZE,
         .block_format = formats[h[0] % 3], .ring_size = (uint64_t)FZ_BLOCK_SIZE * (2 + h[1] % 7),
         .rd_update_bytes = FZ_BLOCK_SIZE, .max_chunks_in_flight = 1 + (h[2] & 63u),
@@ -212,25 +212,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     f.p = params_of(data);
     f.sink_mode = (enum fz_sink)(data[2] >> 6);
     char err[256];
-    struct rc_dma_ring_params rp = { .size = f.p.ring_size, .unit_size = f.p.block_size,
-                                     .backend = RC_MEM_ANON, .lock_memory = false };
-    int rc = rc_dma_ring_create(&rp, &f.ring, err, sizeof err);
-    FZ_CHECK(rc == 0, "rc_dma_ring_create: %s", err);
-    rc = rc_readout_create(&f.p, f.ring, NULL, fuzz_sink, &f, &f.r, err, sizeof err);
-    FZ_CHECK(rc == 0, "rc_readout_create: %s", err);
-    f.base = rc_dma_ring_addr(f.ring);
+    struct rci_dma_ring_params rp = { .size = f.p.ring_size, .unit_size = f.p.block_size,
+                                     .backend = RCI_MEM_ANON, .lock_memory = false };
+    int rc = rci_dma_ring_create(&rp, &f.ring, err, sizeof err);
+    FZ_CHECK(rc == 0, "rci_dma_ring_create: %s", err);
+    rc = rci_readout_create(&f.p, f.ring, NULL, fuzz_sink, &f, &f.r, err, sizeof err);
+    FZ_CHECK(rc == 0, "rci_readout_create: %s", err);
+    f.base = rci_dma_ring_addr(f.ring);
 
     run_ops(&f, data + FZ_HEADER_BYTES, size - FZ_HEADER_BYTES);
 
     /* Whatever happened, every key handed out can be given back. */
-    rc_readout_decode(f.r);
+    rci_readout_decode(f.r);
     while (f.nheld)
         release_held(&f, f.nheld - 1);
-    struct rc_readout_stats s;
-    rc_readout_get_stats(f.r, &s);
+    struct rci_readout_stats s;
+    rci_readout_get_stats(f.r, &s);
     FZ_CHECK(s.chunks_in_flight == 0, "%llu chunks in flight after every key came back",
              (unsigned long long)s.chunks_in_flight);
-    rc_readout_decode(f.r);
+    rci_readout_decode(f.r);
     check_positions(&f);
     if (getenv("FUZZ_DECODER_VERBOSE"))   /* what a seed exercises: for writing seeds */
         fprintf(stderr, "blocks %llu chunks %llu bytes %llu bad_header %llu malformed %llu "
@@ -244,7 +244,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 (unsigned long long)s.releases, (unsigned long long)s.bad_releases,
                 (unsigned long long)s.chunks_dropped_pool, (unsigned long long)s.chunks_dropped_ring);
 
-    rc_readout_destroy(f.r);
-    rc_dma_ring_destroy(f.ring);
+    rci_readout_destroy(f.r);
+    rci_dma_ring_destroy(f.ring);
     return 0;
 }

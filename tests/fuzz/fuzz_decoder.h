@@ -17,8 +17,8 @@
  *     FZ_OP_RELEASE_OLDEST, FZ_OP_RELEASE_ONE (1 byte: which held chunk)
  *     FZ_OP_RELEASE_BOGUS  8 bytes: a key that was never handed out
  */
-#ifndef RC_FUZZ_DECODER_H
-#define RC_FUZZ_DECODER_H
+#ifndef RCI_FUZZ_DECODER_H
+#define RCI_FUZZ_DECODER_H
 
 #define FZ_BLOCK_SIZE 1024u
 #define FZ_HEADER_BYTES 4u

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* fuzz_wire.c — libFuzzer target: every network message parser of net/wire.h
- * on arbitrary bytes, as a publisher (RC_WIRE_TO_PUBLISHER) and as a
- * subscriber (RC_WIRE_TO_SUBSCRIBER) receive them: rc_wire_check() both
- * ways, every rc_wire_check_*(), and for accepted messages the decoders of
- * their variable parts (rc_wire_sub_range, rc_wire_page_next walk, HELLO
+ * on arbitrary bytes, as a publisher (RCI_WIRE_TO_PUBLISHER) and as a
+ * subscriber (RCI_WIRE_TO_SUBSCRIBER) receive them: rci_wire_check() both
+ * ways, every rci_wire_check_*(), and for accepted messages the decoders of
+ * their variable parts (rci_wire_sub_range, rci_wire_page_next walk, HELLO
  * address). Only the public checker API is used, so the harness follows the
  * protocol as net/wire.c defines it.
  *
@@ -24,67 +24,67 @@
 
 static volatile uint64_t sink;   /* keeps the reads of decoded bytes */
 
-static enum rc_wire_error check_as(int type, const uint8_t *buf, size_t len)
+static enum rci_wire_error check_as(int type, const uint8_t *buf, size_t len)
 {
     union {
-        struct rc_wire_hello hello;
-        struct rc_wire_welcome welcome;
-        struct rc_wire_sub sub;
-        struct rc_wire_sub_ack ack;
-        struct rc_wire_data data;
-        struct rc_wire_page page;
-        struct rc_wire_heartbeat hb;
-        struct rc_wire_bye bye;
+        struct rci_wire_hello hello;
+        struct rci_wire_welcome welcome;
+        struct rci_wire_sub sub;
+        struct rci_wire_sub_ack ack;
+        struct rci_wire_data data;
+        struct rci_wire_page page;
+        struct rci_wire_heartbeat hb;
+        struct rci_wire_bye bye;
     } out;
     switch (type) {
-    case RC_MSG_HELLO: return rc_wire_check_hello(buf, len, &out.hello);
-    case RC_MSG_WELCOME: return rc_wire_check_welcome(buf, len, &out.welcome);
-    case RC_MSG_SUBSCRIBE:
-    case RC_MSG_UNSUBSCRIBE: return rc_wire_check_sub(buf, len, &out.sub);
-    case RC_MSG_SUB_ACK: return rc_wire_check_sub_ack(buf, len, &out.ack);
-    case RC_MSG_DATA: return rc_wire_check_data(buf, len, &out.data);
-    case RC_MSG_PAGE: return rc_wire_check_page(buf, len, &out.page);
-    case RC_MSG_HEARTBEAT: return rc_wire_check_heartbeat(buf, len, &out.hb);
-    case RC_MSG_BYE: return rc_wire_check_bye(buf, len, &out.bye);
-    default: return RC_WIRE_BAD_TYPE;
+    case RCI_MSG_HELLO: return rci_wire_check_hello(buf, len, &out.hello);
+    case RCI_MSG_WELCOME: return rci_wire_check_welcome(buf, len, &out.welcome);
+    case RCI_MSG_SUBSCRIBE:
+    case RCI_MSG_UNSUBSCRIBE: return rci_wire_check_sub(buf, len, &out.sub);
+    case RCI_MSG_SUB_ACK: return rci_wire_check_sub_ack(buf, len, &out.ack);
+    case RCI_MSG_DATA: return rci_wire_check_data(buf, len, &out.data);
+    case RCI_MSG_PAGE: return rci_wire_check_page(buf, len, &out.page);
+    case RCI_MSG_HEARTBEAT: return rci_wire_check_heartbeat(buf, len, &out.hb);
+    case RCI_MSG_BYE: return rci_wire_check_bye(buf, len, &out.bye);
+    default: return RCI_WIRE_BAD_TYPE;
     }
 }
 
-static bool allowed(int type, enum rc_wire_dir dir)
+static bool allowed(int type, enum rci_wire_dir dir)
 {
-    if (type == RC_MSG_HEARTBEAT || type == RC_MSG_BYE)
+    if (type == RCI_MSG_HEARTBEAT || type == RCI_MSG_BYE)
         return true;
-    if (dir == RC_WIRE_TO_PUBLISHER)
-        return type == RC_MSG_HELLO || type == RC_MSG_SUBSCRIBE || type == RC_MSG_UNSUBSCRIBE;
-    return type == RC_MSG_WELCOME || type == RC_MSG_SUB_ACK || type == RC_MSG_DATA ||
-           type == RC_MSG_PAGE;
+    if (dir == RCI_WIRE_TO_PUBLISHER)
+        return type == RCI_MSG_HELLO || type == RCI_MSG_SUBSCRIBE || type == RCI_MSG_UNSUBSCRIBE;
+    return type == RCI_MSG_WELCOME || type == RCI_MSG_SUB_ACK || type == RCI_MSG_DATA ||
+           type == RCI_MSG_PAGE;
 }
 
-static void check_direction(const uint8_t *buf, size_t len, enum rc_wire_dir dir)
+static void check_direction(const uint8_t *buf, size_t len, enum rci_wire_dir dir)
 {
-    enum rc_wire_error why = RC_WIRE_ERROR_KINDS;
-    int type = rc_wire_check(buf, len, dir, &why);
+    enum rci_wire_error why = RCI_WIRE_ERROR_KINDS;
+    int type = rci_wire_check(buf, len, dir, &why);
     if (type == 0) {
-        FZ_CHECK(why > RC_WIRE_OK && why < RC_WIRE_ERROR_KINDS, "rejected with reason %d", why);
-        FZ_CHECK(strcmp(rc_wire_error_name(why), "unknown") != 0, "reason %d has no name", why);
+        FZ_CHECK(why > RCI_WIRE_OK && why < RCI_WIRE_ERROR_KINDS, "rejected with reason %d", why);
+        FZ_CHECK(strcmp(rci_wire_error_name(why), "unknown") != 0, "reason %d has no name", why);
         return;
     }
-    FZ_CHECK(type > 0 && type <= RC_MSG_TYPE_MAX, "type %d", type);
+    FZ_CHECK(type > 0 && type <= RCI_MSG_TYPE_MAX, "type %d", type);
     FZ_CHECK(allowed(type, dir), "type %d accepted in direction %d", type, dir);
-    FZ_CHECK(check_as(type, buf, len) == RC_WIRE_OK, "type %d valid for rc_wire_check only", type);
+    FZ_CHECK(check_as(type, buf, len) == RCI_WIRE_OK, "type %d valid for rci_wire_check only", type);
 }
 
 static void walk_sub(const uint8_t *buf, size_t len)
 {
-    struct rc_wire_sub s;
-    if (rc_wire_check_sub(buf, len, &s) != RC_WIRE_OK)
+    struct rci_wire_sub s;
+    if (rci_wire_check_sub(buf, len, &s) != RCI_WIRE_OK)
         return;
     FZ_CHECK(s.hdr.length == len, "hdr.length %u, %zu bytes", s.hdr.length, len);
-    FZ_CHECK(s.count >= 1 && s.count <= RC_WIRE_MAX_RANGES, "count %u", s.count);
-    FZ_CHECK(len == sizeof s + (size_t)s.count * sizeof(struct rc_wire_range), "count %u in %zu bytes",
+    FZ_CHECK(s.count >= 1 && s.count <= RCI_WIRE_MAX_RANGES, "count %u", s.count);
+    FZ_CHECK(len == sizeof s + (size_t)s.count * sizeof(struct rci_wire_range), "count %u in %zu bytes",
              s.count, len);
     for (uint32_t i = 0; i < s.count; i++) {
-        struct rc_wire_range r = rc_wire_sub_range(buf, i);
+        struct rci_wire_range r = rci_wire_sub_range(buf, i);
         FZ_CHECK(r.first <= r.last, "range %u: %llu > %llu", i, (unsigned long long)r.first,
                  (unsigned long long)r.last);
     }
@@ -92,14 +92,14 @@ static void walk_sub(const uint8_t *buf, size_t len)
 
 static void walk_page(const uint8_t *buf, size_t len)
 {
-    struct rc_wire_page p;
-    if (rc_wire_check_page(buf, len, &p) != RC_WIRE_OK)
+    struct rci_wire_page p;
+    if (rci_wire_check_page(buf, len, &p) != RCI_WIRE_OK)
         return;
     FZ_CHECK(p.hdr.length == len, "hdr.length %u, %zu bytes", p.hdr.length, len);
     size_t pos = 0;
     uint32_t n = 0;
-    struct rc_wire_record_view rec;
-    while (rc_wire_page_next(buf, len, &pos, &rec)) {
+    struct rci_wire_record_view rec;
+    while (rci_wire_page_next(buf, len, &pos, &rec)) {
         n++;
         FZ_CHECK(n <= p.records, "more than %u records", p.records);
         FZ_CHECK(rec.len == 0 || (rec.payload >= buf && rec.payload + rec.len <= buf + len),
@@ -114,10 +114,10 @@ static void walk_page(const uint8_t *buf, size_t len)
 
 static void walk_hello(const uint8_t *buf, size_t len)
 {
-    struct rc_wire_hello h;
-    if (rc_wire_check_hello(buf, len, &h) != RC_WIRE_OK)
+    struct rci_wire_hello h;
+    if (rci_wire_check_hello(buf, len, &h) != RCI_WIRE_OK)
         return;
-    FZ_CHECK(h.addr_len <= RC_WIRE_MAX_ADDR && len == sizeof h + h.addr_len,
+    FZ_CHECK(h.addr_len <= RCI_WIRE_MAX_ADDR && len == sizeof h + h.addr_len,
              "addr_len %u in %zu bytes", h.addr_len, len);
     FZ_CHECK(h.min_version >= 1 && h.min_version <= h.max_version, "versions %u..%u",
              h.min_version, h.max_version);
@@ -127,8 +127,8 @@ static void walk_hello(const uint8_t *buf, size_t len)
 
 static void walk_data(const uint8_t *buf, size_t len)
 {
-    struct rc_wire_data d;
-    if (rc_wire_check_data(buf, len, &d) != RC_WIRE_OK)
+    struct rci_wire_data d;
+    if (rci_wire_check_data(buf, len, &d) != RCI_WIRE_OK)
         return;
     size_t payload = len - sizeof d;
     FZ_CHECK(d.hdr.length == len, "hdr.length %u, %zu bytes", d.hdr.length, len);
@@ -141,11 +141,11 @@ static void walk_data(const uint8_t *buf, size_t len)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    check_direction(data, size, RC_WIRE_TO_PUBLISHER);
-    check_direction(data, size, RC_WIRE_TO_SUBSCRIBER);
-    /* The per-type checkers are called by type after rc_wire_check in net/,
+    check_direction(data, size, RCI_WIRE_TO_PUBLISHER);
+    check_direction(data, size, RCI_WIRE_TO_SUBSCRIBER);
+    /* The per-type checkers are called by type after rci_wire_check in net/,
      * but each must stand alone on any bytes too. */
-    for (int type = RC_MSG_HELLO; type <= RC_MSG_TYPE_MAX; type++)
+    for (int type = RCI_MSG_HELLO; type <= RCI_MSG_TYPE_MAX; type++)
         (void)check_as(type, data, size);
     walk_hello(data, size);
     walk_sub(data, size);

@@ -58,8 +58,8 @@ static ssize_t data_message(uint8_t *buf, uint64_t tag, uint32_t flags, uint32_t
                             uint32_t frag_offset, uint16_t frag_index, uint16_t frag_count,
                             uint32_t payload, uint8_t fill)
 {
-    struct rc_wire_data d = {
-        .hdr = { .magic = RC_WIRE_MAGIC, .version = RC_WIRE_VERSION, .type = RC_MSG_DATA,
+    struct rci_wire_data d = {
+        .hdr = { .magic = RCI_WIRE_MAGIC, .version = RCI_WIRE_VERSION, .type = RCI_MSG_DATA,
                  .length = (uint32_t)(sizeof d + payload) },
         .tag = tag, .flags = flags, .chunk_len = chunk_len, .frag_offset = frag_offset, .frag_index = frag_index,
         .frag_count = frag_count };
@@ -71,18 +71,18 @@ static ssize_t data_message(uint8_t *buf, uint64_t tag, uint32_t flags, uint32_t
 static ssize_t page_message(uint8_t *buf)
 {
     static const char text[] = "ringcast buffered record";
-    size_t at = sizeof(struct rc_wire_page);
+    size_t at = sizeof(struct rci_wire_page);
     uint32_t records = 3;
     for (uint32_t i = 0; i < records; i++) {
-        struct rc_wire_record r = { .tag = 100 + i, .flags = i, .len = 5 + 7 * i };
+        struct rci_wire_record r = { .tag = 100 + i, .flags = i, .len = 5 + 7 * i };
         memcpy(buf + at, &r, sizeof r);
         memcpy(buf + at + sizeof r, text, r.len);
         size_t padded = (sizeof r + r.len + 7) / 8 * 8;
         memset(buf + at + sizeof r + r.len, 0, padded - sizeof r - r.len);
         at += padded;
     }
-    struct rc_wire_page p = {
-        .hdr = { .magic = RC_WIRE_MAGIC, .version = RC_WIRE_VERSION, .type = RC_MSG_PAGE,
+    struct rci_wire_page p = {
+        .hdr = { .magic = RCI_WIRE_MAGIC, .version = RCI_WIRE_VERSION, .type = RCI_MSG_PAGE,
                  .length = (uint32_t)at },
         .records = records };
     memcpy(buf, &p, sizeof p);
@@ -93,17 +93,17 @@ static void wire_corpus(void)
 {
     static uint8_t buf[8192];
     const uint8_t addr[16] = { 2, 0, 0x30, 0x39, 127, 0, 0, 1 };
-    put_msg("hello", buf, rc_wire_build_hello(buf, sizeof buf, 0x1122334455667788ull, 65536, addr, 16));
-    put_msg("welcome", buf, rc_wire_build_welcome(buf, sizeof buf, 100000, 1000, 42));
-    const struct rc_wire_range ranges[3] = { { 0, 0 }, { 5, 9 }, { 0x10000, 0x1ffff } };
-    put_msg("subscribe", buf, rc_wire_build_sub(buf, sizeof buf, RC_MSG_SUBSCRIBE, 7, ranges, 3));
-    put_msg("unsubscribe", buf, rc_wire_build_sub(buf, sizeof buf, RC_MSG_UNSUBSCRIBE, 8, ranges + 1, 1));
-    put_msg("sub_ack", buf, rc_wire_build_sub_ack(buf, sizeof buf, 7, RC_SUB_TOO_MANY_TAGS));
+    put_msg("hello", buf, rci_wire_build_hello(buf, sizeof buf, 0x1122334455667788ull, 65536, addr, 16));
+    put_msg("welcome", buf, rci_wire_build_welcome(buf, sizeof buf, 100000, 1000, 42));
+    const struct rci_wire_range ranges[3] = { { 0, 0 }, { 5, 9 }, { 0x10000, 0x1ffff } };
+    put_msg("subscribe", buf, rci_wire_build_sub(buf, sizeof buf, RCI_MSG_SUBSCRIBE, 7, ranges, 3));
+    put_msg("unsubscribe", buf, rci_wire_build_sub(buf, sizeof buf, RCI_MSG_UNSUBSCRIBE, 8, ranges + 1, 1));
+    put_msg("sub_ack", buf, rci_wire_build_sub_ack(buf, sizeof buf, 7, RCI_SUB_TOO_MANY_TAGS));
     put_msg("data", buf, data_message(buf, 0x10005, 0, 40, 0, 0, 1, 40, 0xab));
-    put_msg("data_last_fragment", buf, data_message(buf, 3, RC_CHUNK_ERROR, 100, 60, 1, 2, 40, 0x5a));
+    put_msg("data_last_fragment", buf, data_message(buf, 3, RCI_CHUNK_ERROR, 100, 60, 1, 2, 40, 0x5a));
     put_msg("page", buf, page_message(buf));
-    put_msg("heartbeat", buf, rc_wire_build_heartbeat(buf, sizeof buf, 123456789));
-    put_msg("bye", buf, rc_wire_build_bye(buf, sizeof buf, RC_BYE_PROTOCOL));
+    put_msg("heartbeat", buf, rci_wire_build_heartbeat(buf, sizeof buf, 123456789));
+    put_msg("bye", buf, rci_wire_build_bye(buf, sizeof buf, RCI_BYE_PROTOCOL));
 }
 
 /* One decoder seed: header, then WRITE + block for each simulator block,
@@ -111,14 +111,14 @@ static void wire_corpus(void)
 static void decoder_seed(const char *name, enum felix_format fmt, uint8_t sink_and_pool,
                          double err_rate, unsigned nblocks)
 {
-    struct rc_sim_gen_config c = {
+    struct rci_sim_gen_config c = {
         .format = fmt, .block_size = FZ_BLOCK_SIZE, .tag_base = 0x50000,
-        .sim = { .elinks = 3, .chunk_size_min = 1, .chunk_size_max = 2500, .fill = RC_FILL_PATTERN,
+        .sim = { .elinks = 3, .chunk_size_min = 1, .chunk_size_max = 2500, .fill = RCI_FILL_PATTERN,
                  .err_truncated = err_rate, .err_crc = err_rate, .err_malformed = err_rate,
                  .err_seqskip = err_rate, .seed = 11 } };
-    struct rc_sim_gen *g;
+    struct rci_sim_gen *g;
     char err[256];
-    if (rc_sim_gen_create(&c, &g, err, sizeof err) != 0) {
+    if (rci_sim_gen_create(&c, &g, err, sizeof err) != 0) {
         fprintf(stderr, "make_corpus: %s: %s\n", name, err);
         exit(1);
     }
@@ -130,7 +130,7 @@ static void decoder_seed(const char *name, enum felix_format fmt, uint8_t sink_a
     seed[len++] = 0x8f;              /* 16 pieces, 16 KiB chunks */
     for (unsigned b = 0; b < nblocks && b < 16; b++) {
         seed[len++] = FZ_OP_WRITE;
-        if (!rc_sim_gen_next(g, seed + len, NULL, NULL))
+        if (!rci_sim_gen_next(g, seed + len, NULL, NULL))
             memset(seed + len, 0, FZ_BLOCK_SIZE);
         len += FZ_BLOCK_SIZE;
         if (b % 2 == 1) {
@@ -144,7 +144,7 @@ static void decoder_seed(const char *name, enum felix_format fmt, uint8_t sink_a
     seed[len++] = 0x10;
     seed[len++] = 0x05;
     seed[len++] = FZ_OP_DECODE;
-    rc_sim_gen_destroy(g);
+    rci_sim_gen_destroy(g);
     put_file("fuzz_decoder", name, seed, len);
 }
 
@@ -170,15 +170,15 @@ static void put_printed(const char *name, void (*print)(FILE *, const void *), c
     free(text);
 }
 
-static void print_example(FILE *f, const void *arg) { (void)arg; rc_config_print_example(f); }
-static void print_config(FILE *f, const void *arg) { rc_config_print(arg, f); }
+static void print_example(FILE *f, const void *arg) { (void)arg; rci_config_print_example(f); }
+static void print_config(FILE *f, const void *arg) { rci_config_print(arg, f); }
 
 static void config_corpus(void)
 {
     put_printed("example.ini", print_example, NULL);
-    static struct rc_config cfg;
-    struct rc_config_error err;
-    if (rc_config_load(&cfg, NULL, NULL, 0, stderr, &err) != 0) {
+    static struct rci_config cfg;
+    struct rci_config_error err;
+    if (rci_config_load(&cfg, NULL, NULL, 0, stderr, &err) != 0) {
         fprintf(stderr, "make_corpus: default configuration: %s\n", err.msg);
         exit(1);
     }
@@ -226,14 +226,14 @@ static void config_dictionary(void)
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
         dict_token(f, words[i], strlen(words[i]));
     char name[64];
-    for (unsigned i = 0; i < RC_CFG_NSECTIONS; i++) {
-        const struct rc_cfg_section *sec = rc_cfg_sections[i];
+    for (unsigned i = 0; i < RCI_CFG_NSECTIONS; i++) {
+        const struct rci_cfg_section *sec = rci_cfg_sections[i];
         snprintf(name, sizeof name, sec->repeated ? "[%s.0]" : "[%s]", sec->name);
         dict_token(f, name, strlen(name));
         snprintf(name, sizeof name, sec->repeated ? "%s.1." : "%s.", sec->name);
         dict_token(f, name, strlen(name));
         for (size_t k = 0; k < sec->nkeys; k++) {
-            const struct rc_cfg_key *key = &sec->keys[k];
+            const struct rci_cfg_key *key = &sec->keys[k];
             dict_token(f, key->key, strlen(key->key));
             for (const char *c = key->choices; c && *c;) {
                 size_t l = strcspn(c, "|");

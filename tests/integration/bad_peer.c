@@ -10,7 +10,7 @@
  *       "sub_acks":A,"sub_refused":F,"connected":C}, say BYE.
  *   bad_peer garbage   HOST PORT PROVIDER msg|rdm N
  *       raw libfabric: a valid HELLO, then N messages each invalid in one of
- *       the five ways rc_wire_check() names first (short, bad magic, bad
+ *       the five ways rci_wire_check() names first (short, bad magic, bad
  *       version, bad type, bad length), N/5 of each; then exit without BYE.
  * Exit status 0 when the peer did what it was asked, 1 otherwise. */
 #include <errno.h>
@@ -65,11 +65,11 @@ static struct rc_sub *open_sub(const struct peer_args *a)
 static bool poll_until_connected(struct rc_sub *s)
 {
     struct rc_sub_stats st;
-    uint64_t end = rc_now_ns() + WAIT_NS;
+    uint64_t end = rci_now_ns() + WAIT_NS;
     do {
         rc_sub_poll(s, 10000000ull);
         rc_sub_get_stats(s, &st);
-    } while (!st.connected && rc_now_ns() < end);
+    } while (!st.connected && rci_now_ns() < end);
     return st.connected;
 }
 
@@ -96,17 +96,17 @@ static int many_tags(const struct peer_args *a)
     for (uint64_t i = 0; i < a->n; i++)
         tags[i] = 2 * i;
     int rc = 0;
-    for (uint64_t i = 0; i < a->n && rc == 0; i += RC_WIRE_MAX_RANGES) {
-        uint64_t k = a->n - i < RC_WIRE_MAX_RANGES ? a->n - i : RC_WIRE_MAX_RANGES;
+    for (uint64_t i = 0; i < a->n && rc == 0; i += RCI_WIRE_MAX_RANGES) {
+        uint64_t k = a->n - i < RCI_WIRE_MAX_RANGES ? a->n - i : RCI_WIRE_MAX_RANGES;
         while ((rc = rc_sub_subscribe(s, tags + i, tags + i, k)) == -EAGAIN)
             rc_sub_poll(s, 1000000ull);
     }
     struct rc_sub_stats st;
-    uint64_t end = rc_now_ns() + WAIT_NS;
+    uint64_t end = rci_now_ns() + WAIT_NS;
     do {
         rc_sub_poll(s, 10000000ull);
         rc_sub_get_stats(s, &st);
-    } while (st.connected && rc_now_ns() < end && acks_received(&st) < st.sub_requests);
+    } while (st.connected && rci_now_ns() < end && acks_received(&st) < st.sub_requests);
     printf("{\"sub_requests\":%" PRIu64 ",\"sub_acks\":%" PRIu64 ",\"sub_refused\":%" PRIu64
            ",\"connected\":%d}\n", st.sub_requests, acks_received(&st), st.sub_refused, st.connected);
     rc_sub_destroy(s);
@@ -117,7 +117,7 @@ static int many_tags(const struct peer_args *a)
 /* ---- raw libfabric ------------------------------------------------------------ */
 
 struct raw_peer {
-    struct rc_fabric f;
+    struct rci_fabric f;
     struct fid_ep *ep;
     fi_addr_t dest;
     uint8_t rx[4][4096];   /* a publisher serves rx_buffer_size >= 4096 B (net/README.md) */
@@ -126,12 +126,12 @@ struct raw_peer {
 
 static int raw_connect(struct raw_peer *r, const struct peer_args *a)
 {
-    struct rc_fabric_params fp = {0};
+    struct rci_fabric_params fp = {0};
     snprintf(fp.provider, sizeof fp.provider, "%s", a->provider);
-    fp.endpoint = a->rdm ? RC_EP_RDM : RC_EP_MSG;
+    fp.endpoint = a->rdm ? RCI_EP_RDM : RCI_EP_MSG;
     snprintf(fp.address, sizeof fp.address, "%s", a->host);
     fp.port = a->port;
-    int rc = rc_fabric_open(&r->f, &fp, RC_FABRIC_CONNECT, 256, r->err, sizeof r->err);
+    int rc = rci_fabric_open(&r->f, &fp, RCI_FABRIC_CONNECT, 256, r->err, sizeof r->err);
     if (rc)
         return rc;
     if (r->f.mr_local) {
@@ -141,15 +141,15 @@ static int raw_connect(struct raw_peer *r, const struct peer_args *a)
     r->dest = FI_ADDR_UNSPEC;
     if (a->rdm) {
         r->ep = r->f.ep;
-        rc = rc_fabric_av_insert(&r->f, r->f.info->dest_addr, r->f.info->dest_addrlen, &r->dest, r->err,
+        rc = rci_fabric_av_insert(&r->f, r->f.info->dest_addr, r->f.info->dest_addrlen, &r->dest, r->err,
                                  sizeof r->err);
     } else {
-        rc = rc_fabric_msg_ep_open(&r->f, NULL, r, &r->ep, r->err, sizeof r->err);
+        rc = rci_fabric_msg_ep_open(&r->f, NULL, r, &r->ep, r->err, sizeof r->err);
     }
     for (uintptr_t i = 0; !rc && i < 4; i++)   /* WELCOME and heartbeats land somewhere */
         rc = (int)fi_recv(r->ep, r->rx[i], sizeof r->rx[i], NULL, FI_ADDR_UNSPEC, (void *)(i + 1));
     if (!rc && !a->rdm)
-        rc = rc_fabric_msg_connect(&r->f, r->ep, WAIT_NS, r->err, sizeof r->err);
+        rc = rci_fabric_msg_connect(&r->f, r->ep, WAIT_NS, r->err, sizeof r->err);
     return rc;
 }
 
@@ -157,17 +157,17 @@ static int raw_connect(struct raw_peer *r, const struct peer_args *a)
  * what the publisher sends us does not matter). */
 static int raw_send(struct raw_peer *r, const void *buf, size_t len)
 {
-    static uint8_t tx[RC_WIRE_MAX_CONTROL];
+    static uint8_t tx[RCI_WIRE_MAX_CONTROL];
     memcpy(tx, buf, len);
-    uint64_t end = rc_now_ns() + WAIT_NS;
+    uint64_t end = rci_now_ns() + WAIT_NS;
     ssize_t rc;
-    while ((rc = fi_send(r->ep, tx, len, NULL, r->dest, NULL)) == -FI_EAGAIN && rc_now_ns() < end)
-        rc_fabric_cq_poll(&r->f, (struct rc_fabric_cqe[4]){0}, 4, NULL, 0);
+    while ((rc = fi_send(r->ep, tx, len, NULL, r->dest, NULL)) == -FI_EAGAIN && rci_now_ns() < end)
+        rci_fabric_cq_poll(&r->f, (struct rci_fabric_cqe[4]){0}, 4, NULL, 0);
     if (rc)
-        return rc_fabric_error(&r->f, r->err, sizeof r->err, "fi_send", (int)rc);
-    struct rc_fabric_cqe c[4];
-    while (rc_now_ns() < end) {
-        int n = rc_fabric_cq_poll(&r->f, c, 4, NULL, 0);
+        return rci_fabric_error(&r->f, r->err, sizeof r->err, "fi_send", (int)rc);
+    struct rci_fabric_cqe c[4];
+    while (rci_now_ns() < end) {
+        int n = rci_fabric_cq_poll(&r->f, c, 4, NULL, 0);
         for (int i = 0; i < n; i++)
             if (c[i].context == NULL)
                 return c[i].err ? -c[i].err : 0;
@@ -177,27 +177,27 @@ static int raw_send(struct raw_peer *r, const void *buf, size_t len)
 
 static int raw_hello(struct raw_peer *r, bool rdm)
 {
-    uint8_t addr[RC_WIRE_MAX_ADDR], msg[RC_WIRE_MAX_CONTROL];
+    uint8_t addr[RCI_WIRE_MAX_ADDR], msg[RCI_WIRE_MAX_CONTROL];
     size_t addr_len = 0;
     if (rdm) {
         addr_len = sizeof addr;
-        int rc = rc_fabric_getname(&r->f, r->ep, addr, &addr_len, r->err, sizeof r->err);
+        int rc = rci_fabric_getname(&r->f, r->ep, addr, &addr_len, r->err, sizeof r->err);
         if (rc)
             return rc;
     }
-    ssize_t len = rc_wire_build_hello(msg, sizeof msg, 0xbadbad, sizeof r->rx[0], addr, (uint16_t)addr_len);
+    ssize_t len = rci_wire_build_hello(msg, sizeof msg, 0xbadbad, sizeof r->rx[0], addr, (uint16_t)addr_len);
     return len < 0 ? (int)len : raw_send(r, msg, (size_t)len);
 }
 
 /* Garbage message k: a heartbeat broken in the k % 5-th way. */
 static size_t garbage_message(uint8_t *m, uint64_t k)
 {
-    size_t len = (size_t)rc_wire_build_heartbeat(m, RC_WIRE_MAX_CONTROL, k);
+    size_t len = (size_t)rci_wire_build_heartbeat(m, RCI_WIRE_MAX_CONTROL, k);
     switch (k % 5) {
     case 0: return 3;                              /* short */
     case 1: m[0] ^= 0x5a; break;                   /* bad magic */
-    case 2: m[2] = RC_WIRE_VERSION + 7; break;     /* bad version */
-    case 3: m[3] = RC_MSG_DATA; break;             /* bad type: DATA goes to subscribers */
+    case 2: m[2] = RCI_WIRE_VERSION + 7; break;     /* bad version */
+    case 3: m[3] = RCI_MSG_DATA; break;             /* bad type: DATA goes to subscribers */
     default: m[4] ^= 0x40; break;                  /* bad length */
     }
     return len;
@@ -209,7 +209,7 @@ static int garbage(const struct peer_args *a)
     int rc = raw_connect(&r, a);
     if (!rc)
         rc = raw_hello(&r, a->rdm);
-    uint8_t m[RC_WIRE_MAX_CONTROL];
+    uint8_t m[RCI_WIRE_MAX_CONTROL];
     for (uint64_t k = 0; !rc && k < a->n; k++)
         rc = raw_send(&r, m, garbage_message(m, k));
     if (rc) {

@@ -6,20 +6,20 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/ringcast-it.XXXXXX")
 checks=0
 
 # Sanitizer builds (tests/run-sanitizer-tests.sh) write reports to files in
-# $RC_SANITIZER_REPORTS instead of stderr, because many programs here run in
+# $RCI_SANITIZER_REPORTS instead of stderr, because many programs here run in
 # the background or are killed on purpose and nobody looks at their exit
 # status. Any report written while this script ran fails it; the report is
 # shown and kept (renamed after the script) so the runner fails too.
 sanitizer_reports_check() {
-    [ -n "$RC_SANITIZER_REPORTS" ] || return 0
+    [ -n "$RCI_SANITIZER_REPORTS" ] || return 0
     script=$(basename "$0" .sh)
     n=0
-    for f in "$RC_SANITIZER_REPORTS"/report.*; do
+    for f in "$RCI_SANITIZER_REPORTS"/report.*; do
         [ -f "$f" ] || continue
         n=$((n + 1))
         echo "SANITIZER REPORT ($f):" >&2
         cat "$f" >&2
-        mv "$f" "$RC_SANITIZER_REPORTS/$script.$(basename "$f")"
+        mv "$f" "$RCI_SANITIZER_REPORTS/$script.$(basename "$f")"
     done
     [ "$n" -eq 0 ] || { echo "FAIL: $n sanitizer report(s) while $script ran" >&2; return 1; }
 }
@@ -27,11 +27,11 @@ sanitizer_reports_check() {
 # the sanitizer runtime changes, and should be skipped then: ASan's mlock()
 # interceptor does nothing (VmLck stays 0), and its quarantine of freed memory
 # (256 MiB) makes RSS grow.
-under_sanitizer() { [ -n "$RC_SANITIZER_REPORTS" ]; }
+under_sanitizer() { [ -n "$RCI_SANITIZER_REPORTS" ]; }
 
 on_exit() {
     st=$?
-    if [ -n "$RC_SANITIZER_REPORTS" ]; then
+    if [ -n "$RCI_SANITIZER_REPORTS" ]; then
         wait 2>/dev/null   # programs still in the background write their reports when they end
         sanitizer_reports_check || st=1
     fi

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* cunit_main.h — every CUnit test binary ends with RC_CUNIT_MAIN(register_fn).
+/* cunit_main.h — every CUnit test binary ends with RCI_CUNIT_MAIN(register_fn).
  * CUnit 2.1's CU_basic_run_tests() returns 0 even when tests fail, so the
  * exit status comes from CU_get_number_of_failures(). */
-#ifndef RC_CUNIT_MAIN_H
-#define RC_CUNIT_MAIN_H
+#ifndef RCI_CUNIT_MAIN_H
+#define RCI_CUNIT_MAIN_H
 #include <CUnit/Basic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#define RC_CUNIT_MAIN(register_fn)                                            \
+#define RCI_CUNIT_MAIN(register_fn)                                            \
     int main(void)                                                            \
     {                                                                         \
         if (CU_initialize_registry() != CUE_SUCCESS) return 2;                \
@@ -27,8 +27,8 @@
         return (failed || tfail) ? 1 : 0;                                     \
     }
 
-/* Add a suite with its tests: RC_SUITE("name", {"t1", fn1}, {"t2", fn2}). */
-#define RC_SUITE(name, ...)                                                   \
+/* Add a suite with its tests: RCI_SUITE("name", {"t1", fn1}, {"t2", fn2}). */
+#define RCI_SUITE(name, ...)                                                   \
     do {                                                                      \
         CU_pSuite s_ = CU_add_suite(name, NULL, NULL);                        \
         struct { const char *n; CU_TestFunc f; } t_[] = {__VA_ARGS__};        \

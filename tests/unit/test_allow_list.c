@@ -39,27 +39,27 @@ static struct sockaddr_in6 v6(const char *text)
     return in6;
 }
 
-static bool permits4(const struct rc_allow_list *l, const char *addr)
+static bool permits4(const struct rci_allow_list *l, const char *addr)
 {
     struct sockaddr_in in = v4(addr);
-    return rc_allow_list_permits(l, &in, sizeof in);
+    return rci_allow_list_permits(l, &in, sizeof in);
 }
 
-static bool permits6(const struct rc_allow_list *l, const char *addr)
+static bool permits6(const struct rci_allow_list *l, const char *addr)
 {
     struct sockaddr_in6 in6 = v6(addr);
-    return rc_allow_list_permits(l, &in6, sizeof in6);
+    return rci_allow_list_permits(l, &in6, sizeof in6);
 }
 
 static void test_parse_ok(void)
 {
-    struct rc_allow_list l;
+    struct rci_allow_list l;
     char why[160] = "";
-    CU_ASSERT_EQUAL(rc_allow_list_parse("", &l, why, sizeof why), 0);
+    CU_ASSERT_EQUAL(rci_allow_list_parse("", &l, why, sizeof why), 0);
     CU_ASSERT_EQUAL(l.count, 0);
-    CU_ASSERT_EQUAL(rc_allow_list_parse(NULL, &l, why, sizeof why), 0);
+    CU_ASSERT_EQUAL(rci_allow_list_parse(NULL, &l, why, sizeof why), 0);
     CU_ASSERT_EQUAL(l.count, 0);
-    CU_ASSERT_EQUAL_FATAL(rc_allow_list_parse(" 127.0.0.0/8 ,10.1.0.0/16,\t192.168.7.9, fd00::/8,::1",
+    CU_ASSERT_EQUAL_FATAL(rci_allow_list_parse(" 127.0.0.0/8 ,10.1.0.0/16,\t192.168.7.9, fd00::/8,::1",
                                               &l, why, sizeof why), 0);
     CU_ASSERT_EQUAL(l.count, 5);
     CU_ASSERT_EQUAL(l.net[0].family, 4);
@@ -68,14 +68,14 @@ static void test_parse_ok(void)
     CU_ASSERT_EQUAL(l.net[3].family, 6);
     CU_ASSERT_EQUAL(l.net[3].prefix_len, 8);
     CU_ASSERT_EQUAL(l.net[4].prefix_len, 128);
-    CU_ASSERT_EQUAL(rc_allow_list_parse("0.0.0.0/0, ::/0", &l, why, sizeof why), 0);
+    CU_ASSERT_EQUAL(rci_allow_list_parse("0.0.0.0/0, ::/0", &l, why, sizeof why), 0);
     CU_ASSERT_EQUAL(l.count, 2);
     char sixteen[400] = "";
     for (int i = 0; i < 16; i++)
         snprintf(sixteen + strlen(sixteen), sizeof sixteen - strlen(sixteen), "%s10.%d.0.0/16",
                  i ? "," : "", i);
-    CU_ASSERT_EQUAL(rc_allow_list_parse(sixteen, &l, why, sizeof why), 0);
-    CU_ASSERT_EQUAL(l.count, RC_ALLOW_MAX_NETS);
+    CU_ASSERT_EQUAL(rci_allow_list_parse(sixteen, &l, why, sizeof why), 0);
+    CU_ASSERT_EQUAL(l.count, RCI_ALLOW_MAX_NETS);
 }
 
 static void test_parse_errors(void)
@@ -104,9 +104,9 @@ static void test_parse_errors(void)
         {"1111:2222:3333:4444:5555:6666:7777:8888:9999:aaaa:bbbb:cccc:dddd/64", "too long"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        struct rc_allow_list l;
+        struct rci_allow_list l;
         char why[160] = "";
-        int rc = rc_allow_list_parse(cases[i].text, &l, why, sizeof why);
+        int rc = rci_allow_list_parse(cases[i].text, &l, why, sizeof why);
         if (rc != -EINVAL || !strstr(why, cases[i].why))
             fprintf(stderr, "\n'%s': rc %d, why '%s', expected '%s'\n", cases[i].text, rc, why,
                     cases[i].why);
@@ -117,18 +117,18 @@ static void test_parse_errors(void)
     for (int i = 0; i < 17; i++)
         snprintf(seventeen + strlen(seventeen), sizeof seventeen - strlen(seventeen), "%s10.%d.0.0/16",
                  i ? "," : "", i);
-    struct rc_allow_list l;
+    struct rci_allow_list l;
     char why[160] = "";
-    CU_ASSERT_EQUAL(rc_allow_list_parse(seventeen, &l, why, sizeof why), -EINVAL);
+    CU_ASSERT_EQUAL(rci_allow_list_parse(seventeen, &l, why, sizeof why), -EINVAL);
     CU_ASSERT_PTR_NOT_NULL(strstr(why, "more than 16 networks"));
     /* NULL why is allowed */
-    CU_ASSERT_EQUAL(rc_allow_list_parse("bad", &l, NULL, 0), -EINVAL);
+    CU_ASSERT_EQUAL(rci_allow_list_parse("bad", &l, NULL, 0), -EINVAL);
 }
 
 static void test_match_ipv4(void)
 {
-    struct rc_allow_list l;
-    CU_ASSERT_EQUAL_FATAL(rc_allow_list_parse("10.0.0.0/8, 192.168.4.0/22, 172.16.5.7", &l, NULL, 0), 0);
+    struct rci_allow_list l;
+    CU_ASSERT_EQUAL_FATAL(rci_allow_list_parse("10.0.0.0/8, 192.168.4.0/22, 172.16.5.7", &l, NULL, 0), 0);
     CU_ASSERT_TRUE(permits4(&l, "10.0.0.0"));
     CU_ASSERT_TRUE(permits4(&l, "10.255.255.255"));
     CU_ASSERT_FALSE(permits4(&l, "11.0.0.0"));
@@ -147,15 +147,15 @@ static void test_match_ipv4(void)
     CU_ASSERT_TRUE(permits6(&l, "::ffff:10.1.2.3"));
     CU_ASSERT_FALSE(permits6(&l, "::ffff:127.0.0.1"));
     /* everyone */
-    CU_ASSERT_EQUAL_FATAL(rc_allow_list_parse("0.0.0.0/0", &l, NULL, 0), 0);
+    CU_ASSERT_EQUAL_FATAL(rci_allow_list_parse("0.0.0.0/0", &l, NULL, 0), 0);
     CU_ASSERT_TRUE(permits4(&l, "1.2.3.4"));
     CU_ASSERT_TRUE(permits4(&l, "255.255.255.255"));
 }
 
 static void test_match_ipv6(void)
 {
-    struct rc_allow_list l;
-    CU_ASSERT_EQUAL_FATAL(rc_allow_list_parse("fd00::/8, 2001:db8:1234::/49, ::1", &l, NULL, 0), 0);
+    struct rci_allow_list l;
+    CU_ASSERT_EQUAL_FATAL(rci_allow_list_parse("fd00::/8, 2001:db8:1234::/49, ::1", &l, NULL, 0), 0);
     CU_ASSERT_TRUE(permits6(&l, "fd12:3456::1"));
     CU_ASSERT_FALSE(permits6(&l, "fe80::1"));
     CU_ASSERT_TRUE(permits6(&l, "::1"));
@@ -168,39 +168,39 @@ static void test_match_ipv6(void)
 
 static void test_match_edge_cases(void)
 {
-    struct rc_allow_list empty, l;
-    CU_ASSERT_EQUAL_FATAL(rc_allow_list_parse("", &empty, NULL, 0), 0);
-    CU_ASSERT_EQUAL_FATAL(rc_allow_list_parse("127.0.0.0/8", &l, NULL, 0), 0);
+    struct rci_allow_list empty, l;
+    CU_ASSERT_EQUAL_FATAL(rci_allow_list_parse("", &empty, NULL, 0), 0);
+    CU_ASSERT_EQUAL_FATAL(rci_allow_list_parse("127.0.0.0/8", &l, NULL, 0), 0);
     struct sockaddr_in in = v4("127.0.0.1");
     /* an empty list allows anything, even what is not an IP address */
-    CU_ASSERT_TRUE(rc_allow_list_permits(&empty, NULL, 0));
+    CU_ASSERT_TRUE(rci_allow_list_permits(&empty, NULL, 0));
     uint8_t ib[32] = {0xab};
-    CU_ASSERT_TRUE(rc_allow_list_permits(&empty, ib, sizeof ib));
+    CU_ASSERT_TRUE(rci_allow_list_permits(&empty, ib, sizeof ib));
     /* a list refuses what it cannot judge: short, unknown family, NULL */
-    CU_ASSERT_TRUE(rc_allow_list_permits(&l, &in, sizeof in));
-    CU_ASSERT_FALSE(rc_allow_list_permits(&l, &in, sizeof in - 1));
-    CU_ASSERT_FALSE(rc_allow_list_permits(&l, ib, sizeof ib));
-    CU_ASSERT_FALSE(rc_allow_list_permits(&l, NULL, 0));
+    CU_ASSERT_TRUE(rci_allow_list_permits(&l, &in, sizeof in));
+    CU_ASSERT_FALSE(rci_allow_list_permits(&l, &in, sizeof in - 1));
+    CU_ASSERT_FALSE(rci_allow_list_permits(&l, ib, sizeof ib));
+    CU_ASSERT_FALSE(rci_allow_list_permits(&l, NULL, 0));
     /* the text form */
-    CU_ASSERT_TRUE(rc_allow_list_text_permits("", &in, sizeof in));
-    CU_ASSERT_TRUE(rc_allow_list_text_permits("127.0.0.0/8", &in, sizeof in));
-    CU_ASSERT_FALSE(rc_allow_list_text_permits("10.0.0.0/8", &in, sizeof in));
-    CU_ASSERT_FALSE(rc_allow_list_text_permits("127.0.0.0/88", &in, sizeof in)); /* unparsable */
+    CU_ASSERT_TRUE(rci_allow_list_text_permits("", &in, sizeof in));
+    CU_ASSERT_TRUE(rci_allow_list_text_permits("127.0.0.0/8", &in, sizeof in));
+    CU_ASSERT_FALSE(rci_allow_list_text_permits("10.0.0.0/8", &in, sizeof in));
+    CU_ASSERT_FALSE(rci_allow_list_text_permits("127.0.0.0/88", &in, sizeof in)); /* unparsable */
 }
 
 /* The [fabric] allow key: checked at load with file:line, printed back as written. */
 static void test_config_key(void)
 {
-    char path[] = "/tmp/rc_allow_XXXXXX";
+    char path[] = "/tmp/rci_allow_XXXXXX";
     int fd = mkstemp(path);
     CU_ASSERT_FATAL(fd >= 0);
     FILE *f = fdopen(fd, "w");
     CU_ASSERT_FATAL(f != NULL);
     fputs("[fabric]\nport = 12000\nallow = 10.0.0.0/8, 10.1.2.3/16\n", f);
     fclose(f);
-    static struct rc_config cfg;
-    struct rc_config_error err;
-    CU_ASSERT_EQUAL(rc_config_load(&cfg, path, NULL, 0, NULL, &err), -EINVAL);
+    static struct rci_config cfg;
+    struct rci_config_error err;
+    CU_ASSERT_EQUAL(rci_config_load(&cfg, path, NULL, 0, NULL, &err), -EINVAL);
     char expect[128];
     snprintf(expect, sizeof expect, "%s:3: [fabric] allow = 10.0.0.0/8, 10.1.2.3/16: '10.1.2.3/16'",
              path);
@@ -209,13 +209,13 @@ static void test_config_key(void)
     unlink(path);
 
     const char *ov[] = {"fabric.allow=127.0.0.0/8, ::1"};
-    CU_ASSERT_EQUAL_FATAL(rc_config_load(&cfg, NULL, ov, 1, NULL, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(rci_config_load(&cfg, NULL, ov, 1, NULL, &err), 0);
     CU_ASSERT_STRING_EQUAL(cfg.fabric.allow, "127.0.0.0/8, ::1");
     const char *bad[] = {"fabric.allow=127.0.0.0/8,"};
-    CU_ASSERT_EQUAL(rc_config_load(&cfg, NULL, bad, 1, NULL, &err), -EINVAL);
+    CU_ASSERT_EQUAL(rci_config_load(&cfg, NULL, bad, 1, NULL, &err), -EINVAL);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "-o fabric.allow=127.0.0.0/8,: [fabric] allow"));
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "empty entry"));
-    CU_ASSERT_EQUAL_FATAL(rc_config_load(&cfg, NULL, NULL, 0, NULL, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(rci_config_load(&cfg, NULL, NULL, 0, NULL, &err), 0);
     CU_ASSERT_STRING_EQUAL(cfg.fabric.allow, "");  /* default: everyone */
 }
 
@@ -235,7 +235,7 @@ static uint16_t next_port(void)
     return port++;
 }
 
-static void fabric_params(struct rc_fabric_params *fp, const char *prov, enum rc_ep_kind ep,
+static void fabric_params(struct rci_fabric_params *fp, const char *prov, enum rci_ep_kind ep,
                           uint16_t port, const char *allow)
 {
     memset(fp, 0, sizeof *fp);
@@ -255,14 +255,14 @@ static void fabric_params(struct rc_fabric_params *fp, const char *prov, enum rc
 
 /* A raw client: sends what the test builds, counts what arrives by type. */
 struct client {
-    struct rc_fabric f;
+    struct rci_fabric f;
     struct fid_ep *ep;
     fi_addr_t pub;
     uint8_t *tx, *rx;
-    struct rc_fabric_mr txmr, rxmr;
+    struct rci_fabric_mr txmr, rxmr;
     size_t to_send;            /* bytes of tx waiting to be posted (retried on EAGAIN) */
     bool in_flight;
-    unsigned received[RC_MSG_TYPE_MAX + 1];
+    unsigned received[RCI_MSG_TYPE_MAX + 1];
     uint32_t bye_reason;
 };
 
@@ -273,28 +273,28 @@ static int client_post_rx(struct client *c, unsigned i)
 }
 
 /* MSG: only the endpoint (the connect is the test's); RDM: ready to send. */
-static int client_open(struct client *c, const char *prov, enum rc_ep_kind ep, uint16_t port,
+static int client_open(struct client *c, const char *prov, enum rci_ep_kind ep, uint16_t port,
                        char *err, size_t len)
 {
-    struct rc_fabric_params fp;
+    struct rci_fabric_params fp;
     fabric_params(&fp, prov, ep, port, "");
     memset(c, 0, sizeof *c);
-    int rc = rc_fabric_open(&c->f, &fp, RC_FABRIC_CONNECT, 64, err, len);
+    int rc = rci_fabric_open(&c->f, &fp, RCI_FABRIC_CONNECT, 64, err, len);
     if (rc)
         return rc;
     c->tx = aligned_alloc(4096, CLIENT_BUF);
     c->rx = aligned_alloc(4096, CLIENT_RX * CLIENT_BUF);
     if (c->f.rdm) {
         c->ep = c->f.ep;
-        rc = rc_fabric_av_insert(&c->f, c->f.info->dest_addr, c->f.info->dest_addrlen, &c->pub,
+        rc = rci_fabric_av_insert(&c->f, c->f.info->dest_addr, c->f.info->dest_addrlen, &c->pub,
                                  err, len);
     } else {
-        rc = rc_fabric_msg_ep_open(&c->f, NULL, NULL, &c->ep, err, len);
+        rc = rci_fabric_msg_ep_open(&c->f, NULL, NULL, &c->ep, err, len);
     }
     if (!rc)
-        rc = rc_fabric_mr_reg(&c->f, c->tx, CLIENT_BUF, FI_SEND, c->ep, &c->txmr, err, len);
+        rc = rci_fabric_mr_reg(&c->f, c->tx, CLIENT_BUF, FI_SEND, c->ep, &c->txmr, err, len);
     if (!rc)
-        rc = rc_fabric_mr_reg(&c->f, c->rx, CLIENT_RX * CLIENT_BUF, FI_RECV, c->ep, &c->rxmr, err,
+        rc = rci_fabric_mr_reg(&c->f, c->rx, CLIENT_RX * CLIENT_BUF, FI_RECV, c->ep, &c->rxmr, err,
                               len);
     for (unsigned i = 0; !rc && i < CLIENT_RX; i++)
         rc = client_post_rx(c, i);
@@ -303,12 +303,12 @@ static int client_open(struct client *c, const char *prov, enum rc_ep_kind ep, u
 
 static void client_close(struct client *c)
 {
-    rc_fabric_ep_close(c->ep);
+    rci_fabric_ep_close(c->ep);
     if (c->f.rdm)
         c->f.ep = NULL;
-    rc_fabric_mr_close(&c->txmr);
-    rc_fabric_mr_close(&c->rxmr);
-    rc_fabric_close(&c->f);
+    rci_fabric_mr_close(&c->txmr);
+    rci_fabric_mr_close(&c->rxmr);
+    rci_fabric_close(&c->f);
     free(c->tx);
     free(c->rx);
 }
@@ -323,9 +323,9 @@ static void client_poll(struct client *c)
         else
             CU_ASSERT_EQUAL(rc, -FI_EAGAIN);
     }
-    struct rc_fabric_cqe e[8];
+    struct rci_fabric_cqe e[8];
     char err[256];
-    int n = rc_fabric_cq_poll(&c->f, e, 8, err, sizeof err);
+    int n = rci_fabric_cq_poll(&c->f, e, 8, err, sizeof err);
     for (int i = 0; i < n; i++) {
         if (e[i].context == TX_CONTEXT) {
             c->in_flight = false;
@@ -336,23 +336,23 @@ static void client_poll(struct client *c)
         if (k >= CLIENT_RX)
             continue;
         const uint8_t *m = c->rx + (size_t)k * CLIENT_BUF;
-        int type = e[i].err ? 0 : rc_wire_check(m, e[i].len, RC_WIRE_TO_SUBSCRIBER, NULL);
+        int type = e[i].err ? 0 : rci_wire_check(m, e[i].len, RCI_WIRE_TO_SUBSCRIBER, NULL);
         if (type > 0)
             c->received[type]++;
-        struct rc_wire_bye bye;
-        if (type == RC_MSG_BYE && rc_wire_check_bye(m, e[i].len, &bye) == RC_WIRE_OK)
+        struct rci_wire_bye bye;
+        if (type == RCI_MSG_BYE && rci_wire_check_bye(m, e[i].len, &bye) == RCI_WIRE_OK)
             c->bye_reason = bye.reason;
         client_post_rx(c, k);
     }
 }
 
 /* Run publisher and clients in turn until cond(arg) or 10 s. */
-static bool pump(struct rc_publisher *p, struct client *a, struct client *b,
+static bool pump(struct rci_publisher *p, struct client *a, struct client *b,
                  bool (*cond)(void *), void *arg)
 {
-    uint64_t end = rc_now_ns() + 10 * SEC;
-    while (rc_now_ns() < end) {
-        rc_publisher_progress(p);
+    uint64_t end = rci_now_ns() + 10 * SEC;
+    while (rci_now_ns() < end) {
+        rci_publisher_progress(p);
         if (a)
             client_poll(a);
         if (b)
@@ -364,20 +364,20 @@ static bool pump(struct rc_publisher *p, struct client *a, struct client *b,
     return false;
 }
 
-static bool got_bye(void *arg) { return ((struct client *)arg)->received[RC_MSG_BYE] > 0; }
-static bool got_welcome(void *arg) { return ((struct client *)arg)->received[RC_MSG_WELCOME] > 0; }
+static bool got_bye(void *arg) { return ((struct client *)arg)->received[RCI_MSG_BYE] > 0; }
+static bool got_welcome(void *arg) { return ((struct client *)arg)->received[RCI_MSG_WELCOME] > 0; }
 
 static void no_send(void *arg, uint64_t key, int status) { (void)arg, (void)key, (void)status; }
 
-static struct rc_publisher *open_publisher(const char *prov, enum rc_ep_kind ep, uint16_t port,
+static struct rci_publisher *open_publisher(const char *prov, enum rci_ep_kind ep, uint16_t port,
                                            const char *allow)
 {
-    struct rc_fabric_params fp;
+    struct rci_fabric_params fp;
     fabric_params(&fp, prov, ep, port, allow);
-    struct rc_publisher_callbacks cb = {.on_send_complete = no_send};
-    struct rc_publisher *p = NULL;
+    struct rci_publisher_callbacks cb = {.on_send_complete = no_send};
+    struct rci_publisher *p = NULL;
     char err[256] = "";
-    int rc = rc_publisher_create(&fp, &cb, &p, err, sizeof err);
+    int rc = rci_publisher_create(&fp, &cb, &p, err, sizeof err);
     if (rc)
         fprintf(stderr, "\npublisher: %s\n", err);
     CU_ASSERT_EQUAL_FATAL(rc, 0);
@@ -387,12 +387,12 @@ static struct rc_publisher *open_publisher(const char *prov, enum rc_ep_kind ep,
 /* A publisher refuses to start with an allow list that does not parse. */
 static void test_publisher_bad_list(void)
 {
-    struct rc_fabric_params fp;
-    fabric_params(&fp, "tcp", RC_EP_MSG, next_port(), "10.0.0.0/8, 10.1.2.3/16");
-    struct rc_publisher_callbacks cb = {.on_send_complete = no_send};
-    struct rc_publisher *p = NULL;
+    struct rci_fabric_params fp;
+    fabric_params(&fp, "tcp", RCI_EP_MSG, next_port(), "10.0.0.0/8, 10.1.2.3/16");
+    struct rci_publisher_callbacks cb = {.on_send_complete = no_send};
+    struct rci_publisher *p = NULL;
     char err[256] = "";
-    CU_ASSERT_EQUAL(rc_publisher_create(&fp, &cb, &p, err, sizeof err), -EINVAL);
+    CU_ASSERT_EQUAL(rci_publisher_create(&fp, &cb, &p, err, sizeof err), -EINVAL);
     CU_ASSERT_PTR_NULL(p);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "allow: '10.1.2.3/16': host bits set"));
 }
@@ -401,18 +401,18 @@ static void test_publisher_bad_list(void)
 static void test_publisher_msg_refused(void)
 {
     uint16_t port = next_port();
-    struct rc_publisher *p = open_publisher("tcp", RC_EP_MSG, port, "10.0.0.0/8");
+    struct rci_publisher *p = open_publisher("tcp", RCI_EP_MSG, port, "10.0.0.0/8");
     struct client c;
     char err[256] = "";
-    CU_ASSERT_EQUAL_FATAL(client_open(&c, "tcp", RC_EP_MSG, port, err, sizeof err), 0);
+    CU_ASSERT_EQUAL_FATAL(client_open(&c, "tcp", RCI_EP_MSG, port, err, sizeof err), 0);
     CU_ASSERT_EQUAL_FATAL(fi_connect(c.ep, c.f.info->dest_addr, NULL, 0), 0);
     /* the refusal arrives as an error event on the client's EQ */
-    uint64_t end = rc_now_ns() + 10 * SEC;
+    uint64_t end = rci_now_ns() + 10 * SEC;
     int event_err = 0;
-    while (!event_err && rc_now_ns() < end) {
-        rc_publisher_progress(p);
-        struct rc_fabric_event ev;
-        if (rc_fabric_eq_poll(&c.f, &ev, err, sizeof err) == 1) {
+    while (!event_err && rci_now_ns() < end) {
+        rci_publisher_progress(p);
+        struct rci_fabric_event ev;
+        if (rci_fabric_eq_poll(&c.f, &ev, err, sizeof err) == 1) {
             event_err = ev.err ? ev.err : -1;
             if (ev.info)
                 fi_freeinfo(ev.info);
@@ -420,21 +420,21 @@ static void test_publisher_msg_refused(void)
         usleep(200);
     }
     CU_ASSERT_EQUAL(event_err, FI_ECONNREFUSED);
-    struct rc_publisher_stats st;
-    rc_publisher_get_stats(p, &st);
+    struct rci_publisher_stats st;
+    rci_publisher_get_stats(p, &st);
     CU_ASSERT_EQUAL(st.connections_refused_allowlist, 1);
     CU_ASSERT_EQUAL(st.connections_refused, 1);
     CU_ASSERT_EQUAL(st.connections, 0);
-    CU_ASSERT_PTR_NOT_NULL(strstr(rc_publisher_last_error(p), "connection from 127.0.0.1:"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(rc_publisher_last_error(p), "not in [fabric] allow"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rci_publisher_last_error(p), "connection from 127.0.0.1:"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rci_publisher_last_error(p), "not in [fabric] allow"));
     client_close(&c);
-    rc_publisher_destroy(p);
+    rci_publisher_destroy(p);
 }
 
 /* Send HELLO declaring the address `as` (RDM). */
 static void send_hello(struct client *c, const void *as, size_t aslen, uint64_t client_id)
 {
-    ssize_t n = rc_wire_build_hello(c->tx, CLIENT_BUF, client_id, CLIENT_BUF, as, (uint16_t)aslen);
+    ssize_t n = rci_wire_build_hello(c->tx, CLIENT_BUF, client_id, CLIENT_BUF, as, (uint16_t)aslen);
     CU_ASSERT_FATAL(n > 0);
     c->to_send = (size_t)n;
 }
@@ -442,46 +442,46 @@ static void send_hello(struct client *c, const void *as, size_t aslen, uint64_t 
 static void own_address(struct client *c, uint8_t *addr, size_t *len)
 {
     char err[256];
-    *len = RC_WIRE_MAX_ADDR;
-    CU_ASSERT_EQUAL_FATAL(rc_fabric_getname(&c->f, c->ep, addr, len, err, sizeof err), 0);
+    *len = RCI_WIRE_MAX_ADDR;
+    CU_ASSERT_EQUAL_FATAL(rci_fabric_getname(&c->f, c->ep, addr, len, err, sizeof err), 0);
 }
 
 /* RDM: a HELLO from an address outside the list gets BYE(refused), counted. */
 static void test_publisher_rdm_refused(void)
 {
     uint16_t port = next_port();
-    struct rc_publisher *p = open_publisher("tcp;ofi_rxm", RC_EP_RDM, port, "10.0.0.0/8, ::1");
+    struct rci_publisher *p = open_publisher("tcp;ofi_rxm", RCI_EP_RDM, port, "10.0.0.0/8, ::1");
     struct client c;
     char err[256] = "";
-    CU_ASSERT_EQUAL_FATAL(client_open(&c, "tcp;ofi_rxm", RC_EP_RDM, port, err, sizeof err), 0);
-    uint8_t addr[RC_WIRE_MAX_ADDR];
+    CU_ASSERT_EQUAL_FATAL(client_open(&c, "tcp;ofi_rxm", RCI_EP_RDM, port, err, sizeof err), 0);
+    uint8_t addr[RCI_WIRE_MAX_ADDR];
     size_t alen;
     own_address(&c, addr, &alen);
     send_hello(&c, addr, alen, 7);
     CU_ASSERT(pump(p, &c, NULL, got_bye, &c));
-    CU_ASSERT_EQUAL(c.bye_reason, RC_BYE_REFUSED);
-    CU_ASSERT_EQUAL(c.received[RC_MSG_WELCOME], 0);
-    struct rc_publisher_stats st;
-    rc_publisher_get_stats(p, &st);
+    CU_ASSERT_EQUAL(c.bye_reason, RCI_BYE_REFUSED);
+    CU_ASSERT_EQUAL(c.received[RCI_MSG_WELCOME], 0);
+    struct rci_publisher_stats st;
+    rci_publisher_get_stats(p, &st);
     CU_ASSERT_EQUAL(st.connections_refused_allowlist, 1);
     CU_ASSERT_EQUAL(st.connections, 0);
     /* the peer as libfabric names it: "fi_sockaddr_in://127.0.0.1:PORT" */
-    CU_ASSERT_PTR_NOT_NULL(strstr(rc_publisher_last_error(p), "127.0.0.1:"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(rc_publisher_last_error(p), "not in [fabric] allow"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rci_publisher_last_error(p), "127.0.0.1:"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rci_publisher_last_error(p), "not in [fabric] allow"));
     client_close(&c);
-    rc_publisher_destroy(p);
+    rci_publisher_destroy(p);
 }
 
 struct forged {
-    struct rc_publisher *p;
+    struct rci_publisher *p;
     uint64_t unknown_before;
 };
 
 static bool forged_dropped(void *arg)
 {
     struct forged *f = arg;
-    struct rc_publisher_stats st;
-    rc_publisher_get_stats(f->p, &st);
+    struct rci_publisher_stats st;
+    rci_publisher_get_stats(f->p, &st);
     return st.unknown_sender > f->unknown_before;
 }
 
@@ -491,44 +491,44 @@ static bool forged_dropped(void *arg)
 static void test_publisher_rdm_forged_hello(void)
 {
     uint16_t port = next_port();
-    struct rc_publisher *p = open_publisher("tcp;ofi_rxm", RC_EP_RDM, port, "127.0.0.0/8");
+    struct rci_publisher *p = open_publisher("tcp;ofi_rxm", RCI_EP_RDM, port, "127.0.0.0/8");
     struct client a, b;
     char err[256] = "";
-    CU_ASSERT_EQUAL_FATAL(client_open(&a, "tcp;ofi_rxm", RC_EP_RDM, port, err, sizeof err), 0);
-    CU_ASSERT_EQUAL_FATAL(client_open(&b, "tcp;ofi_rxm", RC_EP_RDM, port, err, sizeof err), 0);
-    uint8_t addr_b[RC_WIRE_MAX_ADDR];
+    CU_ASSERT_EQUAL_FATAL(client_open(&a, "tcp;ofi_rxm", RCI_EP_RDM, port, err, sizeof err), 0);
+    CU_ASSERT_EQUAL_FATAL(client_open(&b, "tcp;ofi_rxm", RCI_EP_RDM, port, err, sizeof err), 0);
+    uint8_t addr_b[RCI_WIRE_MAX_ADDR];
     size_t alen_b;
     own_address(&b, addr_b, &alen_b);
     send_hello(&a, addr_b, alen_b, 66);
     CU_ASSERT(pump(p, &a, &b, got_welcome, &b));  /* the answer goes to the declared address */
-    CU_ASSERT_EQUAL(a.received[RC_MSG_WELCOME], 0);
+    CU_ASSERT_EQUAL(a.received[RCI_MSG_WELCOME], 0);
     struct forged f = {.p = p};
-    struct rc_publisher_stats st;
-    rc_publisher_get_stats(p, &st);
+    struct rci_publisher_stats st;
+    rci_publisher_get_stats(p, &st);
     f.unknown_before = st.unknown_sender;
-    struct rc_wire_range all = {0, UINT64_MAX};
-    ssize_t n = rc_wire_build_sub(a.tx, CLIENT_BUF, RC_MSG_SUBSCRIBE, 1, &all, 1);
+    struct rci_wire_range all = {0, UINT64_MAX};
+    ssize_t n = rci_wire_build_sub(a.tx, CLIENT_BUF, RCI_MSG_SUBSCRIBE, 1, &all, 1);
     CU_ASSERT_FATAL(n > 0);
     a.to_send = (size_t)n;
     CU_ASSERT(pump(p, &a, &b, forged_dropped, &f));
-    rc_publisher_get_stats(p, &st);
+    rci_publisher_get_stats(p, &st);
     CU_ASSERT_EQUAL(st.subscribe_requests, 0);
-    CU_ASSERT_EQUAL(a.received[RC_MSG_SUB_ACK], 0);
-    CU_ASSERT_EQUAL(rc_publisher_subscribers_of(p, 0, NULL, 0), 0);
+    CU_ASSERT_EQUAL(a.received[RCI_MSG_SUB_ACK], 0);
+    CU_ASSERT_EQUAL(rci_publisher_subscribers_of(p, 0, NULL, 0), 0);
     client_close(&a);
     client_close(&b);
-    rc_publisher_destroy(p);
+    rci_publisher_destroy(p);
 }
 
 static void register_tests(void)
 {
-    RC_SUITE("allow list", {"parse ok", test_parse_ok}, {"parse errors", test_parse_errors},
+    RCI_SUITE("allow list", {"parse ok", test_parse_ok}, {"parse errors", test_parse_errors},
              {"match ipv4", test_match_ipv4}, {"match ipv6", test_match_ipv6},
              {"match edge cases", test_match_edge_cases}, {"config key", test_config_key});
-    RC_SUITE("publisher", {"bad list refused at create", test_publisher_bad_list},
+    RCI_SUITE("publisher", {"bad list refused at create", test_publisher_bad_list},
              {"tcp msg: connection refused", test_publisher_msg_refused},
              {"tcp;ofi_rxm rdm: HELLO refused", test_publisher_rdm_refused},
              {"tcp;ofi_rxm rdm: forged HELLO gains nothing", test_publisher_rdm_forged_hello});
 }
 
-RC_CUNIT_MAIN(register_tests)
+RCI_CUNIT_MAIN(register_tests)

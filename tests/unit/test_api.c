@@ -4,7 +4,7 @@
  * (rc_sub_params_default used port 4711 while the daemon listens on 12345),
  * rc_pub_create refuses bad parameters with a message, ringcast/record.h
  * parses records exactly as net/wire.c lays them out, rc_version() is the
- * VERSION file, and rc_daq_* reads out a simulated card: every chunk once,
+ * VERSION file, and rci_daq_* reads out a simulated card: every chunk once,
  * pieces inside rc_daq_card_memory(), -EAGAIN offered again, a refused chunk
  * counted, nothing left in flight; rc_pub against a real rc_sub, including
  * close_peer and destroy with sends outstanding (every key back exactly once).
@@ -22,15 +22,15 @@
 #include "config/config.h"
 #include "net/wire.h"
 
-static void load_defaults(struct rc_config *cfg)
+static void load_defaults(struct rci_config *cfg)
 {
-    struct rc_config_error e;
-    CU_ASSERT_EQUAL_FATAL(rc_config_load(cfg, NULL, NULL, 0, NULL, &e), 0);
+    struct rci_config_error e;
+    CU_ASSERT_EQUAL_FATAL(rci_config_load(cfg, NULL, NULL, 0, NULL, &e), 0);
 }
 
 static void test_sub_default_port_is_the_daemons(void)
 {
-    static struct rc_config cfg;
+    static struct rci_config cfg;
     load_defaults(&cfg);
     struct rc_sub_params p;
     rc_sub_params_default(&p);
@@ -42,9 +42,9 @@ static void test_sub_default_port_is_the_daemons(void)
 
 static void test_pub_defaults_are_the_daemons(void)
 {
-    static struct rc_config cfg;
+    static struct rci_config cfg;
     load_defaults(&cfg);
-    const struct rc_fabric_params *f = &cfg.fabric;
+    const struct rci_fabric_params *f = &cfg.fabric;
     struct rc_pub_params p;
     rc_pub_params_default(&p);
     CU_ASSERT_STRING_EQUAL(p.provider, f->provider);
@@ -147,11 +147,11 @@ static void test_record_parse_reads_wire_records(void)
     uint8_t payload[17];
     for (unsigned i = 0; i < sizeof payload; i++)
         payload[i] = (uint8_t)(0xa0 + i);
-    CU_ASSERT_FATAL(rc_wire_page_init(page, sizeof page) > 0);
+    CU_ASSERT_FATAL(rci_wire_page_init(page, sizeof page) > 0);
     for (uint32_t len = 0; len <= 17; len++)
-        CU_ASSERT_FATAL(rc_wire_page_append(page, sizeof page, 0x1000 + len, len & RC_CHUNK_FLAGS_ALL,
+        CU_ASSERT_FATAL(rci_wire_page_append(page, sizeof page, 0x1000 + len, len & RC_CHUNK_FLAGS_ALL,
                                             payload, len) > 0);
-    size_t end = rc_wire_page_length(page), pos = sizeof(struct rc_wire_page);
+    size_t end = rci_wire_page_length(page), pos = sizeof(struct rci_wire_page);
     uint32_t len = 0;
     struct rc_record r;
     size_t n;
@@ -167,7 +167,7 @@ static void test_record_parse_reads_wire_records(void)
     CU_ASSERT_EQUAL(len, 18);
     CU_ASSERT_EQUAL(pos, end);
     /* A record cut short is not returned. */
-    CU_ASSERT_EQUAL(rc_record_parse(page + sizeof(struct rc_wire_page), 15, &r), 0);
+    CU_ASSERT_EQUAL(rc_record_parse(page + sizeof(struct rci_wire_page), 15, &r), 0);
     CU_ASSERT_EQUAL(rc_record_parse(page + end - 24, 23, &r), 0);   /* the last (17 B) needs 40 */
 }
 
@@ -176,7 +176,7 @@ static void test_version(void)
     char macros[32];
     snprintf(macros, sizeof macros, "%d.%d.%d", RINGCAST_VERSION_MAJOR, RINGCAST_VERSION_MINOR,
              RINGCAST_VERSION_PATCH);
-    CU_ASSERT_STRING_EQUAL(rc_version(), RC_VERSION);
+    CU_ASSERT_STRING_EQUAL(rc_version(), RCI_VERSION);
     CU_ASSERT_STRING_EQUAL(rc_version(), macros);
     CU_ASSERT(RINGCAST_VERSION >= RINGCAST_VERSION_NUM(0, 1, 0));
 }
@@ -480,7 +480,7 @@ static void test_daq_open_refuses_bad_configuration(void)
 
 static void register_tests(void)
 {
-    RC_SUITE("api", {"sub default port is the daemon's", test_sub_default_port_is_the_daemons},
+    RCI_SUITE("api", {"sub default port is the daemon's", test_sub_default_port_is_the_daemons},
              {"pub defaults are the daemon's", test_pub_defaults_are_the_daemons},
              {"pub create refuses bad params", test_pub_create_refuses_bad_params},
              {"pub lifecycle without subscribers", test_pub_lifecycle_without_subscribers},
@@ -493,4 +493,4 @@ static void register_tests(void)
              {"daq open refuses bad configuration", test_daq_open_refuses_bad_configuration});
 }
 
-RC_CUNIT_MAIN(register_tests)
+RCI_CUNIT_MAIN(register_tests)

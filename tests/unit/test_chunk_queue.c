@@ -23,13 +23,13 @@
 #include "pipeline/dpdk_env.h"
 #include "tests/unit/cunit_main.h"
 
-static struct rc_chunk_queue *make_queue(const char *name, uint32_t capacity, bool mp, bool mc)
+static struct rci_chunk_queue *make_queue(const char *name, uint32_t capacity, bool mp, bool mc)
 {
-    struct rc_chunk_queue_params p = {
+    struct rci_chunk_queue_params p = {
         .name = name, .capacity = capacity, .multi_producer = mp, .multi_consumer = mc};
-    struct rc_chunk_queue *q = NULL;
+    struct rci_chunk_queue *q = NULL;
     char err[256] = "";
-    int rc = rc_chunk_queue_create(&p, &q, err, sizeof err);
+    int rc = rci_chunk_queue_create(&p, &q, err, sizeof err);
     if (rc != 0)
         fprintf(stderr, "%s\n", err);
     CU_ASSERT_EQUAL_FATAL(rc, 0);
@@ -38,13 +38,13 @@ static struct rc_chunk_queue *make_queue(const char *name, uint32_t capacity, bo
 
 static void test_queue_needs_eal(void)
 {
-    CU_ASSERT_FALSE(rc_dpdk_started());
-    struct rc_chunk_queue_params p = {.name = "early", .capacity = 8};
-    struct rc_chunk_queue *q = (struct rc_chunk_queue *)1;
+    CU_ASSERT_FALSE(rci_dpdk_started());
+    struct rci_chunk_queue_params p = {.name = "early", .capacity = 8};
+    struct rci_chunk_queue *q = (struct rci_chunk_queue *)1;
     char err[256] = "";
-    CU_ASSERT_EQUAL(rc_chunk_queue_create(&p, &q, err, sizeof err), -ENODEV);
+    CU_ASSERT_EQUAL(rci_chunk_queue_create(&p, &q, err, sizeof err), -ENODEV);
     CU_ASSERT_PTR_NULL(q);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, "rc_dpdk_init"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "rci_dpdk_init"));
 }
 
 static void test_eal_arguments(void)
@@ -52,32 +52,32 @@ static void test_eal_arguments(void)
     char args[2048];
     char prefix[64];
     snprintf(prefix, sizeof prefix, "--file-prefix=ringcast-%ld ", (long)getpid());
-    CU_ASSERT_EQUAL_FATAL(rc_dpdk_eal_args(RC_DPDK_NO_HUGE, args, sizeof args), 0);
+    CU_ASSERT_EQUAL_FATAL(rci_dpdk_eal_args(RCI_DPDK_NO_HUGE, args, sizeof args), 0);
     const char *want_no_huge[] = {prefix, "--lcores=0@(", "--no-pci", "--no-telemetry",
                                   "--log-level=lib.eal:error", "--no-huge", "--no-shconf", "-m 256"};
     for (size_t i = 0; i < sizeof want_no_huge / sizeof want_no_huge[0]; i++)
         CU_ASSERT_PTR_NOT_NULL(strstr(args, want_no_huge[i]));
     CU_ASSERT_PTR_NULL(strstr(args, "--in-memory"));
 
-    CU_ASSERT_EQUAL_FATAL(rc_dpdk_eal_args(RC_DPDK_HUGE, args, sizeof args), 0);
+    CU_ASSERT_EQUAL_FATAL(rci_dpdk_eal_args(RCI_DPDK_HUGE, args, sizeof args), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(args, "--in-memory"));
     CU_ASSERT_PTR_NULL(strstr(args, "--no-huge"));
     CU_ASSERT_PTR_NOT_NULL(strstr(args, "--no-pci"));
-    CU_ASSERT_EQUAL(rc_dpdk_eal_args(RC_DPDK_NO_HUGE, args, 16), -ENOSPC);
+    CU_ASSERT_EQUAL(rci_dpdk_eal_args(RCI_DPDK_NO_HUGE, args, 16), -ENOSPC);
 }
 
 /* Asking for hugepages where none are free fails before the EAL is touched,
  * so the EAL can still start afterwards (next test). */
 static void test_hugepages_required_but_missing(void)
 {
-    if (rc_dpdk_free_hugepages() > 0 && rc_dpdk_hugetlbfs_mounted()) {
+    if (rci_dpdk_free_hugepages() > 0 && rci_dpdk_hugetlbfs_mounted()) {
         fprintf(stderr, "(this machine has free hugepages: refusal not testable here) ");
         return;
     }
     char err[256] = "";
-    CU_ASSERT_EQUAL(rc_dpdk_init_mode(RC_DPDK_HUGE, err, sizeof err), -ENOMEM);
+    CU_ASSERT_EQUAL(rci_dpdk_init_mode(RCI_DPDK_HUGE, err, sizeof err), -ENOMEM);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "hugepages"));
-    CU_ASSERT_FALSE(rc_dpdk_started());
+    CU_ASSERT_FALSE(rci_dpdk_started());
 }
 
 /* Child: start the EAL under an address-space limit too small for its
@@ -88,11 +88,11 @@ static void failing_start_child(int fd)
     char err1[1400] = "", err2[1400] = "";
     int rc1 = -1, rc2 = -1;
     if (setrlimit(RLIMIT_AS, &lim) == 0) {
-        rc1 = rc_dpdk_init_mode(RC_DPDK_NO_HUGE, err1, sizeof err1);
-        rc2 = rc_dpdk_init(err2, sizeof err2);
+        rc1 = rci_dpdk_init_mode(RCI_DPDK_NO_HUGE, err1, sizeof err1);
+        rc2 = rci_dpdk_init(err2, sizeof err2);
     }
     char msg[3000];
-    int n = snprintf(msg, sizeof msg, "%d\n%d\n%d\n%s\n%s\n", rc1, rc2, rc_dpdk_started(), err1, err2);
+    int n = snprintf(msg, sizeof msg, "%d\n%d\n%d\n%s\n%s\n", rc1, rc2, rci_dpdk_started(), err1, err2);
     if (write(fd, msg, (size_t)n) != n)
         _exit(3);
     _exit(0);
@@ -101,16 +101,16 @@ static void failing_start_child(int fd)
 /* gcc says __SANITIZE_ADDRESS__; clang before 17 only answers __has_feature. */
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define RC_TEST_UNDER_SANITIZER 1
+#define RCI_TEST_UNDER_SANITIZER 1
 #endif
 #endif
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define RC_TEST_UNDER_SANITIZER 1
+#define RCI_TEST_UNDER_SANITIZER 1
 #endif
 
 static void test_eal_failure_reported_with_arguments(void)
 {
-#ifdef RC_TEST_UNDER_SANITIZER
+#ifdef RCI_TEST_UNDER_SANITIZER
     fprintf(stderr, "(sanitizer shadow memory defeats the address-space limit: not run) ");
     return;
 #endif
@@ -148,13 +148,13 @@ static void test_eal_starts_without_hugepages(void)
     cpu_set_t before, after;
     CU_ASSERT_EQUAL_FATAL(sched_getaffinity(0, sizeof before, &before), 0);
     char err[1400] = "";
-    int rc = rc_dpdk_init_mode(RC_DPDK_NO_HUGE, err, sizeof err);
+    int rc = rci_dpdk_init_mode(RCI_DPDK_NO_HUGE, err, sizeof err);
     if (rc != 0)
         fprintf(stderr, "%s\n", err);
     CU_ASSERT_EQUAL_FATAL(rc, 0);
-    CU_ASSERT_TRUE(rc_dpdk_started());
-    CU_ASSERT_EQUAL(rc_dpdk_init(err, sizeof err), 0);    /* once per process: later calls succeed */
-    CU_ASSERT_PTR_NOT_NULL(strstr(rc_dpdk_describe(), "--no-huge"));
+    CU_ASSERT_TRUE(rci_dpdk_started());
+    CU_ASSERT_EQUAL(rci_dpdk_init(err, sizeof err), 0);    /* once per process: later calls succeed */
+    CU_ASSERT_PTR_NOT_NULL(strstr(rci_dpdk_describe(), "--no-huge"));
     /* The EAL must not have pinned this thread to one CPU. */
     CU_ASSERT_EQUAL_FATAL(sched_getaffinity(0, sizeof after, &after), 0);
     CU_ASSERT(CPU_EQUAL(&before, &after));
@@ -162,50 +162,50 @@ static void test_eal_starts_without_hugepages(void)
 
 static void test_queue_parameters_checked(void)
 {
-    struct rc_chunk_queue *q = NULL;
+    struct rci_chunk_queue *q = NULL;
     char err[256] = "";
-    struct rc_chunk_queue_params p = {.name = "params", .capacity = 0};
-    CU_ASSERT_EQUAL(rc_chunk_queue_create(&p, &q, err, sizeof err), -EINVAL);
+    struct rci_chunk_queue_params p = {.name = "params", .capacity = 0};
+    CU_ASSERT_EQUAL(rci_chunk_queue_create(&p, &q, err, sizeof err), -EINVAL);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "capacity 0"));
-    p.capacity = RC_CHUNK_QUEUE_MAX_CAPACITY + 1;
-    CU_ASSERT_EQUAL(rc_chunk_queue_create(&p, &q, err, sizeof err), -EINVAL);
-    p = (struct rc_chunk_queue_params){.name = NULL, .capacity = 8};
-    CU_ASSERT_EQUAL(rc_chunk_queue_create(&p, &q, err, sizeof err), -EINVAL);
+    p.capacity = RCI_CHUNK_QUEUE_MAX_CAPACITY + 1;
+    CU_ASSERT_EQUAL(rci_chunk_queue_create(&p, &q, err, sizeof err), -EINVAL);
+    p = (struct rci_chunk_queue_params){.name = NULL, .capacity = 8};
+    CU_ASSERT_EQUAL(rci_chunk_queue_create(&p, &q, err, sizeof err), -EINVAL);
     p.name = "a-name-that-is-longer-than-28-chars";
-    CU_ASSERT_EQUAL(rc_chunk_queue_create(&p, &q, err, sizeof err), -EINVAL);
-    struct rc_chunk_queue *first = make_queue("twice", 8, false, false);
+    CU_ASSERT_EQUAL(rci_chunk_queue_create(&p, &q, err, sizeof err), -EINVAL);
+    struct rci_chunk_queue *first = make_queue("twice", 8, false, false);
     p.name = "twice";
-    CU_ASSERT_EQUAL(rc_chunk_queue_create(&p, &q, err, sizeof err), -EEXIST);
+    CU_ASSERT_EQUAL(rci_chunk_queue_create(&p, &q, err, sizeof err), -EEXIST);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "twice"));
-    rc_chunk_queue_destroy(first);
+    rci_chunk_queue_destroy(first);
     /* The name is free again once the queue is gone. */
     first = make_queue("twice", 8, false, false);
-    rc_chunk_queue_destroy(first);
+    rci_chunk_queue_destroy(first);
 }
 
 static void test_full_and_empty(void)
 {
-    struct rc_chunk queue_items[12];
-    const struct rc_chunk *in[12], *out[16];
+    struct rci_chunk queue_items[12];
+    const struct rci_chunk *in[12], *out[16];
     for (unsigned i = 0; i < 12; i++) {
-        queue_items[i] = (struct rc_chunk){.key = i};
+        queue_items[i] = (struct rci_chunk){.key = i};
         in[i] = &queue_items[i];
     }
-    struct rc_chunk_queue *q = make_queue("full-empty", 8, false, false);
-    CU_ASSERT_EQUAL(rc_chunk_queue_dequeue(q, out, 16), 0);          /* empty */
-    CU_ASSERT_EQUAL(rc_chunk_queue_enqueue(q, in, 3), 3);
-    CU_ASSERT_EQUAL(rc_chunk_queue_enqueue(q, in + 3, 9), 5);        /* 8 fit: the first 5 of 9 */
-    CU_ASSERT_EQUAL(rc_chunk_queue_count(q), 8);
-    CU_ASSERT_EQUAL(rc_chunk_queue_enqueue(q, in + 8, 1), 0);        /* full */
-    CU_ASSERT_EQUAL(rc_chunk_queue_dequeue(q, out, 1), 1);
+    struct rci_chunk_queue *q = make_queue("full-empty", 8, false, false);
+    CU_ASSERT_EQUAL(rci_chunk_queue_dequeue(q, out, 16), 0);          /* empty */
+    CU_ASSERT_EQUAL(rci_chunk_queue_enqueue(q, in, 3), 3);
+    CU_ASSERT_EQUAL(rci_chunk_queue_enqueue(q, in + 3, 9), 5);        /* 8 fit: the first 5 of 9 */
+    CU_ASSERT_EQUAL(rci_chunk_queue_count(q), 8);
+    CU_ASSERT_EQUAL(rci_chunk_queue_enqueue(q, in + 8, 1), 0);        /* full */
+    CU_ASSERT_EQUAL(rci_chunk_queue_dequeue(q, out, 1), 1);
     CU_ASSERT_PTR_EQUAL(out[0], in[0]);
-    CU_ASSERT_EQUAL(rc_chunk_queue_enqueue(q, in + 8, 4), 1);        /* one slot was freed */
-    CU_ASSERT_EQUAL(rc_chunk_queue_dequeue(q, out, 16), 8);
+    CU_ASSERT_EQUAL(rci_chunk_queue_enqueue(q, in + 8, 4), 1);        /* one slot was freed */
+    CU_ASSERT_EQUAL(rci_chunk_queue_dequeue(q, out, 16), 8);
     for (unsigned i = 0; i < 8; i++)
         CU_ASSERT_EQUAL(out[i]->key, i + 1);                         /* order kept */
-    CU_ASSERT_EQUAL(rc_chunk_queue_dequeue(q, out, 16), 0);
-    struct rc_chunk_queue_stats s;
-    rc_chunk_queue_get_stats(q, &s);
+    CU_ASSERT_EQUAL(rci_chunk_queue_dequeue(q, out, 16), 0);
+    struct rci_chunk_queue_stats s;
+    rci_chunk_queue_get_stats(q, &s);
     CU_ASSERT_EQUAL(s.capacity, 8);
     CU_ASSERT_EQUAL(s.count, 0);
     CU_ASSERT_EQUAL(s.enqueued, 9);
@@ -214,38 +214,38 @@ static void test_full_and_empty(void)
     CU_ASSERT_EQUAL(s.refused, 4 + 1 + 3);
     CU_ASSERT_EQUAL(s.empty_polls, 2);
     CU_ASSERT_EQUAL(s.high_water, 8);
-    rc_chunk_queue_destroy(q);
+    rci_chunk_queue_destroy(q);
 }
 
 static void test_burst_sizes(void)
 {
     enum { N = 1000 };
-    static struct rc_chunk items[N];
-    static const struct rc_chunk *in[N], *out[N];
+    static struct rci_chunk items[N];
+    static const struct rci_chunk *in[N], *out[N];
     for (unsigned i = 0; i < N; i++) {
-        items[i] = (struct rc_chunk){.key = i};
+        items[i] = (struct rci_chunk){.key = i};
         in[i] = &items[i];
     }
-    struct rc_chunk_queue *q = make_queue("bursts", 100, true, true);  /* not a power of two */
+    struct rci_chunk_queue *q = make_queue("bursts", 100, true, true);  /* not a power of two */
     const unsigned sizes[] = {1, 3, 32, 64, 99, 100, 101, 1000};
     for (size_t b = 0; b < sizeof sizes / sizeof sizes[0]; b++) {
         unsigned n = sizes[b], want = n < 100 ? n : 100;
-        CU_ASSERT_EQUAL(rc_chunk_queue_enqueue(q, in, n), want);
-        CU_ASSERT_EQUAL(rc_chunk_queue_count(q), want);
+        CU_ASSERT_EQUAL(rci_chunk_queue_enqueue(q, in, n), want);
+        CU_ASSERT_EQUAL(rci_chunk_queue_count(q), want);
         unsigned got = 0;
         while (got < want) {
-            unsigned d = rc_chunk_queue_dequeue(q, out + got, 7);     /* drain in bursts of 7 */
+            unsigned d = rci_chunk_queue_dequeue(q, out + got, 7);     /* drain in bursts of 7 */
             CU_ASSERT_FATAL(d > 0);
             got += d;
         }
         for (unsigned i = 0; i < want; i++)
             CU_ASSERT_EQUAL(out[i]->key, i);
     }
-    struct rc_chunk_queue_stats s;
-    rc_chunk_queue_get_stats(q, &s);
+    struct rci_chunk_queue_stats s;
+    rci_chunk_queue_get_stats(q, &s);
     CU_ASSERT_EQUAL(s.high_water, 100);
     CU_ASSERT_EQUAL(s.full_events, 2);          /* 101 and 1000 */
-    rc_chunk_queue_destroy(q);
+    rci_chunk_queue_destroy(q);
 }
 
 /* ---- across threads --------------------------------------------------- */
@@ -254,11 +254,11 @@ static void test_burst_sizes(void)
 #define MAX_BURST    64u
 
 struct producer_arg {
-    struct rc_chunk_queue *q;
-    struct rc_chunk *items;          /* this producer's descriptors */
+    struct rci_chunk_queue *q;
+    struct rci_chunk *items;          /* this producer's descriptors */
     uint32_t id, count;
     unsigned seed;
-    uint64_t count_over_capacity;    /* rc_chunk_queue_count() beyond the 1024 slots */
+    uint64_t count_over_capacity;    /* rci_chunk_queue_count() beyond the 1024 slots */
 };
 
 /* Fill each descriptor just before it is enqueued: the consumer must see
@@ -266,34 +266,34 @@ struct producer_arg {
 static void *produce(void *p)
 {
     struct producer_arg *a = p;
-    const struct rc_chunk *burst[MAX_BURST];
+    const struct rci_chunk *burst[MAX_BURST];
     uint32_t next = 0;
     while (next < a->count) {
         unsigned n = 1 + (unsigned)rand_r(&a->seed) % MAX_BURST;
         if (n > a->count - next)
             n = a->count - next;
         for (unsigned i = 0; i < n; i++) {
-            struct rc_chunk *c = &a->items[next + i];
-            *c = (struct rc_chunk){.tag = a->id, .key = next + i, .length = (uint32_t)(next + i) ^ 0x5a5a};
+            struct rci_chunk *c = &a->items[next + i];
+            *c = (struct rci_chunk){.tag = a->id, .key = next + i, .length = (uint32_t)(next + i) ^ 0x5a5a};
             burst[i] = c;
         }
         unsigned sent = 0;
         while (sent < n) {
-            unsigned d = rc_chunk_queue_enqueue(a->q, burst + sent, n - sent);
+            unsigned d = rci_chunk_queue_enqueue(a->q, burst + sent, n - sent);
             if (d == 0)
                 sched_yield();
             sent += d;
         }
         /* The daemon's readout thread asks how full the queue is while the
          * publisher dequeues (ThreadSanitizer checks this in make test-tsan). */
-        a->count_over_capacity += rc_chunk_queue_count(a->q) > 1024;
+        a->count_over_capacity += rci_chunk_queue_count(a->q) > 1024;
         next += n;
     }
     return NULL;
 }
 
 struct consumer_arg {
-    struct rc_chunk_queue *q;
+    struct rci_chunk_queue *q;
     _Atomic uint8_t *seen;           /* per item (producer * per_producer + key) */
     uint32_t producers, per_producer;
     _Atomic uint32_t *taken;         /* shared count of items dequeued */
@@ -301,7 +301,7 @@ struct consumer_arg {
     uint64_t bad_content, out_of_order, foreign;
 };
 
-static void check_item(struct consumer_arg *a, const struct rc_chunk *c, uint64_t *last_key)
+static void check_item(struct consumer_arg *a, const struct rci_chunk *c, uint64_t *last_key)
 {
     if (c->tag >= a->producers || c->key >= a->per_producer) {
         a->foreign++;
@@ -319,12 +319,12 @@ static void check_item(struct consumer_arg *a, const struct rc_chunk *c, uint64_
 static void *consume(void *p)
 {
     struct consumer_arg *a = p;
-    const struct rc_chunk *burst[MAX_BURST];
+    const struct rci_chunk *burst[MAX_BURST];
     uint64_t last_key[4] = {UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX};
     uint32_t total = a->producers * a->per_producer;
     while (atomic_load_explicit(a->taken, memory_order_relaxed) < total) {
         unsigned max = 1 + (unsigned)rand_r(&a->seed) % MAX_BURST;
-        unsigned n = rc_chunk_queue_dequeue(a->q, burst, max);
+        unsigned n = rci_chunk_queue_dequeue(a->q, burst, max);
         if (n == 0) {
             sched_yield();
             continue;
@@ -339,11 +339,11 @@ static void *consume(void *p)
 static void run_threads(const char *name, unsigned producers, unsigned consumers)
 {
     uint32_t per_producer = TOTAL_ITEMS / producers;
-    struct rc_chunk *items = calloc(TOTAL_ITEMS, sizeof *items);
+    struct rci_chunk *items = calloc(TOTAL_ITEMS, sizeof *items);
     _Atomic uint8_t *seen = calloc(TOTAL_ITEMS, sizeof *seen);
     CU_ASSERT_PTR_NOT_NULL_FATAL(items);
     CU_ASSERT_PTR_NOT_NULL_FATAL(seen);
-    struct rc_chunk_queue *q = make_queue(name, 1024, producers > 1, consumers > 1);
+    struct rci_chunk_queue *q = make_queue(name, 1024, producers > 1, consumers > 1);
     _Atomic uint32_t taken = 0;
     struct producer_arg pa[2];
     struct consumer_arg ca[2];
@@ -372,13 +372,13 @@ static void run_threads(const char *name, unsigned producers, unsigned consumers
     for (uint32_t i = 0; i < producers * per_producer; i++)
         not_once += atomic_load(&seen[i]) != 1;
     CU_ASSERT_EQUAL(not_once, 0);
-    struct rc_chunk_queue_stats s;
-    rc_chunk_queue_get_stats(q, &s);
+    struct rci_chunk_queue_stats s;
+    rci_chunk_queue_get_stats(q, &s);
     CU_ASSERT_EQUAL(s.enqueued, producers * per_producer);
     CU_ASSERT_EQUAL(s.dequeued, producers * per_producer);
     CU_ASSERT_EQUAL(s.count, 0);
     CU_ASSERT(s.high_water <= 1024);
-    rc_chunk_queue_destroy(q);
+    rci_chunk_queue_destroy(q);
     free(items);
     free((void *)seen);
 }
@@ -397,24 +397,24 @@ static void test_mpmc_threads(void)
 static void test_cleanup_removes_runtime_dir(void)
 {
     char dir[512];
-    const char *desc = rc_dpdk_describe();
+    const char *desc = rci_dpdk_describe();
     CU_ASSERT_PTR_NOT_NULL_FATAL(strstr(desc, "--file-prefix=ringcast-"));
     /* root: /var/run/dpdk/<prefix>; others: $XDG_RUNTIME_DIR/dpdk/<prefix> or /tmp/dpdk/<prefix>. */
     const char *base = getuid() == 0 ? "/var/run" : (getenv("XDG_RUNTIME_DIR") ? getenv("XDG_RUNTIME_DIR") : "/tmp");
     snprintf(dir, sizeof dir, "%s/dpdk/ringcast-%ld", base, (long)getpid());
     struct stat st;
     CU_ASSERT_EQUAL(stat(dir, &st), 0);
-    rc_dpdk_cleanup();
+    rci_dpdk_cleanup();
     CU_ASSERT_NOT_EQUAL(stat(dir, &st), 0);
-    CU_ASSERT_FALSE(rc_dpdk_started());
+    CU_ASSERT_FALSE(rci_dpdk_started());
     char err[256] = "";
-    CU_ASSERT_EQUAL(rc_dpdk_init(err, sizeof err), -EALREADY);
+    CU_ASSERT_EQUAL(rci_dpdk_init(err, sizeof err), -EALREADY);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "cleaned up"));
 }
 
 static void register_tests(void)
 {
-    RC_SUITE("dpdk_env + chunk_queue",
+    RCI_SUITE("dpdk_env + chunk_queue",
              {"queue needs the EAL", test_queue_needs_eal},
              {"EAL arguments", test_eal_arguments},
              {"hugepages required but missing", test_hugepages_required_but_missing},
@@ -428,4 +428,4 @@ static void register_tests(void)
              {"cleanup removes the runtime directory", test_cleanup_removes_runtime_dir});
 }
 
-RC_CUNIT_MAIN(register_tests)
+RCI_CUNIT_MAIN(register_tests)

@@ -35,7 +35,7 @@ static void remove_scratch(void)
 static const char *scratch_path(const char *name)
 {
     if (!tmpdir[0]) {
-        snprintf(tmpdir, sizeof tmpdir, "/tmp/rc_test_config.XXXXXX");
+        snprintf(tmpdir, sizeof tmpdir, "/tmp/rci_test_config.XXXXXX");
         if (!mkdtemp(tmpdir)) {
             perror("mkdtemp");
             exit(2);
@@ -64,18 +64,18 @@ static const char *write_file(const char *text)
 struct result {
     int rc;
     char *log;                   /* every error, one per line */
-    struct rc_config_error err;
+    struct rci_config_error err;
     const char *path;
 };
 
-static struct rc_config cfg;     /* large: not on the stack */
+static struct rci_config cfg;     /* large: not on the stack */
 
 static struct result load_path(const char *path, const char *const *ov, unsigned nov)
 {
     struct result r = {.path = path};
     size_t len;
     FILE *log = open_memstream(&r.log, &len);
-    r.rc = rc_config_load(&cfg, path, ov, nov, log, &r.err);
+    r.rc = rci_config_load(&cfg, path, ov, nov, log, &r.err);
     fclose(log);
     return r;
 }
@@ -157,7 +157,7 @@ static void test_size_ok(void)
     };
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         uint64_t v = 1;
-        CU_ASSERT_EQUAL(rc_parse_size(ok[i].text, &v), 0);
+        CU_ASSERT_EQUAL(rci_parse_size(ok[i].text, &v), 0);
         CU_ASSERT_EQUAL(v, ok[i].v);
     }
 }
@@ -177,8 +177,8 @@ static void test_size_errors(void)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         uint64_t v = 7;
         char why[256] = "";
-        CU_ASSERT_EQUAL(rc_parse_size(bad[i].text, &v), bad[i].rc);
-        CU_ASSERT_EQUAL(rc_cfg_parse_size(bad[i].text, &v, why, sizeof why), bad[i].rc);
+        CU_ASSERT_EQUAL(rci_parse_size(bad[i].text, &v), bad[i].rc);
+        CU_ASSERT_EQUAL(rci_cfg_parse_size(bad[i].text, &v, why, sizeof why), bad[i].rc);
         CU_ASSERT_PTR_NOT_NULL(strstr(why, bad[i].why));
         CU_ASSERT_EQUAL(v, 7); /* untouched on failure */
     }
@@ -192,7 +192,7 @@ static void test_duration(void)
     };
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         uint64_t v = 1;
-        CU_ASSERT_EQUAL(rc_parse_duration(ok[i].text, &v), 0);
+        CU_ASSERT_EQUAL(rci_parse_duration(ok[i].text, &v), 0);
         CU_ASSERT_EQUAL(v, ok[i].ns);
     }
     static const struct { const char *text; int rc; const char *why; } bad[] = {
@@ -204,22 +204,22 @@ static void test_duration(void)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         uint64_t v;
         char why[256] = "";
-        CU_ASSERT_EQUAL(rc_cfg_parse_duration(bad[i].text, &v, why, sizeof why), bad[i].rc);
+        CU_ASSERT_EQUAL(rci_cfg_parse_duration(bad[i].text, &v, why, sizeof why), bad[i].rc);
         CU_ASSERT_PTR_NOT_NULL(strstr(why, bad[i].why));
     }
 }
 
 static void test_rate(void)
 {
-    static const struct { const char *text; enum rc_rate_unit unit; double v; } ok[] = {
-        {"unlimited", RC_RATE_UNLIMITED, 0}, {"2.5GB/s", RC_RATE_BYTES, 2.5e9},
-        {"800MB/s", RC_RATE_BYTES, 8e8}, {"10Mchunks/s", RC_RATE_CHUNKS, 1e7},
-        {"5000chunks/s", RC_RATE_CHUNKS, 5000}, {"1kB/s", RC_RATE_BYTES, 1000},
-        {"2.5 GB/s", RC_RATE_BYTES, 2.5e9}, {"0.5chunks/s", RC_RATE_CHUNKS, 0.5},
+    static const struct { const char *text; enum rci_rate_unit unit; double v; } ok[] = {
+        {"unlimited", RCI_RATE_UNLIMITED, 0}, {"2.5GB/s", RCI_RATE_BYTES, 2.5e9},
+        {"800MB/s", RCI_RATE_BYTES, 8e8}, {"10Mchunks/s", RCI_RATE_CHUNKS, 1e7},
+        {"5000chunks/s", RCI_RATE_CHUNKS, 5000}, {"1kB/s", RCI_RATE_BYTES, 1000},
+        {"2.5 GB/s", RCI_RATE_BYTES, 2.5e9}, {"0.5chunks/s", RCI_RATE_CHUNKS, 0.5},
     };
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
-        struct rc_rate r = {.unit = 9};
-        CU_ASSERT_EQUAL(rc_parse_rate(ok[i].text, &r), 0);
+        struct rci_rate r = {.unit = 9};
+        CU_ASSERT_EQUAL(rci_parse_rate(ok[i].text, &r), 0);
         CU_ASSERT_EQUAL(r.unit, ok[i].unit);
         CU_ASSERT_DOUBLE_EQUAL(r.per_second, ok[i].v, 1e-9 * ok[i].v);
     }
@@ -229,9 +229,9 @@ static void test_rate(void)
         {"", "empty"}, {"Unlimited", "not a number"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        struct rc_rate r;
+        struct rci_rate r;
         char why[256] = "";
-        CU_ASSERT_EQUAL(rc_cfg_parse_rate(bad[i].text, &r, why, sizeof why), -EINVAL);
+        CU_ASSERT_EQUAL(rci_cfg_parse_rate(bad[i].text, &r, why, sizeof why), -EINVAL);
         CU_ASSERT_PTR_NOT_NULL(strstr(why, bad[i].why));
     }
 }
@@ -243,79 +243,79 @@ static void test_bool_uint(void)
     bool b;
     for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
         b = false;
-        CU_ASSERT(rc_parse_bool(yes[i], &b) == 0 && b);
+        CU_ASSERT(rci_parse_bool(yes[i], &b) == 0 && b);
     }
     for (size_t i = 0; i < sizeof no / sizeof no[0]; i++) {
         b = true;
-        CU_ASSERT(rc_parse_bool(no[i], &b) == 0 && !b);
+        CU_ASSERT(rci_parse_bool(no[i], &b) == 0 && !b);
     }
-    CU_ASSERT_EQUAL(rc_parse_bool("maybe", &b), -EINVAL);
-    CU_ASSERT_EQUAL(rc_parse_bool("", &b), -EINVAL);
-    CU_ASSERT_EQUAL(rc_parse_bool("truex", &b), -EINVAL);
+    CU_ASSERT_EQUAL(rci_parse_bool("maybe", &b), -EINVAL);
+    CU_ASSERT_EQUAL(rci_parse_bool("", &b), -EINVAL);
+    CU_ASSERT_EQUAL(rci_parse_bool("truex", &b), -EINVAL);
 
     uint64_t v;
-    CU_ASSERT(rc_parse_uint("42", &v) == 0 && v == 42);
-    CU_ASSERT(rc_parse_uint("0x2A", &v) == 0 && v == 42);
-    CU_ASSERT(rc_parse_uint("010", &v) == 0 && v == 10); /* decimal, not octal */
-    CU_ASSERT(rc_parse_uint("18446744073709551615", &v) == 0 && v == UINT64_MAX);
-    CU_ASSERT_EQUAL(rc_parse_uint("18446744073709551616", &v), -ERANGE);
-    CU_ASSERT_EQUAL(rc_parse_uint("0x10000000000000000", &v), -ERANGE);
-    CU_ASSERT_EQUAL(rc_parse_uint("1.5", &v), -EINVAL);
-    CU_ASSERT_EQUAL(rc_parse_uint("12abc", &v), -EINVAL);
-    CU_ASSERT_EQUAL(rc_parse_uint("-3", &v), -EINVAL);
-    CU_ASSERT_EQUAL(rc_parse_uint("", &v), -EINVAL);
-    CU_ASSERT_EQUAL(rc_parse_uint("4k", &v), -EINVAL);
+    CU_ASSERT(rci_parse_uint("42", &v) == 0 && v == 42);
+    CU_ASSERT(rci_parse_uint("0x2A", &v) == 0 && v == 42);
+    CU_ASSERT(rci_parse_uint("010", &v) == 0 && v == 10); /* decimal, not octal */
+    CU_ASSERT(rci_parse_uint("18446744073709551615", &v) == 0 && v == UINT64_MAX);
+    CU_ASSERT_EQUAL(rci_parse_uint("18446744073709551616", &v), -ERANGE);
+    CU_ASSERT_EQUAL(rci_parse_uint("0x10000000000000000", &v), -ERANGE);
+    CU_ASSERT_EQUAL(rci_parse_uint("1.5", &v), -EINVAL);
+    CU_ASSERT_EQUAL(rci_parse_uint("12abc", &v), -EINVAL);
+    CU_ASSERT_EQUAL(rci_parse_uint("-3", &v), -EINVAL);
+    CU_ASSERT_EQUAL(rci_parse_uint("", &v), -EINVAL);
+    CU_ASSERT_EQUAL(rci_parse_uint("4k", &v), -EINVAL);
 
     double d;
-    CU_ASSERT(rc_cfg_parse_double("1e-6", &d, NULL, 0) == 0 && d == 1e-6);
-    CU_ASSERT(rc_cfg_parse_double(".25", &d, NULL, 0) == 0 && d == 0.25);
-    CU_ASSERT_EQUAL(rc_cfg_parse_double("nan", &d, NULL, 0), -EINVAL);
-    CU_ASSERT_EQUAL(rc_cfg_parse_double("0x1p-2", &d, NULL, 0), -EINVAL);
-    CU_ASSERT_EQUAL(rc_cfg_parse_double("1e999", &d, NULL, 0), -ERANGE);
-    CU_ASSERT_EQUAL(rc_cfg_parse_double("1e", &d, NULL, 0), -EINVAL);
+    CU_ASSERT(rci_cfg_parse_double("1e-6", &d, NULL, 0) == 0 && d == 1e-6);
+    CU_ASSERT(rci_cfg_parse_double(".25", &d, NULL, 0) == 0 && d == 0.25);
+    CU_ASSERT_EQUAL(rci_cfg_parse_double("nan", &d, NULL, 0), -EINVAL);
+    CU_ASSERT_EQUAL(rci_cfg_parse_double("0x1p-2", &d, NULL, 0), -EINVAL);
+    CU_ASSERT_EQUAL(rci_cfg_parse_double("1e999", &d, NULL, 0), -ERANGE);
+    CU_ASSERT_EQUAL(rci_cfg_parse_double("1e", &d, NULL, 0), -EINVAL);
 }
 
 static void test_formatters(void)
 {
     char buf[32];
-    CU_ASSERT_STRING_EQUAL(rc_format_size(65536, buf, sizeof buf), "64k");
-    CU_ASSERT_STRING_EQUAL(rc_format_size(1536, buf, sizeof buf), "1536");
-    CU_ASSERT_STRING_EQUAL(rc_format_size(0, buf, sizeof buf), "0");
-    CU_ASSERT_STRING_EQUAL(rc_format_duration(1500000, buf, sizeof buf), "1500us");
-    CU_ASSERT_STRING_EQUAL(rc_format_duration(3000000000ull, buf, sizeof buf), "3s");
-    CU_ASSERT_STRING_EQUAL(rc_format_duration(0, buf, sizeof buf), "0");
-    struct rc_rate r = {RC_RATE_BYTES, 2.5e9};
-    CU_ASSERT_STRING_EQUAL(rc_format_rate(&r, buf, sizeof buf), "2.5GB/s");
-    r = (struct rc_rate){RC_RATE_CHUNKS, 5000};
-    CU_ASSERT_STRING_EQUAL(rc_format_rate(&r, buf, sizeof buf), "5kchunks/s");
-    r = (struct rc_rate){RC_RATE_UNLIMITED, 0};
-    CU_ASSERT_STRING_EQUAL(rc_format_rate(&r, buf, sizeof buf), "unlimited");
+    CU_ASSERT_STRING_EQUAL(rci_format_size(65536, buf, sizeof buf), "64k");
+    CU_ASSERT_STRING_EQUAL(rci_format_size(1536, buf, sizeof buf), "1536");
+    CU_ASSERT_STRING_EQUAL(rci_format_size(0, buf, sizeof buf), "0");
+    CU_ASSERT_STRING_EQUAL(rci_format_duration(1500000, buf, sizeof buf), "1500us");
+    CU_ASSERT_STRING_EQUAL(rci_format_duration(3000000000ull, buf, sizeof buf), "3s");
+    CU_ASSERT_STRING_EQUAL(rci_format_duration(0, buf, sizeof buf), "0");
+    struct rci_rate r = {RCI_RATE_BYTES, 2.5e9};
+    CU_ASSERT_STRING_EQUAL(rci_format_rate(&r, buf, sizeof buf), "2.5GB/s");
+    r = (struct rci_rate){RCI_RATE_CHUNKS, 5000};
+    CU_ASSERT_STRING_EQUAL(rci_format_rate(&r, buf, sizeof buf), "5kchunks/s");
+    r = (struct rci_rate){RCI_RATE_UNLIMITED, 0};
+    CU_ASSERT_STRING_EQUAL(rci_format_rate(&r, buf, sizeof buf), "unlimited");
 
     static const uint64_t sizes[] = {1, 1023, 1024, 1025, 64ull << 20, (1ull << 30) + 1,
                                      1ull << 40, UINT64_MAX};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         uint64_t back = 0;
-        CU_ASSERT(rc_parse_size(rc_format_size(sizes[i], buf, sizeof buf), &back) == 0);
+        CU_ASSERT(rci_parse_size(rci_format_size(sizes[i], buf, sizeof buf), &back) == 0);
         CU_ASSERT_EQUAL(back, sizes[i]);
-        CU_ASSERT(rc_parse_duration(rc_format_duration(sizes[i], buf, sizeof buf), &back) == 0);
+        CU_ASSERT(rci_parse_duration(rci_format_duration(sizes[i], buf, sizeof buf), &back) == 0);
         CU_ASSERT_EQUAL(back, sizes[i]);
     }
     static const char *const rates[] = {"1234567.891B/s", "0.001chunks/s", "999999999999B/s",
                                         "3.3Mchunks/s", "0.1GB/s", "7B/s"};
     for (size_t i = 0; i < sizeof rates / sizeof rates[0]; i++) {
-        struct rc_rate in, back;
-        CU_ASSERT_FATAL(rc_parse_rate(rates[i], &in) == 0);
-        CU_ASSERT(rc_parse_rate(rc_format_rate(&in, buf, sizeof buf), &back) == 0);
+        struct rci_rate in, back;
+        CU_ASSERT_FATAL(rci_parse_rate(rates[i], &in) == 0);
+        CU_ASSERT(rci_parse_rate(rci_format_rate(&in, buf, sizeof buf), &back) == 0);
         CU_ASSERT(back.unit == in.unit && back.per_second == in.per_second);
     }
 }
 
 static void test_edit_distance(void)
 {
-    CU_ASSERT_EQUAL(rc_cfg_edit_distance("block_sise", "block_size"), 1);
-    CU_ASSERT_EQUAL(rc_cfg_edit_distance("", "abc"), 3);
-    CU_ASSERT_EQUAL(rc_cfg_edit_distance("Ring_Size", "ring_size"), 0);
-    CU_ASSERT_EQUAL(rc_cfg_edit_distance("kitten", "sitting"), 3);
+    CU_ASSERT_EQUAL(rci_cfg_edit_distance("block_sise", "block_size"), 1);
+    CU_ASSERT_EQUAL(rci_cfg_edit_distance("", "abc"), 3);
+    CU_ASSERT_EQUAL(rci_cfg_edit_distance("Ring_Size", "ring_size"), 0);
+    CU_ASSERT_EQUAL(rci_cfg_edit_distance("kitten", "sitting"), 3);
 }
 
 /* ==== loading ==== */
@@ -325,12 +325,12 @@ static void test_defaults_only(void)
     expect_ok(load_path(NULL, NULL, 0));
     CU_ASSERT_EQUAL(cfg.ncards, 0);
     CU_ASSERT_STRING_EQUAL(cfg.source, "");
-    CU_ASSERT_EQUAL(cfg.daemon.log_level, RC_LOG_INFO);
+    CU_ASSERT_EQUAL(cfg.daemon.log_level, RCI_LOG_INFO);
     CU_ASSERT_EQUAL(cfg.daemon.stats_interval_ns, 1000000000ull);
     CU_ASSERT_EQUAL(cfg.daemon.publisher_threads, 1);
     CU_ASSERT_EQUAL(cfg.daemon.queue_size, 4096);
     CU_ASSERT_STRING_EQUAL(cfg.fabric.provider, "tcp");
-    CU_ASSERT_EQUAL(cfg.fabric.endpoint, RC_EP_MSG);
+    CU_ASSERT_EQUAL(cfg.fabric.endpoint, RCI_EP_MSG);
     CU_ASSERT_STRING_EQUAL(cfg.fabric.address, "127.0.0.1");
     CU_ASSERT_EQUAL(cfg.fabric.port, 12345);
     CU_ASSERT_EQUAL(cfg.fabric.cq_size, 1024);
@@ -338,22 +338,22 @@ static void test_defaults_only(void)
     CU_ASSERT_EQUAL(cfg.fabric.rx_buffer_size, 65536);
     CU_ASSERT_EQUAL(cfg.fabric.heartbeat_ns, 500000000ull);
     CU_ASSERT_EQUAL(cfg.fabric.max_tags_per_subscriber, 0);
-    for (unsigned i = 0; i < RC_MAX_CARDS; i++) {
+    for (unsigned i = 0; i < RCI_MAX_CARDS; i++) {
         CU_ASSERT_EQUAL(cfg.card[i].index, i);
         CU_ASSERT_EQUAL(cfg.card[i].tag_base, (uint64_t)i * 65536);
         CU_ASSERT_EQUAL(cfg.sim[i].elinks, 8);
     }
-    CU_ASSERT_EQUAL(cfg.card[0].type, RC_CARD_SIM);
+    CU_ASSERT_EQUAL(cfg.card[0].type, RCI_CARD_SIM);
     CU_ASSERT_EQUAL(cfg.card[0].ring_size, 64ull << 20);
     CU_ASSERT_EQUAL(cfg.card[0].block_size, 4096);
     CU_ASSERT_EQUAL(cfg.card[0].block_format, FELIX_FMT_C0CE);
-    CU_ASSERT_EQUAL(cfg.card[0].memory, RC_MEM_ANON);
+    CU_ASSERT_EQUAL(cfg.card[0].memory, RCI_MEM_ANON);
     CU_ASSERT_STRING_EQUAL(cfg.card[2].shm_name, "ringcast-card2");
     CU_ASSERT_EQUAL(cfg.card[0].poll_spin_ns, 50000);
     CU_ASSERT_EQUAL(cfg.card[0].max_chunk_pieces, 64);
     CU_ASSERT_EQUAL(cfg.sim[0].chunk_size_min, 1024);
-    CU_ASSERT_EQUAL(cfg.sim[0].rate.unit, RC_RATE_UNLIMITED);
-    CU_ASSERT_EQUAL(cfg.sim[0].fill, RC_FILL_PATTERN);
+    CU_ASSERT_EQUAL(cfg.sim[0].rate.unit, RCI_RATE_UNLIMITED);
+    CU_ASSERT_EQUAL(cfg.sim[0].fill, RCI_FILL_PATTERN);
     CU_ASSERT_EQUAL(cfg.sim[0].err_crc, 0.0);
     CU_ASSERT_STRING_EQUAL(cfg.sim[0].replay_file, "");
     CU_ASSERT_EQUAL(cfg.sim[0].run_ns, 0);
@@ -392,15 +392,15 @@ static void test_file_syntax(void)
                        "run_time = 1.5ms\n"
                        "chunk_size_max = 4k\n";
     expect_ok(load_text(text, NULL, 0));
-    CU_ASSERT_EQUAL(cfg.daemon.log_level, RC_LOG_DEBUG);
+    CU_ASSERT_EQUAL(cfg.daemon.log_level, RCI_LOG_DEBUG);
     CU_ASSERT_EQUAL(cfg.daemon.stats_interval_ns, 0);
     CU_ASSERT_EQUAL(cfg.ncards, 1);
     CU_ASSERT(cfg.has_sim[0]);
     CU_ASSERT_EQUAL(cfg.card[0].ring_size, 1ull << 20);
-    CU_ASSERT_EQUAL(cfg.card[0].memory, RC_MEM_SHM);
+    CU_ASSERT_EQUAL(cfg.card[0].memory, RCI_MEM_SHM);
     CU_ASSERT_STRING_EQUAL(cfg.card[0].shm_name, "my-ring.0");
     CU_ASSERT_EQUAL(cfg.card[0].tag_base, 0x100000);
-    CU_ASSERT_EQUAL(cfg.sim[0].rate.unit, RC_RATE_BYTES);
+    CU_ASSERT_EQUAL(cfg.sim[0].rate.unit, RCI_RATE_BYTES);
     CU_ASSERT_EQUAL(cfg.sim[0].rate.per_second, 2.5e9);
     CU_ASSERT_EQUAL(cfg.sim[0].err_crc, 1e-6);
     CU_ASSERT(cfg.sim[0].replay_loop);
@@ -416,17 +416,17 @@ static void test_enum_order_matches_c(void)
                         "readout.log_level=warn", "fabric.endpoint=rdm", "sim.0.fill=none"};
     expect_ok(load_path(NULL, ov, sizeof ov / sizeof ov[0]));
     CU_ASSERT_EQUAL(cfg.card[0].block_format, FELIX_FMT_ABCE);
-    CU_ASSERT_EQUAL(cfg.card[0].memory, RC_MEM_HUGETLB);
-    CU_ASSERT_EQUAL(cfg.card[1].type, RC_CARD_SIM_PROCESS);
-    CU_ASSERT_EQUAL(cfg.card[1].memory, RC_MEM_SHM);
-    CU_ASSERT_EQUAL(cfg.daemon.log_level, RC_LOG_WARN);
-    CU_ASSERT_EQUAL(cfg.fabric.endpoint, RC_EP_RDM);
-    CU_ASSERT_EQUAL(cfg.sim[0].fill, RC_FILL_NONE);
+    CU_ASSERT_EQUAL(cfg.card[0].memory, RCI_MEM_HUGETLB);
+    CU_ASSERT_EQUAL(cfg.card[1].type, RCI_CARD_SIM_PROCESS);
+    CU_ASSERT_EQUAL(cfg.card[1].memory, RCI_MEM_SHM);
+    CU_ASSERT_EQUAL(cfg.daemon.log_level, RCI_LOG_WARN);
+    CU_ASSERT_EQUAL(cfg.fabric.endpoint, RCI_EP_RDM);
+    CU_ASSERT_EQUAL(cfg.sim[0].fill, RCI_FILL_NONE);
     const char *ov2[] = {"card.0.block_format=abcd", "card.0.block_size=1k",
                          "readout.log_level=error"};
     expect_ok(load_path(NULL, ov2, 3));
     CU_ASSERT_EQUAL(cfg.card[0].block_format, FELIX_FMT_ABCD);
-    CU_ASSERT_EQUAL(cfg.daemon.log_level, RC_LOG_ERROR);
+    CU_ASSERT_EQUAL(cfg.daemon.log_level, RCI_LOG_ERROR);
 }
 
 static void test_override_success(void)
@@ -435,7 +435,7 @@ static void test_override_success(void)
                         "card.1.ring_size=128M", "sim.1.elinks=16"};
     expect_ok(load_text("[card.0]\nblock_size = 4k\n", ov, 4));
     CU_ASSERT_EQUAL(cfg.card[0].block_size, 8192); /* the override beats the file */
-    CU_ASSERT_EQUAL(cfg.daemon.log_level, RC_LOG_DEBUG);
+    CU_ASSERT_EQUAL(cfg.daemon.log_level, RCI_LOG_DEBUG);
     CU_ASSERT_EQUAL(cfg.ncards, 2);                /* card.1 created by an override */
     CU_ASSERT_EQUAL(cfg.card[1].ring_size, 128ull << 20);
     CU_ASSERT(cfg.has_sim[1]);
@@ -534,7 +534,7 @@ static void test_bad_values(void)
         {"[card.0]\nring_size = 64MB\n", "ring_size = 64MB", "ambiguous"},
         {"[card.0]\nring_size = 99999999999G\n", "ring_size = 99999999999G", "too large"},
         /* the readout addresses ring pieces with 32-bit offsets: refuse here, at file:line,
-         * what rc_readout_create() would refuse only when the daemon starts */
+         * what rci_readout_create() would refuse only when the daemon starts */
         {"[card.0]\nring_size = 8G\n", "ring_size = 8G", "out of range (allowed: 4k..4G)"},
         {"[card.0]\npoll_spin = 50\n", "poll_spin = 50", "needs a unit"},
         {"[card.0]\nmax_chunk_pieces = 0\n", "max_chunk_pieces = 0", "out of range"},
@@ -727,11 +727,11 @@ static void test_mode_rules(void)
                         "[mode.2]\ntags = 0x20\nmode = zerocopy\n"
                         "[mode.3]\ntags = 0-18446744073709551615\nmode = auto\n", NULL, 0));
     CU_ASSERT_EQUAL(cfg.nmodes, 4);
-    const struct rc_mode_rule *r = cfg.mode_rule;
-    CU_ASSERT(r[0].first == 0 && r[0].last == 3 && r[0].mode == RC_MODE_BUFFERED);
-    CU_ASSERT(r[1].first == 16 && r[1].last == 31 && r[1].mode == RC_MODE_AUTO);
+    const struct rci_mode_rule *r = cfg.mode_rule;
+    CU_ASSERT(r[0].first == 0 && r[0].last == 3 && r[0].mode == RCI_MODE_BUFFERED);
+    CU_ASSERT(r[1].first == 16 && r[1].last == 31 && r[1].mode == RCI_MODE_AUTO);
     CU_ASSERT_EQUAL(r[1].buffered_threshold, 1024);
-    CU_ASSERT(r[2].first == 32 && r[2].last == 32 && r[2].mode == RC_MODE_ZEROCOPY);
+    CU_ASSERT(r[2].first == 32 && r[2].last == 32 && r[2].mode == RCI_MODE_ZEROCOPY);
     CU_ASSERT(r[3].first == 0 && r[3].last == UINT64_MAX);
     CU_ASSERT_EQUAL(r[3].buffered_threshold, 512);
     CU_ASSERT_STRING_EQUAL(r[1].tags, "0x10 - 0x1f"); /* kept as written */
@@ -740,9 +740,9 @@ static void test_mode_rules(void)
     expect_ok(load_text("[mode.0]\ntags = 100\nmode = auto\n", ov, 3));
     CU_ASSERT_EQUAL(cfg.nmodes, 2);
     CU_ASSERT(cfg.mode_rule[0].first == 0 && cfg.mode_rule[0].last == 3);
-    CU_ASSERT_EQUAL(cfg.mode_rule[0].mode, RC_MODE_AUTO);
+    CU_ASSERT_EQUAL(cfg.mode_rule[0].mode, RCI_MODE_AUTO);
     CU_ASSERT(cfg.mode_rule[1].first == 4 && cfg.mode_rule[1].last == 7);
-    CU_ASSERT_EQUAL(cfg.mode_rule[1].mode, RC_MODE_BUFFERED);
+    CU_ASSERT_EQUAL(cfg.mode_rule[1].mode, RCI_MODE_BUFFERED);
 }
 
 static void test_mode_rule_errors(void)
@@ -843,7 +843,7 @@ static void test_file_errors_and_failure_state(void)
     free(r.log);
     rmdir(dir);
     /* a failed load leaves nothing half-configured, and err may be NULL */
-    CU_ASSERT_EQUAL(rc_config_load(&cfg, write_file("[card.0]\n[card.1]\nring_size = 1x\n"), NULL,
+    CU_ASSERT_EQUAL(rci_config_load(&cfg, write_file("[card.0]\n[card.1]\nring_size = 1x\n"), NULL,
                                    0, NULL, NULL), -EINVAL);
     CU_ASSERT_EQUAL(cfg.ncards, 0);
     CU_ASSERT_EQUAL(cfg.card[0].ring_size, 0);
@@ -857,13 +857,13 @@ static void test_file_errors_and_failure_state(void)
 
 /* ==== printing ==== */
 
-static bool same_rule(const struct rc_mode_rule *a, const struct rc_mode_rule *b)
+static bool same_rule(const struct rci_mode_rule *a, const struct rci_mode_rule *b)
 {
     return strcmp(a->tags, b->tags) == 0 && a->first == b->first && a->last == b->last &&
            a->mode == b->mode && a->buffered_threshold == b->buffered_threshold;
 }
 
-static bool same_values(const struct rc_config *a, const struct rc_config *b)
+static bool same_values(const struct rci_config *a, const struct rci_config *b)
 {
     if (a->ncards != b->ncards || a->nmodes != b->nmodes) return false;
     for (unsigned i = 0; i < a->nmodes; i++)
@@ -888,7 +888,7 @@ static char *print_to_string(void (*print)(FILE *))
 }
 
 /* Is line (after "# ") the header of s's instance 0 or one of its "key = value" lines? */
-static bool is_commented_setting(const char *line, const struct rc_cfg_section *s)
+static bool is_commented_setting(const char *line, const struct rci_cfg_section *s)
 {
     char header[40];
     snprintf(header, sizeof header, "[%s.0]\n", s->name);
@@ -901,7 +901,7 @@ static bool is_commented_setting(const char *line, const struct rc_cfg_section *
 }
 
 /* The example with the commented-out instance of s made active. */
-static char *uncomment_section(const char *example, const struct rc_cfg_section *s)
+static char *uncomment_section(const char *example, const struct rci_cfg_section *s)
 {
     char *out = malloc(strlen(example) + 1), *o = out;
     CU_ASSERT_FATAL(out != NULL);
@@ -925,9 +925,9 @@ static char *uncomment_section(const char *example, const struct rc_cfg_section 
 
 static void test_example_round_trip(void)
 {
-    static struct rc_config defaults;
-    CU_ASSERT_FATAL(rc_config_load(&defaults, NULL, NULL, 0, stderr, NULL) == 0);
-    char *example = print_to_string(rc_config_print_example);
+    static struct rci_config defaults;
+    CU_ASSERT_FATAL(rci_config_load(&defaults, NULL, NULL, 0, stderr, NULL) == 0);
+    char *example = print_to_string(rci_config_print_example);
     expect_ok(load_text(example, NULL, 0));
     CU_ASSERT_EQUAL(cfg.ncards, 1);
     CU_ASSERT(cfg.has_sim[0]);
@@ -935,21 +935,21 @@ static void test_example_round_trip(void)
     CU_ASSERT(same_values(&cfg, &defaults));
     CU_ASSERT_EQUAL(cfg.nmodes, 0); /* the [mode.0] example is commented out */
     /* every key appears as "key = ..." in its section ("# key = ..." if commented out) */
-    for (unsigned s = 0; s < RC_CFG_NSECTIONS; s++)
-        for (size_t k = 0; k < rc_cfg_sections[s]->nkeys; k++) {
+    for (unsigned s = 0; s < RCI_CFG_NSECTIONS; s++)
+        for (size_t k = 0; k < rci_cfg_sections[s]->nkeys; k++) {
             char needle[80];
             snprintf(needle, sizeof needle, "\n%s%s =",
-                     rc_cfg_sections[s]->example_commented ? "# " : "",
-                     rc_cfg_sections[s]->keys[k].key);
+                     rci_cfg_sections[s]->example_commented ? "# " : "",
+                     rci_cfg_sections[s]->keys[k].key);
             CU_ASSERT_PTR_NOT_NULL(strstr(example, needle));
         }
     /* uncommented, the example rule is valid */
-    char *uncommented = uncomment_section(example, &rc_cfg_section_mode);
+    char *uncommented = uncomment_section(example, &rci_cfg_section_mode);
     expect_ok(load_text(uncommented, NULL, 0));
     CU_ASSERT_EQUAL(cfg.nmodes, 1);
     CU_ASSERT_EQUAL(cfg.mode_rule[0].first, 0);
     CU_ASSERT_EQUAL(cfg.mode_rule[0].last, 3);
-    CU_ASSERT_EQUAL(cfg.mode_rule[0].mode, RC_MODE_BUFFERED);
+    CU_ASSERT_EQUAL(cfg.mode_rule[0].mode, RCI_MODE_BUFFERED);
     free(uncommented);
     free(example);
 }
@@ -968,14 +968,14 @@ static void test_print_round_trip(void)
                        "seed = 18446744073709551615\n"
                        "[card.1]\nmemory = shm\nshm_name = other\ntype = sim-process\n"
                        "[sim.1]\nrate = 3.3Mchunks/s\nfill = none\nreplay_loop = true\n";
-    static struct rc_config first;
+    static struct rci_config first;
     struct result r = load_text(text, NULL, 0);
     expect_ok(r);
     memcpy(&first, &cfg, sizeof first);
     char *printed;
     size_t len;
     FILE *f = open_memstream(&printed, &len);
-    rc_config_print(&first, f);
+    rci_config_print(&first, f);
     fclose(f);
     expect_ok(load_text(printed, NULL, 0));
     CU_ASSERT(same_values(&first, &cfg));
@@ -989,13 +989,13 @@ static void test_print_round_trip(void)
 
 static void test_help_lists_everything(void)
 {
-    char *help = print_to_string(rc_config_print_help);
+    char *help = print_to_string(rci_config_print_help);
     CU_ASSERT_PTR_NOT_NULL(strstr(help, "[card.N]"));
     CU_ASSERT_PTR_NOT_NULL(strstr(help, "[sim.N]"));
     CU_ASSERT_PTR_NOT_NULL(strstr(help, "[mode.N]  (N = 0..15)"));
-    for (unsigned s = 0; s < RC_CFG_NSECTIONS; s++)
-        for (size_t k = 0; k < rc_cfg_sections[s]->nkeys; k++) {
-            const struct rc_cfg_key *key = &rc_cfg_sections[s]->keys[k];
+    for (unsigned s = 0; s < RCI_CFG_NSECTIONS; s++)
+        for (size_t k = 0; k < rci_cfg_sections[s]->nkeys; k++) {
+            const struct rci_cfg_key *key = &rci_cfg_sections[s]->keys[k];
             char needle[80];
             snprintf(needle, sizeof needle, "  %s ", key->key);
             CU_ASSERT_PTR_NOT_NULL(strstr(help, needle));
@@ -1024,9 +1024,9 @@ static size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 /* Rows (and implicit members) sorted by offset must be laid out exactly as C
  * lays out consecutive members: any other gap is a member without a row, any
  * overlap two rows for one member. */
-static void check_layout(const struct rc_cfg_section *s)
+static void check_layout(const struct rci_cfg_section *s)
 {
-    struct span spans[RC_CFG_MAX_KEYS + 4];
+    struct span spans[RCI_CFG_MAX_KEYS + 4];
     size_t n = 0;
     for (size_t i = 0; i < s->nkeys; i++)
         spans[n++] = (struct span){s->keys[i].field, s->keys[i].offset, s->keys[i].size,
@@ -1071,7 +1071,7 @@ static bool field_is(const char *row_field, const char *member)
 
 /* Rows of a member: 1 for a plain member, one per field of a nested struct
  * (rows named "member.field"). */
-static unsigned rows_for_field(const struct rc_cfg_section *s, const char *field)
+static unsigned rows_for_field(const struct rci_cfg_section *s, const char *field)
 {
     unsigned n = 0;
     for (size_t i = 0; i < s->nkeys; i++) n += field_is(s->keys[i].field, field);
@@ -1079,7 +1079,7 @@ static unsigned rows_for_field(const struct rc_cfg_section *s, const char *field
     return n;
 }
 
-static bool is_nested(const struct rc_cfg_section *s, const char *field)
+static bool is_nested(const struct rci_cfg_section *s, const char *field)
 {
     for (size_t i = 0; i < s->nkeys; i++)
         if (field_is(s->keys[i].field, field) && strcmp(s->keys[i].field, field) != 0)
@@ -1089,7 +1089,7 @@ static bool is_nested(const struct rc_cfg_section *s, const char *field)
 
 /* Top-level member lines are those indented like the first one; the name is
  * the word before " : " (clang 14) or " = " (clang 15+). */
-static void check_dumped_members(const struct rc_cfg_section *s)
+static void check_dumped_members(const struct rci_cfg_section *s)
 {
     unsigned members = 0, rows = 0;
     size_t top_indent = (size_t)-1;
@@ -1127,19 +1127,19 @@ static void check_dumped_members(const struct rc_cfg_section *s)
 
 static void test_schema_covers_structs(void)
 {
-    CU_ASSERT_PTR_EQUAL(rc_cfg_sections[0], &rc_cfg_section_readout);
-    for (unsigned s = 0; s < RC_CFG_NSECTIONS; s++) check_layout(rc_cfg_sections[s]);
-    CU_ASSERT_EQUAL(rc_cfg_section_readout.struct_size, sizeof(struct rc_daemon_params));
-    CU_ASSERT_EQUAL(rc_cfg_section_fabric.struct_size, sizeof(struct rc_fabric_params));
-    CU_ASSERT_EQUAL(rc_cfg_section_card.struct_size, sizeof(struct rc_card_params));
-    CU_ASSERT_EQUAL(rc_cfg_section_sim.struct_size, sizeof(struct rc_sim_params));
-    CU_ASSERT_EQUAL(rc_cfg_section_mode.struct_size, sizeof(struct rc_mode_rule));
+    CU_ASSERT_PTR_EQUAL(rci_cfg_sections[0], &rci_cfg_section_readout);
+    for (unsigned s = 0; s < RCI_CFG_NSECTIONS; s++) check_layout(rci_cfg_sections[s]);
+    CU_ASSERT_EQUAL(rci_cfg_section_readout.struct_size, sizeof(struct rci_daemon_params));
+    CU_ASSERT_EQUAL(rci_cfg_section_fabric.struct_size, sizeof(struct rci_fabric_params));
+    CU_ASSERT_EQUAL(rci_cfg_section_card.struct_size, sizeof(struct rci_card_params));
+    CU_ASSERT_EQUAL(rci_cfg_section_sim.struct_size, sizeof(struct rci_sim_params));
+    CU_ASSERT_EQUAL(rci_cfg_section_mode.struct_size, sizeof(struct rci_mode_rule));
 #ifdef __clang__
-    DUMP_AND_CHECK(struct rc_daemon_params, &rc_cfg_section_readout);
-    DUMP_AND_CHECK(struct rc_fabric_params, &rc_cfg_section_fabric);
-    DUMP_AND_CHECK(struct rc_card_params, &rc_cfg_section_card);
-    DUMP_AND_CHECK(struct rc_sim_params, &rc_cfg_section_sim);
-    DUMP_AND_CHECK(struct rc_mode_rule, &rc_cfg_section_mode);
+    DUMP_AND_CHECK(struct rci_daemon_params, &rci_cfg_section_readout);
+    DUMP_AND_CHECK(struct rci_fabric_params, &rci_cfg_section_fabric);
+    DUMP_AND_CHECK(struct rci_card_params, &rci_cfg_section_card);
+    DUMP_AND_CHECK(struct rci_sim_params, &rci_cfg_section_sim);
+    DUMP_AND_CHECK(struct rci_mode_rule, &rci_cfg_section_mode);
 #endif
 }
 
@@ -1148,46 +1148,46 @@ static uint64_t member_max(size_t size)
     return size >= 8 ? UINT64_MAX : (1ull << (8 * size)) - 1;
 }
 
-static void check_row(const struct rc_cfg_section *s, const struct rc_cfg_key *k)
+static void check_row(const struct rci_cfg_section *s, const struct rci_cfg_key *k)
 {
     CU_ASSERT(k->help && k->help[0] && !strchr(k->help, '\n'));
-    CU_ASSERT_PTR_EQUAL(rc_cfg_find_key(s, k->key), k); /* names are unique */
+    CU_ASSERT_PTR_EQUAL(rci_cfg_find_key(s, k->key), k); /* names are unique */
     CU_ASSERT(k->def != NULL);
     if (k->example) { /* what the example file shows must load */
-        union rc_cfg_value v;
+        union rci_cfg_value v;
         char why[256];
-        CU_ASSERT_EQUAL(rc_cfg_parse_value(k, k->example, &v, why, sizeof why), 0);
+        CU_ASSERT_EQUAL(rci_cfg_parse_value(k, k->example, &v, why, sizeof why), 0);
     }
     switch (k->type) {
-    case RC_CFG_UINT:
-    case RC_CFG_SIZE:
-    case RC_CFG_DURATION:
+    case RCI_CFG_UINT:
+    case RCI_CFG_SIZE:
+    case RCI_CFG_DURATION:
         CU_ASSERT(k->min <= k->max && k->max <= member_max(k->size));
         break;
-    case RC_CFG_STRING: /* "key = value" must fit one line, the value its array */
-        CU_ASSERT(k->max < k->size && strlen(k->key) + 3 + k->max < RC_CFG_MAX_LINE);
+    case RCI_CFG_STRING: /* "key = value" must fit one line, the value its array */
+        CU_ASSERT(k->max < k->size && strlen(k->key) + 3 + k->max < RCI_CFG_MAX_LINE);
         break;
-    case RC_CFG_ENUM:
+    case RCI_CFG_ENUM:
         CU_ASSERT(k->choices && k->size == sizeof(unsigned));
         break;
-    case RC_CFG_RATE: CU_ASSERT(k->size == sizeof(struct rc_rate) && k->min >= 1); break;
-    case RC_CFG_PROB: CU_ASSERT(k->size == sizeof(double)); break;
-    case RC_CFG_BOOL: CU_ASSERT(k->size == sizeof(bool)); break;
+    case RCI_CFG_RATE: CU_ASSERT(k->size == sizeof(struct rci_rate) && k->min >= 1); break;
+    case RCI_CFG_PROB: CU_ASSERT(k->size == sizeof(double)); break;
+    case RCI_CFG_BOOL: CU_ASSERT(k->size == sizeof(bool)); break;
     }
 }
 
 static void test_schema_rows(void)
 {
-    for (unsigned s = 0; s < RC_CFG_NSECTIONS; s++) {
-        const struct rc_cfg_section *sec = rc_cfg_sections[s];
-        CU_ASSERT(sec->nkeys <= RC_CFG_MAX_KEYS);
+    for (unsigned s = 0; s < RCI_CFG_NSECTIONS; s++) {
+        const struct rci_cfg_section *sec = rci_cfg_sections[s];
+        CU_ASSERT(sec->nkeys <= RCI_CFG_MAX_KEYS);
         for (size_t k = 0; k < sec->nkeys; k++) check_row(sec, &sec->keys[k]);
     }
     /* every line of the example fits the line limit */
-    char *example = print_to_string(rc_config_print_example);
+    char *example = print_to_string(rci_config_print_example);
     for (char *line = example; *line;) {
         size_t n = strcspn(line, "\n");
-        CU_ASSERT(n <= RC_CFG_MAX_LINE);
+        CU_ASSERT(n <= RCI_CFG_MAX_LINE);
         line += n + (line[n] == '\n');
     }
     free(example);
@@ -1195,14 +1195,14 @@ static void test_schema_rows(void)
 
 static void register_tests(void)
 {
-    RC_SUITE("units", {"size ok", test_size_ok}, {"size errors", test_size_errors},
+    RCI_SUITE("units", {"size ok", test_size_ok}, {"size errors", test_size_errors},
              {"duration", test_duration}, {"rate", test_rate}, {"bool uint double", test_bool_uint},
              {"formatters round trip", test_formatters}, {"edit distance", test_edit_distance});
-    RC_SUITE("load", {"defaults only", test_defaults_only},
+    RCI_SUITE("load", {"defaults only", test_defaults_only},
              {"empty sections count", test_empty_sections_count}, {"file syntax", test_file_syntax},
              {"enum order matches C", test_enum_order_matches_c},
              {"override success", test_override_success}, {"mode rules", test_mode_rules});
-    RC_SUITE("errors", {"unknown section and key", test_unknown_section_and_key},
+    RCI_SUITE("errors", {"unknown section and key", test_unknown_section_and_key},
              {"syntax", test_syntax_errors}, {"duplicates", test_duplicates},
              {"bad values", test_bad_values}, {"long lines", test_long_lines},
              {"not files", test_not_files},
@@ -1211,11 +1211,11 @@ static void register_tests(void)
              {"overrides", test_override_errors}, {"mode rules", test_mode_rule_errors},
              {"mode rule never applies", test_mode_rule_shadowed},
              {"file errors, failure state", test_file_errors_and_failure_state});
-    RC_SUITE("print", {"example round trip", test_example_round_trip},
+    RCI_SUITE("print", {"example round trip", test_example_round_trip},
              {"print round trip", test_print_round_trip},
              {"help lists everything", test_help_lists_everything});
-    RC_SUITE("schema", {"covers the structs", test_schema_covers_structs},
+    RCI_SUITE("schema", {"covers the structs", test_schema_covers_structs},
              {"rows", test_schema_rows});
 }
 
-RC_CUNIT_MAIN(register_tests)
+RCI_CUNIT_MAIN(register_tests)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* test_decoder.c — the block decoder driven directly (no card, no thread):
- * hand-made blocks are written into a real ring, rc_readout_decode() turns
+ * hand-made blocks are written into a real ring, rci_readout_decode() turns
  * them into chunks, a test sink records them, and the test releases keys. */
 #include <errno.h>
 #include <stdlib.h>
@@ -68,14 +68,14 @@ static uint32_t trailer_word(const struct tblk *b, unsigned type, uint32_t len, 
 {
     if (b->tbytes == 2)
         return (type << FELIX_T16_TYPE_SHIFT) | (len & FELIX_T16_LEN_MASK) |
-               ((flags & RC_CHUNK_TRUNCATED) ? FELIX_T16_TRUNC : 0) |
-               ((flags & RC_CHUNK_ERROR) ? FELIX_T16_ERROR : 0) |
-               ((flags & RC_CHUNK_CRC_ERROR) ? FELIX_T16_CRC : 0);
+               ((flags & RCI_CHUNK_TRUNCATED) ? FELIX_T16_TRUNC : 0) |
+               ((flags & RCI_CHUNK_ERROR) ? FELIX_T16_ERROR : 0) |
+               ((flags & RCI_CHUNK_CRC_ERROR) ? FELIX_T16_CRC : 0);
     return (type << FELIX_T32_TYPE_SHIFT) | (len & FELIX_T32_LEN_MASK) |
-           ((flags & RC_CHUNK_TRUNCATED) ? FELIX_T32_TRUNC : 0) |
-           ((flags & RC_CHUNK_ERROR) ? FELIX_T32_ERROR : 0) |
-           ((flags & RC_CHUNK_CRC_ERROR) ? FELIX_T32_CRC : 0) |
-           ((flags & RC_CHUNK_BUSY) ? FELIX_T32_BUSY : 0);
+           ((flags & RCI_CHUNK_TRUNCATED) ? FELIX_T32_TRUNC : 0) |
+           ((flags & RCI_CHUNK_ERROR) ? FELIX_T32_ERROR : 0) |
+           ((flags & RCI_CHUNK_CRC_ERROR) ? FELIX_T32_CRC : 0) |
+           ((flags & RCI_CHUNK_BUSY) ? FELIX_T32_BUSY : 0);
 }
 
 static void tblk_raw_trailer(struct tblk *b, uint32_t word)
@@ -103,16 +103,16 @@ static void tblk_sub(struct tblk *b, unsigned type, const uint8_t *data, uint32_
 #define GOT_PIECES 8
 
 struct got {
-    struct rc_chunk c;             /* copy; c.pieces -> pc (copied at sink time) */
-    struct rc_piece pc[GOT_PIECES];
+    struct rci_chunk c;             /* copy; c.pieces -> pc (copied at sink time) */
+    struct rci_piece pc[GOT_PIECES];
     uint8_t *bytes;                /* the pieces concatenated at sink time */
     bool released;
 };
 
 struct fx {
-    struct rc_dma_ring *ring;
-    struct rc_readout *r;
-    struct rc_card_params p;
+    struct rci_dma_ring *ring;
+    struct rci_readout *r;
+    struct rci_card_params p;
     uint8_t *base;
     uint64_t wpos;
     struct got got[MAX_GOT];
@@ -124,7 +124,7 @@ struct fx {
     bool release_in_sink;
 };
 
-static int record_sink(void *ctx, const struct rc_chunk *c)
+static int record_sink(void *ctx, const struct rci_chunk *c)
 {
     struct fx *f = ctx;
     if (f->again > 0) {
@@ -152,49 +152,49 @@ static int record_sink(void *ctx, const struct rc_chunk *c)
     CU_ASSERT_EQUAL(at, c->length);
     g->released = false;
     if (f->release_in_sink) {
-        rc_readout_release(f->r, c->key);
+        rci_readout_release(f->r, c->key);
         g->released = true;
     }
     return 0;
 }
 
-static struct rc_card_params default_params(enum felix_format fmt, unsigned nblocks)
+static struct rci_card_params default_params(enum felix_format fmt, unsigned nblocks)
 {
     uint32_t bs = fmt == FELIX_FMT_C0CE ? 4096 : 1024;
-    return (struct rc_card_params){
+    return (struct rci_card_params){
         .index = 3, .tag_base = TAG_BASE, .ring_size = (uint64_t)bs * nblocks, .block_size = bs,
         .block_format = fmt, .rd_update_bytes = bs, .max_chunk_size = 1u << 20,
         .max_chunk_pieces = 64, .max_chunks_in_flight = 256 };
 }
 
-static struct fx *fx_open_params(const struct rc_card_params *p)
+static struct fx *fx_open_params(const struct rci_card_params *p)
 {
     struct fx *f = calloc(1, sizeof *f);
     CU_ASSERT_FATAL(f != NULL);
     f->p = *p;
     char err[256];
-    struct rc_dma_ring_params rp = { .size = p->ring_size, .unit_size = p->block_size,
-                                     .backend = RC_MEM_ANON, .lock_memory = false };
-    int rc = rc_dma_ring_create(&rp, &f->ring, err, sizeof err);
+    struct rci_dma_ring_params rp = { .size = p->ring_size, .unit_size = p->block_size,
+                                     .backend = RCI_MEM_ANON, .lock_memory = false };
+    int rc = rci_dma_ring_create(&rp, &f->ring, err, sizeof err);
     CU_ASSERT_EQUAL_FATAL(rc, 0);
-    rc = rc_readout_create(p, f->ring, NULL, record_sink, f, &f->r, err, sizeof err);
+    rc = rci_readout_create(p, f->ring, NULL, record_sink, f, &f->r, err, sizeof err);
     if (rc != 0)
-        fprintf(stderr, "rc_readout_create: %s\n", err);
+        fprintf(stderr, "rci_readout_create: %s\n", err);
     CU_ASSERT_EQUAL_FATAL(rc, 0);
-    f->base = rc_dma_ring_addr(f->ring);
+    f->base = rci_dma_ring_addr(f->ring);
     return f;
 }
 
 static struct fx *fx_open(enum felix_format fmt, unsigned nblocks)
 {
-    struct rc_card_params p = default_params(fmt, nblocks);
+    struct rci_card_params p = default_params(fmt, nblocks);
     return fx_open_params(&p);
 }
 
 static void fx_close(struct fx *f)
 {
-    rc_readout_destroy(f->r);
-    rc_dma_ring_destroy(f->ring);
+    rci_readout_destroy(f->r);
+    rci_dma_ring_destroy(f->ring);
     for (unsigned i = 0; i < f->ngot; i++)
         free(f->got[i].bytes);
     free(f);
@@ -204,17 +204,17 @@ static void fx_close(struct fx *f)
 static void fx_put(struct fx *f, const struct tblk *b)
 {
     CU_ASSERT_EQUAL_FATAL(b->size, f->p.block_size);
-    CU_ASSERT_FATAL(f->wpos + b->size <= rc_dma_ring_read_pos(f->ring) + f->p.ring_size);
+    CU_ASSERT_FATAL(f->wpos + b->size <= rci_dma_ring_read_pos(f->ring) + f->p.ring_size);
     memcpy(f->base + f->wpos % f->p.ring_size, b->buf, b->size);
     f->wpos += b->size;
-    rc_dma_ring_note_written(f->ring, f->wpos);
+    rci_dma_ring_note_written(f->ring, f->wpos);
 }
 
 static void fx_release(struct fx *f, unsigned i)
 {
     CU_ASSERT_FATAL(i < f->ngot);
     CU_ASSERT_FALSE(f->got[i].released);
-    rc_readout_release(f->r, f->got[i].c.key);
+    rci_readout_release(f->r, f->got[i].c.key);
     f->got[i].released = true;
 }
 
@@ -227,22 +227,22 @@ static void fx_release_all(struct fx *f)
 
 static uint64_t fx_read(struct fx *f)
 {
-    rc_readout_decode(f->r);        /* also advances the ring */
-    return rc_dma_ring_read_pos(f->ring);
+    rci_readout_decode(f->r);        /* also advances the ring */
+    return rci_dma_ring_read_pos(f->ring);
 }
 
-static struct rc_readout_stats fx_stats(struct fx *f)
+static struct rci_readout_stats fx_stats(struct fx *f)
 {
-    struct rc_readout_stats s;
-    rc_readout_get_stats(f->r, &s);
+    struct rci_readout_stats s;
+    rci_readout_get_stats(f->r, &s);
     return s;
 }
 
-static struct rc_elink_stats fx_elink(struct fx *f, unsigned elink)
+static struct rci_elink_stats fx_elink(struct fx *f, unsigned elink)
 {
-    struct rc_elink_stats s;
+    struct rci_elink_stats s;
     memset(&s, 0, sizeof s);
-    CU_ASSERT_EQUAL(rc_readout_get_elink_stats(f->r, elink, &s), 0);
+    CU_ASSERT_EQUAL(rci_readout_get_elink_stats(f->r, elink, &s), 0);
     return s;
 }
 
@@ -269,9 +269,9 @@ static void test_whole_chunk(void)
         tblk_begin(&b, fmt, f->p.block_size, 5, 0);
         tblk_sub(&b, FELIX_SUB_WHOLE, msg, sizeof msg, 0);
         fx_put(f, &b);
-        CU_ASSERT_EQUAL(rc_readout_decode(f->r), 1);
+        CU_ASSERT_EQUAL(rci_readout_decode(f->r), 1);
         CU_ASSERT_EQUAL_FATAL(f->ngot, 1);
-        struct rc_chunk *c = &f->got[0].c;
+        struct rci_chunk *c = &f->got[0].c;
         CU_ASSERT_EQUAL(c->tag, TAG_BASE + 5);
         CU_ASSERT_EQUAL(c->elink, 5);
         CU_ASSERT_EQUAL(c->flags, 0);
@@ -281,11 +281,11 @@ static void test_whole_chunk(void)
         CU_ASSERT_EQUAL(c->pieces[0].ring_offset, 4);
         CU_ASSERT_EQUAL(memcmp(f->got[0].bytes, msg, sizeof msg), 0);
         CU_ASSERT_EQUAL(fx_read(f), 0);                          /* held by the chunk */
-        CU_ASSERT_FALSE(rc_readout_drained(f->r));
+        CU_ASSERT_FALSE(rci_readout_drained(f->r));
         fx_release(f, 0);
         CU_ASSERT_EQUAL(fx_read(f), f->p.block_size);
-        CU_ASSERT_TRUE(rc_readout_drained(f->r));
-        struct rc_readout_stats s = fx_stats(f);
+        CU_ASSERT_TRUE(rci_readout_drained(f->r));
+        struct rci_readout_stats s = fx_stats(f);
         CU_ASSERT_EQUAL(s.blocks, 1);
         CU_ASSERT_EQUAL(s.chunks, 1);
         CU_ASSERT_EQUAL(s.bytes, sizeof msg);
@@ -310,7 +310,7 @@ static void test_several_whole_per_block(void)
             tblk_sub(&b, FELIX_SUB_WHOLE, data, 5 * i, 0);
         }
         fx_put(f, &b);
-        CU_ASSERT_EQUAL(rc_readout_decode(f->r), 12);
+        CU_ASSERT_EQUAL(rci_readout_decode(f->r), 12);
         CU_ASSERT_EQUAL_FATAL(f->ngot, 12);
         for (unsigned i = 0; i < 12; i++) {
             struct got *g = &f->got[i];
@@ -366,14 +366,14 @@ static void test_spanning_chunk(void)
         tblk_sub(&b, FELIX_SUB_WHOLE, NULL, 40, 0);
         fx_put(f, &b);
 
-        CU_ASSERT_EQUAL(rc_readout_decode(f->r), 5);
+        CU_ASSERT_EQUAL(rci_readout_decode(f->r), 5);
         CU_ASSERT_EQUAL_FATAL(f->ngot, 5);
         /* order of completion: 10, 20, 30, spanning, 40 */
         CU_ASSERT_EQUAL(f->got[0].c.length, 10);
         CU_ASSERT_EQUAL(f->got[1].c.length, 20);
         CU_ASSERT_EQUAL(f->got[2].c.length, 30);
         CU_ASSERT_EQUAL(f->got[4].c.length, 40);
-        struct rc_chunk *c = &f->got[3].c;
+        struct rci_chunk *c = &f->got[3].c;
         CU_ASSERT_EQUAL(c->tag, TAG_BASE + 1);
         CU_ASSERT_EQUAL(c->length, at);
         CU_ASSERT_EQUAL_FATAL(c->npieces, 4);
@@ -395,11 +395,11 @@ static void test_spanning_chunk(void)
         CU_ASSERT_EQUAL(fx_read(f), 0);
         fx_release(f, 3);
         CU_ASSERT_EQUAL(fx_read(f), 6 * bs);
-        struct rc_elink_stats e1 = fx_elink(f, 1);
+        struct rci_elink_stats e1 = fx_elink(f, 1);
         CU_ASSERT_EQUAL(e1.blocks, 4);
         CU_ASSERT_EQUAL(e1.chunks, 3);
         CU_ASSERT_EQUAL(e1.err_seq_gap, 0);
-        CU_ASSERT_PTR_NULL(rc_readout_elink_stats(f->r, 4));
+        CU_ASSERT_PTR_NULL(rci_readout_elink_stats(f->r, 4));
         fx_close(f);
     }
 }
@@ -416,7 +416,7 @@ static void test_chunk_across_ring_wrap(void)
             tblk_sub(&b, FELIX_SUB_WHOLE, NULL, 8, 0);
             fx_put(f, &b);
         }
-        CU_ASSERT_EQUAL(rc_readout_decode(f->r), 3);
+        CU_ASSERT_EQUAL(rci_readout_decode(f->r), 3);
         f->release_in_sink = false;
         uint8_t data[600];
         fill_bytes(data, sizeof data, 3);
@@ -426,9 +426,9 @@ static void test_chunk_across_ring_wrap(void)
         tblk_begin(&b, fmt, bs, 6, 4);
         tblk_sub(&b, FELIX_SUB_LAST, data + 300, 300, 0); /* ring block 0 again */
         fx_put(f, &b);
-        CU_ASSERT_EQUAL(rc_readout_decode(f->r), 1);
+        CU_ASSERT_EQUAL(rci_readout_decode(f->r), 1);
         CU_ASSERT_EQUAL_FATAL(f->ngot, 4);
-        struct rc_chunk *c = &f->got[3].c;
+        struct rci_chunk *c = &f->got[3].c;
         CU_ASSERT_EQUAL_FATAL(c->npieces, 2);
         CU_ASSERT_EQUAL(c->pieces[0].ring_offset, 3 * bs + 4);
         CU_ASSERT_EQUAL(c->pieces[1].ring_offset, 4);
@@ -450,23 +450,23 @@ static void test_flags_ored(void)
         struct tblk b;
         tblk_begin(&b, fmt, bs, 9, 0);
         tblk_sub(&b, FELIX_SUB_WHOLE, NULL, 3, 0);
-        tblk_sub(&b, FELIX_SUB_FIRST, NULL, 3, RC_CHUNK_TRUNCATED);
+        tblk_sub(&b, FELIX_SUB_FIRST, NULL, 3, RCI_CHUNK_TRUNCATED);
         fx_put(f, &b);
         tblk_begin(&b, fmt, bs, 9, 1);
-        tblk_sub(&b, FELIX_SUB_MIDDLE, NULL, tblk_room(&b), busy_bit ? RC_CHUNK_BUSY : 0);
+        tblk_sub(&b, FELIX_SUB_MIDDLE, NULL, tblk_room(&b), busy_bit ? RCI_CHUNK_BUSY : 0);
         fx_put(f, &b);
         tblk_begin(&b, fmt, bs, 9, 2);
-        tblk_sub(&b, FELIX_SUB_LAST, NULL, 0, RC_CHUNK_CRC_ERROR);  /* flags only */
-        tblk_sub(&b, FELIX_SUB_WHOLE, NULL, 4, RC_CHUNK_ERROR);
+        tblk_sub(&b, FELIX_SUB_LAST, NULL, 0, RCI_CHUNK_CRC_ERROR);  /* flags only */
+        tblk_sub(&b, FELIX_SUB_WHOLE, NULL, 4, RCI_CHUNK_ERROR);
         fx_put(f, &b);
-        CU_ASSERT_EQUAL(rc_readout_decode(f->r), 3);
+        CU_ASSERT_EQUAL(rci_readout_decode(f->r), 3);
         CU_ASSERT_EQUAL_FATAL(f->ngot, 3);
         CU_ASSERT_EQUAL(f->got[0].c.flags, 0);
-        uint32_t want = RC_CHUNK_TRUNCATED | RC_CHUNK_CRC_ERROR | (busy_bit ? RC_CHUNK_BUSY : 0);
+        uint32_t want = RCI_CHUNK_TRUNCATED | RCI_CHUNK_CRC_ERROR | (busy_bit ? RCI_CHUNK_BUSY : 0);
         CU_ASSERT_EQUAL(f->got[1].c.flags, want);
         CU_ASSERT_EQUAL(f->got[1].c.npieces, 2);              /* the empty LAST adds none */
-        CU_ASSERT_EQUAL(f->got[2].c.flags, RC_CHUNK_ERROR);
-        struct rc_readout_stats s = fx_stats(f);
+        CU_ASSERT_EQUAL(f->got[2].c.flags, RCI_CHUNK_ERROR);
+        struct rci_readout_stats s = fx_stats(f);
         CU_ASSERT_EQUAL(s.chunks_truncated, 1);
         CU_ASSERT_EQUAL(s.chunks_crc, 1);
         CU_ASSERT_EQUAL(s.chunks_error, 1);
@@ -486,7 +486,7 @@ static void expect_recovery(struct fx *f, unsigned elink, unsigned seq)
     tblk_begin(&b, f->p.block_format, f->p.block_size, elink, seq);
     tblk_sub(&b, FELIX_SUB_WHOLE, NULL, 12, 0);
     fx_put(f, &b);
-    CU_ASSERT_EQUAL(rc_readout_decode(f->r), 1);
+    CU_ASSERT_EQUAL(rci_readout_decode(f->r), 1);
     CU_ASSERT_EQUAL(f->ngot, before + 1);
 }
 
@@ -499,11 +499,11 @@ static void test_bad_marker(void)
         tblk_begin_marker(&b, fmt, f->p.block_size, 4, 0, 0x1234);
         tblk_sub(&b, FELIX_SUB_WHOLE, NULL, 12, 0);
         fx_put(f, &b);
-        CU_ASSERT_EQUAL(rc_readout_decode(f->r), 0);
-        struct rc_readout_stats s = fx_stats(f);
+        CU_ASSERT_EQUAL(rci_readout_decode(f->r), 0);
+        struct rci_readout_stats s = fx_stats(f);
         CU_ASSERT_EQUAL(s.bad_header, 1);
         CU_ASSERT_EQUAL(s.blocks, 0);
-        CU_ASSERT_EQUAL(s.last_bad_kind, RC_BAD_MARKER);
+        CU_ASSERT_EQUAL(s.last_bad_kind, RCI_BAD_MARKER);
         CU_ASSERT_EQUAL(s.last_bad_pos, 0);
         CU_ASSERT_EQUAL(fx_read(f), f->p.block_size);          /* given back at once */
         expect_recovery(f, 4, 1);
@@ -522,10 +522,10 @@ static void test_block_size_mismatch(void)
     fx_put(f, &b);
     tblk_begin_marker(&b, FELIX_FMT_ABCD, 4096, 1, 0, FELIX_MARKER_ABCD);
     fx_put(f, &b);
-    CU_ASSERT_EQUAL(rc_readout_decode(f->r), 0);
-    struct rc_readout_stats s = fx_stats(f);
+    CU_ASSERT_EQUAL(rci_readout_decode(f->r), 0);
+    struct rci_readout_stats s = fx_stats(f);
     CU_ASSERT_EQUAL(s.bad_header, 3);
-    CU_ASSERT_EQUAL(s.last_bad_kind, RC_BAD_BLOCK_SIZE);
+    CU_ASSERT_EQUAL(s.last_bad_kind, RCI_BAD_BLOCK_SIZE);
     CU_ASSERT_EQUAL(s.last_bad_pos, 2 * 4096);
     expect_recovery(f, 1, 0);
     fx_close(f);
@@ -539,7 +539,7 @@ static void test_block_size_mismatch(void)
     tblk_begin(&b, FELIX_FMT_ABCD, 1024, 2, 0);
     tblk_sub(&b, FELIX_SUB_WHOLE, NULL, 5, 0);
     fx_put(f, &b);
-    CU_ASSERT_EQUAL(rc_readout_decode(f->r), 2);
+    CU_ASSERT_EQUAL(rci_readout_decode(f->r), 2);
     CU_ASSERT_EQUAL(fx_stats(f).bad_header, 0);
     fx_close(f);
 }
@@ -561,20 +561,20 @@ static void test_malformed_length(void)
         b.pos = bs - b.tbytes;
         tblk_raw_trailer(&b, trailer_word(&b, FELIX_SUB_LAST, bs - 4, 0));
         fx_put(f, &b);
-        CU_ASSERT_EQUAL(rc_readout_decode(f->r), 0);
-        struct rc_elink_stats e = fx_elink(f, 2);
+        CU_ASSERT_EQUAL(rci_readout_decode(f->r), 0);
+        struct rci_elink_stats e = fx_elink(f, 2);
         CU_ASSERT_EQUAL(e.err_malformed, 1);
         CU_ASSERT_EQUAL(e.chunks_incomplete, 1);
         CU_ASSERT_EQUAL(e.err_seq_gap, 0);
-        struct rc_readout_stats s = fx_stats(f);
-        CU_ASSERT_EQUAL(s.last_bad_kind, RC_BAD_LENGTH);
+        struct rci_readout_stats s = fx_stats(f);
+        CU_ASSERT_EQUAL(s.last_bad_kind, RCI_BAD_LENGTH);
         CU_ASSERT_EQUAL(s.last_bad_pos, bs);
         CU_ASSERT_EQUAL(fx_read(f), 2 * bs);               /* both blocks back */
         /* a LAST after the malformed block has nothing to finish */
         tblk_begin(&b, fmt, bs, 2, 2);
         tblk_sub(&b, FELIX_SUB_LAST, NULL, 8, 0);
         fx_put(f, &b);
-        CU_ASSERT_EQUAL(rc_readout_decode(f->r), 0);
+        CU_ASSERT_EQUAL(rci_readout_decode(f->r), 0);
         CU_ASSERT_EQUAL(fx_elink(f, 2).err_orphan, 1);
         expect_recovery(f, 2, 3);
         fx_close(f);
@@ -615,13 +615,13 @@ static void test_malformed_chain(void)
         b.pos = bs - b.tbytes;
         tblk_raw_trailer(&b, trailer_word(&b, FELIX_SUB_WHOLE, bs - 4 - b.tbytes + 1, 0));
         fx_put(f, &b);
-        CU_ASSERT_EQUAL(rc_readout_decode(f->r), 0);
+        CU_ASSERT_EQUAL(rci_readout_decode(f->r), 0);
         CU_ASSERT_EQUAL(f->ngot, 0);
-        struct rc_elink_stats e = fx_elink(f, 1);
+        struct rci_elink_stats e = fx_elink(f, 1);
         CU_ASSERT_EQUAL(e.err_malformed, 5);
         CU_ASSERT_EQUAL(e.blocks, 5);
         CU_ASSERT_EQUAL(e.chunks_incomplete, 0);   /* no chunk was ever open */
-        CU_ASSERT_EQUAL(fx_stats(f).last_bad_kind, RC_BAD_LENGTH);
+        CU_ASSERT_EQUAL(fx_stats(f).last_bad_kind, RCI_BAD_LENGTH);
         CU_ASSERT_EQUAL(fx_read(f), 5 * bs);
         expect_recovery(f, 1, seq);
         fx_close(f);
@@ -642,8 +642,8 @@ static void test_seq_gap(void)
             tblk_sub(&b, FELIX_SUB_WHOLE, NULL, 4, 0);
             fx_put(f, &b);
         }
-        CU_ASSERT_EQUAL(rc_readout_decode(f->r), 5);
-        struct rc_elink_stats e = fx_elink(f, 7);
+        CU_ASSERT_EQUAL(rci_readout_decode(f->r), 5);
+        struct rci_elink_stats e = fx_elink(f, 7);
         CU_ASSERT_EQUAL(e.err_seq_gap, 2 + 26);
         CU_ASSERT_EQUAL(e.chunks_dropped_gap, 0);
         /* other e-links keep their own numbering */
@@ -658,7 +658,7 @@ static void test_seq_gap(void)
         tblk_sub(&b, FELIX_SUB_LAST, NULL, 40, 0);
         tblk_sub(&b, FELIX_SUB_WHOLE, NULL, 4, 0);
         fx_put(f, &b);
-        CU_ASSERT_EQUAL(rc_readout_decode(f->r), 2);
+        CU_ASSERT_EQUAL(rci_readout_decode(f->r), 2);
         e = fx_elink(f, 7);
         CU_ASSERT_EQUAL(e.err_seq_gap, 2 + 26 + 1);
         CU_ASSERT_EQUAL(e.chunks_dropped_gap, 1);
@@ -700,11 +700,11 @@ static void test_orphans_and_restarts(void)
         tblk_sub(&b, FELIX_SUB_WHOLE, NULL, 13, 0);               /* ... both dropped */
         tblk_sub(&b, FELIX_SUB_WHOLE, data, 5, 0);                /* a good one after */
         fx_put(f, &b);
-        CU_ASSERT_EQUAL(rc_readout_decode(f->r), 1);
+        CU_ASSERT_EQUAL(rci_readout_decode(f->r), 1);
         CU_ASSERT_EQUAL_FATAL(f->ngot, 1);
         CU_ASSERT_EQUAL(f->got[0].c.length, 5);
         CU_ASSERT_EQUAL(memcmp(f->got[0].bytes, data, 5), 0);
-        struct rc_elink_stats e = fx_elink(f, 3);
+        struct rci_elink_stats e = fx_elink(f, 3);
         CU_ASSERT_EQUAL(e.err_orphan, 2);
         CU_ASSERT_EQUAL(e.chunks_incomplete, 2);
         CU_ASSERT_EQUAL(e.err_bad_start, 2);
@@ -717,7 +717,7 @@ static void test_orphans_and_restarts(void)
 static void test_oversize_by_length(void)
 {
     FOR_EACH_FORMAT(fmt) {
-        struct rc_card_params p = default_params(fmt, 16);
+        struct rci_card_params p = default_params(fmt, 16);
         p.max_chunk_size = 100;
         struct fx *f = fx_open_params(&p);
         f->release_in_sink = true;
@@ -744,12 +744,12 @@ static void test_oversize_by_length(void)
         tblk_sub(&b, FELIX_SUB_LAST, NULL, 5, 0);                 /* skipped */
         tblk_sub(&b, FELIX_SUB_WHOLE, NULL, 8, 0);
         fx_put(f, &b);
-        CU_ASSERT_EQUAL(rc_readout_decode(f->r), 3);
+        CU_ASSERT_EQUAL(rci_readout_decode(f->r), 3);
         CU_ASSERT_EQUAL_FATAL(f->ngot, 3);
         CU_ASSERT_EQUAL(f->got[0].c.length, 100);
         CU_ASSERT_EQUAL(f->got[1].c.length, 7);
         CU_ASSERT_EQUAL(f->got[2].c.length, 8);
-        struct rc_elink_stats e = fx_elink(f, 4);
+        struct rci_elink_stats e = fx_elink(f, 4);
         CU_ASSERT_EQUAL(e.err_oversize, 3);
         CU_ASSERT_EQUAL(e.err_orphan, 0);
         CU_ASSERT_EQUAL(e.chunks_incomplete, 0);
@@ -761,7 +761,7 @@ static void test_oversize_by_length(void)
 static void test_oversize_by_pieces(void)
 {
     FOR_EACH_FORMAT(fmt) {
-        struct rc_card_params p = default_params(fmt, 16);
+        struct rci_card_params p = default_params(fmt, 16);
         p.max_chunk_pieces = 3;
         struct fx *f = fx_open_params(&p);
         f->release_in_sink = true;
@@ -781,12 +781,12 @@ static void test_oversize_by_pieces(void)
             tblk_begin(&b, fmt, bs, 5, seq++);
             tblk_sub(&b, FELIX_SUB_LAST, NULL, 10, 0);
             fx_put(f, &b);
-            rc_readout_decode(f->r);
+            rci_readout_decode(f->r);
             CU_ASSERT_EQUAL(fx_read(f), (uint64_t)seq * bs);
         }
         CU_ASSERT_EQUAL_FATAL(f->ngot, 1);
         CU_ASSERT_EQUAL(f->got[0].c.npieces, 3);
-        struct rc_elink_stats e = fx_elink(f, 5);
+        struct rci_elink_stats e = fx_elink(f, 5);
         CU_ASSERT_EQUAL(e.err_oversize, 2);
         CU_ASSERT_EQUAL(e.err_orphan, 0);
         fx_close(f);
@@ -811,15 +811,15 @@ static void test_timeout_oob_reserved(void)
         tblk_sub(&b, FELIX_SUB_TIMEOUT, NULL, 0, 0);
         tblk_sub(&b, FELIX_SUB_LAST, NULL, 9, 0);       /* still the first data subchunk */
         fx_put(f, &b);
-        CU_ASSERT_EQUAL(rc_readout_decode(f->r), 2);
+        CU_ASSERT_EQUAL(rci_readout_decode(f->r), 2);
         CU_ASSERT_EQUAL_FATAL(f->ngot, 2);
         CU_ASSERT_EQUAL(f->got[1].c.length, 18);
-        struct rc_elink_stats e = fx_elink(f, 6);
+        struct rci_elink_stats e = fx_elink(f, 6);
         CU_ASSERT_EQUAL(e.timeouts, 2);
         CU_ASSERT_EQUAL(e.oob, 1);
         CU_ASSERT_EQUAL(e.reserved, 1);
         CU_ASSERT_EQUAL(e.err_malformed, 0);
-        struct rc_readout_stats s = fx_stats(f);
+        struct rci_readout_stats s = fx_stats(f);
         CU_ASSERT_EQUAL(s.timeouts, 2);
         CU_ASSERT_EQUAL(s.oob, 1);
         CU_ASSERT_EQUAL(fx_read(f), 2 * bs);
@@ -846,7 +846,7 @@ static void test_release_out_of_order(void)
         tblk_begin(&b, fmt, bs, 2, 0);
         tblk_sub(&b, FELIX_SUB_WHOLE, NULL, 10, 0);       /* d: block 2 */
         fx_put(f, &b);
-        CU_ASSERT_EQUAL(rc_readout_decode(f->r), 4);
+        CU_ASSERT_EQUAL(rci_readout_decode(f->r), 4);
         CU_ASSERT_EQUAL_FATAL(f->ngot, 4);                /* a, b, c, d */
         fx_release(f, 3);
         fx_release(f, 2);
@@ -863,7 +863,7 @@ static void test_release_out_of_order(void)
 
 static void test_bad_releases(void)
 {
-    struct rc_card_params p = default_params(FELIX_FMT_ABCE, 8);
+    struct rci_card_params p = default_params(FELIX_FMT_ABCE, 8);
     p.max_chunks_in_flight = 1;
     struct fx *f = fx_open_params(&p);
     struct tblk b;
@@ -871,18 +871,18 @@ static void test_bad_releases(void)
     tblk_sub(&b, FELIX_SUB_WHOLE, NULL, 10, 0);
     tblk_sub(&b, FELIX_SUB_WHOLE, NULL, 11, 0);
     fx_put(f, &b);
-    CU_ASSERT_EQUAL(rc_readout_decode(f->r), 1);      /* one descriptor only */
+    CU_ASSERT_EQUAL(rci_readout_decode(f->r), 1);      /* one descriptor only */
     uint64_t old_key = f->got[0].c.key;
     fx_release(f, 0);
-    rc_readout_release(f->r, old_key);                /* duplicate */
-    CU_ASSERT_EQUAL(rc_readout_decode(f->r), 1);      /* the record is reused ... */
+    rci_readout_release(f->r, old_key);                /* duplicate */
+    CU_ASSERT_EQUAL(rci_readout_decode(f->r), 1);      /* the record is reused ... */
     CU_ASSERT_EQUAL_FATAL(f->ngot, 2);
     CU_ASSERT_NOT_EQUAL(f->got[1].c.key, old_key);   /* ... with a new key */
-    rc_readout_release(f->r, old_key);                /* stale: must not free the new chunk */
-    rc_readout_release(f->r, 0);
-    rc_readout_release(f->r, 12345ull << 32 | 999);  /* index out of range */
-    rc_readout_release(f->r, f->got[1].c.key ^ (1ull << 40));   /* wrong generation */
-    struct rc_readout_stats s = fx_stats(f);
+    rci_readout_release(f->r, old_key);                /* stale: must not free the new chunk */
+    rci_readout_release(f->r, 0);
+    rci_readout_release(f->r, 12345ull << 32 | 999);  /* index out of range */
+    rci_readout_release(f->r, f->got[1].c.key ^ (1ull << 40));   /* wrong generation */
+    struct rci_readout_stats s = fx_stats(f);
     CU_ASSERT_EQUAL(s.bad_releases, 5);
     CU_ASSERT_EQUAL(s.chunks_in_flight, 1);
     CU_ASSERT_EQUAL(fx_read(f), 0);                   /* the live chunk still holds the block */
@@ -896,7 +896,7 @@ static void test_bad_releases(void)
 static void test_pool_backpressure(void)
 {
     FOR_EACH_FORMAT(fmt) {
-        struct rc_card_params p = default_params(fmt, 8);
+        struct rci_card_params p = default_params(fmt, 8);
         p.max_chunks_in_flight = 4;
         struct fx *f = fx_open_params(&p);
         uint32_t bs = p.block_size;
@@ -908,14 +908,14 @@ static void test_pool_backpressure(void)
                 tblk_sub(&b, FELIX_SUB_WHOLE, NULL, n + 1, 0);
             fx_put(f, &b);
         }
-        CU_ASSERT_EQUAL(rc_readout_decode(f->r), 4);
-        CU_ASSERT_EQUAL(rc_readout_decode(f->r), 0);  /* still empty: waits, no loss */
-        CU_ASSERT_FALSE(rc_readout_drained(f->r));
+        CU_ASSERT_EQUAL(rci_readout_decode(f->r), 4);
+        CU_ASSERT_EQUAL(rci_readout_decode(f->r), 0);  /* still empty: waits, no loss */
+        CU_ASSERT_FALSE(rci_readout_drained(f->r));
         unsigned released = 0;
         while (f->ngot < n) {
             unsigned before = f->ngot;
             fx_release(f, released++);                /* oldest first */
-            rc_readout_decode(f->r);
+            rci_readout_decode(f->r);
             CU_ASSERT_EQUAL_FATAL(f->ngot, before + 1);
         }
         for (unsigned i = 0; i < n; i++)
@@ -924,7 +924,7 @@ static void test_pool_backpressure(void)
         CU_ASSERT_EQUAL(fx_stats(f).chunks_dropped_pool, 0);
         fx_release_all(f);
         CU_ASSERT_EQUAL(fx_read(f), 2 * bs);
-        CU_ASSERT_TRUE(rc_readout_drained(f->r));
+        CU_ASSERT_TRUE(rci_readout_drained(f->r));
         fx_close(f);
     }
 }
@@ -933,7 +933,7 @@ static void test_pool_backpressure(void)
  * ever free one, so the decoder drops the open chunks instead of hanging. */
 static void test_pool_held_by_open_chunks(void)
 {
-    struct rc_card_params p = default_params(FELIX_FMT_ABCE, 16);
+    struct rci_card_params p = default_params(FELIX_FMT_ABCE, 16);
     p.max_chunks_in_flight = 2;
     struct fx *f = fx_open_params(&p);
     f->release_in_sink = true;
@@ -948,10 +948,10 @@ static void test_pool_held_by_open_chunks(void)
         tblk_sub(&b, FELIX_SUB_LAST, NULL, 10, 0);
         fx_put(f, &b);
     }
-    CU_ASSERT_EQUAL(rc_readout_decode(f->r), 1);
+    CU_ASSERT_EQUAL(rci_readout_decode(f->r), 1);
     CU_ASSERT_EQUAL_FATAL(f->ngot, 1);
     CU_ASSERT_EQUAL(f->got[0].c.elink, 3);
-    struct rc_readout_stats s = fx_stats(f);
+    struct rci_readout_stats s = fx_stats(f);
     CU_ASSERT_EQUAL(s.chunks_dropped_pool, 2);
     CU_ASSERT_EQUAL(s.err_orphan, 0);                 /* their LASTs were expected */
     CU_ASSERT_EQUAL(fx_read(f), 6 * 1024);
@@ -982,14 +982,14 @@ static void test_open_chunk_holding_full_ring(void)
         tblk_sub(&b, FELIX_SUB_WHOLE, NULL, 5, 0);
         fx_put(f, &b);
     }
-    CU_ASSERT_EQUAL(rc_readout_decode(f->r), 8);
+    CU_ASSERT_EQUAL(rci_readout_decode(f->r), 8);
     for (unsigned i = 1; i < 8; i++)
         fx_release(f, i);
     CU_ASSERT_EQUAL(fx_read(f), 0);                   /* the ring is full */
     CU_ASSERT_EQUAL(fx_stats(f).chunks_spilled, 0);   /* a release can still free it */
     fx_release(f, 0);
     CU_ASSERT_EQUAL(fx_read(f), 8 * 1024);            /* nothing else can: spilled */
-    struct rc_readout_stats s = fx_stats(f);
+    struct rci_readout_stats s = fx_stats(f);
     CU_ASSERT_EQUAL(s.chunks_spilled, 1);
     CU_ASSERT_EQUAL(s.bytes_spilled, 10);
     CU_ASSERT_EQUAL(s.chunks_dropped_ring, 0);
@@ -999,11 +999,11 @@ static void test_open_chunk_holding_full_ring(void)
     tblk_sub(&b, FELIX_SUB_LAST, tail, 10, 0);
     tblk_sub(&b, FELIX_SUB_WHOLE, NULL, 3, 0);
     fx_put(f, &b);
-    CU_ASSERT_EQUAL(rc_readout_decode(f->r), 2);
+    CU_ASSERT_EQUAL(rci_readout_decode(f->r), 2);
     CU_ASSERT_EQUAL_FATAL(f->ngot, 10);
     CU_ASSERT_EQUAL_FATAL(f->got[8].c.length, 20);
     CU_ASSERT_EQUAL(f->got[8].c.npieces, 2);
-    CU_ASSERT_EQUAL(f->got[8].pc[0].ring_offset, RC_PIECE_SPILLED);
+    CU_ASSERT_EQUAL(f->got[8].pc[0].ring_offset, RCI_PIECE_SPILLED);
     CU_ASSERT_EQUAL(memcmp(f->got[8].bytes, head, 10), 0);
     CU_ASSERT_EQUAL(memcmp(f->got[8].bytes + 10, tail, 10), 0);
     CU_ASSERT_EQUAL(f->got[9].c.length, 3);
@@ -1013,7 +1013,7 @@ static void test_open_chunk_holding_full_ring(void)
     fx_release(f, 8);
     fx_release(f, 9);
     CU_ASSERT_EQUAL(fx_read(f), 9 * 1024);
-    CU_ASSERT_TRUE(rc_readout_drained(f->r));
+    CU_ASSERT_TRUE(rci_readout_drained(f->r));
     fx_close(f);
 }
 
@@ -1033,7 +1033,7 @@ static void test_open_chunks_more_elinks_than_ring(void)
         tblk_sub(&b, FELIX_SUB_FIRST, NULL, len, 0);  /* fills the block */
         fx_put(f, &b);
     }
-    CU_ASSERT_EQUAL(rc_readout_decode(f->r), 0);
+    CU_ASSERT_EQUAL(rci_readout_decode(f->r), 0);
     CU_ASSERT_EQUAL(fx_read(f), 4 * 1024);
     CU_ASSERT_EQUAL(fx_stats(f).chunks_spilled, 4);
     /* e-link 0 continues with a MIDDLE: its open part is now 2 blocks long */
@@ -1045,7 +1045,7 @@ static void test_open_chunks_more_elinks_than_ring(void)
         tblk_sub(&b, FELIX_SUB_LAST, NULL, 7, 0);
         fx_put(f, &b);
     }
-    CU_ASSERT_EQUAL(rc_readout_decode(f->r), 3);
+    CU_ASSERT_EQUAL(rci_readout_decode(f->r), 3);
     CU_ASSERT_EQUAL_FATAL(f->ngot, 3);
     for (unsigned i = 0; i < 3; i++)
         CU_ASSERT_EQUAL(f->got[i].c.length, 1012 + 7);
@@ -1059,9 +1059,9 @@ static void test_open_chunks_more_elinks_than_ring(void)
     tblk_sub(&b, FELIX_SUB_LAST, NULL, 5, 0);         /* the dropped chunk's end */
     tblk_sub(&b, FELIX_SUB_WHOLE, NULL, 2, 0);
     fx_put(f, &b);
-    CU_ASSERT_EQUAL(rc_readout_decode(f->r), 1);
+    CU_ASSERT_EQUAL(rci_readout_decode(f->r), 1);
     CU_ASSERT_EQUAL(fx_stats(f).err_orphan, 0);
-    CU_ASSERT_TRUE(rc_readout_drained(f->r));
+    CU_ASSERT_TRUE(rci_readout_drained(f->r));
     fx_close(f);
 }
 
@@ -1085,11 +1085,11 @@ static void test_open_chunk_ring_filling_by_tlp(void)
         }
         memcpy(f->base + f->wpos, b.buf, b.size);    /* the last block, one TLP short */
         f->wpos += b.size;
-        rc_dma_ring_note_written(f->ring, f->wpos - 256);
+        rci_dma_ring_note_written(f->ring, f->wpos - 256);
     }
     CU_ASSERT_EQUAL(fx_read(f), 0);
     CU_ASSERT_EQUAL(fx_stats(f).chunks_spilled, 0);
-    rc_dma_ring_note_written(f->ring, f->wpos);      /* the card filled the ring */
+    rci_dma_ring_note_written(f->ring, f->wpos);      /* the card filled the ring */
     CU_ASSERT_EQUAL(fx_read(f), 8 * 1024);
     CU_ASSERT_EQUAL(fx_stats(f).chunks_spilled, 1);
     CU_ASSERT_EQUAL(fx_stats(f).chunks_dropped_ring, 0);
@@ -1113,12 +1113,12 @@ static void test_sink_again(void)
         tblk_sub(&b, FELIX_SUB_LAST, NULL, 4, 0);
         fx_put(f, &b);
         f->again = 3;
-        CU_ASSERT_EQUAL(rc_readout_decode(f->r), 0);
-        CU_ASSERT_EQUAL(rc_readout_decode(f->r), 0);
-        CU_ASSERT_FALSE(rc_readout_drained(f->r));
-        CU_ASSERT_EQUAL(rc_readout_decode(f->r), 0);
-        CU_ASSERT_EQUAL(rc_readout_decode(f->r), 3);
-        CU_ASSERT_EQUAL(rc_readout_decode(f->r), 0);
+        CU_ASSERT_EQUAL(rci_readout_decode(f->r), 0);
+        CU_ASSERT_EQUAL(rci_readout_decode(f->r), 0);
+        CU_ASSERT_FALSE(rci_readout_drained(f->r));
+        CU_ASSERT_EQUAL(rci_readout_decode(f->r), 0);
+        CU_ASSERT_EQUAL(rci_readout_decode(f->r), 3);
+        CU_ASSERT_EQUAL(rci_readout_decode(f->r), 0);
         CU_ASSERT_EQUAL_FATAL(f->ngot, 3);
         CU_ASSERT_EQUAL(f->got[0].c.length, 1);
         CU_ASSERT_EQUAL(f->got[1].c.length, 2);
@@ -1128,12 +1128,12 @@ static void test_sink_again(void)
         CU_ASSERT_EQUAL(f->again_keys[1], f->again_keys[0]);
         CU_ASSERT_EQUAL(f->again_keys[2], f->again_keys[0]);
         CU_ASSERT_EQUAL(f->got[0].c.key, f->again_keys[0]);
-        struct rc_readout_stats s = fx_stats(f);
+        struct rci_readout_stats s = fx_stats(f);
         CU_ASSERT_EQUAL(s.sink_again, 3);
         CU_ASSERT_EQUAL(s.chunks, 3);
         CU_ASSERT_EQUAL(s.chunks_in_flight, 0);
         CU_ASSERT_EQUAL(fx_read(f), 2 * bs);
-        CU_ASSERT_TRUE(rc_readout_drained(f->r));
+        CU_ASSERT_TRUE(rci_readout_drained(f->r));
         fx_close(f);
     }
 }
@@ -1148,10 +1148,10 @@ static void test_sink_error_drops(void)
     tblk_sub(&b, FELIX_SUB_WHOLE, NULL, 1, 0);
     tblk_sub(&b, FELIX_SUB_WHOLE, NULL, 2, 0);
     fx_put(f, &b);
-    CU_ASSERT_EQUAL(rc_readout_decode(f->r), 1);
+    CU_ASSERT_EQUAL(rci_readout_decode(f->r), 1);
     CU_ASSERT_EQUAL_FATAL(f->ngot, 1);
     CU_ASSERT_EQUAL(f->got[0].c.length, 2);
-    struct rc_readout_stats s = fx_stats(f);
+    struct rci_readout_stats s = fx_stats(f);
     CU_ASSERT_EQUAL(s.sink_errors, 1);
     CU_ASSERT_EQUAL(s.chunks_in_flight, 0);
     CU_ASSERT_EQUAL(fx_read(f), 4096);
@@ -1160,39 +1160,39 @@ static void test_sink_error_drops(void)
 
 static void test_create_validation(void)
 {
-    struct rc_dma_ring *ring;
+    struct rci_dma_ring *ring;
     char err[256];
-    struct rc_dma_ring_params rp = { .size = 8 * 4096, .unit_size = 4096, .backend = RC_MEM_ANON };
-    CU_ASSERT_EQUAL_FATAL(rc_dma_ring_create(&rp, &ring, err, sizeof err), 0);
-    struct rc_readout *r = NULL;
-    struct rc_card_params p = default_params(FELIX_FMT_C0CE, 8);
-    struct rc_card_params bad = p;
+    struct rci_dma_ring_params rp = { .size = 8 * 4096, .unit_size = 4096, .backend = RCI_MEM_ANON };
+    CU_ASSERT_EQUAL_FATAL(rci_dma_ring_create(&rp, &ring, err, sizeof err), 0);
+    struct rci_readout *r = NULL;
+    struct rci_card_params p = default_params(FELIX_FMT_C0CE, 8);
+    struct rci_card_params bad = p;
     bad.block_size = 3000;
-    CU_ASSERT_EQUAL(rc_readout_create(&bad, ring, NULL, record_sink, NULL, &r, err, sizeof err),
+    CU_ASSERT_EQUAL(rci_readout_create(&bad, ring, NULL, record_sink, NULL, &r, err, sizeof err),
                     -EINVAL);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "card.3"));
     bad = p;
     bad.ring_size = 7 * 4096;
-    CU_ASSERT_EQUAL(rc_readout_create(&bad, ring, NULL, record_sink, NULL, &r, err, sizeof err),
+    CU_ASSERT_EQUAL(rci_readout_create(&bad, ring, NULL, record_sink, NULL, &r, err, sizeof err),
                     -EINVAL);
     bad = p;
     bad.block_size = 1024;
     bad.block_format = FELIX_FMT_ABCE;
     bad.ring_size = 8 * 4096;
     /* 1 KiB blocks in a ring of 4 KiB units cannot be taken one by one */
-    CU_ASSERT_EQUAL(rc_readout_create(&bad, ring, NULL, record_sink, NULL, &r, err, sizeof err),
+    CU_ASSERT_EQUAL(rci_readout_create(&bad, ring, NULL, record_sink, NULL, &r, err, sizeof err),
                     -EINVAL);
     bad = p;
     bad.max_chunk_pieces = 0;
-    CU_ASSERT_EQUAL(rc_readout_create(&bad, ring, NULL, record_sink, NULL, &r, err, sizeof err),
+    CU_ASSERT_EQUAL(rci_readout_create(&bad, ring, NULL, record_sink, NULL, &r, err, sizeof err),
                     -EINVAL);
-    CU_ASSERT_EQUAL(rc_readout_create(&p, ring, NULL, NULL, NULL, &r, err, sizeof err), -EINVAL);
+    CU_ASSERT_EQUAL(rci_readout_create(&p, ring, NULL, NULL, NULL, &r, err, sizeof err), -EINVAL);
     CU_ASSERT_PTR_NULL(r);
-    CU_ASSERT_EQUAL(rc_readout_create(&p, ring, NULL, record_sink, NULL, &r, err, sizeof err), 0);
-    CU_ASSERT_EQUAL(rc_readout_start(r), -EINVAL);    /* no card */
-    CU_ASSERT_EQUAL(rc_readout_wait_drained(r, 1000), -EINVAL);
-    rc_readout_destroy(r);
-    rc_dma_ring_destroy(ring);
+    CU_ASSERT_EQUAL(rci_readout_create(&p, ring, NULL, record_sink, NULL, &r, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rci_readout_start(r), -EINVAL);    /* no card */
+    CU_ASSERT_EQUAL(rci_readout_wait_drained(r, 1000), -EINVAL);
+    rci_readout_destroy(r);
+    rci_dma_ring_destroy(ring);
 }
 
 /* ---- randomized: many chunks, interleaved e-links, random release order ------ */
@@ -1209,7 +1209,7 @@ static void test_create_validation(void)
 #define RND_RESERVE (RND_ELINKS * 4 + 2)
 
 struct rnd_expect { uint32_t len, flags; uint64_t seq; };
-struct rnd_held { const struct rc_chunk *c; uint64_t seq; };
+struct rnd_held { const struct rci_chunk *c; uint64_t seq; };
 
 struct rnd_elink {
     unsigned seq;                       /* next block's sequence number */
@@ -1247,12 +1247,12 @@ static uint8_t rnd_byte(unsigned elink, uint64_t seq, uint32_t i)
 }
 
 /* Every byte of the chunk, read in place through its pieces. */
-static bool rnd_bytes_ok(struct rnd *t, const struct rc_chunk *c, uint64_t seq)
+static bool rnd_bytes_ok(struct rnd *t, const struct rci_chunk *c, uint64_t seq)
 {
-    const uint8_t *base = rc_dma_ring_addr(t->f->ring);
+    const uint8_t *base = rci_dma_ring_addr(t->f->ring);
     uint32_t at = 0;
     for (uint32_t p = 0; p < c->npieces; p++) {
-        const struct rc_piece *pc = &c->pieces[p];
+        const struct rci_piece *pc = &c->pieces[p];
         if (pc->addr != base + pc->ring_offset || pc->ring_offset + pc->len > t->f->p.ring_size)
             return false;
         for (uint32_t i = 0; i < pc->len; i++)
@@ -1269,12 +1269,12 @@ static void rnd_release(struct rnd *t, const struct rnd_held *h)
 {
     if (!rnd_bytes_ok(t, h->c, h->seq))
         t->errors++;
-    rc_readout_release(t->f->r, h->c->key);
+    rci_readout_release(t->f->r, h->c->key);
 }
 
 /* The sink: check the chunk against what was written, then release it at
  * once or hold it in a small set released in random order. */
-static int rnd_sink(void *ctx, const struct rc_chunk *c)
+static int rnd_sink(void *ctx, const struct rci_chunk *c)
 {
     struct rnd *t = ctx;
     t->emitted++;
@@ -1310,7 +1310,7 @@ static void rnd_release_all(struct rnd *t)
 
 static uint64_t rnd_free_blocks(struct rnd *t)
 {
-    uint64_t used = t->f->wpos - rc_dma_ring_read_pos(t->f->ring);
+    uint64_t used = t->f->wpos - rci_dma_ring_read_pos(t->f->ring);
     return (t->f->p.ring_size - used) / t->f->p.block_size;
 }
 
@@ -1318,7 +1318,7 @@ static unsigned rnd_flags(struct rnd *t)
 {
     unsigned v = (unsigned)(rnd_next(t) % 64);
     unsigned f = v < 4 ? (1u << v) : 0;
-    return t->f->p.block_format == FELIX_FMT_ABCD ? f & ~RC_CHUNK_BUSY : f;
+    return t->f->p.block_format == FELIX_FMT_ABCD ? f & ~RCI_CHUNK_BUSY : f;
 }
 
 /* Append the next piece of the e-link's current chunk to the block. */
@@ -1381,9 +1381,9 @@ static void rnd_next_block(struct rnd *t, unsigned e, struct tblk *b)
 static int rnd_pick_elink(struct rnd *t)
 {
     if (rnd_free_blocks(t) < RND_RESERVE) {
-        rc_readout_decode(t->f->r);
+        rci_readout_decode(t->f->r);
         rnd_release_all(t);
-        rc_readout_decode(t->f->r);
+        rci_readout_decode(t->f->r);
     }
     int oldest = -1;
     for (unsigned e = 0; e < RND_ELINKS; e++)
@@ -1398,15 +1398,15 @@ static int rnd_pick_elink(struct rnd *t)
 
 static void run_randomized(enum felix_format fmt, unsigned nchunks, uint64_t seed)
 {
-    struct rc_card_params p = default_params(fmt, fmt == FELIX_FMT_C0CE ? 64 : 192);
+    struct rci_card_params p = default_params(fmt, fmt == FELIX_FMT_C0CE ? 64 : 192);
     p.max_chunks_in_flight = RND_HELD + RND_ELINKS + 8;
     struct rnd *t = calloc(1, sizeof *t);
     CU_ASSERT_FATAL(t != NULL);
     t->f = fx_open_params(&p);
     /* fx_open_params wired the recording sink: use this test's instead. */
-    rc_readout_destroy(t->f->r);
+    rci_readout_destroy(t->f->r);
     char err[256];
-    CU_ASSERT_EQUAL_FATAL(rc_readout_create(&p, t->f->ring, NULL, rnd_sink, t, &t->f->r,
+    CU_ASSERT_EQUAL_FATAL(rci_readout_create(&p, t->f->ring, NULL, rnd_sink, t, &t->f->r,
                                             err, sizeof err), 0);
     t->rng = seed;
     t->target = nchunks;
@@ -1420,13 +1420,13 @@ static void run_randomized(enum felix_format fmt, unsigned nchunks, uint64_t see
         rnd_next_block(t, (unsigned)e, &b);
         fx_put(t->f, &b);
         if (rnd_next(t) % 8 == 0)
-            rc_readout_decode(t->f->r);
+            rci_readout_decode(t->f->r);
     }
-    rc_readout_decode(t->f->r);
+    rci_readout_decode(t->f->r);
     rnd_release_all(t);
     uint64_t read = fx_read(t->f);
 
-    struct rc_readout_stats s = fx_stats(t->f);
+    struct rci_readout_stats s = fx_stats(t->f);
     CU_ASSERT_EQUAL(t->errors, 0);
     CU_ASSERT_EQUAL(t->emitted, nchunks);
     CU_ASSERT_EQUAL(s.chunks, nchunks);
@@ -1435,7 +1435,7 @@ static void run_randomized(enum felix_format fmt, unsigned nchunks, uint64_t see
                     s.err_orphan + s.err_oversize + s.chunks_incomplete, 0);
     CU_ASSERT_EQUAL(s.chunks_in_flight, 0);
     CU_ASSERT_EQUAL(read, t->f->wpos);
-    CU_ASSERT_TRUE(rc_readout_drained(t->f->r));
+    CU_ASSERT_TRUE(rci_readout_drained(t->f->r));
     for (unsigned e = 0; e < RND_ELINKS; e++) {
         CU_ASSERT_EQUAL(t->el[e].head, t->el[e].tail);
         free(t->el[e].fifo);
@@ -1547,7 +1547,7 @@ static void flip_build(struct flip_stream *st, enum felix_format fmt)
 
 static struct fx *flip_decode(const struct flip_stream *st, const uint8_t blk[][1024])
 {
-    struct rc_card_params p = default_params(st->fmt, 8);
+    struct rci_card_params p = default_params(st->fmt, 8);
     p.block_size = 1024;
     p.ring_size = 8 * 1024;
     p.max_chunks_in_flight = 16;
@@ -1557,8 +1557,8 @@ static struct fx *flip_decode(const struct flip_stream *st, const uint8_t blk[][
         memcpy(f->base + f->wpos, blk[i], 1024);
         f->wpos += 1024;
     }
-    rc_dma_ring_note_written(f->ring, f->wpos);
-    rc_readout_decode(f->r);
+    rci_dma_ring_note_written(f->ring, f->wpos);
+    rci_readout_decode(f->r);
     return f;
 }
 
@@ -1672,7 +1672,7 @@ static void test_trailer_bit_flips(void)
 
 static void register_tests(void)
 {
-    RC_SUITE("decoder",
+    RCI_SUITE("decoder",
              { "whole chunk, each format", test_whole_chunk },
              { "several whole chunks per block", test_several_whole_per_block },
              { "first/middle/last across other e-links' blocks", test_spanning_chunk },
@@ -1688,7 +1688,7 @@ static void register_tests(void)
              { "oversize by pieces", test_oversize_by_pieces },
              { "timeout, out-of-band, reserved", test_timeout_oob_reserved },
              { "create validation", test_create_validation });
-    RC_SUITE("release",
+    RCI_SUITE("release",
              { "out of order", test_release_out_of_order },
              { "duplicate, stale and corrupt keys", test_bad_releases },
              { "pool exhaustion: backpressure, resume", test_pool_backpressure },
@@ -1698,8 +1698,8 @@ static void register_tests(void)
              { "more interleaved e-links than ring blocks", test_open_chunks_more_elinks_than_ring },
              { "sink -EAGAIN", test_sink_again },
              { "sink error drops the chunk", test_sink_error_drops });
-    RC_SUITE("randomized", { "1e5 chunks, random interleaving and release", test_randomized });
-    RC_SUITE("corrupt trailers", { "every single-bit flip of every trailer", test_trailer_bit_flips });
+    RCI_SUITE("randomized", { "1e5 chunks, random interleaving and release", test_randomized });
+    RCI_SUITE("corrupt trailers", { "every single-bit flip of every trailer", test_trailer_bit_flips });
 }
 
-RC_CUNIT_MAIN(register_tests)
+RCI_CUNIT_MAIN(register_tests)

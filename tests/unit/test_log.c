@@ -57,16 +57,16 @@ static unsigned count_lines(const char *text, const char *with)
 
 static void setup(uint64_t interval)
 {
-    rc_log_init("test_log", RC_LOG_DEBUG);
-    rc_log_set_clock(fake_clock); /* also forgets every cause */
-    rc_log_set_repeat_interval(interval);
+    rci_log_init("test_log", RCI_LOG_DEBUG);
+    rci_log_set_clock(fake_clock); /* also forgets every cause */
+    rci_log_set_repeat_interval(interval);
     fake_now = 1000 * S;
 }
 
 static void flood(unsigned n, uint64_t step, unsigned subject)
 {
     for (unsigned i = 0; i < n; i++) {
-        rc_warn("peer %u: chunk %u does not fit the receive buffer", subject, i);
+        rci_warn("peer %u: chunk %u does not fit the receive buffer", subject, i);
         fake_now += step;
     }
 }
@@ -91,19 +91,19 @@ static void test_quiet_cause_count_printed(void)
     setup(10 * S);
     capture_begin();
     flood(100, S / 100, 3);
-    rc_log_flush(false);         /* 1 s later: its interval is not over */
+    rci_log_flush(false);         /* 1 s later: its interval is not over */
     const char *log = capture_end();
     CU_ASSERT_EQUAL(count_lines(log, "\n"), 1);
     capture_begin();
     fake_now += 9 * S;
-    rc_log_flush(false);         /* now it is: the count of the 99 left out, with the last one */
+    rci_log_flush(false);         /* now it is: the count of the 99 left out, with the last one */
     log = capture_end();
     CU_ASSERT_EQUAL(count_lines(log, "WARN: [99 more like this in the last 10.0 s, suppressed; the "
                                      "last: peer 3: chunk 99 does not fit"), 1);
     CU_ASSERT_EQUAL(count_lines(log, "\n"), 1);
     capture_begin();
     flood(3, S, 3);              /* the count line opened a new interval: these wait */
-    rc_log_flush(true);          /* at exit: everything still counted is printed */
+    rci_log_flush(true);          /* at exit: everything still counted is printed */
     log = capture_end();
     CU_ASSERT_EQUAL(count_lines(log, "[3 more like this in the last 3.0 s, suppressed; the last: peer 3: "
                                      "chunk 2"), 1);
@@ -117,8 +117,8 @@ static void test_causes_apart(void)
     for (unsigned round = 0; round < 50; round++) {
         for (unsigned peer = 0; peer < 4; peer++) /* four subjects at one call site */
             flood(1, 0, peer);
-        rc_error("other call site: %u", round);
-        rc_info("card.%u: started", round % 2);   /* subject with a digit */
+        rci_error("other call site: %u", round);
+        rci_info("card.%u: started", round % 2);   /* subject with a digit */
     }
     const char *log = capture_end();
     for (unsigned peer = 0; peer < 4; peer++) {
@@ -152,7 +152,7 @@ static void test_periodic_and_disabled(void)
     setup(10 * S);
     capture_begin();
     for (unsigned i = 0; i < 30; i++)
-        rc_info_unlimited("card.0: %u Mchunk/s", i);
+        rci_info_unlimited("card.0: %u Mchunk/s", i);
     const char *log = capture_end();
     CU_ASSERT_EQUAL(count_lines(log, "card.0: "), 30);
     setup(0);                     /* readout.log_repeat_interval = 0 */
@@ -162,22 +162,22 @@ static void test_periodic_and_disabled(void)
     CU_ASSERT_EQUAL(count_lines(log, "peer 1: chunk"), 500);
     CU_ASSERT_EQUAL(count_lines(log, "more like this"), 0);
     setup(10 * S);                /* below the log level: neither printed nor counted */
-    rc_log_init("test_log", RC_LOG_WARN);
+    rci_log_init("test_log", RCI_LOG_WARN);
     capture_begin();
     for (unsigned i = 0; i < 10; i++)
-        rc_info("quiet: %u", i);
-    rc_log_flush(true);
+        rci_info("quiet: %u", i);
+    rci_log_flush(true);
     log = capture_end();
     CU_ASSERT_EQUAL(count_lines(log, "\n"), 0);
 }
 
 static void register_tests(void)
 {
-    RC_SUITE("log rate limit", {"one line per cause per interval", test_one_line_per_interval},
+    RCI_SUITE("log rate limit", {"one line per cause per interval", test_one_line_per_interval},
              {"a quiet cause's count is printed", test_quiet_cause_count_printed},
              {"causes told apart", test_causes_apart},
              {"table full: evicted with its count", test_many_causes_evicted_with_count},
              {"periodic lines, limit off, below level", test_periodic_and_disabled});
 }
 
-RC_CUNIT_MAIN(register_tests)
+RCI_CUNIT_MAIN(register_tests)

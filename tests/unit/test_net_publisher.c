@@ -45,10 +45,10 @@ extern char **environ;
 
 /* ---- providers and ports ------------------------------------------------------ */
 
-struct prov { const char *name; enum rc_ep_kind ep; enum rc_sub_endpoint sub_ep; };
+struct prov { const char *name; enum rci_ep_kind ep; enum rc_sub_endpoint sub_ep; };
 static const struct prov PROVS[] = {
-    { "tcp", RC_EP_MSG, RC_SUB_EP_MSG },
-    { "tcp;ofi_rxm", RC_EP_RDM, RC_SUB_EP_RDM },
+    { "tcp", RCI_EP_MSG, RC_SUB_EP_MSG },
+    { "tcp;ofi_rxm", RCI_EP_RDM, RC_SUB_EP_RDM },
 };
 
 static uint16_t next_port(void)
@@ -57,7 +57,7 @@ static uint16_t next_port(void)
     return (uint16_t)(20000u + ((unsigned)getpid() % 2000u) * 20u + (k++ % 20u));
 }
 
-static void pub_params(struct rc_fabric_params *fp, const struct prov *pv, uint16_t port)
+static void pub_params(struct rci_fabric_params *fp, const struct prov *pv, uint16_t port)
 {
     memset(fp, 0, sizeof *fp);
     snprintf(fp->provider, sizeof fp->provider, "%s", pv->name);
@@ -270,19 +270,19 @@ static void sub_stop(struct sub_thread *t)
 /* ---- publisher helpers ------------------------------------------------------- */
 
 struct pubctx {
-    struct rc_publisher *p;
+    struct rci_publisher *p;
     struct keys keys;
-    uint64_t gone_ns;              /* when the last RC_PUB_PEER_GONE came */
+    uint64_t gone_ns;              /* when the last RCI_PUB_PEER_GONE came */
     unsigned gone;                 /* how many */
     char err[256];
 };
 
-static void on_peer(void *arg, rc_peer_id peer, enum rc_pub_peer_event ev)
+static void on_peer(void *arg, rci_peer_id peer, enum rci_pub_peer_event ev)
 {
     struct pubctx *c = arg;
     (void)peer;
-    if (ev == RC_PUB_PEER_GONE) {
-        c->gone_ns = rc_now_ns();
+    if (ev == RCI_PUB_PEER_GONE) {
+        c->gone_ns = rci_now_ns();
         c->gone++;
     }
 }
@@ -292,20 +292,20 @@ static void on_send_done(void *arg, uint64_t key, int status)
     on_key(&((struct pubctx *)arg)->keys, key, status);
 }
 
-static int pub_open(struct pubctx *c, const struct rc_fabric_params *fp, uint64_t nkeys)
+static int pub_open(struct pubctx *c, const struct rci_fabric_params *fp, uint64_t nkeys)
 {
     fill_source();
     keys_init(&c->keys, nkeys);
     c->gone_ns = 0;
     c->gone = 0;
-    struct rc_publisher_callbacks cb = { .on_send_complete = on_send_done,
+    struct rci_publisher_callbacks cb = { .on_send_complete = on_send_done,
                                          .on_peer_event = on_peer, .arg = c };
-    int rc = rc_publisher_create(fp, &cb, &c->p, c->err, sizeof c->err);
+    int rc = rci_publisher_create(fp, &cb, &c->p, c->err, sizeof c->err);
     if (rc) {
         fprintf(stderr, "publisher: %s\n", c->err);
         return rc;
     }
-    rc = rc_publisher_register(c->p, src_buf, SRC_SIZE, c->err, sizeof c->err);
+    rc = rci_publisher_register(c->p, src_buf, SRC_SIZE, c->err, sizeof c->err);
     if (rc)
         fprintf(stderr, "register: %s\n", c->err);
     return rc;
@@ -313,7 +313,7 @@ static int pub_open(struct pubctx *c, const struct rc_fabric_params *fp, uint64_
 
 static void pub_close(struct pubctx *c)
 {
-    rc_publisher_destroy(c->p);
+    rci_publisher_destroy(c->p);
     free(c->keys.seen);
     c->p = NULL;
 }
@@ -322,19 +322,19 @@ static void pub_close(struct pubctx *c)
 static bool pump_until(struct pubctx *c, bool (*cond)(struct pubctx *, void *), void *arg,
                        uint64_t timeout_ns)
 {
-    uint64_t end = rc_now_ns() + timeout_ns;
+    uint64_t end = rci_now_ns() + timeout_ns;
     while (!cond(c, arg)) {
-        if (rc_now_ns() > end)
+        if (rci_now_ns() > end)
             return false;
-        rc_publisher_wait(c->p, 1 * MS);
+        rci_publisher_wait(c->p, 1 * MS);
     }
     return true;
 }
 
 static bool n_subscribed(struct pubctx *c, void *arg)
 {
-    rc_peer_id ids[8];
-    return rc_publisher_subscribers_of(c->p, 0, ids, 8) >= *(unsigned *)arg;
+    rci_peer_id ids[8];
+    return rci_publisher_subscribers_of(c->p, 0, ids, 8) >= *(unsigned *)arg;
 }
 
 static bool keys_reached(struct pubctx *c, void *arg)
@@ -363,14 +363,14 @@ static void throttle(struct pubctx *c, struct sub_thread *t, uint64_t sent)
 }
 
 /* Subscribers joined and subscribed: their ids (in join order unknown). */
-static unsigned wait_subscribers(struct pubctx *c, unsigned n, rc_peer_id *ids)
+static unsigned wait_subscribers(struct pubctx *c, unsigned n, rci_peer_id *ids)
 {
     pump_until(c, n_subscribed, &n, 10 * SEC);
-    return rc_publisher_subscribers_of(c->p, 0, ids, n);
+    return rci_publisher_subscribers_of(c->p, 0, ids, n);
 }
 
 /* Send one message, retrying on -EAGAIN (which drives progress itself). */
-static int send_one(struct pubctx *c, rc_peer_id peer, uint64_t seq, uint64_t tag_base,
+static int send_one(struct pubctx *c, rci_peer_id peer, uint64_t seq, uint64_t tag_base,
                     unsigned max_pieces, uint32_t max_size, uint64_t key)
 {
     struct layout l;
@@ -378,13 +378,13 @@ static int send_one(struct pubctx *c, rc_peer_id peer, uint64_t seq, uint64_t ta
     make_layout(seq, max_pieces, max_size, &l);
     unsigned n = to_iov(&l, iov);
     uint64_t tag = tag_base + seq;
-    uint64_t end = rc_now_ns() + 10 * SEC;
+    uint64_t end = rci_now_ns() + 10 * SEC;
     for (;;) {
-        int rc = rc_publisher_send(c->p, peer, tag, (uint32_t)(tag & 0xf), iov, n, key);
+        int rc = rci_publisher_send(c->p, peer, tag, (uint32_t)(tag & 0xf), iov, n, key);
         if (rc != -EAGAIN)
             return rc;
-        rc_publisher_progress(c->p);
-        if (rc_now_ns() > end)
+        rci_publisher_progress(c->p);
+        if (rci_now_ns() > end)
             return -ETIMEDOUT;
     }
 }
@@ -393,30 +393,30 @@ static int send_one(struct pubctx *c, rc_peer_id peer, uint64_t seq, uint64_t ta
 
 static void stream_test(const struct prov *pv)
 {
-    struct rc_fabric_params fp;
+    struct rci_fabric_params fp;
     uint16_t port = next_port();
     pub_params(&fp, pv, port);
     struct pubctx c;
     CU_ASSERT_EQUAL_FATAL(pub_open(&c, &fp, STREAM_MESSAGES), 0);
-    unsigned max_pieces = (unsigned)rc_publisher_fabric(c.p)->tx_iov_limit - 1;
+    unsigned max_pieces = (unsigned)rci_publisher_fabric(c.p)->tx_iov_limit - 1;
     struct sub_thread t;
     sub_start(&t, pv, port, 128 * 1024, max_pieces, 65536, 0);
-    rc_peer_id peer;
+    rci_peer_id peer;
     CU_ASSERT_EQUAL_FATAL(wait_subscribers(&c, 1, &peer), 1);
     int failed = 0;
     for (uint64_t seq = 0; seq < STREAM_MESSAGES && !failed; seq++) {
         int rc = send_one(&c, peer, seq, 0, max_pieces, 65536, seq);
         if (rc) {
             fprintf(stderr, "send %llu: %s (%s)\n", (unsigned long long)seq, strerror(-rc),
-                    rc_publisher_last_error(c.p));
+                    rci_publisher_last_error(c.p));
             failed++;
         }
         if ((seq & 255) == 0)
             throttle(&c, &t, seq);
     }
     CU_ASSERT_EQUAL(failed, 0);
-    struct rc_publisher_stats st;
-    rc_publisher_get_stats(c.p, &st);
+    struct rci_publisher_stats st;
+    rci_publisher_get_stats(c.p, &st);
     if (failed)
         fprintf(stderr, "sub chunks %llu; dead: shutdown %llu silence %llu error %llu closed %llu\n",
                 (unsigned long long)atomic_load(&t.chunks),
@@ -431,7 +431,7 @@ static void stream_test(const struct prov *pv)
     CU_ASSERT_EQUAL(atomic_load(&t.bad), 0);
     CU_ASSERT_EQUAL(c.keys.ok, STREAM_MESSAGES);
     CU_ASSERT_EQUAL(c.keys.err + c.keys.dup + c.keys.out_of_range, 0);
-    rc_publisher_get_stats(c.p, &st);
+    rci_publisher_get_stats(c.p, &st);
     CU_ASSERT_EQUAL(st.sends, STREAM_MESSAGES);
     CU_ASSERT_EQUAL(st.fragmented_sends, 0);
     CU_ASSERT_EQUAL(st.slots_free, fp.header_slots);
@@ -446,7 +446,7 @@ static void test_stream_rdm(void) { stream_test(&PROVS[1]); }
 
 static void again_test(const struct prov *pv)
 {
-    struct rc_fabric_params fp;
+    struct rci_fabric_params fp;
     uint16_t port = next_port();
     pub_params(&fp, pv, port);
     fp.header_slots = 8;
@@ -454,9 +454,9 @@ static void again_test(const struct prov *pv)
     CU_ASSERT_EQUAL_FATAL(pub_open(&c, &fp, 2000), 0);
     struct sub_thread t;
     sub_start(&t, pv, port, 128 * 1024, 1, 65536, 0);
-    rc_peer_id peer;
+    rci_peer_id peer;
     CU_ASSERT_EQUAL_FATAL(wait_subscribers(&c, 1, &peer), 1);
-    CU_ASSERT_EQUAL(rc_publisher_available_slots(c.p), 8);
+    CU_ASSERT_EQUAL(rci_publisher_available_slots(c.p), 8);
     struct layout l;
     struct iovec iov[MAX_PIECES];
     /* No progress between sends: the ninth finds every slot taken. */
@@ -464,20 +464,20 @@ static void again_test(const struct prov *pv)
     uint64_t seq = 0;
     for (; seq < 8 && rc == 0; seq++) {
         make_layout(seq, 1, 65536, &l);
-        rc = rc_publisher_send(c.p, peer, seq, (uint32_t)(seq & 0xf), iov, to_iov(&l, iov), seq);
+        rc = rci_publisher_send(c.p, peer, seq, (uint32_t)(seq & 0xf), iov, to_iov(&l, iov), seq);
     }
     CU_ASSERT_EQUAL(rc, 0);
     make_layout(seq, 1, 65536, &l);
-    rc = rc_publisher_send(c.p, peer, seq, (uint32_t)(seq & 0xf), iov, to_iov(&l, iov), seq);
+    rc = rci_publisher_send(c.p, peer, seq, (uint32_t)(seq & 0xf), iov, to_iov(&l, iov), seq);
     CU_ASSERT_EQUAL(rc, -EAGAIN);
-    struct rc_publisher_stats st;
-    rc_publisher_get_stats(c.p, &st);
+    struct rci_publisher_stats st;
+    rci_publisher_get_stats(c.p, &st);
     CU_ASSERT(st.again_no_slot >= 1);
-    CU_ASSERT_EQUAL(rc_publisher_available_slots(c.p), 0);
+    CU_ASSERT_EQUAL(rci_publisher_available_slots(c.p), 0);
     uint64_t want = 8;
     CU_ASSERT(pump_until(&c, keys_reached, &want, 10 * SEC));
-    rc_publisher_available_slots(c.p);                      /* low mark of the last period */
-    CU_ASSERT_EQUAL(rc_publisher_available_slots(c.p), 8);  /* all free again */
+    rci_publisher_available_slots(c.p);                      /* low mark of the last period */
+    CU_ASSERT_EQUAL(rci_publisher_available_slots(c.p), 8);  /* all free again */
     for (; seq < 2000; seq++)
         CU_ASSERT_EQUAL_FATAL(send_one(&c, peer, seq, 0, 1, 65536, seq), 0);
     want = 2000;
@@ -494,14 +494,14 @@ static void again_test(const struct prov *pv)
 /* ---- 2b. fair shares: one subscriber that takes no data leaves the other its share */
 
 /* Send to peer without progress until it is refused; returns the accepted count. */
-static unsigned send_until_refused(struct pubctx *c, rc_peer_id peer, uint64_t *seq, int *rc)
+static unsigned send_until_refused(struct pubctx *c, rci_peer_id peer, uint64_t *seq, int *rc)
 {
     struct layout l;
     struct iovec iov[MAX_PIECES];
     unsigned n = 0;
     for (;; (*seq)++, n++) {
         make_layout(*seq, 1, 65536, &l);
-        *rc = rc_publisher_send(c->p, peer, *seq, (uint32_t)(*seq & 0xf), iov, to_iov(&l, iov), *seq);
+        *rc = rci_publisher_send(c->p, peer, *seq, (uint32_t)(*seq & 0xf), iov, to_iov(&l, iov), *seq);
         if (*rc)
             return n;
     }
@@ -509,7 +509,7 @@ static unsigned send_until_refused(struct pubctx *c, rc_peer_id peer, uint64_t *
 
 static void fair_share_test(const struct prov *pv)
 {
-    struct rc_fabric_params fp;
+    struct rci_fabric_params fp;
     uint16_t port = next_port();
     pub_params(&fp, pv, port);
     fp.header_slots = 12;       /* 2 subscribers: fair share 12 / 3 = 4 */
@@ -519,7 +519,7 @@ static void fair_share_test(const struct prov *pv)
     struct sub_thread ta, tb;
     sub_start(&ta, pv, port, 128 * 1024, 1, 65536, 0);
     sub_start(&tb, pv, port, 128 * 1024, 1, 65536, 0);
-    rc_peer_id ids[2];
+    rci_peer_id ids[2];
     CU_ASSERT_EQUAL_FATAL(wait_subscribers(&c, 2, ids), 2);
     /* No progress: nothing completes. The first may borrow beyond its 4
      * only while a newcomer's 4 and the other's unclaimed 4 stay free, so it
@@ -532,8 +532,8 @@ static void fair_share_test(const struct prov *pv)
      * it could borrow only beyond a newcomer's 4, which are all that is free. */
     CU_ASSERT_EQUAL(send_until_refused(&c, ids[1], &seq, &rc), 4);
     CU_ASSERT_EQUAL(rc, -ENOBUFS);
-    struct rc_publisher_stats st;
-    rc_publisher_get_stats(c.p, &st);
+    struct rci_publisher_stats st;
+    rci_publisher_get_stats(c.p, &st);
     CU_ASSERT_EQUAL(st.again_peer_quota, 2);
     CU_ASSERT_EQUAL(st.again_no_slot, 0);
     CU_ASSERT_EQUAL(st.slots_free, 4);
@@ -555,7 +555,7 @@ static void test_again_rdm(void) { again_test(&PROVS[1]); }
 
 static void pending_test(const struct prov *pv)
 {
-    struct rc_fabric_params fp;
+    struct rci_fabric_params fp;
     uint16_t port = next_port();
     pub_params(&fp, pv, port);
     fp.header_slots = 8;
@@ -563,39 +563,39 @@ static void pending_test(const struct prov *pv)
     CU_ASSERT_EQUAL_FATAL(pub_open(&c, &fp, 8), 0);
     struct sub_thread t;
     sub_start(&t, pv, port, 128 * 1024, 1, 65536, 0);
-    rc_peer_id peer;
+    rci_peer_id peer;
     CU_ASSERT_EQUAL_FATAL(wait_subscribers(&c, 1, &peer), 1);
     /* No progress call: the 8 completions stay unread in the CQ. */
     for (uint64_t seq = 0; seq < 8; seq++) {
         struct layout l;
         struct iovec iov[MAX_PIECES];
         make_layout(seq, 1, 65536, &l);
-        CU_ASSERT_EQUAL(rc_publisher_send(c.p, peer, seq, (uint32_t)(seq & 0xf), iov,
+        CU_ASSERT_EQUAL(rci_publisher_send(c.p, peer, seq, (uint32_t)(seq & 0xf), iov,
                                           to_iov(&l, iov), seq), 0);
     }
     uint64_t keys[16];
-    CU_ASSERT_EQUAL(rc_publisher_pending_sends(c.p, peer, keys, 16), -EBUSY);
-    CU_ASSERT_EQUAL(rc_publisher_close_peer(c.p, peer), 0);
-    CU_ASSERT_EQUAL(rc_publisher_pending_sends(c.p, peer, keys, 3), 3);
-    CU_ASSERT_EQUAL(rc_publisher_pending_sends(c.p, peer, keys + 3, 13), 5);
-    CU_ASSERT_EQUAL(rc_publisher_pending_sends(c.p, peer, keys, 16), 0);
+    CU_ASSERT_EQUAL(rci_publisher_pending_sends(c.p, peer, keys, 16), -EBUSY);
+    CU_ASSERT_EQUAL(rci_publisher_close_peer(c.p, peer), 0);
+    CU_ASSERT_EQUAL(rci_publisher_pending_sends(c.p, peer, keys, 3), 3);
+    CU_ASSERT_EQUAL(rci_publisher_pending_sends(c.p, peer, keys + 3, 13), 5);
+    CU_ASSERT_EQUAL(rci_publisher_pending_sends(c.p, peer, keys, 16), 0);
     unsigned seen = 0;
     for (unsigned i = 0; i < 8; i++)
         if (keys[i] < 8)
             seen |= 1u << keys[i];
     CU_ASSERT_EQUAL(seen, 0xff);
     /* Late completions for the released slots are recognised and ignored. */
-    uint64_t end = rc_now_ns() + 300 * MS;
-    while (rc_now_ns() < end)
-        rc_publisher_wait(c.p, 1 * MS);
+    uint64_t end = rci_now_ns() + 300 * MS;
+    while (rci_now_ns() < end)
+        rci_publisher_wait(c.p, 1 * MS);
     CU_ASSERT_EQUAL(keys_back(&c.keys), 0);
-    CU_ASSERT_EQUAL(rc_publisher_pending_sends(c.p, peer, keys, 16), -ENOTCONN);
+    CU_ASSERT_EQUAL(rci_publisher_pending_sends(c.p, peer, keys, 16), -ENOTCONN);
     struct layout l;
     struct iovec iov[MAX_PIECES];
     make_layout(0, 1, 65536, &l);
-    CU_ASSERT_EQUAL(rc_publisher_send(c.p, peer, 0, 0, iov, to_iov(&l, iov), 0), -ENOTCONN);
-    struct rc_publisher_stats st;
-    rc_publisher_get_stats(c.p, &st);
+    CU_ASSERT_EQUAL(rci_publisher_send(c.p, peer, 0, 0, iov, to_iov(&l, iov), 0), -ENOTCONN);
+    struct rci_publisher_stats st;
+    rci_publisher_get_stats(c.p, &st);
     CU_ASSERT_EQUAL(st.keys_released_by_peer_death, 8);
     CU_ASSERT_EQUAL(st.peers_closed, 1);
     CU_ASSERT_EQUAL(st.slots_free, 8);
@@ -611,30 +611,30 @@ static void test_pending_rdm(void) { pending_test(&PROVS[1]); }
 static void fragment_test(const struct prov *pv)
 {
     enum { N = 3000 };
-    struct rc_fabric_params fp;
+    struct rci_fabric_params fp;
     uint16_t port = next_port();
     pub_params(&fp, pv, port);
     struct pubctx c;
     CU_ASSERT_EQUAL_FATAL(pub_open(&c, &fp, N + 1), 0);
-    unsigned iov_limit = (unsigned)rc_publisher_fabric(c.p)->tx_iov_limit;
+    unsigned iov_limit = (unsigned)rci_publisher_fabric(c.p)->tx_iov_limit;
     unsigned n = 3 * iov_limit < MAX_PIECES ? 3 * iov_limit : MAX_PIECES;
     struct sub_thread t;
     sub_start(&t, pv, port, 4096, MAX_PIECES, 65536, 0);
     t.odd_pieces = n;
-    rc_peer_id peer;
+    rci_peer_id peer;
     CU_ASSERT_EQUAL_FATAL(wait_subscribers(&c, 1, &peer), 1);
 
     /* One small chunk with 3 x iov_limit pieces: split by the iov limit only. */
     struct iovec iov[MAX_PIECES];
     for (unsigned i = 0; i < n; i++)
         iov[i] = (struct iovec){ .iov_base = src_buf + 1000 * i, .iov_len = 16 };
-    struct rc_publisher_stats before, after;
-    rc_publisher_get_stats(c.p, &before);
+    struct rci_publisher_stats before, after;
+    rci_publisher_get_stats(c.p, &before);
     int rc;
-    while ((rc = rc_publisher_send(c.p, peer, ODD_TAG, 0, iov, n, N)) == -EAGAIN)
-        rc_publisher_progress(c.p);
+    while ((rc = rci_publisher_send(c.p, peer, ODD_TAG, 0, iov, n, N)) == -EAGAIN)
+        rci_publisher_progress(c.p);
     CU_ASSERT_EQUAL(rc, 0);
-    rc_publisher_get_stats(c.p, &after);
+    rci_publisher_get_stats(c.p, &after);
     CU_ASSERT_EQUAL(after.fragmented_sends, before.fragmented_sends + 1);
     /* pieces per message: iov_limit - 1 (one iov is the header) */
     unsigned per = iov_limit - 1;
@@ -651,7 +651,7 @@ static void fragment_test(const struct prov *pv)
     CU_ASSERT(pump_until(&c, chunks_reached, &g, 20 * SEC));
     CU_ASSERT_EQUAL(c.keys.ok, N + 1);
     CU_ASSERT_EQUAL(c.keys.dup + c.keys.err, 0);
-    rc_publisher_get_stats(c.p, &after);
+    rci_publisher_get_stats(c.p, &after);
     CU_ASSERT(after.fragmented_sends > 100);
     CU_ASSERT(after.fragments > 2 * after.fragmented_sends - 1);
     sub_stop(&t);
@@ -670,41 +670,41 @@ static void test_fragments_rdm(void) { fragment_test(&PROVS[1]); }
  * (-EAGAIN) until then, and the key completes once, the chunk intact. */
 static void deferred_fragments_test(const struct prov *pv)
 {
-    struct rc_fabric_params fp;
+    struct rci_fabric_params fp;
     uint16_t port = next_port();
     pub_params(&fp, pv, port);
     fp.faults.eagain_every = 2;
     fp.faults.eagain_streak_ns = 300 * MS;
     struct pubctx c;
     CU_ASSERT_EQUAL_FATAL(pub_open(&c, &fp, 2), 0);
-    unsigned iov_limit = (unsigned)rc_publisher_fabric(c.p)->tx_iov_limit;
+    unsigned iov_limit = (unsigned)rci_publisher_fabric(c.p)->tx_iov_limit;
     unsigned n = 3 * iov_limit < MAX_PIECES ? 3 * iov_limit : MAX_PIECES;
     unsigned per = iov_limit - 1;
     struct sub_thread t;
     sub_start(&t, pv, port, 4096, MAX_PIECES, 65536, 0);
     t.odd_pieces = n;
-    rc_peer_id peer;
+    rci_peer_id peer;
     CU_ASSERT_EQUAL_FATAL(wait_subscribers(&c, 1, &peer), 1);
     struct iovec iov[MAX_PIECES];
     for (unsigned i = 0; i < n; i++)
         iov[i] = (struct iovec){ .iov_base = src_buf + 1000 * i, .iov_len = 16 };
 
-    uint64_t t0 = rc_now_ns();
-    CU_ASSERT_EQUAL(rc_publisher_send(c.p, peer, ODD_TAG, 0, iov, n, 0), 0);
-    uint64_t took = rc_now_ns() - t0;
-    struct rc_publisher_stats st;
-    rc_publisher_get_stats(c.p, &st);
+    uint64_t t0 = rci_now_ns();
+    CU_ASSERT_EQUAL(rci_publisher_send(c.p, peer, ODD_TAG, 0, iov, n, 0), 0);
+    uint64_t took = rci_now_ns() - t0;
+    struct rci_publisher_stats st;
+    rci_publisher_get_stats(c.p, &st);
     CU_ASSERT_EQUAL(st.fragments_deferred, 1);
     CU_ASSERT_EQUAL(st.fragments, 2);             /* fragments 0 and 1 posted */
     CU_ASSERT(took < 100 * MS);                   /* did not wait out the 300 ms streak */
     CU_ASSERT_EQUAL(c.keys.ok + c.keys.err, 0);   /* no callback inside send */
-    CU_ASSERT_EQUAL(rc_publisher_send(c.p, peer, ODD_TAG, 0, iov, 1, 1), -EAGAIN);
-    rc_publisher_get_stats(c.p, &st);
+    CU_ASSERT_EQUAL(rci_publisher_send(c.p, peer, ODD_TAG, 0, iov, 1, 1), -EAGAIN);
+    rci_publisher_get_stats(c.p, &st);
     CU_ASSERT_EQUAL(st.again_resuming, 1);
 
     uint64_t want = 1;
     CU_ASSERT(pump_until(&c, keys_reached, &want, 10 * SEC));
-    rc_publisher_get_stats(c.p, &st);
+    rci_publisher_get_stats(c.p, &st);
     CU_ASSERT_EQUAL(st.fragments, (n + per - 1) / per);
     CU_ASSERT(st.faults_eagain > 0);
     CU_ASSERT_EQUAL(st.peers_dead, 0);
@@ -726,14 +726,14 @@ static void test_deferred_rdm(void) { deferred_fragments_test(&PROVS[1]); }
 static void buffered_test(const struct prov *pv)
 {
     enum { N = 100000 };
-    struct rc_fabric_params fp;
+    struct rci_fabric_params fp;
     uint16_t port = next_port();
     pub_params(&fp, pv, port);
     struct pubctx c;
     CU_ASSERT_EQUAL_FATAL(pub_open(&c, &fp, N), 0);
     struct sub_thread t;
     sub_start(&t, pv, port, 64 * 1024, 3, 256, 0);
-    rc_peer_id peer;
+    rci_peer_id peer;
     CU_ASSERT_EQUAL_FATAL(wait_subscribers(&c, 1, &peer), 1);
     for (uint64_t seq = 0; seq < N; seq++) {
         struct layout l;
@@ -741,12 +741,12 @@ static void buffered_test(const struct prov *pv)
         make_layout(seq, 3, 256, &l);
         unsigned n = to_iov(&l, iov);
         int rc;
-        while ((rc = rc_publisher_send_buffered(c.p, peer, seq, (uint32_t)(seq & 0xf), iov, n,
+        while ((rc = rci_publisher_send_buffered(c.p, peer, seq, (uint32_t)(seq & 0xf), iov, n,
                                                 seq)) == -EAGAIN)
-            rc_publisher_progress(c.p);
+            rci_publisher_progress(c.p);
         if (rc)
             fprintf(stderr, "send_buffered %llu: %s (%s)\n", (unsigned long long)seq,
-                    strerror(-rc), rc_publisher_last_error(c.p));
+                    strerror(-rc), rci_publisher_last_error(c.p));
         CU_ASSERT_EQUAL_FATAL(rc, 0);
         /* The key is released right after the copy. */
         CU_ASSERT_EQUAL_FATAL(c.keys.ok, seq + 1);
@@ -755,8 +755,8 @@ static void buffered_test(const struct prov *pv)
     struct chunks_goal g = { &t, N };
     CU_ASSERT(pump_until(&c, chunks_reached, &g, 20 * SEC));
     CU_ASSERT_EQUAL(atomic_load(&t.bad), 0);
-    struct rc_publisher_stats st;
-    rc_publisher_get_stats(c.p, &st);
+    struct rci_publisher_stats st;
+    rci_publisher_get_stats(c.p, &st);
     CU_ASSERT_EQUAL(st.buffered_records, N);
     CU_ASSERT(st.pages_sent > 0 && st.pages_sent < N / 10);
     CU_ASSERT(st.pages_flushed_by_timeout >= 1);
@@ -770,16 +770,16 @@ static void test_buffered_rdm(void) { buffered_test(&PROVS[1]); }
 
 /* ---- 5. a subscriber leaves mid-stream ------------------------------------------ */
 
-struct gone { rc_peer_id peer; };
+struct gone { rci_peer_id peer; };
 static bool peer_gone(struct pubctx *c, void *arg)
 {
-    return rc_publisher_peer_name(c->p, ((struct gone *)arg)->peer)[0] == '\0';
+    return rci_publisher_peer_name(c->p, ((struct gone *)arg)->peer)[0] == '\0';
 }
 
 /* Stream to a and b (keys: seq * 2 + index); stop a after `stop_after`
  * sends by calling leave(); check a's keys all come back in time and b gets
  * everything. */
-static void two_subscriber_stream(struct pubctx *c, rc_peer_id pa, rc_peer_id pb,
+static void two_subscriber_stream(struct pubctx *c, rci_peer_id pa, rci_peer_id pb,
                                   struct sub_thread *tb, uint64_t n, uint64_t stop_after,
                                   void (*leave)(void *), void *leave_arg, uint64_t bound_ns,
                                   uint32_t max_size)
@@ -789,7 +789,7 @@ static void two_subscriber_stream(struct pubctx *c, rc_peer_id pa, rc_peer_id pb
     for (uint64_t seq = 0; seq < n; seq++) {
         if (seq == stop_after) {
             leave(leave_arg);
-            left_at = rc_now_ns();
+            left_at = rci_now_ns();
         }
         if (a_alive) {
             int rc = send_one(c, pa, seq, 0, 1, max_size, seq * 2);
@@ -827,7 +827,7 @@ static void stop_thread(void *arg) { sub_stop(arg); }
 static void disconnect_test(const struct prov *pv)
 {
     enum { N = 20000 };
-    struct rc_fabric_params fp;
+    struct rci_fabric_params fp;
     uint16_t port = next_port();
     pub_params(&fp, pv, port);
     struct pubctx c;
@@ -836,16 +836,16 @@ static void disconnect_test(const struct prov *pv)
     sub_start(&ta, pv, port, 128 * 1024, 1, 65536, 0);
     unsigned one = 1;
     pump_until(&c, n_subscribed, &one, 10 * SEC);
-    rc_peer_id pa;
-    CU_ASSERT_EQUAL_FATAL(rc_publisher_subscribers_of(c.p, 0, &pa, 1), 1);
+    rci_peer_id pa;
+    CU_ASSERT_EQUAL_FATAL(rci_publisher_subscribers_of(c.p, 0, &pa, 1), 1);
     sub_start(&tb, pv, port, 128 * 1024, 1, 65536, 0);
-    rc_peer_id ids[2], pb = 0;
+    rci_peer_id ids[2], pb = 0;
     CU_ASSERT_EQUAL_FATAL(wait_subscribers(&c, 2, ids), 2);
     pb = ids[0] == pa ? ids[1] : ids[0];
     two_subscriber_stream(&c, pa, pb, &tb, N, N / 4, stop_thread, &ta,
                           fp.peer_timeout_ns + 2 * SEC, 65536);
-    struct rc_publisher_stats st;
-    rc_publisher_get_stats(c.p, &st);
+    struct rci_publisher_stats st;
+    rci_publisher_get_stats(c.p, &st);
     CU_ASSERT_EQUAL(st.peers_closed + st.peers_dead, 1);
     CU_ASSERT_EQUAL(st.peers_active, 1);
     sub_stop(&tb);
@@ -871,11 +871,11 @@ struct raw_client {
 #define RAW_RX_SIZE 65536u
 
 struct raw {
-    struct rc_fabric f;
+    struct rci_fabric f;
     struct fid_ep *ep;             /* MSG endpoint, or f.ep */
     fi_addr_t pub;
     uint8_t *tx, *rx;
-    struct rc_fabric_mr txmr, rxmr;
+    struct rci_fabric_mr txmr, rxmr;
     unsigned pending[RAW_RX], npending;   /* received while waiting for a send */
     size_t pending_len[RAW_RX];
 };
@@ -889,47 +889,47 @@ static int raw_post_rx(struct raw *r, unsigned i)
 
 static int raw_open(struct raw *r, const struct prov *pv, uint16_t port, char *err, size_t len)
 {
-    struct rc_fabric_params fp;
+    struct rci_fabric_params fp;
     pub_params(&fp, pv, port);
     memset(r, 0, sizeof *r);
-    int rc = rc_fabric_open(&r->f, &fp, RC_FABRIC_CONNECT, 64, err, len);
+    int rc = rci_fabric_open(&r->f, &fp, RCI_FABRIC_CONNECT, 64, err, len);
     if (rc)
         return rc;
     r->tx = aligned_alloc(4096, 65536);
     r->rx = aligned_alloc(4096, RAW_RX * RAW_RX_SIZE);
     if (r->f.rdm) {
         r->ep = r->f.ep;
-        rc = rc_fabric_av_insert(&r->f, r->f.info->dest_addr, r->f.info->dest_addrlen, &r->pub,
+        rc = rci_fabric_av_insert(&r->f, r->f.info->dest_addr, r->f.info->dest_addrlen, &r->pub,
                                  err, len);
     } else {
-        rc = rc_fabric_msg_ep_open(&r->f, NULL, NULL, &r->ep, err, len);
+        rc = rci_fabric_msg_ep_open(&r->f, NULL, NULL, &r->ep, err, len);
     }
     if (!rc)
-        rc = rc_fabric_mr_reg(&r->f, r->tx, 65536, FI_SEND, r->ep, &r->txmr, err, len);
+        rc = rci_fabric_mr_reg(&r->f, r->tx, 65536, FI_SEND, r->ep, &r->txmr, err, len);
     if (!rc)
-        rc = rc_fabric_mr_reg(&r->f, r->rx, RAW_RX * RAW_RX_SIZE, FI_RECV, r->ep, &r->rxmr, err, len);
+        rc = rci_fabric_mr_reg(&r->f, r->rx, RAW_RX * RAW_RX_SIZE, FI_RECV, r->ep, &r->rxmr, err, len);
     for (unsigned i = 0; !rc && i < RAW_RX; i++)
         rc = raw_post_rx(r, i);
     if (!rc && !r->f.rdm)
-        rc = rc_fabric_msg_connect(&r->f, r->ep, 10 * SEC, err, len);
+        rc = rci_fabric_msg_connect(&r->f, r->ep, 10 * SEC, err, len);
     return rc;
 }
 
 static void raw_close(struct raw *r)
 {
     if (!r->f.rdm)
-        rc_fabric_ep_close(r->ep);
+        rci_fabric_ep_close(r->ep);
     else
-        rc_fabric_ep_close(r->f.ep);
+        rci_fabric_ep_close(r->f.ep);
     r->f.ep = NULL;
-    rc_fabric_mr_close(&r->txmr);
-    rc_fabric_mr_close(&r->rxmr);
-    rc_fabric_close(&r->f);
+    rci_fabric_mr_close(&r->txmr);
+    rci_fabric_mr_close(&r->rxmr);
+    rci_fabric_close(&r->f);
     free(r->tx);
     free(r->rx);
 }
 
-static void raw_keep(struct raw *r, const struct rc_fabric_cqe *e)
+static void raw_keep(struct raw *r, const struct rci_fabric_cqe *e)
 {
     unsigned k = (unsigned)(uintptr_t)e->context;
     if (k == 0 || k > RAW_RX)
@@ -947,23 +947,23 @@ static void raw_keep(struct raw *r, const struct rc_fabric_cqe *e)
 static int raw_send(struct raw *r, size_t len)
 {
     int rc;
-    uint64_t end = rc_now_ns() + 10 * SEC;
+    uint64_t end = rci_now_ns() + 10 * SEC;
     while ((rc = (int)fi_send(r->ep, r->tx, len, r->txmr.desc, r->f.rdm ? r->pub : FI_ADDR_UNSPEC,
                               (void *)(uintptr_t)1000)) == -FI_EAGAIN) {
-        struct rc_fabric_cqe e[4];
+        struct rci_fabric_cqe e[4];
         char err[256];
-        int n = rc_fabric_cq_poll(&r->f, e, 4, err, sizeof err);
+        int n = rci_fabric_cq_poll(&r->f, e, 4, err, sizeof err);
         for (int i = 0; i < n; i++)
             raw_keep(r, &e[i]);
-        if (rc_now_ns() > end)
+        if (rci_now_ns() > end)
             return -ETIMEDOUT;
     }
     if (rc)
         return rc;
     for (;;) {
-        struct rc_fabric_cqe e[4];
+        struct rci_fabric_cqe e[4];
         char err[256];
-        int n = rc_fabric_cq_poll(&r->f, e, 4, err, sizeof err);
+        int n = rci_fabric_cq_poll(&r->f, e, 4, err, sizeof err);
         bool sent = false;
         for (int i = 0; i < n; i++) {  /* keep receives read in the same batch */
             if ((uintptr_t)e[i].context == 1000) {
@@ -975,7 +975,7 @@ static int raw_send(struct raw *r, size_t len)
         }
         if (sent)
             return rc;
-        if (rc_now_ns() > end)
+        if (rci_now_ns() > end)
             return -ETIMEDOUT;
     }
 }
@@ -984,11 +984,11 @@ static int raw_send(struct raw *r, size_t len)
  * messages (heartbeats) are dropped. */
 static int raw_expect(struct raw *r, int type, void *out, size_t len)
 {
-    uint64_t end = rc_now_ns() + 10 * SEC;
-    while (rc_now_ns() < end) {
-        struct rc_fabric_cqe e[4];
+    uint64_t end = rci_now_ns() + 10 * SEC;
+    while (rci_now_ns() < end) {
+        struct rci_fabric_cqe e[4];
         char err[256];
-        int n = rc_fabric_cq_poll(&r->f, e, 4, err, sizeof err);
+        int n = rci_fabric_cq_poll(&r->f, e, 4, err, sizeof err);
         for (int i = 0; i < n; i++)
             raw_keep(r, &e[i]);
         bool found = false;
@@ -996,7 +996,7 @@ static int raw_expect(struct raw *r, int type, void *out, size_t len)
             unsigned k = r->pending[--r->npending];
             const uint8_t *m = r->rx + (size_t)k * RAW_RX_SIZE;
             size_t mlen = r->pending_len[r->npending];
-            if (!found && rc_wire_check(m, mlen, RC_WIRE_TO_SUBSCRIBER, NULL) == type) {
+            if (!found && rci_wire_check(m, mlen, RCI_WIRE_TO_SUBSCRIBER, NULL) == type) {
                 memcpy(out, m, mlen < len ? mlen : len);
                 found = true;
             }
@@ -1004,20 +1004,20 @@ static int raw_expect(struct raw *r, int type, void *out, size_t len)
         }
         if (found)
             return 0;
-        rc_fabric_wait(&r->f, 1 * MS);
+        rci_fabric_wait(&r->f, 1 * MS);
     }
     return -ETIMEDOUT;
 }
 
 static int raw_subscribe(struct raw *r, uint32_t id, uint64_t first, uint64_t last, uint32_t *status)
 {
-    struct rc_wire_range range = { first, last };
-    ssize_t n = rc_wire_build_sub(r->tx, 65536, RC_MSG_SUBSCRIBE, id, &range, 1);
+    struct rci_wire_range range = { first, last };
+    ssize_t n = rci_wire_build_sub(r->tx, 65536, RCI_MSG_SUBSCRIBE, id, &range, 1);
     int rc = n > 0 ? raw_send(r, (size_t)n) : -EINVAL;
-    struct rc_wire_sub_ack ack;
+    struct rci_wire_sub_ack ack;
     if (!rc)
-        rc = raw_expect(r, RC_MSG_SUB_ACK, &ack, sizeof ack);
-    if (!rc && rc_wire_check_sub_ack(&ack, sizeof ack, &ack) == RC_WIRE_OK)
+        rc = raw_expect(r, RCI_MSG_SUB_ACK, &ack, sizeof ack);
+    if (!rc && rci_wire_check_sub_ack(&ack, sizeof ack, &ack) == RCI_WIRE_OK)
         *status = ack.status;
     return rc;
 }
@@ -1038,30 +1038,30 @@ static void *raw_main(void *arg)
     char err[256] = "";
     int rc = raw_open(&r, c->pv, c->port, err, sizeof err);
     RAW_STEP(rc == 0, err);
-    uint8_t addr[RC_WIRE_MAX_ADDR];
+    uint8_t addr[RCI_WIRE_MAX_ADDR];
     size_t alen = sizeof addr;
     if (r.f.rdm)
-        RAW_STEP(rc_fabric_getname(&r.f, r.ep, addr, &alen, err, sizeof err) == 0, err);
+        RAW_STEP(rci_fabric_getname(&r.f, r.ep, addr, &alen, err, sizeof err) == 0, err);
     ssize_t n;
     if (r.f.rdm) {  /* a HELLO whose address cannot be one: rejected, no WELCOME */
         static const uint8_t bogus[4] = { 0xff, 0xff, 0, 0 };
-        n = rc_wire_build_hello(r.tx, 65536, 41, 65536, bogus, sizeof bogus);
+        n = rci_wire_build_hello(r.tx, 65536, 41, 65536, bogus, sizeof bogus);
         RAW_STEP(n > 0 && raw_send(&r, (size_t)n) == 0, "send bogus HELLO");
     }
-    n = rc_wire_build_hello(r.tx, 65536, 42, 65536, addr, r.f.rdm ? (uint16_t)alen : 0);
+    n = rci_wire_build_hello(r.tx, 65536, 42, 65536, addr, r.f.rdm ? (uint16_t)alen : 0);
     RAW_STEP(n > 0 && raw_send(&r, (size_t)n) == 0, "send HELLO");
-    struct rc_wire_welcome w;
-    RAW_STEP(raw_expect(&r, RC_MSG_WELCOME, &w, sizeof w) == 0, "no WELCOME");
+    struct rci_wire_welcome w;
+    RAW_STEP(raw_expect(&r, RCI_MSG_WELCOME, &w, sizeof w) == 0, "no WELCOME");
     /* Garbage: short, bad magic, a type not allowed towards the publisher. */
     memset(r.tx, 0xab, 64);
     RAW_STEP(raw_send(&r, 4) == 0, "send short");
-    n = rc_wire_build_heartbeat(r.tx, 65536, 1);
+    n = rci_wire_build_heartbeat(r.tx, 65536, 1);
     r.tx[0] ^= 0xff;
     RAW_STEP(raw_send(&r, (size_t)n) == 0, "send bad magic");
-    n = rc_wire_build_data_hdr(r.tx, 65536, 7, 0, 0, 0, 0, 1, 0);
+    n = rci_wire_build_data_hdr(r.tx, 65536, 7, 0, 0, 0, 0, 1, 0);
     RAW_STEP(raw_send(&r, (size_t)n) == 0, "send DATA to publisher");
-    n = rc_wire_build_heartbeat(r.tx, 65536, 1);
-    ((struct rc_wire_hdr *)r.tx)->length = 9999;
+    n = rci_wire_build_heartbeat(r.tx, 65536, 1);
+    ((struct rci_wire_hdr *)r.tx)->length = 9999;
     RAW_STEP(raw_send(&r, (size_t)n) == 0, "send bad length");
     /* Too many tags (limit 100), then an acceptable subscription. */
     RAW_STEP(raw_subscribe(&r, 1, 0, 1000, &c->ack_status[0]) == 0, "SUB_ACK 1");
@@ -1085,7 +1085,7 @@ static bool raw_done(struct pubctx *c, void *arg)
 
 static void malformed_test(const struct prov *pv)
 {
-    struct rc_fabric_params fp;
+    struct rci_fabric_params fp;
     uint16_t port = next_port();
     pub_params(&fp, pv, port);
     fp.max_tags_per_subscriber = 100;
@@ -1094,37 +1094,37 @@ static void malformed_test(const struct prov *pv)
     struct raw_client rc = { .pv = pv, .port = port };
     pthread_create(&rc.th, NULL, raw_main, &rc);
     CU_ASSERT(pump_until(&c, raw_done, &rc, 30 * SEC));
-    struct rc_publisher_stats st;
-    rc_publisher_get_stats(c.p, &st);
+    struct rci_publisher_stats st;
+    rci_publisher_get_stats(c.p, &st);
     if (atomic_load(&rc.step) < 0)
         fprintf(stderr, "raw client failed: %s (publisher: %llu joined, %llu unknown, "
                 "%llu control retries, %llu dropped, %llu heartbeats in, %llu subscribes, %s)\n",
                 rc.failure, (unsigned long long)st.connections,
                 (unsigned long long)st.unknown_sender, (unsigned long long)st.control_send_retries,
                 (unsigned long long)st.control_dropped, (unsigned long long)st.heartbeats_received,
-                (unsigned long long)st.subscribe_requests, rc_publisher_last_error(c.p));
+                (unsigned long long)st.subscribe_requests, rci_publisher_last_error(c.p));
     CU_ASSERT(atomic_load(&rc.step) >= 0);
-    CU_ASSERT(st.malformed[RC_WIRE_SHORT] >= 1);
-    CU_ASSERT(st.malformed[RC_WIRE_BAD_MAGIC] >= 1);
-    CU_ASSERT(st.malformed[RC_WIRE_BAD_TYPE] >= 1);
-    CU_ASSERT(st.malformed[RC_WIRE_BAD_LENGTH] >= 1);
-    if (pv->ep == RC_EP_RDM)
-        CU_ASSERT_EQUAL(st.malformed[RC_WIRE_BAD_FIELD], 1);
+    CU_ASSERT(st.malformed[RCI_WIRE_SHORT] >= 1);
+    CU_ASSERT(st.malformed[RCI_WIRE_BAD_MAGIC] >= 1);
+    CU_ASSERT(st.malformed[RCI_WIRE_BAD_TYPE] >= 1);
+    CU_ASSERT(st.malformed[RCI_WIRE_BAD_LENGTH] >= 1);
+    if (pv->ep == RCI_EP_RDM)
+        CU_ASSERT_EQUAL(st.malformed[RCI_WIRE_BAD_FIELD], 1);
     CU_ASSERT_EQUAL(st.connections, 1);
-    CU_ASSERT_EQUAL(rc.ack_status[0], RC_SUB_TOO_MANY_TAGS);
-    CU_ASSERT_EQUAL(rc.ack_status[1], RC_SUB_OK);
+    CU_ASSERT_EQUAL(rc.ack_status[0], RCI_SUB_TOO_MANY_TAGS);
+    CU_ASSERT_EQUAL(rc.ack_status[1], RCI_SUB_OK);
     CU_ASSERT_EQUAL(st.subscriptions_refused, 1);
-    rc_peer_id ids[2];
-    CU_ASSERT_EQUAL(rc_publisher_subscribers_of(c.p, 5, ids, 2), 1);
-    CU_ASSERT_EQUAL(rc_publisher_subscribers_of(c.p, 10, ids, 2), 0);
+    rci_peer_id ids[2];
+    CU_ASSERT_EQUAL(rci_publisher_subscribers_of(c.p, 5, ids, 2), 1);
+    CU_ASSERT_EQUAL(rci_publisher_subscribers_of(c.p, 10, ids, 2), 0);
     /* The client vanishes without BYE: gone within peer_timeout (+ margin). */
     struct gone gn = { ids[0] };
     atomic_store(&rc.close_now, true);
     pthread_join(rc.th, NULL);
-    uint64_t t0 = rc_now_ns();
+    uint64_t t0 = rci_now_ns();
     CU_ASSERT(pump_until(&c, peer_gone, &gn, fp.peer_timeout_ns + 2 * SEC));
-    CU_ASSERT(rc_now_ns() - t0 < fp.peer_timeout_ns + 2 * SEC);
-    rc_publisher_get_stats(c.p, &st);
+    CU_ASSERT(rci_now_ns() - t0 < fp.peer_timeout_ns + 2 * SEC);
+    rci_publisher_get_stats(c.p, &st);
     CU_ASSERT_EQUAL(st.peers_dead, 1);
     CU_ASSERT_EQUAL(st.peers_active, 0);
     pub_close(&c);
@@ -1138,14 +1138,14 @@ static void test_malformed_rdm(void) { malformed_test(&PROVS[1]); }
 struct refusals { uint64_t n; };
 static bool refused_enough(struct pubctx *c, void *arg)
 {
-    struct rc_publisher_stats st;
-    rc_publisher_get_stats(c->p, &st);
+    struct rci_publisher_stats st;
+    rci_publisher_get_stats(c->p, &st);
     return st.connections_refused >= ((struct refusals *)arg)->n;
 }
 
 static void max_subscribers_test(const struct prov *pv)
 {
-    struct rc_fabric_params fp;
+    struct rci_fabric_params fp;
     uint16_t port = next_port();
     pub_params(&fp, pv, port);
     fp.max_subscribers = 1;
@@ -1153,13 +1153,13 @@ static void max_subscribers_test(const struct prov *pv)
     CU_ASSERT_EQUAL_FATAL(pub_open(&c, &fp, 100), 0);
     struct sub_thread ta, tb;
     sub_start(&ta, pv, port, 128 * 1024, 1, 65536, 0);
-    rc_peer_id pa;
+    rci_peer_id pa;
     CU_ASSERT_EQUAL_FATAL(wait_subscribers(&c, 1, &pa), 1);
     sub_start(&tb, pv, port, 128 * 1024, 1, 65536, 0);
     struct refusals want = { 2 };   /* it retries: refused again and again */
     CU_ASSERT(pump_until(&c, refused_enough, &want, 10 * SEC));
-    rc_peer_id ids[2];
-    CU_ASSERT_EQUAL(rc_publisher_peers(c.p, ids, 2), 1);
+    rci_peer_id ids[2];
+    CU_ASSERT_EQUAL(rci_publisher_peers(c.p, ids, 2), 1);
     for (uint64_t seq = 0; seq < 100; seq++)
         CU_ASSERT_EQUAL_FATAL(send_one(&c, pa, seq, 0, 1, 65536, seq), 0);
     struct chunks_goal g = { &ta, 100 };
@@ -1213,7 +1213,7 @@ static void sigkill_test(const struct prov *pv)
         CU_FAIL("build/bin/ringcast-sub not built (make all)");
         return;
     }
-    struct rc_fabric_params fp;
+    struct rci_fabric_params fp;
     uint16_t port = next_port();
     pub_params(&fp, pv, port);
     struct pubctx c;
@@ -1221,7 +1221,7 @@ static void sigkill_test(const struct prov *pv)
     char connect[64];
     snprintf(connect, sizeof connect, "127.0.0.1:%u", port);
     char *argv[] = { tool, "--connect", connect, "--provider", (char *)pv->name, "--endpoint",
-                     pv->ep == RC_EP_RDM ? "rdm" : "msg", "--tags", "all", NULL };
+                     pv->ep == RCI_EP_RDM ? "rdm" : "msg", "--tags", "all", NULL };
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
@@ -1232,8 +1232,8 @@ static void sigkill_test(const struct prov *pv)
     CU_ASSERT_EQUAL_FATAL(rc, 0);
     unsigned one = 1;
     CU_ASSERT(pump_until(&c, n_subscribed, &one, 10 * SEC));
-    rc_peer_id pa;
-    if (rc_publisher_subscribers_of(c.p, 0, &pa, 1) != 1) {
+    rci_peer_id pa;
+    if (rci_publisher_subscribers_of(c.p, 0, &pa, 1) != 1) {
         CU_FAIL("ringcast-sub did not subscribe");
         kill(k.pid, SIGKILL);
         waitpid(k.pid, NULL, 0);
@@ -1242,17 +1242,17 @@ static void sigkill_test(const struct prov *pv)
     }
     struct sub_thread tb;
     sub_start(&tb, pv, port, 128 * 1024, 1, 65536, 0);
-    rc_peer_id ids[2];
+    rci_peer_id ids[2];
     CU_ASSERT_EQUAL_FATAL(wait_subscribers(&c, 2, ids), 2);
-    rc_peer_id pb = ids[0] == pa ? ids[1] : ids[0];
+    rci_peer_id pb = ids[0] == pa ? ids[1] : ids[0];
     /* Large chunks: above rxm's eager size, the sends to a killed peer hang. */
     two_subscriber_stream(&c, pa, pb, &tb, N, N / 3, kill_child, &k, fp.peer_timeout_ns + 2 * SEC,
                           65536);
     int status = 0;
     waitpid(k.pid, &status, 0);
     CU_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-    struct rc_publisher_stats st;
-    rc_publisher_get_stats(c.p, &st);
+    struct rci_publisher_stats st;
+    rci_publisher_get_stats(c.p, &st);
     CU_ASSERT_EQUAL(st.peers_dead, 1);
     sub_stop(&tb);
     pub_close(&c);
@@ -1263,10 +1263,10 @@ static void test_sigkill_rdm(void) { sigkill_test(&PROVS[1]); }
 
 struct named_test { const char *name; CU_TestFunc fn; };
 
-/* RC_TEST_FILTER=substring runs only the matching tests (for debugging). */
+/* RCI_TEST_FILTER=substring runs only the matching tests (for debugging). */
 static void add_suite(const char *name, const struct named_test *t, size_t n)
 {
-    const char *filter = getenv("RC_TEST_FILTER");
+    const char *filter = getenv("RCI_TEST_FILTER");
     CU_pSuite s = CU_add_suite(name, NULL, NULL);
     for (size_t i = 0; s && i < n; i++)
         if (!filter || strstr(t[i].name, filter))
@@ -1305,4 +1305,4 @@ static void register_tests(void)
     add_suite("net_publisher_rdm", rdm, sizeof rdm / sizeof rdm[0]);
 }
 
-RC_CUNIT_MAIN(register_tests)
+RCI_CUNIT_MAIN(register_tests)

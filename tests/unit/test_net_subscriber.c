@@ -26,16 +26,16 @@
 #define SRC_LEN (1u << 20)
 #define SUB_RX_SIZE 4096u
 
-static uint64_t now_ns(void) { return rc_now_ns(); }
+static uint64_t now_ns(void) { return rci_now_ns(); }
 
 /* ---- the variant under test ------------------------------------------------ */
 
 struct variant {
     const char *provider;
-    enum rc_ep_kind ep;
+    enum rci_ep_kind ep;
 };
-static const struct variant msg_variant = {"tcp", RC_EP_MSG};
-static const struct variant rdm_variant = {"tcp;ofi_rxm", RC_EP_RDM};
+static const struct variant msg_variant = {"tcp", RCI_EP_MSG};
+static const struct variant rdm_variant = {"tcp;ofi_rxm", RCI_EP_RDM};
 static const struct variant *cur = &msg_variant;
 
 static int use_msg(void) { cur = &msg_variant; return 0; }
@@ -65,7 +65,7 @@ struct got {
 };
 
 static struct env {
-    struct rc_publisher *pub;
+    struct rci_publisher *pub;
     struct rc_sub *sub;
     uint16_t port;
     unsigned connects, disconnects, resubscribed;
@@ -116,7 +116,7 @@ static bool fake_running;
 static void pump_once(void)
 {
     if (E.pub)
-        rc_publisher_progress(E.pub);
+        rci_publisher_progress(E.pub);
     if (fake_running)
         fake_progress();
     if (E.sub)
@@ -148,7 +148,7 @@ static void pump_for(double seconds)
 
 static int pub_open(void)
 {
-    struct rc_fabric_params fp = {0};
+    struct rci_fabric_params fp = {0};
     snprintf(fp.provider, sizeof fp.provider, "%s", cur->provider);
     fp.endpoint = cur->ep;
     snprintf(fp.address, sizeof fp.address, "127.0.0.1");
@@ -163,14 +163,14 @@ static int pub_open(void)
     fp.peer_timeout_ns = 2000000000ull;
     fp.heartbeat_ns = 100000000ull;
     fp.max_subscribers = 4;
-    struct rc_publisher_callbacks cb = {.on_send_complete = on_send_complete};
+    struct rci_publisher_callbacks cb = {.on_send_complete = on_send_complete};
     char err[256];
-    int rc = rc_publisher_create(&fp, &cb, &E.pub, err, sizeof err);
+    int rc = rci_publisher_create(&fp, &cb, &E.pub, err, sizeof err);
     if (rc) {
         fprintf(stderr, "publisher: %s\n", err);
         return rc;
     }
-    rc = rc_publisher_register(E.pub, src, SRC_LEN, err, sizeof err);
+    rc = rci_publisher_register(E.pub, src, SRC_LEN, err, sizeof err);
     if (rc)
         fprintf(stderr, "register: %s\n", err);
     return rc;
@@ -189,7 +189,7 @@ static int pub_reopen(void)
 
 static void pub_close(void)
 {
-    rc_publisher_destroy(E.pub);
+    rci_publisher_destroy(E.pub);
     E.pub = NULL;
 }
 
@@ -198,7 +198,7 @@ static int sub_open(uint32_t max_chunk)
     struct rc_sub_params p;
     rc_sub_params_default(&p);
     snprintf(p.provider, sizeof p.provider, "%s", cur->provider);
-    p.endpoint = cur->ep == RC_EP_RDM ? RC_SUB_EP_RDM : RC_SUB_EP_MSG;
+    p.endpoint = cur->ep == RCI_EP_RDM ? RC_SUB_EP_RDM : RC_SUB_EP_MSG;
     snprintf(p.host, sizeof p.host, "127.0.0.1");
     p.port = E.port;
     p.rx_buffers = 16;
@@ -244,14 +244,14 @@ static bool env_open(uint32_t max_chunk)
 
 static unsigned subscribers_of(uint64_t tag)
 {
-    rc_peer_id ids[4];
-    return rc_publisher_subscribers_of(E.pub, tag, ids, 4);
+    rci_peer_id ids[4];
+    return rci_publisher_subscribers_of(E.pub, tag, ids, 4);
 }
 
-static rc_peer_id the_peer(void)
+static rci_peer_id the_peer(void)
 {
-    rc_peer_id ids[4];
-    return rc_publisher_peers(E.pub, ids, 4) == 1 ? ids[0] : 0;
+    rci_peer_id ids[4];
+    return rci_publisher_peers(E.pub, ids, 4) == 1 ? ids[0] : 0;
 }
 
 static struct rc_sub_stats sub_stats(void)
@@ -274,8 +274,8 @@ static int send_chunk(bool buffered, uint64_t tag, uint32_t flags, const struct 
         iov[i] = (struct iovec){src + ps[i].off, ps[i].len};
     uint64_t end = now_ns() + (uint64_t)(WAIT_S * 1e9);
     for (;;) {
-        int rc = buffered ? rc_publisher_send_buffered(E.pub, the_peer(), tag, flags, iov, n, E.next_key)
-                          : rc_publisher_send(E.pub, the_peer(), tag, flags, iov, n, E.next_key);
+        int rc = buffered ? rci_publisher_send_buffered(E.pub, the_peer(), tag, flags, iov, n, E.next_key)
+                          : rci_publisher_send(E.pub, the_peer(), tag, flags, iov, n, E.next_key);
         if (rc != -EAGAIN) {
             E.next_key += rc == 0;
             return rc;
@@ -390,9 +390,9 @@ static void test_buffered_pages(void)
         int rc = send_chunk(true, 1ull << 40 | i, i & 3, ps[i], i ? 2 : 1);
         CU_ASSERT_EQUAL(rc, 0);
         if (rc)
-            fprintf(stderr, "send_buffered: %s (%s)\n", strerror(-rc), rc_publisher_last_error(E.pub));
+            fprintf(stderr, "send_buffered: %s (%s)\n", strerror(-rc), rci_publisher_last_error(E.pub));
     }
-    CU_ASSERT_EQUAL(rc_publisher_flush(E.pub, the_peer()), 0);
+    CU_ASSERT_EQUAL(rci_publisher_flush(E.pub, the_peer()), 0);
     CU_ASSERT(PUMP_UNTIL(E.ngot == 20));
     for (unsigned i = 0; i < 20; i++)
         CU_ASSERT(got_equals(i, 1ull << 40 | i, i & 3, ps[i], i ? 2 : 1));
@@ -450,10 +450,10 @@ static void test_publisher_gone_then_back(void)
 
 #define FAKE_RX 8u
 static struct fake {
-    struct rc_fabric f;
+    struct rci_fabric f;
     struct fid_ep *ep;
     bool connected, shutdown;
-    uint8_t rx[FAKE_RX][RC_WIRE_MAX_CONTROL];
+    uint8_t rx[FAKE_RX][RCI_WIRE_MAX_CONTROL];
     uint8_t tx[8192];
     unsigned tx_done, tx_posted;
     unsigned hellos, subs, byes, heartbeats;
@@ -462,42 +462,42 @@ static struct fake {
     uint32_t unacked[64];         /* request ids still to answer */
     unsigned nunacked;
     uint32_t next_seq;            /* stream sequence number of the next DATA/PAGE */
-    struct rc_wire_hello hello;
+    struct rci_wire_hello hello;
 } F;
 
 static void fake_handle(const uint8_t *buf, size_t len)
 {
-    enum rc_wire_error why;
-    int type = rc_wire_check(buf, len, RC_WIRE_TO_PUBLISHER, &why);
+    enum rci_wire_error why;
+    int type = rci_wire_check(buf, len, RCI_WIRE_TO_PUBLISHER, &why);
     CU_ASSERT_NOT_EQUAL(type, 0);   /* the subscriber only sends valid messages */
-    if (type == RC_MSG_HELLO) {
+    if (type == RCI_MSG_HELLO) {
         F.hellos++;
-        rc_wire_check_hello(buf, len, &F.hello);
-    } else if (type == RC_MSG_SUBSCRIBE || type == RC_MSG_UNSUBSCRIBE) {
-        struct rc_wire_sub s;
-        rc_wire_check_sub(buf, len, &s);
+        rci_wire_check_hello(buf, len, &F.hello);
+    } else if (type == RCI_MSG_SUBSCRIBE || type == RCI_MSG_UNSUBSCRIBE) {
+        struct rci_wire_sub s;
+        rci_wire_check_sub(buf, len, &s);
         F.subs++;
         F.last_sub_request = s.request_id;
         F.ranges_total += s.count;
         if (F.nunacked < 64)
             F.unacked[F.nunacked++] = s.request_id;
-    } else if (type == RC_MSG_BYE) {
-        struct rc_wire_bye b;
-        rc_wire_check_bye(buf, len, &b);
+    } else if (type == RCI_MSG_BYE) {
+        struct rci_wire_bye b;
+        rci_wire_check_bye(buf, len, &b);
         F.byes++;
         F.bye_reason = b.reason;
-    } else if (type == RC_MSG_HEARTBEAT) {
+    } else if (type == RCI_MSG_HEARTBEAT) {
         F.heartbeats++;
     }
 }
 
 static void fake_events(void)
 {
-    struct rc_fabric_event ev;
+    struct rci_fabric_event ev;
     char err[256];
-    while (rc_fabric_eq_poll(&F.f, &ev, err, sizeof err) == 1) {
+    while (rci_fabric_eq_poll(&F.f, &ev, err, sizeof err) == 1) {
         if (ev.event == FI_CONNREQ && !ev.err && !F.ep) {
-            CU_ASSERT_FATAL(rc_fabric_msg_ep_open(&F.f, ev.info, NULL, &F.ep, err, sizeof err) == 0);
+            CU_ASSERT_FATAL(rci_fabric_msg_ep_open(&F.f, ev.info, NULL, &F.ep, err, sizeof err) == 0);
             for (uintptr_t i = 0; i < FAKE_RX; i++)
                 CU_ASSERT(fi_recv(F.ep, F.rx[i], sizeof F.rx[i], NULL, 0, (void *)(i + 1)) == 0);
             CU_ASSERT(fi_accept(F.ep, NULL, 0) == 0);
@@ -505,7 +505,7 @@ static void fake_events(void)
             F.connected = true;
         } else if (ev.event == FI_SHUTDOWN || ev.err) {
             F.shutdown = true;   /* ready for the subscriber's next connection */
-            rc_fabric_ep_close(F.ep);
+            rci_fabric_ep_close(F.ep);
             F.ep = NULL;
             F.connected = false;
         }
@@ -517,9 +517,9 @@ static void fake_events(void)
 static void fake_progress(void)
 {
     fake_events();
-    struct rc_fabric_cqe c[16];
+    struct rci_fabric_cqe c[16];
     char err[256];
-    int n = rc_fabric_cq_poll(&F.f, c, 16, err, sizeof err);
+    int n = rci_fabric_cq_poll(&F.f, c, 16, err, sizeof err);
     for (int i = 0; i < n; i++) {
         uintptr_t ctx = (uintptr_t)c[i].context;
         if (ctx == 0) {   /* our send */
@@ -534,13 +534,13 @@ static void fake_progress(void)
 static bool fake_open(void)
 {
     memset(&F, 0, sizeof F);
-    struct rc_fabric_params fp = {0};
+    struct rci_fabric_params fp = {0};
     snprintf(fp.provider, sizeof fp.provider, "tcp");
-    fp.endpoint = RC_EP_MSG;
+    fp.endpoint = RCI_EP_MSG;
     snprintf(fp.address, sizeof fp.address, "127.0.0.1");
     fp.port = E.port;
     char err[256];
-    if (rc_fabric_open(&F.f, &fp, RC_FABRIC_LISTEN, 64, err, sizeof err)) {
+    if (rci_fabric_open(&F.f, &fp, RCI_FABRIC_LISTEN, 64, err, sizeof err)) {
         fprintf(stderr, "fake publisher: %s\n", err);
         return false;
     }
@@ -552,8 +552,8 @@ static bool fake_open(void)
 static void fake_close(void)
 {
     fake_running = false;
-    rc_fabric_ep_close(F.ep);
-    rc_fabric_close(&F.f);
+    rci_fabric_ep_close(F.ep);
+    rci_fabric_close(&F.f);
 }
 
 /* Send len bytes as one message and wait until the provider is done. */
@@ -571,14 +571,14 @@ static bool fake_send(const void *msg, size_t len)
 /* A DATA or PAGE numbered like a publisher does: the next stream number. */
 static bool fake_send_stream(uint8_t *msg, size_t len)
 {
-    rc_wire_set_stream_seq(msg, F.next_seq++);
+    rci_wire_set_stream_seq(msg, F.next_seq++);
     return fake_send(msg, len);
 }
 
 static size_t build_data(uint8_t *m, size_t cap, uint64_t tag, uint32_t chunk_len, uint32_t off,
                          uint16_t idx, uint16_t cnt, const char *payload, uint32_t len)
 {
-    ssize_t h = rc_wire_build_data_hdr(m, cap, tag, 0, chunk_len, off, idx, cnt, len);
+    ssize_t h = rci_wire_build_data_hdr(m, cap, tag, 0, chunk_len, off, idx, cnt, len);
     CU_ASSERT_FATAL(h == 40);
     memcpy(m + h, payload, len);
     return (size_t)h + len;
@@ -596,7 +596,7 @@ static void send_numbered(uint32_t seq, uint64_t tag)
 {
     uint8_t m[128];
     size_t len = build_data(m, sizeof m, tag, 4, 0, 0, 1, "abcd", 4);
-    rc_wire_set_stream_seq(m, seq);
+    rci_wire_set_stream_seq(m, seq);
     CU_ASSERT(fake_send(m, len));
 }
 
@@ -611,11 +611,11 @@ static bool fake_session(uint32_t max_chunk)
     if (!PUMP_UNTIL(F.hellos == 1))
         return false;
     uint8_t m[64];
-    if (!fake_send(m, (size_t)rc_wire_build_welcome(m, sizeof m, 0, 100, 1234)))
+    if (!fake_send(m, (size_t)rci_wire_build_welcome(m, sizeof m, 0, 100, 1234)))
         return false;
     if (!PUMP_UNTIL(E.connects == 1 && F.subs == 1))
         return false;
-    return fake_send(m, (size_t)rc_wire_build_sub_ack(m, sizeof m, F.last_sub_request, RC_SUB_OK));
+    return fake_send(m, (size_t)rci_wire_build_sub_ack(m, sizeof m, F.last_sub_request, RCI_SUB_OK));
 }
 
 static void test_hello_contents(void)
@@ -623,8 +623,8 @@ static void test_hello_contents(void)
     CU_ASSERT_FATAL(fake_session(1u << 20));
     CU_ASSERT_EQUAL(F.hello.rx_buffer_size, SUB_RX_SIZE);
     CU_ASSERT_EQUAL(F.hello.addr_len, 0);   /* MSG: the connection is the address */
-    CU_ASSERT_EQUAL(F.hello.min_version, RC_WIRE_MIN_VERSION);
-    CU_ASSERT_EQUAL(F.hello.max_version, RC_WIRE_VERSION);
+    CU_ASSERT_EQUAL(F.hello.min_version, RCI_WIRE_MIN_VERSION);
+    CU_ASSERT_EQUAL(F.hello.max_version, RCI_WIRE_VERSION);
     CU_ASSERT_EQUAL(sub_stats().publisher_id, 1234);
     /* Heartbeats flow (every 100 ms here). */
     CU_ASSERT(PUMP_UNTIL(F.heartbeats >= 2));
@@ -636,26 +636,26 @@ static void test_malformed_counted_and_survived(void)
 {
     CU_ASSERT_FATAL(fake_session(1u << 20));
     uint8_t m[256];
-    size_t hb = (size_t)rc_wire_build_heartbeat(m, sizeof m, 1);
+    size_t hb = (size_t)rci_wire_build_heartbeat(m, sizeof m, 1);
     uint8_t bad[6][64];
     size_t bad_len[6];
     for (int k = 0; k < 6; k++) {
         memcpy(bad[k], m, hb);
         bad_len[k] = hb;
     }
-    bad_len[0] = 4;                           /* RC_WIRE_SHORT */
-    bad[1][0] ^= 0xff;                        /* RC_WIRE_BAD_MAGIC */
-    bad[2][2] = 7;                            /* RC_WIRE_BAD_VERSION */
-    bad[3][3] = RC_MSG_HELLO;                 /* RC_WIRE_BAD_TYPE: wrong direction */
-    bad[4][4] = 17;                           /* RC_WIRE_BAD_LENGTH */
-    bad_len[5] = (size_t)rc_wire_build_bye(bad[5], 64, RC_BYE_NORMAL);
-    bad[5][8] = 9;                            /* RC_WIRE_BAD_FIELD: bye reason */
+    bad_len[0] = 4;                           /* RCI_WIRE_SHORT */
+    bad[1][0] ^= 0xff;                        /* RCI_WIRE_BAD_MAGIC */
+    bad[2][2] = 7;                            /* RCI_WIRE_BAD_VERSION */
+    bad[3][3] = RCI_MSG_HELLO;                 /* RCI_WIRE_BAD_TYPE: wrong direction */
+    bad[4][4] = 17;                           /* RCI_WIRE_BAD_LENGTH */
+    bad_len[5] = (size_t)rci_wire_build_bye(bad[5], 64, RCI_BYE_NORMAL);
+    bad[5][8] = 9;                            /* RCI_WIRE_BAD_FIELD: bye reason */
     for (int k = 0; k < 6; k++)
         CU_ASSERT(fake_send(bad[k], bad_len[k]));
     send_data(7, 5, 0, 0, 1, "hello", 5);
     CU_ASSERT(PUMP_UNTIL(E.ngot == 1));
     struct rc_sub_stats st = sub_stats();
-    for (int k = RC_WIRE_SHORT; k <= RC_WIRE_BAD_FIELD; k++)
+    for (int k = RCI_WIRE_SHORT; k <= RCI_WIRE_BAD_FIELD; k++)
         CU_ASSERT_EQUAL(st.malformed[k], 1);
     CU_ASSERT_EQUAL(st.malformed_total, 6);
     CU_ASSERT_EQUAL(st.connected, 1);
@@ -664,7 +664,7 @@ static void test_malformed_counted_and_survived(void)
               memcmp(E.arena + E.got[0].off, "hello", 5) == 0);
 
     /* A WELCOME in the middle of a session is out of place. */
-    CU_ASSERT(fake_send(m, (size_t)rc_wire_build_welcome(m, sizeof m, 0, 100, 99)));
+    CU_ASSERT(fake_send(m, (size_t)rci_wire_build_welcome(m, sizeof m, 0, 100, 99)));
     CU_ASSERT(PUMP_UNTIL(sub_stats().unexpected == 1));
 
     /* Past malformed_limit (8 per connection; 7 used): disconnect, BYE(protocol). */
@@ -675,7 +675,7 @@ static void test_malformed_counted_and_survived(void)
     CU_ASSERT_EQUAL(sub_stats().garbage_disconnects, 1);
     CU_ASSERT(PUMP_UNTIL(F.byes == 1 || F.shutdown));
     if (F.byes == 1)
-        CU_ASSERT_EQUAL(F.bye_reason, RC_BYE_PROTOCOL);
+        CU_ASSERT_EQUAL(F.bye_reason, RCI_BYE_PROTOCOL);
     env_close();
     fake_close();
 }
@@ -713,11 +713,11 @@ static void test_fragment_rules(void)
     send_data(5000, 3, 0, 0, 1, "xyz", 3);
     /* A page of three records. */
     uint8_t page[256];
-    rc_wire_page_init(page, sizeof page);
-    rc_wire_page_append(page, sizeof page, 1, 0, "one", 3);
-    rc_wire_page_append(page, sizeof page, 2, 4, "", 0);
-    rc_wire_page_append(page, sizeof page, 3, 0, "three333", 8);
-    CU_ASSERT(fake_send_stream(page, rc_wire_page_length(page)));
+    rci_wire_page_init(page, sizeof page);
+    rci_wire_page_append(page, sizeof page, 1, 0, "one", 3);
+    rci_wire_page_append(page, sizeof page, 2, 4, "", 0);
+    rci_wire_page_append(page, sizeof page, 3, 0, "three333", 8);
+    CU_ASSERT(fake_send_stream(page, rci_wire_page_length(page)));
     CU_ASSERT(PUMP_UNTIL(E.ngot == 5));
     st = sub_stats();
     /* 1 above, the cut chunk 10, and the orphan run of chunk 10's fragment 1. */
@@ -791,7 +791,7 @@ static bool fake_ack_all(void)
     uint8_t m[64];
     bool ok = true;
     while (F.nunacked > 0 && ok)
-        ok = fake_send(m, (size_t)rc_wire_build_sub_ack(m, sizeof m, F.unacked[--F.nunacked], RC_SUB_OK));
+        ok = fake_send(m, (size_t)rci_wire_build_sub_ack(m, sizeof m, F.unacked[--F.nunacked], RCI_SUB_OK));
     return ok;
 }
 
@@ -810,16 +810,16 @@ static void test_resubscribe_in_batches(void)
     CU_ASSERT_EQUAL(rc_sub_subscribe(E.sub, first, last, 2500), 0);
     uint8_t m[64];
     CU_ASSERT_FATAL(PUMP_UNTIL(F.hellos == 1));
-    CU_ASSERT(fake_send(m, (size_t)rc_wire_build_welcome(m, sizeof m, 0, 100, 1)));
+    CU_ASSERT(fake_send(m, (size_t)rci_wire_build_welcome(m, sizeof m, 0, 100, 1)));
     CU_ASSERT(PUMP_UNTIL(F.subs == 3));
     CU_ASSERT_EQUAL(F.ranges_total, 2500);
     CU_ASSERT(fake_ack_all());
 
     /* The publisher leaves and comes back as a new process (new id). */
-    CU_ASSERT(fake_send(m, (size_t)rc_wire_build_bye(m, sizeof m, RC_BYE_NORMAL)));
+    CU_ASSERT(fake_send(m, (size_t)rci_wire_build_bye(m, sizeof m, RCI_BYE_NORMAL)));
     CU_ASSERT(PUMP_UNTIL(E.disconnects == 1 && F.ep == NULL));
     CU_ASSERT_FATAL(PUMP_UNTIL(F.hellos == 2));
-    CU_ASSERT(fake_send(m, (size_t)rc_wire_build_welcome(m, sizeof m, 0, 100, 2)));
+    CU_ASSERT(fake_send(m, (size_t)rci_wire_build_welcome(m, sizeof m, 0, 100, 2)));
     CU_ASSERT(PUMP_UNTIL(F.subs == 6));
     CU_ASSERT_EQUAL(F.ranges_total, 5000);
     pump_for(0.05);
@@ -840,7 +840,7 @@ static void test_bye_from_publisher(void)
 {
     CU_ASSERT_FATAL(fake_session(1u << 20));
     uint8_t m[64];
-    CU_ASSERT(fake_send(m, (size_t)rc_wire_build_bye(m, sizeof m, RC_BYE_NORMAL)));
+    CU_ASSERT(fake_send(m, (size_t)rci_wire_build_bye(m, sizeof m, RCI_BYE_NORMAL)));
     CU_ASSERT(PUMP_UNTIL(E.disconnects == 1));
     CU_ASSERT_EQUAL(E.last_reason, RC_SUB_DISC_BYE);
     env_close();
@@ -874,33 +874,33 @@ static void test_params_rejected(void)
 
 static void test_tag_ranges(void)
 {
-    struct rc_tag_ranges s = {0};
-    CU_ASSERT_EQUAL(rc_tag_ranges_add(&s, 10, 20), 0);
-    CU_ASSERT_EQUAL(rc_tag_ranges_add(&s, 30, 40), 0);
-    CU_ASSERT_EQUAL(rc_tag_ranges_add(&s, 21, 29), 0);   /* adjacent on both sides: one range */
+    struct rci_tag_ranges s = {0};
+    CU_ASSERT_EQUAL(rci_tag_ranges_add(&s, 10, 20), 0);
+    CU_ASSERT_EQUAL(rci_tag_ranges_add(&s, 30, 40), 0);
+    CU_ASSERT_EQUAL(rci_tag_ranges_add(&s, 21, 29), 0);   /* adjacent on both sides: one range */
     CU_ASSERT_EQUAL(s.count, 1);
     CU_ASSERT(s.r[0].first == 10 && s.r[0].last == 40);
-    CU_ASSERT_EQUAL(rc_tag_ranges_remove(&s, 15, 35), 0);  /* split */
+    CU_ASSERT_EQUAL(rci_tag_ranges_remove(&s, 15, 35), 0);  /* split */
     CU_ASSERT_EQUAL(s.count, 2);
-    CU_ASSERT(rc_tag_ranges_contains(&s, 14) && !rc_tag_ranges_contains(&s, 15));
-    CU_ASSERT(!rc_tag_ranges_contains(&s, 35) && rc_tag_ranges_contains(&s, 36));
-    CU_ASSERT(!rc_tag_ranges_contains(&s, 9) && !rc_tag_ranges_contains(&s, 41));
-    CU_ASSERT_EQUAL(rc_tag_ranges_add(&s, 0, UINT64_MAX), 0);
-    CU_ASSERT(s.count == 1 && rc_tag_ranges_contains(&s, UINT64_MAX));
-    CU_ASSERT_EQUAL(rc_tag_ranges_remove(&s, 0, 0), 0);
-    CU_ASSERT_EQUAL(rc_tag_ranges_remove(&s, UINT64_MAX, UINT64_MAX), 0);
+    CU_ASSERT(rci_tag_ranges_contains(&s, 14) && !rci_tag_ranges_contains(&s, 15));
+    CU_ASSERT(!rci_tag_ranges_contains(&s, 35) && rci_tag_ranges_contains(&s, 36));
+    CU_ASSERT(!rci_tag_ranges_contains(&s, 9) && !rci_tag_ranges_contains(&s, 41));
+    CU_ASSERT_EQUAL(rci_tag_ranges_add(&s, 0, UINT64_MAX), 0);
+    CU_ASSERT(s.count == 1 && rci_tag_ranges_contains(&s, UINT64_MAX));
+    CU_ASSERT_EQUAL(rci_tag_ranges_remove(&s, 0, 0), 0);
+    CU_ASSERT_EQUAL(rci_tag_ranges_remove(&s, UINT64_MAX, UINT64_MAX), 0);
     CU_ASSERT(s.count == 1 && s.r[0].first == 1 && s.r[0].last == UINT64_MAX - 1);
-    CU_ASSERT_EQUAL(rc_tag_ranges_add(&s, 5, 4), -EINVAL);
-    rc_tag_ranges_free(&s);
+    CU_ASSERT_EQUAL(rci_tag_ranges_add(&s, 5, 4), -EINVAL);
+    rci_tag_ranges_free(&s);
 
     /* Slicing walks every range once, in batches, from a tag position. */
     for (uint64_t t = 0; t < 2500; t++)
-        rc_tag_ranges_add(&s, 3 * t, 3 * t + 1);
-    struct rc_wire_range out[1024];
+        rci_tag_ranges_add(&s, 3 * t, 3 * t + 1);
+    struct rci_wire_range out[1024];
     uint64_t from = 0, total = 0;
     int done = 0, batches = 0;
     while (!done) {
-        uint32_t n = rc_tag_ranges_slice(&s, &from, &done, out, 1024);
+        uint32_t n = rci_tag_ranges_slice(&s, &from, &done, out, 1024);
         for (uint32_t i = 0; i < n; i++)
             total += out[i].last - out[i].first + 1;
         batches++;
@@ -908,9 +908,9 @@ static void test_tag_ranges(void)
     CU_ASSERT_EQUAL(total, 5000);
     CU_ASSERT_EQUAL(batches, 3);
     from = 4;   /* inside the second range [3,4]: clipped */
-    rc_tag_ranges_slice(&s, &from, &done, out, 1);
+    rci_tag_ranges_slice(&s, &from, &done, out, 1);
     CU_ASSERT(out[0].first == 4 && out[0].last == 4 && !done && from == 5);
-    rc_tag_ranges_free(&s);
+    rci_tag_ranges_free(&s);
 }
 
 static void register_tests(void)
@@ -918,7 +918,7 @@ static void register_tests(void)
     src = malloc(SRC_LEN);
     for (size_t i = 0; i < SRC_LEN; i++)
         src[i] = (uint8_t)(i * 131 + (i >> 8));
-    RC_SUITE("subscriber (local)", {"params rejected", test_params_rejected},
+    RCI_SUITE("subscriber (local)", {"params rejected", test_params_rejected},
              {"tag ranges", test_tag_ranges});
 
     static const struct { const char *n; CU_TestFunc f; } real[] = {
@@ -945,4 +945,4 @@ static void register_tests(void)
     }
 }
 
-RC_CUNIT_MAIN(register_tests)
+RCI_CUNIT_MAIN(register_tests)

@@ -21,12 +21,12 @@
 #define RT_BATCH    64u
 #define RT_TIMEOUT_NS (120ull * 1000000000ull)
 
-struct rt_held { const struct rc_chunk *chunk; uint64_t seq; };
+struct rt_held { const struct rci_chunk *chunk; uint64_t seq; };
 
 struct rt {
-    struct rc_dma_ring *ring;
-    struct rc_card *card;
-    struct rc_readout *r;
+    struct rci_dma_ring *ring;
+    struct rci_card *card;
+    struct rci_readout *r;
     uint64_t tag_base;
     /* readout thread only */
     uint64_t next_seq[RT_ELINKS];
@@ -55,11 +55,11 @@ static void sleep_us(unsigned us)
 }
 
 /* Every byte of the chunk against the pattern of (tag, seq), in place. */
-static bool pattern_ok(const struct rc_chunk *c, uint64_t seq)
+static bool pattern_ok(const struct rci_chunk *c, uint64_t seq)
 {
     size_t at = 0;
     for (uint32_t i = 0; i < c->npieces; i++) {
-        if (rc_pattern_check(c->pieces[i].addr, at, c->pieces[i].len, c->tag, seq) >= 0)
+        if (rci_pattern_check(c->pieces[i].addr, at, c->pieces[i].len, c->tag, seq) >= 0)
             return false;
         at += c->pieces[i].len;
     }
@@ -67,17 +67,17 @@ static bool pattern_ok(const struct rc_chunk *c, uint64_t seq)
 }
 
 /* The sequence number in the chunk's first bytes, which may span pieces. */
-static uint64_t chunk_seq(const struct rc_chunk *c)
+static uint64_t chunk_seq(const struct rci_chunk *c)
 {
     uint8_t first[8];
     size_t n = 0;
     for (uint32_t i = 0; i < c->npieces && n < 8; i++)
         for (uint32_t b = 0; b < c->pieces[i].len && n < 8; b++)
             first[n++] = c->pieces[i].addr[b];
-    return rc_pattern_seq(first, n);
+    return rci_pattern_seq(first, n);
 }
 
-static int rt_sink(void *ctx, const struct rc_chunk *c)
+static int rt_sink(void *ctx, const struct rci_chunk *c)
 {
     struct rt *t = ctx;
     uint64_t head = atomic_load_explicit(&t->q_head, memory_order_relaxed);
@@ -88,7 +88,7 @@ static int rt_sink(void *ctx, const struct rc_chunk *c)
     unsigned e = c->elink;
     if (e >= RT_ELINKS || c->tag != t->tag_base + e) {
         atomic_fetch_add_explicit(&t->bad_tag, 1, memory_order_relaxed);
-        rc_readout_release(t->r, c->key);
+        rci_readout_release(t->r, c->key);
         return 0;
     }
     uint64_t seq = t->next_seq[e]++;
@@ -133,7 +133,7 @@ static void *releaser_main(void *arg)
         for (unsigned i = 0; i < n; i++) {
             if (((tail + i) & 3) == 0 && !pattern_ok(batch[i].chunk, batch[i].seq))
                 atomic_fetch_add_explicit(&t->recheck_failures, 1, memory_order_relaxed);
-            rc_readout_release(t->r, batch[i].chunk->key);
+            rci_readout_release(t->r, batch[i].chunk->key);
         }
     }
 }
@@ -159,8 +159,8 @@ static bool wait_until(bool (*pred)(struct rt *), struct rt *t)
 
 static bool card_finished(struct rt *t)
 {
-    struct rc_card_stats cs;
-    rc_card_get_stats(t->card, &cs);
+    struct rci_card_stats cs;
+    rci_card_get_stats(t->card, &cs);
     return cs.finished;
 }
 
@@ -172,39 +172,39 @@ static bool releaser_idle(struct rt *t)
 static void setup(struct rt *t, const struct rt_case *k)
 {
     char err[256];
-    struct rc_dma_ring_params rp = { .size = k->ring_size, .unit_size = k->block_size,
-                                     .backend = RC_MEM_ANON, .lock_memory = false };
-    CU_ASSERT_EQUAL_FATAL(rc_dma_ring_create(&rp, &t->ring, err, sizeof err), 0);
+    struct rci_dma_ring_params rp = { .size = k->ring_size, .unit_size = k->block_size,
+                                     .backend = RCI_MEM_ANON, .lock_memory = false };
+    CU_ASSERT_EQUAL_FATAL(rci_dma_ring_create(&rp, &t->ring, err, sizeof err), 0);
     t->tag_base = 0x20000;
-    struct rc_card_params cp = {
-        .index = 2, .type = RC_CARD_SIM, .tag_base = t->tag_base, .dma_descriptor = 0,
+    struct rci_card_params cp = {
+        .index = 2, .type = RCI_CARD_SIM, .tag_base = t->tag_base, .dma_descriptor = 0,
         .ring_size = k->ring_size, .block_size = k->block_size, .block_format = k->fmt,
-        .memory = RC_MEM_ANON, .poll_spin_ns = 20000, .poll_sleep_ns = 50000,
+        .memory = RCI_MEM_ANON, .poll_spin_ns = 20000, .poll_sleep_ns = 50000,
         .rd_update_bytes = 64 * 1024, .max_chunk_size = 1u << 20, .max_chunk_pieces = 64,
         .max_chunks_in_flight = 4096 };
-    struct rc_sim_params sp = {
+    struct rci_sim_params sp = {
         .elinks = RT_ELINKS, .chunk_size_min = k->size_min, .chunk_size_max = k->size_max,
-        .rate = { RC_RATE_UNLIMITED, 0 }, .fill = RC_FILL_PATTERN,
+        .rate = { RCI_RATE_UNLIMITED, 0 }, .fill = RCI_FILL_PATTERN,
         .run_chunks = k->chunks, .seed = 42 };
-    int rc = rc_sim_card_create(&cp, &sp, rc_dma_ring_addr(t->ring), k->ring_size, &t->card,
+    int rc = rci_sim_card_create(&cp, &sp, rci_dma_ring_addr(t->ring), k->ring_size, &t->card,
                                 err, sizeof err);
     if (rc != 0)
-        fprintf(stderr, "rc_sim_card_create: %s\n", err);
+        fprintf(stderr, "rci_sim_card_create: %s\n", err);
     CU_ASSERT_EQUAL_FATAL(rc, 0);
-    rc = rc_readout_create(&cp, t->ring, t->card, rt_sink, t, &t->r, err, sizeof err);
+    rc = rci_readout_create(&cp, t->ring, t->card, rt_sink, t, &t->r, err, sizeof err);
     if (rc != 0)
-        fprintf(stderr, "rc_readout_create: %s\n", err);
+        fprintf(stderr, "rci_readout_create: %s\n", err);
     CU_ASSERT_EQUAL_FATAL(rc, 0);
 }
 
 static void check_results(struct rt *t, const struct rt_case *k)
 {
-    struct rc_readout_stats s;
-    struct rc_card_stats cs;
-    struct rc_dma_ring_stats ring;
-    rc_readout_get_stats(t->r, &s);
-    rc_card_get_stats(t->card, &cs);
-    rc_dma_ring_get_stats(t->ring, &ring);
+    struct rci_readout_stats s;
+    struct rci_card_stats cs;
+    struct rci_dma_ring_stats ring;
+    rci_readout_get_stats(t->r, &s);
+    rci_card_get_stats(t->card, &cs);
+    rci_dma_ring_get_stats(t->ring, &ring);
     CU_ASSERT_EQUAL(cs.chunks_produced, k->chunks);
     CU_ASSERT_EQUAL(s.chunks, cs.chunks_produced);
     CU_ASSERT_EQUAL(atomic_load(&t->chunks), cs.chunks_produced);
@@ -230,7 +230,7 @@ static void check_results(struct rt *t, const struct rt_case *k)
     CU_ASSERT_TRUE(s.polls > 0);
     CU_ASSERT_TRUE(s.rd_writes > 0);
     for (unsigned e = 0; e < RT_ELINKS; e++)
-        CU_ASSERT_PTR_NOT_NULL(rc_readout_elink_stats(t->r, e));
+        CU_ASSERT_PTR_NOT_NULL(rci_readout_elink_stats(t->r, e));
 }
 
 static void run_case(const struct rt_case *k)
@@ -240,23 +240,23 @@ static void run_case(const struct rt_case *k)
     uint64_t t0 = now_ns();
     setup(t, k);
     CU_ASSERT_EQUAL_FATAL(pthread_create(&t->releaser, NULL, releaser_main, t), 0);
-    CU_ASSERT_EQUAL_FATAL(rc_readout_start(t->r), 0);
-    CU_ASSERT_EQUAL(rc_readout_start(t->r), -EINVAL);         /* once only */
+    CU_ASSERT_EQUAL_FATAL(rci_readout_start(t->r), 0);
+    CU_ASSERT_EQUAL(rci_readout_start(t->r), -EINVAL);         /* once only */
 
     /* The documented stop order: the card stops, the readout drains, then stops. */
     CU_ASSERT_TRUE(wait_until(card_finished, t));
-    rc_card_stop(t->card);
-    CU_ASSERT_EQUAL(rc_readout_wait_drained(t->r, RT_TIMEOUT_NS), 0);
+    rci_card_stop(t->card);
+    CU_ASSERT_EQUAL(rci_readout_wait_drained(t->r, RT_TIMEOUT_NS), 0);
     CU_ASSERT_TRUE(wait_until(releaser_idle, t));
-    CU_ASSERT_EQUAL(rc_readout_wait_drained(t->r, RT_TIMEOUT_NS), 0);
-    rc_readout_stop(t->r);
+    CU_ASSERT_EQUAL(rci_readout_wait_drained(t->r, RT_TIMEOUT_NS), 0);
+    rci_readout_stop(t->r);
     atomic_store(&t->releaser_stop, true);
     pthread_join(t->releaser, NULL);
-    CU_ASSERT_TRUE(rc_readout_drained(t->r));
+    CU_ASSERT_TRUE(rci_readout_drained(t->r));
 
     check_results(t, k);
-    struct rc_readout_stats s;
-    rc_readout_get_stats(t->r, &s);
+    struct rci_readout_stats s;
+    rci_readout_get_stats(t->r, &s);
     fprintf(stderr, "\n    %s %u B blocks: %llu chunks, %.1f MB in %.2f s; sink -EAGAIN %llu,"
             " polls %llu, sleeps %llu, RD_POINTER writes %llu ",
             k->fmt == FELIX_FMT_ABCD ? "abcd" : k->fmt == FELIX_FMT_ABCE ? "abce" : "c0ce",
@@ -264,9 +264,9 @@ static void run_case(const struct rt_case *k)
             (double)(now_ns() - t0) / 1e9, (unsigned long long)s.sink_again,
             (unsigned long long)s.polls, (unsigned long long)s.sleeps,
             (unsigned long long)s.rd_writes);
-    rc_readout_destroy(t->r);
-    rc_card_destroy(t->card);
-    rc_dma_ring_destroy(t->ring);
+    rci_readout_destroy(t->r);
+    rci_card_destroy(t->card);
+    rci_dma_ring_destroy(t->ring);
     free(t);
 }
 
@@ -292,9 +292,9 @@ static void test_abcd_abce(void)
 
 static void register_tests(void)
 {
-    RC_SUITE("roundtrip",
+    RCI_SUITE("roundtrip",
              { "c0ce 4 KiB blocks, 1e6 chunks of 16..6000 B", test_c0ce_million },
              { "abcd and abce 1 KiB blocks", test_abcd_abce });
 }
 
-RC_CUNIT_MAIN(register_tests)
+RCI_CUNIT_MAIN(register_tests)

@@ -16,13 +16,13 @@
 #define BLOCK 4096u
 #define UNTOUCHED 0xEE
 
-static struct rc_sim_gen_config stamp_config(uint32_t min, uint32_t max, uint64_t run)
+static struct rci_sim_gen_config stamp_config(uint32_t min, uint32_t max, uint64_t run)
 {
-    struct rc_sim_gen_config c = { .format = FELIX_FMT_C0CE, .block_size = BLOCK, .tag_base = 0 };
+    struct rci_sim_gen_config c = { .format = FELIX_FMT_C0CE, .block_size = BLOCK, .tag_base = 0 };
     c.sim.elinks = 3;
     c.sim.chunk_size_min = min;
     c.sim.chunk_size_max = max;
-    c.sim.fill = RC_FILL_TIMESTAMP;
+    c.sim.fill = RCI_FILL_TIMESTAMP;
     c.sim.run_chunks = run;
     c.sim.seed = 7;
     return c;
@@ -30,15 +30,15 @@ static struct rc_sim_gen_config stamp_config(uint32_t min, uint32_t max, uint64_
 
 static void test_refuses_chunks_shorter_than_the_stamp(void)
 {
-    struct rc_sim_gen_config c = stamp_config(7, 100, 10);
-    struct rc_sim_gen *g = NULL;
+    struct rci_sim_gen_config c = stamp_config(7, 100, 10);
+    struct rci_sim_gen *g = NULL;
     char err[256] = "";
-    CU_ASSERT_EQUAL(rc_sim_gen_create(&c, &g, err, sizeof err), -EINVAL);
+    CU_ASSERT_EQUAL(rci_sim_gen_create(&c, &g, err, sizeof err), -EINVAL);
     CU_ASSERT_PTR_NULL(g);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "timestamp"));
     c = stamp_config(8, 100, 10);
-    CU_ASSERT_EQUAL_FATAL(rc_sim_gen_create(&c, &g, err, sizeof err), 0);
-    rc_sim_gen_destroy(g);
+    CU_ASSERT_EQUAL_FATAL(rci_sim_gen_create(&c, &g, err, sizeof err), 0);
+    rci_sim_gen_destroy(g);
 }
 
 struct stamp_counts {
@@ -48,16 +48,16 @@ struct stamp_counts {
 /* Check one block written between t0 and t1. */
 static void check_block(const uint8_t *blk, uint64_t t0, uint64_t t1, struct stamp_counts *n)
 {
-    struct rc_block_header h;
-    CU_ASSERT_EQUAL_FATAL(rc_block_parse_header(blk, BLOCK, &h), RC_BAD_NONE);
-    static struct rc_subchunk subs[BLOCK / 2];
+    struct rci_block_header h;
+    CU_ASSERT_EQUAL_FATAL(rci_block_parse_header(blk, BLOCK, &h), RCI_BAD_NONE);
+    static struct rci_subchunk subs[BLOCK / 2];
     unsigned first = 0;
-    CU_ASSERT_EQUAL_FATAL(rc_block_parse_subchunks(blk, BLOCK, h.trailer_bytes, subs, BLOCK / 2, &first),
-                          RC_BAD_NONE);
+    CU_ASSERT_EQUAL_FATAL(rci_block_parse_subchunks(blk, BLOCK, h.trailer_bytes, subs, BLOCK / 2, &first),
+                          RCI_BAD_NONE);
     for (unsigned i = first; i < BLOCK / 2; i++) {
         const uint8_t *p = blk + subs[i].offset;
         if (subs[i].type == FELIX_SUB_WHOLE || subs[i].type == FELIX_SUB_FIRST) {
-            CU_ASSERT_FATAL(subs[i].len >= RC_SIM_STAMP_BYTES);
+            CU_ASSERT_FATAL(subs[i].len >= RCI_SIM_STAMP_BYTES);
             uint64_t le;
             memcpy(&le, p, sizeof le);
             uint64_t stamp = le64toh(le);
@@ -74,35 +74,35 @@ static void check_block(const uint8_t *blk, uint64_t t0, uint64_t t1, struct sta
  * several blocks (a first piece must hold the whole stamp). */
 static void test_every_chunk_is_stamped_when_its_first_block_is_written(void)
 {
-    struct rc_sim_gen_config c = stamp_config(8, 20000, 2000);
-    struct rc_sim_gen *g;
+    struct rci_sim_gen_config c = stamp_config(8, 20000, 2000);
+    struct rci_sim_gen *g;
     char err[256];
-    CU_ASSERT_EQUAL_FATAL(rc_sim_gen_create(&c, &g, err, sizeof err), 0);
+    CU_ASSERT_EQUAL_FATAL(rci_sim_gen_create(&c, &g, err, sizeof err), 0);
     static uint8_t blk[BLOCK];
     struct stamp_counts n = {0};
     for (;;) {
         memset(blk, UNTOUCHED, sizeof blk);
-        uint64_t t0 = rc_now_ns();
-        int more = rc_sim_gen_next(g, blk, NULL, NULL);
-        uint64_t t1 = rc_now_ns();
+        uint64_t t0 = rci_now_ns();
+        int more = rci_sim_gen_next(g, blk, NULL, NULL);
+        uint64_t t1 = rci_now_ns();
         if (!more)
             break;
         check_block(blk, t0, t1, &n);
     }
-    struct rc_sim_gen_stats st;
-    rc_sim_gen_get_stats(g, &st);
+    struct rci_sim_gen_stats st;
+    rci_sim_gen_get_stats(g, &st);
     CU_ASSERT_EQUAL(st.chunks_completed, 2000);
     CU_ASSERT_EQUAL(n.stamped, st.chunks_started);
     CU_ASSERT(n.later_pieces > 0);
-    rc_sim_gen_destroy(g);
+    rci_sim_gen_destroy(g);
 }
 
 static void register_tests(void)
 {
-    RC_SUITE("sim_timestamp",
+    RCI_SUITE("sim_timestamp",
              {"refuses chunks shorter than the stamp", test_refuses_chunks_shorter_than_the_stamp},
              {"every chunk is stamped when its first block is written",
               test_every_chunk_is_stamped_when_its_first_block_is_written});
 }
 
-RC_CUNIT_MAIN(register_tests)
+RCI_CUNIT_MAIN(register_tests)

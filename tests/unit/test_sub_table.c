@@ -21,23 +21,23 @@
 #define ALL_LAST  UINT64_MAX
 #define MAX_OUT   64u
 
-static struct rc_sub_table *make_table(uint32_t max_per_tag, uint32_t max_ranges, uint64_t exact_limit)
+static struct rci_sub_table *make_table(uint32_t max_per_tag, uint32_t max_ranges, uint64_t exact_limit)
 {
-    rc_sub_table_register_thread();
-    struct rc_sub_table_params p = {
+    rci_sub_table_register_thread();
+    struct rci_sub_table_params p = {
         .max_subs_per_tag = max_per_tag, .max_ranges = max_ranges, .exact_limit = exact_limit};
-    struct rc_sub_table *t = NULL;
+    struct rci_sub_table *t = NULL;
     char err[160] = "";
-    CU_ASSERT_EQUAL_FATAL(rc_sub_table_create(&p, &t, err, sizeof err), 0);
+    CU_ASSERT_EQUAL_FATAL(rci_sub_table_create(&p, &t, err, sizeof err), 0);
     return t;
 }
 
 /* The subscribers of tag as a bit set (ids < 64); a duplicate or an id out
  * of range fails the test. */
-static uint64_t subs_of(struct rc_sub_table *t, uint64_t tag)
+static uint64_t subs_of(struct rci_sub_table *t, uint64_t tag)
 {
     uint32_t out[MAX_OUT];
-    unsigned n = rc_sub_table_lookup(t, tag, out, MAX_OUT);
+    unsigned n = rci_sub_table_lookup(t, tag, out, MAX_OUT);
     CU_ASSERT_FATAL(n <= MAX_OUT);
     uint64_t set = 0;
     for (unsigned i = 0; i < n; i++) {
@@ -50,62 +50,62 @@ static uint64_t subs_of(struct rc_sub_table *t, uint64_t tag)
 
 #define BIT(id) (1ull << (id))
 
-static struct rc_sub_table_stats stats_of(struct rc_sub_table *t)
+static struct rci_sub_table_stats stats_of(struct rci_sub_table *t)
 {
-    struct rc_sub_table_stats s;
-    rc_sub_table_get_stats(t, &s);
+    struct rci_sub_table_stats s;
+    rci_sub_table_get_stats(t, &s);
     return s;
 }
 
 static void test_create_validates_params(void)
 {
-    rc_sub_table_register_thread();
-    struct rc_sub_table *t = (struct rc_sub_table *)1;
+    rci_sub_table_register_thread();
+    struct rci_sub_table *t = (struct rci_sub_table *)1;
     char err[160] = "";
-    struct rc_sub_table_params p = {.exact_limit = (uint64_t)RC_SUB_TABLE_MAX_LIMIT + 1};
-    CU_ASSERT_EQUAL(rc_sub_table_create(&p, &t, err, sizeof err), -EINVAL);
+    struct rci_sub_table_params p = {.exact_limit = (uint64_t)RCI_SUB_TABLE_MAX_LIMIT + 1};
+    CU_ASSERT_EQUAL(rci_sub_table_create(&p, &t, err, sizeof err), -EINVAL);
     CU_ASSERT_PTR_NULL(t);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "exact_limit"));
-    CU_ASSERT_EQUAL_FATAL(rc_sub_table_create(NULL, &t, err, sizeof err), 0);
-    CU_ASSERT_EQUAL(rc_sub_table_max_result(t),
-                    RC_SUB_TABLE_DEFAULT_MAX_PER_TAG + RC_SUB_TABLE_DEFAULT_MAX_RANGES);
-    rc_sub_table_destroy(t);
+    CU_ASSERT_EQUAL_FATAL(rci_sub_table_create(NULL, &t, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rci_sub_table_max_result(t),
+                    RCI_SUB_TABLE_DEFAULT_MAX_PER_TAG + RCI_SUB_TABLE_DEFAULT_MAX_RANGES);
+    rci_sub_table_destroy(t);
 }
 
 static void test_single_tags(void)
 {
-    struct rc_sub_table *t = make_table(0, 0, 0);
-    CU_ASSERT_EQUAL(rc_sub_table_add(t, 1, 5, 5), 0);
-    CU_ASSERT_EQUAL(rc_sub_table_add(t, 2, 5, 5), 0);
-    CU_ASSERT_EQUAL(rc_sub_table_add(t, 1, 6, 6), 0);
-    CU_ASSERT_EQUAL(rc_sub_table_add(t, 1, 5, 5), 0);         /* again: no change */
+    struct rci_sub_table *t = make_table(0, 0, 0);
+    CU_ASSERT_EQUAL(rci_sub_table_add(t, 1, 5, 5), 0);
+    CU_ASSERT_EQUAL(rci_sub_table_add(t, 2, 5, 5), 0);
+    CU_ASSERT_EQUAL(rci_sub_table_add(t, 1, 6, 6), 0);
+    CU_ASSERT_EQUAL(rci_sub_table_add(t, 1, 5, 5), 0);         /* again: no change */
     CU_ASSERT_EQUAL(subs_of(t, 5), BIT(1) | BIT(2));
     CU_ASSERT_EQUAL(subs_of(t, 6), BIT(1));
     CU_ASSERT_EQUAL(subs_of(t, 7), 0);
     CU_ASSERT_EQUAL(stats_of(t).exact_tags, 2);
     CU_ASSERT_EQUAL(stats_of(t).exact_entries, 3);
 
-    CU_ASSERT_EQUAL(rc_sub_table_remove(t, 1, 5, 5), 0);
-    CU_ASSERT_EQUAL(rc_sub_table_remove(t, 3, 5, 5), 0);      /* never there: no change */
+    CU_ASSERT_EQUAL(rci_sub_table_remove(t, 1, 5, 5), 0);
+    CU_ASSERT_EQUAL(rci_sub_table_remove(t, 3, 5, 5), 0);      /* never there: no change */
     CU_ASSERT_EQUAL(subs_of(t, 5), BIT(2));
-    CU_ASSERT_EQUAL(rc_sub_table_remove(t, 2, 5, 5), 0);
+    CU_ASSERT_EQUAL(rci_sub_table_remove(t, 2, 5, 5), 0);
     CU_ASSERT_EQUAL(subs_of(t, 5), 0);
     CU_ASSERT_EQUAL(stats_of(t).exact_tags, 1);
     CU_ASSERT_EQUAL(stats_of(t).exact_entries, 1);
     CU_ASSERT_EQUAL(stats_of(t).adds, 4);
     CU_ASSERT_EQUAL(stats_of(t).removes, 3);
-    rc_sub_table_destroy(t);
+    rci_sub_table_destroy(t);
 }
 
 static void test_narrow_ranges(void)
 {
-    struct rc_sub_table *t = make_table(0, 0, 0);
-    CU_ASSERT_EQUAL(rc_sub_table_add(t, 3, 100, 199), 0);
+    struct rci_sub_table *t = make_table(0, 0, 0);
+    CU_ASSERT_EQUAL(rci_sub_table_add(t, 3, 100, 199), 0);
     for (uint64_t tag = 100; tag <= 199; tag++)
         CU_ASSERT_EQUAL(subs_of(t, tag), BIT(3));
     CU_ASSERT_EQUAL(subs_of(t, 99), 0);
     CU_ASSERT_EQUAL(subs_of(t, 200), 0);
-    CU_ASSERT_EQUAL(rc_sub_table_remove(t, 3, 150, 160), 0);
+    CU_ASSERT_EQUAL(rci_sub_table_remove(t, 3, 150, 160), 0);
     CU_ASSERT_EQUAL(subs_of(t, 149), BIT(3));
     CU_ASSERT_EQUAL(subs_of(t, 150), 0);
     CU_ASSERT_EQUAL(subs_of(t, 160), 0);
@@ -113,18 +113,18 @@ static void test_narrow_ranges(void)
     CU_ASSERT_EQUAL(stats_of(t).exact_tags, 89);
     CU_ASSERT_EQUAL(stats_of(t).range_entries, 0);
     /* Tags at the top of the 64-bit space do not wrap around. */
-    CU_ASSERT_EQUAL(rc_sub_table_add(t, 4, UINT64_MAX - 2, UINT64_MAX), 0);
+    CU_ASSERT_EQUAL(rci_sub_table_add(t, 4, UINT64_MAX - 2, UINT64_MAX), 0);
     CU_ASSERT_EQUAL(subs_of(t, UINT64_MAX), BIT(4));
     CU_ASSERT_EQUAL(subs_of(t, 0), 0);
-    rc_sub_table_destroy(t);
+    rci_sub_table_destroy(t);
 }
 
 /* exact_limit 16: ranges of 17 tags and more are wide entries. */
 static void test_wide_ranges_and_all(void)
 {
-    struct rc_sub_table *t = make_table(0, 0, 16);
-    CU_ASSERT_EQUAL(rc_sub_table_add(t, 4, 0, 999), 0);
-    CU_ASSERT_EQUAL(rc_sub_table_add(t, 5, ALL_FIRST, ALL_LAST), 0);
+    struct rci_sub_table *t = make_table(0, 0, 16);
+    CU_ASSERT_EQUAL(rci_sub_table_add(t, 4, 0, 999), 0);
+    CU_ASSERT_EQUAL(rci_sub_table_add(t, 5, ALL_FIRST, ALL_LAST), 0);
     CU_ASSERT_EQUAL(stats_of(t).range_entries, 2);
     CU_ASSERT_EQUAL(stats_of(t).exact_tags, 0);
     CU_ASSERT_EQUAL(subs_of(t, 0), BIT(4) | BIT(5));
@@ -133,129 +133,129 @@ static void test_wide_ranges_and_all(void)
     CU_ASSERT_EQUAL(subs_of(t, UINT64_MAX), BIT(5));
 
     /* A narrow remove cuts a hole into "all": the entry splits in two. */
-    CU_ASSERT_EQUAL(rc_sub_table_remove(t, 5, 10, 20), 0);
+    CU_ASSERT_EQUAL(rci_sub_table_remove(t, 5, 10, 20), 0);
     CU_ASSERT_EQUAL(subs_of(t, 9), BIT(4) | BIT(5));
     CU_ASSERT_EQUAL(subs_of(t, 10), BIT(4));
     CU_ASSERT_EQUAL(subs_of(t, 20), BIT(4));
     CU_ASSERT_EQUAL(subs_of(t, 21), BIT(4) | BIT(5));
     CU_ASSERT_EQUAL(stats_of(t).range_entries, 3);
     /* Trim both ends. */
-    CU_ASSERT_EQUAL(rc_sub_table_remove(t, 5, 0, 0), 0);
-    CU_ASSERT_EQUAL(rc_sub_table_remove(t, 5, UINT64_MAX, UINT64_MAX), 0);
+    CU_ASSERT_EQUAL(rci_sub_table_remove(t, 5, 0, 0), 0);
+    CU_ASSERT_EQUAL(rci_sub_table_remove(t, 5, UINT64_MAX, UINT64_MAX), 0);
     CU_ASSERT_EQUAL(subs_of(t, 0), BIT(4));
     CU_ASSERT_EQUAL(subs_of(t, 1), BIT(4) | BIT(5));
     CU_ASSERT_EQUAL(subs_of(t, UINT64_MAX), 0);
     CU_ASSERT_EQUAL(subs_of(t, UINT64_MAX - 1), BIT(5));
 
-    CU_ASSERT_EQUAL(rc_sub_table_remove(t, 4, ALL_FIRST, ALL_LAST), 0);
+    CU_ASSERT_EQUAL(rci_sub_table_remove(t, 4, ALL_FIRST, ALL_LAST), 0);
     CU_ASSERT_EQUAL(subs_of(t, 500), BIT(5));
     CU_ASSERT_EQUAL(stats_of(t).range_entries, 2);
-    CU_ASSERT_EQUAL(rc_sub_table_remove(t, 5, ALL_FIRST, ALL_LAST), 0);
+    CU_ASSERT_EQUAL(rci_sub_table_remove(t, 5, ALL_FIRST, ALL_LAST), 0);
     CU_ASSERT_EQUAL(stats_of(t).range_entries, 0);
     CU_ASSERT_EQUAL(subs_of(t, 500), 0);
-    rc_sub_table_destroy(t);
+    rci_sub_table_destroy(t);
 }
 
 static void test_overlapping_ranges_merge(void)
 {
-    struct rc_sub_table *t = make_table(0, 0, 16);
-    CU_ASSERT_EQUAL(rc_sub_table_add(t, 6, 0, 99), 0);
-    CU_ASSERT_EQUAL(rc_sub_table_add(t, 6, 50, 199), 0);     /* overlaps */
-    CU_ASSERT_EQUAL(rc_sub_table_add(t, 6, 200, 299), 0);    /* adjacent */
-    CU_ASSERT_EQUAL(rc_sub_table_add(t, 6, 1000, 1099), 0);  /* separate */
-    CU_ASSERT_EQUAL(rc_sub_table_add(t, 7, 0, 99), 0);       /* other subscriber: kept apart */
+    struct rci_sub_table *t = make_table(0, 0, 16);
+    CU_ASSERT_EQUAL(rci_sub_table_add(t, 6, 0, 99), 0);
+    CU_ASSERT_EQUAL(rci_sub_table_add(t, 6, 50, 199), 0);     /* overlaps */
+    CU_ASSERT_EQUAL(rci_sub_table_add(t, 6, 200, 299), 0);    /* adjacent */
+    CU_ASSERT_EQUAL(rci_sub_table_add(t, 6, 1000, 1099), 0);  /* separate */
+    CU_ASSERT_EQUAL(rci_sub_table_add(t, 7, 0, 99), 0);       /* other subscriber: kept apart */
     CU_ASSERT_EQUAL(stats_of(t).range_entries, 3);
     CU_ASSERT_EQUAL(subs_of(t, 250), BIT(6));
     CU_ASSERT_EQUAL(subs_of(t, 50), BIT(6) | BIT(7));
     CU_ASSERT_EQUAL(subs_of(t, 500), 0);
     /* Bridging the gap merges everything of subscriber 6 into one entry. */
-    CU_ASSERT_EQUAL(rc_sub_table_add(t, 6, 300, 999), 0);
+    CU_ASSERT_EQUAL(rci_sub_table_add(t, 6, 300, 999), 0);
     CU_ASSERT_EQUAL(stats_of(t).range_entries, 2);
     CU_ASSERT_EQUAL(subs_of(t, 500), BIT(6));
     /* Overlapping narrow and wide subscriptions of the same subscriber. */
-    CU_ASSERT_EQUAL(rc_sub_table_add(t, 6, 40, 45), 0);
+    CU_ASSERT_EQUAL(rci_sub_table_add(t, 6, 40, 45), 0);
     CU_ASSERT_EQUAL(subs_of(t, 42), BIT(6) | BIT(7));
-    rc_sub_table_destroy(t);
+    rci_sub_table_destroy(t);
 }
 
 static void test_exact_and_range_dedupe(void)
 {
-    struct rc_sub_table *t = make_table(0, 0, 16);
-    CU_ASSERT_EQUAL(rc_sub_table_add(t, 7, 5, 5), 0);
-    CU_ASSERT_EQUAL(rc_sub_table_add(t, 7, 0, 1000), 0);
-    CU_ASSERT_EQUAL(rc_sub_table_add(t, 8, 5, 5), 0);
+    struct rci_sub_table *t = make_table(0, 0, 16);
+    CU_ASSERT_EQUAL(rci_sub_table_add(t, 7, 5, 5), 0);
+    CU_ASSERT_EQUAL(rci_sub_table_add(t, 7, 0, 1000), 0);
+    CU_ASSERT_EQUAL(rci_sub_table_add(t, 8, 5, 5), 0);
     uint32_t out[4];
-    CU_ASSERT_EQUAL(rc_sub_table_lookup(t, 5, out, 4), 2);   /* 7 once, 8 once */
+    CU_ASSERT_EQUAL(rci_sub_table_lookup(t, 5, out, 4), 2);   /* 7 once, 8 once */
     CU_ASSERT_EQUAL(subs_of(t, 5), BIT(7) | BIT(8));
     /* Removing tag 5 removes it from both places. */
-    CU_ASSERT_EQUAL(rc_sub_table_remove(t, 7, 5, 5), 0);
+    CU_ASSERT_EQUAL(rci_sub_table_remove(t, 7, 5, 5), 0);
     CU_ASSERT_EQUAL(subs_of(t, 5), BIT(8));
     CU_ASSERT_EQUAL(subs_of(t, 6), BIT(7));
-    rc_sub_table_destroy(t);
+    rci_sub_table_destroy(t);
 }
 
 static void test_remove_subscriber(void)
 {
-    struct rc_sub_table *t = make_table(0, 0, 16);
-    CU_ASSERT_EQUAL(rc_sub_table_add(t, 8, 1, 1), 0);
-    CU_ASSERT_EQUAL(rc_sub_table_add(t, 8, 30, 39), 0);
-    CU_ASSERT_EQUAL(rc_sub_table_add(t, 8, 1000, 5000), 0);
-    CU_ASSERT_EQUAL(rc_sub_table_add(t, 8, 1ull << 40, ALL_LAST), 0);
-    CU_ASSERT_EQUAL(rc_sub_table_add(t, 9, 1, 1), 0);
-    CU_ASSERT_EQUAL(rc_sub_table_add(t, 9, 2000, 3000), 0);
-    CU_ASSERT_EQUAL(rc_sub_table_remove_subscriber(t, 8), 0);
+    struct rci_sub_table *t = make_table(0, 0, 16);
+    CU_ASSERT_EQUAL(rci_sub_table_add(t, 8, 1, 1), 0);
+    CU_ASSERT_EQUAL(rci_sub_table_add(t, 8, 30, 39), 0);
+    CU_ASSERT_EQUAL(rci_sub_table_add(t, 8, 1000, 5000), 0);
+    CU_ASSERT_EQUAL(rci_sub_table_add(t, 8, 1ull << 40, ALL_LAST), 0);
+    CU_ASSERT_EQUAL(rci_sub_table_add(t, 9, 1, 1), 0);
+    CU_ASSERT_EQUAL(rci_sub_table_add(t, 9, 2000, 3000), 0);
+    CU_ASSERT_EQUAL(rci_sub_table_remove_subscriber(t, 8), 0);
     CU_ASSERT_EQUAL(subs_of(t, 1), BIT(9));
     CU_ASSERT_EQUAL(subs_of(t, 35), 0);
     CU_ASSERT_EQUAL(subs_of(t, 2500), BIT(9));
     CU_ASSERT_EQUAL(subs_of(t, 1ull << 50), 0);
-    struct rc_sub_table_stats s = stats_of(t);
+    struct rci_sub_table_stats s = stats_of(t);
     CU_ASSERT_EQUAL(s.exact_tags, 1);
     CU_ASSERT_EQUAL(s.exact_entries, 1);
     CU_ASSERT_EQUAL(s.range_entries, 1);
     CU_ASSERT_EQUAL(s.subscriber_removals, 1);
-    CU_ASSERT_EQUAL(rc_sub_table_remove_subscriber(t, 8), 0);   /* nothing left: still fine */
-    rc_sub_table_destroy(t);
+    CU_ASSERT_EQUAL(rci_sub_table_remove_subscriber(t, 8), 0);   /* nothing left: still fine */
+    rci_sub_table_destroy(t);
 }
 
 static void test_limits_refuse_whole_update(void)
 {
-    struct rc_sub_table *t = make_table(2, 2, 16);
-    CU_ASSERT_EQUAL(rc_sub_table_add(t, 1, 10, 10), 0);
-    CU_ASSERT_EQUAL(rc_sub_table_add(t, 2, 10, 10), 0);
-    CU_ASSERT_EQUAL(rc_sub_table_add(t, 3, 10, 10), -ENOSPC);
-    CU_ASSERT_EQUAL(rc_sub_table_add(t, 1, 10, 10), 0);          /* already there */
+    struct rci_sub_table *t = make_table(2, 2, 16);
+    CU_ASSERT_EQUAL(rci_sub_table_add(t, 1, 10, 10), 0);
+    CU_ASSERT_EQUAL(rci_sub_table_add(t, 2, 10, 10), 0);
+    CU_ASSERT_EQUAL(rci_sub_table_add(t, 3, 10, 10), -ENOSPC);
+    CU_ASSERT_EQUAL(rci_sub_table_add(t, 1, 10, 10), 0);          /* already there */
     /* A range touching the full tag is refused as a whole. */
-    CU_ASSERT_EQUAL(rc_sub_table_add(t, 3, 5, 15), -ENOSPC);
+    CU_ASSERT_EQUAL(rci_sub_table_add(t, 3, 5, 15), -ENOSPC);
     CU_ASSERT_EQUAL(subs_of(t, 5), 0);
     CU_ASSERT_EQUAL(subs_of(t, 15), 0);
     CU_ASSERT_EQUAL(stats_of(t).refused_tag_full, 2);
 
-    CU_ASSERT_EQUAL(rc_sub_table_add(t, 1, 1000, 1999), 0);
-    CU_ASSERT_EQUAL(rc_sub_table_add(t, 2, 1000, 1999), 0);
-    CU_ASSERT_EQUAL(rc_sub_table_add(t, 3, 1000, 1999), -ENOSPC);
+    CU_ASSERT_EQUAL(rci_sub_table_add(t, 1, 1000, 1999), 0);
+    CU_ASSERT_EQUAL(rci_sub_table_add(t, 2, 1000, 1999), 0);
+    CU_ASSERT_EQUAL(rci_sub_table_add(t, 3, 1000, 1999), -ENOSPC);
     /* A hole would split subscriber 1's entry: three entries > max 2. */
-    CU_ASSERT_EQUAL(rc_sub_table_remove(t, 1, 1500, 1500), -ENOSPC);
+    CU_ASSERT_EQUAL(rci_sub_table_remove(t, 1, 1500, 1500), -ENOSPC);
     CU_ASSERT_EQUAL(subs_of(t, 1500), BIT(1) | BIT(2));
     /* Trimming an end keeps the count: allowed. */
-    CU_ASSERT_EQUAL(rc_sub_table_remove(t, 1, 1000, 1000), 0);
+    CU_ASSERT_EQUAL(rci_sub_table_remove(t, 1, 1000, 1000), 0);
     CU_ASSERT_EQUAL(subs_of(t, 1000), BIT(2));
     CU_ASSERT_EQUAL(stats_of(t).refused_ranges_full, 2);
 
-    CU_ASSERT_EQUAL(rc_sub_table_add(t, 1, 20, 19), -EINVAL);
-    CU_ASSERT_EQUAL(rc_sub_table_remove(t, 1, 20, 19), -EINVAL);
+    CU_ASSERT_EQUAL(rci_sub_table_add(t, 1, 20, 19), -EINVAL);
+    CU_ASSERT_EQUAL(rci_sub_table_remove(t, 1, 20, 19), -EINVAL);
     CU_ASSERT_EQUAL(stats_of(t).refused_bad_args, 2);
 
     /* A lookup with a small max reports how many there are. */
     uint32_t out[2] = {77, 77};
-    CU_ASSERT_EQUAL(rc_sub_table_lookup(t, 1500, out, 1), 2);
+    CU_ASSERT_EQUAL(rci_sub_table_lookup(t, 1500, out, 1), 2);
     CU_ASSERT_EQUAL(out[1], 77);                                  /* nothing past max */
     CU_ASSERT(out[0] == 1 || out[0] == 2);
     CU_ASSERT_EQUAL(stats_of(t).lookups_truncated, 1);
-    rc_sub_table_destroy(t);
+    rci_sub_table_destroy(t);
 }
 
 struct unregistered_call {
-    struct rc_sub_table *t;
+    struct rci_sub_table *t;
     unsigned found;
     int add_rc;
 };
@@ -264,15 +264,15 @@ static void *call_unregistered(void *p)
 {
     struct unregistered_call *c = p;
     uint32_t out[4];
-    c->found = rc_sub_table_lookup(c->t, 1, out, 4);
-    c->add_rc = rc_sub_table_add(c->t, 2, 1, 1);
+    c->found = rci_sub_table_lookup(c->t, 1, out, 4);
+    c->add_rc = rci_sub_table_add(c->t, 2, 1, 1);
     return NULL;
 }
 
 static void test_unregistered_thread_refused(void)
 {
-    struct rc_sub_table *t = make_table(0, 0, 0);
-    CU_ASSERT_EQUAL(rc_sub_table_add(t, 1, 1, 1), 0);
+    struct rci_sub_table *t = make_table(0, 0, 0);
+    CU_ASSERT_EQUAL(rci_sub_table_add(t, 1, 1, 1), 0);
     struct unregistered_call c = {.t = t};
     pthread_t tid;
     CU_ASSERT_EQUAL_FATAL(pthread_create(&tid, NULL, call_unregistered, &c), 0);
@@ -281,19 +281,19 @@ static void test_unregistered_thread_refused(void)
     CU_ASSERT_EQUAL(c.add_rc, -EPERM);
     CU_ASSERT_EQUAL(stats_of(t).refused_unregistered, 2);
     CU_ASSERT_EQUAL(subs_of(t, 1), BIT(1));
-    rc_sub_table_destroy(t);
+    rci_sub_table_destroy(t);
 }
 
 static void test_old_versions_freed_after_grace_period(void)
 {
-    struct rc_sub_table *t = make_table(0, 0, 16);
+    struct rci_sub_table *t = make_table(0, 0, 16);
     for (uint32_t i = 0; i < 100; i++) {
-        CU_ASSERT_EQUAL(rc_sub_table_add(t, i % 8, i, i + 3), 0);
-        CU_ASSERT_EQUAL(rc_sub_table_add(t, i % 8, 0, 1000 + i), 0);
+        CU_ASSERT_EQUAL(rci_sub_table_add(t, i % 8, i, i + 3), 0);
+        CU_ASSERT_EQUAL(rci_sub_table_add(t, i % 8, 0, 1000 + i), 0);
     }
     urcu_memb_barrier();   /* every call_rcu so far has run */
     CU_ASSERT_EQUAL(stats_of(t).frees_pending, 0);
-    rc_sub_table_destroy(t);
+    rci_sub_table_destroy(t);
 }
 
 /* ---- concurrency -----------------------------------------------------
@@ -313,7 +313,7 @@ static void test_old_versions_freed_after_grace_period(void)
 #define C_SECONDS    1.0
 
 struct shared_state {
-    struct rc_sub_table *t;
+    struct rci_sub_table *t;
     _Atomic uint64_t seq[C_TAGS][C_SUBS];
     atomic_bool subscribed[C_TAGS][C_SUBS];
     atomic_bool stop;
@@ -340,7 +340,7 @@ static void check_one_lookup(struct reader_result *r, unsigned ti)
         state[j] = atomic_load_explicit(&s->subscribed[ti][j], memory_order_acquire);
     }
     uint32_t out[2 * C_SUBS];
-    unsigned n = rc_sub_table_lookup(s->t, tag_value(ti), out, 2 * C_SUBS);
+    unsigned n = rci_sub_table_lookup(s->t, tag_value(ti), out, 2 * C_SUBS);
     atomic_thread_fence(memory_order_acquire);
     bool seen[C_SUBS] = {false};
     r->too_many += n > C_SUBS;
@@ -365,10 +365,10 @@ static void check_one_lookup(struct reader_result *r, unsigned ti)
 static void *reader(void *p)
 {
     struct reader_result *r = p;
-    rc_sub_table_register_thread();
+    rci_sub_table_register_thread();
     while (!atomic_load_explicit(&r->s->stop, memory_order_relaxed))
         check_one_lookup(r, (unsigned)rand_r(&r->seed) % C_TAGS);
-    rc_sub_table_unregister_thread();
+    rci_sub_table_unregister_thread();
     return NULL;
 }
 
@@ -407,9 +407,9 @@ static int random_update(struct shared_state *s, unsigned *seed)
         last = ALL_LAST;
     }
     bump_pairs(s, sub, first, last);
-    int rc = whole ? rc_sub_table_remove_subscriber(s->t, sub)
-         : remove ? rc_sub_table_remove(s->t, sub, first, last)
-                  : rc_sub_table_add(s->t, sub, first, last);
+    int rc = whole ? rci_sub_table_remove_subscriber(s->t, sub)
+         : remove ? rci_sub_table_remove(s->t, sub, first, last)
+                  : rci_sub_table_add(s->t, sub, first, last);
     if (rc == 0)
         set_pairs(s, sub, first, last, !remove);
     bump_pairs(s, sub, first, last);
@@ -464,7 +464,7 @@ static void test_readers_see_consistent_snapshots(void)
             want |= atomic_load(&s->subscribed[i][j]) ? BIT(j) : 0;
         CU_ASSERT_EQUAL(subs_of(s->t, tag_value(i)), want);
     }
-    rc_sub_table_destroy(s->t);
+    rci_sub_table_destroy(s->t);
     free(s);
 }
 
@@ -474,7 +474,7 @@ static void test_readers_see_consistent_snapshots(void)
 #define U_TAGS 64u
 
 struct updater_run {
-    struct rc_sub_table *t;
+    struct rci_sub_table *t;
     uint32_t sub;
     unsigned seed;
     bool model[U_TAGS];
@@ -485,13 +485,13 @@ struct updater_run {
 static void *updater(void *p)
 {
     struct updater_run *u = p;
-    rc_sub_table_register_thread();
+    rci_sub_table_register_thread();
     while (!atomic_load(u->stop)) {
         uint64_t first = (uint64_t)rand_r(&u->seed) % U_TAGS;
         uint64_t last = first + (uint64_t)rand_r(&u->seed) % (U_TAGS - first);
         bool add = rand_r(&u->seed) % 2;
-        int rc = add ? rc_sub_table_add(u->t, u->sub, first, last)
-                     : rc_sub_table_remove(u->t, u->sub, first, last);
+        int rc = add ? rci_sub_table_add(u->t, u->sub, first, last)
+                     : rci_sub_table_remove(u->t, u->sub, first, last);
         u->calls++;
         if (rc == -EBUSY)
             u->busy++;
@@ -501,13 +501,13 @@ static void *updater(void *p)
             for (uint64_t tag = first; tag <= last; tag++)
                 u->model[tag] = add;
     }
-    rc_sub_table_unregister_thread();
+    rci_sub_table_unregister_thread();
     return NULL;
 }
 
 static void test_second_updater_turned_away(void)
 {
-    struct rc_sub_table *t = make_table(0, 0, 8);
+    struct rci_sub_table *t = make_table(0, 0, 8);
     atomic_bool stop = false;
     struct updater_run u[2] = {{.t = t, .sub = 1, .seed = 5, .stop = &stop},
                                {.t = t, .sub = 2, .seed = 6, .stop = &stop}};
@@ -525,12 +525,12 @@ static void test_second_updater_turned_away(void)
     CU_ASSERT_EQUAL(stats_of(t).refused_busy, u[0].busy + u[1].busy);
     for (uint64_t tag = 0; tag < U_TAGS; tag++)
         CU_ASSERT_EQUAL(subs_of(t, tag), (u[0].model[tag] ? BIT(1) : 0) | (u[1].model[tag] ? BIT(2) : 0));
-    rc_sub_table_destroy(t);
+    rci_sub_table_destroy(t);
 }
 
 static void register_tests(void)
 {
-    RC_SUITE("sub_table",
+    RCI_SUITE("sub_table",
              {"create validates parameters", test_create_validates_params},
              {"single tags", test_single_tags},
              {"narrow ranges", test_narrow_ranges},
@@ -545,4 +545,4 @@ static void register_tests(void)
              {"2 readers vs updater: consistent snapshots", test_readers_see_consistent_snapshots});
 }
 
-RC_CUNIT_MAIN(register_tests)
+RCI_CUNIT_MAIN(register_tests)

@@ -40,64 +40,64 @@ static const uint8_t *guarded(const void *msg, size_t len)
     return p;
 }
 
-static int check_guarded(const void *msg, size_t len, enum rc_wire_dir dir, enum rc_wire_error *why)
+static int check_guarded(const void *msg, size_t len, enum rci_wire_dir dir, enum rci_wire_error *why)
 {
-    return rc_wire_check(guarded(msg, len), len, dir, why);
+    return rci_wire_check(guarded(msg, len), len, dir, why);
 }
 
 /* ---- message fixtures -------------------------------------------------- */
 
-static uint8_t msg[RC_WIRE_MAX_CONTROL + 64];
+static uint8_t msg[RCI_WIRE_MAX_CONTROL + 64];
 
 static size_t make_hello(void)
 {
     uint8_t addr[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
-    return (size_t)rc_wire_build_hello(msg, sizeof msg, 0x1122334455667788ull, 8192, addr, sizeof addr);
+    return (size_t)rci_wire_build_hello(msg, sizeof msg, 0x1122334455667788ull, 8192, addr, sizeof addr);
 }
-static size_t make_welcome(void) { return (size_t)rc_wire_build_welcome(msg, sizeof msg, 4096, 500, 77); }
+static size_t make_welcome(void) { return (size_t)rci_wire_build_welcome(msg, sizeof msg, 4096, 500, 77); }
 static size_t make_sub(void)
 {
-    struct rc_wire_range r[3] = {{0, 63}, {1000, 1000}, {5000, UINT64_MAX}};
-    return (size_t)rc_wire_build_sub(msg, sizeof msg, RC_MSG_SUBSCRIBE, 9, r, 3);
+    struct rci_wire_range r[3] = {{0, 63}, {1000, 1000}, {5000, UINT64_MAX}};
+    return (size_t)rci_wire_build_sub(msg, sizeof msg, RCI_MSG_SUBSCRIBE, 9, r, 3);
 }
-static size_t make_sub_ack(void) { return (size_t)rc_wire_build_sub_ack(msg, sizeof msg, 9, RC_SUB_OK); }
+static size_t make_sub_ack(void) { return (size_t)rci_wire_build_sub_ack(msg, sizeof msg, 9, RCI_SUB_OK); }
 /* A middle fragment: 100 payload bytes at offset 200 of a 1000-byte chunk. */
 static size_t make_data(void)
 {
-    ssize_t h = rc_wire_build_data_hdr(msg, sizeof msg, 42, 3, 1000, 200, 2, 10, 100);
+    ssize_t h = rci_wire_build_data_hdr(msg, sizeof msg, 42, 3, 1000, 200, 2, 10, 100);
     for (int i = 0; i < 100; i++)
         msg[h + i] = (uint8_t)i;
     return (size_t)h + 100;
 }
 static size_t make_page(void)
 {
-    rc_wire_page_init(msg, sizeof msg);
+    rci_wire_page_init(msg, sizeof msg);
     uint8_t p[13] = "hello, page!";
-    rc_wire_page_append(msg, sizeof msg, 1, 0, p, 5);
-    rc_wire_page_append(msg, sizeof msg, 2, 1, p, 8);
-    rc_wire_page_append(msg, sizeof msg, 3, 0, NULL, 0);
-    return (size_t)rc_wire_page_append(msg, sizeof msg, 4, 2, p, 13);
+    rci_wire_page_append(msg, sizeof msg, 1, 0, p, 5);
+    rci_wire_page_append(msg, sizeof msg, 2, 1, p, 8);
+    rci_wire_page_append(msg, sizeof msg, 3, 0, NULL, 0);
+    return (size_t)rci_wire_page_append(msg, sizeof msg, 4, 2, p, 13);
 }
-static size_t make_heartbeat(void) { return (size_t)rc_wire_build_heartbeat(msg, sizeof msg, 123456789); }
-static size_t make_bye(void) { return (size_t)rc_wire_build_bye(msg, sizeof msg, RC_BYE_NORMAL); }
+static size_t make_heartbeat(void) { return (size_t)rci_wire_build_heartbeat(msg, sizeof msg, 123456789); }
+static size_t make_bye(void) { return (size_t)rci_wire_build_bye(msg, sizeof msg, RCI_BYE_NORMAL); }
 
 struct fixture {
     const char *name;
-    enum rc_msg_type type;
-    enum rc_wire_dir dir;
+    enum rci_msg_type type;
+    enum rci_wire_dir dir;
     size_t (*make)(void);
     int resizable;  /* a middle DATA fragment stays valid at any payload size */
 };
 
 static const struct fixture fixtures[] = {
-    {"hello", RC_MSG_HELLO, RC_WIRE_TO_PUBLISHER, make_hello, 0},
-    {"welcome", RC_MSG_WELCOME, RC_WIRE_TO_SUBSCRIBER, make_welcome, 0},
-    {"subscribe", RC_MSG_SUBSCRIBE, RC_WIRE_TO_PUBLISHER, make_sub, 0},
-    {"sub_ack", RC_MSG_SUB_ACK, RC_WIRE_TO_SUBSCRIBER, make_sub_ack, 0},
-    {"data", RC_MSG_DATA, RC_WIRE_TO_SUBSCRIBER, make_data, 1},
-    {"page", RC_MSG_PAGE, RC_WIRE_TO_SUBSCRIBER, make_page, 0},
-    {"heartbeat", RC_MSG_HEARTBEAT, RC_WIRE_TO_SUBSCRIBER, make_heartbeat, 0},
-    {"bye", RC_MSG_BYE, RC_WIRE_TO_PUBLISHER, make_bye, 0},
+    {"hello", RCI_MSG_HELLO, RCI_WIRE_TO_PUBLISHER, make_hello, 0},
+    {"welcome", RCI_MSG_WELCOME, RCI_WIRE_TO_SUBSCRIBER, make_welcome, 0},
+    {"subscribe", RCI_MSG_SUBSCRIBE, RCI_WIRE_TO_PUBLISHER, make_sub, 0},
+    {"sub_ack", RCI_MSG_SUB_ACK, RCI_WIRE_TO_SUBSCRIBER, make_sub_ack, 0},
+    {"data", RCI_MSG_DATA, RCI_WIRE_TO_SUBSCRIBER, make_data, 1},
+    {"page", RCI_MSG_PAGE, RCI_WIRE_TO_SUBSCRIBER, make_page, 0},
+    {"heartbeat", RCI_MSG_HEARTBEAT, RCI_WIRE_TO_SUBSCRIBER, make_heartbeat, 0},
+    {"bye", RCI_MSG_BYE, RCI_WIRE_TO_PUBLISHER, make_bye, 0},
 };
 #define NFIX (sizeof fixtures / sizeof fixtures[0])
 
@@ -122,11 +122,11 @@ static void put64(uint8_t *m, size_t off, uint64_t v)
     memcpy(m + off, &v, 8);
 }
 
-static enum rc_wire_error why_of(const uint8_t *m, size_t len, enum rc_wire_dir dir)
+static enum rci_wire_error why_of(const uint8_t *m, size_t len, enum rci_wire_dir dir)
 {
-    enum rc_wire_error why = RC_WIRE_OK;
+    enum rci_wire_error why = RCI_WIRE_OK;
     int type = check_guarded(m, len, dir, &why);
-    CU_ASSERT((why != RC_WIRE_OK) == (type == 0));
+    CU_ASSERT((why != RCI_WIRE_OK) == (type == 0));
     return why;
 }
 
@@ -136,9 +136,9 @@ static void test_every_fixture_is_valid(void)
 {
     for (size_t i = 0; i < NFIX; i++) {
         size_t len = fixtures[i].make();
-        enum rc_wire_error why = RC_WIRE_SHORT;
+        enum rci_wire_error why = RCI_WIRE_SHORT;
         CU_ASSERT_EQUAL(check_guarded(msg, len, fixtures[i].dir, &why), (int)fixtures[i].type);
-        CU_ASSERT_EQUAL(why, RC_WIRE_OK);
+        CU_ASSERT_EQUAL(why, RCI_WIRE_OK);
     }
 }
 
@@ -146,10 +146,10 @@ static void test_direction_is_enforced(void)
 {
     for (size_t i = 0; i < NFIX; i++) {
         size_t len = fixtures[i].make();
-        enum rc_wire_dir other = fixtures[i].dir == RC_WIRE_TO_PUBLISHER ? RC_WIRE_TO_SUBSCRIBER
-                                                                          : RC_WIRE_TO_PUBLISHER;
-        int both_ways = fixtures[i].type == RC_MSG_HEARTBEAT || fixtures[i].type == RC_MSG_BYE;
-        CU_ASSERT_EQUAL(why_of(msg, len, other), both_ways ? RC_WIRE_OK : RC_WIRE_BAD_TYPE);
+        enum rci_wire_dir other = fixtures[i].dir == RCI_WIRE_TO_PUBLISHER ? RCI_WIRE_TO_SUBSCRIBER
+                                                                          : RCI_WIRE_TO_PUBLISHER;
+        int both_ways = fixtures[i].type == RCI_MSG_HEARTBEAT || fixtures[i].type == RCI_MSG_BYE;
+        CU_ASSERT_EQUAL(why_of(msg, len, other), both_ways ? RCI_WIRE_OK : RCI_WIRE_BAD_TYPE);
     }
 }
 
@@ -161,34 +161,34 @@ static void test_header_errors_every_type(void)
         const struct fixture *f = &fixtures[i];
         size_t len = f->make();
         msg[0] ^= 0xff;
-        CU_ASSERT_EQUAL(why_of(msg, len, f->dir), RC_WIRE_BAD_MAGIC);
+        CU_ASSERT_EQUAL(why_of(msg, len, f->dir), RCI_WIRE_BAD_MAGIC);
         msg[0] ^= 0xff;
-        msg[2] = RC_WIRE_VERSION + 1;   /* HELLO: hdr.version != max_version */
-        CU_ASSERT_EQUAL(why_of(msg, len, f->dir), RC_WIRE_BAD_VERSION);
-        msg[2] = RC_WIRE_VERSION;
+        msg[2] = RCI_WIRE_VERSION + 1;   /* HELLO: hdr.version != max_version */
+        CU_ASSERT_EQUAL(why_of(msg, len, f->dir), RCI_WIRE_BAD_VERSION);
+        msg[2] = RCI_WIRE_VERSION;
         uint8_t type = msg[3];
         msg[3] = 0;
-        CU_ASSERT_EQUAL(why_of(msg, len, f->dir), RC_WIRE_BAD_TYPE);
-        msg[3] = RC_MSG_TYPE_MAX + 1;
-        CU_ASSERT_EQUAL(why_of(msg, len, f->dir), RC_WIRE_BAD_TYPE);
+        CU_ASSERT_EQUAL(why_of(msg, len, f->dir), RCI_WIRE_BAD_TYPE);
+        msg[3] = RCI_MSG_TYPE_MAX + 1;
+        CU_ASSERT_EQUAL(why_of(msg, len, f->dir), RCI_WIRE_BAD_TYPE);
         msg[3] = 0xff;
-        CU_ASSERT_EQUAL(why_of(msg, len, f->dir), RC_WIRE_BAD_TYPE);
+        CU_ASSERT_EQUAL(why_of(msg, len, f->dir), RCI_WIRE_BAD_TYPE);
         msg[3] = type;
         set_len(msg, (uint32_t)len + 1);
-        CU_ASSERT_EQUAL(why_of(msg, len, f->dir), RC_WIRE_BAD_LENGTH);
+        CU_ASSERT_EQUAL(why_of(msg, len, f->dir), RCI_WIRE_BAD_LENGTH);
         set_len(msg, (uint32_t)len - 1);
-        CU_ASSERT_EQUAL(why_of(msg, len, f->dir), RC_WIRE_BAD_LENGTH);
+        CU_ASSERT_EQUAL(why_of(msg, len, f->dir), RCI_WIRE_BAD_LENGTH);
         set_len(msg, UINT32_MAX);
-        CU_ASSERT_EQUAL(why_of(msg, len, f->dir), RC_WIRE_BAD_LENGTH);
+        CU_ASSERT_EQUAL(why_of(msg, len, f->dir), RCI_WIRE_BAD_LENGTH);
         /* One trailing byte, header length patched to match. */
         f->make();
         msg[len] = 0;
         set_len(msg, (uint32_t)len + 1);
-        enum rc_wire_error e = why_of(msg, len + 1, f->dir);
+        enum rci_wire_error e = why_of(msg, len + 1, f->dir);
         if (f->resizable) {
-            CU_ASSERT_EQUAL(e, RC_WIRE_OK);
+            CU_ASSERT_EQUAL(e, RCI_WIRE_OK);
         } else {
-            CU_ASSERT(e == RC_WIRE_BAD_LENGTH || e == RC_WIRE_BAD_FIELD);
+            CU_ASSERT(e == RCI_WIRE_BAD_LENGTH || e == RCI_WIRE_BAD_FIELD);
         }
     }
 }
@@ -203,20 +203,20 @@ static void test_truncated_at_every_length(void)
         uint8_t copy[sizeof msg];
         memcpy(copy, msg, full);
         for (size_t len = 0; len < full; len++) {
-            enum rc_wire_error e = why_of(copy, len, f->dir);
-            CU_ASSERT(e == RC_WIRE_SHORT || (len >= 8 && e == RC_WIRE_BAD_LENGTH));
+            enum rci_wire_error e = why_of(copy, len, f->dir);
+            CU_ASSERT(e == RCI_WIRE_SHORT || (len >= 8 && e == RCI_WIRE_BAD_LENGTH));
             if (len >= 8) {
                 memcpy(msg, copy, full);
                 set_len(msg, (uint32_t)len);
                 e = why_of(msg, len, f->dir);
-                if (f->resizable && len > sizeof(struct rc_wire_data)) {
-                    CU_ASSERT_EQUAL(e, RC_WIRE_OK);
+                if (f->resizable && len > sizeof(struct rci_wire_data)) {
+                    CU_ASSERT_EQUAL(e, RCI_WIRE_OK);
                 } else {
-                    CU_ASSERT_NOT_EQUAL(e, RC_WIRE_OK);
+                    CU_ASSERT_NOT_EQUAL(e, RCI_WIRE_OK);
                 }
             }
         }
-        CU_ASSERT_EQUAL(why_of(copy, full, f->dir), RC_WIRE_OK);
+        CU_ASSERT_EQUAL(why_of(copy, full, f->dir), RCI_WIRE_OK);
     }
 }
 
@@ -226,9 +226,9 @@ static void test_short_fixed_part(void)
     for (size_t i = 0; i < NFIX; i++) {
         fixtures[i].make();
         set_len(msg, 8);
-        CU_ASSERT_EQUAL(why_of(msg, 8, fixtures[i].dir), RC_WIRE_SHORT);
+        CU_ASSERT_EQUAL(why_of(msg, 8, fixtures[i].dir), RCI_WIRE_SHORT);
     }
-    CU_ASSERT_EQUAL(rc_wire_check(NULL, 100, RC_WIRE_TO_PUBLISHER, NULL), 0);
+    CU_ASSERT_EQUAL(rci_wire_check(NULL, 100, RCI_WIRE_TO_PUBLISHER, NULL), 0);
 }
 
 /* ---- tests: fields of each type ---------------------------------------- */
@@ -236,102 +236,102 @@ static void test_short_fixed_part(void)
 static void test_hello_fields(void)
 {
     size_t len = make_hello();
-    struct rc_wire_hello h;
-    CU_ASSERT_EQUAL(rc_wire_check_hello(guarded(msg, len), len, &h), RC_WIRE_OK);
+    struct rci_wire_hello h;
+    CU_ASSERT_EQUAL(rci_wire_check_hello(guarded(msg, len), len, &h), RCI_WIRE_OK);
     CU_ASSERT_EQUAL(h.client_id, 0x1122334455667788ull);
     CU_ASSERT_EQUAL(h.rx_buffer_size, 8192);
     CU_ASSERT_EQUAL(h.addr_len, 16);
-    CU_ASSERT_EQUAL(h.min_version, RC_WIRE_MIN_VERSION);
-    CU_ASSERT_EQUAL(h.max_version, RC_WIRE_VERSION);
+    CU_ASSERT_EQUAL(h.min_version, RCI_WIRE_MIN_VERSION);
+    CU_ASSERT_EQUAL(h.max_version, RCI_WIRE_VERSION);
     CU_ASSERT_EQUAL(memcmp(msg + sizeof h, "\x01\x02\x03\x04", 4), 0);
 
     msg[8] = 0;                                   /* min_version 0 */
-    CU_ASSERT_EQUAL(rc_wire_check_hello(guarded(msg, len), len, NULL), RC_WIRE_BAD_VERSION);
+    CU_ASSERT_EQUAL(rci_wire_check_hello(guarded(msg, len), len, NULL), RCI_WIRE_BAD_VERSION);
     make_hello();
     msg[8] = 2; msg[9] = 1; msg[2] = 1;           /* min > max */
-    CU_ASSERT_EQUAL(rc_wire_check_hello(guarded(msg, len), len, NULL), RC_WIRE_BAD_VERSION);
+    CU_ASSERT_EQUAL(rci_wire_check_hello(guarded(msg, len), len, NULL), RCI_WIRE_BAD_VERSION);
     make_hello();
     msg[9] = 3; msg[2] = 3;                       /* a future peer offering 1..3 is valid */
-    CU_ASSERT_EQUAL(rc_wire_check_hello(guarded(msg, len), len, NULL), RC_WIRE_OK);
+    CU_ASSERT_EQUAL(rci_wire_check_hello(guarded(msg, len), len, NULL), RCI_WIRE_OK);
     make_hello();
-    put16(msg, 10, RC_WIRE_MAX_ADDR + 1);
-    CU_ASSERT_EQUAL(rc_wire_check_hello(guarded(msg, len), len, NULL), RC_WIRE_BAD_FIELD);
+    put16(msg, 10, RCI_WIRE_MAX_ADDR + 1);
+    CU_ASSERT_EQUAL(rci_wire_check_hello(guarded(msg, len), len, NULL), RCI_WIRE_BAD_FIELD);
     make_hello();
     put16(msg, 10, 17);                           /* addr_len longer than the message */
-    CU_ASSERT_EQUAL(rc_wire_check_hello(guarded(msg, len), len, NULL), RC_WIRE_BAD_LENGTH);
+    CU_ASSERT_EQUAL(rci_wire_check_hello(guarded(msg, len), len, NULL), RCI_WIRE_BAD_LENGTH);
     make_hello();
     put16(msg, 10, 15);                           /* one byte left over */
-    CU_ASSERT_EQUAL(rc_wire_check_hello(guarded(msg, len), len, NULL), RC_WIRE_BAD_LENGTH);
+    CU_ASSERT_EQUAL(rci_wire_check_hello(guarded(msg, len), len, NULL), RCI_WIRE_BAD_LENGTH);
     make_hello();
-    put32(msg, 12, RC_WIRE_MIN_RX_BUFFER - 1);
-    CU_ASSERT_EQUAL(rc_wire_check_hello(guarded(msg, len), len, NULL), RC_WIRE_BAD_FIELD);
+    put32(msg, 12, RCI_WIRE_MIN_RX_BUFFER - 1);
+    CU_ASSERT_EQUAL(rci_wire_check_hello(guarded(msg, len), len, NULL), RCI_WIRE_BAD_FIELD);
 }
 
 static void test_welcome_fields(void)
 {
     size_t len = make_welcome();
-    struct rc_wire_welcome w;
-    CU_ASSERT_EQUAL(rc_wire_check_welcome(guarded(msg, len), len, &w), RC_WIRE_OK);
+    struct rci_wire_welcome w;
+    CU_ASSERT_EQUAL(rci_wire_check_welcome(guarded(msg, len), len, &w), RCI_WIRE_OK);
     CU_ASSERT_EQUAL(w.max_tags, 4096);
     CU_ASSERT_EQUAL(w.heartbeat_ms, 500);
     CU_ASSERT_EQUAL(w.publisher_id, 77);
     put32(msg, 12, 0);
-    CU_ASSERT_EQUAL(rc_wire_check_welcome(guarded(msg, len), len, NULL), RC_WIRE_BAD_FIELD);
+    CU_ASSERT_EQUAL(rci_wire_check_welcome(guarded(msg, len), len, NULL), RCI_WIRE_BAD_FIELD);
     make_hello();   /* a HELLO given to the WELCOME checker */
-    CU_ASSERT_EQUAL(rc_wire_check_welcome(guarded(msg, 24), 24, NULL), RC_WIRE_BAD_TYPE);
+    CU_ASSERT_EQUAL(rci_wire_check_welcome(guarded(msg, 24), 24, NULL), RCI_WIRE_BAD_TYPE);
 }
 
 static void test_sub_fields(void)
 {
     size_t len = make_sub();
-    struct rc_wire_sub s;
-    CU_ASSERT_EQUAL(rc_wire_check_sub(guarded(msg, len), len, &s), RC_WIRE_OK);
-    CU_ASSERT_EQUAL(s.hdr.type, RC_MSG_SUBSCRIBE);
+    struct rci_wire_sub s;
+    CU_ASSERT_EQUAL(rci_wire_check_sub(guarded(msg, len), len, &s), RCI_WIRE_OK);
+    CU_ASSERT_EQUAL(s.hdr.type, RCI_MSG_SUBSCRIBE);
     CU_ASSERT_EQUAL(s.request_id, 9);
     CU_ASSERT_EQUAL(s.count, 3);
-    struct rc_wire_range r = rc_wire_sub_range(msg, 2);
+    struct rci_wire_range r = rci_wire_sub_range(msg, 2);
     CU_ASSERT_EQUAL(r.first, 5000);
     CU_ASSERT_EQUAL(r.last, UINT64_MAX);
 
     put32(msg, 12, 0);
-    CU_ASSERT_EQUAL(rc_wire_check_sub(guarded(msg, len), len, NULL), RC_WIRE_BAD_FIELD);
-    put32(msg, 12, RC_WIRE_MAX_RANGES + 1);
-    CU_ASSERT_EQUAL(rc_wire_check_sub(guarded(msg, len), len, NULL), RC_WIRE_BAD_FIELD);
+    CU_ASSERT_EQUAL(rci_wire_check_sub(guarded(msg, len), len, NULL), RCI_WIRE_BAD_FIELD);
+    put32(msg, 12, RCI_WIRE_MAX_RANGES + 1);
+    CU_ASSERT_EQUAL(rci_wire_check_sub(guarded(msg, len), len, NULL), RCI_WIRE_BAD_FIELD);
     put32(msg, 12, UINT32_MAX);   /* count*16 would overflow 32 bits */
-    CU_ASSERT_EQUAL(rc_wire_check_sub(guarded(msg, len), len, NULL), RC_WIRE_BAD_FIELD);
+    CU_ASSERT_EQUAL(rci_wire_check_sub(guarded(msg, len), len, NULL), RCI_WIRE_BAD_FIELD);
     put32(msg, 12, 2);            /* count disagrees with the length */
-    CU_ASSERT_EQUAL(rc_wire_check_sub(guarded(msg, len), len, NULL), RC_WIRE_BAD_LENGTH);
+    CU_ASSERT_EQUAL(rci_wire_check_sub(guarded(msg, len), len, NULL), RCI_WIRE_BAD_LENGTH);
     put32(msg, 12, 4);
-    CU_ASSERT_EQUAL(rc_wire_check_sub(guarded(msg, len), len, NULL), RC_WIRE_BAD_LENGTH);
+    CU_ASSERT_EQUAL(rci_wire_check_sub(guarded(msg, len), len, NULL), RCI_WIRE_BAD_LENGTH);
     make_sub();
     put64(msg, 16 + 16, 1001);    /* range 1: first 1001 > last 1000 */
-    CU_ASSERT_EQUAL(rc_wire_check_sub(guarded(msg, len), len, NULL), RC_WIRE_BAD_FIELD);
+    CU_ASSERT_EQUAL(rci_wire_check_sub(guarded(msg, len), len, NULL), RCI_WIRE_BAD_FIELD);
 
-    struct rc_wire_range all = {0, UINT64_MAX};
-    len = (size_t)rc_wire_build_sub(msg, sizeof msg, RC_MSG_UNSUBSCRIBE, 1, &all, 1);
-    CU_ASSERT_EQUAL(rc_wire_check_sub(guarded(msg, len), len, &s), RC_WIRE_OK);
-    CU_ASSERT_EQUAL(s.hdr.type, RC_MSG_UNSUBSCRIBE);
+    struct rci_wire_range all = {0, UINT64_MAX};
+    len = (size_t)rci_wire_build_sub(msg, sizeof msg, RCI_MSG_UNSUBSCRIBE, 1, &all, 1);
+    CU_ASSERT_EQUAL(rci_wire_check_sub(guarded(msg, len), len, &s), RCI_WIRE_OK);
+    CU_ASSERT_EQUAL(s.hdr.type, RCI_MSG_UNSUBSCRIBE);
 
-    /* The largest SUBSCRIBE is exactly RC_WIRE_MAX_CONTROL bytes. */
-    static struct rc_wire_range many[RC_WIRE_MAX_RANGES + 1];
-    for (uint32_t i = 0; i <= RC_WIRE_MAX_RANGES; i++)
-        many[i] = (struct rc_wire_range){2ull * i, 2ull * i};
-    len = (size_t)rc_wire_build_sub(msg, sizeof msg, RC_MSG_SUBSCRIBE, 2, many, RC_WIRE_MAX_RANGES);
-    CU_ASSERT_EQUAL(len, RC_WIRE_MAX_CONTROL);
-    CU_ASSERT_EQUAL(rc_wire_check_sub(guarded(msg, len), len, NULL), RC_WIRE_OK);
-    CU_ASSERT_EQUAL(rc_wire_build_sub(msg, sizeof msg, RC_MSG_SUBSCRIBE, 2, many, RC_WIRE_MAX_RANGES + 1),
+    /* The largest SUBSCRIBE is exactly RCI_WIRE_MAX_CONTROL bytes. */
+    static struct rci_wire_range many[RCI_WIRE_MAX_RANGES + 1];
+    for (uint32_t i = 0; i <= RCI_WIRE_MAX_RANGES; i++)
+        many[i] = (struct rci_wire_range){2ull * i, 2ull * i};
+    len = (size_t)rci_wire_build_sub(msg, sizeof msg, RCI_MSG_SUBSCRIBE, 2, many, RCI_WIRE_MAX_RANGES);
+    CU_ASSERT_EQUAL(len, RCI_WIRE_MAX_CONTROL);
+    CU_ASSERT_EQUAL(rci_wire_check_sub(guarded(msg, len), len, NULL), RCI_WIRE_OK);
+    CU_ASSERT_EQUAL(rci_wire_build_sub(msg, sizeof msg, RCI_MSG_SUBSCRIBE, 2, many, RCI_WIRE_MAX_RANGES + 1),
                     -EINVAL);
 }
 
 static void test_sub_ack_fields(void)
 {
-    size_t len = (size_t)rc_wire_build_sub_ack(msg, sizeof msg, 31, RC_SUB_TOO_MANY_TAGS);
-    struct rc_wire_sub_ack a;
-    CU_ASSERT_EQUAL(rc_wire_check_sub_ack(guarded(msg, len), len, &a), RC_WIRE_OK);
+    size_t len = (size_t)rci_wire_build_sub_ack(msg, sizeof msg, 31, RCI_SUB_TOO_MANY_TAGS);
+    struct rci_wire_sub_ack a;
+    CU_ASSERT_EQUAL(rci_wire_check_sub_ack(guarded(msg, len), len, &a), RCI_WIRE_OK);
     CU_ASSERT_EQUAL(a.request_id, 31);
-    CU_ASSERT_EQUAL(a.status, RC_SUB_TOO_MANY_TAGS);
-    put32(msg, 12, RC_SUB_REFUSED + 1);
-    CU_ASSERT_EQUAL(rc_wire_check_sub_ack(guarded(msg, len), len, NULL), RC_WIRE_BAD_FIELD);
+    CU_ASSERT_EQUAL(a.status, RCI_SUB_TOO_MANY_TAGS);
+    put32(msg, 12, RCI_SUB_REFUSED + 1);
+    CU_ASSERT_EQUAL(rci_wire_check_sub_ack(guarded(msg, len), len, NULL), RCI_WIRE_BAD_FIELD);
 }
 
 /* Build a DATA header with arbitrary (possibly invalid) fragment fields. */
@@ -346,13 +346,13 @@ static size_t raw_data(uint32_t chunk_len, uint32_t off, uint16_t idx, uint16_t 
     return 40 + payload;
 }
 
-static enum rc_wire_error data_why(size_t len) { return rc_wire_check_data(guarded(msg, len), len, NULL); }
+static enum rci_wire_error data_why(size_t len) { return rci_wire_check_data(guarded(msg, len), len, NULL); }
 
 static void test_data_fields(void)
 {
     size_t len = make_data();
-    struct rc_wire_data d;
-    CU_ASSERT_EQUAL(rc_wire_check_data(guarded(msg, len), len, &d), RC_WIRE_OK);
+    struct rci_wire_data d;
+    CU_ASSERT_EQUAL(rci_wire_check_data(guarded(msg, len), len, &d), RCI_WIRE_OK);
     CU_ASSERT_EQUAL(d.tag, 42);
     CU_ASSERT_EQUAL(d.flags, 3);
     CU_ASSERT_EQUAL(d.chunk_len, 1000);
@@ -361,44 +361,44 @@ static void test_data_fields(void)
     CU_ASSERT_EQUAL(d.frag_count, 10);
     CU_ASSERT_EQUAL(d.seq, 0);
     CU_ASSERT_EQUAL(msg[40 + 99], 99);
-    rc_wire_set_stream_seq(msg, 0xfedcba98u);
-    CU_ASSERT_EQUAL(rc_wire_check_data(guarded(msg, len), len, &d), RC_WIRE_OK);
+    rci_wire_set_stream_seq(msg, 0xfedcba98u);
+    CU_ASSERT_EQUAL(rci_wire_check_data(guarded(msg, len), len, &d), RCI_WIRE_OK);
     CU_ASSERT_EQUAL(d.seq, 0xfedcba98u);
-    CU_ASSERT_EQUAL(rc_wire_stream_seq(msg), 0xfedcba98u);
+    CU_ASSERT_EQUAL(rci_wire_stream_seq(msg), 0xfedcba98u);
     CU_ASSERT_EQUAL(msg[32], 0x98);                   /* little-endian at offset 32 */
     CU_ASSERT_EQUAL(d.frag_count, 10);                /* stamping touched nothing else */
     put32(msg, 36, 1);                                /* reserved */
-    CU_ASSERT_EQUAL(data_why(len), RC_WIRE_BAD_FIELD);
+    CU_ASSERT_EQUAL(data_why(len), RCI_WIRE_BAD_FIELD);
 
-    CU_ASSERT_EQUAL(data_why(raw_data(100, 0, 0, 1, 100)), RC_WIRE_OK);   /* whole chunk */
-    CU_ASSERT_EQUAL(data_why(raw_data(0, 0, 0, 1, 0)), RC_WIRE_OK);       /* empty chunk */
-    CU_ASSERT_EQUAL(data_why(raw_data(100, 60, 1, 2, 40)), RC_WIRE_OK);   /* last fragment */
-    CU_ASSERT_EQUAL(data_why(raw_data(100, 0, 0, 0, 100)), RC_WIRE_BAD_FIELD);  /* count 0 */
-    CU_ASSERT_EQUAL(data_why(raw_data(100, 0, 2, 2, 50)), RC_WIRE_BAD_FIELD);   /* index = count */
-    CU_ASSERT_EQUAL(data_why(raw_data(100, 0, 0, 1, 99)), RC_WIRE_BAD_FIELD);   /* short whole */
-    CU_ASSERT_EQUAL(data_why(raw_data(100, 0, 0, 1, 101)), RC_WIRE_BAD_FIELD);  /* past chunk */
-    CU_ASSERT_EQUAL(data_why(raw_data(100, 10, 0, 3, 10)), RC_WIRE_BAD_FIELD);  /* first not at 0 */
-    CU_ASSERT_EQUAL(data_why(raw_data(100, 50, 2, 3, 40)), RC_WIRE_BAD_FIELD);  /* last short */
-    CU_ASSERT_EQUAL(data_why(raw_data(100, 90, 1, 3, 20)), RC_WIRE_BAD_FIELD);  /* past end */
-    CU_ASSERT_EQUAL(data_why(raw_data(100, 50, 1, 3, 0)), RC_WIRE_BAD_FIELD);   /* empty frag */
-    CU_ASSERT_EQUAL(data_why(raw_data(UINT32_MAX, UINT32_MAX, 1, 3, 8)), RC_WIRE_BAD_FIELD);
-    CU_ASSERT_EQUAL(data_why(raw_data(UINT32_MAX, UINT32_MAX - 8, 1, 3, 8)), RC_WIRE_OK);
+    CU_ASSERT_EQUAL(data_why(raw_data(100, 0, 0, 1, 100)), RCI_WIRE_OK);   /* whole chunk */
+    CU_ASSERT_EQUAL(data_why(raw_data(0, 0, 0, 1, 0)), RCI_WIRE_OK);       /* empty chunk */
+    CU_ASSERT_EQUAL(data_why(raw_data(100, 60, 1, 2, 40)), RCI_WIRE_OK);   /* last fragment */
+    CU_ASSERT_EQUAL(data_why(raw_data(100, 0, 0, 0, 100)), RCI_WIRE_BAD_FIELD);  /* count 0 */
+    CU_ASSERT_EQUAL(data_why(raw_data(100, 0, 2, 2, 50)), RCI_WIRE_BAD_FIELD);   /* index = count */
+    CU_ASSERT_EQUAL(data_why(raw_data(100, 0, 0, 1, 99)), RCI_WIRE_BAD_FIELD);   /* short whole */
+    CU_ASSERT_EQUAL(data_why(raw_data(100, 0, 0, 1, 101)), RCI_WIRE_BAD_FIELD);  /* past chunk */
+    CU_ASSERT_EQUAL(data_why(raw_data(100, 10, 0, 3, 10)), RCI_WIRE_BAD_FIELD);  /* first not at 0 */
+    CU_ASSERT_EQUAL(data_why(raw_data(100, 50, 2, 3, 40)), RCI_WIRE_BAD_FIELD);  /* last short */
+    CU_ASSERT_EQUAL(data_why(raw_data(100, 90, 1, 3, 20)), RCI_WIRE_BAD_FIELD);  /* past end */
+    CU_ASSERT_EQUAL(data_why(raw_data(100, 50, 1, 3, 0)), RCI_WIRE_BAD_FIELD);   /* empty frag */
+    CU_ASSERT_EQUAL(data_why(raw_data(UINT32_MAX, UINT32_MAX, 1, 3, 8)), RCI_WIRE_BAD_FIELD);
+    CU_ASSERT_EQUAL(data_why(raw_data(UINT32_MAX, UINT32_MAX - 8, 1, 3, 8)), RCI_WIRE_OK);
 }
 
 static void test_page_fields_and_walk(void)
 {
     size_t len = make_page();
-    struct rc_wire_page pg;
-    CU_ASSERT_EQUAL(rc_wire_check_page(guarded(msg, len), len, &pg), RC_WIRE_OK);
+    struct rci_wire_page pg;
+    CU_ASSERT_EQUAL(rci_wire_check_page(guarded(msg, len), len, &pg), RCI_WIRE_OK);
     CU_ASSERT_EQUAL(pg.records, 4);
-    CU_ASSERT_EQUAL(len, rc_wire_page_length(msg));
+    CU_ASSERT_EQUAL(len, rci_wire_page_length(msg));
     CU_ASSERT_EQUAL(len, 16 + (16 + 8) + (16 + 8) + 16 + (16 + 16));
     const uint8_t *g = guarded(msg, len);
     size_t pos = 0;
-    struct rc_wire_record_view rec;
+    struct rci_wire_record_view rec;
     const uint32_t want_len[4] = {5, 8, 0, 13};
     int n = 0;
-    while (rc_wire_page_next(g, len, &pos, &rec)) {
+    while (rci_wire_page_next(g, len, &pos, &rec)) {
         CU_ASSERT_EQUAL(rec.tag, (uint64_t)n + 1);
         CU_ASSERT_EQUAL(rec.len, want_len[n]);
         CU_ASSERT_EQUAL(memcmp(rec.payload, "hello, page!", rec.len), 0);
@@ -408,73 +408,73 @@ static void test_page_fields_and_walk(void)
 
     make_page();
     put32(msg, 8, 0);                     /* no records */
-    CU_ASSERT_EQUAL(rc_wire_check_page(guarded(msg, len), len, NULL), RC_WIRE_BAD_FIELD);
+    CU_ASSERT_EQUAL(rci_wire_check_page(guarded(msg, len), len, NULL), RCI_WIRE_BAD_FIELD);
     make_page();
-    CU_ASSERT_EQUAL(rc_wire_stream_seq(msg), 0);
-    rc_wire_set_stream_seq(msg, 7);       /* the sequence number sits at offset 12 */
+    CU_ASSERT_EQUAL(rci_wire_stream_seq(msg), 0);
+    rci_wire_set_stream_seq(msg, 7);       /* the sequence number sits at offset 12 */
     CU_ASSERT_EQUAL(msg[12], 7);
-    CU_ASSERT_EQUAL(rc_wire_check_page(guarded(msg, len), len, &pg), RC_WIRE_OK);
+    CU_ASSERT_EQUAL(rci_wire_check_page(guarded(msg, len), len, &pg), RCI_WIRE_OK);
     CU_ASSERT_EQUAL(pg.seq, 7);
     CU_ASSERT_EQUAL(pg.records, 4);
     make_page();
     put32(msg, 8, 5);                     /* more records than present */
-    CU_ASSERT_EQUAL(rc_wire_check_page(guarded(msg, len), len, NULL), RC_WIRE_BAD_LENGTH);
+    CU_ASSERT_EQUAL(rci_wire_check_page(guarded(msg, len), len, NULL), RCI_WIRE_BAD_LENGTH);
     make_page();
     put32(msg, 8, UINT32_MAX);
-    CU_ASSERT_EQUAL(rc_wire_check_page(guarded(msg, len), len, NULL), RC_WIRE_BAD_LENGTH);
+    CU_ASSERT_EQUAL(rci_wire_check_page(guarded(msg, len), len, NULL), RCI_WIRE_BAD_LENGTH);
     make_page();
     put32(msg, 8, 3);                     /* fewer: the last record is trailing garbage */
-    CU_ASSERT_EQUAL(rc_wire_check_page(guarded(msg, len), len, NULL), RC_WIRE_BAD_LENGTH);
+    CU_ASSERT_EQUAL(rci_wire_check_page(guarded(msg, len), len, NULL), RCI_WIRE_BAD_LENGTH);
     make_page();
     put32(msg, 16 + 12, 9);               /* record 0 len 5 -> 9: padding moves, lengths break */
-    CU_ASSERT_NOT_EQUAL(rc_wire_check_page(guarded(msg, len), len, NULL), RC_WIRE_OK);
+    CU_ASSERT_NOT_EQUAL(rci_wire_check_page(guarded(msg, len), len, NULL), RCI_WIRE_OK);
     make_page();
     put32(msg, 16 + 12, 1u << 31);        /* record length far past the end */
-    CU_ASSERT_EQUAL(rc_wire_check_page(guarded(msg, len), len, NULL), RC_WIRE_BAD_LENGTH);
+    CU_ASSERT_EQUAL(rci_wire_check_page(guarded(msg, len), len, NULL), RCI_WIRE_BAD_LENGTH);
     make_page();
     put32(msg, 16 + 12, UINT32_MAX);      /* padding arithmetic must not wrap */
-    CU_ASSERT_EQUAL(rc_wire_check_page(guarded(msg, len), len, NULL), RC_WIRE_BAD_LENGTH);
+    CU_ASSERT_EQUAL(rci_wire_check_page(guarded(msg, len), len, NULL), RCI_WIRE_BAD_LENGTH);
     make_page();
     msg[16 + 16 + 6] = 1;                 /* a padding byte of record 0 */
-    CU_ASSERT_EQUAL(rc_wire_check_page(guarded(msg, len), len, NULL), RC_WIRE_BAD_FIELD);
+    CU_ASSERT_EQUAL(rci_wire_check_page(guarded(msg, len), len, NULL), RCI_WIRE_BAD_FIELD);
 
     /* Appending stops cleanly when full; the page stays valid. */
     uint8_t small[64];
-    CU_ASSERT_EQUAL(rc_wire_page_init(small, sizeof small), 16);
-    CU_ASSERT_EQUAL(rc_wire_page_append(small, sizeof small, 7, 0, "abcdefgh", 8), 40);
-    CU_ASSERT_EQUAL(rc_wire_page_append(small, sizeof small, 8, 0, "abcdefghi", 9), -ENOSPC);
-    CU_ASSERT_EQUAL(rc_wire_check_page(guarded(small, 40), 40, NULL), RC_WIRE_OK);
+    CU_ASSERT_EQUAL(rci_wire_page_init(small, sizeof small), 16);
+    CU_ASSERT_EQUAL(rci_wire_page_append(small, sizeof small, 7, 0, "abcdefgh", 8), 40);
+    CU_ASSERT_EQUAL(rci_wire_page_append(small, sizeof small, 8, 0, "abcdefghi", 9), -ENOSPC);
+    CU_ASSERT_EQUAL(rci_wire_check_page(guarded(small, 40), 40, NULL), RCI_WIRE_OK);
 }
 
 static void test_heartbeat_and_bye_fields(void)
 {
     size_t len = make_heartbeat();
-    struct rc_wire_heartbeat h;
-    CU_ASSERT_EQUAL(rc_wire_check_heartbeat(guarded(msg, len), len, &h), RC_WIRE_OK);
+    struct rci_wire_heartbeat h;
+    CU_ASSERT_EQUAL(rci_wire_check_heartbeat(guarded(msg, len), len, &h), RCI_WIRE_OK);
     CU_ASSERT_EQUAL(h.sent_ns, 123456789);
-    len = (size_t)rc_wire_build_bye(msg, sizeof msg, RC_BYE_PROTOCOL);
-    struct rc_wire_bye b;
-    CU_ASSERT_EQUAL(rc_wire_check_bye(guarded(msg, len), len, &b), RC_WIRE_OK);
-    CU_ASSERT_EQUAL(b.reason, RC_BYE_PROTOCOL);
-    put32(msg, 8, RC_BYE_PROTOCOL + 1);
-    CU_ASSERT_EQUAL(rc_wire_check_bye(guarded(msg, len), len, NULL), RC_WIRE_BAD_FIELD);
+    len = (size_t)rci_wire_build_bye(msg, sizeof msg, RCI_BYE_PROTOCOL);
+    struct rci_wire_bye b;
+    CU_ASSERT_EQUAL(rci_wire_check_bye(guarded(msg, len), len, &b), RCI_WIRE_OK);
+    CU_ASSERT_EQUAL(b.reason, RCI_BYE_PROTOCOL);
+    put32(msg, 8, RCI_BYE_PROTOCOL + 1);
+    CU_ASSERT_EQUAL(rci_wire_check_bye(guarded(msg, len), len, NULL), RCI_WIRE_BAD_FIELD);
     put32(msg, 8, 0);
     put32(msg, 12, 5);
-    CU_ASSERT_EQUAL(rc_wire_check_bye(guarded(msg, len), len, NULL), RC_WIRE_BAD_FIELD);
+    CU_ASSERT_EQUAL(rci_wire_check_bye(guarded(msg, len), len, NULL), RCI_WIRE_BAD_FIELD);
     /* BYE(refused) says why; a cause this build does not know is still valid. */
-    len = (size_t)rc_wire_build_bye_refused(msg, sizeof msg, RC_REFUSED_RX_BUFFER);
-    CU_ASSERT_EQUAL(rc_wire_check_bye(guarded(msg, len), len, &b), RC_WIRE_OK);
-    CU_ASSERT_EQUAL(b.reason, RC_BYE_REFUSED);
-    CU_ASSERT_EQUAL(b.detail, RC_REFUSED_RX_BUFFER);
+    len = (size_t)rci_wire_build_bye_refused(msg, sizeof msg, RCI_REFUSED_RX_BUFFER);
+    CU_ASSERT_EQUAL(rci_wire_check_bye(guarded(msg, len), len, &b), RCI_WIRE_OK);
+    CU_ASSERT_EQUAL(b.reason, RCI_BYE_REFUSED);
+    CU_ASSERT_EQUAL(b.detail, RCI_REFUSED_RX_BUFFER);
     put32(msg, 12, 99);
-    CU_ASSERT_EQUAL(rc_wire_check_bye(guarded(msg, len), len, &b), RC_WIRE_OK);
+    CU_ASSERT_EQUAL(rci_wire_check_bye(guarded(msg, len), len, &b), RCI_WIRE_OK);
     char code[24];
-    CU_ASSERT_STRING_EQUAL(rc_wire_refusal_name(b.detail, code, sizeof code), "cause 99");
-    CU_ASSERT_STRING_EQUAL(rc_wire_refusal_name(RC_REFUSED_ALLOW_LIST, code, sizeof code),
+    CU_ASSERT_STRING_EQUAL(rci_wire_refusal_name(b.detail, code, sizeof code), "cause 99");
+    CU_ASSERT_STRING_EQUAL(rci_wire_refusal_name(RCI_REFUSED_ALLOW_LIST, code, sizeof code),
                            "address not in [fabric] allow");
-    put32(msg, 12, RC_REFUSED_MAX_DETAIL + 1);
-    CU_ASSERT_EQUAL(rc_wire_check_bye(guarded(msg, len), len, NULL), RC_WIRE_BAD_FIELD);
-    CU_ASSERT_EQUAL(rc_wire_build_bye_refused(msg, sizeof msg, (enum rc_refusal)0x10000), -EINVAL);
+    put32(msg, 12, RCI_REFUSED_MAX_DETAIL + 1);
+    CU_ASSERT_EQUAL(rci_wire_check_bye(guarded(msg, len), len, NULL), RCI_WIRE_BAD_FIELD);
+    CU_ASSERT_EQUAL(rci_wire_build_bye_refused(msg, sizeof msg, (enum rci_refusal)0x10000), -EINVAL);
 }
 
 /* ---- tests: encoders, negotiation, names -------------------------------- */
@@ -482,35 +482,35 @@ static void test_heartbeat_and_bye_fields(void)
 static void test_encoder_limits(void)
 {
     uint8_t b[16];
-    uint8_t addr[RC_WIRE_MAX_ADDR + 1] = {0};
-    CU_ASSERT_EQUAL(rc_wire_build_hello(b, 23, 1, 4096, NULL, 0), -ENOSPC);
-    CU_ASSERT_EQUAL(rc_wire_build_hello(msg, sizeof msg, 1, 4096, addr, RC_WIRE_MAX_ADDR + 1), -EINVAL);
-    CU_ASSERT_EQUAL(rc_wire_build_hello(msg, sizeof msg, 1, RC_WIRE_MIN_RX_BUFFER - 1, NULL, 0), -EINVAL);
-    CU_ASSERT_EQUAL(rc_wire_build_hello(msg, sizeof msg, 1, 4096, NULL, 4), -EINVAL);
-    CU_ASSERT_EQUAL(rc_wire_build_hello(msg, sizeof msg, 1, 4096, addr, RC_WIRE_MAX_ADDR),
-                    24 + RC_WIRE_MAX_ADDR);
-    CU_ASSERT_EQUAL(rc_wire_build_welcome(b, sizeof b, 1, 1, 1), -ENOSPC);
-    CU_ASSERT_EQUAL(rc_wire_build_welcome(msg, sizeof msg, 1, 0, 1), -EINVAL);
-    struct rc_wire_range bad = {5, 4}, good = {4, 5};
-    CU_ASSERT_EQUAL(rc_wire_build_sub(msg, sizeof msg, RC_MSG_SUBSCRIBE, 1, &bad, 1), -EINVAL);
-    CU_ASSERT_EQUAL(rc_wire_build_sub(msg, sizeof msg, RC_MSG_SUBSCRIBE, 1, &good, 0), -EINVAL);
-    CU_ASSERT_EQUAL(rc_wire_build_sub(msg, sizeof msg, RC_MSG_DATA, 1, &good, 1), -EINVAL);
-    CU_ASSERT_EQUAL(rc_wire_build_sub(b, sizeof b, RC_MSG_SUBSCRIBE, 1, &good, 1), -ENOSPC);
-    CU_ASSERT_EQUAL(rc_wire_build_sub_ack(b, 15, 1, RC_SUB_OK), -ENOSPC);
-    CU_ASSERT_EQUAL(rc_wire_build_sub_ack(b, sizeof b, 1, (enum rc_sub_status)9), -EINVAL);
-    CU_ASSERT_EQUAL(rc_wire_build_data_hdr(b, sizeof b, 1, 0, 10, 0, 0, 1, 10), -ENOSPC);
-    CU_ASSERT_EQUAL(rc_wire_build_data_hdr(msg, sizeof msg, 1, 0, 10, 0, 0, 1, 9), -EINVAL);
-    CU_ASSERT_EQUAL(rc_wire_build_data_hdr(msg, sizeof msg, 1, 0, 10, 0, 1, 1, 10), -EINVAL);
-    CU_ASSERT_EQUAL(rc_wire_build_heartbeat(b, 15, 0), -ENOSPC);
-    CU_ASSERT_EQUAL(rc_wire_build_bye(b, 15, RC_BYE_NORMAL), -ENOSPC);
-    CU_ASSERT_EQUAL(rc_wire_build_bye(b, sizeof b, (enum rc_bye_reason)3), -EINVAL);
-    CU_ASSERT_EQUAL(rc_wire_page_init(b, 15), -ENOSPC);
+    uint8_t addr[RCI_WIRE_MAX_ADDR + 1] = {0};
+    CU_ASSERT_EQUAL(rci_wire_build_hello(b, 23, 1, 4096, NULL, 0), -ENOSPC);
+    CU_ASSERT_EQUAL(rci_wire_build_hello(msg, sizeof msg, 1, 4096, addr, RCI_WIRE_MAX_ADDR + 1), -EINVAL);
+    CU_ASSERT_EQUAL(rci_wire_build_hello(msg, sizeof msg, 1, RCI_WIRE_MIN_RX_BUFFER - 1, NULL, 0), -EINVAL);
+    CU_ASSERT_EQUAL(rci_wire_build_hello(msg, sizeof msg, 1, 4096, NULL, 4), -EINVAL);
+    CU_ASSERT_EQUAL(rci_wire_build_hello(msg, sizeof msg, 1, 4096, addr, RCI_WIRE_MAX_ADDR),
+                    24 + RCI_WIRE_MAX_ADDR);
+    CU_ASSERT_EQUAL(rci_wire_build_welcome(b, sizeof b, 1, 1, 1), -ENOSPC);
+    CU_ASSERT_EQUAL(rci_wire_build_welcome(msg, sizeof msg, 1, 0, 1), -EINVAL);
+    struct rci_wire_range bad = {5, 4}, good = {4, 5};
+    CU_ASSERT_EQUAL(rci_wire_build_sub(msg, sizeof msg, RCI_MSG_SUBSCRIBE, 1, &bad, 1), -EINVAL);
+    CU_ASSERT_EQUAL(rci_wire_build_sub(msg, sizeof msg, RCI_MSG_SUBSCRIBE, 1, &good, 0), -EINVAL);
+    CU_ASSERT_EQUAL(rci_wire_build_sub(msg, sizeof msg, RCI_MSG_DATA, 1, &good, 1), -EINVAL);
+    CU_ASSERT_EQUAL(rci_wire_build_sub(b, sizeof b, RCI_MSG_SUBSCRIBE, 1, &good, 1), -ENOSPC);
+    CU_ASSERT_EQUAL(rci_wire_build_sub_ack(b, 15, 1, RCI_SUB_OK), -ENOSPC);
+    CU_ASSERT_EQUAL(rci_wire_build_sub_ack(b, sizeof b, 1, (enum rci_sub_status)9), -EINVAL);
+    CU_ASSERT_EQUAL(rci_wire_build_data_hdr(b, sizeof b, 1, 0, 10, 0, 0, 1, 10), -ENOSPC);
+    CU_ASSERT_EQUAL(rci_wire_build_data_hdr(msg, sizeof msg, 1, 0, 10, 0, 0, 1, 9), -EINVAL);
+    CU_ASSERT_EQUAL(rci_wire_build_data_hdr(msg, sizeof msg, 1, 0, 10, 0, 1, 1, 10), -EINVAL);
+    CU_ASSERT_EQUAL(rci_wire_build_heartbeat(b, 15, 0), -ENOSPC);
+    CU_ASSERT_EQUAL(rci_wire_build_bye(b, 15, RCI_BYE_NORMAL), -ENOSPC);
+    CU_ASSERT_EQUAL(rci_wire_build_bye(b, sizeof b, (enum rci_bye_reason)3), -EINVAL);
+    CU_ASSERT_EQUAL(rci_wire_page_init(b, 15), -ENOSPC);
 }
 
 static void test_byte_order_is_little_endian(void)
 {
-    rc_wire_build_heartbeat(msg, sizeof msg, 0x0102030405060708ull);
-    const uint8_t want[16] = {0x43, 0x52, RC_WIRE_VERSION, RC_MSG_HEARTBEAT, 16, 0, 0, 0,
+    rci_wire_build_heartbeat(msg, sizeof msg, 0x0102030405060708ull);
+    const uint8_t want[16] = {0x43, 0x52, RCI_WIRE_VERSION, RCI_MSG_HEARTBEAT, 16, 0, 0, 0,
                               8, 7, 6, 5, 4, 3, 2, 1};
     CU_ASSERT_EQUAL(memcmp(msg, want, sizeof want), 0);
 }
@@ -518,22 +518,22 @@ static void test_byte_order_is_little_endian(void)
 static void test_negotiate(void)
 {
     /* Version 2 only: a version-1 peer (no stream sequence numbers) is refused. */
-    CU_ASSERT_EQUAL(rc_wire_negotiate(1, 1), 0);
-    CU_ASSERT_EQUAL(rc_wire_negotiate(1, 2), 2);
-    CU_ASSERT_EQUAL(rc_wire_negotiate(1, 5), RC_WIRE_VERSION);
-    CU_ASSERT_EQUAL(rc_wire_negotiate(2, 5), 2);
-    CU_ASSERT_EQUAL(rc_wire_negotiate(3, 5), 0);
-    CU_ASSERT_EQUAL(rc_wire_negotiate(0, 0), 0);
-    CU_ASSERT_EQUAL(rc_wire_negotiate(3, 1), 0);
+    CU_ASSERT_EQUAL(rci_wire_negotiate(1, 1), 0);
+    CU_ASSERT_EQUAL(rci_wire_negotiate(1, 2), 2);
+    CU_ASSERT_EQUAL(rci_wire_negotiate(1, 5), RCI_WIRE_VERSION);
+    CU_ASSERT_EQUAL(rci_wire_negotiate(2, 5), 2);
+    CU_ASSERT_EQUAL(rci_wire_negotiate(3, 5), 0);
+    CU_ASSERT_EQUAL(rci_wire_negotiate(0, 0), 0);
+    CU_ASSERT_EQUAL(rci_wire_negotiate(3, 1), 0);
 }
 
 static void test_error_names(void)
 {
-    CU_ASSERT_STRING_EQUAL(rc_wire_error_name(RC_WIRE_OK), "ok");
-    CU_ASSERT_STRING_EQUAL(rc_wire_error_name(RC_WIRE_BAD_FIELD), "bad_field");
-    CU_ASSERT_STRING_EQUAL(rc_wire_error_name(RC_WIRE_ERROR_KINDS), "unknown");
-    for (int e = 0; e < RC_WIRE_ERROR_KINDS; e++)
-        CU_ASSERT_STRING_NOT_EQUAL(rc_wire_error_name((enum rc_wire_error)e), "unknown");
+    CU_ASSERT_STRING_EQUAL(rci_wire_error_name(RCI_WIRE_OK), "ok");
+    CU_ASSERT_STRING_EQUAL(rci_wire_error_name(RCI_WIRE_BAD_FIELD), "bad_field");
+    CU_ASSERT_STRING_EQUAL(rci_wire_error_name(RCI_WIRE_ERROR_KINDS), "unknown");
+    for (int e = 0; e < RCI_WIRE_ERROR_KINDS; e++)
+        CU_ASSERT_STRING_NOT_EQUAL(rci_wire_error_name((enum rci_wire_error)e), "unknown");
 }
 
 /* ---- tests: garbage ----------------------------------------------------- */
@@ -548,13 +548,13 @@ static uint64_t rng(void)
 }
 
 /* An accepted message must be self-consistent: its header says its size. */
-static void assert_accepted_is_sane(const uint8_t *m, size_t len, int type, enum rc_wire_dir dir)
+static void assert_accepted_is_sane(const uint8_t *m, size_t len, int type, enum rci_wire_dir dir)
 {
     uint32_t hlen;
     memcpy(&hlen, m + 4, 4);
     CU_ASSERT_EQUAL(le32toh(hlen), len);
     CU_ASSERT_EQUAL(m[3], type);
-    CU_ASSERT(type >= 1 && type <= RC_MSG_TYPE_MAX);
+    CU_ASSERT(type >= 1 && type <= RCI_MSG_TYPE_MAX);
     (void)dir;
 }
 
@@ -570,16 +570,16 @@ static void test_random_garbage(void)
             buf[i] = (uint8_t)rng();
         if ((n & 1) && len >= 8) {
             buf[0] = 0x43; buf[1] = 0x52;
-            buf[2] = (uint8_t)(rng() % 4 ? RC_WIRE_VERSION : rng());
-            buf[3] = (uint8_t)(1 + rng() % RC_MSG_TYPE_MAX);
+            buf[2] = (uint8_t)(rng() % 4 ? RCI_WIRE_VERSION : rng());
+            buf[3] = (uint8_t)(1 + rng() % RCI_MSG_TYPE_MAX);
             set_len(buf, (uint32_t)len);
         }
-        enum rc_wire_dir dir = (enum rc_wire_dir)(n >> 1 & 1);
-        enum rc_wire_error why;
+        enum rci_wire_dir dir = (enum rci_wire_dir)(n >> 1 & 1);
+        enum rci_wire_error why;
         const uint8_t *g = guarded(buf, len);
-        int type = rc_wire_check(g, len, dir, &why);
-        CU_ASSERT((type == 0) == (why != RC_WIRE_OK));
-        CU_ASSERT((unsigned)why < RC_WIRE_ERROR_KINDS);
+        int type = rci_wire_check(g, len, dir, &why);
+        CU_ASSERT((type == 0) == (why != RCI_WIRE_OK));
+        CU_ASSERT((unsigned)why < RCI_WIRE_ERROR_KINDS);
         if (type > 0) {
             accepted++;
             assert_accepted_is_sane(g, len, type, dir);
@@ -601,14 +601,14 @@ static void test_mutated_messages(void)
         int flips = 1 + (int)(rng() % 3);
         for (int i = 0; i < flips; i++)
             copy[rng() % len] ^= (uint8_t)(1u << (rng() % 8));
-        enum rc_wire_error why;
+        enum rci_wire_error why;
         const uint8_t *g = guarded(copy, len);
-        int type = rc_wire_check(g, len, f->dir, &why);
+        int type = rci_wire_check(g, len, f->dir, &why);
         if (type > 0)
             assert_accepted_is_sane(g, len, type, f->dir);
         size_t pos = 0;
-        struct rc_wire_record_view rec;
-        while (type == RC_MSG_PAGE && rc_wire_page_next(g, len, &pos, &rec)) {
+        struct rci_wire_record_view rec;
+        while (type == RCI_MSG_PAGE && rci_wire_page_next(g, len, &pos, &rec)) {
             CU_ASSERT(rec.payload + rec.len <= g + len);
         }
     }
@@ -620,7 +620,7 @@ static void register_tests(void)
         fprintf(stderr, "cannot map the guard page\n");
         exit(2);
     }
-    RC_SUITE("wire",
+    RCI_SUITE("wire",
              {"every fixture is valid", test_every_fixture_is_valid},
              {"direction is enforced", test_direction_is_enforced},
              {"header errors for every type", test_header_errors_every_type},
@@ -641,4 +641,4 @@ static void register_tests(void)
              {"mutated messages", test_mutated_messages});
 }
 
-RC_CUNIT_MAIN(register_tests)
+RCI_CUNIT_MAIN(register_tests)

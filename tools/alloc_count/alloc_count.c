@@ -2,13 +2,13 @@
 /* alloc_count.c — an LD_PRELOAD shim that counts heap allocations, for
  * ringcast-bench's hot-path hygiene figures (mallocs per chunk).
  *
- *   RC_ALLOC_COUNT_FILE=/tmp/counts LD_PRELOAD=build/lib/librc_alloc_count.so prog
+ *   RCI_ALLOC_COUNT_FILE=/tmp/counts LD_PRELOAD=build/lib/librc_alloc_count.so prog
  *
  * Every call of malloc, calloc, realloc, reallocarray, aligned_alloc,
  * posix_memalign, memalign, valloc and pvalloc in the process (every thread, every library)
  * is counted, then served by glibc's own allocator (the __libc_* entry
  * points, so no dlsym and no recursion while the loader itself allocates).
- * At exit the totals are written to the file named by RC_ALLOC_COUNT_FILE as
+ * At exit the totals are written to the file named by RCI_ALLOC_COUNT_FILE as
  * one line "allocations N frees M" (nothing is written without the variable).
  * Counters are relaxed atomics: a counted call costs one uncontended
  * increment.
@@ -116,7 +116,7 @@ void free(void *p)
 /* write(2) and a stack buffer: nothing here may allocate while counting ends. */
 __attribute__((destructor)) static void write_counts(void)
 {
-    const char *path = getenv("RC_ALLOC_COUNT_FILE");
+    const char *path = getenv("RCI_ALLOC_COUNT_FILE");
     if (!path || !*path)
         return;
     char line[96];
