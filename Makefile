@@ -168,6 +168,7 @@ bench: deps
 # Not in CI: 10 minutes at full rate (tests/soak.sh; SOAK_SECONDS to change).
 soak: deps
 	@$(MAKE) --no-print-directory -j$(NPROC) all
+	@./tests/loaded-rxm.sh $(BUILD)
 	@./tests/soak.sh $(BUILD)
 
 # pc_file NAME,LIBS.PRIVATE: deploy/pkgconfig/NAME.pc.in with this install's
