@@ -119,6 +119,7 @@ static int dir_announce(struct rci_disc *d, const struct rci_disc_entry *e, size
     for (size_t i = 0; i < n; i++) {
         struct rci_disc_entry fresh = e[i];
         fresh.refreshed_ms = now;
+        fresh.ttl_ms = d->p.ttl_ns / 1000000u;
         char name[128], path[512], tmp[512];
         rci_disc_entry_name(&fresh, name, sizeof name);
         snprintf(path, sizeof path, "%s/%s.json", d->path, name);
@@ -191,7 +192,7 @@ static int dir_list(struct rci_disc *d, struct rci_disc_entry *out, size_t max, 
         rci_set_err(err, errlen, "discovery directory %s: %s", d->path, strerror(errno));
         return -errno;
     }
-    uint64_t ttl_ms = d->p.ttl_ns / 1000000u, now = rci_disc_wall_ms();
+    uint64_t now = rci_disc_wall_ms();
     char *buf = malloc(RCI_DISC_ENTRY_MAX + 1);
     if (!buf) {
         closedir(dir);
@@ -209,7 +210,7 @@ static int dir_list(struct rci_disc *d, struct rci_disc_entry *out, size_t max, 
         }
         char where[300];
         snprintf(where, sizeof where, "%s/%s", d->path, de->d_name);
-        rci_disc_take(buf, len, where, out, max, n, st, now > ttl_ms ? now - ttl_ms : 0, true);
+        rci_disc_take(buf, len, where, out, max, n, st, now, true);
     }
     free(buf);
     closedir(dir);
@@ -228,7 +229,7 @@ static bool dead_local_pid(const struct rci_disc_entry *e)
 }
 
 void rci_disc_take(const char *text, size_t len, const char *where, struct rci_disc_entry *out, size_t max,
-                   size_t *n, struct rci_disc_list_stats *st, uint64_t stale_before_ms, bool check_pid)
+                   size_t *n, struct rci_disc_list_stats *st, uint64_t now_ms, bool check_pid)
 {
     (void)where;
     struct rci_disc_entry e;
@@ -242,7 +243,7 @@ void rci_disc_take(const char *text, size_t len, const char *where, struct rci_d
         st->malformed++;
         return;
     }
-    if ((stale_before_ms && e.refreshed_ms < stale_before_ms) || (check_pid && dead_local_pid(&e))) {
+    if ((now_ms && e.refreshed_ms + e.ttl_ms < now_ms) || (check_pid && dead_local_pid(&e))) {
         st->stale++;
         return;
     }

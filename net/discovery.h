@@ -31,6 +31,7 @@ struct rci_disc_entry {
     int64_t pid;
     uint64_t start_time_ms; /* wall clock, ms since the epoch */
     uint64_t refreshed_ms;  /* dir backend: last refresh (wall clock) */
+    uint64_t ttl_ms;        /* the announcer's ttl: stale when not refreshed within it */
     unsigned thread, threads; /* publisher thread index, and how many the daemon runs */
     char host[128];         /* address subscribers connect to */
     uint16_t port;

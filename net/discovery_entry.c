@@ -40,10 +40,10 @@ char *rci_disc_entry_to_json(const struct rci_disc_entry *e)
     json_t *tags = json_array();
     for (unsigned i = 0; tags && i < e->nranges; i++)
         json_array_append_new(tags, json_pack("[oo]", tag_json(e->first[i]), tag_json(e->last[i])));
-    json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:i, s:i, s:s, s:i, s:s, s:s, s:s, s:o}",
+    json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:i, s:i, s:s, s:i, s:s, s:s, s:s, s:o}",
                           "format", RCI_DISC_FORMAT, "daemon_id", e->daemon_id, "hostname", e->hostname,
                           "pid", (json_int_t)e->pid, "start_time_ms", (json_int_t)e->start_time_ms,
-                          "refreshed_ms", (json_int_t)e->refreshed_ms, "thread", (int)e->thread,
+                          "refreshed_ms", (json_int_t)e->refreshed_ms, "ttl_ms", (json_int_t)e->ttl_ms, "thread", (int)e->thread,
                           "threads", (int)e->threads, "host", e->host, "port", (int)e->port,
                           "provider", e->provider, "endpoint", e->endpoint, "deliveries", e->deliveries,
                           "tags", tags);
@@ -118,12 +118,13 @@ static int get_tags(json_t *o, struct rci_disc_entry *e, char *why, size_t whyle
 
 static int entry_fields(json_t *o, struct rci_disc_entry *e, char *why, size_t whylen)
 {
-    json_int_t pid, start, refreshed, thread, threads, port;
+    json_int_t pid, start, refreshed, ttl, thread, threads, port;
     int rc = get_string(o, "daemon_id", e->daemon_id, sizeof e->daemon_id, false, why, whylen);
     if (!rc) rc = get_string(o, "hostname", e->hostname, sizeof e->hostname, false, why, whylen);
     if (!rc) rc = get_int(o, "pid", 1, INT32_MAX, &pid, why, whylen);
     if (!rc) rc = get_int(o, "start_time_ms", 0, INT64_MAX, &start, why, whylen);
     if (!rc) rc = get_int(o, "refreshed_ms", 0, INT64_MAX, &refreshed, why, whylen);
+    if (!rc) rc = get_int(o, "ttl_ms", 1000, 3600000, &ttl, why, whylen);
     if (!rc) rc = get_int(o, "threads", 1, 1024, &threads, why, whylen);
     if (!rc) rc = get_int(o, "thread", 0, threads - 1, &thread, why, whylen);
     if (!rc) rc = get_string(o, "host", e->host, sizeof e->host, false, why, whylen);
@@ -141,6 +142,7 @@ static int entry_fields(json_t *o, struct rci_disc_entry *e, char *why, size_t w
     e->pid = pid;
     e->start_time_ms = (uint64_t)start;
     e->refreshed_ms = (uint64_t)refreshed;
+    e->ttl_ms = (uint64_t)ttl;
     e->thread = (unsigned)thread;
     e->threads = (unsigned)threads;
     e->port = (uint16_t)port;

@@ -207,7 +207,9 @@ static int put(struct rci_disc *d, const struct rci_disc_entry *e, char *err, si
     rci_disc_entry_name(e, name, sizeof name);
     snprintf(key, sizeof key, "%s%s", d->p.prefix, name);
     snprintf(lease, sizeof lease, "%" PRId64, d->lease);
-    char *value = rci_disc_entry_to_json(e);
+    struct rci_disc_entry with_ttl = *e;
+    with_ttl.ttl_ms = d->p.ttl_ns / 1000000u;
+    char *value = rci_disc_entry_to_json(&with_ttl);
     json_t *req = value ? json_pack("{s:o, s:o, s:s}", "key", b64_json(key, strlen(key)), "value",
                                     b64_json(value, strlen(value)), "lease", lease)
                         : NULL;

@@ -35,8 +35,10 @@ int  rci_disc_etcd_list(struct rci_disc *d, struct rci_disc_entry *out, size_t m
                         struct rci_disc_list_stats *st, char *err, size_t errlen);
 /* Note a name this handle announced (for withdraw). */
 int  rci_disc_remember(struct rci_disc *d, const char *name);
-/* Sort an entry read back into out[] (or count it): shared by both backends. */
+/* Sort an entry read back (now_ms != 0: an entry not refreshed within its
+ * ttl is stale; check_pid: so is one of this host whose pid is gone)
+ * into out[] (or count it): shared by both backends. */
 void rci_disc_take(const char *text, size_t len, const char *where, struct rci_disc_entry *out, size_t max,
-                   size_t *n, struct rci_disc_list_stats *st, uint64_t stale_before_ms, bool check_pid);
+                   size_t *n, struct rci_disc_list_stats *st, uint64_t now_ms, bool check_pid);
 
 #endif
