@@ -109,12 +109,40 @@ int rci_disc_remember(struct rci_disc *d, const char *name)
     return 0;
 }
 
+static bool dead_local_pid(const struct rci_disc_entry *e);
+static int read_small_file(int dirfd, const char *name, char *buf, size_t cap, size_t *len);
+static bool is_entry_name(const char *name);
+
+/* Files of daemons of this host whose pid is gone (killed, crashed) are
+ * removed by the next daemon that announces here; entries of other hosts
+ * are left to their own hosts (they are skipped as stale when not refreshed). */
+static void dir_remove_dead(struct rci_disc *d)
+{
+    DIR *dir = opendir(d->path);
+    char *buf = malloc(RCI_DISC_ENTRY_MAX + 1);
+    struct dirent *de;
+    while (dir && buf && (de = readdir(dir)) != NULL) {
+        size_t len = 0;
+        struct rci_disc_entry e;
+        if (is_entry_name(de->d_name) &&
+            read_small_file(dirfd(dir), de->d_name, buf, RCI_DISC_ENTRY_MAX + 1, &len) == 0 &&
+            rci_disc_entry_from_json(buf, len, &e, NULL, 0) == 0 && dead_local_pid(&e) &&
+            unlinkat(dirfd(dir), de->d_name, 0) == 0)
+            d->dead_removed++;
+    }
+    free(buf);
+    if (dir)
+        closedir(dir);
+}
+
 static int dir_announce(struct rci_disc *d, const struct rci_disc_entry *e, size_t n, char *err, size_t errlen)
 {
     if (mkdir(d->path, 0755) != 0 && errno != EEXIST) {
         rci_set_err(err, errlen, "discovery directory %s: %s", d->path, strerror(errno));
         return -errno;
     }
+    if (d->nown == 0)
+        dir_remove_dead(d);
     uint64_t now = rci_disc_wall_ms();
     for (size_t i = 0; i < n; i++) {
         struct rci_disc_entry fresh = e[i];

@@ -119,6 +119,7 @@ static int post_one(struct rci_disc *d, const char *endpoint, const char *path, 
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, ETCD_CONNECT_TIMEOUT_MS);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, ETCD_REQUEST_TIMEOUT_MS);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_PROXY, "");   /* etcd is reached directly: http_proxy is ignored */
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
     CURLcode cc = curl_easy_perform(c);

@@ -15,6 +15,7 @@ struct rci_disc {
     struct rci_discovery_params p;
     enum rci_disc_kind kind;
     char path[256];                          /* dir: the directory */
+    uint64_t dead_removed;                   /* dir: files of dead daemons of this host removed */
     /* What this handle announced: names to remove at withdraw. */
     size_t nown;
     char own[RCI_DISC_MAX_OWN][128];

@@ -14,6 +14,7 @@
 #define MSUB_WAIT_SLICE_NS  1000000ull    /* longest wait on one connection while others may have work */
 #define MSUB_MAX_ENTRIES    4096u         /* entries read per lookup */
 #define MSUB_HISTORY        256u          /* host:port of publishers gone, to recognise restarts */
+#define MSUB_UNLISTED_GRACE_NS 1500000000ull /* an unlisted publisher stays while it spoke this recently */
 
 struct rci_msub {
     struct rci_msub_params p;
@@ -226,7 +227,7 @@ static int add_publisher(struct rci_msub *m, const struct rci_disc_entry *e)
     s->pub.entry = *e;
     s->pub.last = s->pub.first + cap;
     s->pub.nranges = served_part(m, e, s->pub.first, s->pub.last, cap);
-    s->pub.added_ns = rci_now_ns();
+    s->pub.added_ns = s->pub.heard_ns = rci_now_ns();
     struct rc_sub_params sp = m->p.sub;
     snprintf(sp.provider, sizeof sp.provider, "%s", e->provider);
     sp.endpoint = strcmp(e->endpoint, "rdm") == 0 ? RC_SUB_EP_RDM : RC_SUB_EP_MSG;
@@ -258,10 +259,11 @@ static int add_publisher(struct rci_msub *m, const struct rci_disc_entry *e)
 }
 
 /* A publisher stays while its entry is listed and chosen. One whose entry
- * is not listed at all stays as long as its connection is up and no other
+ * is not listed at all stays as long as its connection is up, it sent
+ * something (data or heartbeat) within MSUB_UNLISTED_GRACE_NS and no other
  * entry claims its address: discovery may lag behind (an etcd member that
  * came back, a directory refreshed late), and dropping a live connection
- * would lose chunks; a dead daemon's connection goes down, and then it goes. */
+ * would lose chunks; a dead daemon falls silent, and then it goes. */
 static bool keep(struct rci_msub *m, const struct rci_msub_publisher *p, size_t n)
 {
     char key[128], other[128], hp[136], ohp[136];
@@ -281,7 +283,7 @@ static bool keep(struct rci_msub *m, const struct rci_msub_publisher *p, size_t 
     }
     struct rc_sub_stats st;
     rc_sub_get_stats(p->sub, &st);
-    if (!listed && !claimed && st.connected) {
+    if (!listed && !claimed && st.connected && rci_now_ns() - p->heard_ns < MSUB_UNLISTED_GRACE_NS) {
         m->st.unlisted_kept++;
         return true;
     }
@@ -320,6 +322,20 @@ static bool adopt(struct rci_msub *m, struct rci_msub_publisher *p, size_t n)
     return false;
 }
 
+/* When each publisher was last heard from, to the lookup interval. */
+static void note_heard(struct rci_msub *m)
+{
+    uint64_t now = rci_now_ns();
+    for (size_t i = 0; i < m->npub; i++) {
+        struct rc_sub_stats st;
+        rc_sub_get_stats(m->pub[i]->sub, &st);
+        if (st.messages != m->pub[i]->heard_messages) {
+            m->pub[i]->heard_messages = st.messages;
+            m->pub[i]->heard_ns = now;
+        }
+    }
+}
+
 static void lookup(struct rci_msub *m)
 {
     size_t n = 0;
@@ -329,6 +345,7 @@ static void lookup(struct rci_msub *m)
         m->st.lookup_failures++;   /* keep what we have: connections do not need discovery */
         return;
     }
+    note_heard(m);
     m->st.malformed = ls.malformed;
     m->st.foreign = ls.foreign;
     m->st.stale = ls.stale;

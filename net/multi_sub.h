@@ -38,6 +38,7 @@ struct rci_msub_publisher {
     uint64_t *first, *last;
     uint64_t added_ns;
     uint64_t publisher_id;        /* of the last WELCOME, 0 before */
+    uint64_t heard_messages, heard_ns; /* messages received, and when that count last grew */
     enum rc_sub_disconnect_reason last_reason;
 };
 

@@ -784,24 +784,29 @@ static void on_msub_event(void *ctx, enum rci_msub_event ev, const struct rci_ms
 {
     struct app *a = ctx;
     const struct rci_disc_entry *e = &p->entry;
+    /* "publisher HOST:PORT: ..." : the address is the log line's subject,
+     * so one publisher's lines do not suppress another's (tools/log.h). */
     switch (ev) {
     case RCI_MSUB_ADDED:
-    case RCI_MSUB_RESTARTED:
-        rci_info("publisher %s:%u (%s %s, daemon %s thread %u) %s: %zu tag range%s from 0x%" PRIx64,
-                 e->host, (unsigned)e->port, e->provider, e->endpoint, e->daemon_id, e->thread,
-                 ev == RCI_MSUB_ADDED ? "found" : "restarted: per-tag sequences start anew", p->nranges,
+        rci_info("publisher %s:%u: found (%s %s, daemon %s thread %u): %zu tag range%s from 0x%" PRIx64,
+                 e->host, (unsigned)e->port, e->provider, e->endpoint, e->daemon_id, e->thread, p->nranges,
                  p->nranges == 1 ? "" : "s", p->nranges ? p->first[0] : 0);
         forget_served(&a->tags, p);
         break;
+    case RCI_MSUB_RESTARTED:
+        rci_info("publisher %s:%u: restarted (daemon %s thread %u): its tags' sequences start anew",
+                 e->host, (unsigned)e->port, e->daemon_id, e->thread);
+        forget_served(&a->tags, p);
+        break;
     case RCI_MSUB_GONE:
-        rci_warn("publisher %s:%u (daemon %s) gone: its discovery entry vanished", e->host, (unsigned)e->port,
-                 e->daemon_id);
+        rci_warn("publisher %s:%u: gone (daemon %s): its discovery entry vanished", e->host,
+                 (unsigned)e->port, e->daemon_id);
         break;
     case RCI_MSUB_CONNECTED:
-        rci_info("connected to %s:%u", e->host, (unsigned)e->port);
+        rci_info("publisher %s:%u: connected", e->host, (unsigned)e->port);
         break;
     case RCI_MSUB_DISCONNECTED:
-        rci_warn("disconnected from %s:%u: %s", e->host, (unsigned)e->port, rc_sub_last_error(p->sub));
+        rci_warn("publisher %s:%u: disconnected: %s", e->host, (unsigned)e->port, rc_sub_last_error(p->sub));
         break;
     }
 }
