@@ -61,7 +61,7 @@ done
 expect_eq "ringcast-client --libs" "$(echo $(pkg-config --libs ringcast-client))" "-L$LIB -lringcast-client"
 expect_eq "ringcast-client --cflags" "$(echo $(pkg-config --cflags ringcast-client))" "-I$ROOT/include"
 
-# ---- the client library needs libfabric and nothing else of ours --------------
+# ---- the client library needs libfabric (and libcurl, jansson: discovery), not DPDK, liburcu, inih
 needed=$(readelf -d "$LIB/libringcast-client.so.$version" | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p' | tr '\n' ' ')
 echo "libringcast-client NEEDED: $needed"
 case "$needed" in *libfabric*) ;; *) fail "libringcast-client does not need libfabric: $needed" ;; esac
