@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "ringcast/sub.h"
-#include "net/multi_sub.h"
+#include "ringcast/discover.h"
 #include "common/monotonic.h"
 #include "readout/sim/pattern.h"
 #include "readout/sim/sim_params.h"
@@ -626,7 +626,7 @@ struct app {
     struct latency_hist lat;
     struct record_file out;
     struct rc_sub *sub;
-    struct rci_msub *msub;     /* --discover */
+    struct rc_discover *disc;  /* --discover */
     bool have_publisher_id;
     uint64_t publisher_id;
 };
@@ -765,7 +765,7 @@ static void on_resubscribed(void *ctx)
 
 /* A publisher that is new to us, or restarted, starts its tags' sequences
  * anew; the other publishers' tags keep their expectations. */
-static void forget_served(struct tag_table *t, const struct rci_msub_publisher *p)
+static void forget_served(struct tag_table *t, const struct rc_discover_publisher *p)
 {
     for (size_t i = 0; i < t->cap; i++)
         for (size_t r = 0; t->slot[i].used && r < p->nranges; r++)
@@ -773,54 +773,51 @@ static void forget_served(struct tag_table *t, const struct rci_msub_publisher *
                 t->slot[i].seen_seq = false;
 }
 
-static void on_msub_data(void *ctx, const struct rci_msub_publisher *p, uint64_t tag, uint32_t flags,
-                         const void *data, size_t len)
-{
-    (void)p;
-    on_data(ctx, tag, flags, data, len);
-}
-
-static void on_msub_event(void *ctx, enum rci_msub_event ev, const struct rci_msub_publisher *p)
+static void on_discover_event(void *ctx, enum rc_discover_event ev, const struct rc_discover_publisher *p)
 {
     struct app *a = ctx;
-    const struct rci_disc_entry *e = &p->entry;
+    const struct rc_discover_publisher *e = p;
     /* "publisher HOST:PORT: ..." : the address is the log line's subject,
      * so one publisher's lines do not suppress another's (tools/log.h). */
     switch (ev) {
-    case RCI_MSUB_ADDED:
+    case RC_DISCOVER_FOUND:
         rci_info("publisher %s:%u: found (%s %s, daemon %s thread %u): %zu tag range%s from 0x%" PRIx64,
                  e->host, (unsigned)e->port, e->provider, e->endpoint, e->daemon_id, e->thread, p->nranges,
                  p->nranges == 1 ? "" : "s", p->nranges ? p->first[0] : 0);
         forget_served(&a->tags, p);
         break;
-    case RCI_MSUB_RESTARTED:
+    case RC_DISCOVER_RESTARTED:
         rci_info("publisher %s:%u: restarted (daemon %s thread %u): its tags' sequences start anew",
                  e->host, (unsigned)e->port, e->daemon_id, e->thread);
         forget_served(&a->tags, p);
         break;
-    case RCI_MSUB_GONE:
+    case RC_DISCOVER_GONE:
         rci_warn("publisher %s:%u: gone (daemon %s): its discovery entry vanished", e->host,
                  (unsigned)e->port, e->daemon_id);
         break;
-    case RCI_MSUB_CONNECTED:
+    case RC_DISCOVER_CONNECTED:
         rci_info("publisher %s:%u: connected", e->host, (unsigned)e->port);
         break;
-    case RCI_MSUB_DISCONNECTED:
-        rci_warn("publisher %s:%u: disconnected: %s", e->host, (unsigned)e->port, rc_sub_last_error(p->sub));
+    case RC_DISCOVER_DISCONNECTED:
+        rci_warn("publisher %s:%u: disconnected: %s", e->host, (unsigned)e->port, p->last_error);
         break;
     }
 }
 
 static int setup_discover(struct app *a, const struct options *o, const struct rc_sub_params *sp)
 {
-    struct rci_msub_params mp = {.sub = *sp, .ctx = a, .on_data = on_msub_data, .on_event = on_msub_event};
-    snprintf(mp.disc.url, sizeof mp.disc.url, "%s", o->discover);
-    snprintf(mp.disc.prefix, sizeof mp.disc.prefix, "%s", o->discover_prefix);
-    mp.disc.ttl_ns = 5000000000ull;   /* the client reads; each entry carries its announcer's ttl */
+    struct rc_discover_params dp;
+    rc_discover_params_default(&dp);
+    dp.sub = *sp;
+    dp.ctx = a;
+    dp.on_data = on_data;
+    dp.on_event = on_discover_event;
+    snprintf(dp.url, sizeof dp.url, "%s", o->discover);
+    snprintf(dp.prefix, sizeof dp.prefix, "%s", o->discover_prefix);
     const uint64_t all_first = 0, all_last = UINT64_MAX;
     char err[512];
-    int rc = o->all_tags ? rci_msub_create(&mp, &all_first, &all_last, 1, &a->msub, err, sizeof err)
-                         : rci_msub_create(&mp, o->first, o->last, o->ntags, &a->msub, err, sizeof err);
+    int rc = o->all_tags ? rc_discover_create(&dp, &all_first, &all_last, 1, &a->disc, err, sizeof err)
+                         : rc_discover_create(&dp, o->first, o->last, o->ntags, &a->disc, err, sizeof err);
     if (rc) {
         rci_error("--discover %s: %s", o->discover, err);
         return -1;
@@ -830,22 +827,22 @@ static int setup_discover(struct app *a, const struct options *o, const struct r
 
 static void print_discover_json(const struct app *a)
 {
-    struct rci_msub_stats ms;
-    rci_msub_get_stats(a->msub, &ms);
+    struct rc_discover_stats ms;
+    rc_discover_get_stats(a->disc, &ms);
     printf(",\"discovery\":{\"publishers\":%" PRIu64 ",\"appeared\":%" PRIu64 ",\"gone\":%" PRIu64
            ",\"restarts\":%" PRIu64 ",\"lookups\":%" PRIu64 ",\"lookup_failures\":%" PRIu64
            ",\"malformed\":%" PRIu64 ",\"foreign\":%" PRIu64 ",\"stale\":%" PRIu64 "}",
-           ms.publishers, ms.appeared, ms.gone, ms.restarts, ms.lookups, ms.lookup_failures, ms.malformed,
+           ms.publishers, ms.found, ms.gone, ms.restarts, ms.lookups, ms.lookup_failures, ms.malformed,
            ms.foreign, ms.stale);
     printf(",\"publishers\":[");
-    for (size_t i = 0; i < rci_msub_count(a->msub); i++) {
-        const struct rci_msub_publisher *p = rci_msub_publisher(a->msub, i);
+    for (size_t i = 0; i < rc_discover_count(a->disc); i++) {
+        struct rc_discover_publisher pub, *p = &pub;
         struct rc_sub_stats st;
-        rc_sub_get_stats(p->sub, &st);
+        rc_discover_publisher(a->disc, i, p, &st);
         printf("%s{\"host\":\"%s\",\"port\":%u,\"daemon_id\":\"%s\",\"chunks\":%" PRIu64
                ",\"bytes\":%" PRIu64 ",\"connects\":%" PRIu64 ",\"disconnects\":%" PRIu64
-               ",\"connected\":%d}", i ? "," : "", p->entry.host, (unsigned)p->entry.port,
-               p->entry.daemon_id, st.chunks, st.bytes, st.connects, st.disconnects, st.connected);
+               ",\"connected\":%d}", i ? "," : "", p->host, (unsigned)p->port,
+               p->daemon_id, st.chunks, st.bytes, st.connects, st.disconnects, st.connected);
     }
     printf("]");
 }
@@ -914,7 +911,7 @@ static void print_json(const struct app *a, const struct rc_sub_stats *st, doubl
                h->samples, h->skipped, h->future, lat_quantile_us(h, 0.50), lat_quantile_us(h, 0.99),
                lat_quantile_us(h, 0.999), (double)h->max_ns / 1e3);
     }
-    if (a->msub)
+    if (a->disc)
         print_discover_json(a);
     printf(",\"per_tag\":{");
     size_t n = 0;
@@ -954,19 +951,19 @@ static void print_text(const struct app *a, const struct rc_sub_stats *st, doubl
            " failed attempts; %" PRIu64 " malformed messages, %" PRIu64 " reassembly drops\n",
            st->reconnects, st->publisher_restarts, st->connect_failures, st->malformed_total,
            st->reassembly_drops);
-    if (a->msub) {
-        struct rci_msub_stats ms;
-        rci_msub_get_stats(a->msub, &ms);
+    if (a->disc) {
+        struct rc_discover_stats ms;
+        rc_discover_get_stats(a->disc, &ms);
         printf("discovery: %" PRIu64 " publishers now; %" PRIu64 " found, %" PRIu64 " gone, %" PRIu64
                " restarted; %" PRIu64 " lookups, %" PRIu64 " failed; entries skipped: %" PRIu64
-               " malformed, %" PRIu64 " foreign, %" PRIu64 " stale\n", ms.publishers, ms.appeared, ms.gone,
+               " malformed, %" PRIu64 " foreign, %" PRIu64 " stale\n", ms.publishers, ms.found, ms.gone,
                ms.restarts, ms.lookups, ms.lookup_failures, ms.malformed, ms.foreign, ms.stale);
-        for (size_t i = 0; i < rci_msub_count(a->msub); i++) {
-            const struct rci_msub_publisher *p = rci_msub_publisher(a->msub, i);
+        for (size_t i = 0; i < rc_discover_count(a->disc); i++) {
+            struct rc_discover_publisher pub, *p = &pub;
             struct rc_sub_stats ps;
-            rc_sub_get_stats(p->sub, &ps);
+            rc_discover_publisher(a->disc, i, p, &ps);
             printf("  %s:%u (daemon %s): %" PRIu64 " chunks, %" PRIu64 " bytes, %" PRIu64 " connects%s\n",
-                   p->entry.host, (unsigned)p->entry.port, p->entry.daemon_id, ps.chunks, ps.bytes,
+                   p->host, (unsigned)p->port, p->daemon_id, ps.chunks, ps.bytes,
                    ps.connects, ps.connected ? "" : " (not connected)");
         }
     }
@@ -998,8 +995,8 @@ static void run(struct app *a)
     uint64_t last_chunks = 0, last_bytes = 0;
     bool live = isatty(STDOUT_FILENO) && !o->json;
     while (!stop_requested) {
-        if (a->msub)
-            rci_msub_poll(a->msub, 100000000ull);
+        if (a->disc)
+            rc_discover_poll(a->disc, 100000000ull);
         else
             rc_sub_poll(a->sub, 100000000ull);   /* connection trouble is retried inside */
         double now = now_s();
@@ -1066,12 +1063,12 @@ int main(int argc, char **argv)
         run(&a);
     double seconds = now_s() - start;
     struct rc_sub_stats st = {0};
-    if (a.msub) {
-        struct rci_msub_stats ms;
-        rci_msub_get_stats(a.msub, &ms);
+    if (a.disc) {
+        struct rc_discover_stats ms;
+        rc_discover_get_stats(a.disc, &ms);
         st = ms.total;
         if (st.connects == 0 && status == 0) {
-            const char *why = rci_msub_last_error(a.msub);
+            const char *why = rc_discover_last_error(a.disc);
             rci_error("--discover %s: never connected to a publisher of the tags%s%s", o.discover,
                       why[0] ? ": " : "", why);
             status = 1;
@@ -1105,7 +1102,7 @@ int main(int argc, char **argv)
         print_text(&a, &st, seconds);
     if (verification_failed(&a) || a.r.table_errors)
         status = 1;
-    rci_msub_destroy(a.msub);   /* after the summary, which lists its publishers */
+    rc_discover_destroy(a.disc);   /* after the summary, which lists its publishers */
     free(a.tags.slot);
     return status;
 }
