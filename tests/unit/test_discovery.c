@@ -12,6 +12,9 @@
 
 #include "cunit_main.h"
 #include "net/discovery.h"
+#include "common/monotonic.h"
+#include "ringcast/discover.h"
+#include "ringcast/pub.h"
 
 static struct rci_disc_entry sample(unsigned thread)
 {
@@ -227,11 +230,197 @@ static void test_etcd_unreachable(void)
     rci_disc_close(d);
 }
 
+/* ---- rc_discover over dir: with two client publishers ---------------------- */
+
+struct two_pubs {
+    struct rc_pub *pub[2];
+    rc_pub_peer peer[2];
+    unsigned subscribed[2], completions;
+    uint8_t region[64];
+    unsigned received[2], bad;
+    unsigned found, gone, connected;
+    uint64_t found_first, found_last;
+};
+
+static void tp_complete(void *ctx, uint64_t key, int status)
+{
+    struct two_pubs *t = ctx;
+    t->completions += status == 0 && key < 2;
+}
+
+static void tp_event0(void *ctx, rc_pub_peer peer, enum rc_pub_event ev)
+{
+    struct two_pubs *t = ctx;
+    if (ev == RC_PUB_EVENT_SUBSCRIPTIONS) {
+        t->subscribed[0]++;
+        t->peer[0] = peer;
+    }
+}
+
+static void tp_event1(void *ctx, rc_pub_peer peer, enum rc_pub_event ev)
+{
+    struct two_pubs *t = ctx;
+    if (ev == RC_PUB_EVENT_SUBSCRIPTIONS) {
+        t->subscribed[1]++;
+        t->peer[1] = peer;
+    }
+}
+
+static void tp_data(void *ctx, uint64_t tag, uint32_t flags, const void *data, size_t len)
+{
+    struct two_pubs *t = ctx;
+    if (tag == 2 && len == 16 && !flags && memcmp(data, t->region, 16) == 0)
+        t->received[0]++;
+    else if (tag == 100 && len == 16 && !flags && memcmp(data, t->region + 16, 16) == 0)
+        t->received[1]++;
+    else
+        t->bad++;
+}
+
+static void tp_disc_event(void *ctx, enum rc_discover_event ev, const struct rc_discover_publisher *p)
+{
+    struct two_pubs *t = ctx;
+    if (ev == RC_DISCOVER_FOUND) {
+        t->found++;
+        if (p->port % 2 == 0 && p->nranges == 1) {   /* the first publisher's part: 2..3 */
+            t->found_first = p->first[0];
+            t->found_last = p->last[0];
+        }
+    }
+    t->gone += ev == RC_DISCOVER_GONE;
+    t->connected += ev == RC_DISCOVER_CONNECTED;
+}
+
+static void tp_poll(struct two_pubs *t, struct rc_discover *d)
+{
+    for (int i = 0; i < 2; i++)
+        if (t->pub[i])
+            rc_pub_progress(t->pub[i]);
+    rc_discover_poll(d, 1000000);
+}
+
+static void test_discover_two_publishers(void)
+{
+    static struct two_pubs t;
+    memset(&t, 0, sizeof t);
+    for (unsigned i = 0; i < sizeof t.region; i++)
+        t.region[i] = (uint8_t)(i * 13 + 1);
+    char tmpl[] = "/tmp/rc-discover-XXXXXX";
+    CU_ASSERT_FATAL(mkdtemp(tmpl) != NULL);
+    uint16_t base = (uint16_t)(30000 + (getpid() % 1000) * 20);   /* even: publisher 0, odd: 1 */
+    char err[256] = "";
+    struct rci_disc *announcer[2];
+    struct rci_discovery_params dp = {.prefix = "/ringcast/", .ttl_ns = 2000000000ull};
+    snprintf(dp.url, sizeof dp.url, "dir:%s", tmpl);
+    for (int i = 0; i < 2; i++) {
+        struct rc_pub_params pp;
+        rc_pub_params_default(&pp);
+        pp.port = (uint16_t)(base + i);
+        pp.cb = (struct rc_pub_callbacks){.ctx = &t, .on_send_complete = tp_complete,
+                                          .on_peer_event = i ? tp_event1 : tp_event0};
+        CU_ASSERT_EQUAL_FATAL(rc_pub_create(&pp, &t.pub[i], err, sizeof err), 0);
+        CU_ASSERT_EQUAL_FATAL(rc_pub_register(t.pub[i], t.region, sizeof t.region, err, sizeof err), 0);
+        struct rci_disc_entry e = sample(0);
+        snprintf(e.daemon_id, sizeof e.daemon_id, "unit-%d", i);
+        e.threads = 1;
+        strcpy(e.host, "127.0.0.1");
+        strcpy(e.provider, "tcp");
+        strcpy(e.endpoint, "msg");
+        e.port = pp.port;
+        e.nranges = 1;
+        e.first[0] = i ? 100 : 0;
+        e.last[0] = i ? 107 : 7;
+        CU_ASSERT_EQUAL_FATAL(rci_disc_open(&dp, &announcer[i], err, sizeof err), 0);
+        CU_ASSERT_EQUAL_FATAL(rci_disc_announce(announcer[i], &e, 1, err, sizeof err), 0);
+    }
+    struct rc_discover_params p;
+    rc_discover_params_default(&p);
+    CU_ASSERT_STRING_EQUAL(p.prefix, "/ringcast/");
+    snprintf(p.url, sizeof p.url, "%s", dp.url);
+    p.refresh_ns = 100000000ull;
+    p.ctx = &t;
+    p.on_data = tp_data;
+    p.on_event = tp_disc_event;
+    const uint64_t first[] = {2, 100, 500}, last[] = {3, 101, 600};   /* nobody serves 500..600 */
+    struct rc_discover *d;
+    CU_ASSERT_EQUAL_FATAL(rc_discover_create(&p, first, last, 3, &d, err, sizeof err), 0);
+    uint64_t until = rci_now_ns() + 20000000000ull;   /* a hang guard, not a speed limit */
+    while ((t.subscribed[0] == 0 || t.subscribed[1] == 0) && rci_now_ns() < until)
+        tp_poll(&t, d);
+    CU_ASSERT_EQUAL_FATAL(t.subscribed[0] && t.subscribed[1], 1);
+    CU_ASSERT_EQUAL(t.found, 2);
+    CU_ASSERT_EQUAL(t.found_first, 2);
+    CU_ASSERT_EQUAL(t.found_last, 3);
+    CU_ASSERT_EQUAL(rc_discover_count(d), 2);
+    rc_pub_peer subs[2];
+    CU_ASSERT_EQUAL(rc_pub_subscribers_of(t.pub[0], 3, subs, 2), 1);   /* its part of the ranges */
+    CU_ASSERT_EQUAL(rc_pub_subscribers_of(t.pub[0], 4, subs, 2), 0);   /* served, not wanted */
+    CU_ASSERT_EQUAL(rc_pub_subscribers_of(t.pub[1], 101, subs, 2), 1);
+    CU_ASSERT_EQUAL(rc_pub_subscribers_of(t.pub[1], 102, subs, 2), 0);
+    struct iovec iov0 = {t.region, 16}, iov1 = {t.region + 16, 16};
+    CU_ASSERT_EQUAL(rc_pub_send(t.pub[0], t.peer[0], 2, 0, &iov0, 1, 0), 0);
+    CU_ASSERT_EQUAL(rc_pub_send(t.pub[1], t.peer[1], 100, 0, &iov1, 1, 1), 0);
+    while ((t.received[0] == 0 || t.received[1] == 0 || t.completions < 2) && rci_now_ns() < until)
+        tp_poll(&t, d);
+    CU_ASSERT_EQUAL(t.received[0], 1);
+    CU_ASSERT_EQUAL(t.received[1], 1);
+    CU_ASSERT_EQUAL(t.bad, 0);
+    struct rc_discover_publisher pub;
+    struct rc_sub_stats ss;
+    CU_ASSERT_EQUAL(rc_discover_publisher(d, 0, &pub, &ss), 0);
+    CU_ASSERT_EQUAL(ss.chunks, 1);
+    CU_ASSERT_EQUAL(rc_discover_publisher(d, 2, &pub, &ss), -ENOENT);
+    /* publisher 1 stops: entry withdrawn, connection closed -> GONE */
+    CU_ASSERT_EQUAL(rci_disc_withdraw(announcer[1], err, sizeof err), 0);
+    rc_pub_destroy(t.pub[1]);
+    t.pub[1] = NULL;
+    while (t.gone == 0 && rci_now_ns() < until)
+        tp_poll(&t, d);
+    CU_ASSERT_EQUAL(t.gone, 1);
+    CU_ASSERT_EQUAL(rc_discover_count(d), 1);
+    struct rc_discover_stats st;
+    rc_discover_get_stats(d, &st);
+    CU_ASSERT_EQUAL(st.publishers, 1);
+    CU_ASSERT_EQUAL(st.found, 2);
+    CU_ASSERT_EQUAL(st.gone, 1);
+    CU_ASSERT_EQUAL(st.total.chunks, 2);   /* the dropped connection's chunk stays in the total */
+    CU_ASSERT(st.lookups > 0 && st.lookup_failures == 0);
+    rc_discover_destroy(d);
+    rci_disc_withdraw(announcer[0], err, sizeof err);
+    for (int i = 0; i < 2; i++)
+        rci_disc_close(announcer[i]);
+    rc_pub_destroy(t.pub[0]);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpl);
+    CU_ASSERT_EQUAL(system(cmd), 0);
+}
+
+static void test_discover_refuses(void)
+{
+    struct rc_discover_params p;
+    rc_discover_params_default(&p);
+    p.on_data = tp_data;
+    const uint64_t first = 5, last = 4, one = 1;
+    struct rc_discover *d = NULL;
+    char err[256] = "";
+    CU_ASSERT_EQUAL(rc_discover_create(&p, &one, &one, 1, &d, err, sizeof err), -EINVAL);   /* no url */
+    strcpy(p.url, "dir:/tmp");
+    CU_ASSERT_EQUAL(rc_discover_create(&p, &first, &last, 1, &d, err, sizeof err), -EINVAL);
+    CU_ASSERT(strstr(err, "first > last") != NULL);
+    strcpy(p.url, "nfs:/x");
+    CU_ASSERT_EQUAL(rc_discover_create(&p, &one, &one, 1, &d, err, sizeof err), -EINVAL);
+    CU_ASSERT(strstr(err, "expected dir:PATH or etcd://") != NULL);
+    CU_ASSERT_PTR_NULL(d);
+    rc_discover_destroy(NULL);
+}
+
 static void register_tests(void)
 {
     RCI_SUITE("entry", {"round trip", test_round_trip}, {"malformed and foreign", test_malformed},
               {"base64", test_base64}, {"urls", test_urls});
     RCI_SUITE("backends", {"dir", test_dir_backend}, {"etcd unreachable", test_etcd_unreachable});
+    RCI_SUITE("rc_discover", {"two publishers over dir:", test_discover_two_publishers},
+              {"refuses bad parameters", test_discover_refuses});
 }
 
 RCI_CUNIT_MAIN(register_tests)
