@@ -252,6 +252,8 @@ int rci_disc_etcd_announce(struct rci_disc *d, const struct rci_disc_entry *e, s
     for (size_t i = 0; rc == 0 && i < n; i++)
         rc = put(d, &e[i], err, errlen);
     d->registered = rc == 0;
+    if (rc)
+        d->lease = 0;   /* start over with a new lease: this one may expire meanwhile (it does by itself) */
     return rc;
 }
 

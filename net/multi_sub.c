@@ -6,14 +6,17 @@
 #include "common/monotonic.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MSUB_WAIT_SLICE_NS  1000000ull    /* longest wait on one connection while others may have work */
 #define MSUB_MAX_ENTRIES    4096u         /* entries read per lookup */
 #define MSUB_HISTORY        256u          /* host:port of publishers gone, to recognise restarts */
+#define MSUB_TAKE_EVERY_NS  10000000ull   /* look for a new lookup result this often */
 #define MSUB_UNLISTED_GRACE_NS 1500000000ull /* an unlisted publisher stays while it spoke this recently */
 
 struct rci_msub {
@@ -23,7 +26,20 @@ struct rci_msub {
     uint64_t *want_first, *want_last;
     size_t npub;
     struct rci_msub_publisher *pub[RCI_MSUB_MAX_PUBLISHERS];
-    struct rci_disc_entry *entries;       /* lookup buffer */
+    struct rci_disc_entry *entries;       /* the lookup being applied (poll thread) */
+    /* The lookup thread: discovery reads block (an etcd host that is down
+     * costs a connect timeout), so they run beside the connections, never in
+     * rci_msub_poll. Its result waits in fresh[] until poll takes it. */
+    pthread_t looker;
+    bool looker_started;
+    pthread_mutex_t lock;                 /* everything below */
+    pthread_cond_t wake;
+    bool stop, fresh_ready;
+    int fresh_rc;
+    size_t nfresh;
+    struct rci_disc_entry *fresh, *scratch;
+    struct rci_disc_list_stats fresh_st;
+    char fresh_err[512];
     bool *chosen;
     char history[MSUB_HISTORY][136];      /* "host:port" of publishers dropped */
     unsigned history_next;
@@ -336,19 +352,67 @@ static void note_heard(struct rci_msub *m)
     }
 }
 
+static void *looker_main(void *arg)
+{
+    struct rci_msub *m = arg;
+    pthread_mutex_lock(&m->lock);
+    while (!m->stop) {
+        pthread_mutex_unlock(&m->lock);
+        size_t n = 0;
+        struct rci_disc_list_stats ls;
+        char err[512] = "";
+        int rc = rci_disc_list(m->disc, m->scratch, MSUB_MAX_ENTRIES, &n, &ls, err, sizeof err);
+        pthread_mutex_lock(&m->lock);
+        m->fresh_rc = rc;
+        m->nfresh = rc ? 0 : n;
+        memcpy(m->fresh, m->scratch, m->nfresh * sizeof *m->fresh);
+        m->fresh_st = ls;
+        memcpy(m->fresh_err, err, sizeof err);
+        m->fresh_ready = true;
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        uint64_t ns = (uint64_t)until.tv_nsec + m->p.refresh_ns;
+        until.tv_sec += (time_t)(ns / 1000000000u);
+        until.tv_nsec = (long)(ns % 1000000000u);
+        while (!m->stop && pthread_cond_timedwait(&m->wake, &m->lock, &until) == 0) {
+        }
+    }
+    pthread_mutex_unlock(&m->lock);
+    return NULL;
+}
+
+/* The lookup thread's latest result into m->entries; false when there is
+ * none new (or the thread holds the lock right now: next poll). */
+static bool take_fresh(struct rci_msub *m, size_t *n)
+{
+    if (pthread_mutex_trylock(&m->lock) != 0)
+        return false;
+    bool ready = m->fresh_ready;
+    if (ready) {
+        m->fresh_ready = false;
+        m->st.lookups++;
+        if (m->fresh_rc) {
+            m->st.lookup_failures++;   /* keep what we have: connections do not need discovery */
+            memcpy(m->err, m->fresh_err, sizeof m->err);
+            ready = false;
+        } else {
+            *n = m->nfresh;
+            memcpy(m->entries, m->fresh, *n * sizeof *m->entries);
+            m->st.malformed = m->fresh_st.malformed;
+            m->st.foreign = m->fresh_st.foreign;
+            m->st.stale = m->fresh_st.stale;
+        }
+    }
+    pthread_mutex_unlock(&m->lock);
+    return ready;
+}
+
 static void lookup(struct rci_msub *m)
 {
     size_t n = 0;
-    struct rci_disc_list_stats ls;
-    m->st.lookups++;
-    if (rci_disc_list(m->disc, m->entries, MSUB_MAX_ENTRIES, &n, &ls, m->err, sizeof m->err) != 0) {
-        m->st.lookup_failures++;   /* keep what we have: connections do not need discovery */
+    if (!take_fresh(m, &n))
         return;
-    }
     note_heard(m);
-    m->st.malformed = ls.malformed;
-    m->st.foreign = ls.foreign;
-    m->st.stale = ls.stale;
     choose(m, n);
     for (size_t i = m->npub; i-- > 0;)
         if (!keep(m, m->pub[i], n) && !adopt(m, m->pub[i], n))
@@ -373,7 +437,7 @@ int rci_msub_poll(struct rci_msub *m, uint64_t timeout_ns)
     uint64_t now = rci_now_ns(), until = now + timeout_ns;
     if (now >= m->next_lookup_ns) {
         lookup(m);
-        m->next_lookup_ns = rci_now_ns() + m->p.refresh_ns;
+        m->next_lookup_ns = rci_now_ns() + MSUB_TAKE_EVERY_NS;
     }
     int handled = 0;
     do {
@@ -416,9 +480,17 @@ int rci_msub_create(const struct rci_msub_params *p, const uint64_t *first, cons
         m->p.refresh_ns = 1000000000ull;
     m->want_first = calloc(2 * nranges, sizeof *m->want_first);
     m->entries = calloc(MSUB_MAX_ENTRIES, sizeof *m->entries);
+    m->fresh = calloc(MSUB_MAX_ENTRIES, sizeof *m->fresh);
+    m->scratch = calloc(MSUB_MAX_ENTRIES, sizeof *m->scratch);
     m->chosen = calloc(MSUB_MAX_ENTRIES, sizeof *m->chosen);
+    pthread_mutex_init(&m->lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&m->wake, &ca);
+    pthread_condattr_destroy(&ca);
     int rc = -ENOMEM;
-    if (m->want_first && m->entries && m->chosen)
+    if (m->want_first && m->entries && m->fresh && m->scratch && m->chosen)
         rc = rci_disc_open(&p->disc, &m->disc, err, errlen);
     if (rc) {
         rci_msub_destroy(m);
@@ -428,6 +500,13 @@ int rci_msub_create(const struct rci_msub_params *p, const uint64_t *first, cons
     memcpy(m->want_first, first, nranges * sizeof *first);
     memcpy(m->want_last, last, nranges * sizeof *last);
     m->nwanted = nranges;
+    rc = pthread_create(&m->looker, NULL, looker_main, m);
+    if (rc) {
+        rci_set_err(err, errlen, "cannot start the discovery lookup thread: %s", strerror(rc));
+        rci_msub_destroy(m);
+        return -rc;
+    }
+    m->looker_started = true;
     *out = m;
     return 0;
 }
@@ -436,11 +515,22 @@ void rci_msub_destroy(struct rci_msub *m)
 {
     if (!m)
         return;
+    if (m->looker_started) {
+        pthread_mutex_lock(&m->lock);
+        m->stop = true;
+        pthread_cond_signal(&m->wake);
+        pthread_mutex_unlock(&m->lock);
+        pthread_join(m->looker, NULL);
+    }
+    pthread_mutex_destroy(&m->lock);
+    pthread_cond_destroy(&m->wake);
     while (m->npub)
         drop_publisher(m, m->npub - 1, false);
     rci_disc_close(m->disc);
     free(m->want_first);
     free(m->entries);
+    free(m->fresh);
+    free(m->scratch);
     free(m->chosen);
     free(m);
 }

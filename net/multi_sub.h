@@ -9,9 +9,11 @@
  * the same host and port (new daemon id) is counted as a restart and
  * subscribed anew. rci_msub_poll() drives every connection in one loop: it
  * polls each without waiting and, when none had work, waits on one of them
- * (in turn) for at most 1 ms. When discovery cannot be read (etcd down) the
- * connections stay as they are: a subscriber loses nothing by it.
- * Single-threaded like rc_sub; callbacks run inside rci_msub_poll(). */
+ * (in turn) for at most 1 ms. Discovery is read by a thread of its own every
+ * refresh_ns (a read may block for seconds when an etcd host is down), and
+ * poll applies its latest result; when discovery cannot be read the
+ * connections stay as they are: a subscriber loses nothing by it. Otherwise
+ * single-threaded like rc_sub; callbacks run inside rci_msub_poll(). */
 #ifndef RCI_MULTI_SUB_H
 #define RCI_MULTI_SUB_H
 #include <stddef.h>

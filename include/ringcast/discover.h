@@ -12,7 +12,9 @@
  * that fell silent is dropped, a daemon that restarted is subscribed anew.
  * When discovery cannot be read, the connections stay as they are.
  *
- * Single-threaded like rc_sub: the application calls rc_discover_poll() in
+ * Discovery is read by a thread of its own (a read may block while an etcd
+ * host is down; the connections are never held up by it). Otherwise
+ * single-threaded like rc_sub: the application calls rc_discover_poll() in
  * a loop and every callback runs inside it; no function may be called from
  * two threads at once, nor poll/destroy from a callback. */
 #ifndef RINGCAST_DISCOVER_H
