@@ -31,6 +31,7 @@ static void one_round(struct rci_announce *a)
     bool was_up = a->st.up;
     int rc = rci_disc_announce(a->disc, a->entries, a->n, err, sizeof err);
     pthread_mutex_lock(&a->lock);
+    a->st.lease_lost = rci_disc_leases_lost(a->disc);
     if (rc == 0) {
         if (was_up) {
             a->st.refreshes++;

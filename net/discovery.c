@@ -70,6 +70,8 @@ void rci_disc_close(struct rci_disc *d)
 
 const char *rci_disc_url(const struct rci_disc *d) { return d->p.url; }
 
+uint64_t rci_disc_leases_lost(const struct rci_disc *d) { return d->leases_lost; }
+
 /* ---- dir: ------------------------------------------------------------------- */
 
 static int write_file(const char *tmp, const char *path, const char *text)

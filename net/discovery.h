@@ -63,6 +63,8 @@ const char *rci_disc_url(const struct rci_disc *d);
  * keeps the lease alive (re-putting everything when the lease was gone).
  * 0, or -errno with the reason in err (etcd unreachable, disk full). */
 int  rci_disc_announce(struct rci_disc *d, const struct rci_disc_entry *e, size_t n, char *err, size_t errlen);
+/* etcd: times the lease was found expired (then re-granted); dir: 0. */
+uint64_t rci_disc_leases_lost(const struct rci_disc *d);
 /* Remove what announce put (files; etcd: revoke the lease). */
 int  rci_disc_withdraw(struct rci_disc *d, char *err, size_t errlen);
 /* Every valid entry, up to max. */

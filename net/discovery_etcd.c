@@ -246,6 +246,7 @@ int rci_disc_etcd_announce(struct rci_disc *d, const struct rci_disc_entry *e, s
         if (alive)
             return 0;
         d->registered = false;   /* expired while etcd was away: put everything again */
+        d->leases_lost++;
         d->lease = 0;
     }
     int rc = d->lease ? 0 : grant(d, err, errlen);

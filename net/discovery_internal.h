@@ -25,6 +25,7 @@ struct rci_disc {
     void *curl;                              /* CURL * */
     int64_t lease;                           /* 0: none */
     bool registered;                         /* lease alive and every entry put */
+    uint64_t leases_lost;                    /* keepalives that found the lease expired */
 };
 
 int  rci_disc_etcd_open(struct rci_disc *d, const char *spec, char *err, size_t errlen);

@@ -16,13 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "dma/dma_ring.h"
 #include "readout/readout.h"
 #include "readout/sim/sim_card.h"
 #include "pipeline/publish.h"
-#include "net/announce.h"
+#include "tools/daemon_announce.h"
 #include "tools/log.h"
 
 #define DAEMON_TICK_NS      (100ull * 1000 * 1000)
@@ -377,77 +376,6 @@ static void run_until_done(struct daemon *d)
     rci_info("stop requested");
 }
 
-/* ---- discovery ([discovery] url): one entry per publisher thread ---------- */
-
-static const char *const mode_names[] = {"zerocopy", "buffered", "auto"};
-
-/* What a subscriber connects to: the listening address, or this host's name
- * when the daemon listens on every address. */
-static void announced_host(const struct rci_config *cfg, char *buf, size_t len)
-{
-    const char *a = cfg->fabric.address;
-    if (strcmp(a, "0.0.0.0") != 0 && strcmp(a, "::") != 0) {
-        snprintf(buf, len, "%s", a);
-        return;
-    }
-    gethostname(buf, len - 1);
-    buf[len - 1] = '\0';
-}
-
-static void fill_entry(const struct daemon *d, unsigned thread, struct rci_disc_entry *e)
-{
-    const struct rci_config *cfg = d->cfg;
-    memset(e, 0, sizeof *e);
-    gethostname(e->hostname, sizeof e->hostname - 1);
-    e->pid = getpid();
-    e->start_time_ms = rci_disc_wall_ms();
-    snprintf(e->daemon_id, sizeof e->daemon_id, "%.60s-%lld-%llu", e->hostname, (long long)e->pid,
-             (unsigned long long)e->start_time_ms);
-    e->thread = thread;
-    e->threads = rci_pipeline_threads(d->publish);
-    announced_host(cfg, e->host, sizeof e->host);
-    e->port = (uint16_t)(cfg->fabric.port + thread);
-    snprintf(e->provider, sizeof e->provider, "%s", cfg->fabric.provider);
-    snprintf(e->endpoint, sizeof e->endpoint, "%s", cfg->fabric.endpoint == RCI_EP_RDM ? "rdm" : "msg");
-    snprintf(e->deliveries, sizeof e->deliveries, "%s%s", mode_names[cfg->daemon.publish_mode % 3],
-             cfg->nmodes ? "+rules" : "");
-    for (unsigned i = 0; i < d->ncards && i < RCI_DISC_MAX_RANGES; i++) {
-        e->first[i] = cfg->card[i].tag_base;
-        e->last[i] = cfg->card[i].tag_base + (RCI_READOUT_MAX_ELINKS - 1);
-    }
-    e->nranges = d->ncards < RCI_DISC_MAX_RANGES ? d->ncards : RCI_DISC_MAX_RANGES;
-}
-
-/* An unreachable backend is not an error: the announcing thread retries. */
-static void start_announcing(struct daemon *d)
-{
-    if (!d->cfg->discovery.url[0])
-        return;
-    static struct rci_disc_entry entries[RCI_MAX_PUBLISHER_THREADS];
-    unsigned n = rci_pipeline_threads(d->publish);
-    for (unsigned i = 0; i < n; i++) {
-        fill_entry(d, i, &entries[i]);
-        entries[i].start_time_ms = entries[0].start_time_ms;
-        memcpy(entries[i].daemon_id, entries[0].daemon_id, sizeof entries[i].daemon_id);
-    }
-    char err[512] = "";
-    if (rci_announce_start(&d->cfg->discovery, entries, n, rci_log_hook(), &d->announce, err, sizeof err))
-        rci_error("discovery: %s; running without it", err);
-    else
-        rci_info("discovery: announcing %u publisher%s as %s at %s", n, n == 1 ? "" : "s",
-                 entries[0].daemon_id, d->cfg->discovery.url);
-}
-
-static void write_discovery_json(struct daemon *d, FILE *f)
-{
-    struct rci_announce_stats st = {0};
-    if (d->announce)
-        rci_announce_get_stats(d->announce, &st);
-    fprintf(f, ",\"discovery\":{\"enabled\":%s,\"announces\":%" PRIu64 ",\"refreshes\":%" PRIu64
-               ",\"failures\":%" PRIu64 ",\"outages\":%" PRIu64 ",\"up\":%d}",
-            d->announce ? "true" : "false", st.announces, st.refreshes, st.failures, st.outages, st.up);
-}
-
 /* Stop order: cards stop writing; the readouts decode what was written and
  * wait for every key while the publisher keeps sending (bounded by the
  * fabric's peer_timeout: a dead subscriber's keys come back by then); the
@@ -614,7 +542,7 @@ static int write_stats_json(struct daemon *d, const struct totals *t, FILE *f, c
             run_seconds(d), t->produced, t->decoded, t->bytes, t->in_flight,
             t->ring_in_use, t->errors, t->cut_chunks, t->cut_bytes);
     rci_pipeline_write_json(d->publish, f);
-    write_discovery_json(d, f);
+    rci_daemon_announce_json(d->announce, f);
     fputs(",\"cards\":[", f);
     for (unsigned i = 0; i < d->ncards; i++) {
         if (i)
@@ -674,8 +602,8 @@ int rci_daemon_run(const struct rci_config *cfg, FILE *stats, const char *stats_
     int status = 1;
     if (setup_all(&d) == 0) {
         int rc = rci_pipeline_start(d.publish);
-        if (rc == 0)
-            start_announcing(&d);
+        if (rc == 0)   /* the publishers listen: say where */
+            d.announce = rci_daemon_announce_start(cfg, rci_pipeline_threads(d.publish));
         if (rc != 0)
             rci_error("cannot start the publisher threads: %s", strerror(-rc));
         else if (!wait_for_subscribers(&d))
