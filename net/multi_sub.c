@@ -161,9 +161,15 @@ static bool serves_wanted(const struct rci_msub *m, const struct rci_disc_entry 
 
 /* ---- following the entries ------------------------------------------------ */
 
-static void entry_key(const struct rci_disc_entry *e, char *buf, size_t len)
+/* The same publisher thread of the same daemon run. */
+static bool same_entry(const struct rci_disc_entry *a, const struct rci_disc_entry *b)
 {
-    rci_disc_entry_name(e, buf, len);
+    return a->thread == b->thread && strcmp(a->daemon_id, b->daemon_id) == 0;
+}
+
+static bool same_address(const struct rci_disc_entry *a, const struct rci_disc_entry *b)
+{
+    return a->port == b->port && strcmp(a->host, b->host) == 0;
 }
 
 static void host_port(const struct rci_disc_entry *e, char *buf, size_t len)
@@ -186,10 +192,7 @@ static void choose(struct rci_msub *m, size_t n)
             struct rci_disc_entry *b = &m->entries[j];
             if (i == j || !m->chosen[j])
                 continue;
-            char ha[136], hb[136];
-            host_port(a, ha, sizeof ha);
-            host_port(b, hb, sizeof hb);
-            if (strcmp(ha, hb) == 0 && (b->start_time_ms > a->start_time_ms ||
+            if (same_address(a, b) && (b->start_time_ms > a->start_time_ms ||
                                         (b->start_time_ms == a->start_time_ms && j < i)))
                 m->chosen[i] = false;   /* an older daemon on the same address */
             else if (strcmp(a->daemon_id, b->daemon_id) == 0) {
@@ -282,19 +285,14 @@ static int add_publisher(struct rci_msub *m, const struct rci_disc_entry *e)
  * would lose chunks; a dead daemon falls silent, and then it goes. */
 static bool keep(struct rci_msub *m, const struct rci_msub_publisher *p, size_t n)
 {
-    char key[128], other[128], hp[136], ohp[136];
-    entry_key(&p->entry, key, sizeof key);
-    host_port(&p->entry, hp, sizeof hp);
     bool listed = false, claimed = false;
     for (size_t j = 0; j < n; j++) {
-        entry_key(&m->entries[j], other, sizeof other);
-        if (strcmp(key, other) == 0) {
+        if (same_entry(&p->entry, &m->entries[j])) {
             if (m->chosen[j])
                 return true;
             listed = true;
         }
-        host_port(&m->entries[j], ohp, sizeof ohp);
-        if (m->chosen[j] && strcmp(hp, ohp) == 0)
+        if (m->chosen[j] && same_address(&p->entry, &m->entries[j]))
             claimed = true;
     }
     struct rc_sub_stats st;
@@ -316,18 +314,12 @@ static bool adopt(struct rci_msub *m, struct rci_msub_publisher *p, size_t n)
     rc_sub_get_stats(p->sub, &st);
     if (!st.connected)
         return false;
-    char hp[136], ohp[136], key[128], other[128];
-    host_port(&p->entry, hp, sizeof hp);
     for (size_t j = 0; j < n; j++) {
-        host_port(&m->entries[j], ohp, sizeof ohp);
-        if (!m->chosen[j] || strcmp(hp, ohp) != 0)
+        if (!m->chosen[j] || !same_address(&p->entry, &m->entries[j]))
             continue;
-        entry_key(&m->entries[j], other, sizeof other);
-        for (size_t i = 0; i < m->npub; i++) {
-            entry_key(&m->pub[i]->entry, key, sizeof key);
-            if (strcmp(key, other) == 0)
+        for (size_t i = 0; i < m->npub; i++)
+            if (same_entry(&m->pub[i]->entry, &m->entries[j]))
                 return false;   /* it has its own connection already */
-        }
         uint64_t f[RCI_DISC_MAX_RANGES], l[RCI_DISC_MAX_RANGES];
         size_t k = served_part(m, &m->entries[j], f, l, RCI_DISC_MAX_RANGES);
         if (k != p->nranges || memcmp(f, p->first, k * sizeof *f) || memcmp(l, p->last, k * sizeof *l))
@@ -417,16 +409,12 @@ static void lookup(struct rci_msub *m)
     for (size_t i = m->npub; i-- > 0;)
         if (!keep(m, m->pub[i], n) && !adopt(m, m->pub[i], n))
             drop_publisher(m, i, true);
-    char key[128], other[128];
     for (size_t j = 0; j < n; j++) {
         if (!m->chosen[j])
             continue;
-        entry_key(&m->entries[j], other, sizeof other);
         bool have = false;
-        for (size_t i = 0; !have && i < m->npub; i++) {
-            entry_key(&m->pub[i]->entry, key, sizeof key);
-            have = strcmp(key, other) == 0;
-        }
+        for (size_t i = 0; !have && i < m->npub; i++)
+            have = same_entry(&m->pub[i]->entry, &m->entries[j]);
         if (!have)
             add_publisher(m, &m->entries[j]);
     }
