@@ -82,7 +82,8 @@ uint64_t rci_disc_wall_ms(void);
 
 /* Base64 (RFC 4648, with padding), for the etcd gateway's keys and values. */
 size_t rci_base64_encode(const void *in, size_t len, char *out, size_t outlen);
-/* -1 on a character outside the alphabet or bad padding. */
+/* -1 on a character outside the alphabet, bad padding or a non-canonical
+ * last quantum (pad bits not 0). */
 long rci_base64_decode(const char *in, size_t len, void *out, size_t outlen);
 
 #endif

@@ -220,6 +220,9 @@ long rci_base64_decode(const char *in, size_t len, void *out, size_t outlen)
             if (v[k] < 0)
                 return -1;
         }
+        /* canonical only: the bits a padded quantum leaves over must be 0 */
+        if ((pad == 1 && (v[2] & 3)) || (pad == 2 && (v[1] & 15)))
+            return -1;
         uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
         if (n + 3 - (size_t)pad > outlen)
             return -1;

@@ -113,6 +113,8 @@ static void test_base64(void)
     CU_ASSERT_EQUAL(rci_base64_decode("Zm!v", 4, out, sizeof out), -1);     /* outside the alphabet */
     CU_ASSERT_EQUAL(rci_base64_decode("Zg==Zg==", 8, out, sizeof out), -1); /* padding inside */
     CU_ASSERT_EQUAL(rci_base64_decode("Zm9vYmFy", 8, out, 5), -1);         /* does not fit */
+    CU_ASSERT_EQUAL(rci_base64_decode("Jym=", 4, out, sizeof out), -1);     /* pad bits set (fuzz_discovery) */
+    CU_ASSERT_EQUAL(rci_base64_decode("Zh==", 4, out, sizeof out), -1);
     CU_ASSERT_EQUAL(rci_base64_encode("foo", 3, out, 4), 0);                /* no room for the NUL */
 }
 
