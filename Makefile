@@ -20,7 +20,7 @@ NPROC    := $(shell nproc 2>/dev/null || echo 2)
 VERSION  := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 SOVERSION := $(firstword $(subst ., ,$(VERSION)))
 
-PKGS      := libfabric libdpdk liburcu-memb liburcu-cds inih
+PKGS      := libfabric libdpdk liburcu-memb liburcu-cds inih libcurl jansson
 TEST_PKGS := cunit
 
 # DPDK's pkg-config flags pull in -march=corei7 and many warnings-as-errors
@@ -41,10 +41,11 @@ LIB_SRC   := $(wildcard common/*.c config/*.c dma/*.c readout/*.c readout/sim/*.
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 # The client library: subscriber and client publisher (include/ringcast/sub.h,
 # pub.h) need net/ and the public wrappers api/client_*.c. It links libfabric
-# and nothing else.
+# and, for discovery (net/discovery*.c: a client finds its publishers in etcd
+# or a directory), libcurl and jansson.
 CLIENT_SRC := $(wildcard common/*.c net/*.c api/client_*.c)
 CLIENT_OBJ := $(CLIENT_SRC:%.c=$(BUILD)/obj/%.o)
-CLIENT_LIBS := $(shell pkg-config --libs libfabric 2>/dev/null)
+CLIENT_LIBS := $(shell pkg-config --libs libfabric libcurl jansson 2>/dev/null)
 API_HEADERS := $(wildcard include/ringcast/*.h)
 TOOL_MAIN := $(wildcard tools/ringcast-*.c)
 TOOL_AUX  := $(filter-out $(TOOL_MAIN),$(wildcard tools/*.c))

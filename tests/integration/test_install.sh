@@ -61,7 +61,7 @@ done
 expect_eq "ringcast-client --libs" "$(echo $(pkg-config --libs ringcast-client))" "-L$LIB -lringcast-client"
 expect_eq "ringcast-client --cflags" "$(echo $(pkg-config --cflags ringcast-client))" "-I$ROOT/include"
 
-# ---- the client library needs libfabric and nothing else of ours --------------
+# ---- the client library needs libfabric (and libcurl, jansson: discovery), not DPDK, liburcu, inih
 needed=$(readelf -d "$LIB/libringcast-client.so.$version" | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p' | tr '\n' ' ')
 echo "libringcast-client NEEDED: $needed"
 case "$needed" in *libfabric*) ;; *) fail "libringcast-client does not need libfabric: $needed" ;; esac
@@ -81,7 +81,7 @@ api_functions() {
 }
 exports() { nm -D --defined-only "$1" | awk '{print $NF}' | sort -u; }
 inc="$ROOT/include/ringcast"
-api_functions "$inc/version.h" "$inc/sub.h" "$inc/pub.h" > "$WORK/client.api"
+api_functions "$inc/version.h" "$inc/sub.h" "$inc/discover.h" "$inc/pub.h" > "$WORK/client.api"
 api_functions "$inc"/*.h > "$WORK/full.api"
 [ "$(wc -l < "$WORK/client.api")" -gt 20 ] || fail "too few RC_API functions found in the headers"
 exports "$LIB/libringcast-client.so.$version" > "$WORK/client.nm"
