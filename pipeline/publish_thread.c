@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* daemon_publish_thread.c — one publisher thread of ringcast-readout: its own
+/* publish_thread.c — one publisher thread of ringcast-readout: its own
  * rci_publisher on fabric.port + i, its subscribers (mirrored into the shared
  * subscription table), and the sends of the chunks the readout threads queued
- * for it. The flow is described in daemon_publish.h. */
+ * for it. The flow is described in publish.h. */
 #include "pipeline/publish_internal.h"
 #include "common/errbuf.h"
 #include "common/monotonic.h"

@@ -4,7 +4,8 @@
  *  - 10^6 zero-copy messages, 8 B .. 64 KiB, 1..N pieces from one registered
  *    buffer; every byte checked by the subscriber, every key back once;
  *  - -EAGAIN when header slots run out, and recovery;
- *  - closing a subscriber: pending_sends() returns its keys exactly once;
+ *  - closing a subscriber: pending_sends() returns its keys exactly once,
+ *    no callback inside close_peer/pending_sends (GONE from progress);
  *  - the iov_limit / rx-buffer fallback (fragments counted, bytes right);
  *  - buffered pages;
  *  - no callback inside a send: -EAGAIN (no slot, no page) leaves the
@@ -585,10 +586,16 @@ static void pending_test(const struct prov *pv)
     }
     uint64_t keys[16];
     CU_ASSERT_EQUAL(rci_publisher_pending_sends(c.p, peer, keys, 16), -EBUSY);
+    /* No callback inside close_peer or pending_sends: GONE comes from progress. */
+    callbacks_in_send = 0;
+    in_send = true;
     CU_ASSERT_EQUAL(rci_publisher_close_peer(c.p, peer), 0);
     CU_ASSERT_EQUAL(rci_publisher_pending_sends(c.p, peer, keys, 3), 3);
     CU_ASSERT_EQUAL(rci_publisher_pending_sends(c.p, peer, keys + 3, 13), 5);
     CU_ASSERT_EQUAL(rci_publisher_pending_sends(c.p, peer, keys, 16), 0);
+    in_send = false;
+    CU_ASSERT_EQUAL(callbacks_in_send, 0);
+    CU_ASSERT_EQUAL(c.gone, 0);
     unsigned seen = 0;
     for (unsigned i = 0; i < 8; i++)
         if (keys[i] < 8)
@@ -598,6 +605,7 @@ static void pending_test(const struct prov *pv)
     uint64_t end = rci_now_ns() + 300 * MS;
     while (rci_now_ns() < end)
         rci_publisher_wait(c.p, 1 * MS);
+    CU_ASSERT_EQUAL(c.gone, 1);
     CU_ASSERT_EQUAL(keys_back(&c.keys), 0);
     CU_ASSERT_EQUAL(rci_publisher_pending_sends(c.p, peer, keys, 16), -ENOTCONN);
     struct layout l;
