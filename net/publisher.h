@@ -211,11 +211,13 @@ uint32_t rci_publisher_available_slots(struct rci_publisher *p);
  * later). Its outstanding keys come back through on_send_complete as they
  * complete, the rest (-ECONNRESET) once the provider provably let go
  * (net/README.md, Dead peers); or collect them with
- * rci_publisher_pending_sends(). */
+ * rci_publisher_pending_sends(). No callback runs inside this call: its
+ * RCI_PUB_PEER_GONE comes from the next progress call. */
 int  rci_publisher_close_peer(struct rci_publisher *p, rci_peer_id peer);
 /* Keys of sends to a closed or dead peer: its transport is closed now (RDM:
  * address removed), and if that proves the provider let go of its sends, up
- * to max keys are written to keys[] and released (no callback for them).
+ * to max keys are written to keys[] and released (no callback runs inside
+ * this call).
  * Returns the count, 0 when none are left or the provider gave no proof
  * (they come through on_send_complete then), -ENOTCONN for an unknown id,
  * -EBUSY if the peer is still alive. */
