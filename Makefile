@@ -6,7 +6,10 @@
 #   make bench      run the benchmarks
 #   make install PREFIX=/usr/local DESTDIR=   (LIBDIR=$(PREFIX)/lib, INCLUDEDIR=$(PREFIX)/include)
 #   make CC=clang   build with clang
-CC       ?= gcc
+# make's built-in default CC is "cc": `CC ?= gcc` would never apply.
+ifeq ($(origin CC),default)
+CC       := gcc
+endif
 PREFIX   ?= /usr/local
 DESTDIR  ?=
 LIBDIR   ?= $(PREFIX)/lib
@@ -77,11 +80,17 @@ deps:
 # would delete them as intermediate files and rebuild them every time.
 .SECONDARY:
 
-$(BUILD)/obj/%.o: %.c
+# Objects depend on the compiler and flags they were built with: a change
+# (CC=clang, OPT=-O0, EXTRA_CFLAGS=...) rebuilds them instead of linking
+# stale objects. The stamp is rewritten only when the line differs.
+FLAGS_LINE := $(CC) $(ALL_CFLAGS) $(TEST_CFLAGS) $(LDFLAGS) $(LDLIBS)
+$(shell mkdir -p $(BUILD) && { [ -f $(BUILD)/flags ] && [ "$$(cat $(BUILD)/flags)" = '$(subst ','\'',$(FLAGS_LINE))' ] || printf '%s\n' '$(subst ','\'',$(FLAGS_LINE))' > $(BUILD)/flags; })
+
+$(BUILD)/obj/%.o: %.c $(BUILD)/flags
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/obj/tests/%.o: tests/%.c
+$(BUILD)/obj/tests/%.o: tests/%.c $(BUILD)/flags
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(TEST_CFLAGS) -MMD -MP -c $< -o $@
 
@@ -168,6 +177,7 @@ bench: deps
 # Not in CI: 10 minutes at full rate (tests/soak.sh; SOAK_SECONDS to change).
 soak: deps
 	@$(MAKE) --no-print-directory -j$(NPROC) all
+	@./tests/loaded-rxm.sh $(BUILD)
 	@./tests/soak.sh $(BUILD)
 
 # pc_file NAME,LIBS.PRIVATE: deploy/pkgconfig/NAME.pc.in with this install's
