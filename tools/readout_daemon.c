@@ -19,7 +19,7 @@
 
 #include "dma/dma_ring.h"
 #include "readout/readout.h"
-#include "readout/sim/sim_card.h"
+#include "readout/sim/configured_card.h"
 #include "pipeline/publish.h"
 #include "tools/daemon_announce.h"
 #include "tools/log.h"
@@ -79,42 +79,6 @@ static int install_signal_handlers(void)
     return 0;
 }
 
-static int create_ring(struct daemon_card *dc, char *err, size_t errlen)
-{
-    const struct rci_card_params *p = dc->params;
-    char shm_name[96];
-    snprintf(shm_name, sizeof shm_name, "%s-ring", p->shm_name);
-    struct rci_dma_ring_params rp = {
-        .size = p->ring_size,
-        .unit_size = p->block_size,
-        .backend = p->memory,
-        .shm_name = shm_name,
-        .lock_memory = true,
-    };
-    return rci_dma_ring_create(&rp, &dc->ring, err, errlen);
-}
-
-static int create_card(struct daemon *d, struct daemon_card *dc, char *err, size_t errlen)
-{
-    const struct rci_card_params *p = dc->params;
-    unsigned n = p->index;
-    switch (p->type) {
-    case RCI_CARD_SIM:
-        if (!d->cfg->has_sim[n]) {
-            rci_set_err(err, errlen, "card.%u is a simulated card but there is no [sim.%u] section", n, n);
-            return -EINVAL;
-        }
-        return rci_sim_card_create(p, &d->cfg->sim[n], rci_dma_ring_addr(dc->ring),
-                                  rci_dma_ring_size(dc->ring), &dc->card, err, errlen);
-    case RCI_CARD_SIM_PROCESS:
-        /* The firmware runs in `ringcast-sim -c FILE --card N`, attached to
-         * the BAR created here and to the ring's shm object. */
-        return rci_sim_bar_create_shm(p, &dc->card, err, errlen);
-    }
-    rci_set_err(err, errlen, "card.%u: unknown card type %d", n, (int)p->type);
-    return -EINVAL;
-}
-
 /* A step that succeeded may still leave a warning in err (mlock failed, a
  * stale shm object from a killed run was replaced): say it. */
 static int setup_step(int rc, unsigned card, char *err)
@@ -131,9 +95,8 @@ static int setup_card(struct daemon *d, struct daemon_card *dc)
 {
     char err[512] = "";
     unsigned n = dc->params->index;
-    int rc = setup_step(create_ring(dc, err, sizeof err), n, err);
-    if (rc == 0)
-        rc = setup_step(create_card(d, dc, err, sizeof err), n, err);
+    int rc = setup_step(rci_configured_card_open(dc->params, d->cfg->has_sim[n] ? &d->cfg->sim[n] : NULL,
+                                                 &dc->ring, &dc->card, err, sizeof err), n, err);
     if (rc == 0)
         rc = setup_step(rci_pipeline_add_card(d->publish, dc->params, dc->ring, &dc->publish,
                                                    err, sizeof err), n, err);
@@ -161,10 +124,7 @@ static void teardown_card(struct daemon_card *dc)
 {
     if (dc->readout)
         rci_readout_destroy(dc->readout);
-    if (dc->card)
-        rci_card_destroy(dc->card);
-    if (dc->ring)
-        rci_dma_ring_destroy(dc->ring);
+    rci_configured_card_close(dc->ring, dc->card);
     dc->readout = NULL;
     dc->card = NULL;
     dc->ring = NULL;

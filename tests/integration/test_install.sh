@@ -118,6 +118,15 @@ sed -n '/^## Use it as a library/,/^## /p' README.md | sed -n '/^```c$/,/^```$/p
     && cc -std=c11 -Wall -Wextra -Werror readme.c -o readme-full $(pkg-config --cflags --libs ringcast)) \
     || fail "README.md's example does not build against the installed ringcast"
 ok "README.md's example built with pkg-config ringcast-client and ringcast"
+# The static library: `pkg-config --static` names what it needs (libfabric, DPDK, liburcu, inih).
+case " $(pkg-config --static --libs ringcast-client) " in *" -lfabric "*) ;;
+    *) fail "pkg-config --static ringcast-client does not name -lfabric" ;; esac
+static_libs=$(pkg-config --static --libs ringcast | sed 's/-lringcast\( \|$\)/-l:libringcast.a\1/')
+# shellcheck disable=SC2046,SC2086
+(cd "$WORK" && cc readme.c -o readme-static $(pkg-config --cflags ringcast) $static_libs) \
+    || fail "README.md's example does not link against libringcast.a with pkg-config --static ringcast"
+ldd "$WORK/readme-static" | grep -q 'libringcast' && { ldd "$WORK/readme-static"; fail "readme-static loads a shared libringcast"; }
+ok "README.md's example linked with libringcast.a and pkg-config --static ringcast alone"
 
 export LD_LIBRARY_PATH="$LIB"
 for prog in "$WORK/examples/count_tags/count_tags" "$WORK/readme" "$WORK/readme-full" "$WORK/examples/embed_readout/embed"; do

@@ -274,10 +274,10 @@ static int send_chunk(bool buffered, uint64_t tag, uint32_t flags, const struct 
         iov[i] = (struct iovec){src + ps[i].off, ps[i].len};
     uint64_t end = now_ns() + (uint64_t)(WAIT_S * 1e9);
     for (;;) {
-        int rc = buffered ? rci_publisher_send_buffered(E.pub, the_peer(), tag, flags, iov, n, E.next_key)
+        int rc = buffered ? rci_publisher_send_buffered(E.pub, the_peer(), tag, flags, iov, n)
                           : rci_publisher_send(E.pub, the_peer(), tag, flags, iov, n, E.next_key);
         if (rc != -EAGAIN) {
-            E.next_key += rc == 0;
+            E.next_key += rc == 0 && !buffered;
             return rc;
         }
         if (now_ns() > end)
