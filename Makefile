@@ -43,7 +43,7 @@ LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 # pub.h) need net/ and the public wrappers api/client_*.c. It links libfabric
 # and, for discovery (net/discovery*.c: a client finds its publishers in etcd
 # or a directory), libcurl and jansson.
-CLIENT_SRC := $(wildcard common/*.c net/*.c api/client_*.c)
+CLIENT_SRC := $(wildcard common/*.c net/*.c api/client_*.c) readout/sim/pattern.c
 CLIENT_OBJ := $(CLIENT_SRC:%.c=$(BUILD)/obj/%.o)
 CLIENT_LIBS := $(shell pkg-config --libs libfabric libcurl jansson 2>/dev/null)
 API_HEADERS := $(wildcard include/ringcast/*.h)
@@ -132,6 +132,15 @@ $(ALLOC_SHIM): tools/alloc_count/alloc_count.c
 $(BUILD)/bin/%: $(BUILD)/obj/tools/%.o $(TOOL_AUX_OBJ) $(STATIC_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $< $(TOOL_AUX_OBJ) $(STATIC_LIB) $(LDLIBS) $(LDFLAGS)
+
+# ringcast-sub is built as an outside program would be: from the public
+# headers (tests/check-includes.sh) against the client library's exported
+# symbols only (a use of an internal function fails to link), plus the
+# tools' log. It finds the library next to it ($ORIGIN/../lib: the build
+# tree and $(PREFIX)) or where the system's loader looks.
+$(BUILD)/bin/ringcast-sub: $(BUILD)/obj/tools/ringcast-sub.o $(BUILD)/obj/tools/log.o $(CLIENT_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $(filter %.o,$^) -L$(BUILD)/lib -lringcast-client -Wl,-rpath,'$$ORIGIN/../lib' -lpthread -lm $(LDFLAGS)
 
 $(BUILD)/tests/integration/%: $(BUILD)/obj/tests/integration/%.o $(STATIC_LIB)
 	@mkdir -p $(dir $@)

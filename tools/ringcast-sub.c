@@ -25,10 +25,23 @@
 
 #include "ringcast/sub.h"
 #include "ringcast/discover.h"
-#include "common/monotonic.h"
-#include "readout/sim/pattern.h"
-#include "readout/sim/sim_params.h"
+#include "ringcast/pattern.h"
 #include "tools/log.h"
+
+/* ringcast-sub is built as an outside program would be (public headers and
+ * the client library's exported symbols only), so it keeps its own clock. */
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_ns(uint64_t ns)
+{
+    struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000ull), .tv_nsec = (long)(ns % 1000000000ull)};
+    nanosleep(&ts, NULL);
+}
 
 #define EXIT_USAGE 2
 #define MAX_TAG_ITEMS 4096u
@@ -394,13 +407,13 @@ static uint64_t lat_bucket_top(unsigned i)
 
 static void lat_record(struct latency_hist *h, uint32_t flags, const uint8_t *data, size_t len)
 {
-    if (flags || len < RCI_SIM_STAMP_BYTES) {
+    if (flags || len < RC_PATTERN_STAMP_BYTES) {
         h->skipped++;
         return;
     }
     uint64_t le;
     memcpy(&le, data, sizeof le);
-    uint64_t stamp = le64toh(le), now = rci_now_ns();
+    uint64_t stamp = le64toh(le), now = now_ns();
     if (stamp > now) {
         h->future++;
         return;
@@ -675,13 +688,13 @@ static void follow_sequence(struct results *r, struct tag_state *ts, uint64_t se
 static void verify_chunk(struct app *a, struct tag_state *ts, uint64_t tag, uint32_t flags,
                          const uint8_t *data, size_t len)
 {
-    uint64_t seq = rci_pattern_seq(data, len);
+    uint64_t seq = rc_pattern_seq(data, len);
     if (flags) {
         a->r.flagged++;
         follow_sequence(&a->r, ts, seq, len);
         return;
     }
-    long bad = rci_pattern_check(data, 0, len, tag, seq);
+    long bad = rc_pattern_check(data, 0, len, tag, seq);
     if (bad >= 0) {
         if (a->r.corrupt++ == 0) {
             a->r.first_corrupt_tag = tag;
@@ -716,7 +729,7 @@ static void on_data(void *ctx, uint64_t tag, uint32_t flags, const void *data, s
     if (a->o->count && a->r.chunks >= a->o->count)
         stop_requested = 1;
     if (a->o->slow_us)
-        rci_sleep_ns((uint64_t)a->o->slow_us * 1000u);
+        sleep_ns((uint64_t)a->o->slow_us * 1000u);
 }
 
 /* A restarted publisher starts every tag's sequence anew: what came before
@@ -849,7 +862,7 @@ static void print_discover_json(const struct app *a)
 
 /* ---- reporting ----------------------------------------------------------- */
 
-static double now_s(void) { return (double)rci_now_ns() / 1e9; }
+static double now_s(void) { return (double)now_ns() / 1e9; }
 
 static bool verification_failed(const struct app *a)
 {

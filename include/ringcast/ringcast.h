@@ -18,5 +18,6 @@
 #include "ringcast/discover.h"
 #include "ringcast/pub.h"
 #include "ringcast/record.h"
+#include "ringcast/pattern.h"
 #include "ringcast/readout.h"
 #endif

@@ -81,7 +81,7 @@ api_functions() {
 }
 exports() { nm -D --defined-only "$1" | awk '{print $NF}' | sort -u; }
 inc="$ROOT/include/ringcast"
-api_functions "$inc/version.h" "$inc/sub.h" "$inc/discover.h" "$inc/pub.h" > "$WORK/client.api"
+api_functions "$inc/version.h" "$inc/sub.h" "$inc/discover.h" "$inc/pub.h" "$inc/pattern.h" > "$WORK/client.api"
 api_functions "$inc"/*.h > "$WORK/full.api"
 [ "$(wc -l < "$WORK/client.api")" -gt 20 ] || fail "too few RC_API functions found in the headers"
 exports "$LIB/libringcast-client.so.$version" > "$WORK/client.nm"
