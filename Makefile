@@ -38,10 +38,11 @@ LIB_SRC   := $(wildcard common/*.c config/*.c dma/*.c readout/*.c readout/sim/*.
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 # The client library: subscriber and client publisher (include/ringcast/sub.h,
 # pub.h) need net/ and the public wrappers api/client_*.c. It links libfabric
-# and nothing else.
+# and liburcu-cds (the lock-free stacks of net/mem_pool.c and net/mr_cache.c),
+# nothing else: no DPDK, no inih.
 CLIENT_SRC := $(wildcard common/*.c net/*.c api/client_*.c)
 CLIENT_OBJ := $(CLIENT_SRC:%.c=$(BUILD)/obj/%.o)
-CLIENT_LIBS := $(shell pkg-config --libs libfabric 2>/dev/null)
+CLIENT_LIBS := $(shell pkg-config --libs libfabric liburcu-cds 2>/dev/null)
 API_HEADERS := $(wildcard include/ringcast/*.h)
 TOOL_MAIN := $(wildcard tools/ringcast-*.c)
 TOOL_AUX  := $(filter-out $(TOOL_MAIN),$(wildcard tools/*.c))
