@@ -180,6 +180,8 @@ int rci_mem_pool_register(struct rci_mem_pool *pool, struct rci_fabric *f, struc
 
 void rci_mem_pool_deregister(struct rci_mem_pool *pool)
 {
+    if (!pool)
+        return;
     for (unsigned i = 0; i < RCI_MEM_CLASSES; i++)
         rci_fabric_mr_close(&pool->cls[i].mr);
     pool->registered = false;

@@ -83,7 +83,7 @@ void rci_mem_pool_destroy(struct rci_mem_pool *pool);
  * registered. Owner thread; not while registered already (-EBUSY). */
 int  rci_mem_pool_register(struct rci_mem_pool *pool, struct rci_fabric *f, struct fid_ep *ep,
                           uint64_t access, char *err, size_t errlen);
-/* Close the MRs (before f's domain closes). Safe when not registered. */
+/* Close the MRs (before f's domain closes). Safe when not registered or NULL. */
 void rci_mem_pool_deregister(struct rci_mem_pool *pool);
 /* Registrations made so far (one per class block per rci_mem_pool_register). */
 uint64_t rci_mem_pool_registrations(const struct rci_mem_pool *pool);

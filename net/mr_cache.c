@@ -73,6 +73,7 @@ static uintptr_t r_end(const struct rci_mr_region *r) { return (uintptr_t)r->mr.
 
 void *rci_mr_region_desc(const struct rci_mr_region *r) { return r->mr.desc; }
 const void *rci_mr_region_addr(const struct rci_mr_region *r) { return r->mr.addr; }
+uint64_t rci_mr_region_key(const struct rci_mr_region *r) { return fi_mr_key(r->mr.mr); }
 size_t rci_mr_region_len(const struct rci_mr_region *r) { return r->mr.len; }
 
 bool rci_mr_region_contains(const struct rci_mr_region *r, const void *addr, size_t len)

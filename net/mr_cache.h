@@ -75,6 +75,8 @@ void rci_mr_cache_release(struct rci_mr_cache *c, struct rci_mr_region *r);
 void *rci_mr_region_desc(const struct rci_mr_region *r);
 /* True when [addr, addr + len) lies inside the region. */
 bool rci_mr_region_contains(const struct rci_mr_region *r, const void *addr, size_t len);
+/* The region's key (fi_mr_key): a new registration gets a new one. */
+uint64_t rci_mr_region_key(const struct rci_mr_region *r);
 /* Registered range of the region (page aligned). */
 const void *rci_mr_region_addr(const struct rci_mr_region *r);
 size_t rci_mr_region_len(const struct rci_mr_region *r);
