@@ -98,6 +98,10 @@ static int class_init(struct mem_class *c, enum rci_mem_class id, size_t size, u
     void *block = NULL;
     if (posix_memalign(&block, RCI_MEM_POOL_ALIGN, bytes))
         return -ENOMEM;
+    /* Zeroed: nothing of the heap's earlier contents can leave in a send
+     * from a buffer the caller filled only in part, and the pages are
+     * resident from the start (registration would pin them anyway). */
+    memset(block, 0, bytes);
     c->block = block;
     c->bufs = calloc(count, sizeof *c->bufs);
     if (!c->bufs)

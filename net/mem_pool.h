@@ -3,7 +3,7 @@
  * memory_pool: small / medium / large / huge stacks of registered buffers).
  *
  * Each class is one backing block of `count` buffers of `size` bytes,
- * allocated once (page aligned) and registered with libfabric once per
+ * allocated once (page aligned, zeroed) and registered with libfabric once per
  * fabric domain (rci_mem_pool_register: one MR per block, not per buffer).
  * A buffer's descriptor is its block's.
  *
