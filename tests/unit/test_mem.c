@@ -525,6 +525,49 @@ static void test_cache_forget_and_reuse_same_address(void)
     cache_close(&x);
 }
 
+/* rci_mr_cache_forget_async from another thread while the owner acquires
+ * and releases (under TSan: the queue's hand-over is what it checks). */
+#define FORGETS 2000u
+
+struct forgetter { struct rci_mr_cache *c; uint8_t *mem; atomic_bool done; };
+
+static void *forgetter_main(void *arg)
+{
+    struct forgetter *f = arg;
+    for (unsigned i = 0; i < FORGETS; i++)
+        rci_mr_cache_forget_async(f->c, f->mem + (i % CACHE_PAGES) * PAGE, 1);
+    atomic_store(&f->done, true);
+    return NULL;
+}
+
+static void test_cache_forget_from_another_thread(void)
+{
+    struct cache_fixture x;
+    CU_ASSERT_FATAL(cache_open(&x, 1u << 20, 64));
+    static struct forgetter f;
+    f.c = x.c;
+    f.mem = x.mem;
+    atomic_init(&f.done, false);
+    pthread_t t;
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, forgetter_main, &f), 0);
+    unsigned touches = 0, failed = 0;
+    while (!atomic_load(&f.done) || touches < 100) {
+        failed += touch(&x, (touches % CACHE_PAGES) * PAGE + 8, 64) == 0;
+        touches++;
+    }
+    pthread_join(t, NULL);
+    rci_mr_cache_apply_forgets(x.c);
+    struct rci_mr_cache_stats st = cstats(&x);
+    CU_ASSERT_EQUAL(failed, 0);
+    CU_ASSERT_EQUAL(st.forgets, FORGETS);
+    CU_ASSERT_EQUAL(st.hits + st.misses, touches);
+    CU_ASSERT_EQUAL(st.regions_in_use, 0);
+    /* Every page was forgotten at least once after its last touch, or is
+     * still cached: what is registered is what the cache says it holds. */
+    CU_ASSERT_EQUAL(st.registered_bytes, st.regions * PAGE);
+    cache_close(&x);
+}
+
 static void test_cache_region_limit(void)
 {
     struct cache_fixture x;
@@ -763,6 +806,7 @@ static void register_tests(void)
     RCI_SUITE("mr_cache", {"hits, misses, merge", test_cache_hits_misses_merge},
               {"evicts least recently used", test_cache_evicts_least_recently_used},
               {"forget, same address reused", test_cache_forget_and_reuse_same_address},
+              {"forget from another thread", test_cache_forget_from_another_thread},
               {"region limit", test_cache_region_limit});
     RCI_SUITE("rc_pub cache", {"unregistered memory sent", test_pub_sends_unregistered_memory_through_cache},
               {"no cache: -EFAULT", test_pub_without_cache_refuses_unregistered},
