@@ -124,6 +124,7 @@ static void free_queued_forgets(struct rci_mr_cache *c)
     struct cds_lfs_head *h = __cds_lfs_pop_all(&c->forgets);
     struct cds_lfs_node *n = h ? &h->node : NULL;
     while (n) {
+        TSAN_ACQUIRE(caa_container_of(n, struct forget_req, node));
         struct cds_lfs_node *next = n->next;
         free(caa_container_of(n, struct forget_req, node));
         n = next;
@@ -308,9 +309,9 @@ unsigned rci_mr_cache_apply_forgets(struct rci_mr_cache *c)
     struct cds_lfs_head *h = __cds_lfs_pop_all(&c->forgets);   /* the owner is the only popper */
     struct cds_lfs_node *n = h ? &h->node : NULL;
     while (n) {
-        struct cds_lfs_node *next = n->next;
         struct forget_req *req = caa_container_of(n, struct forget_req, node);
-        TSAN_ACQUIRE(req);
+        TSAN_ACQUIRE(req);   /* before anything of it is read: its push was the release */
+        struct cds_lfs_node *next = n->next;
         rci_mr_cache_forget(c, (const void *)req->addr, req->len);
         free(req);
         applied++;
