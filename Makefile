@@ -6,7 +6,10 @@
 #   make bench      run the benchmarks
 #   make install PREFIX=/usr/local DESTDIR=   (LIBDIR=$(PREFIX)/lib, INCLUDEDIR=$(PREFIX)/include)
 #   make CC=clang   build with clang
-CC       ?= gcc
+# make's built-in default CC is "cc": `CC ?= gcc` would never apply.
+ifeq ($(origin CC),default)
+CC       := gcc
+endif
 PREFIX   ?= /usr/local
 DESTDIR  ?=
 LIBDIR   ?= $(PREFIX)/lib
@@ -17,7 +20,7 @@ NPROC    := $(shell nproc 2>/dev/null || echo 2)
 VERSION  := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 SOVERSION := $(firstword $(subst ., ,$(VERSION)))
 
-PKGS      := libfabric libdpdk liburcu-memb liburcu-cds inih
+PKGS      := libfabric libdpdk liburcu-memb liburcu-cds inih libcurl jansson
 TEST_PKGS := cunit
 
 # DPDK's pkg-config flags pull in -march=corei7 and many warnings-as-errors
@@ -38,11 +41,12 @@ LIB_SRC   := $(wildcard common/*.c config/*.c dma/*.c readout/*.c readout/sim/*.
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 # The client library: subscriber and client publisher (include/ringcast/sub.h,
 # pub.h) need net/ and the public wrappers api/client_*.c. It links libfabric
-# and liburcu-cds (the lock-free stacks of net/mem_pool.c and net/mr_cache.c),
-# nothing else: no DPDK, no inih.
+# liburcu-cds (the lock-free stacks of net/mem_pool.c and net/mr_cache.c) and,
+# for discovery (net/discovery*.c: a client finds its publishers in etcd or a
+# directory), libcurl and jansson; no DPDK, no inih.
 CLIENT_SRC := $(wildcard common/*.c net/*.c api/client_*.c)
 CLIENT_OBJ := $(CLIENT_SRC:%.c=$(BUILD)/obj/%.o)
-CLIENT_LIBS := $(shell pkg-config --libs libfabric liburcu-cds 2>/dev/null)
+CLIENT_LIBS := $(shell pkg-config --libs libfabric liburcu-cds libcurl jansson 2>/dev/null)
 API_HEADERS := $(wildcard include/ringcast/*.h)
 TOOL_MAIN := $(wildcard tools/ringcast-*.c)
 TOOL_AUX  := $(filter-out $(TOOL_MAIN),$(wildcard tools/*.c))
@@ -78,11 +82,17 @@ deps:
 # would delete them as intermediate files and rebuild them every time.
 .SECONDARY:
 
-$(BUILD)/obj/%.o: %.c
+# Objects depend on the compiler and flags they were built with: a change
+# (CC=clang, OPT=-O0, EXTRA_CFLAGS=...) rebuilds them instead of linking
+# stale objects. The stamp is rewritten only when the line differs.
+FLAGS_LINE := $(CC) $(ALL_CFLAGS) $(TEST_CFLAGS) $(LDFLAGS) $(LDLIBS)
+$(shell mkdir -p $(BUILD) && { [ -f $(BUILD)/flags ] && [ "$$(cat $(BUILD)/flags)" = '$(subst ','\'',$(FLAGS_LINE))' ] || printf '%s\n' '$(subst ','\'',$(FLAGS_LINE))' > $(BUILD)/flags; })
+
+$(BUILD)/obj/%.o: %.c $(BUILD)/flags
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/obj/tests/%.o: tests/%.c
+$(BUILD)/obj/tests/%.o: tests/%.c $(BUILD)/flags
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(TEST_CFLAGS) -MMD -MP -c $< -o $@
 
@@ -169,6 +179,7 @@ bench: deps
 # Not in CI: 10 minutes at full rate (tests/soak.sh; SOAK_SECONDS to change).
 soak: deps
 	@$(MAKE) --no-print-directory -j$(NPROC) all
+	@./tests/loaded-rxm.sh $(BUILD)
 	@./tests/soak.sh $(BUILD)
 
 # pc_file NAME,LIBS.PRIVATE: deploy/pkgconfig/NAME.pc.in with this install's

@@ -16,7 +16,7 @@ allowed() {   # $1 = folder, $2 = included path; returns 0 when allowed
     readout/sim) case "$2" in readout/*|dma/*|common/*) return 0 ;; esac ;;
     readout) case "$2" in readout/sim/*) return 1 ;; readout/*|dma/*|common/*) return 0 ;; esac ;;
     pipeline) case "$2" in readout/sim/*) return 1 ;; pipeline/*|net/*|readout/*|dma/*|ringcast/*|common/*) return 0 ;; esac ;;
-    config)  case "$2" in config/*|common/*|readout/*_params.h|readout/sim/sim_params.h|net/fabric_params.h|net/allow_list.h|pipeline/*_params.h) return 0 ;; esac ;;
+    config)  case "$2" in config/*|common/*|readout/*_params.h|readout/sim/sim_params.h|net/fabric_params.h|net/discovery_params.h|net/allow_list.h|pipeline/*_params.h) return 0 ;; esac ;;
     include/ringcast) case "$2" in ringcast/*) return 0 ;; esac ;;
     examples) case "$2" in ringcast/*) return 0 ;; esac ;;
     *) return 0 ;;

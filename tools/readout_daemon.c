@@ -21,6 +21,7 @@
 #include "readout/readout.h"
 #include "readout/sim/sim_card.h"
 #include "pipeline/publish.h"
+#include "tools/daemon_announce.h"
 #include "tools/log.h"
 
 #define DAEMON_TICK_NS      (100ull * 1000 * 1000)
@@ -45,6 +46,7 @@ struct daemon {
     unsigned ncards;
     struct daemon_card cards[RCI_MAX_CARDS];
     struct rci_pipeline *publish;
+    struct rci_announce *announce;     /* [discovery] url set: our publishers' entries */
     uint64_t start_ns, last_stats_ns;
     uint64_t end_ns;                   /* run over (finished or stop requested) */
 };
@@ -540,6 +542,7 @@ static int write_stats_json(struct daemon *d, const struct totals *t, FILE *f, c
             run_seconds(d), t->produced, t->decoded, t->bytes, t->in_flight,
             t->ring_in_use, t->errors, t->cut_chunks, t->cut_bytes);
     rci_pipeline_write_json(d->publish, f);
+    rci_daemon_announce_json(d->announce, f);
     fputs(",\"cards\":[", f);
     for (unsigned i = 0; i < d->ncards; i++) {
         if (i)
@@ -599,6 +602,8 @@ int rci_daemon_run(const struct rci_config *cfg, FILE *stats, const char *stats_
     int status = 1;
     if (setup_all(&d) == 0) {
         int rc = rci_pipeline_start(d.publish);
+        if (rc == 0)   /* the publishers listen: say where */
+            d.announce = rci_daemon_announce_start(cfg, rci_pipeline_threads(d.publish));
         if (rc != 0)
             rci_error("cannot start the publisher threads: %s", strerror(-rc));
         else if (!wait_for_subscribers(&d))
@@ -624,6 +629,7 @@ int rci_daemon_run(const struct rci_config *cfg, FILE *stats, const char *stats_
         if (stats && write_stats_json(&d, &t, stats, stats_name) != 0)
             status = 1;
     }
+    rci_announce_stop(d.announce);   /* a clean exit: the entries go at once */
     /* The publisher may still hold keys (a failed setup): they go back to
      * the readouts, so it goes first. */
     rci_pipeline_destroy(d.publish);

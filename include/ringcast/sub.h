@@ -110,7 +110,8 @@ struct rc_sub_stats {
     uint64_t reordered;            /* DATA/PAGE received before an earlier one: held, then
                                     * handled in stream order */
     uint64_t seq_lost;             /* DATA/PAGE never received (stream numbers skipped when
-                                    * every spare receive buffer held a later one) */
+                                    * every spare receive buffer held a later one, a message
+                                    * came truncated or malformed, or the publisher said BYE) */
     uint64_t seq_late;             /* DATA/PAGE dropped: arrived after being counted lost, or twice */
     uint64_t held_dropped;         /* DATA/PAGE received but dropped at a disconnect while
                                     * waiting for an earlier one */

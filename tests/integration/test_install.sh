@@ -61,9 +61,9 @@ done
 expect_eq "ringcast-client --libs" "$(echo $(pkg-config --libs ringcast-client))" "-L$LIB -lringcast-client"
 expect_eq "ringcast-client --cflags" "$(echo $(pkg-config --cflags ringcast-client))" "-I$ROOT/include"
 
-# ---- the client library needs libfabric, liburcu-cds and nothing else of ours --
-# (liburcu-cds: the lock-free stacks of net/mem_pool.c and net/mr_cache.c;
-# not liburcu's RCU flavours, which the daemon's subscription table uses.)
+# ---- the client library needs libfabric, liburcu-cds (the lock-free stacks of
+# net/mem_pool.c and net/mr_cache.c), libcurl and jansson (discovery), and no
+# DPDK, RCU flavour (the daemon's subscription table uses those) or inih
 needed=$(readelf -d "$LIB/libringcast-client.so.$version" | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p' | tr '\n' ' ')
 echo "libringcast-client NEEDED: $needed"
 case "$needed" in *libfabric*) ;; *) fail "libringcast-client does not need libfabric: $needed" ;; esac
@@ -83,7 +83,7 @@ api_functions() {
 }
 exports() { nm -D --defined-only "$1" | awk '{print $NF}' | sort -u; }
 inc="$ROOT/include/ringcast"
-api_functions "$inc/version.h" "$inc/sub.h" "$inc/pub.h" > "$WORK/client.api"
+api_functions "$inc/version.h" "$inc/sub.h" "$inc/discover.h" "$inc/pub.h" > "$WORK/client.api"
 api_functions "$inc"/*.h > "$WORK/full.api"
 # rc_mem_forget (pub.h: before the program frees memory sent through the
 # registration cache) is part of both.
