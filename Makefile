@@ -41,11 +41,12 @@ LIB_SRC   := $(wildcard common/*.c config/*.c dma/*.c readout/*.c readout/sim/*.
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 # The client library: subscriber and client publisher (include/ringcast/sub.h,
 # pub.h) need net/ and the public wrappers api/client_*.c. It links libfabric
-# and, for discovery (net/discovery*.c: a client finds its publishers in etcd
-# or a directory), libcurl and jansson.
+# liburcu-cds (the lock-free stacks of net/mem_pool.c and net/mr_cache.c) and,
+# for discovery (net/discovery*.c: a client finds its publishers in etcd or a
+# directory), libcurl and jansson; no DPDK, no inih.
 CLIENT_SRC := $(wildcard common/*.c net/*.c api/client_*.c) readout/sim/pattern.c
 CLIENT_OBJ := $(CLIENT_SRC:%.c=$(BUILD)/obj/%.o)
-CLIENT_LIBS := $(shell pkg-config --libs libfabric libcurl jansson 2>/dev/null)
+CLIENT_LIBS := $(shell pkg-config --libs libfabric liburcu-cds libcurl jansson 2>/dev/null)
 API_HEADERS := $(wildcard include/ringcast/*.h)
 TOOL_MAIN := $(wildcard tools/ringcast-*.c)
 TOOL_AUX  := $(filter-out $(TOOL_MAIN),$(wildcard tools/*.c))
@@ -234,7 +235,7 @@ FUZZ_FLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=
 # (a reader of a freed version is a use-after-free); the daemon run below
 # still exercises the table under TSan.
 TSAN_TESTS := test_roundtrip test_dma_ring test_chunk_queue test_fanout test_card \
-              test_net_subscriber
+              test_net_subscriber test_mem
 FUZZ_SRC   := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZERS    := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 FUZZ_TIME  ?= 30

@@ -98,6 +98,8 @@ struct rci_pub_resume {
     struct rci_pub_frag_cursor c;   /* over iov[0..n-1] */
     unsigned n;
     struct iovec *iov;         /* RCI_PUB_RESUME_PIECES, allocated at create */
+    bool has_desc;             /* sent with the caller's descriptors (send_desc): */
+    void **desc;               /* ... one per iov, RCI_PUB_RESUME_PIECES, allocated at create */
 };
 
 enum rci_peer_state {

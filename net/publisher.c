@@ -910,7 +910,8 @@ static int init_peers(struct rci_publisher *p)
         p->peers[i].op_head = p->peers[i].op_tail = RCI_PUB_NONE;
         p->peers[i].ranges = calloc(RCI_WIRE_MAX_RANGES, sizeof(struct rci_wire_range));
         p->peers[i].resume.iov = calloc(RCI_PUB_RESUME_PIECES, sizeof(struct iovec));
-        if (!p->peers[i].ranges || !p->peers[i].resume.iov)
+        p->peers[i].resume.desc = calloc(RCI_PUB_RESUME_PIECES, sizeof(void *));
+        if (!p->peers[i].ranges || !p->peers[i].resume.iov || !p->peers[i].resume.desc)
             return -ENOMEM;
     }
     return 0;
@@ -1005,6 +1006,7 @@ static void free_peers(struct rci_publisher *p)
     for (uint32_t i = 0; p->peers && i < p->npeers; i++) {
         free(p->peers[i].ranges);
         free(p->peers[i].resume.iov);
+        free(p->peers[i].resume.desc);
     }
     free(p->peers);
 }
@@ -1058,6 +1060,8 @@ void rci_publisher_destroy(struct rci_publisher *p)
         release_ops(p, peer, -ECANCELED, NULL, 0, NULL);
         peer->state = RCI_PEER_FREE;
     }
+    if (p->cb.on_closing)
+        p->cb.on_closing(p->cb.arg);
     for (unsigned i = 0; i < p->nregions; i++)
         rci_fabric_mr_close(&p->region[i]);
     rci_fabric_mr_close(&p->rx_mr);

@@ -55,6 +55,10 @@ struct rci_publisher_callbacks {
     void (*on_send_complete)(void *arg, uint64_t key, int status);
     /* Optional. */
     void (*on_peer_event)(void *arg, rci_peer_id peer, enum rci_pub_peer_event ev);
+    /* Optional: runs in rci_publisher_destroy() after every key came back and
+     * before the domain closes: the caller's own registrations in it (e.g. a
+     * net/mr_cache.h cache) must be closed here. */
+    void (*on_closing)(void *arg);
     void *arg;
 };
 
@@ -173,6 +177,17 @@ int  rci_publisher_register(struct rci_publisher *p, const void *addr, size_t le
  * chunk does not fit the subscriber's receive buffer. */
 int  rci_publisher_send(struct rci_publisher *p, rci_peer_id peer, uint64_t tag, uint32_t flags,
                        const struct iovec *iov, unsigned n, uint64_t key);
+/* The same with the caller's descriptor for each piece (desc[0..n-1], e.g.
+ * from net/mr_cache.h): the pieces need not lie in regions registered here,
+ * and the caller keeps their memory registered until the key completes.
+ * desc NULL: rci_publisher_send(). */
+int  rci_publisher_send_desc(struct rci_publisher *p, rci_peer_id peer, uint64_t tag,
+                            uint32_t flags, const struct iovec *iov, void *const *desc, unsigned n,
+                            uint64_t key);
+/* The descriptor of the registered region (rci_publisher_register) holding
+ * [addr, addr + len); *found false (and NULL) when none does. */
+void *rci_publisher_region_desc(const struct rci_publisher *p, const void *addr, size_t len,
+                                bool *found);
 /* Buffered send: copy the chunk as one record into the peer's current page.
  * It takes no key: on 0 the record is copied and the caller may release the
  * chunk's memory at once (no on_send_complete runs for it).

@@ -29,6 +29,7 @@
 
 #include "common/errbuf.h"
 #include "net/fabric.h"
+#include "net/mem_pool.h"
 #include "net/sub_ranges.h"
 #include "net/wire.h"
 
@@ -73,8 +74,11 @@ struct rc_sub {
     uint64_t client_id;
 
     /* Buffers: allocated once. */
-    uint8_t *rx_pool, *tx_pool, *reasm_buf;
+    uint8_t *tx_pool, *reasm_buf;
     struct rx_slot *rx;
+    struct rci_mem_pool *rx_pool;         /* receive buffers: one class (rx_pool_create) */
+    struct rci_mem_buf **rx_mb;           /* rx[i].buf's pool buffer */
+    void *rx_desc;                        /* their class block's descriptor (connection) */
     struct tx_slot tx[TX_SLOTS];
     uint32_t tx_queue[TX_SLOTS];          /* FIFO of TX_QUEUED slots: send order */
     uint32_t tx_queue_head, tx_queue_len;
@@ -84,7 +88,7 @@ struct rc_sub {
     bool fabric_open;
     struct rci_fabric f;
     struct fid_ep *ep;                    /* MSG: own endpoint; RDM: f.ep */
-    struct rci_fabric_mr rx_mr, tx_mr;
+    struct rci_fabric_mr tx_mr;
     fi_addr_t peer;                       /* RDM: the publisher */
     uint64_t next_attempt_ns, deadline_ns, last_rx_ns, last_hb_ns, heartbeat_ns;
     uint32_t conn_malformed;
@@ -174,6 +178,43 @@ static void *alloc_aligned(size_t len)
     return posix_memalign(&p, 4096, len) ? NULL : p;
 }
 
+/* Receive buffers come from a registered pool (net/mem_pool.h) with the
+ * default classes (4 KiB, 16 KiB, 64 KiB, 1 MiB; a larger rx_buffer_size
+ * makes the huge class that size): rx_buffers buffers of the smallest class
+ * holding rx_buffer_size, and no others, so a subscriber of small chunks
+ * (rx_buffer_size 4096) holds 4 KiB buffers. The pool is registered once per
+ * connection (one MR for the class's block). */
+static int rx_pool_create(struct rc_sub *s, char *err, size_t errlen)
+{
+    struct rci_mem_pool_params mp;
+    rci_mem_pool_params_default(&mp);
+    size_t want = s->p.rx_buffer_size;
+    unsigned cls = RCI_MEM_SMALL;
+    while (cls < RCI_MEM_HUGE && mp.size[cls] < want)
+        cls++;
+    if (mp.size[cls] < want)
+        mp.size[cls] = (want + 63) / 64 * 64;
+    mp.count[cls] = s->p.rx_buffers;
+    int rc = rci_mem_pool_create(&mp, &s->rx_pool, err, errlen);
+    s->rx_mb = rc ? NULL : calloc(s->p.rx_buffers, sizeof *s->rx_mb);
+    if (rc || !s->rx_mb)
+        return rc ? rc : -ENOMEM;
+    for (uint32_t i = 0; i < s->p.rx_buffers; i++) {
+        s->rx_mb[i] = rci_mem_pool_get_class(s->rx_pool, (enum rci_mem_class)cls);
+        s->rx[i].buf = s->rx_mb[i]->data;   /* the class holds exactly rx_buffers */
+    }
+    return 0;
+}
+
+static void rx_pool_destroy(struct rc_sub *s)
+{
+    for (uint32_t i = 0; s->rx_pool && s->rx_mb && i < s->p.rx_buffers; i++)
+        if (s->rx_mb[i])
+            rci_mem_pool_put(s->rx_pool, s->rx_mb[i]);
+    free(s->rx_mb);
+    rci_mem_pool_destroy(s->rx_pool);
+}
+
 int rc_sub_create(const struct rc_sub_params *params, struct rc_sub **out, char *err, size_t errlen)
 {
     *out = NULL;
@@ -185,14 +226,11 @@ int rc_sub_create(const struct rc_sub_params *params, struct rc_sub **out, char 
         goto nomem;
     s->p = *params;
     s->client_id = random_id();
-    s->rx_pool = alloc_aligned((size_t)params->rx_buffers * params->rx_buffer_size);
     s->tx_pool = alloc_aligned((size_t)TX_SLOTS * TX_SLOT_SIZE);
     s->reasm_buf = malloc(params->max_chunk_size);
     s->rx = calloc(params->rx_buffers, sizeof *s->rx);
-    if (!s->rx_pool || !s->tx_pool || !s->reasm_buf || !s->rx)
+    if (!s->tx_pool || !s->reasm_buf || !s->rx || rx_pool_create(s, NULL, 0))
         goto nomem;
-    for (uint32_t i = 0; i < params->rx_buffers; i++)
-        s->rx[i].buf = s->rx_pool + (size_t)i * params->rx_buffer_size;
     for (uint32_t i = 0; i < TX_SLOTS; i++)
         s->tx[i].buf = s->tx_pool + (size_t)i * TX_SLOT_SIZE;
     s->state = ST_IDLE;
@@ -355,7 +393,7 @@ static int post_rx(struct rc_sub *s, struct rx_slot *r)
 {
     if (stalled_on_purpose(s))
         return 0;   /* not posted: nothing more is read */
-    ssize_t rc = fi_recv(s->ep, r->buf, s->p.rx_buffer_size, s->rx_mr.desc, FI_ADDR_UNSPEC, r);
+    ssize_t rc = fi_recv(s->ep, r->buf, s->p.rx_buffer_size, s->rx_desc, FI_ADDR_UNSPEC, r);
     if (rc == -FI_EAGAIN)
         return 0;   /* retried from poll */
     if (rc)
@@ -382,8 +420,8 @@ static int register_buffers(struct rc_sub *s)
 {
     if (!s->f.mr_local)
         return 0;   /* descriptors stay NULL: the provider needs none */
-    size_t rx_len = (size_t)s->p.rx_buffers * s->p.rx_buffer_size;
-    int rc = rci_fabric_mr_reg(&s->f, s->rx_pool, rx_len, FI_RECV, s->ep, &s->rx_mr, s->err, sizeof s->err);
+    int rc = rci_mem_pool_register(s->rx_pool, &s->f, s->ep, FI_RECV, s->err, sizeof s->err);
+    s->rx_desc = rc ? NULL : rci_mem_pool_desc(s->rx_pool, s->rx_mb[0]);
     if (!rc)
         rc = rci_fabric_mr_reg(&s->f, s->tx_pool, (size_t)TX_SLOTS * TX_SLOT_SIZE, FI_SEND, s->ep,
                               &s->tx_mr, s->err, sizeof s->err);
@@ -477,7 +515,8 @@ static void let_shm_connreq_land(struct rc_sub *s)
 static void close_connection(struct rc_sub *s)
 {
     let_shm_connreq_land(s);
-    rci_fabric_mr_close(&s->rx_mr);
+    rci_mem_pool_deregister(s->rx_pool);
+    s->rx_desc = NULL;
     rci_fabric_mr_close(&s->tx_mr);
     if (s->fabric_open && !s->f.rdm)
         rci_fabric_ep_close(s->ep);
@@ -573,7 +612,7 @@ void rc_sub_destroy(struct rc_sub *s)
         close_connection(s);   /* not connected yet: nobody to tell */
     rci_tag_ranges_free(&s->subs);
     free(s->rx);
-    free(s->rx_pool);
+    rx_pool_destroy(s);
     free(s->tx_pool);
     free(s->reasm_buf);
     free(s);

@@ -4,7 +4,7 @@
 # DESTDIR, then only the installed files. Checks the installed layout (headers,
 # versioned libraries and their symlinks, pkg-config files with the prefix
 # and libdir of the install, API.md, LICENSE), the SONAMEs, that the client
-# library needs libfabric and nothing else of ours, that each library exports
+# library needs libfabric and liburcu-cds and nothing else of ours, that each library exports
 # exactly the RC_API functions of the installed headers (nm -D), builds
 # examples/ and README.md's library example with pkg-config (from a copy
 # outside the source tree), and runs the examples against the real daemon and
@@ -61,14 +61,16 @@ done
 expect_eq "ringcast-client --libs" "$(echo $(pkg-config --libs ringcast-client))" "-L$LIB -lringcast-client"
 expect_eq "ringcast-client --cflags" "$(echo $(pkg-config --cflags ringcast-client))" "-I$ROOT/include"
 
-# ---- the client library needs libfabric (and libcurl, jansson: discovery), not DPDK, liburcu, inih
+# ---- the client library needs libfabric, liburcu-cds (the lock-free stacks of
+# net/mem_pool.c and net/mr_cache.c), libcurl and jansson (discovery), and no
+# DPDK, RCU flavour (the daemon's subscription table uses those) or inih
 needed=$(readelf -d "$LIB/libringcast-client.so.$version" | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p' | tr '\n' ' ')
 echo "libringcast-client NEEDED: $needed"
 case "$needed" in *libfabric*) ;; *) fail "libringcast-client does not need libfabric: $needed" ;; esac
-for bad in rte_ dpdk urcu inih; do
+for bad in rte_ dpdk urcu-memb urcu-qsbr urcu-mb urcu-bp urcu.so inih; do
     case "$needed" in *$bad*) fail "libringcast-client needs $bad: $needed" ;; esac
 done
-ok "libringcast-client needs no DPDK, liburcu or inih"
+ok "libringcast-client needs no DPDK, RCU flavour or inih"
 
 # ---- exports: exactly the RC_API functions of the installed headers -----------
 # api_functions HEADER...: every function the headers declare (a line at
@@ -83,6 +85,9 @@ exports() { nm -D --defined-only "$1" | awk '{print $NF}' | sort -u; }
 inc="$ROOT/include/ringcast"
 api_functions "$inc/version.h" "$inc/sub.h" "$inc/discover.h" "$inc/pub.h" "$inc/pattern.h" > "$WORK/client.api"
 api_functions "$inc"/*.h > "$WORK/full.api"
+# rc_mem_forget (pub.h: before the program frees memory sent through the
+# registration cache) is part of both.
+grep -qx rc_mem_forget "$WORK/client.api" || fail "rc_mem_forget is not an RC_API function of pub.h"
 [ "$(wc -l < "$WORK/client.api")" -gt 20 ] || fail "too few RC_API functions found in the headers"
 exports "$LIB/libringcast-client.so.$version" > "$WORK/client.nm"
 exports "$LIB/libringcast.so.$version" > "$WORK/full.nm"
