@@ -18,6 +18,7 @@
 #include "common/errbuf.h"
 #include "readout/chunk.h"
 #include "readout/readout.h"
+#include "readout/pcie_card.h"
 #include "readout/sim/sim_card.h"
 
 struct daq_card {
@@ -80,6 +81,9 @@ static int create_card(const struct rc_daq *d, struct daq_card *dc, char *err, s
                                   rci_dma_ring_size(dc->ring), &dc->card, err, errlen);
     case RCI_CARD_SIM_PROCESS:
         return rci_sim_bar_create_shm(p, &dc->card, err, errlen);
+    case RCI_CARD_PCIE:
+        return rci_pcie_card_open(p, rci_dma_ring_addr(dc->ring), rci_dma_ring_size(dc->ring),
+                                  &dc->card, err, errlen);
     }
     rci_set_err(err, errlen, "card.%u: unknown card type %d", dc->index, (int)p->type);
     return -EINVAL;

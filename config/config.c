@@ -13,6 +13,7 @@
  * ends (as inih would) and follows section headers itself. */
 #include "config/schema.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ini.h>
@@ -878,6 +879,41 @@ static void check_card_shm(struct loader *ld, unsigned i)
                   "with '.'", c->shm_name);
 }
 
+/* PCI address DDDD:BB:DD.F in lower- or upper-case hex, as sysfs names it. */
+static bool pci_address_ok(const char *a)
+{
+    static const char shape[] = "xxxx:xx:xx.x";
+    if (strlen(a) != sizeof shape - 1)
+        return false;
+    for (unsigned i = 0; shape[i]; i++)
+        if (shape[i] == 'x' ? !isxdigit((unsigned char)a[i]) : a[i] != shape[i])
+            return false;
+    return a[11] >= '0' && a[11] <= '7';   /* function 0..7 */
+}
+
+static void check_card_pcie(struct loader *ld, unsigned i)
+{
+    const struct rci_cfg_section *s = &rci_cfg_section_card;
+    const struct rci_card_params *c = &ld->cfg->card[i];
+    if (c->type != RCI_CARD_PCIE) {
+        if (c->device[0] || c->bar_file[0])
+            key_error(ld, s, i, c->device[0] ? "device" : "bar_file", "only type = pcie has one");
+        return;
+    }
+    if (!c->device[0] == !c->bar_file[0])
+        key_error(ld, s, i, "device", "type = pcie needs exactly one of device (a real card) and "
+                  "bar_file (a file as BAR0)");
+    if (c->device[0] && !pci_address_ok(c->device))
+        key_error(ld, s, i, "device", "'%s' is not a PCI address DDDD:BB:DD.F (e.g. 0000:41:00.0)",
+                  c->device);
+    /* ringcast-sim --bar-file writes into the ring from its own process */
+    if (c->bar_file[0] && c->memory != RCI_MEM_SHM)
+        key_error(ld, s, i, "memory", "bar_file needs memory = shm (ringcast-sim maps the ring)");
+    /* a real card writes into memory the IOMMU maps; a shm file is pointless there */
+    if (c->device[0] && c->memory == RCI_MEM_SHM)
+        key_error(ld, s, i, "memory", "device needs memory = hugetlb (or anon), not shm");
+}
+
 static void check_sim(struct loader *ld, unsigned i)
 {
     const struct rci_cfg_section *s = &rci_cfg_section_sim;
@@ -922,6 +958,7 @@ static void check_cross(struct loader *ld)
     for (unsigned i = 0; i < ld->cfg->ncards; i++) {
         check_card_ring(ld, i);
         check_card_shm(ld, i);
+        check_card_pcie(ld, i);
         check_sim(ld, i);
     }
     if (ld->nerrors) return; /* tag ranges are only meaningful once each card is valid */

@@ -11,9 +11,17 @@
 #define S  1000000000ull
 
 static const struct rci_cfg_key card_keys[] = {
-    {.key = "type", .type = RCI_CFG_ENUM, .def = "sim", .choices = "sim|sim-process",
+    {.key = "type", .type = RCI_CFG_ENUM, .def = "sim", .choices = "sim|sim-process|pcie",
      RCI_CFG_FIELD(T, type),
-     .help = "sim: simulated firmware thread in this process; sim-process: a ringcast-sim process (needs memory = shm)."},
+     .help = "sim: firmware thread in this process; sim-process: a ringcast-sim process (memory = shm);"
+             " pcie: a Wupper card through VFIO (device) or a file as BAR0 (bar_file)."},
+    {.key = "device", .type = RCI_CFG_STRING, .def = "", .min = 0, .max = RCI_CARD_DEVICE_MAX,
+     RCI_CFG_FIELD(T, device),
+     .help = "type = pcie: PCI address of the card bound to vfio-pci (DDDD:BB:DD.F, e.g. 0000:41:00.0)."},
+    {.key = "bar_file", .type = RCI_CFG_STRING, .def = "", .min = 0, .max = RCI_CARD_PATH_MAX,
+     RCI_CFG_FIELD(T, bar_file),
+     .help = "type = pcie without a card: this file is BAR0 (created if missing);"
+             " `ringcast-sim --bar-file FILE` plays the firmware (memory = shm)."},
     {.key = "tag_base", .type = RCI_CFG_UINT, .def = "auto", .min = 0, .max = UINT64_MAX,
      .flags = RCI_CFG_F_AUTO, RCI_CFG_FIELD(T, tag_base),
      .help = "Tag of e-link 0 (tag = tag_base + e-link); auto = N * 65536."},

@@ -37,6 +37,11 @@ struct rci_card_ops {
      * RCI_CARD_FW_LOST once per loss (why says what happened), else
      * RCI_CARD_FW_OK (running, or no firmware attached yet). */
     int  (*check)(struct rci_card *c, char *why, size_t whylen);
+    /* Optional: the bus address (IOVA) the card's DMA uses for host address
+     * addr, which must lie in memory the card was given when it was created
+     * (the ring); UINT64_MAX if it does not. NULL: the bus address is the
+     * virtual address (simulated cards, whose firmware translates it). */
+    uint64_t (*bus_address)(struct rci_card *c, const void *addr);
 };
 
 enum { RCI_CARD_FW_OK = 0, RCI_CARD_FW_LOST = 1 };
@@ -54,6 +59,11 @@ static inline void rci_card_destroy(struct rci_card *c) { c->ops->destroy(c); }
 static inline int  rci_card_check(struct rci_card *c, char *why, size_t whylen)
 {
     return c->ops->check ? c->ops->check(c, why, whylen) : RCI_CARD_FW_OK;
+}
+
+static inline uint64_t rci_card_bus_address(struct rci_card *c, const void *addr)
+{
+    return c->ops->bus_address ? c->ops->bus_address(c, addr) : (uint64_t)(uintptr_t)addr;
 }
 
 #endif

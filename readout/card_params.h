@@ -10,8 +10,13 @@
 
 enum rci_card_type {
     RCI_CARD_SIM = 0,        /* simulated card: firmware thread in this process */
-    RCI_CARD_SIM_PROCESS     /* simulated card: ringcast-sim process attached via shm */
+    RCI_CARD_SIM_PROCESS,    /* simulated card: ringcast-sim process attached via shm */
+    RCI_CARD_PCIE            /* a Wupper PCIe card: BAR0 through VFIO (device), or a file
+                                mapped as BAR0 that `ringcast-sim --bar-file` serves (bar_file) */
 };
+
+#define RCI_CARD_DEVICE_MAX   15   /* "0000:41:00.0" is 12 */
+#define RCI_CARD_PATH_MAX    255
 
 enum rci_fw_loss_policy {
     RCI_FW_LOSS_WAIT = 0,    /* keep the card: a new ringcast-sim takes over the running DMA */
@@ -28,6 +33,8 @@ struct rci_card_params {
     enum felix_format block_format;/* abcd / abce need 1 KiB blocks */
     enum rci_mem_backend memory;
     char shm_name[64];             /* base name for shm objects (sim-process) */
+    char device[RCI_CARD_DEVICE_MAX + 1];   /* pcie: PCI address DDDD:BB:DD.F ("" = none) */
+    char bar_file[RCI_CARD_PATH_MAX + 1];   /* pcie: a file mapped as BAR0 instead ("" = none) */
     /* readout thread */
     uint64_t poll_spin_ns;         /* spin this long on an idle ring ... */
     uint64_t poll_sleep_ns;        /* ... then sleep this long between polls */

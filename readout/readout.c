@@ -194,6 +194,7 @@ void rci_readout_get_stats(const struct rci_readout *r, struct rci_readout_stats
         .polls = RCI_STAT_GET(r->st.polls), .sleeps = RCI_STAT_GET(r->st.sleeps),
         .rd_writes = RCI_STAT_GET(r->st.rd_writes),
         .card_bad_status = RCI_STAT_GET(r->st.card_bad_status),
+        .card_status_lagging = RCI_STAT_GET(r->st.card_status_lagging),
         .last_bad_pos = RCI_STAT_GET(r->st.last_bad_pos),
         .last_bad_kind = (enum rci_readout_bad_kind)RCI_STAT_GET(r->st.last_bad_kind),
     };

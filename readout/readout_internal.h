@@ -91,6 +91,7 @@ struct rci_readout {
         uint64_t pool_empty_ns;
         uint64_t polls, sleeps, rd_writes, last_bad_pos;
         uint64_t card_bad_status;           /* mirror of dma.bad_status for other threads */
+        uint64_t card_status_lagging;       /* mirror of dma.status_lagging */
         uint64_t last_bad_kind;
         uint64_t taken, written_seen;       /* ring positions, mirrored for other threads */
         uint64_t pending_or_active;         /* 1 while a block or a chunk is held over */

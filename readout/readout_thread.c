@@ -19,6 +19,8 @@ static bool poll_once(struct rci_readout *r)
     uint64_t written = rci_wupper_dma_poll(&r->dma);
     if (r->dma.bad_status != r->st.card_bad_status)   /* rare: store only on change */
         RCI_STAT_SET(r->st.card_bad_status, r->dma.bad_status);
+    if (r->dma.status_lagging != r->st.card_status_lagging)
+        RCI_STAT_SET(r->st.card_status_lagging, r->dma.status_lagging);
     rci_dma_ring_note_written(r->ring, written);
     bool took, more;
     unsigned emitted = rci_readout_decode_pass(r, &took, &more);
@@ -60,8 +62,11 @@ int rci_readout_start(struct rci_readout *r)
     /* The card's positions start at 0 with the descriptor: so must the ring's. */
     if (rci_dma_ring_written_pos(r->ring) != 0 || r->st.taken != 0)
         return -EINVAL;
-    int rc = rci_wupper_dma_start(&r->dma, &r->card->bar, r->p.dma_descriptor,
-                                 (uint64_t)(uintptr_t)r->ring_base, r->ring_size);
+    /* START/END are bus addresses: an IOVA for a card behind an IOMMU. */
+    uint64_t bus = rci_card_bus_address(r->card, r->ring_base);
+    if (bus == UINT64_MAX)
+        return -EFAULT;
+    int rc = rci_wupper_dma_start(&r->dma, &r->card->bar, r->p.dma_descriptor, bus, r->ring_size);
     if (rc != 0)
         return rc;
     r->dma_active = true;

@@ -19,6 +19,7 @@
 
 #include "dma/dma_ring.h"
 #include "readout/readout.h"
+#include "readout/pcie_card.h"
 #include "readout/sim/sim_card.h"
 #include "pipeline/publish.h"
 #include "tools/log.h"
@@ -108,6 +109,9 @@ static int create_card(struct daemon *d, struct daemon_card *dc, char *err, size
         /* The firmware runs in `ringcast-sim -c FILE --card N`, attached to
          * the BAR created here and to the ring's shm object. */
         return rci_sim_bar_create_shm(p, &dc->card, err, errlen);
+    case RCI_CARD_PCIE:
+        return rci_pcie_card_open(p, rci_dma_ring_addr(dc->ring), rci_dma_ring_size(dc->ring),
+                                  &dc->card, err, errlen);
     }
     rci_set_err(err, errlen, "card.%u: unknown card type %d", n, (int)p->type);
     return -EINVAL;
@@ -149,6 +153,10 @@ static int setup_card(struct daemon *d, struct daemon_card *dc)
     if (dc->params->type == RCI_CARD_SIM_PROCESS)
         rci_info("card.%u: waiting for `ringcast-sim -c %s --card %u` to attach to shm %s",
                 n, d->cfg->source[0] ? d->cfg->source : "FILE", n, dc->params->shm_name);
+    if (dc->params->type == RCI_CARD_PCIE && dc->params->bar_file[0])
+        rci_info("card.%u: BAR0 is the file %s: `ringcast-sim --bar-file %s -c %s --card %u` plays "
+                 "the firmware", n, dc->params->bar_file, dc->params->bar_file,
+                 d->cfg->source[0] ? d->cfg->source : "FILE", n);
     rci_info("card.%u: %s card, ring %" PRIu64 " MiB (%s memory), %u B blocks, tag base 0x%" PRIx64, n,
             dc->card->ops->kind, dc->params->ring_size >> 20, rci_mem_backend_name(dc->params->memory),
             dc->params->block_size, dc->params->tag_base);
@@ -302,7 +310,13 @@ static int start_cards(struct daemon *d)
         struct daemon_card *dc = &d->cards[i];
         int rc = rci_readout_start(dc->readout);
         if (rc != 0) {
-            rci_error("card.%u: cannot start the readout: %s", dc->params->index, strerror(-rc));
+            if (rc == -ETIMEDOUT && dc->params->type == RCI_CARD_PCIE)
+                rci_error("card.%u: the card did not take DMA descriptor %u: its status stayed outside"
+                          " the ring for 2 s after enabling (no firmware?%s)", dc->params->index,
+                          dc->params->dma_descriptor, dc->params->bar_file[0]
+                          ? " start `ringcast-sim --bar-file FILE -c CONFIG` first" : "");
+            else
+                rci_error("card.%u: cannot start the readout: %s", dc->params->index, strerror(-rc));
             return rc;
         }
         dc->started = true;
@@ -508,7 +522,7 @@ static void write_card_json(FILE *f, struct daemon_card *dc)
             ",\"chunks_lost\":%" PRIu64 ",\"chunks_spilled\":%" PRIu64 ",\"bytes_spilled\":%" PRIu64
             ",\"err_bad_start\":%" PRIu64 ",\"malformed_length\":%" PRIu64 ",\"malformed_null\":%" PRIu64
             ",\"malformed_order\":%" PRIu64 ",\"malformed_padding\":%" PRIu64 ",\"malformed_split\":%" PRIu64
-            ",\"sink_errors\":%" PRIu64 ",\"card_bad_status\":%" PRIu64
+            ",\"sink_errors\":%" PRIu64 ",\"card_bad_status\":%" PRIu64 ",\"card_status_lagging\":%" PRIu64
             ",\"chunks_truncated\":%" PRIu64 ",\"chunks_error\":%" PRIu64 ",\"chunks_crc\":%" PRIu64
             ",\"chunks_busy\":%" PRIu64 ",\"keys_outstanding\":%" PRIu64 ",\"bad_releases\":%" PRIu64
             ",\"chunks_cut_at_stop\":%" PRIu64 ",\"bytes_cut_at_stop\":%" PRIu64
@@ -521,7 +535,7 @@ static void write_card_json(FILE *f, struct daemon_card *dc)
             rs.chunks_dropped_ring, chunks_lost(&rs), rs.chunks_spilled, rs.bytes_spilled,
             rs.err_bad_start, rs.malformed_length, rs.malformed_null, rs.malformed_order,
             rs.malformed_padding, rs.malformed_split,
-            rs.sink_errors, rs.card_bad_status,
+            rs.sink_errors, rs.card_bad_status, rs.card_status_lagging,
             rs.chunks_truncated, rs.chunks_error, rs.chunks_crc, rs.chunks_busy, rs.chunks_in_flight,
             rs.bad_releases, rs.chunks_cut_at_stop, rs.bytes_cut_at_stop, ring.size, ring.in_use,
             ring.high_water, ring.full_ns, cs.injected_truncated, cs.injected_crc, cs.injected_malformed,
