@@ -834,7 +834,7 @@ static void check_fabric(struct loader *ld)
 
 static bool uses_shm(const struct rci_card_params *c)
 {
-    return c->memory == RCI_MEM_SHM || c->type == RCI_CARD_SIM_PROCESS;
+    return c->memory == RCI_MEM_SHM || c->memory == RCI_MEM_HUGETLBFS || c->type == RCI_CARD_SIM_PROCESS;
 }
 
 static void check_card_ring(struct loader *ld, unsigned i)
@@ -860,9 +860,10 @@ static void check_card_ring(struct loader *ld, unsigned i)
         key_error(ld, s, i, "rd_update_bytes", "%s is more than half of ring_size %s",
                   value_text(ld, s, i, "rd_update_bytes", a, sizeof a),
                   value_text(ld, s, i, "ring_size", b, sizeof b));
-    if (c->memory == RCI_MEM_HUGETLB && c->ring_size % RCI_MEM_HUGE_PAGE != 0)
-        key_error(ld, s, i, "ring_size", "%s is not a multiple of 2M, which memory = hugetlb needs",
-                  value_text(ld, s, i, "ring_size", a, sizeof a));
+    if ((c->memory == RCI_MEM_HUGETLB || c->memory == RCI_MEM_HUGETLBFS) &&
+        c->ring_size % RCI_MEM_HUGE_PAGE != 0)
+        key_error(ld, s, i, "ring_size", "%s is not a multiple of 2M, which memory = %s needs",
+                  value_text(ld, s, i, "ring_size", a, sizeof a), rci_mem_backend_name(c->memory));
 }
 
 static void check_card_shm(struct loader *ld, unsigned i)
@@ -907,11 +908,11 @@ static void check_card_pcie(struct loader *ld, unsigned i)
         key_error(ld, s, i, "device", "'%s' is not a PCI address DDDD:BB:DD.F (e.g. 0000:41:00.0)",
                   c->device);
     /* ringcast-sim --bar-file writes into the ring from its own process */
-    if (c->bar_file[0] && c->memory != RCI_MEM_SHM)
-        key_error(ld, s, i, "memory", "bar_file needs memory = shm (ringcast-sim maps the ring)");
+    if (c->bar_file[0] && c->memory != RCI_MEM_SHM && c->memory != RCI_MEM_HUGETLBFS)
+        key_error(ld, s, i, "memory", "bar_file needs memory = shm or hugetlbfs (ringcast-sim maps the ring)");
     /* a real card writes into memory the IOMMU maps; a shm file is pointless there */
-    if (c->device[0] && c->memory == RCI_MEM_SHM)
-        key_error(ld, s, i, "memory", "device needs memory = hugetlb (or anon), not shm");
+    if (c->device[0] && (c->memory == RCI_MEM_SHM || c->memory == RCI_MEM_HUGETLBFS))
+        key_error(ld, s, i, "memory", "device needs memory = hugetlb (or anon): no other process maps the ring");
 }
 
 static void check_sim(struct loader *ld, unsigned i)

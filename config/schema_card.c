@@ -38,9 +38,10 @@ static const struct rci_cfg_key card_keys[] = {
     {.key = "block_format", .type = RCI_CFG_ENUM, .def = "c0ce", .choices = "abcd|abce|c0ce",
      RCI_CFG_FIELD(T, block_format),
      .help = "Block header marker: abcd and abce need block_size = 1k; c0ce any size."},
-    {.key = "memory", .type = RCI_CFG_ENUM, .def = "anon", .choices = "anon|hugetlb|shm",
+    {.key = "memory", .type = RCI_CFG_ENUM, .def = "anon", .choices = "anon|hugetlb|shm|hugetlbfs",
      RCI_CFG_FIELD(T, memory),
-     .help = "Ring memory: anonymous, 2 MiB huge pages (ring_size a multiple of 2M), or POSIX shm."},
+     .help = "Ring memory: anonymous, 2 MiB huge pages (ring_size a multiple of 2M), POSIX shm,"
+             " or hugetlbfs: a shared file on 2 MiB pages in the hugetlbfs mount."},
     {.key = "on_firmware_loss", .type = RCI_CFG_ENUM, .def = "wait", .choices = "wait|stop",
      RCI_CFG_FIELD(T, on_firmware_loss),
      .help = "Firmware died or hung (ringcast-sim killed, or no heartbeat for 3 s): wait = a new"

@@ -16,7 +16,7 @@ enum rci_card_type {
 };
 
 #define RCI_CARD_DEVICE_MAX   15   /* "0000:41:00.0" is 12 */
-#define RCI_CARD_PATH_MAX    255
+#define RCI_CARD_PATH_MAX    180   /* a key = value line holds at most 200 characters */
 
 enum rci_fw_loss_policy {
     RCI_FW_LOSS_WAIT = 0,    /* keep the card: a new ringcast-sim takes over the running DMA */

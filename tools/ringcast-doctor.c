@@ -281,7 +281,7 @@ static void check_hugepages(void)
 {
     uint64_t need[MAX_NODES] = { 0 }, need_any = 0;
     for (unsigned i = 0; have_config && i < cfg.ncards; i++) {
-        if (cfg.card[i].memory != RCI_MEM_HUGETLB)
+        if (cfg.card[i].memory != RCI_MEM_HUGETLB && cfg.card[i].memory != RCI_MEM_HUGETLBFS)
             continue;
         int node = card_node(&cfg.card[i]);
         if (node >= 0 && node < MAX_NODES)
@@ -313,7 +313,15 @@ static void check_hugepages(void)
     char fix[256];
     snprintf(fix, sizeof fix, "reserve 2 MiB pages on the card's node: echo N > "
              "/sys/devices/system/node/nodeX/hugepages/hugepages-2048kB/nr_hugepages (or vm.nr_hugepages)");
-    if (short_node || (uint64_t)free_total < need_total)
+    char mnt[256];
+    bool need_mount = false;
+    for (unsigned i = 0; have_config && i < cfg.ncards; i++)
+        need_mount |= cfg.card[i].memory == RCI_MEM_HUGETLBFS;
+    if (need_mount && rci_mem_hugetlbfs_mount(mnt, sizeof mnt) != 0)
+        add("hugepages", FAIL, "mount -t hugetlbfs nodev /dev/hugepages (or pagesize=2M)",
+            "a ring has memory = hugetlbfs but no hugetlbfs with 2 MiB pages is mounted; 2 MiB pages: %s",
+            detail[0] ? detail : "none");
+    else if (short_node || (uint64_t)free_total < need_total)
         add("hugepages", FAIL, fix, "2 MiB pages: %s (%u node(s)); the rings need %" PRIu64 " in all",
             detail, nodes, need_total);
     else if (need_total == 0)

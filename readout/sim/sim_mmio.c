@@ -142,7 +142,7 @@ int rci_sim_mmio_create(const struct rci_card_params *cp, const struct rci_sim_p
     if (rc == 0)
         rc = rci_sim_shm_names(cp->shm_name, ring_name, bar_name, err, errlen);
     if (rc == 0)
-        rc = rci_mem_map(RCI_MEM_SHM, cp->ring_size, ring_name, false, false, &m->ring, err, errlen);
+        rc = rci_mem_map(cp->memory, cp->ring_size, ring_name, false, false, &m->ring, err, errlen);
     if (rc == 0)
         rc = rci_sim_card_create(cp, sp, m->ring.addr, m->ring.size, &m->card, err, errlen);
     if (rc == 0)
