@@ -55,6 +55,10 @@ static const struct rci_cfg_key card_keys[] = {
     {.key = "poll_sleep", .type = RCI_CFG_DURATION, .def = "100us", .min = 0, .max = 1 * S,
      RCI_CFG_FIELD(T, poll_sleep_ns),
      .help = "... then sleeps this long between polls."},
+    {.key = "wait", .type = RCI_CFG_ENUM, .def = "poll", .choices = "poll|interrupt",
+     RCI_CFG_FIELD(T, wait),
+     .help = "Idle readout thread: poll (every poll_sleep) or interrupt (sleep until the card's data"
+             " interrupt; sim and sim-process cards, see sim.N.irq_blocks)."},
     {.key = "rd_update_bytes", .type = RCI_CFG_SIZE, .def = "1M", .min = 1, .max = 128ull << 30,
      RCI_CFG_FIELD(T, rd_update_bytes),
      .help = "Write the read pointer to the card at the latest every N released bytes; at most ring_size/2."},

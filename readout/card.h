@@ -42,6 +42,9 @@ struct rci_card_ops {
      * (the ring); UINT64_MAX if it does not. NULL: the bus address is the
      * virtual address (simulated cards, whose firmware translates it). */
     uint64_t (*bus_address)(struct rci_card *c, const void *addr);
+    /* Optional: an eventfd the card's data-available interrupt increments
+     * (card.N.wait = interrupt), owned by the card; NULL or -1: none. */
+    int (*irq_fd)(struct rci_card *c);
 };
 
 enum { RCI_CARD_FW_OK = 0, RCI_CARD_FW_LOST = 1 };
@@ -59,6 +62,11 @@ static inline void rci_card_destroy(struct rci_card *c) { c->ops->destroy(c); }
 static inline int  rci_card_check(struct rci_card *c, char *why, size_t whylen)
 {
     return c->ops->check ? c->ops->check(c, why, whylen) : RCI_CARD_FW_OK;
+}
+
+static inline int rci_card_irq_fd(struct rci_card *c)
+{
+    return c->ops->irq_fd ? c->ops->irq_fd(c) : -1;
 }
 
 static inline uint64_t rci_card_bus_address(struct rci_card *c, const void *addr)

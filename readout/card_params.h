@@ -18,6 +18,11 @@ enum rci_card_type {
 #define RCI_CARD_DEVICE_MAX   15   /* "0000:41:00.0" is 12 */
 #define RCI_CARD_PATH_MAX    180   /* a key = value line holds at most 200 characters */
 
+enum rci_card_wait {
+    RCI_WAIT_POLL = 0,       /* an idle readout thread polls every poll_sleep */
+    RCI_WAIT_INTERRUPT       /* an idle readout thread sleeps until the card's data interrupt */
+};
+
 enum rci_fw_loss_policy {
     RCI_FW_LOSS_WAIT = 0,    /* keep the card: a new ringcast-sim takes over the running DMA */
     RCI_FW_LOSS_STOP         /* stop the card cleanly; the others go on */
@@ -38,6 +43,7 @@ struct rci_card_params {
     /* readout thread */
     uint64_t poll_spin_ns;         /* spin this long on an idle ring ... */
     uint64_t poll_sleep_ns;        /* ... then sleep this long between polls */
+    enum rci_card_wait wait;       /* poll, or sleep on the card's interrupt when the ring is empty */
     uint64_t rd_update_bytes;      /* batch RD_POINTER writes: at most every N bytes released */
     uint32_t max_chunk_size;       /* larger chunks are dropped and counted (oversize) */
     uint32_t max_chunk_pieces;     /* more pieces: dropped and counted (oversize) */

@@ -99,6 +99,16 @@ int rci_readout_create(const struct rci_card_params *p, struct rci_dma_ring *rin
     r->p = *p;
     r->ring = ring;
     r->card = card;
+    r->irq_fd = -1;
+    if (p->wait == RCI_WAIT_INTERRUPT && card) {
+        r->irq_fd = rci_card_irq_fd(card);
+        if (r->irq_fd < 0) {
+            rci_set_err(err, errlen, "card.%u readout: wait = interrupt, but a %s card raises no "
+                        "interrupt here (sim and sim-process cards do)", p->index, card->ops->kind);
+            free(r);
+            return -ENOTSUP;
+        }
+    }
     r->sink = sink;
     r->sink_ctx = sink_ctx;
     r->ring_base = rci_dma_ring_addr(ring);
@@ -192,6 +202,7 @@ void rci_readout_get_stats(const struct rci_readout *r, struct rci_readout_stats
         .bytes_cut_at_stop = RCI_STAT_GET(r->st.bytes_cut_at_stop),
         .pool_empty_ns = RCI_STAT_GET(r->st.pool_empty_ns),
         .polls = RCI_STAT_GET(r->st.polls), .sleeps = RCI_STAT_GET(r->st.sleeps),
+        .irq_waits = RCI_STAT_GET(r->st.irq_waits), .interrupts = RCI_STAT_GET(r->st.interrupts),
         .rd_writes = RCI_STAT_GET(r->st.rd_writes),
         .card_bad_status = RCI_STAT_GET(r->st.card_bad_status),
         .card_status_lagging = RCI_STAT_GET(r->st.card_status_lagging),

@@ -58,6 +58,7 @@ struct rci_shared_counters {
 };
 
 struct rci_readout {
+    int irq_fd;                   /* card.N.wait = interrupt: the card's eventfd; else -1 */
     struct rci_card_params p;
     struct rci_dma_ring *ring;
     struct rci_card *card;
@@ -90,6 +91,7 @@ struct rci_readout {
         uint64_t chunks_cut_at_stop, bytes_cut_at_stop;
         uint64_t pool_empty_ns;
         uint64_t polls, sleeps, rd_writes, last_bad_pos;
+        uint64_t irq_waits, interrupts;     /* sleeps on the interrupt; those it ended */
         uint64_t card_bad_status;           /* mirror of dma.bad_status for other threads */
         uint64_t card_status_lagging;       /* mirror of dma.status_lagging */
         uint64_t last_bad_kind;

@@ -6,10 +6,14 @@
  * read per poll, no syscall); after poll_spin_ns without progress it sleeps
  * poll_sleep_ns between polls, trading latency for an idle core. */
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <urcu/arch.h>
 #include "common/monotonic.h"
 #include "readout/readout_internal.h"
+
+#define IRQ_WAIT_MAX_MS 100   /* safety: a lost interrupt costs at most this; stop kicks */
 
 /* One poll: read the write pointer, decode, give space back. True if
  * anything moved (new blocks, chunks emitted, read pointer written). */
@@ -29,6 +33,38 @@ static bool poll_once(struct rci_readout *r)
     return took || more || emitted > 0 || r->rd_sent != rd_before;
 }
 
+/* Nothing written is unreleased: only the card can bring work. (While
+ * chunks are in flight their releases move the read pointer, which must
+ * reach the card: keep polling then.) */
+static bool ring_idle(const struct rci_readout *r)
+{
+    return rci_dma_ring_read_pos(r->ring) == rci_dma_ring_written_pos(r->ring);
+}
+
+/* Sleep until the card's data interrupt (or a kick from stop / wait_drained,
+ * or the safety timeout: an interrupt lost would otherwise stall the ring),
+ * then reset the eventfd. A block the card published after the last poll
+ * but before this sleep has raised it, or will within its irq timeout. */
+static void wait_for_interrupt(struct rci_readout *r)
+{
+    struct pollfd p = { .fd = r->irq_fd, .events = POLLIN };
+    RCI_STAT_ADD(r->st.irq_waits, 1);
+    if (poll(&p, 1, IRQ_WAIT_MAX_MS) > 0) {
+        uint64_t count;
+        if (read(r->irq_fd, &count, sizeof count) == sizeof count)
+            RCI_STAT_ADD(r->st.interrupts, 1);
+    }
+}
+
+/* Wake a thread sleeping in wait_for_interrupt. */
+static void kick(struct rci_readout *r)
+{
+    uint64_t one = 1;
+    if (r->irq_fd >= 0 && write(r->irq_fd, &one, sizeof one) < 0) {
+        /* EAGAIN: the counter is full, the thread wakes anyway */
+    }
+}
+
 static void *readout_main(void *arg)
 {
     struct rci_readout *r = arg;
@@ -45,7 +81,9 @@ static void *readout_main(void *arg)
         uint64_t now = rci_now_ns();
         if (idle_since == 0)
             idle_since = now;
-        if (now - idle_since >= r->p.poll_spin_ns && r->p.poll_sleep_ns > 0) {
+        if (now - idle_since >= r->p.poll_spin_ns && r->irq_fd >= 0 && ring_idle(r)) {
+            wait_for_interrupt(r);
+        } else if (now - idle_since >= r->p.poll_spin_ns && r->p.poll_sleep_ns > 0) {
             RCI_STAT_ADD(r->st.sleeps, 1);
             rci_sleep_ns(r->p.poll_sleep_ns);
         } else {
@@ -98,6 +136,7 @@ void rci_readout_stop(struct rci_readout *r)
     if (!r->thread_running)
         return;
     atomic_store_explicit(&r->stop_requested, true, memory_order_release);
+    kick(r);
     pthread_join(r->thread, NULL);
     r->thread_running = false;
     rci_readout_cut_open_chunks(r);
@@ -114,6 +153,7 @@ int rci_readout_wait_drained(struct rci_readout *r, uint64_t timeout_ns)
     /* Iteration `start` may have begun before this call; a later one has not. */
     uint64_t start = atomic_load_explicit(&r->loop_iter, memory_order_acquire);
     uint64_t deadline = rci_now_ns() + timeout_ns;
+    kick(r);
     while (atomic_load_explicit(&r->drained_iter, memory_order_acquire) <= start) {
         if (rci_now_ns() >= deadline)
             return -ETIMEDOUT;

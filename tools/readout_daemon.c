@@ -522,7 +522,7 @@ static void write_card_json(FILE *f, struct daemon_card *dc)
             ",\"chunks_lost\":%" PRIu64 ",\"chunks_spilled\":%" PRIu64 ",\"bytes_spilled\":%" PRIu64
             ",\"err_bad_start\":%" PRIu64 ",\"malformed_length\":%" PRIu64 ",\"malformed_null\":%" PRIu64
             ",\"malformed_order\":%" PRIu64 ",\"malformed_padding\":%" PRIu64 ",\"malformed_split\":%" PRIu64
-            ",\"sink_errors\":%" PRIu64 ",\"card_bad_status\":%" PRIu64 ",\"card_status_lagging\":%" PRIu64
+            ",\"sink_errors\":%" PRIu64 ",\"card_bad_status\":%" PRIu64 ",\"card_status_lagging\":%" PRIu64 ",\"irq_waits\":%" PRIu64 ",\"interrupts\":%" PRIu64
             ",\"chunks_truncated\":%" PRIu64 ",\"chunks_error\":%" PRIu64 ",\"chunks_crc\":%" PRIu64
             ",\"chunks_busy\":%" PRIu64 ",\"keys_outstanding\":%" PRIu64 ",\"bad_releases\":%" PRIu64
             ",\"chunks_cut_at_stop\":%" PRIu64 ",\"bytes_cut_at_stop\":%" PRIu64
@@ -535,7 +535,7 @@ static void write_card_json(FILE *f, struct daemon_card *dc)
             rs.chunks_dropped_ring, chunks_lost(&rs), rs.chunks_spilled, rs.bytes_spilled,
             rs.err_bad_start, rs.malformed_length, rs.malformed_null, rs.malformed_order,
             rs.malformed_padding, rs.malformed_split,
-            rs.sink_errors, rs.card_bad_status, rs.card_status_lagging,
+            rs.sink_errors, rs.card_bad_status, rs.card_status_lagging, rs.irq_waits, rs.interrupts,
             rs.chunks_truncated, rs.chunks_error, rs.chunks_crc, rs.chunks_busy, rs.chunks_in_flight,
             rs.bad_releases, rs.chunks_cut_at_stop, rs.bytes_cut_at_stop, ring.size, ring.in_use,
             ring.high_water, ring.full_ns, cs.injected_truncated, cs.injected_crc, cs.injected_malformed,
