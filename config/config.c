@@ -12,6 +12,7 @@
  * counts lines itself, rejects long ones, strips blanks and comments at both
  * ends (as inih would) and follows section headers itself. */
 #include "config/schema.h"
+#include "common/cpus.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -915,6 +916,23 @@ static void check_card_pcie(struct loader *ld, unsigned i)
         key_error(ld, s, i, "memory", "device needs memory = hugetlb (or anon): no other process maps the ring");
 }
 
+static void check_card_cpus(struct loader *ld, unsigned i)
+{
+    const struct rci_card_params *c = &ld->cfg->card[i];
+    cpu_set_t set;
+    char why[160];
+    if (!c->cpus[0])
+        return;
+    if (rci_cpus_parse(c->cpus, &set, why, sizeof why) != 0) {
+        key_error(ld, &rci_cfg_section_card, i, "cpus", "%s", why);
+        return;
+    }
+    int missing = rci_cpus_first_missing(&set);
+    if (missing >= 0)
+        key_error(ld, &rci_cfg_section_card, i, "cpus", "CPU %d does not exist on this host (%ld "
+                  "configured)", missing, sysconf(_SC_NPROCESSORS_CONF));
+}
+
 static void check_sim(struct loader *ld, unsigned i)
 {
     const struct rci_cfg_section *s = &rci_cfg_section_sim;
@@ -960,6 +978,7 @@ static void check_cross(struct loader *ld)
         check_card_ring(ld, i);
         check_card_shm(ld, i);
         check_card_pcie(ld, i);
+        check_card_cpus(ld, i);
         check_sim(ld, i);
     }
     if (ld->nerrors) return; /* tag ranges are only meaningful once each card is valid */

@@ -59,6 +59,10 @@ static const struct rci_cfg_key card_keys[] = {
      RCI_CFG_FIELD(T, wait),
      .help = "Idle readout thread: poll (every poll_sleep) or interrupt (sleep until the card's data"
              " interrupt; sim and sim-process cards, see sim.N.irq_blocks)."},
+    {.key = "cpus", .type = RCI_CFG_STRING, .def = "", .min = 0, .max = 63,
+     RCI_CFG_FIELD(T, cpus),
+     .help = "Pin this card's readout thread to these CPUs (e.g. 2 or 2,3 or 4-7); empty = not pinned."
+             " Best on the card's NUMA node."},
     {.key = "rd_update_bytes", .type = RCI_CFG_SIZE, .def = "1M", .min = 1, .max = 128ull << 30,
      RCI_CFG_FIELD(T, rd_update_bytes),
      .help = "Write the read pointer to the card at the latest every N released bytes; at most ring_size/2."},

@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <numaif.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -389,6 +390,23 @@ int rci_mem_map(enum rci_mem_backend b, size_t size, const char *shm_name, bool 
         return rc;
     }
     if (lock) lock_region(out, err, errlen);
+    return 0;
+}
+
+int rci_mem_bind_node(struct rci_mem_region *r, int node, char *err, size_t errlen)
+{
+    unsigned long mask[16] = { 0 };
+    if (node < 0 || node >= (int)(sizeof mask * 8)) {
+        rci_set_err(err, errlen, "NUMA node %d out of range", node);
+        return -EINVAL;
+    }
+    mask[node / (8 * sizeof mask[0])] = 1ul << (node % (8 * sizeof mask[0]));
+    if (mbind(r->addr, r->size, MPOL_BIND, mask, sizeof mask * 8, MPOL_MF_MOVE | MPOL_MF_STRICT) != 0) {
+        int e = errno;
+        rci_set_err(err, errlen, "%s: cannot place %zu bytes on NUMA node %d: %s",
+                    rci_mem_backend_name(r->backend), r->size, node, strerror(e));
+        return -e;
+    }
     return 0;
 }
 

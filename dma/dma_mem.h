@@ -65,6 +65,10 @@ bool rci_mem_shm_name_chars_ok(const char *name);
 /* The first hugetlbfs mount with 2 MiB pages: 0 with its path in dir, or
  * -ENOENT when none is mounted. */
 int  rci_mem_hugetlbfs_mount(char *dir, size_t len);
+/* Move the region's pages to NUMA node `node` and keep them there
+ * (mbind MPOL_BIND with MPOL_MF_MOVE | MPOL_MF_STRICT). 0 or -errno with the
+ * reason in err. */
+int  rci_mem_bind_node(struct rci_mem_region *r, int node, char *err, size_t errlen);
 /* Unmap (and, for the shm owner, unlink). Safe on a zeroed or already
  * unmapped region. */
 void rci_mem_unmap(struct rci_mem_region *r);

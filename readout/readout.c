@@ -9,6 +9,7 @@
 #include "common/errbuf.h"
 #include "readout/felix_block.h"
 #include "readout/readout_internal.h"
+#include "common/cpus.h"
 
 /* Every field of struct rci_elink_stats, for copying and summing. */
 #define RCI_ELINK_STAT_FIELDS(X)                                                      \
@@ -108,6 +109,19 @@ int rci_readout_create(const struct rci_card_params *p, struct rci_dma_ring *rin
             free(r);
             return -ENOTSUP;
         }
+    }
+    if (p->cpus[0]) {
+        char why[160];
+        int missing = -1;
+        if (rci_cpus_parse(p->cpus, &r->cpuset, why, sizeof why) != 0 ||
+            (missing = rci_cpus_first_missing(&r->cpuset)) >= 0) {
+            if (missing >= 0)
+                snprintf(why, sizeof why, "CPU %d does not exist", missing);
+            rci_set_err(err, errlen, "card.%u readout: cpus %s", p->index, why);
+            free(r);
+            return -EINVAL;
+        }
+        r->pinned = true;
     }
     r->sink = sink;
     r->sink_ctx = sink_ctx;

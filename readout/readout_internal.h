@@ -5,6 +5,7 @@
 #define RCI_READOUT_INTERNAL_H
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include "readout/block_parse.h"
@@ -59,6 +60,8 @@ struct rci_shared_counters {
 
 struct rci_readout {
     int irq_fd;                   /* card.N.wait = interrupt: the card's eventfd; else -1 */
+    bool pinned;                  /* card.N.cpus given: the thread runs on cpuset */
+    cpu_set_t cpuset;
     struct rci_card_params p;
     struct rci_dma_ring *ring;
     struct rci_card *card;

@@ -116,7 +116,12 @@ int rci_readout_start(struct rci_readout *r)
         return rc;
     }
     atomic_store(&r->stop_requested, false);
-    rc = pthread_create(&r->thread, NULL, readout_main, r);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    if (r->pinned)   /* the thread starts on its CPUs (and its first pages land on their node) */
+        pthread_attr_setaffinity_np(&attr, sizeof r->cpuset, &r->cpuset);
+    rc = pthread_create(&r->thread, &attr, readout_main, r);
+    pthread_attr_destroy(&attr);
     if (rc != 0) {
         rci_card_stop(r->card);
         rci_wupper_dma_stop(&r->dma);

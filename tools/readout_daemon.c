@@ -19,6 +19,7 @@
 
 #include "dma/dma_ring.h"
 #include "readout/readout.h"
+#include "common/cpus.h"
 #include "readout/pcie_card.h"
 #include "readout/sim/sim_card.h"
 #include "pipeline/publish.h"
@@ -90,6 +91,10 @@ static int create_ring(struct daemon_card *dc, char *err, size_t errlen)
         .shm_name = shm_name,
         .lock_memory = true,
     };
+    /* A real card's ring lives on the card's NUMA node. */
+    int node = p->type == RCI_CARD_PCIE && p->device[0] ? rci_pci_numa_node(p->device) : -1;
+    rp.bind_node = node >= 0;
+    rp.numa_node = node;
     return rci_dma_ring_create(&rp, &dc->ring, err, errlen);
 }
 
@@ -153,6 +158,13 @@ static int setup_card(struct daemon *d, struct daemon_card *dc)
     if (dc->params->type == RCI_CARD_SIM_PROCESS)
         rci_info("card.%u: waiting for `ringcast-sim -c %s --card %u` to attach to shm %s",
                 n, d->cfg->source[0] ? d->cfg->source : "FILE", n, dc->params->shm_name);
+    int card_node = dc->params->type == RCI_CARD_PCIE && dc->params->device[0]
+                    ? rci_pci_numa_node(dc->params->device) : -1;
+    char nic[64];
+    int nic_node = rci_nic_numa_node(d->cfg->fabric.address, nic, sizeof nic);
+    if (card_node >= 0 && nic_node >= 0 && card_node != nic_node)
+        rci_warn("card.%u: the card is on NUMA node %d but the NIC %s (%s) on node %d: every chunk "
+                 "crosses the link between the nodes", n, card_node, nic, d->cfg->fabric.address, nic_node);
     if (dc->params->type == RCI_CARD_PCIE && dc->params->bar_file[0])
         rci_info("card.%u: BAR0 is the file %s: `ringcast-sim --bar-file %s -c %s --card %u` plays "
                  "the firmware", n, dc->params->bar_file, dc->params->bar_file,

@@ -6,7 +6,8 @@
 # in-process sim card, both at a low rate so that the ring goes empty
 # between chunks: every chunk reaches a verifying subscriber, the readout
 # slept on the interrupt and interrupts ended those sleeps, nothing is left
-# over. A card that raises no interrupt (pcie) is refused at start. About 10 s.
+# over. card.0.cpus pins the readout thread. A card that raises no interrupt
+# (pcie) is refused at start. About 15 s.
 . "$(dirname "$0")/lib.sh"
 
 PORT=$((20000 + ($$ + 17000) % 20000))
@@ -48,7 +49,24 @@ wait_daemon thread
 check_run thread $n
 PORT=$((PORT + 1))
 
-# 3. A card without interrupts.
+# 3. card.0.cpus pins the readout thread (the last CPU of this host).
+last=$(( $(getconf _NPROCESSORS_CONF) - 1 ))
+start_daemon pinned -o card.0.cpus=$last -o sim.0.rate=1000chunks/s -o sim.0.run_time=3s
+tid=
+i=0
+while [ -z "$tid" ]; do
+    for t in /proc/$daemon/task/*; do
+        [ "$(cat $t/comm 2>/dev/null)" = rc-readout-0 ] && tid=$(basename $t)
+    done
+    i=$((i + 1)); [ $i -lt 200 ] || { cat "$WORK/pinned.log"; fail "pinned: no readout thread"; }
+    [ -n "$tid" ] || sleep 0.05
+done
+expect_eq "readout thread's CPUs (card.0.cpus = $last)" \
+    "$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/$daemon/task/$tid/status)" "$last"
+wait_daemon pinned
+PORT=$((PORT + 1))
+
+# 4. A card without interrupts.
 "$BIN/ringcast-readout" -c deploy/ringcast.ini -o fabric.port=$PORT -o card.0.type=pcie \
     -o card.0.bar_file="$WORK/bar0" -o card.0.memory=shm -o card.0.shm_name=${SHM}p \
     -o card.0.wait=interrupt 2>"$WORK/pcie.log"
