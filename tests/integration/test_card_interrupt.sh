@@ -9,6 +9,9 @@
 # over. card.0.cpus pins the readout thread. A card that raises no interrupt
 # (pcie) is refused at start. About 15 s.
 . "$(dirname "$0")/lib.sh"
+# A failed check leaves no daemon or simulator behind.
+cleanup() { rc=$?; for p in $daemon $sim $holder; do kill "$p" 2>/dev/null; done; (exit $rc); on_exit; }
+trap cleanup EXIT
 
 PORT=$((20000 + ($$ + 17000) % 20000))
 TAGS=0-0xffff

@@ -8,8 +8,12 @@
 # simulator exits when the daemon lets the file go. A second daemon on the
 # same BAR file is refused (card in use); a card without firmware is named at
 # start; card.N.device (VFIO) fails cleanly and honestly on a machine without
-# VFIO (or, where VFIO exists, without that device). About 10 s.
+# VFIO (or, where VFIO exists, without that device). ringcast-regs dumps the
+# running card's registers. About 10 s.
 . "$(dirname "$0")/lib.sh"
+# A failed check leaves no daemon or simulator behind.
+cleanup() { rc=$?; for p in $daemon $sim $holder; do kill "$p" 2>/dev/null; done; (exit $rc); on_exit; }
+trap cleanup EXIT
 
 PORT=$((20000 + ($$ + 13000) % 20000))
 TAGS=0-0xffff
@@ -50,6 +54,12 @@ start_sub barfile-a tcp msg --verify --count $n; sub_a=$sub
 start_sub barfile-b tcp msg --verify --count $n; sub_b=$sub
 wait_sub barfile-a "$sub_a"
 wait_sub barfile-b "$sub_b"
+# The registers of the running card, read only.
+"$BIN/ringcast-regs" --bar-file "$BAR" >"$WORK/regs.txt" 2>&1 || { cat "$WORK/regs.txt"; fail "ringcast-regs"; }
+grep -q "^DMA_DESC_ENABLE 0x01$" "$WORK/regs.txt" || { cat "$WORK/regs.txt"; fail "regs: enable bits"; }
+grep -Eq "^0 +yes +0x0000001000000000 0x0000001000100000 0x1040 +64 yes +ToHost +0x00000010000[0-9a-f]{5} 0x00000010000[0-9a-f]{5} " \
+    "$WORK/regs.txt" || { cat "$WORK/regs.txt"; fail "regs: descriptor 0"; }
+ok "ringcast-regs: descriptor 0 enabled over IOVA 0x1000000000..0x1000100000, ToHost, wrap, 64 words"
 kill -TERM "$daemon"
 wait_daemon barfile
 wait "$sim" || { cat "$WORK/barfile-sim.out"; fail "ringcast-sim --bar-file exit status $?"; }
