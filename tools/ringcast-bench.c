@@ -656,7 +656,7 @@ static void remove_workdir(struct bench *b, bool failed)
         fprintf(stderr, "ringcast-bench: the failed run's configuration and logs are in %s\n", b->workdir);
         return;
     }
-    static const char *const names[] = { "bench.ini", "daemon.json", "daemon.log", "daemon.allocs" };
+    static const char *const names[] = { "bench.ini", "daemon.json", "daemon.log", "daemon.allocs", "sim.log" };
     char path[PATH_MAX + 32];
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         snprintf(path, sizeof path, "%s/%s", b->workdir, names[i]);
