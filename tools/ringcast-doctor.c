@@ -14,11 +14,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <ifaddrs.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <netinet/in.h>
-#include <arpa/inet.h>
 #include <rdma/fabric.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -28,6 +25,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "common/cpus.h"
 #include "config/config.h"
 
 #define EXIT_FAILED 1
@@ -270,11 +268,9 @@ static void check_cards(void)
 /* NUMA node of a card (-1 unknown / single node). */
 static int card_node(const struct rci_card_params *c)
 {
-    char path[PATH_MAX];
     if (c->type != RCI_CARD_PCIE || !c->device[0])
         return -1;
-    snprintf(path, sizeof path, "/sys/bus/pci/devices/%s/numa_node", c->device);
-    return (int)read_long(path, -1);
+    return rci_pci_numa_node(c->device);
 }
 
 static void check_hugepages(void)
@@ -451,31 +447,6 @@ static void check_governor(void)
             ncpu - perf, ncpu, other);
 }
 
-/* The network interface that has fabric.address, and its PCI NUMA node. */
-static int nic_node(const char *address, char *ifname, size_t len)
-{
-    struct ifaddrs *ifa = NULL;
-    int node = -2;   /* -2: no interface has it */
-    ifname[0] = '\0';
-    if (getifaddrs(&ifa) != 0)
-        return -2;
-    for (struct ifaddrs *i = ifa; i; i = i->ifa_next) {
-        char buf[INET6_ADDRSTRLEN] = "";
-        if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET)
-            continue;
-        inet_ntop(AF_INET, &((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr, buf, sizeof buf);
-        if (strcmp(buf, address) != 0)
-            continue;
-        char path[PATH_MAX];
-        snprintf(ifname, len, "%s", i->ifa_name);
-        snprintf(path, sizeof path, "/sys/class/net/%s/device/numa_node", i->ifa_name);
-        node = (int)read_long(path, -1);
-        break;
-    }
-    freeifaddrs(ifa);
-    return node;
-}
-
 static void check_numa(void)
 {
     unsigned nodes = 0;
@@ -486,7 +457,7 @@ static void check_numa(void)
     }
     char ifname[64];
     const char *addr = have_config ? cfg.fabric.address : "127.0.0.1";
-    int nic = nic_node(addr, ifname, sizeof ifname);
+    int nic = rci_nic_numa_node(addr, ifname, sizeof ifname);
     char nicdesc[320];
     if (nic == -2)
         snprintf(nicdesc, sizeof nicdesc, "no interface has fabric.address %.128s", addr);
