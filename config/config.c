@@ -12,7 +12,9 @@
  * counts lines itself, rejects long ones, strips blanks and comments at both
  * ends (as inih would) and follows section headers itself. */
 #include "config/schema.h"
+#include "common/cpus.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ini.h>
@@ -833,7 +835,7 @@ static void check_fabric(struct loader *ld)
 
 static bool uses_shm(const struct rci_card_params *c)
 {
-    return c->memory == RCI_MEM_SHM || c->type == RCI_CARD_SIM_PROCESS;
+    return c->memory == RCI_MEM_SHM || c->memory == RCI_MEM_HUGETLBFS || c->type == RCI_CARD_SIM_PROCESS;
 }
 
 static void check_card_ring(struct loader *ld, unsigned i)
@@ -859,9 +861,10 @@ static void check_card_ring(struct loader *ld, unsigned i)
         key_error(ld, s, i, "rd_update_bytes", "%s is more than half of ring_size %s",
                   value_text(ld, s, i, "rd_update_bytes", a, sizeof a),
                   value_text(ld, s, i, "ring_size", b, sizeof b));
-    if (c->memory == RCI_MEM_HUGETLB && c->ring_size % RCI_MEM_HUGE_PAGE != 0)
-        key_error(ld, s, i, "ring_size", "%s is not a multiple of 2M, which memory = hugetlb needs",
-                  value_text(ld, s, i, "ring_size", a, sizeof a));
+    if ((c->memory == RCI_MEM_HUGETLB || c->memory == RCI_MEM_HUGETLBFS) &&
+        c->ring_size % RCI_MEM_HUGE_PAGE != 0)
+        key_error(ld, s, i, "ring_size", "%s is not a multiple of 2M, which memory = %s needs",
+                  value_text(ld, s, i, "ring_size", a, sizeof a), rci_mem_backend_name(c->memory));
 }
 
 static void check_card_shm(struct loader *ld, unsigned i)
@@ -876,6 +879,58 @@ static void check_card_shm(struct loader *ld, unsigned i)
     if (c->shm_name[0] && !rci_mem_shm_name_chars_ok(c->shm_name))
         key_error(ld, s, i, "shm_name", "'%s' may hold only A-Z a-z 0-9 . _ - and must not start "
                   "with '.'", c->shm_name);
+}
+
+/* PCI address DDDD:BB:DD.F in lower- or upper-case hex, as sysfs names it. */
+static bool pci_address_ok(const char *a)
+{
+    static const char shape[] = "xxxx:xx:xx.x";
+    if (strlen(a) != sizeof shape - 1)
+        return false;
+    for (unsigned i = 0; shape[i]; i++)
+        if (shape[i] == 'x' ? !isxdigit((unsigned char)a[i]) : a[i] != shape[i])
+            return false;
+    return a[11] >= '0' && a[11] <= '7';   /* function 0..7 */
+}
+
+static void check_card_pcie(struct loader *ld, unsigned i)
+{
+    const struct rci_cfg_section *s = &rci_cfg_section_card;
+    const struct rci_card_params *c = &ld->cfg->card[i];
+    if (c->type != RCI_CARD_PCIE) {
+        if (c->device[0] || c->bar_file[0])
+            key_error(ld, s, i, c->device[0] ? "device" : "bar_file", "only type = pcie has one");
+        return;
+    }
+    if (!c->device[0] == !c->bar_file[0])
+        key_error(ld, s, i, "device", "type = pcie needs exactly one of device (a real card) and "
+                  "bar_file (a file as BAR0)");
+    if (c->device[0] && !pci_address_ok(c->device))
+        key_error(ld, s, i, "device", "'%s' is not a PCI address DDDD:BB:DD.F (e.g. 0000:41:00.0)",
+                  c->device);
+    /* ringcast-sim --bar-file writes into the ring from its own process */
+    if (c->bar_file[0] && c->memory != RCI_MEM_SHM && c->memory != RCI_MEM_HUGETLBFS)
+        key_error(ld, s, i, "memory", "bar_file needs memory = shm or hugetlbfs (ringcast-sim maps the ring)");
+    /* a real card writes into memory the IOMMU maps; a shm file is pointless there */
+    if (c->device[0] && (c->memory == RCI_MEM_SHM || c->memory == RCI_MEM_HUGETLBFS))
+        key_error(ld, s, i, "memory", "device needs memory = hugetlb (or anon): no other process maps the ring");
+}
+
+static void check_card_cpus(struct loader *ld, unsigned i)
+{
+    const struct rci_card_params *c = &ld->cfg->card[i];
+    cpu_set_t set;
+    char why[160];
+    if (!c->cpus[0])
+        return;
+    if (rci_cpus_parse(c->cpus, &set, why, sizeof why) != 0) {
+        key_error(ld, &rci_cfg_section_card, i, "cpus", "%s", why);
+        return;
+    }
+    int missing = rci_cpus_first_missing(&set);
+    if (missing >= 0)
+        key_error(ld, &rci_cfg_section_card, i, "cpus", "CPU %d does not exist on this host (%ld "
+                  "configured)", missing, sysconf(_SC_NPROCESSORS_CONF));
 }
 
 static void check_sim(struct loader *ld, unsigned i)
@@ -922,6 +977,8 @@ static void check_cross(struct loader *ld)
     for (unsigned i = 0; i < ld->cfg->ncards; i++) {
         check_card_ring(ld, i);
         check_card_shm(ld, i);
+        check_card_pcie(ld, i);
+        check_card_cpus(ld, i);
         check_sim(ld, i);
     }
     if (ld->nerrors) return; /* tag ranges are only meaningful once each card is valid */

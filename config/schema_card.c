@@ -11,9 +11,17 @@
 #define S  1000000000ull
 
 static const struct rci_cfg_key card_keys[] = {
-    {.key = "type", .type = RCI_CFG_ENUM, .def = "sim", .choices = "sim|sim-process",
+    {.key = "type", .type = RCI_CFG_ENUM, .def = "sim", .choices = "sim|sim-process|pcie",
      RCI_CFG_FIELD(T, type),
-     .help = "sim: simulated firmware thread in this process; sim-process: a ringcast-sim process (needs memory = shm)."},
+     .help = "sim: firmware thread in this process; sim-process: a ringcast-sim process (memory = shm);"
+             " pcie: a Wupper card through VFIO (device) or a file as BAR0 (bar_file)."},
+    {.key = "device", .type = RCI_CFG_STRING, .def = "", .min = 0, .max = RCI_CARD_DEVICE_MAX,
+     RCI_CFG_FIELD(T, device),
+     .help = "type = pcie: PCI address of the card bound to vfio-pci (DDDD:BB:DD.F, e.g. 0000:41:00.0)."},
+    {.key = "bar_file", .type = RCI_CFG_STRING, .def = "", .min = 0, .max = RCI_CARD_PATH_MAX,
+     RCI_CFG_FIELD(T, bar_file),
+     .help = "type = pcie without a card: this file is BAR0 (created if missing);"
+             " `ringcast-sim --bar-file FILE` plays the firmware (memory = shm)."},
     {.key = "tag_base", .type = RCI_CFG_UINT, .def = "auto", .min = 0, .max = UINT64_MAX,
      .flags = RCI_CFG_F_AUTO, RCI_CFG_FIELD(T, tag_base),
      .help = "Tag of e-link 0 (tag = tag_base + e-link); auto = N * 65536."},
@@ -30,9 +38,10 @@ static const struct rci_cfg_key card_keys[] = {
     {.key = "block_format", .type = RCI_CFG_ENUM, .def = "c0ce", .choices = "abcd|abce|c0ce",
      RCI_CFG_FIELD(T, block_format),
      .help = "Block header marker: abcd and abce need block_size = 1k; c0ce any size."},
-    {.key = "memory", .type = RCI_CFG_ENUM, .def = "anon", .choices = "anon|hugetlb|shm",
+    {.key = "memory", .type = RCI_CFG_ENUM, .def = "anon", .choices = "anon|hugetlb|shm|hugetlbfs",
      RCI_CFG_FIELD(T, memory),
-     .help = "Ring memory: anonymous, 2 MiB huge pages (ring_size a multiple of 2M), or POSIX shm."},
+     .help = "Ring memory: anonymous, 2 MiB huge pages (ring_size a multiple of 2M), POSIX shm,"
+             " or hugetlbfs: a shared file on 2 MiB pages in the hugetlbfs mount."},
     {.key = "on_firmware_loss", .type = RCI_CFG_ENUM, .def = "wait", .choices = "wait|stop",
      RCI_CFG_FIELD(T, on_firmware_loss),
      .help = "Firmware died or hung (ringcast-sim killed, or no heartbeat for 3 s): wait = a new"
@@ -46,6 +55,14 @@ static const struct rci_cfg_key card_keys[] = {
     {.key = "poll_sleep", .type = RCI_CFG_DURATION, .def = "100us", .min = 0, .max = 1 * S,
      RCI_CFG_FIELD(T, poll_sleep_ns),
      .help = "... then sleeps this long between polls."},
+    {.key = "wait", .type = RCI_CFG_ENUM, .def = "poll", .choices = "poll|interrupt",
+     RCI_CFG_FIELD(T, wait),
+     .help = "Idle readout thread: poll (every poll_sleep) or interrupt (sleep until the card's data"
+             " interrupt; sim and sim-process cards, see sim.N.irq_blocks)."},
+    {.key = "cpus", .type = RCI_CFG_STRING, .def = "", .min = 0, .max = 63,
+     RCI_CFG_FIELD(T, cpus),
+     .help = "Pin this card's readout thread to these CPUs (e.g. 2 or 2,3 or 4-7); empty = not pinned."
+             " Best on the card's NUMA node."},
     {.key = "rd_update_bytes", .type = RCI_CFG_SIZE, .def = "1M", .min = 1, .max = 128ull << 30,
      RCI_CFG_FIELD(T, rd_update_bytes),
      .help = "Write the read pointer to the card at the latest every N released bytes; at most ring_size/2."},

@@ -10,7 +10,7 @@ set -eu
 # talk to etcd (discovery), etcd-server/etcd-client run it in the tests.
 PACKAGES="build-essential pkg-config clang
 libfabric-dev libfabric1 libibverbs-dev rdma-core
-libdpdk-dev liburcu-dev libcunit1-dev libinih-dev
+libdpdk-dev liburcu-dev libcunit1-dev libinih-dev libnuma-dev
 libcurl4-openssl-dev libjansson-dev etcd-server etcd-client
 libclang-rt-14-dev iproute2 procps jq"
 # Optional tools used by `make bench --plot`; installed only when asked.

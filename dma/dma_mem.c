@@ -5,9 +5,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <numaif.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -20,7 +22,7 @@
 #define RCI_MAP_HUGE_2MB (21 << MAP_HUGE_SHIFT)
 
 static const char *const backend_names[] = {
-    [RCI_MEM_ANON] = "anon", [RCI_MEM_HUGETLB] = "hugetlb", [RCI_MEM_SHM] = "shm",
+    [RCI_MEM_ANON] = "anon", [RCI_MEM_HUGETLB] = "hugetlb", [RCI_MEM_SHM] = "shm", [RCI_MEM_HUGETLBFS] = "hugetlbfs",
 };
 
 static void add_warning(char *err, size_t errlen, const char *fmt, ...)
@@ -171,57 +173,121 @@ static int check_shm_name(const char *name, char *err, size_t errlen)
     return 0;
 }
 
+/* Shared objects live in /dev/shm (shm) or in a hugetlbfs mount (hugetlbfs).
+ * path is "/NAME". */
+static const char *obj_dir(enum rci_mem_backend b, char *buf, size_t len)
+{
+    if (b == RCI_MEM_SHM)
+        return "/dev/shm";
+    return rci_mem_hugetlbfs_mount(buf, len) == 0 ? buf : "(no hugetlbfs mounted)";
+}
+
+static int obj_open(enum rci_mem_backend b, const char *path, int flags, mode_t mode)
+{
+    if (b == RCI_MEM_SHM)
+        return shm_open(path, flags, mode);
+    char dir[PATH_MAX], full[PATH_MAX + RCI_MEM_NAME_MAX + 2];
+    if (rci_mem_hugetlbfs_mount(dir, sizeof dir) != 0) {
+        errno = ENODEV;
+        return -1;
+    }
+    snprintf(full, sizeof full, "%s%s", dir, path);
+    return open(full, flags | O_CLOEXEC, mode);
+}
+
+static int obj_unlink(enum rci_mem_backend b, const char *path)
+{
+    if (b == RCI_MEM_SHM)
+        return shm_unlink(path);
+    char dir[PATH_MAX], full[PATH_MAX + RCI_MEM_NAME_MAX + 2];
+    if (rci_mem_hugetlbfs_mount(dir, sizeof dir) != 0) {
+        errno = ENODEV;
+        return -1;
+    }
+    snprintf(full, sizeof full, "%s%s", dir, path);
+    return unlink(full);
+}
+
+int rci_mem_hugetlbfs_mount(char *dir, size_t len)
+{
+    FILE *f = fopen("/proc/mounts", "r");
+    char line[1024];
+    int rc = -ENOENT;
+    while (f && rc != 0 && fgets(line, sizeof line, f)) {
+        char mnt[PATH_MAX], type[64], opts[512];
+        if (sscanf(line, "%*s %4095s %63s %511s", mnt, type, opts) != 3 || strcmp(type, "hugetlbfs") != 0)
+            continue;
+        char *ps = strstr(opts, "pagesize=");
+        if (ps && strncmp(ps + 9, "2M", 2) != 0)
+            continue;   /* 1 GiB pages: not what ring sizes are checked against */
+        if (strlen(mnt) >= len)
+            continue;
+        memcpy(dir, mnt, strlen(mnt) + 1);
+        rc = 0;
+    }
+    if (f)
+        fclose(f);
+    return rc;
+}
+
 /* An existing object whose creator still maps it is locked (see rci_mem_map).
  * Returns 0 if it was stale and is now unlinked, -EEXIST if it is in use. */
-static int remove_if_stale(const char *path, char *err, size_t errlen)
+static int remove_if_stale(enum rci_mem_backend b, const char *path, char *err, size_t errlen)
 {
-    int fd = shm_open(path, O_RDWR, 0);
+    char dir[PATH_MAX];
+    int fd = obj_open(b, path, O_RDWR, 0);
     if (fd < 0) return errno == ENOENT ? 0 : -errno;   /* vanished meanwhile: fine */
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         int e = errno;
         close(fd);
         if (e != EWOULDBLOCK) return -e;
         rci_set_err(err, errlen,
-                "shm: /dev/shm%s exists and is in use by a running process "
+                "%s: %s%s exists and is in use by a running process "
                 "(another ringcast instance with the same name?)",
-                path);
+                rci_mem_backend_name(b), obj_dir(b, dir, sizeof dir), path);
         return -EEXIST;
     }
     /* Unlink while holding the lock so that a concurrent creator cannot take
      * the same object for stale too. */
-    int rc = (shm_unlink(path) == 0 || errno == ENOENT) ? 0 : -errno;
+    int rc = (obj_unlink(b, path) == 0 || errno == ENOENT) ? 0 : -errno;
     close(fd);
     return rc;
 }
 
 static int shm_create_fd(struct rci_mem_region *r, const char *path, char *err, size_t errlen)
 {
-    int fd = shm_open(path, O_CREAT | O_EXCL | O_RDWR, 0600);
+    enum rci_mem_backend b = r->backend;
+    const char *bn = rci_mem_backend_name(b);
+    char dir[PATH_MAX];
+    int fd = obj_open(b, path, O_CREAT | O_EXCL | O_RDWR, 0600);
     if (fd < 0 && errno == EEXIST) {
-        int rc = remove_if_stale(path, err, errlen);
+        int rc = remove_if_stale(b, path, err, errlen);
         if (rc == -EEXIST) return rc;
         if (rc < 0) {
-            rci_set_err(err, errlen, "shm: cannot remove stale /dev/shm%s: %s", path, strerror(-rc));
+            rci_set_err(err, errlen, "%s: cannot remove stale %s%s: %s", bn, obj_dir(b, dir, sizeof dir),
+                        path, strerror(-rc));
             return rc;
         }
-        fd = shm_open(path, O_CREAT | O_EXCL | O_RDWR, 0600);
+        fd = obj_open(b, path, O_CREAT | O_EXCL | O_RDWR, 0600);
         if (fd >= 0)
-            rci_set_err(err, errlen, "shm: replaced stale /dev/shm%s left by a process that died",
-                    path);
+            rci_set_err(err, errlen, "%s: replaced stale %s%s left by a process that died", bn,
+                        obj_dir(b, dir, sizeof dir), path);
     }
     if (fd < 0) {
         int e = errno;
-        rci_set_err(err, errlen, "shm: cannot create /dev/shm%s (%zu bytes): %s", path, r->size,
-                strerror(e));
+        rci_set_err(err, errlen, "%s: cannot create %s%s (%zu bytes): %s%s", bn,
+                    obj_dir(b, dir, sizeof dir), path, r->size, strerror(e),
+                    e == ENODEV ? ": mount one (mount -t hugetlbfs nodev /dev/hugepages)" : "");
         return -e;
     }
     /* Liveness lock: held for the owner's lifetime (released by the kernel if
      * the process dies), so a later creator can tell stale from in use. */
     if (flock(fd, LOCK_EX | LOCK_NB) != 0 || ftruncate(fd, (off_t)r->size) != 0) {
         int e = errno;
-        rci_set_err(err, errlen, "shm: cannot set up /dev/shm%s (%zu bytes): %s", path, r->size,
-                strerror(e));
-        shm_unlink(path);
+        rci_set_err(err, errlen, "%s: cannot set up %s%s (%zu bytes): %s%s", bn,
+                    obj_dir(b, dir, sizeof dir), path, r->size, strerror(e),
+                    b == RCI_MEM_HUGETLBFS ? " (2 MiB huge pages free? /proc/sys/vm/nr_hugepages)" : "");
+        obj_unlink(b, path);
         close(fd);
         return -e;
     }
@@ -230,24 +296,28 @@ static int shm_create_fd(struct rci_mem_region *r, const char *path, char *err, 
 
 static int shm_attach_fd(struct rci_mem_region *r, const char *path, char *err, size_t errlen)
 {
-    int fd = shm_open(path, O_RDWR, 0);
+    enum rci_mem_backend b = r->backend;
+    const char *bn = rci_mem_backend_name(b);
+    char dir[PATH_MAX];
+    int fd = obj_open(b, path, O_RDWR, 0);
     if (fd < 0) {
         int e = errno;
-        rci_set_err(err, errlen, "shm: cannot attach to /dev/shm%s: %s%s", path, strerror(e),
-                e == ENOENT ? " (is the creating process running?)" : "");
+        rci_set_err(err, errlen, "%s: cannot attach to %s%s: %s%s", bn, obj_dir(b, dir, sizeof dir),
+                    path, strerror(e), e == ENOENT ? " (is the creating process running?)" : "");
         return -e;
     }
     struct stat st;
     if (fstat(fd, &st) != 0) {
         int e = errno;
         close(fd);
-        rci_set_err(err, errlen, "shm: cannot stat /dev/shm%s: %s", path, strerror(e));
+        rci_set_err(err, errlen, "%s: cannot stat %s%s: %s", bn, obj_dir(b, dir, sizeof dir), path,
+                    strerror(e));
         return -e;
     }
     if ((uint64_t)st.st_size != r->size) {
         close(fd);
-        rci_set_err(err, errlen, "shm: /dev/shm%s has %lld bytes, expected %zu", path,
-                (long long)st.st_size, r->size);
+        rci_set_err(err, errlen, "%s: %s%s has %lld bytes, expected %zu", bn,
+                    obj_dir(b, dir, sizeof dir), path, (long long)st.st_size, r->size);
         return -EINVAL;
     }
     return fd;
@@ -258,6 +328,11 @@ static int map_shm(struct rci_mem_region *r, const char *name, bool create, char
 {
     int rc = check_shm_name(name, err, errlen);
     if (rc < 0) return rc;
+    if (r->backend == RCI_MEM_HUGETLBFS && r->size % RCI_MEM_HUGE_PAGE != 0) {
+        rci_set_err(err, errlen, "hugetlbfs: size %zu is not a multiple of 2 MiB", r->size);
+        return -EINVAL;
+    }
+    char dir[PATH_MAX];
     char path[RCI_MEM_NAME_MAX + 2];
     snprintf(path, sizeof path, "/%s", name);
     int fd = create ? shm_create_fd(r, path, err, errlen) : shm_attach_fd(r, path, err, errlen);
@@ -265,9 +340,10 @@ static int map_shm(struct rci_mem_region *r, const char *name, bool create, char
     void *p = mmap(NULL, r->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
     if (p == MAP_FAILED) {
         int e = errno;
-        rci_set_err(err, errlen, "shm: mmap of /dev/shm%s (%zu bytes) failed: %s", path, r->size,
-                strerror(e));
-        if (create) shm_unlink(path);
+        rci_set_err(err, errlen, "%s: mmap of %s%s (%zu bytes) failed: %s",
+                    rci_mem_backend_name(r->backend), obj_dir(r->backend, dir, sizeof dir), path,
+                    r->size, strerror(e));
+        if (create) obj_unlink(r->backend, path);
         close(fd);
         return -e;
     }
@@ -294,15 +370,17 @@ int rci_mem_map(enum rci_mem_backend b, size_t size, const char *shm_name, bool 
         rci_set_err(err, errlen, "%s: size 0", rci_mem_backend_name(b));
         return -EINVAL;
     }
-    if (!create && b != RCI_MEM_SHM) {
-        rci_set_err(err, errlen, "%s: only shm regions can be attached to", rci_mem_backend_name(b));
+    if (!create && b != RCI_MEM_SHM && b != RCI_MEM_HUGETLBFS) {
+        rci_set_err(err, errlen, "%s: only shm and hugetlbfs regions can be attached to",
+                    rci_mem_backend_name(b));
         return -EINVAL;
     }
     int rc;
     switch (b) {
     case RCI_MEM_ANON:    rc = map_anon(out, err, errlen); break;
     case RCI_MEM_HUGETLB: rc = map_hugetlb(out, err, errlen); break;
-    case RCI_MEM_SHM:     rc = map_shm(out, shm_name, create, err, errlen); break;
+    case RCI_MEM_SHM:
+    case RCI_MEM_HUGETLBFS: rc = map_shm(out, shm_name, create, err, errlen); break;
     default:
         rci_set_err(err, errlen, "memory backend %d unknown", (int)b);
         rc = -EINVAL;
@@ -315,6 +393,23 @@ int rci_mem_map(enum rci_mem_backend b, size_t size, const char *shm_name, bool 
     return 0;
 }
 
+int rci_mem_bind_node(struct rci_mem_region *r, int node, char *err, size_t errlen)
+{
+    unsigned long mask[16] = { 0 };
+    if (node < 0 || node >= (int)(sizeof mask * 8)) {
+        rci_set_err(err, errlen, "NUMA node %d out of range", node);
+        return -EINVAL;
+    }
+    mask[node / (8 * sizeof mask[0])] = 1ul << (node % (8 * sizeof mask[0]));
+    if (mbind(r->addr, r->size, MPOL_BIND, mask, sizeof mask * 8, MPOL_MF_MOVE | MPOL_MF_STRICT) != 0) {
+        int e = errno;
+        rci_set_err(err, errlen, "%s: cannot place %zu bytes on NUMA node %d: %s",
+                    rci_mem_backend_name(r->backend), r->size, node, strerror(e));
+        return -e;
+    }
+    return 0;
+}
+
 void rci_mem_unmap(struct rci_mem_region *r)
 {
     if (!r || !r->addr) return;
@@ -322,7 +417,7 @@ void rci_mem_unmap(struct rci_mem_region *r)
     if (r->owner) {
         char path[RCI_MEM_NAME_MAX + 2];
         snprintf(path, sizeof path, "/%s", r->name);
-        shm_unlink(path);
+        obj_unlink(r->backend, path);
         close(r->fd);           /* releases the liveness lock */
     }
     r->addr = NULL;

@@ -4,7 +4,11 @@
  *   RCI_MEM_ANON     anonymous mmap (+ mlock): the default;
  *   RCI_MEM_HUGETLB  MAP_HUGETLB (2 MiB pages); fails clearly if none are free;
  *   RCI_MEM_SHM      a POSIX shared-memory object /dev/shm/<name>, so that a
- *                   simulator in another process can write into it.
+ *                   simulator in another process can write into it;
+ *   RCI_MEM_HUGETLBFS the same on 2 MiB huge pages: the file <mount>/<name> in
+ *                   the first hugetlbfs mount with 2 MiB pages (/proc/mounts);
+ *                   the size must be a multiple of 2 MiB. Same naming, stale
+ *                   object and attach rules as RCI_MEM_SHM.
  *
  * All mappings are populated at map time (MAP_POPULATE), so the hot path never
  * takes a first-touch page fault. Not thread-safe per region: map and unmap a
@@ -16,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum rci_mem_backend { RCI_MEM_ANON = 0, RCI_MEM_HUGETLB, RCI_MEM_SHM };
+enum rci_mem_backend { RCI_MEM_ANON = 0, RCI_MEM_HUGETLB, RCI_MEM_SHM, RCI_MEM_HUGETLBFS };
 
 #define RCI_MEM_HUGE_PAGE   ((size_t)2 << 20)   /* RCI_MEM_HUGETLB sizes are multiples of this */
 #define RCI_MEM_NAME_MAX    63                  /* longest shm name (without the '/') */
@@ -58,6 +62,13 @@ int  rci_mem_map(enum rci_mem_backend b, size_t size, const char *shm_name, bool
 /* The SHM name rule above without its length bound (a caller may add a
  * suffix before mapping): only [A-Za-z0-9._-], not starting with '.'. */
 bool rci_mem_shm_name_chars_ok(const char *name);
+/* The first hugetlbfs mount with 2 MiB pages: 0 with its path in dir, or
+ * -ENOENT when none is mounted. */
+int  rci_mem_hugetlbfs_mount(char *dir, size_t len);
+/* Move the region's pages to NUMA node `node` and keep them there
+ * (mbind MPOL_BIND with MPOL_MF_MOVE | MPOL_MF_STRICT). 0 or -errno with the
+ * reason in err. */
+int  rci_mem_bind_node(struct rci_mem_region *r, int node, char *err, size_t errlen);
 /* Unmap (and, for the shm owner, unlink). Safe on a zeroed or already
  * unmapped region. */
 void rci_mem_unmap(struct rci_mem_region *r);

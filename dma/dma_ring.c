@@ -130,6 +130,15 @@ int rci_dma_ring_create(const struct rci_dma_ring_params *p, struct rci_dma_ring
     }
     rc = rci_mem_map(p->backend, p->size, p->shm_name, true, p->lock_memory, &r->mem, err,
                     errlen);
+    if (rc == 0 && p->bind_node) {
+        char warn[256];
+        snprintf(warn, sizeof warn, "%s", err ? err : "");
+        rc = rci_mem_bind_node(&r->mem, p->numa_node, err, errlen);
+        if (rc != 0)
+            rci_mem_unmap(&r->mem);
+        else if (err && errlen)
+            snprintf(err, errlen, "%s", warn);   /* keep a mapping warning */
+    }
     if (rc < 0) {
         free(r->slots);
         free(r);

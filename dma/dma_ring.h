@@ -43,6 +43,8 @@ struct rci_dma_ring_params {
     enum rci_mem_backend backend;
     const char *shm_name;      /* RCI_MEM_SHM only: name under /dev/shm */
     bool lock_memory;          /* mlock the ring (default true) */
+    bool bind_node;            /* move and bind the ring's pages to numa_node */
+    int numa_node;
 };
 
 /* At most two pieces: a range that wraps the end of the ring. */

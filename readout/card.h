@@ -37,6 +37,14 @@ struct rci_card_ops {
      * RCI_CARD_FW_LOST once per loss (why says what happened), else
      * RCI_CARD_FW_OK (running, or no firmware attached yet). */
     int  (*check)(struct rci_card *c, char *why, size_t whylen);
+    /* Optional: the bus address (IOVA) the card's DMA uses for host address
+     * addr, which must lie in memory the card was given when it was created
+     * (the ring); UINT64_MAX if it does not. NULL: the bus address is the
+     * virtual address (simulated cards, whose firmware translates it). */
+    uint64_t (*bus_address)(struct rci_card *c, const void *addr);
+    /* Optional: an eventfd the card's data-available interrupt increments
+     * (card.N.wait = interrupt), owned by the card; NULL or -1: none. */
+    int (*irq_fd)(struct rci_card *c);
 };
 
 enum { RCI_CARD_FW_OK = 0, RCI_CARD_FW_LOST = 1 };
@@ -54,6 +62,16 @@ static inline void rci_card_destroy(struct rci_card *c) { c->ops->destroy(c); }
 static inline int  rci_card_check(struct rci_card *c, char *why, size_t whylen)
 {
     return c->ops->check ? c->ops->check(c, why, whylen) : RCI_CARD_FW_OK;
+}
+
+static inline int rci_card_irq_fd(struct rci_card *c)
+{
+    return c->ops->irq_fd ? c->ops->irq_fd(c) : -1;
+}
+
+static inline uint64_t rci_card_bus_address(struct rci_card *c, const void *addr)
+{
+    return c->ops->bus_address ? c->ops->bus_address(c, addr) : (uint64_t)(uintptr_t)addr;
 }
 
 #endif

@@ -10,7 +10,17 @@
 
 enum rci_card_type {
     RCI_CARD_SIM = 0,        /* simulated card: firmware thread in this process */
-    RCI_CARD_SIM_PROCESS     /* simulated card: ringcast-sim process attached via shm */
+    RCI_CARD_SIM_PROCESS,    /* simulated card: ringcast-sim process attached via shm */
+    RCI_CARD_PCIE            /* a Wupper PCIe card: BAR0 through VFIO (device), or a file
+                                mapped as BAR0 that `ringcast-sim --bar-file` serves (bar_file) */
+};
+
+#define RCI_CARD_DEVICE_MAX   15   /* "0000:41:00.0" is 12 */
+#define RCI_CARD_PATH_MAX    180   /* a key = value line holds at most 200 characters */
+
+enum rci_card_wait {
+    RCI_WAIT_POLL = 0,       /* an idle readout thread polls every poll_sleep */
+    RCI_WAIT_INTERRUPT       /* an idle readout thread sleeps until the card's data interrupt */
 };
 
 enum rci_fw_loss_policy {
@@ -28,9 +38,13 @@ struct rci_card_params {
     enum felix_format block_format;/* abcd / abce need 1 KiB blocks */
     enum rci_mem_backend memory;
     char shm_name[64];             /* base name for shm objects (sim-process) */
+    char device[RCI_CARD_DEVICE_MAX + 1];   /* pcie: PCI address DDDD:BB:DD.F ("" = none) */
+    char bar_file[RCI_CARD_PATH_MAX + 1];   /* pcie: a file mapped as BAR0 instead ("" = none) */
     /* readout thread */
     uint64_t poll_spin_ns;         /* spin this long on an idle ring ... */
     uint64_t poll_sleep_ns;        /* ... then sleep this long between polls */
+    enum rci_card_wait wait;
+    char cpus[64];                 /* the readout thread's CPUs ("2,3", "4-7"); "" = not pinned */       /* poll, or sleep on the card's interrupt when the ring is empty */
     uint64_t rd_update_bytes;      /* batch RD_POINTER writes: at most every N bytes released */
     uint32_t max_chunk_size;       /* larger chunks are dropped and counted (oversize) */
     uint32_t max_chunk_pieces;     /* more pieces: dropped and counted (oversize) */

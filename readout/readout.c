@@ -9,6 +9,7 @@
 #include "common/errbuf.h"
 #include "readout/felix_block.h"
 #include "readout/readout_internal.h"
+#include "common/cpus.h"
 
 /* Every field of struct rci_elink_stats, for copying and summing. */
 #define RCI_ELINK_STAT_FIELDS(X)                                                      \
@@ -99,6 +100,29 @@ int rci_readout_create(const struct rci_card_params *p, struct rci_dma_ring *rin
     r->p = *p;
     r->ring = ring;
     r->card = card;
+    r->irq_fd = -1;
+    if (p->wait == RCI_WAIT_INTERRUPT && card) {
+        r->irq_fd = rci_card_irq_fd(card);
+        if (r->irq_fd < 0) {
+            rci_set_err(err, errlen, "card.%u readout: wait = interrupt, but a %s card raises no "
+                        "interrupt here (sim and sim-process cards do)", p->index, card->ops->kind);
+            free(r);
+            return -ENOTSUP;
+        }
+    }
+    if (p->cpus[0]) {
+        char why[160];
+        int missing = -1;
+        if (rci_cpus_parse(p->cpus, &r->cpuset, why, sizeof why) != 0 ||
+            (missing = rci_cpus_first_missing(&r->cpuset)) >= 0) {
+            if (missing >= 0)
+                snprintf(why, sizeof why, "CPU %d does not exist", missing);
+            rci_set_err(err, errlen, "card.%u readout: cpus %s", p->index, why);
+            free(r);
+            return -EINVAL;
+        }
+        r->pinned = true;
+    }
     r->sink = sink;
     r->sink_ctx = sink_ctx;
     r->ring_base = rci_dma_ring_addr(ring);
@@ -192,8 +216,10 @@ void rci_readout_get_stats(const struct rci_readout *r, struct rci_readout_stats
         .bytes_cut_at_stop = RCI_STAT_GET(r->st.bytes_cut_at_stop),
         .pool_empty_ns = RCI_STAT_GET(r->st.pool_empty_ns),
         .polls = RCI_STAT_GET(r->st.polls), .sleeps = RCI_STAT_GET(r->st.sleeps),
+        .irq_waits = RCI_STAT_GET(r->st.irq_waits), .interrupts = RCI_STAT_GET(r->st.interrupts),
         .rd_writes = RCI_STAT_GET(r->st.rd_writes),
         .card_bad_status = RCI_STAT_GET(r->st.card_bad_status),
+        .card_status_lagging = RCI_STAT_GET(r->st.card_status_lagging),
         .last_bad_pos = RCI_STAT_GET(r->st.last_bad_pos),
         .last_bad_kind = (enum rci_readout_bad_kind)RCI_STAT_GET(r->st.last_bad_kind),
     };

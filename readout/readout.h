@@ -94,8 +94,13 @@ struct rci_readout_stats {
     uint64_t bytes_cut_at_stop;    /* their bytes received so far (the card counted them produced) */
     uint64_t pool_empty_ns;        /* time waiting for free descriptors */
     uint64_t polls, sleeps, rd_writes;
+    uint64_t irq_waits;            /* wait = interrupt: sleeps on the card's interrupt (ring empty) */
+    uint64_t interrupts;           /* ... that an interrupt ended (not the 100 ms safety timeout) */
     uint64_t card_bad_status;      /* card status reads that could not be right: rejected
                                       (CURRENT_ADDRESS outside the ring, wrong parity, ...) */
+    uint64_t card_status_lagging;  /* status reads that still showed the read pointer's
+                                      previous lap (the card had not yet taken a wrapping
+                                      RD_POINTER write): used, not an error */
     uint64_t last_bad_pos;         /* ring position (monotonic) of the last bad block */
     enum rci_readout_bad_kind last_bad_kind;
 };

@@ -5,6 +5,7 @@
 #define RCI_READOUT_INTERNAL_H
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include "readout/block_parse.h"
@@ -58,6 +59,9 @@ struct rci_shared_counters {
 };
 
 struct rci_readout {
+    int irq_fd;                   /* card.N.wait = interrupt: the card's eventfd; else -1 */
+    bool pinned;                  /* card.N.cpus given: the thread runs on cpuset */
+    cpu_set_t cpuset;
     struct rci_card_params p;
     struct rci_dma_ring *ring;
     struct rci_card *card;
@@ -90,7 +94,9 @@ struct rci_readout {
         uint64_t chunks_cut_at_stop, bytes_cut_at_stop;
         uint64_t pool_empty_ns;
         uint64_t polls, sleeps, rd_writes, last_bad_pos;
+        uint64_t irq_waits, interrupts;     /* sleeps on the interrupt; those it ended */
         uint64_t card_bad_status;           /* mirror of dma.bad_status for other threads */
+        uint64_t card_status_lagging;       /* mirror of dma.status_lagging */
         uint64_t last_bad_kind;
         uint64_t taken, written_seen;       /* ring positions, mirrored for other threads */
         uint64_t pending_or_active;         /* 1 while a block or a chunk is held over */

@@ -39,12 +39,12 @@ int rci_wupper_dma_start(struct rci_wupper_dma *d, const struct rci_bar *bar, un
 
 /* The monotonic position a status value stands for, if it can be right. */
 static bool status_to_written(const struct rci_wupper_dma *d, uint64_t current, uint64_t bits,
-                              uint64_t *written)
+                              uint64_t read_total, uint64_t *written)
 {
     if (current < d->start || current >= d->end)
         return false;
     uint64_t woff = current - d->start;
-    uint64_t rlap = d->read_total / d->size, roff = d->read_total % d->size;
+    uint64_t rlap = read_total / d->size, roff = read_total % d->size;
     bool dma_odd = bits & WUPPER_STATUS_EVEN_DMA;
     bool pc_odd = bits & WUPPER_STATUS_EVEN_PC;
     if (pc_odd != (bool)(rlap & 1))
@@ -70,7 +70,17 @@ uint64_t rci_wupper_dma_poll(struct rci_wupper_dma *d)
     for (int attempt = 0; attempt < 2; attempt++) {
         uint64_t current, bits, w;
         rci_bar_read128(d->bar, WUPPER_STATUS(d->desc), &current, &bits);
-        if (status_to_written(d, current, bits, &w)) {
+        if (status_to_written(d, current, bits, d->read_total, &w)) {
+            d->written_total = w;
+            return w;
+        }
+        /* The card has not taken our last RD_POINTER write that crossed the
+         * ring's end yet (its EVEN_PC is the previous lap's): judge the
+         * status by the read position it still knows. Only this parity
+         * reaches here, so the two readings never compete. */
+        if (d->read_before_wrap != d->read_total &&
+            status_to_written(d, current, bits, d->read_before_wrap, &w)) {
+            d->status_lagging++;
             d->written_total = w;
             return w;
         }
@@ -81,6 +91,8 @@ uint64_t rci_wupper_dma_poll(struct rci_wupper_dma *d)
 
 static void write_rd_pointer(struct rci_wupper_dma *d, uint64_t read_total)
 {
+    if (read_total / d->size != d->read_total / d->size)
+        d->read_before_wrap = d->read_total;
     rci_bar_write64(d->bar, WUPPER_DESC_RD_POINTER(d->desc), d->start + read_total % d->size);
     d->read_total = read_total;
     d->rd_writes++;

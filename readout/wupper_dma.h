@@ -35,7 +35,10 @@ struct rci_wupper_dma {
     uint64_t start, end, size;     /* bus addresses [start, end) */
     uint64_t read_total;           /* monotonic host read position (last RD_POINTER written) */
     uint64_t written_total;        /* monotonic card write position, last seen */
+    uint64_t read_before_wrap;     /* read_total before the last RD_POINTER write that wrapped */
     uint64_t bad_status;           /* status reads rejected (see rci_wupper_dma_poll) */
+    uint64_t status_lagging;       /* status reads taken with the previous lap's EVEN_PC:
+                                      the card had not yet seen a wrapping RD_POINTER write */
     uint64_t bad_set_read;         /* set_read calls outside [read_total, written_total]: ignored */
     uint64_t rd_writes;            /* RD_POINTER register writes */
 };
@@ -48,10 +51,13 @@ struct rci_wupper_dma {
 int  rci_wupper_dma_start(struct rci_wupper_dma *d, const struct rci_bar *bar, unsigned desc,
                          uint64_t bus_start, uint64_t size);
 /* Read the status register; returns the monotonic written position. A status
- * that cannot be right (CURRENT_ADDRESS outside [start, end), EVEN_PC not the
- * host's own lap parity, a position behind the last one or beyond
- * read_total + size) is counted in bad_status and read once more; if that is
- * bad too, the last good position is returned. */
+ * whose EVEN_PC is the lap parity before the host's last wrapping RD_POINTER
+ * write is judged against the read position before that write (the card has
+ * not taken the write yet; counted in status_lagging). A status that cannot
+ * be right (CURRENT_ADDRESS outside [start, end), EVEN_PC neither, a position
+ * behind the last one or beyond read_total + size) is counted in bad_status
+ * and read once more; if that is bad too, the last good position is
+ * returned. */
 uint64_t rci_wupper_dma_poll(struct rci_wupper_dma *d);
 /* Tell the card the host has consumed everything below monotonic read_total
  * (which must lie in [d->read_total, d->written_total]). An advance of a

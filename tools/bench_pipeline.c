@@ -158,15 +158,20 @@ static int write_config(const struct rci_bench_pipe_params *p, uint16_t port, co
     else
         snprintf(run, sizeof run, "run_time = %.0fms", p->seconds * 1e3);
     uint32_t pieces = pieces_needed(p->chunk_size, p->block_size);
+    char card[160] = "type = sim\n";
+    if (p->sim_process)
+        snprintf(card, sizeof card, "type = sim-process\nmemory = shm\nshm_name = rcbench%ld\n"
+                 "ring_size = 4M\nrd_update_bytes = 64k\nwait = %s\n", (long)getpid(),
+                 p->interrupt ? "interrupt" : "poll");
     fprintf(f,
             "# written by ringcast-bench for one measurement\n"
             "[readout]\nstats_interval = 0\nmode = %s\nwait_subscribers = %u\n"
             "[fabric]\nprovider = %s\nendpoint = %s\naddress = 127.0.0.1\nport = %u\n"
-            "[card.0]\ntype = sim\nblock_size = %u\nmax_chunk_pieces = %u\n"
+            "[card.0]\n%sblock_size = %u\nmax_chunk_pieces = %u\n"
             "[sim.0]\nchunk_size_min = %" PRIu32 "\nchunk_size_max = %" PRIu32 "\nfill = %s\n"
             "rate = %s\n%s\n",
             p->buffered ? "buffered" : "zerocopy", p->subscribers, p->provider,
-            p->rdm ? "rdm" : "msg", (unsigned)port, p->block_size,
+            p->rdm ? "rdm" : "msg", (unsigned)port, card, p->block_size,
             pieces < DEFAULT_MAX_PIECES ? DEFAULT_MAX_PIECES : pieces,
             p->chunk_size, p->chunk_size, rci_bench_fill_name(p->fill), rate, run);
     if (fclose(f) != 0) {
@@ -204,6 +209,26 @@ static int reap(pid_t pid, uint64_t timeout_ns, int *status)
         pid_t r = waitpid(pid, status, WNOHANG);
         if (r == pid)
             return 0;
+        if (r < 0)
+            return -errno;
+        if (rci_now_ns() > deadline)
+            return -ETIMEDOUT;
+        rci_sleep_ns(5000000);
+    }
+}
+
+/* reap, with the child's resource usage (its user + system seconds). */
+static int reap_usage(pid_t pid, uint64_t timeout_ns, int *status, double *cpu_s)
+{
+    uint64_t deadline = rci_now_ns() + timeout_ns;
+    for (;;) {
+        struct rusage ru;
+        pid_t r = wait4(pid, status, WNOHANG, &ru);
+        if (r == pid) {
+            *cpu_s = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+                     (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+            return 0;
+        }
         if (r < 0)
             return -errno;
         if (rci_now_ns() > deadline)
@@ -272,6 +297,47 @@ static pid_t start_subscriber(const struct rci_bench_pipe_params *p, const struc
                      p->rdm ? "rdm" : "msg", "--tags", "all", "--json", "--rx-buffer-size", rx,
                      p->latency ? "--latency" : NULL, NULL };
     return spawn(argv, fl->sub_json[i], fl->sub_log[i], NULL);
+}
+
+static pid_t start_sim(const struct rci_bench_pipe_params *p, const struct run_files *fl)
+{
+    char exe[512], out[560];
+    path_in(exe, sizeof exe, p->bindir, "ringcast-sim");
+    path_in(out, sizeof out, p->workdir, "sim.log");
+    char *argv[] = { exe, "-c", (char *)fl->config, "-q", NULL };
+    return spawn(argv, out, out, NULL);
+}
+
+/* The process's user + system CPU seconds so far (/proc/PID/stat); < 0 if unreadable. */
+static double proc_cpu_seconds(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = '\0';
+    const char *rp = strrchr(buf, ')');   /* the name may hold spaces */
+    unsigned long long ut, st;
+    if (!rp || sscanf(rp + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+        return -1;
+    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* The daemon's CPU share in the middle of a timed run: 2 s settling, then
+ * until 2 s before the run's end. */
+static double steady_cpu(pid_t daemon, double seconds)
+{
+    if (seconds < 6)
+        return -1;
+    rci_sleep_ns(2000000000ull);
+    double c0 = proc_cpu_seconds(daemon);
+    uint64_t t0 = rci_now_ns();
+    rci_sleep_ns((uint64_t)((seconds - 4) * 1e9));
+    double c1 = proc_cpu_seconds(daemon);
+    double dt = (double)(rci_now_ns() - t0) / 1e9;
+    return c0 < 0 || c1 < 0 ? -1 : (c1 - c0) / dt;
 }
 
 static int wait_listening(pid_t daemon, uint16_t port, const struct run_files *fl, char *err,
@@ -387,15 +453,22 @@ static int stop_subscribers(const pid_t *subs, unsigned n, const struct run_file
 }
 
 static int run_children(const struct rci_bench_pipe_params *p, const struct run_files *fl, uint16_t port,
-                        char *err, size_t errlen)
+                        struct rci_bench_pipe_result *out, char *err, size_t errlen)
 {
-    pid_t subs[RCI_BENCH_MAX_SUBSCRIBERS] = {0};
+    pid_t subs[RCI_BENCH_MAX_SUBSCRIBERS] = {0}, sim = 0;
     pid_t daemon = start_daemon(p, fl);
     if (daemon < 0) {
         rci_set_err(err, errlen, "pipeline: fork: %s", strerror((int)-daemon));
         return (int)daemon;
     }
     int rc = wait_listening(daemon, port, fl, err, errlen);
+    if (rc == 0 && p->sim_process) {
+        sim = start_sim(p, fl);
+        if (sim < 0) {
+            rci_set_err(err, errlen, "pipeline: fork: %s", strerror((int)-sim));
+            rc = (int)sim;
+        }
+    }
     for (unsigned i = 0; rc == 0 && i < p->subscribers; i++) {
         subs[i] = start_subscriber(p, fl, i, port);
         if (subs[i] < 0) {
@@ -406,7 +479,8 @@ static int run_children(const struct rci_bench_pipe_params *p, const struct run_
     if (rc == 0) {
         uint64_t limit = p->run_chunks ? COUNT_RUN_LIMIT_NS : (uint64_t)(p->seconds * 1e9) + RUN_GRACE_NS;
         int st;
-        rc = reap(daemon, limit, &st);
+        out->daemon_steady_cpu = p->sim_process && !p->run_chunks ? steady_cpu(daemon, p->seconds) : -1;
+        rc = reap_usage(daemon, limit, &st, &out->daemon_cpu_seconds);
         if (rc == -ETIMEDOUT)
             rci_set_err(err, errlen, "pipeline: ringcast-readout did not finish in time; see %s", fl->daemon_log);
         else if (rc == 0 && !exited_ok(st)) {
@@ -416,6 +490,13 @@ static int run_children(const struct rci_bench_pipe_params *p, const struct run_
         }
     }
     kill_and_reap(daemon);
+    if (sim > 0) {   /* it exits when its run is over or the daemon closed the card */
+        int st;
+        if (reap(sim, SUB_EXIT_TIMEOUT_NS, &st) != 0) {
+            kill(sim, SIGTERM);
+            kill_and_reap(sim);
+        }
+    }
     int sub_rc = stop_subscribers(subs, p->subscribers, fl, rc ? NULL : err, rc ? 0 : errlen);
     return rc ? rc : sub_rc;
 }
@@ -441,7 +522,7 @@ int rci_bench_pipe_run(const struct rci_bench_pipe_params *p, struct rci_bench_p
         rci_set_err(err, errlen, "pipeline: no free TCP port on 127.0.0.1");
     double cpu0 = rci_bench_cpu_seconds(RUSAGE_CHILDREN);
     if (rc == 0)
-        rc = run_children(p, fl, port, err, errlen);
+        rc = run_children(p, fl, port, out, err, errlen);
     out->cpu_seconds = rci_bench_cpu_seconds(RUSAGE_CHILDREN) - cpu0;
     if (rc == 0)
         rc = read_daemon(p, fl, out, err, errlen);

@@ -10,7 +10,10 @@
  * (--latency when asked; receive buffers of max(64 KiB, chunk + 4 KiB),
  * like the raw stream's, which hold one chunk); the daemon holds the card until all subscribed
  * (readout.wait_subscribers), runs for the time or chunk count, drains and
- * exits; then the subscribers get SIGTERM and print their summaries. Every
+ * exits; then the subscribers get SIGTERM and print their summaries. With
+ * sim_process the card is of type sim-process (4 MiB shm ring, wait = poll
+ * or interrupt) and build/bin/ringcast-sim -c FILE is started after the
+ * daemon listens; the daemon's own CPU time comes from wait4. Every
  * child is reaped; its CPU time comes from getrusage(RUSAGE_CHILDREN).
  * Files stay in workdir (the caller removes it).
  */
@@ -38,6 +41,8 @@ struct rci_bench_pipe_params {
     double rate_chunks;            /* chunks per second; 0 = unlimited */
     unsigned subscribers;          /* 1..RCI_BENCH_MAX_SUBSCRIBERS */
     bool latency;                  /* subscribers measure fill = timestamp latency */
+    bool sim_process;              /* card.0 is a sim-process card: a ringcast-sim child writes */
+    bool interrupt;                /* card.0.wait = interrupt (else poll) */
 };
 
 struct rci_bench_pipe_result {
@@ -47,6 +52,10 @@ struct rci_bench_pipe_result {
     uint64_t buffered_records;     /* chunks copied into pages */
     uint64_t copied_bytes;         /* payload bytes copied into pages */
     double cpu_seconds;            /* daemon and subscribers, user + system */
+    double daemon_cpu_seconds;     /* the daemon alone, user + system (wait4) */
+    double daemon_steady_cpu;      /* sim_process runs: the daemon's CPU share (of one core)
+                                      from 2 s after the subscribers started to 2 s before
+                                      the run's end (/proc/PID/stat); < 0: not measured */
     bool counted_allocations;
     uint64_t allocations;          /* in the daemon, whole life (alloc_shim) */
     uint64_t sub_chunks_min;       /* fewest chunks a subscriber received */

@@ -20,6 +20,7 @@
 #include "dma/dma_ring.h"
 #include "readout/readout.h"
 #include "readout/sim/configured_card.h"
+#include "common/cpus.h"
 #include "pipeline/publish.h"
 #include "tools/daemon_announce.h"
 #include "tools/log.h"
@@ -114,6 +115,17 @@ static int setup_card(struct daemon *d, struct daemon_card *dc)
     if (dc->params->type == RCI_CARD_SIM_PROCESS)
         rci_info("card.%u: waiting for `ringcast-sim -c %s --card %u` to attach to shm %s",
                 n, d->cfg->source[0] ? d->cfg->source : "FILE", n, dc->params->shm_name);
+    int card_node = dc->params->type == RCI_CARD_PCIE && dc->params->device[0]
+                    ? rci_pci_numa_node(dc->params->device) : -1;
+    char nic[64];
+    int nic_node = rci_nic_numa_node(d->cfg->fabric.address, nic, sizeof nic);
+    if (card_node >= 0 && nic_node >= 0 && card_node != nic_node)
+        rci_warn("card.%u: the card is on NUMA node %d but the NIC %s (%s) on node %d: every chunk "
+                 "crosses the link between the nodes", n, card_node, nic, d->cfg->fabric.address, nic_node);
+    if (dc->params->type == RCI_CARD_PCIE && dc->params->bar_file[0])
+        rci_info("card.%u: BAR0 is the file %s: `ringcast-sim --bar-file %s -c %s --card %u` plays "
+                 "the firmware", n, dc->params->bar_file, dc->params->bar_file,
+                 d->cfg->source[0] ? d->cfg->source : "FILE", n);
     rci_info("card.%u: %s card, ring %" PRIu64 " MiB (%s memory), %u B blocks, tag base 0x%" PRIx64, n,
             dc->card->ops->kind, dc->params->ring_size >> 20, rci_mem_backend_name(dc->params->memory),
             dc->params->block_size, dc->params->tag_base);
@@ -264,7 +276,13 @@ static int start_cards(struct daemon *d)
         struct daemon_card *dc = &d->cards[i];
         int rc = rci_readout_start(dc->readout);
         if (rc != 0) {
-            rci_error("card.%u: cannot start the readout: %s", dc->params->index, strerror(-rc));
+            if (rc == -ETIMEDOUT && dc->params->type == RCI_CARD_PCIE)
+                rci_error("card.%u: the card did not take DMA descriptor %u: its status stayed outside"
+                          " the ring for 2 s after enabling (no firmware?%s)", dc->params->index,
+                          dc->params->dma_descriptor, dc->params->bar_file[0]
+                          ? " start `ringcast-sim --bar-file FILE -c CONFIG` first" : "");
+            else
+                rci_error("card.%u: cannot start the readout: %s", dc->params->index, strerror(-rc));
             return rc;
         }
         dc->started = true;
@@ -470,7 +488,7 @@ static void write_card_json(FILE *f, struct daemon_card *dc)
             ",\"chunks_lost\":%" PRIu64 ",\"chunks_spilled\":%" PRIu64 ",\"bytes_spilled\":%" PRIu64
             ",\"err_bad_start\":%" PRIu64 ",\"malformed_length\":%" PRIu64 ",\"malformed_null\":%" PRIu64
             ",\"malformed_order\":%" PRIu64 ",\"malformed_padding\":%" PRIu64 ",\"malformed_split\":%" PRIu64
-            ",\"sink_errors\":%" PRIu64 ",\"card_bad_status\":%" PRIu64
+            ",\"sink_errors\":%" PRIu64 ",\"card_bad_status\":%" PRIu64 ",\"card_status_lagging\":%" PRIu64 ",\"irq_waits\":%" PRIu64 ",\"interrupts\":%" PRIu64
             ",\"chunks_truncated\":%" PRIu64 ",\"chunks_error\":%" PRIu64 ",\"chunks_crc\":%" PRIu64
             ",\"chunks_busy\":%" PRIu64 ",\"keys_outstanding\":%" PRIu64 ",\"bad_releases\":%" PRIu64
             ",\"chunks_cut_at_stop\":%" PRIu64 ",\"bytes_cut_at_stop\":%" PRIu64
@@ -483,7 +501,7 @@ static void write_card_json(FILE *f, struct daemon_card *dc)
             rs.chunks_dropped_ring, chunks_lost(&rs), rs.chunks_spilled, rs.bytes_spilled,
             rs.err_bad_start, rs.malformed_length, rs.malformed_null, rs.malformed_order,
             rs.malformed_padding, rs.malformed_split,
-            rs.sink_errors, rs.card_bad_status,
+            rs.sink_errors, rs.card_bad_status, rs.card_status_lagging, rs.irq_waits, rs.interrupts,
             rs.chunks_truncated, rs.chunks_error, rs.chunks_crc, rs.chunks_busy, rs.chunks_in_flight,
             rs.bad_releases, rs.chunks_cut_at_stop, rs.bytes_cut_at_stop, ring.size, ring.in_use,
             ring.high_water, ring.full_ns, cs.injected_truncated, cs.injected_crc, cs.injected_malformed,

@@ -539,6 +539,47 @@ static int run_fanout(struct bench *b)
     return 0;
 }
 
+/* ---- idle: the daemon's CPU at a low rate ------------------------------------- */
+
+#define IDLE_RATE 100.0   /* chunks per second */
+#define IDLE_SIZE 1024u
+
+/* A sim-process card (ringcast-sim writes, not a thread of the daemon) at
+ * 100 chunks/s of 1 KiB, fill = timestamp, one subscriber measuring
+ * latency; the daemon's CPU over its whole life (start-up included) per
+ * second of run, with card.0.wait = poll and = interrupt. */
+static int measure_idle(struct bench *b, bool interrupt)
+{
+    struct rci_bench_pipe_params p = pipe_params(b, IDLE_SIZE, false, RCI_FILL_TIMESTAMP);
+    p.rate_chunks = IDLE_RATE;
+    p.latency = true;
+    p.sim_process = true;
+    p.interrupt = interrupt;
+    struct rci_bench_pipe_result r;
+    int rc = pipe_run(b, &p, &r);
+    if (rc)
+        return rc;
+    struct rci_bench_row row = { .test = "idle", .chunk_size = IDLE_SIZE, .fill = "timestamp",
+                                .mode = interrupt ? "interrupt" : "poll",
+                                .gbytes_per_s = (double)r.bytes_sent / r.seconds / 1e9,
+                                .chunks_per_s = (double)r.chunks_sent / r.seconds,
+                                .cpu_s_per_gb = per_gb(r.cpu_seconds, r.bytes_sent), .has_latency = true,
+                                .p50_us = r.p50_us, .p99_us = r.p99_us, .p999_us = r.p999_us, .max_us = r.max_us };
+    char steady[32] = "n/a (--seconds < 6)";
+    if (r.daemon_steady_cpu >= 0)
+        snprintf(steady, sizeof steady, "%.1f %%", 100.0 * r.daemon_steady_cpu);
+    snprintf(row.note, sizeof row.note, "daemon CPU %s of a core running, %.2f s in its life",
+             steady, r.daemon_cpu_seconds);
+    rci_bench_emit(&b->report, &row);
+    return 0;
+}
+
+static int run_idle(struct bench *b)
+{
+    int rc = measure_idle(b, false);
+    return rc ? rc : measure_idle(b, true);
+}
+
 static int run_all(struct bench *b);
 
 static const struct bench_mode bench_modes[] = {
@@ -548,6 +589,8 @@ static const struct bench_mode bench_modes[] = {
                   "with allocations and copied bytes per chunk (runs raw too, for the ratio)", run_pipeline },
     { "latency", "card-write-to-callback latency at half the maximum rate, zero copy and buffered", run_latency },
     { "fanout", "1, 2, 4, 8 subscribers of every tag (--fanout-size)", run_fanout },
+    { "idle", "the daemon's CPU and latency at 100 chunks/s from a sim-process card, card.0.wait = poll "
+              "and interrupt", run_idle },
     { "all", "every mode above, in turn", run_all },
 };
 #define NMODES (sizeof bench_modes / sizeof bench_modes[0])
@@ -613,7 +656,7 @@ static void remove_workdir(struct bench *b, bool failed)
         fprintf(stderr, "ringcast-bench: the failed run's configuration and logs are in %s\n", b->workdir);
         return;
     }
-    static const char *const names[] = { "bench.ini", "daemon.json", "daemon.log", "daemon.allocs" };
+    static const char *const names[] = { "bench.ini", "daemon.json", "daemon.log", "daemon.allocs", "sim.log" };
     char path[PATH_MAX + 32];
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         snprintf(path, sizeof path, "%s/%s", b->workdir, names[i]);

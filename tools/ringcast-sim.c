@@ -23,19 +23,21 @@
 #include "config/config.h"
 #include "common/monotonic.h"
 #include "readout/sim/sim_card.h"
+#include "readout/sim/sim_mmio.h"
 
 #define EXIT_RUNTIME 1
 #define EXIT_USAGE 2
 #define MAX_OVERRIDES 64
 
 enum long_only_option {
-    OPT_SHM = 256, OPT_CARD, OPT_ELINKS, OPT_CHUNK_SIZE, OPT_RATE, OPT_FILL, OPT_RUN_CHUNKS,
+    OPT_SHM = 256, OPT_BAR_FILE, OPT_CARD, OPT_ELINKS, OPT_CHUNK_SIZE, OPT_RATE, OPT_FILL, OPT_RUN_CHUNKS,
     OPT_RUN_TIME, OPT_REPLAY, OPT_LOOP, OPT_FORMAT, OPT_BLOCK_SIZE, OPT_SEED, OPT_ERR_TRUNCATED,
     OPT_ERR_CRC, OPT_ERR_MALFORMED, OPT_ERR_SEQSKIP, OPT_ATTACH_TIMEOUT, OPT_VERSION,
 };
 
 struct options {
     const char *shm;               /* --shm */
+    const char *bar_file;          /* --bar-file */
     const char *config_file;       /* -c */
     unsigned card;                 /* --card */
     const char *format, *block_size;
@@ -53,6 +55,7 @@ static void usage(FILE *out)
     fprintf(out,
             "Usage: ringcast-sim --shm NAME [simulator options]\n"
             "       ringcast-sim -c FILE [--card N] [-o section.key=value]... [simulator options]\n"
+            "       ringcast-sim --bar-file PATH -c FILE [--card N] [-o ...] [simulator options]\n"
             "       ringcast-sim --help | --version\n"
             "\n"
             "The simulated card's firmware as a process, for a card of type sim-process: it\n"
@@ -62,7 +65,14 @@ static void usage(FILE *out)
             "pointer), prints a summary and exits on SIGINT/SIGTERM, when the run length is\n"
             "reached, or when the daemon closes the card.\n"
             "\n"
+            "With --bar-file, the card of FILE is of type pcie with a bar_file: the firmware\n"
+            "serves the registers of that file, which ringcast-readout maps as the card's\n"
+            "BAR0 exactly as a VFIO mapping, and writes into the ring shm object; it exits\n"
+            "on SIGINT/SIGTERM or when the daemon lets the file go.\n"
+            "\n"
             "Card:\n"
+            "  --bar-file PATH          play the firmware of a pcie card on this BAR file\n"
+            "                           (needs -c; overrides card.N.bar_file)\n"
             "  --shm NAME               base name of the card's shm objects; with -c it\n"
             "                           overrides card.N.shm_name\n"
             "  -c, --config FILE        take [card.N] and [sim.N] from FILE\n"
@@ -147,6 +157,7 @@ static int sim_option(struct options *o, int c, const char *arg)
 
 static const struct option longopts[] = {
     {"shm", required_argument, NULL, OPT_SHM},
+    {"bar-file", required_argument, NULL, OPT_BAR_FILE},
     {"config", required_argument, NULL, 'c'},
     {"card", required_argument, NULL, OPT_CARD},
     {"elinks", required_argument, NULL, OPT_ELINKS},
@@ -181,6 +192,7 @@ static int parse_options(int argc, char **argv, struct options *o)
         uint64_t v;
         switch (c) {
         case OPT_SHM: o->shm = optarg; break;
+        case OPT_BAR_FILE: o->bar_file = optarg; break;
         case 'c': o->config_file = optarg; break;
         case OPT_CARD:
             if (rci_parse_uint(optarg, &v) != 0 || v >= RCI_MAX_CARDS)
@@ -214,6 +226,8 @@ static int parse_options(int argc, char **argv, struct options *o)
         return usage_error("give --shm NAME or -c FILE", NULL);
     if (o->nuser && !o->config_file)
         return usage_error("-o needs -c FILE", NULL);
+    if (o->bar_file && !o->config_file)
+        return usage_error("--bar-file needs -c FILE (the daemon's configuration)", NULL);
     return 0;
 }
 
@@ -240,6 +254,10 @@ static int load_config(const struct options *o, struct setup *s)
     }
     for (unsigned i = 0; i < o->nuser; i++)
         ov[n++] = o->user_overrides[i];
+    if (o->bar_file) {
+        snprintf(storage[n], sizeof storage[0], "card.%u.bar_file=%s", card, o->bar_file);
+        ov[n] = storage[n], n++;
+    }
     if (o->shm) {
         snprintf(storage[n], sizeof storage[0], "card.%u.shm_name=%s", card, o->shm);
         ov[n] = storage[n], n++;
@@ -265,7 +283,12 @@ static int load_config(const struct options *o, struct setup *s)
         fprintf(stderr, "ringcast-sim: %s has no [card.%u]\n", o->config_file, card);
         return -1;
     }
-    if (o->config_file && s->cfg.card[card].type != RCI_CARD_SIM_PROCESS) {
+    if (o->bar_file && (s->cfg.card[card].type != RCI_CARD_PCIE || s->cfg.card[card].device[0])) {
+        fprintf(stderr, "ringcast-sim: %s: [card.%u] is not a pcie card with a bar_file: "
+                "--bar-file plays only that card's firmware\n", o->config_file, card);
+        return -1;
+    }
+    if (o->config_file && !o->bar_file && s->cfg.card[card].type != RCI_CARD_SIM_PROCESS) {
         fprintf(stderr, "ringcast-sim: %s: [card.%u] type is not sim-process: the daemon runs its "
                 "simulator itself\n", o->config_file, card);
         return -1;
@@ -362,13 +385,12 @@ static const char *exit_reason(enum rci_sim_exit why)
     return "?";
 }
 
-static void print_summary(struct rci_sim_process *proc, const char *shm, enum rci_sim_exit why,
-                          double seconds)
+static void print_stats(const char *what, const char *why, double seconds,
+                        const struct rci_card_stats *stp)
 {
-    struct rci_card_stats st;
-    rci_sim_process_get_stats(proc, &st);
+    struct rci_card_stats st = *stp;
     double s = seconds > 0 ? seconds : 1e-9;
-    printf("ringcast-sim %s: %s, %.3f s after attaching\n", shm, exit_reason(why), seconds);
+    printf("ringcast-sim %s: %s, %.3f s after attaching\n", what, why, seconds);
     printf("  chunks %" PRIu64 " (%.3f M/s), payload %" PRIu64 " bytes (%.3f GB/s), blocks %" PRIu64 "\n",
            st.chunks_produced, st.chunks_produced / s / 1e6, st.bytes_produced,
            st.bytes_produced / s / 1e9, st.blocks_written);
@@ -378,9 +400,57 @@ static void print_summary(struct rci_sim_process *proc, const char *shm, enum rc
            ", seqskip %" PRIu64 "; replay loops %" PRIu64 "; host errors %" PRIu64 "\n",
            st.injected_truncated, st.injected_crc, st.injected_malformed, st.injected_seqskip,
            st.replay_loops, st.host_errors);
+}
+
+static void print_summary(struct rci_sim_process *proc, const char *shm, enum rci_sim_exit why,
+                          double seconds)
+{
+    struct rci_card_stats st;
+    rci_sim_process_get_stats(proc, &st);
+    print_stats(shm, exit_reason(why), seconds, &st);
     const char *fw_error = rci_sim_process_last_error(proc);
     if (fw_error[0])
         printf("  last refusal: %s\n", fw_error);
+}
+
+/* ---- --bar-file: the firmware behind a BAR file -------------------------------- */
+
+static int create_mmio_with_wait(const struct options *o, struct setup *s, struct rci_sim_mmio **m)
+{
+    char err[512];
+    uint64_t deadline = rci_now_ns() + o->attach_timeout_ns;
+    for (;;) {
+        int rc = rci_sim_mmio_create(&s->cp, &s->sp, s->cp.bar_file, m, err, sizeof err);
+        if (rc == 0)
+            return 0;
+        if (rc != -ENOENT || rci_now_ns() >= deadline || stop_requested) {
+            fprintf(stderr, "ringcast-sim: %s\n", err);
+            return rc == -EINVAL ? EXIT_USAGE : EXIT_RUNTIME;
+        }
+        rci_sleep_ns(100000000ull);
+    }
+}
+
+static int run_bar_file(const struct options *o, struct setup *s)
+{
+    struct rci_sim_mmio *m = NULL;
+    int rc = create_mmio_with_wait(o, s, &m);
+    if (rc != 0)
+        return rc;
+    if (!o->quiet)
+        printf("ringcast-sim %s: serving BAR file %s (descriptor %u, ring %" PRIu64 " bytes, %" PRIu32
+               "-byte blocks); waiting for the daemon to enable the descriptor\n", s->cp.shm_name,
+               s->cp.bar_file, s->cp.dma_descriptor, s->cp.ring_size, s->cp.block_size);
+    fflush(stdout);
+    uint64_t t0 = rci_now_ns();
+    enum rci_sim_exit why = rci_sim_mmio_run(m, &stop_requested);
+    struct rci_card_stats st;
+    rci_sim_mmio_get_stats(m, &st);
+    if (!o->quiet)
+        print_stats(s->cp.bar_file, why == RCI_SIM_EXIT_SIGNAL ? "stopped by a signal"
+                    : "the daemon let the BAR file go", (rci_now_ns() - t0) / 1e9, &st);
+    rci_sim_mmio_destroy(m);
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -393,6 +463,8 @@ int main(int argc, char **argv)
     if (load_config(&o, &s) != 0)
         return EXIT_USAGE;
     install_signals();
+    if (o.bar_file)
+        return run_bar_file(&o, &s);
     struct rci_sim_process *proc = NULL;
     rc = attach_with_wait(&o, &s, &proc);
     if (rc != 0)

@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "common/errbuf.h"
+#include "common/cpus.h"
+#include "readout/pcie_card.h"
 #include "readout/sim/sim_card.h"
 
 static int create_ring(const struct rci_card_params *p, struct rci_dma_ring **ring, char *err,
@@ -21,6 +23,10 @@ static int create_ring(const struct rci_card_params *p, struct rci_dma_ring **ri
         .shm_name = shm_name,
         .lock_memory = true,
     };
+    /* A real card's ring lives on the card's NUMA node. */
+    int node = p->type == RCI_CARD_PCIE && p->device[0] ? rci_pci_numa_node(p->device) : -1;
+    rp.bind_node = node >= 0;
+    rp.numa_node = node;
     return rci_dma_ring_create(&rp, ring, err, errlen);
 }
 
@@ -40,6 +46,8 @@ static int create_card(const struct rci_card_params *p, const struct rci_sim_par
         /* The firmware runs in `ringcast-sim -c FILE --card N`, attached to
          * the BAR created here and to the ring's shm object. */
         return rci_sim_bar_create_shm(p, card, err, errlen);
+    case RCI_CARD_PCIE:
+        return rci_pcie_card_open(p, rci_dma_ring_addr(ring), rci_dma_ring_size(ring), card, err, errlen);
     }
     rci_set_err(err, errlen, "card.%u: unknown card type %d", p->index, (int)p->type);
     return -EINVAL;

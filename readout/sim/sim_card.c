@@ -20,6 +20,9 @@
 #include "readout/sim/sim_bar.h"
 #include "readout/sim/sim_blocks.h"
 #include "readout/sim/sim_firmware.h"
+#include "readout/sim/sim_irq.h"
+
+#include <sys/eventfd.h>
 
 #define STOP_WAIT_NS 1000000000ull   /* rci_card_stop waits this long for a process to pause */
 #define FW_HEARTBEAT_TIMEOUT_NS (3ull * 1000000000ull)  /* firmware silent this long: hung */
@@ -52,6 +55,7 @@ struct sim_card {
     bool thread_running;
     atomic_bool stop_requested;
     unsigned index;
+    int irq_fd;                    /* card.N.wait = interrupt: the firmware raises it; else -1 */
 };
 
 static enum rci_sim_loop_cmd thread_control(void *ctx, const struct rci_sim_fw *fw)
@@ -111,8 +115,15 @@ static void sim_destroy(struct rci_card *c)
     struct sim_card *sc = c->impl;
     sim_stop(c);
     rci_sim_fw_destroy(sc->fw);
+    if (sc->irq_fd >= 0)
+        close(sc->irq_fd);
     free(sc->bar);
     free(sc);
+}
+
+static int sim_irq_fd(struct rci_card *c)
+{
+    return ((struct sim_card *)c->impl)->irq_fd;
 }
 
 static const struct rci_card_ops sim_card_ops = {
@@ -121,7 +132,23 @@ static const struct rci_card_ops sim_card_ops = {
     .stop = sim_stop,
     .get_stats = sim_get_stats,
     .destroy = sim_destroy,
+    .irq_fd = sim_irq_fd,
 };
+
+/* card.N.wait = interrupt: the eventfd the firmware raises. */
+static int make_irq_fd(const struct rci_card_params *cp, int *fd, char *err, size_t errlen)
+{
+    *fd = -1;
+    if (cp->wait != RCI_WAIT_INTERRUPT)
+        return 0;
+    *fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (*fd < 0) {
+        int e = errno;
+        rci_set_err(err, errlen, "card.%u: eventfd for the interrupt: %s", cp->index, strerror(e));
+        return -e;
+    }
+    return 0;
+}
 
 int rci_sim_card_create(const struct rci_card_params *cp, const struct rci_sim_params *sp,
                        uint8_t *ring, size_t ring_size, struct rci_card **out, char *err,
@@ -143,11 +170,17 @@ int rci_sim_card_create(const struct rci_card_params *cp, const struct rci_sim_p
     described.ring_size = ring_size;
     rci_sim_bar_format(bar, &described);
     rc = rci_sim_fw_create(bar, cp, sp, ring, ring_size, &sc->fw, err, errlen);
+    if (rc == 0) {
+        rc = make_irq_fd(cp, &sc->irq_fd, err, errlen);
+        if (rc != 0)
+            rci_sim_fw_destroy(sc->fw);
+    }
     if (rc != 0) {
         free(bar);
         free(sc);
         return rc;
     }
+    rci_sim_fw_set_irq(sc->fw, sc->irq_fd, sp->irq_blocks, sp->irq_timeout_ns);
     sc->bar = bar;
     sc->index = cp->index;
     sc->card.ops = &sim_card_ops;
@@ -190,6 +223,8 @@ struct shm_card {
     unsigned index;
     uint64_t watched_pid;       /* the firmware process last seen alive, 0 = none */
     bool hung_reported;         /* its silent heartbeat was reported */
+    int irq_fd;                 /* card.N.wait = interrupt: handed to ringcast-sim; else -1 */
+    struct rci_sim_irq_server *irq_server;
 };
 
 static struct rci_sim_priv *shm_priv(struct rci_card *c)
@@ -234,8 +269,16 @@ static void shm_destroy(struct rci_card *c)
     struct shm_card *sc = c->impl;
     RCI_SIM_STORE(&shm_priv(c)->run_request, 0);
     RCI_SIM_STORE(&shm_priv(c)->host_closed, 1);
+    rci_sim_irq_server_stop(sc->irq_server);
+    if (sc->irq_fd >= 0)
+        close(sc->irq_fd);
     rci_mem_unmap(&sc->bar);
     free(sc);
+}
+
+static int shm_irq_fd(struct rci_card *c)
+{
+    return ((struct shm_card *)c->impl)->irq_fd;
 }
 
 /* The host's half: its heartbeat. The firmware's: a ringcast-sim that was
@@ -284,6 +327,7 @@ static const struct rci_card_ops shm_card_ops = {
     .get_stats = shm_get_stats,
     .destroy = shm_destroy,
     .check = shm_check,
+    .irq_fd = shm_irq_fd,
 };
 
 int rci_sim_bar_create_shm(const struct rci_card_params *cp, struct rci_card **out, char *err,
@@ -308,6 +352,20 @@ int rci_sim_bar_create_shm(const struct rci_card_params *cp, struct rci_card **o
         free(sc);
         return rc;
     }
+    rc = make_irq_fd(cp, &sc->irq_fd, err, errlen);
+    if (rc == 0 && sc->irq_fd >= 0) {
+        rc = rci_sim_irq_server_start(cp->shm_name, sc->irq_fd, &sc->irq_server, why, sizeof why);
+        if (rc != 0) {
+            rci_set_err(err, errlen, "card.%u: %s", cp->index, why);
+            close(sc->irq_fd);
+        }
+    }
+    if (rc != 0) {
+        rci_mem_unmap(&sc->bar);
+        free(sc);
+        return rc;
+    }
+    why[0] = '\0';
     rci_sim_bar_format(sc->bar.addr, cp);
     sc->index = cp->index;
     RCI_SIM_STORE(&rci_sim_priv(sc->bar.addr)->host_pid, (uint64_t)getpid());
@@ -329,6 +387,7 @@ struct rci_sim_process {
     struct rci_sim_fw *fw;
     volatile sig_atomic_t *stop;
     enum rci_sim_exit why;
+    int irq_fd;                 /* the daemon's interrupt eventfd, -1: it polls */
     uint64_t next_host_check;
     char last_error[sizeof ((struct rci_sim_priv *)0)->fw_error];
 };
@@ -446,6 +505,17 @@ int rci_sim_card_attach(const struct rci_card_params *cp, const struct rci_sim_p
         if (rc != 0)
             RCI_SIM_STORE(&p->fw_pid, 0);
     }
+    proc->irq_fd = -1;
+    if (rc == 0) {
+        int irc = rci_sim_irq_fetch(cp->shm_name, &proc->irq_fd, err, errlen);
+        if (irc == 0)
+            rci_sim_fw_set_irq(proc->fw, proc->irq_fd, sp->irq_blocks, sp->irq_timeout_ns);
+        else if (irc != -ECONNREFUSED && irc != -ENOENT) {
+            rc = irc;                /* the daemon wants interrupts and could not get them */
+            rci_sim_fw_destroy(proc->fw);
+            RCI_SIM_STORE(&p->fw_pid, 0);
+        }
+    }
     if (rc != 0) {
         rci_mem_unmap(&proc->ring);
         rci_mem_unmap(&proc->bar);
@@ -524,6 +594,8 @@ void rci_sim_card_detach(struct rci_sim_process *p)
     uint64_t me = (uint64_t)getpid();
     __atomic_compare_exchange_n(&priv->fw_pid, &me, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
     rci_sim_fw_destroy(p->fw);
+    if (p->irq_fd >= 0)
+        close(p->irq_fd);
     rci_mem_unmap(&p->ring);
     rci_mem_unmap(&p->bar);
     free(p);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "readout/sim/sim_blocks.h"
 #include "readout/wupper_regs.h"
@@ -59,6 +60,12 @@ struct rci_sim_fw {
     bool finished;
     enum rci_sim_fw_state state;
     uint64_t wait_hint_ns;
+    /* data-available interrupt (rci_sim_fw_set_irq) */
+    int irq_fd;                   /* -1: none */
+    uint32_t irq_blocks;
+    uint64_t irq_timeout_ns;
+    uint64_t irq_pending;         /* blocks published since the last interrupt */
+    uint64_t irq_pending_since;   /* when the oldest of them was published */
     /* What firmware before this one counted in the BAR: counters go on from
      * there, so a restarted simulator never makes them go backwards. */
     struct rci_sim_priv_stats base;
@@ -178,6 +185,7 @@ int rci_sim_fw_create(uint8_t *bar, const struct rci_card_params *cp,
     fw->pause_every_ns = sp->pause_every_ns;
     fw->pause_for_ns = sp->pause_every_ns ? sp->pause_for_ns : 0;
     fw->state = RCI_FW_IDLE;
+    fw->irq_fd = -1;
     fw->base = fw->priv->stats;
     RCI_SIM_STORE(&fw->priv->fw_state, (uint64_t)RCI_FW_IDLE);
     *out = fw;
@@ -431,6 +439,35 @@ static unsigned write_blocks(struct rci_sim_fw *fw, unsigned max_blocks, uint64_
     return written;
 }
 
+/* Like Wupper's data-available interrupt: after irq_blocks blocks, after
+ * irq_timeout for fewer, and at once when the ring is full (the host must
+ * not sleep while the card waits for it). */
+static void maybe_interrupt(struct rci_sim_fw *fw, unsigned written, uint64_t now)
+{
+    if (fw->irq_fd < 0)
+        return;
+    if (written && fw->irq_pending == 0)
+        fw->irq_pending_since = now;
+    fw->irq_pending += written;
+    if (fw->irq_pending == 0)
+        return;
+    if (fw->irq_pending >= fw->irq_blocks || now - fw->irq_pending_since >= fw->irq_timeout_ns ||
+        fw->state == RCI_FW_STALLED || fw->state == RCI_FW_FINISHED) {
+        uint64_t one = 1;
+        ssize_t rc = write(fw->irq_fd, &one, sizeof one);
+        (void)rc;   /* EAGAIN: the counter is at its maximum, the host will wake anyway */
+        fw->irq_pending = 0;
+    }
+}
+
+void rci_sim_fw_set_irq(struct rci_sim_fw *fw, int fd, uint32_t blocks, uint64_t timeout_ns)
+{
+    fw->irq_fd = fd;
+    fw->irq_blocks = blocks ? blocks : 1;
+    fw->irq_timeout_ns = timeout_ns;
+    fw->irq_pending = 0;
+}
+
 unsigned rci_sim_fw_step(struct rci_sim_fw *fw, unsigned max_blocks)
 {
     uint64_t now = rci_now_ns();
@@ -445,6 +482,7 @@ unsigned rci_sim_fw_step(struct rci_sim_fw *fw, unsigned max_blocks)
             if (written)
                 publish_position(fw);
         }
+        maybe_interrupt(fw, written, now);
     }
     publish_stats(fw, now);
     return written;
@@ -484,8 +522,15 @@ static void idle_wait(struct rci_sim_fw *fw, uint64_t *idle_since)
          * costs the host nothing). Oversleeping loses no rate: the tokens
          * keep coming into the bucket, which holds RATE_BURST_S of them, and
          * the next tick writes them. */
-        rci_sleep_ns(fw->wait_hint_ns < RATE_MAX_SLEEP_NS ? fw->wait_hint_ns : RATE_MAX_SLEEP_NS);
+    {
+        uint64_t ns = fw->wait_hint_ns < RATE_MAX_SLEEP_NS ? fw->wait_hint_ns : RATE_MAX_SLEEP_NS;
+        if (fw->irq_fd >= 0 && fw->irq_pending) {   /* wake for the interrupt's timeout */
+            uint64_t due = fw->irq_pending_since + fw->irq_timeout_ns, now = rci_now_ns();
+            ns = due <= now ? 0 : due - now < ns ? due - now : ns;
+        }
+        rci_sleep_ns(ns);
         return;
+    }
     default:
         rci_sleep_ns(IDLE_SLEEP_NS);
         return;

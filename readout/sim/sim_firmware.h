@@ -34,6 +34,10 @@ void rci_sim_fw_destroy(struct rci_sim_fw *fw);
  * max_blocks blocks while the ring has room and the rate limiter allows,
  * publish the write pointer and the statistics. Returns blocks written. */
 unsigned rci_sim_fw_step(struct rci_sim_fw *fw, unsigned max_blocks);
+/* Raise the data-available interrupt on eventfd fd (not owned): after
+ * blocks blocks or timeout_ns after the oldest unsignalled one, and at once
+ * when the ring is full or the run finished. fd -1: no interrupts. */
+void rci_sim_fw_set_irq(struct rci_sim_fw *fw, int fd, uint32_t blocks, uint64_t timeout_ns);
 enum rci_sim_fw_state rci_sim_fw_state(const struct rci_sim_fw *fw);
 /* Monotonic bytes written in the current run. */
 uint64_t rci_sim_fw_write_total(const struct rci_sim_fw *fw);

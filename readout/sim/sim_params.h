@@ -32,6 +32,10 @@ struct rci_sim_params {
     uint64_t pause_every_ns;       /* the source goes quiet once per period (0 = never) ... */
     uint64_t pause_for_ns;         /* ... for this long, at the period's end */
     uint64_t seed;
+    /* data-available interrupt (card.N.wait = interrupt): raised after this
+     * many blocks, or this long after the oldest block not yet signalled */
+    uint32_t irq_blocks;
+    uint64_t irq_timeout_ns;
 };
 
 #endif

@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
 # ringcast-bench end to end, briefly: every mode (decode, raw, pipeline,
-# latency, fanout) at one chunk size with --json and --plot; each line is
+# latency, fanout, idle) at one chunk size with --json and --plot; each line is
 # one JSON object with the fields of tools/README.md and sane values, the
 # hygiene counters say what zero copy and buffered mode really do (no
 # payload copy vs. the whole chunk copied), the CSV holds every row, the
@@ -40,6 +40,8 @@ for mode in zerocopy buffered; do
         "$(count ".test == \"latency\" and .mode == \"$mode\" and .p50_us > 0 and .p50_us <= .p99_us
                   and .p99_us <= .p999_us and .p999_us <= .max_us")" 1
 done
+expect_eq "idle rows (poll, interrupt) with latency" \
+    "$(jq -s -c '[.[] | select(.test == "idle" and .p50_us > 0) | .mode]' "$out")" '["poll","interrupt"]'
 expect_eq "fanout rows with 1, 2, 4, 8 subscribers" \
     "$(jq -s -c '[.[] | select(.test == "fanout") | .subscribers]' "$out")" "[1,2,4,8]"
 

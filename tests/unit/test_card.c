@@ -440,6 +440,42 @@ static void test_bad_status(void)
     CU_ASSERT_EQUAL(d.bad_status, 9);
 }
 
+/* A card that has not yet taken the host's RD_POINTER write across the ring's
+ * end still reports the previous lap's EVEN_PC: judged against the read
+ * position it knows (status_lagging), not rejected; a status fitting neither
+ * lap is still bad. */
+static void test_status_lagging(void)
+{
+    static struct script_bar s;
+    struct rci_bar bar = { &script_ops, &s };
+    struct rci_wupper_dma d;
+    const uint64_t start = 0x100000, size = 0x4000;
+    CU_ASSERT_EQUAL_FATAL(rci_wupper_dma_start(&d, &bar, 0, start, size), 0);
+    script(&s, 1, (uint64_t[]){ start + 0x3000 }, (uint64_t[]){ 0 });
+    CU_ASSERT_EQUAL(rci_wupper_dma_poll(&d), 0x3000);
+    rci_wupper_dma_set_read(&d, 0x3000);
+    /* the card wrapped: W = 0x5000 */
+    script(&s, 1, (uint64_t[]){ start + 0x1000 }, (uint64_t[]){ WUPPER_STATUS_EVEN_DMA });
+    CU_ASSERT_EQUAL(rci_wupper_dma_poll(&d), 0x5000);
+    rci_wupper_dma_set_read(&d, 0x4400);                 /* crosses the end: lap 1 */
+    /* the card has not taken it: EVEN_PC still 0 */
+    script(&s, 1, (uint64_t[]){ start + 0x1400 }, (uint64_t[]){ WUPPER_STATUS_EVEN_DMA });
+    CU_ASSERT_EQUAL(rci_wupper_dma_poll(&d), 0x5400);
+    CU_ASSERT_EQUAL(d.status_lagging, 1);
+    CU_ASSERT_EQUAL(d.bad_status, 0);
+    /* now it has */
+    script(&s, 1, (uint64_t[]){ start + 0x1800 },
+           (uint64_t[]){ WUPPER_STATUS_EVEN_DMA | WUPPER_STATUS_EVEN_PC });
+    CU_ASSERT_EQUAL(rci_wupper_dma_poll(&d), 0x5800);
+    CU_ASSERT_EQUAL(d.status_lagging, 1);
+    CU_ASSERT_EQUAL(d.bad_status, 0);
+    /* old parity but a position behind what was seen: bad in both laps */
+    script(&s, 1, (uint64_t[]){ start + 0x200 }, (uint64_t[]){ 0 });
+    CU_ASSERT_EQUAL(rci_wupper_dma_poll(&d), 0x5800);
+    CU_ASSERT_EQUAL(d.bad_status, 2);
+    CU_ASSERT_EQUAL(d.status_lagging, 1);
+}
+
 /* Status reads the host driver rejects are bad card data: they must reach the
  * readout's statistics, not stay inside the driver. A card whose
  * CURRENT_ADDRESS is never inside the ring, under the real readout thread. */
@@ -680,6 +716,7 @@ static void register_tests(void)
 {
     RCI_SUITE("accessors", { "mmio on plain memory", test_mmio_accessors },
              { "scripted bad status", test_bad_status },
+             { "status lagging a wrapping RD_POINTER write", test_status_lagging },
              { "bad status in the readout's statistics", test_bad_status_in_readout_stats });
     RCI_SUITE("register model", { "empty at start", test_empty_at_start },
              { "full and empty, all parities", test_full_empty_parities },

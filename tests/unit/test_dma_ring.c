@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <numaif.h>
 #include "dma/dma_ring.h"
 #include "tests/unit/cunit_main.h"
 
@@ -688,8 +689,8 @@ static void test_ring_shm_backend(void)
 static void test_mem_backend_names(void)
 {
     enum rci_mem_backend b;
-    const char *names[] = { "anon", "hugetlb", "shm" };
-    for (unsigned i = 0; i < 3; i++) {
+    const char *names[] = { "anon", "hugetlb", "shm", "hugetlbfs" };
+    for (unsigned i = 0; i < 4; i++) {
         CU_ASSERT_EQUAL(rci_mem_backend_parse(names[i], &b), 0);
         CU_ASSERT_EQUAL((unsigned)b, i);
         CU_ASSERT_STRING_EQUAL(rci_mem_backend_name(b), names[i]);
@@ -698,6 +699,27 @@ static void test_mem_backend_names(void)
     CU_ASSERT_EQUAL(rci_mem_backend_parse("", &b), -EINVAL);
     CU_ASSERT_EQUAL(rci_mem_backend_parse(NULL, &b), -EINVAL);
     CU_ASSERT_STRING_EQUAL(rci_mem_backend_name((enum rci_mem_backend)7), "unknown");
+}
+
+/* A ring bound to a NUMA node: the kernel reports MPOL_BIND to that node for
+ * its pages; a node that does not exist is refused. (One node here: node 0.) */
+static void test_ring_numa_bind(void)
+{
+    struct rci_dma_ring_params p = { .size = 1 << 20, .unit_size = 4096, .backend = RCI_MEM_ANON,
+                                    .bind_node = true, .numa_node = 0 };
+    struct rci_dma_ring *r;
+    char err[256];
+    CU_ASSERT_EQUAL_FATAL(rci_dma_ring_create(&p, &r, err, sizeof err), 0);
+    int mode = -1;
+    unsigned long mask[16] = { 0 };
+    CU_ASSERT_EQUAL(syscall(SYS_get_mempolicy, &mode, mask, sizeof mask * 8, rci_dma_ring_addr(r),
+                            MPOL_F_ADDR), 0);
+    CU_ASSERT_EQUAL(mode, MPOL_BIND);
+    CU_ASSERT_EQUAL(mask[0], 1ul);
+    rci_dma_ring_destroy(r);
+    p.numa_node = 63;   /* no such node on this host */
+    CU_ASSERT_NOT_EQUAL(rci_dma_ring_create(&p, &r, err, sizeof err), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "NUMA node 63"));
 }
 
 static void test_mem_anon(void)
@@ -951,7 +973,8 @@ static void register_tests(void)
              {"hugetlb", test_mem_hugetlb},
              {"shm create + attach from a child", test_mem_shm_create_attach},
              {"shm names", test_mem_shm_names},
-             {"shm stale object replaced, live one kept", test_mem_shm_stale_and_in_use});
+             {"shm stale object replaced, live one kept", test_mem_shm_stale_and_in_use},
+             {"ring bound to a NUMA node", test_ring_numa_bind});
 }
 
 RCI_CUNIT_MAIN(register_tests)
