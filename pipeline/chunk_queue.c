@@ -13,6 +13,7 @@
 #include <rte_ring.h>
 
 #include "common/cacheline.h"
+#include "common/counter.h"
 #include "common/errbuf.h"
 #include "pipeline/dpdk_env.h"
 
@@ -20,14 +21,23 @@ _Static_assert(RCI_CHUNK_QUEUE_NAME_MAX + 1 <= RTE_RING_NAMESIZE, "queue names m
 _Static_assert(RCI_CHUNK_QUEUE_MAX_CAPACITY <= RTE_RING_SZ_MASK, "capacity must fit rte_ring's");
 
 
+/* A side's counter: single-writer when that side has one thread, shared
+ * (an atomic read-modify-write) when it has several; chosen at create, so
+ * both views of the same word (common/counter.h). */
+union side_counter {
+    rci_counter one;
+    rci_shared_counter many;
+};
+
 /* Producer and consumer counters on separate lines: each side writes only
  * its own, so they never bounce a line between the two threads. */
 struct producer_stats {
-    alignas(RCI_CACHE_LINE) _Atomic uint64_t enqueued, full_events, refused, high_water;
+    alignas(RCI_CACHE_LINE) union side_counter enqueued, full_events, refused;
+    _Atomic uint64_t high_water;        /* a maximum: compare-and-swap */
 };
 
 struct consumer_stats {
-    alignas(RCI_CACHE_LINE) _Atomic uint64_t dequeued, empty_polls;
+    alignas(RCI_CACHE_LINE) union side_counter dequeued, empty_polls;
 };
 
 struct rci_chunk_queue {
@@ -38,14 +48,17 @@ struct rci_chunk_queue {
     struct consumer_stats cons;
 };
 
-/* With one thread on a side, a plain load/store add suffices (no lock
- * prefix); shared counters need an atomic read-modify-write. */
-static void counter_add(_Atomic uint64_t *c, uint64_t n, bool shared)
+static void side_add(union side_counter *c, uint64_t n, bool shared)
 {
     if (shared)
-        atomic_fetch_add_explicit(c, n, memory_order_relaxed);
+        rci_shared_counter_add(&c->many, n);
     else
-        atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n, memory_order_relaxed);
+        rci_counter_add(&c->one, n);
+}
+
+static uint64_t side_get(const union side_counter *c)
+{
+    return rci_counter_get(&c->one);
 }
 
 static void note_high_water(struct rci_chunk_queue *q, uint64_t count)
@@ -131,10 +144,10 @@ unsigned rci_chunk_queue_enqueue(struct rci_chunk_queue *q, const struct rci_chu
     unsigned done = rte_ring_enqueue_burst(q->ring, (void *const *)chunks, n, &free_space);
     bool shared = q->multi_producer;
     if (done)
-        counter_add(&q->prod.enqueued, done, shared);
+        side_add(&q->prod.enqueued, done, shared);
     if (done < n) {
-        counter_add(&q->prod.full_events, 1, shared);
-        counter_add(&q->prod.refused, n - done, shared);
+        side_add(&q->prod.full_events, 1, shared);
+        side_add(&q->prod.refused, n - done, shared);
     }
     note_high_water(q, q->capacity - free_space);
     return done;
@@ -144,9 +157,9 @@ unsigned rci_chunk_queue_dequeue(struct rci_chunk_queue *q, const struct rci_chu
 {
     unsigned done = rte_ring_dequeue_burst(q->ring, (void **)chunks, max, NULL);
     if (done)
-        counter_add(&q->cons.dequeued, done, q->multi_consumer);
+        side_add(&q->cons.dequeued, done, q->multi_consumer);
     else
-        counter_add(&q->cons.empty_polls, 1, q->multi_consumer);
+        side_add(&q->cons.empty_polls, 1, q->multi_consumer);
     return done;
 }
 
@@ -169,21 +182,16 @@ unsigned rci_chunk_queue_count(const struct rci_chunk_queue *q)
     return ring_count(q->ring);
 }
 
-static uint64_t load(const _Atomic uint64_t *c)
-{
-    return atomic_load_explicit(c, memory_order_relaxed);
-}
-
 void rci_chunk_queue_get_stats(const struct rci_chunk_queue *q, struct rci_chunk_queue_stats *s)
 {
     *s = (struct rci_chunk_queue_stats){
         .capacity = q->capacity,
         .count = ring_count(q->ring),
-        .enqueued = load(&q->prod.enqueued),
-        .dequeued = load(&q->cons.dequeued),
-        .full_events = load(&q->prod.full_events),
-        .refused = load(&q->prod.refused),
-        .empty_polls = load(&q->cons.empty_polls),
-        .high_water = load(&q->prod.high_water),
+        .enqueued = side_get(&q->prod.enqueued),
+        .dequeued = side_get(&q->cons.dequeued),
+        .full_events = side_get(&q->prod.full_events),
+        .refused = side_get(&q->prod.refused),
+        .empty_polls = side_get(&q->cons.empty_polls),
+        .high_water = atomic_load_explicit(&q->prod.high_water, memory_order_relaxed),
     };
 }

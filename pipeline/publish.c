@@ -77,15 +77,15 @@ static struct publish_lane *full_lane(struct rci_publish_card *c, uint32_t threa
 
 static void lane_push(struct publish_lane *lane, const struct rci_chunk *chunk, uint64_t key)
 {
-    uint64_t n = atomic_load_explicit(&lane->produced, memory_order_relaxed);
+    uint64_t n = rci_counter_get(&lane->produced);
     lane->entry_key[n & lane->entry_mask] = key;
     if (rci_chunk_queue_enqueue(lane->queue, &chunk, 1) == 1) {
-        atomic_store_explicit(&lane->produced, n + 1, memory_order_relaxed);
+        rci_counter_set(&lane->produced, n + 1);
         return;
     }
     /* Not while the room check above holds; should it fail, this thread's
      * share goes back at once (counted) instead of being kept forever. */
-    bump(&lane->card->dispatch_errors, 1);
+    rci_counter_add(&lane->card->dispatch_errors, 1);
     rci_publish_lane_release(lane, key);
 }
 
@@ -93,9 +93,9 @@ static void lane_push(struct publish_lane *lane, const struct rci_chunk *chunk, 
  * again at once; give the core to a publisher meanwhile (only on this
  * backpressure path: a machine with fewer cores than busy threads would
  * otherwise spend its time re-offering chunks). */
-static int backpressure(_Atomic uint64_t *counter)
+static int backpressure(rci_counter *counter)
 {
-    bump(counter, 1);
+    rci_counter_add(counter, 1);
     sched_yield();
     return -EAGAIN;
 }
@@ -106,7 +106,7 @@ int rci_pipeline_sink(void *ctx, const struct rci_chunk *chunk)
     ensure_rcu_reader();
     uint32_t threads = threads_of_tag(c->pb, chunk->tag);
     if (threads == 0) {
-        bump(&c->no_subscriber, 1);
+        rci_counter_add(&c->no_subscriber, 1);
         rci_readout_release(c->readout, chunk->key);
         return 0;
     }
@@ -115,7 +115,7 @@ int rci_pipeline_sink(void *ctx, const struct rci_chunk *chunk)
         return backpressure(&full->queue_full);
     if (!c->fanout) { /* one publisher thread: its shares give the ring key back */
         lane_push(&c->lanes[0], chunk, chunk->key);
-        bump(&c->dispatched, 1);
+        rci_counter_add(&c->dispatched, 1);
         return 0;
     }
     uint64_t first;
@@ -124,7 +124,7 @@ int rci_pipeline_sink(void *ctx, const struct rci_chunk *chunk)
     unsigned share = 0;
     for (uint32_t m = threads; m; m &= m - 1)
         lane_push(&c->lanes[__builtin_ctz(m)], chunk, rci_fanout_send_handle(first, share++));
-    bump(&c->dispatched, 1);
+    rci_counter_add(&c->dispatched, 1);
     return 0;
 }
 
@@ -394,24 +394,24 @@ static void thread_totals(const struct rci_pipeline *pb, const struct publish_th
     memset(t, 0, sizeof *t);
     for (unsigned i = 0; i < pb->ncards; i++) {
         const struct publish_lane *lane = &pb->cards[i].lanes[th->index];
-        t->chunks_queued += atomic_load_explicit(&lane->produced, memory_order_relaxed);
-        t->queue_full += get(&lane->queue_full);
+        t->chunks_queued += rci_counter_get(&lane->produced);
+        t->queue_full += rci_counter_get(&lane->queue_full);
         t->fanout_refused += fanout_refused(lane->fanout);
     }
-    t->chunks_no_subscriber = get(&th->t.no_subscriber);
-    t->chunks_published = get(&th->t.published);
-    t->shares = get(&th->t.shares);
-    t->chunks_sent = get(&th->t.sent);
-    t->bytes_sent = get(&th->t.bytes_sent);
-    t->chunks_dropped = get(&th->t.dropped);
-    t->shares_failed = get(&th->t.failed);
-    t->shares_unsent = get(&th->t.unsent);
-    t->chunks_abandoned = get(&th->t.abandoned);
-    t->blocked = get(&th->t.blocked);
-    t->subscriber_overflow = get(&th->t.overflow);
-    t->table_errors = get(&th->t.table_errors);
-    t->subscribers_untracked = get(&th->departed_untracked);
-    t->subscribers_cut_off = get(&th->t.cut_off);
+    t->chunks_no_subscriber = rci_counter_get(&th->t.no_subscriber);
+    t->chunks_published = rci_counter_get(&th->t.published);
+    t->shares = rci_counter_get(&th->t.shares);
+    t->chunks_sent = rci_counter_get(&th->t.sent);
+    t->bytes_sent = rci_counter_get(&th->t.bytes_sent);
+    t->chunks_dropped = rci_counter_get(&th->t.dropped);
+    t->shares_failed = rci_counter_get(&th->t.failed);
+    t->shares_unsent = rci_counter_get(&th->t.unsent);
+    t->chunks_abandoned = rci_counter_get(&th->t.abandoned);
+    t->blocked = rci_counter_get(&th->t.blocked);
+    t->subscriber_overflow = rci_counter_get(&th->t.overflow);
+    t->table_errors = rci_counter_get(&th->t.table_errors);
+    t->subscribers_untracked = rci_counter_get(&th->departed_untracked);
+    t->subscribers_cut_off = rci_counter_get(&th->t.cut_off);
 }
 
 /* Every field of struct rci_publish_totals: a thread's figures add up to the whole. */
@@ -442,10 +442,10 @@ void rci_pipeline_get_totals(const struct rci_pipeline *pb, struct rci_publish_t
     }
     for (unsigned i = 0; i < pb->ncards; i++) {
         const struct rci_publish_card *c = &pb->cards[i];
-        t->chunks_no_subscriber += get(&c->no_subscriber);
-        t->chunks_dispatched += get(&c->dispatched);
-        t->dispatch_errors += get(&c->dispatch_errors);
-        t->records_exhausted += get(&c->records_exhausted);
+        t->chunks_no_subscriber += rci_counter_get(&c->no_subscriber);
+        t->chunks_dispatched += rci_counter_get(&c->dispatched);
+        t->dispatch_errors += rci_counter_get(&c->dispatch_errors);
+        t->records_exhausted += rci_counter_get(&c->records_exhausted);
         t->fanout_refused += fanout_refused(c->fanout);
     }
 }

@@ -18,6 +18,7 @@
 #include <sys/uio.h>
 
 #include "common/cacheline.h"
+#include "common/counter.h"
 #include "net/publisher.h"
 #include "pipeline/sub_table.h"
 #include "pipeline/chunk_queue.h"
@@ -54,19 +55,6 @@ _Static_assert(RCI_MAX_PUBLISHER_THREADS <= 32u, "thread sets are 32-bit masks")
 static inline unsigned sub_id_thread(uint32_t id)
 {
     return (id >> SUB_THREAD_SHIFT) & ((1u << SUB_THREAD_BITS) - 1u);
-}
-
-/* Every counter here has one writer (a card's readout thread, or one
- * publisher thread): a plain add, no locked read-modify-write per chunk;
- * readers on other threads see whole values. */
-static inline void bump(_Atomic uint64_t *x, uint64_t n)
-{
-    atomic_store_explicit(x, atomic_load_explicit(x, memory_order_relaxed) + n, memory_order_relaxed);
-}
-
-static inline uint64_t get(const _Atomic uint64_t *x)
-{
-    return atomic_load_explicit(x, memory_order_relaxed);
 }
 
 struct sub_counters {
@@ -112,9 +100,10 @@ struct send_token {
     uint32_t next_free;
 };
 
-/* Totals a publisher thread changes, others read. */
+/* Totals a publisher thread changes, others read (single-writer counters,
+ * like every counter of this file: common/counter.h). */
 struct pub_totals {
-    _Atomic uint64_t no_subscriber, published, shares, sent, bytes_sent, dropped, failed,
+    rci_counter no_subscriber, published, shares, sent, bytes_sent, dropped, failed,
         unsent, blocked, overflow, table_errors, abandoned, cut_off;
 };
 
@@ -133,8 +122,8 @@ struct publish_lane {
     uint64_t *entry_key;
     uint64_t entry_mask;                /* entries of entry_key - 1 (a power of two) */
     /* Producer: the card's readout thread. */
-    alignas(RCI_CACHE_LINE) _Atomic uint64_t produced;   /* entries enqueued so far */
-    _Atomic uint64_t queue_full;        /* chunks offered again because this queue was full */
+    alignas(RCI_CACHE_LINE) rci_counter produced;   /* entries enqueued so far */
+    rci_counter queue_full;        /* chunks offered again because this queue was full */
     /* Consumer: the publisher thread. */
     alignas(RCI_CACHE_LINE) uint64_t consumed;   /* entries dequeued so far */
     const struct rci_chunk *batch[BURST];
@@ -157,7 +146,7 @@ struct rci_publish_card {
      * thread it was queued to. NULL with one thread. */
     struct rci_fanout *fanout;
     /* Written by the card's readout thread. */
-    _Atomic uint64_t no_subscriber, dispatched, dispatch_errors, records_exhausted;
+    rci_counter no_subscriber, dispatched, dispatch_errors, records_exhausted;
     struct publish_lane lanes[RCI_MAX_PUBLISHER_THREADS];
 };
 
@@ -183,7 +172,7 @@ struct publish_thread {
     uint32_t nsubs_max, next_slot;
     struct sub_record *departed;
     uint32_t ndeparted;
-    _Atomic uint64_t departed_untracked;
+    rci_counter departed_untracked;
     _Atomic unsigned subscribed, connected;
 
     struct send_token *tokens;

@@ -29,8 +29,8 @@
  * counted in sink_errors. The sink may release the key before it returns. */
 typedef int (*rci_chunk_sink_fn)(void *ctx, const struct rci_chunk *chunk);
 
-/* Per e-link counters. The readout thread updates them with relaxed atomic
- * stores; other threads should copy them with rci_readout_get_elink_stats(). */
+/* Per e-link counters, as rci_readout_get_elink_stats() copies them out (the
+ * live ones are single-writer counters of the readout thread). */
 #define RCI_READOUT_MAX_ELINKS 2048u   /* 11-bit e-link field */
 
 struct rci_elink_stats {
@@ -142,9 +142,8 @@ bool rci_readout_drained(const struct rci_readout *r);
 int  rci_readout_wait_drained(struct rci_readout *r, uint64_t timeout_ns);
 
 void rci_readout_get_stats(const struct rci_readout *r, struct rci_readout_stats *s);
-/* Per e-link statistics (elink < 2048); NULL if never seen. The fields change
- * while the thread runs: prefer rci_readout_get_elink_stats() from other threads. */
-const struct rci_elink_stats *rci_readout_elink_stats(const struct rci_readout *r, unsigned elink);
+/* Has a block of this e-link (< 2048) been decoded? Any thread. */
+bool rci_readout_elink_seen(const struct rci_readout *r, unsigned elink);
 /* Copy one e-link's statistics; 0, or -ENOENT if never seen / out of range. */
 int  rci_readout_get_elink_stats(const struct rci_readout *r, unsigned elink,
                                 struct rci_elink_stats *out);

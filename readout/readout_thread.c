@@ -15,10 +15,10 @@
  * anything moved (new blocks, chunks emitted, read pointer written). */
 static bool poll_once(struct rci_readout *r)
 {
-    RCI_STAT_ADD(r->st.polls, 1);
+    rci_counter_add(&r->st.polls, 1);
     uint64_t written = rci_wupper_dma_poll(&r->dma);
-    if (r->dma.bad_status != r->st.card_bad_status)   /* rare: store only on change */
-        RCI_STAT_SET(r->st.card_bad_status, r->dma.bad_status);
+    if (r->dma.bad_status != rci_counter_get(&r->st.card_bad_status))   /* rare: store only on change */
+        rci_counter_set(&r->st.card_bad_status, r->dma.bad_status);
     rci_dma_ring_note_written(r->ring, written);
     bool took, more;
     unsigned emitted = rci_readout_decode_pass(r, &took, &more);
@@ -44,7 +44,7 @@ static void *readout_main(void *arg)
         if (idle_since == 0)
             idle_since = now;
         if (now - idle_since >= r->p.poll_spin_ns && r->p.poll_sleep_ns > 0) {
-            RCI_STAT_ADD(r->st.sleeps, 1);
+            rci_counter_add(&r->st.sleeps, 1);
             rci_sleep_ns(r->p.poll_sleep_ns);
         } else {
             caa_cpu_relax();
@@ -58,7 +58,7 @@ int rci_readout_start(struct rci_readout *r)
     if (!r->card || r->thread_used)
         return -EINVAL;
     /* The card's positions start at 0 with the descriptor: so must the ring's. */
-    if (rci_dma_ring_written_pos(r->ring) != 0 || r->st.taken != 0)
+    if (rci_dma_ring_written_pos(r->ring) != 0 || atomic_load(&r->st.taken) != 0)
         return -EINVAL;
     int rc = rci_wupper_dma_start(&r->dma, &r->card->bar, r->p.dma_descriptor,
                                  (uint64_t)(uintptr_t)r->ring_base, r->ring_size);

@@ -399,7 +399,7 @@ static void test_spanning_chunk(void)
         CU_ASSERT_EQUAL(e1.blocks, 4);
         CU_ASSERT_EQUAL(e1.chunks, 3);
         CU_ASSERT_EQUAL(e1.err_seq_gap, 0);
-        CU_ASSERT_PTR_NULL(rci_readout_elink_stats(f->r, 4));
+        CU_ASSERT_FALSE(rci_readout_elink_seen(f->r, 4));
         fx_close(f);
     }
 }
