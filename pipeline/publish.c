@@ -89,21 +89,18 @@ static void lane_push(struct publish_lane *lane, const struct rci_chunk *chunk, 
     rci_publish_lane_release(lane, key);
 }
 
-/* The publisher threads are behind. The readout thread will offer the chunk
- * again at once; give the core to a publisher meanwhile (only on this
- * backpressure path: a machine with fewer cores than busy threads would
+/* The publisher threads are behind. The readout thread will offer the rest
+ * of the burst again soon; give the core to a publisher meanwhile (only on
+ * this backpressure path: a machine with fewer cores than busy threads would
  * otherwise spend its time re-offering chunks). */
-static int backpressure(rci_counter *counter)
+static void backpressure(void)
 {
-    rci_counter_add(counter, 1);
     sched_yield();
-    return -EAGAIN;
 }
 
-int rci_pipeline_sink(void *ctx, const struct rci_chunk *chunk)
+/* One chunk: 0 (queued, or released for want of a subscriber) or -EAGAIN. */
+static int dispatch(struct rci_publish_card *c, const struct rci_chunk *chunk)
 {
-    struct rci_publish_card *c = ctx;
-    ensure_rcu_reader();
     uint32_t threads = threads_of_tag(c->pb, chunk->tag);
     if (threads == 0) {
         rci_counter_add(&c->no_subscriber, 1);
@@ -111,21 +108,37 @@ int rci_pipeline_sink(void *ctx, const struct rci_chunk *chunk)
         return 0;
     }
     struct publish_lane *full = full_lane(c, threads);
-    if (full)
-        return backpressure(&full->queue_full);
+    if (full) {
+        rci_counter_add(&full->queue_full, 1);
+        return -EAGAIN;
+    }
     if (!c->fanout) { /* one publisher thread: its shares give the ring key back */
         lane_push(&c->lanes[0], chunk, chunk->key);
         rci_counter_add(&c->dispatched, 1);
         return 0;
     }
     uint64_t first;
-    if (rci_fanout_begin(c->fanout, chunk->key, (unsigned)__builtin_popcount(threads), &first) != 0)
-        return backpressure(&c->records_exhausted); /* not expected: see add_card */
+    if (rci_fanout_begin(c->fanout, chunk->key, (unsigned)__builtin_popcount(threads), &first) != 0) {
+        rci_counter_add(&c->records_exhausted, 1); /* not expected: see add_card */
+        return -EAGAIN;
+    }
     unsigned share = 0;
     for (uint32_t m = threads; m; m &= m - 1)
         lane_push(&c->lanes[__builtin_ctz(m)], chunk, rci_fanout_send_handle(first, share++));
     rci_counter_add(&c->dispatched, 1);
     return 0;
+}
+
+unsigned rci_pipeline_sink(void *ctx, const struct rci_chunk *const *chunks, unsigned n)
+{
+    struct rci_publish_card *c = ctx;
+    ensure_rcu_reader();
+    for (unsigned i = 0; i < n; i++)
+        if (dispatch(c, chunks[i]) != 0) {
+            backpressure();
+            return i;
+        }
+    return n;
 }
 
 /* ---- life cycle (main thread) --------------------------------------------- */

@@ -9,7 +9,9 @@
  * dropped when that record is discarded or released. The last drop gives the
  * block back to the ring.
  *
- * A stall (no free record, or the sink said -EAGAIN) leaves the decoder in a
+ * Complete chunks are held and handed to the sink in bursts (readout.h).
+ *
+ * A stall (no free record, or the sink took less than a burst) leaves the decoder in a
  * state it resumes from on the next pass: every step below either completes
  * or changes nothing it would redo.
  */
@@ -20,7 +22,8 @@
 #include "readout/readout_internal.h"
 
 enum step { STEP_DONE, STEP_STALL };
-enum offer_result { OFFER_ACCEPTED, OFFER_DROPPED, OFFER_AGAIN };
+
+static bool offer_burst(struct rci_readout *r);
 
 /* ---- block references ------------------------------------------------- */
 
@@ -91,6 +94,38 @@ void rci_readout_release(struct rci_readout *r, uint64_t key)
     atomic_fetch_add_explicit(&r->shared.releases, 1, memory_order_release);
 }
 
+void rci_readout_refuse(struct rci_readout *r, uint64_t key)
+{
+    struct rci_chunk_rec *rec = rci_chunk_pool_claim(&r->pool, key);
+    if (!rec) {
+        rci_shared_counter_add(&r->shared.bad_releases, 1);
+        return;
+    }
+    rci_shared_counter_add(&r->shared.sink_errors, 1);
+    drop_piece_refs(r, &rec->chunk);
+    if (decoding_here == r) {   /* inside the sink call: offer_burst() sees the mark */
+        rec->refused_in_sink = true;
+        rci_chunk_pool_put_local(&r->pool, rec);
+        rci_counter_add(&r->st.releases_local, 1);
+        return;
+    }
+    rci_chunk_pool_put(&r->pool, rec);
+    atomic_fetch_add_explicit(&r->shared.releases, 1, memory_order_release);
+}
+
+unsigned rci_readout_sink_each(struct rci_readout *r, rci_chunk_fn fn, void *ctx,
+                               const struct rci_chunk *const *chunks, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++) {
+        int rc = fn(ctx, chunks[i]);
+        if (rc == -EAGAIN)
+            return i;
+        if (rc != 0)
+            rci_readout_refuse(r, chunks[i]->key);
+    }
+    return n;
+}
+
 /* ---- chunk records -------------------------------------------------------- */
 
 static void note_bad_block(struct rci_readout *r, uint64_t pos, enum rci_readout_bad_kind kind)
@@ -126,6 +161,15 @@ static void drop_all_open(struct rci_readout *r)
 static struct rci_chunk_rec *get_record(struct rci_readout *r)
 {
     struct rci_chunk_rec *rec = rci_chunk_pool_get(&r->pool);
+    if (!rec && r->nburst > 0) {
+        /* The held burst may hold the records: hand it on first (a sink that
+         * is done at once gives them straight back). While the sink leaves
+         * some, they are neither open nor in flight: wait for it. */
+        if (offer_burst(r))
+            rec = rci_chunk_pool_get(&r->pool);
+        else
+            goto empty;
+    }
     if (!rec && rci_readout_in_flight(r) == 0) {
         /* A release may have put its record back just before it counted
          * itself: look once more before concluding that only open chunks
@@ -137,6 +181,7 @@ static struct rci_chunk_rec *get_record(struct rci_readout *r)
         }
     }
     if (!rec) {
+empty:
         if (r->pool_empty_since == 0)
             r->pool_empty_since = rci_now_ns();
         return NULL;
@@ -189,8 +234,9 @@ static void count_chunk(struct rci_readout *r, unsigned elink, uint32_t length, 
         rci_counter_add(&s->err_busy, 1);
 }
 
-/* Take a refused chunk back from the live state; false if the sink released
- * it anyway (then the release already returned the record). */
+/* Take a chunk the sink did not take back from the live state; false if
+ * the sink released it anyway (then the release already returned the
+ * record). */
 static bool take_back(struct rci_readout *r, struct rci_chunk_rec *rec)
 {
     uint64_t expected = rec->chunk.key;
@@ -201,32 +247,70 @@ static bool take_back(struct rci_readout *r, struct rci_chunk_rec *rec)
     return true;
 }
 
-static enum offer_result offer(struct rci_readout *r, struct rci_chunk_rec *rec)
-{
-    /* Copied first: once accepted, the chunk may be released at any moment. */
-    unsigned elink = rec->chunk.elink;
-    uint32_t length = rec->chunk.length, flags = rec->chunk.flags;
+/* What count_chunk() needs of a chunk, copied before the offer: once taken,
+ * the chunk may be released (and its record reused) at any moment. */
+struct offered {
+    uint32_t elink, length, flags;
+};
 
-    /* Counted before the key is live: a release (perhaps from inside the
+/* Count what the sink took; keep what it left, in order, at the front of
+ * the burst. */
+static void settle_offer(struct rci_readout *r, const struct offered *o, unsigned n, unsigned took)
+{
+    for (unsigned i = 0; i < took; i++) {
+        struct rci_chunk_rec *rec = r->burst[i];
+        if (rec->refused_in_sink) {   /* handed back inside the call: not decoded */
+            rec->refused_in_sink = false;
+            continue;
+        }
+        count_chunk(r, o[i].elink, o[i].length, o[i].flags);
+        r->pass_emitted++;
+    }
+    unsigned kept = 0;
+    for (unsigned i = took; i < n; i++) {
+        struct rci_chunk_rec *rec = r->burst[i];
+        if (take_back(r, rec))
+            r->burst[kept++] = rec;
+        else   /* released although not taken: it is gone */
+            rci_shared_counter_add(&r->shared.sink_errors, 1);
+    }
+    r->nburst = kept;
+}
+
+/* Offer the held burst to the sink. True when the sink took all of it. */
+static bool offer_burst(struct rci_readout *r)
+{
+    unsigned n = r->nburst;
+    if (n == 0)
+        return true;
+    const struct rci_chunk *chunks[RCI_READOUT_BURST];
+    struct offered o[RCI_READOUT_BURST];
+    for (unsigned i = 0; i < n; i++) {
+        const struct rci_chunk *c = &r->burst[i]->chunk;
+        chunks[i] = c;
+        o[i] = (struct offered){.elink = c->elink, .length = c->length, .flags = c->flags};
+    }
+    /* Counted before the keys are live: a release (perhaps from inside the
      * sink) is then never seen before its acceptance. */
-    rci_counter_add(&r->st.accepted, 1);
-    rci_chunk_rec_make_live(rec);
-    int rc = r->sink(r->sink_ctx, &rec->chunk);
-    if (rc == 0) {
-        count_chunk(r, elink, length, flags);
-        return OFFER_ACCEPTED;
-    }
-    bool reclaimed = take_back(r, rec);
-    if (rc == -EAGAIN && reclaimed) {
-        rci_counter_add(&r->st.sink_again, 1);
-        r->pending = rec;
-        return OFFER_AGAIN;
-    }
-    /* Refused for good, or released although refused: either way it is gone. */
-    rci_counter_add(&r->st.sink_errors, 1);
-    if (reclaimed)
-        discard_rec(r, rec);
-    return OFFER_DROPPED;
+    rci_counter_add(&r->st.accepted, n);
+    for (unsigned i = 0; i < n; i++)
+        rci_chunk_rec_make_live(r->burst[i]);
+    unsigned took = r->sink(r->sink_ctx, chunks, n);
+    if (took > n)   /* a sink bug: it cannot take more than it was given */
+        took = n;
+    settle_offer(r, o, n, took);
+    if (took == n)
+        return true;
+    rci_counter_add(&r->st.sink_again, 1);
+    return false;
+}
+
+/* A chunk is complete: hold it for the next burst. False when the burst was
+ * full and the sink did not take all of it (the decoder stalls). */
+static bool hold(struct rci_readout *r, struct rci_chunk_rec *rec)
+{
+    r->burst[r->nburst++] = rec;
+    return r->nburst < RCI_READOUT_BURST || offer_burst(r);
 }
 
 /* ---- subchunks ------------------------------------------------------------ */
@@ -316,20 +400,16 @@ static enum step handle_subchunk(struct rci_readout *r, const struct rci_subchun
     }
 }
 
-/* Handle the current block's remaining subchunks; *emitted counts accepted chunks. */
-static enum step continue_block(struct rci_readout *r, unsigned *emitted)
+/* Handle the current block's remaining subchunks. */
+static enum step continue_block(struct rci_readout *r)
 {
     while (r->cur.next < r->subs_cap) {
         struct rci_chunk_rec *ready = NULL;
         if (handle_subchunk(r, &r->subs[r->cur.next], &ready) == STEP_STALL)
             return STEP_STALL;
         r->cur.next++;
-        if (ready) {
-            enum offer_result res = offer(r, ready);
-            if (res == OFFER_AGAIN)
-                return STEP_STALL;
-            *emitted += res == OFFER_ACCEPTED;
-        }
+        if (ready && !hold(r, ready))
+            return STEP_STALL;
     }
     r->cur.active = false;
     finish_block_refs(r, r->cur.block, r->cur.pieces);
@@ -558,24 +638,20 @@ void rci_readout_cut_open_chunks(struct rci_readout *r)
 
 unsigned rci_readout_decode_pass(struct rci_readout *r, bool *took_blocks, bool *more)
 {
-    unsigned emitted = 0;
     /* Bounded so that the read pointer moves (and the card can write again)
      * while a large backlog is decoded. */
     uint64_t budget = r->ring_size / 4 > r->p.block_size ? r->ring_size / 4 : r->p.block_size;
     uint64_t start = atomic_load_explicit(&r->st.taken, memory_order_relaxed);
     *took_blocks = false;
     *more = false;
+    r->pass_emitted = 0;
     rci_counter_set(&r->st.written_seen, rci_dma_ring_written_pos(r->ring));
     decoding_here = r;
 
-    if (r->pending) {
-        struct rci_chunk_rec *rec = r->pending;
-        r->pending = NULL;
-        enum offer_result res = offer(r, rec);
-        if (res == OFFER_AGAIN)
-            goto out;
-        emitted += res == OFFER_ACCEPTED;
-    }
+    /* What the sink left last time goes first; while it leaves some, nothing
+     * new is decoded. */
+    if (!offer_burst(r))
+        goto out;
     for (;;) {
         if (!r->cur.active) {
             if (atomic_load_explicit(&r->st.taken, memory_order_relaxed) - start >= budget) {
@@ -583,20 +659,24 @@ unsigned rci_readout_decode_pass(struct rci_readout *r, bool *took_blocks, bool 
                 break;
             }
             if (!begin_block(r)) {
-                unblock_full_ring(r);
-                break;
+                /* Held chunks hold blocks too: only with none held can open
+                 * chunks alone be what fills the ring. */
+                if (offer_burst(r))
+                    unblock_full_ring(r);
+                goto out;
             }
             *took_blocks = true;
             if (!r->cur.active)
                 continue;
         }
-        if (continue_block(r, &emitted) == STEP_STALL)
-            break;
+        if (continue_block(r) == STEP_STALL)
+            goto out;   /* the held burst was just offered, or the pool is empty */
     }
+    (void)offer_burst(r);
 out:
     decoding_here = NULL;
-    rci_counter_set(&r->st.pending_or_active, (uint64_t)(r->cur.active || r->pending));
-    return emitted;
+    rci_counter_set(&r->st.pending_or_active, (uint64_t)(r->cur.active || r->nburst > 0));
+    return r->pass_emitted;
 }
 
 void rci_readout_update_read(struct rci_readout *r, bool idle, bool force)

@@ -174,7 +174,7 @@ void rci_readout_get_stats(const struct rci_readout *r, struct rci_readout_stats
         .bad_releases = rci_shared_counter_get(&r->shared.bad_releases),
         .chunks_in_flight = rci_readout_in_flight(r),
         .sink_again = rci_counter_get(&r->st.sink_again),
-        .sink_errors = rci_counter_get(&r->st.sink_errors),
+        .sink_errors = rci_shared_counter_get(&r->shared.sink_errors),
         .chunks_dropped_pool = sum.chunks_dropped_pool,
         .chunks_dropped_ring = sum.chunks_dropped_ring,
         .chunks_spilled = sum.chunks_spilled,

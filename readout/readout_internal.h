@@ -54,7 +54,8 @@ struct rci_elink_state {
     bool skipping;              /* the rest of an oversize chunk: ignore until it ends */
 };
 
-/* The block being decoded; it survives a stall (empty pool, sink -EAGAIN). */
+/* The block being decoded; it survives a stall (empty pool, a sink that took
+ * less than it was offered). */
 struct rci_cur_block {
     bool active;
     uint32_t block;             /* index into blocks[] */
@@ -69,6 +70,7 @@ struct rci_cur_block {
 struct rci_shared_counters {
     _Atomic uint64_t releases;          /* release order: see rci_readout_in_flight() */
     rci_shared_counter bad_releases;
+    rci_shared_counter sink_errors;     /* rci_readout_refuse() from any thread */
 };
 
 struct rci_readout {
@@ -93,14 +95,20 @@ struct rci_readout {
 
     /* decoder state (owner thread) */
     struct rci_cur_block cur;
-    struct rci_chunk_rec *pending;           /* the sink said -EAGAIN: offer again */
+    /* Decoded chunks not yet taken by the sink, in decode order: offered
+     * when RCI_READOUT_BURST are held, when a pass ends and before the
+     * decoder concludes that the pool is empty; what the sink leaves is
+     * offered again first. */
+    struct rci_chunk_rec *burst[RCI_READOUT_BURST];
+    unsigned nburst;
+    unsigned pass_emitted;                  /* chunks the sink took in this pass */
     uint64_t pool_empty_since;              /* 0 = not waiting for a descriptor */
 
     /* Written by the decoding thread only (common/counter.h). */
     struct {
         rci_counter accepted;               /* chunks handed to the sink and kept by it */
         rci_counter releases_local;         /* releases made by the decoding thread */
-        rci_counter bad_header, sink_again, sink_errors, bytes_spilled;
+        rci_counter bad_header, sink_again, bytes_spilled;
         rci_counter chunks_cut_at_stop, bytes_cut_at_stop;
         rci_counter pool_empty_ns;
         rci_counter polls, sleeps, rd_writes, last_bad_pos;
