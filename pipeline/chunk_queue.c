@@ -42,7 +42,7 @@ struct consumer_stats {
 
 struct rci_chunk_queue {
     struct rte_ring *ring;
-    uint32_t capacity;
+    uint32_t capacity, elem_size;
     bool multi_producer, multi_consumer;
     struct producer_stats prod;
     struct consumer_stats cons;
@@ -82,6 +82,11 @@ static int check_params(const struct rci_chunk_queue_params *p, char *err, size_
                    RCI_CHUNK_QUEUE_MAX_CAPACITY);
         return -EINVAL;
     }
+    if (p->elem_size % 4 != 0 || p->elem_size > RCI_CHUNK_QUEUE_MAX_ELEM) {
+        rci_set_err(err, errlen, "chunk queue %s: element size %u must be a multiple of 4 up to %u",
+                   p->name, p->elem_size, RCI_CHUNK_QUEUE_MAX_ELEM);
+        return -EINVAL;
+    }
     if (!rci_dpdk_started()) {
         rci_set_err(err, errlen, "chunk queue %s: the DPDK EAL is not started (call rci_dpdk_init first)",
                    p->name);
@@ -114,10 +119,11 @@ int rci_chunk_queue_create(const struct rci_chunk_queue_params *p, struct rci_ch
         return -ENOMEM;
     }
     memset(q, 0, sizeof *q);
-    q->ring = rte_ring_create(p->name, p->capacity, SOCKET_ID_ANY, ring_flags(p));
+    q->elem_size = p->elem_size ? p->elem_size : (uint32_t)sizeof(const struct rci_chunk *);
+    q->ring = rte_ring_create_elem(p->name, q->elem_size, p->capacity, SOCKET_ID_ANY, ring_flags(p));
     if (!q->ring) {
         int e = rte_errno ? rte_errno : ENOMEM;
-        rci_set_err(err, errlen, "chunk queue %s: rte_ring_create(%u): %s", p->name, p->capacity,
+        rci_set_err(err, errlen, "chunk queue %s: rte_ring_create_elem(%u): %s", p->name, p->capacity,
                    rte_strerror(e));
         free(q);
         return -e;
@@ -137,11 +143,10 @@ void rci_chunk_queue_destroy(struct rci_chunk_queue *q)
     free(q);
 }
 
-unsigned rci_chunk_queue_enqueue(struct rci_chunk_queue *q, const struct rci_chunk *const *chunks, unsigned n)
+unsigned rci_chunk_queue_enqueue(struct rci_chunk_queue *q, const void *elems, unsigned n)
 {
     unsigned free_space = 0;
-    /* The ring stores void *; descriptors stay const for the consumer. */
-    unsigned done = rte_ring_enqueue_burst(q->ring, (void *const *)chunks, n, &free_space);
+    unsigned done = rte_ring_enqueue_burst_elem(q->ring, elems, q->elem_size, n, &free_space);
     bool shared = q->multi_producer;
     if (done)
         side_add(&q->prod.enqueued, done, shared);
@@ -153,9 +158,9 @@ unsigned rci_chunk_queue_enqueue(struct rci_chunk_queue *q, const struct rci_chu
     return done;
 }
 
-unsigned rci_chunk_queue_dequeue(struct rci_chunk_queue *q, const struct rci_chunk **chunks, unsigned max)
+unsigned rci_chunk_queue_dequeue(struct rci_chunk_queue *q, void *elems, unsigned max)
 {
-    unsigned done = rte_ring_dequeue_burst(q->ring, (void **)chunks, max, NULL);
+    unsigned done = rte_ring_dequeue_burst_elem(q->ring, elems, q->elem_size, max, NULL);
     if (done)
         side_add(&q->cons.dequeued, done, q->multi_consumer);
     else

@@ -77,10 +77,9 @@ static struct publish_lane *full_lane(struct rci_publish_card *c, uint32_t threa
 
 static void lane_push(struct publish_lane *lane, const struct rci_chunk *chunk, uint64_t key)
 {
-    uint64_t n = rci_counter_get(&lane->produced);
-    lane->entry_key[n & lane->entry_mask] = key;
-    if (rci_chunk_queue_enqueue(lane->queue, &chunk, 1) == 1) {
-        rci_counter_set(&lane->produced, n + 1);
+    struct lane_entry e = {.chunk = chunk, .key = key};
+    if (rci_chunk_queue_enqueue(lane->queue, &e, 1) == 1) {
+        rci_counter_add(&lane->produced, 1);
         return;
     }
     /* Not while the room check above holds; should it fail, this thread's
@@ -216,32 +215,17 @@ static void release_key(void *ctx, uint64_t key)
     rci_readout_release(c->readout, key);
 }
 
-static uint64_t pow2_at_least(uint64_t n)
-{
-    uint64_t p = 1;
-    while (p < n)
-        p <<= 1;
-    return p;
-}
-
 static int lane_create(struct rci_publish_card *c, struct publish_thread *th, char *err, size_t errlen)
 {
     struct publish_lane *lane = &c->lanes[th->index];
     lane->card = c;
     char name[RCI_CHUNK_QUEUE_NAME_MAX + 1];
     snprintf(name, sizeof name, "rc-card%u-pub%u", c->index, th->index);
-    struct rci_chunk_queue_params qp = {.name = name, .capacity = c->pb->queue_capacity};
+    struct rci_chunk_queue_params qp = {.name = name, .capacity = c->pb->queue_capacity,
+                                        .elem_size = sizeof(struct lane_entry)};
     int rc = rci_chunk_queue_create(&qp, &lane->queue, err, errlen);
     if (rc != 0)
         return rc;
-    /* The queue's entries plus one dequeued burst (see struct publish_lane). */
-    uint64_t entries = pow2_at_least((uint64_t)c->pb->queue_capacity + BURST);
-    lane->entry_key = calloc(entries, sizeof *lane->entry_key);
-    if (!lane->entry_key) {
-        rci_set_err(err, errlen, "queue %s: out of memory", name);
-        return -ENOMEM;
-    }
-    lane->entry_mask = entries - 1;
     /* A lane's records in use: its current chunk's, and one per chunk with a
      * posted zero-copy share, which holds one of the thread's tokens. */
     return rci_fanout_create(th->ntokens + 1, rci_publish_lane_release, lane, &lane->fanout, err, errlen);
@@ -253,10 +237,8 @@ static void card_fini(struct rci_publish_card *c)
         struct publish_lane *lane = &c->lanes[t];
         rci_chunk_queue_destroy(lane->queue);
         rci_fanout_destroy(lane->fanout);
-        free(lane->entry_key);
         lane->queue = NULL;
         lane->fanout = NULL;
-        lane->entry_key = NULL;
     }
     rci_fanout_destroy(c->fanout);
     c->fanout = NULL;

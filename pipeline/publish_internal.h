@@ -107,30 +107,29 @@ struct pub_totals {
         unsent, blocked, overflow, table_errors, abandoned, cut_off;
 };
 
-/* The chunks of one card for one publisher thread: an SPSC queue from the
- * card's readout thread, and beside it, by entry number, the key the entry's
- * shares give back when this thread is done with it (entry_key). With one
- * publisher thread that is the ring key; with several it is this thread's
- * share of the card-level fan-out record (rci_publish_card.fanout), whose last
- * share releases the ring key. The queue's enqueue (release) and dequeue
- * (acquire) order the entry_key writes; entry_key has room for the queue plus
- * one dequeued burst, so an entry is read before the sink can reuse it. */
+/* A lane's queue element: the chunk with the key its shares give back when
+ * this thread is done with it. With one publisher thread that is the ring
+ * key; with several it is this thread's share of the card-level fan-out
+ * record (rci_publish_card.fanout), whose last share releases the ring key. */
+struct lane_entry {
+    const struct rci_chunk *chunk;
+    uint64_t key;
+};
+
+/* The chunks of one card for one publisher thread: an SPSC queue of
+ * lane_entry from the card's readout thread. */
 struct publish_lane {
     struct rci_publish_card *card;
     struct rci_chunk_queue *queue;
     struct rci_fanout *fanout;           /* this thread's shares of the lane's chunks */
-    uint64_t *entry_key;
-    uint64_t entry_mask;                /* entries of entry_key - 1 (a power of two) */
     /* Producer: the card's readout thread. */
     alignas(RCI_CACHE_LINE) rci_counter produced;   /* entries enqueued so far */
-    rci_counter queue_full;        /* chunks offered again because this queue was full */
+    rci_counter queue_full;             /* times the sink stopped a burst because this queue was full */
     /* Consumer: the publisher thread. */
-    alignas(RCI_CACHE_LINE) uint64_t consumed;   /* entries dequeued so far */
-    const struct rci_chunk *batch[BURST];
-    uint64_t batch_key[BURST];
+    alignas(RCI_CACHE_LINE) struct lane_entry batch[BURST];
     unsigned batch_pos, batch_len;
     const struct rci_chunk *cur;         /* the chunk being sent, NULL: none */
-    uint64_t cur_key;                   /* what its shares give back (entry_key) */
+    uint64_t cur_key;                   /* what its shares give back */
     bool cur_begun;
     uint64_t cur_first;                 /* fan-out handle of share 0 */
     uint32_t cur_k, cur_next;           /* shares, next share to send */

@@ -501,16 +501,12 @@ static bool next_chunk(struct publish_lane *lane)
     if (lane->batch_pos == lane->batch_len) {
         lane->batch_len = rci_chunk_queue_dequeue(lane->queue, lane->batch, BURST);
         lane->batch_pos = 0;
-        /* Read now: once dequeued, the sink may refill the queue, but not
-         * reach these entry_key slots before another burst was dequeued. */
-        for (unsigned i = 0; i < lane->batch_len; i++)
-            lane->batch_key[i] = lane->entry_key[(lane->consumed + i) & lane->entry_mask];
-        lane->consumed += lane->batch_len;
         if (lane->batch_len == 0)
             return false;
     }
-    lane->cur_key = lane->batch_key[lane->batch_pos];
-    lane->cur = lane->batch[lane->batch_pos++];
+    const struct lane_entry *e = &lane->batch[lane->batch_pos++];
+    lane->cur_key = e->key;
+    lane->cur = e->chunk;
     lane->cur_begun = false;
     return true;
 }
