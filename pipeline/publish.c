@@ -47,19 +47,30 @@ static void ensure_rcu_reader(void)
     rcu_reader_registered = true;
 }
 
-/* The publisher threads that have a subscriber of tag, a bit each. A
- * truncated lookup (more than RCI_FANOUT_MAX_SENDS subscribers) may not name
- * every thread: then all get the chunk and look for themselves. */
-static uint32_t threads_of_tag(const struct rci_pipeline *pb, uint64_t tag)
+/* The chunk's subscribers: the one lookup per chunk, split by publisher
+ * thread into each lane's entry (e[t] for thread t). Returns the threads
+ * that have one, a bit each. More than RCI_FANOUT_MAX_SENDS subscribers: the
+ * first ones get the chunk, the extras are skipped (counted). */
+static uint32_t look_up(struct rci_publish_card *c, uint64_t tag, struct lane_entry *e)
 {
     uint32_t ids[RCI_FANOUT_MAX_SENDS];
-    unsigned found = rci_sub_table_lookup(pb->table, tag, ids, RCI_FANOUT_MAX_SENDS);
-    if (found > RCI_FANOUT_MAX_SENDS)
-        return pb->all_threads;
+    unsigned found = rci_sub_table_lookup(c->pb->table, tag, ids, RCI_FANOUT_MAX_SENDS);
+    if (found > RCI_FANOUT_MAX_SENDS) {
+        rci_counter_add(&c->subscriber_overflow, 1);
+        found = RCI_FANOUT_MAX_SENDS;
+    }
     uint32_t threads = 0;
-    for (unsigned i = 0; i < found; i++)
-        threads |= 1u << sub_id_thread(ids[i]);
-    return threads & pb->all_threads;
+    for (unsigned i = 0; i < found; i++) {
+        unsigned t = sub_id_thread(ids[i]);
+        if (t >= c->pb->nthreads)
+            continue;   /* never: ids are made by our threads */
+        if (!(threads & (1u << t))) {
+            threads |= 1u << t;
+            e[t].nsubs = 0;
+        }
+        e[t].subs[e[t].nsubs++] = ids[i];
+    }
+    return threads;
 }
 
 /* The first lane of the set whose queue is full, or NULL. The sink is each
@@ -75,17 +86,16 @@ static struct publish_lane *full_lane(struct rci_publish_card *c, uint32_t threa
     return NULL;
 }
 
-static void lane_push(struct publish_lane *lane, const struct rci_chunk *chunk, uint64_t key)
+static void lane_push(struct publish_lane *lane, const struct lane_entry *e)
 {
-    struct lane_entry e = {.chunk = chunk, .key = key};
-    if (rci_chunk_queue_enqueue(lane->queue, &e, 1) == 1) {
+    if (rci_chunk_queue_enqueue(lane->queue, e, 1) == 1) {
         rci_counter_add(&lane->produced, 1);
         return;
     }
     /* Not while the room check above holds; should it fail, this thread's
      * share goes back at once (counted) instead of being kept forever. */
     rci_counter_add(&lane->card->dispatch_errors, 1);
-    rci_publish_lane_release(lane, key);
+    rci_publish_lane_release(lane, e->key);
 }
 
 /* The publisher threads are behind. The readout thread will offer the rest
@@ -100,7 +110,8 @@ static void backpressure(void)
 /* One chunk: 0 (queued, or released for want of a subscriber) or -EAGAIN. */
 static int dispatch(struct rci_publish_card *c, const struct rci_chunk *chunk)
 {
-    uint32_t threads = threads_of_tag(c->pb, chunk->tag);
+    struct lane_entry e[RCI_MAX_PUBLISHER_THREADS];
+    uint32_t threads = look_up(c, chunk->tag, e);
     if (threads == 0) {
         rci_counter_add(&c->no_subscriber, 1);
         rci_readout_release(c->readout, chunk->key);
@@ -112,7 +123,9 @@ static int dispatch(struct rci_publish_card *c, const struct rci_chunk *chunk)
         return -EAGAIN;
     }
     if (!c->fanout) { /* one publisher thread: its shares give the ring key back */
-        lane_push(&c->lanes[0], chunk, chunk->key);
+        e[0].chunk = chunk;
+        e[0].key = chunk->key;
+        lane_push(&c->lanes[0], &e[0]);
         rci_counter_add(&c->dispatched, 1);
         return 0;
     }
@@ -122,8 +135,12 @@ static int dispatch(struct rci_publish_card *c, const struct rci_chunk *chunk)
         return -EAGAIN;
     }
     unsigned share = 0;
-    for (uint32_t m = threads; m; m &= m - 1)
-        lane_push(&c->lanes[__builtin_ctz(m)], chunk, rci_fanout_send_handle(first, share++));
+    for (uint32_t m = threads; m; m &= m - 1) {
+        unsigned t = (unsigned)__builtin_ctz(m);
+        e[t].chunk = chunk;
+        e[t].key = rci_fanout_send_handle(first, share++);
+        lane_push(&c->lanes[t], &e[t]);
+    }
     rci_counter_add(&c->dispatched, 1);
     return 0;
 }
@@ -403,7 +420,6 @@ static void thread_totals(const struct rci_pipeline *pb, const struct publish_th
     t->shares_unsent = rci_counter_get(&th->t.unsent);
     t->chunks_abandoned = rci_counter_get(&th->t.abandoned);
     t->blocked = rci_counter_get(&th->t.blocked);
-    t->subscriber_overflow = rci_counter_get(&th->t.overflow);
     t->table_errors = rci_counter_get(&th->t.table_errors);
     t->subscribers_untracked = rci_counter_get(&th->departed_untracked);
     t->subscribers_cut_off = rci_counter_get(&th->t.cut_off);
@@ -441,6 +457,7 @@ void rci_pipeline_get_totals(const struct rci_pipeline *pb, struct rci_publish_t
         t->chunks_dispatched += rci_counter_get(&c->dispatched);
         t->dispatch_errors += rci_counter_get(&c->dispatch_errors);
         t->records_exhausted += rci_counter_get(&c->records_exhausted);
+        t->subscriber_overflow += rci_counter_get(&c->subscriber_overflow);
         t->fanout_refused += fanout_refused(c->fanout);
     }
 }

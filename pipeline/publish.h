@@ -11,18 +11,22 @@
  *
  * Flow of one chunk (readout thread, in the card's sink, which takes the
  * readout's bursts chunk by chunk):
- *   look the tag up in the RCU subscription table;
+ *   look the tag up in the RCU subscription table (the chunk's one lookup:
+ *   it defines the chunk's subscribers);
  *   no subscriber -> the key goes back to the ring at once;
- *   otherwise the chunk goes into the SPSC queue (pipeline/chunk_queue.h) of
- *   each thread that has a subscriber of the tag, or into none: if one of
+ *   otherwise the chunk, with its key and that thread's subscribers, goes
+ *   into the SPSC queue (pipeline/chunk_queue.h) of each thread that has a
+ *   subscriber of the tag, or into none: if one of
  *   those queues is full the sink takes no more of the burst (backpressure)
  *   and the readout offers the rest again later. With P > 1 a card-level fan-out
  *   record (pipeline/fanout.h) holds one share per thread it went to; its
  *   last share releases the key.
  * Publisher thread (owns its net/publisher and every callback of it):
- *   takes each chunk of its queues in queue order, looks its subscribers up
- *   again and keeps its own (that lookup defines the set: a subscriber that
- *   left meanwhile gets nothing, one that joined gets the chunk), begins a
+ *   takes each chunk of its queues in queue order with the subscribers the
+ *   sink found (a subscriber that left since gets nothing: the ids carry a
+ *   generation, so a new subscriber in the same slot is not mistaken for
+ *   it; one that joined after the lookup gets the chunks looked up after
+ *   it joined), begins a
  *   fan-out record with k shares and sends each share zero-copy or buffered
  *   (the mode of the first [mode.N] whose tag range holds the chunk's tag,
  *   else [readout] mode; decided once per chunk); the last completion of the

@@ -104,16 +104,21 @@ struct send_token {
  * like every counter of this file: common/counter.h). */
 struct pub_totals {
     rci_counter no_subscriber, published, shares, sent, bytes_sent, dropped, failed,
-        unsent, blocked, overflow, table_errors, abandoned, cut_off;
+        unsent, blocked, table_errors, abandoned, cut_off;
 };
 
 /* A lane's queue element: the chunk with the key its shares give back when
- * this thread is done with it. With one publisher thread that is the ring
- * key; with several it is this thread's share of the card-level fan-out
- * record (rci_publish_card.fanout), whose last share releases the ring key. */
+ * this thread is done with it, and its subscribers on this thread. With one
+ * publisher thread the key is the ring key; with several it is this
+ * thread's share of the card-level fan-out record (rci_publish_card.fanout),
+ * whose last share releases the ring key. The subscribers are the sink's
+ * lookup (the only one per chunk), table ids with a generation: one that
+ * left before its share is sent is no longer found (sub_of_table_id). */
 struct lane_entry {
     const struct rci_chunk *chunk;
     uint64_t key;
+    uint32_t nsubs;
+    uint32_t subs[RCI_FANOUT_MAX_SENDS];
 };
 
 /* The chunks of one card for one publisher thread: an SPSC queue of
@@ -134,6 +139,7 @@ struct publish_lane {
     uint64_t cur_first;                 /* fan-out handle of share 0 */
     uint32_t cur_k, cur_next;           /* shares, next share to send */
     bool cur_buffered;                  /* its send mode, decided once when it is begun */
+    uint32_t cur_nsubs;                 /* its subscribers on this thread (lane_entry) */
     uint32_t cur_subs[RCI_FANOUT_MAX_SENDS];
 };
 
@@ -145,7 +151,7 @@ struct rci_publish_card {
      * thread it was queued to. NULL with one thread. */
     struct rci_fanout *fanout;
     /* Written by the card's readout thread. */
-    rci_counter no_subscriber, dispatched, dispatch_errors, records_exhausted;
+    rci_counter no_subscriber, dispatched, dispatch_errors, records_exhausted, subscriber_overflow;
     struct publish_lane lanes[RCI_MAX_PUBLISHER_THREADS];
 };
 

@@ -434,29 +434,14 @@ static void log_new_refusals(struct publish_thread *th, uint64_t now)
     th->refusals_logged = st.connections_refused;
 }
 
-/* This thread's subscribers of the tag: the table holds every thread's. */
-static unsigned own_subscribers(struct publish_thread *th, uint64_t tag, uint32_t *out)
-{
-    uint32_t ids[RCI_FANOUT_MAX_SENDS];
-    unsigned found = rci_sub_table_lookup(th->pb->table, tag, ids, RCI_FANOUT_MAX_SENDS);
-    if (found > RCI_FANOUT_MAX_SENDS) {
-        rci_counter_add(&th->t.overflow, 1);
-        found = RCI_FANOUT_MAX_SENDS;
-    }
-    unsigned k = 0;
-    for (unsigned i = 0; i < found; i++)
-        if (sub_id_thread(ids[i]) == th->index)
-            out[k++] = ids[i];
-    return k;
-}
-
-/* This thread's lookup defines the chunk's subscribers on it; the record of
- * k shares is taken before the first send. 1: given back at once (none of
- * ours), 0: begun, -EAGAIN: no fan-out record free (retry). */
+/* The sink's lookup gave the chunk's subscribers on this thread (one that
+ * left since is skipped at its send); the record of k shares is taken
+ * before the first send. 1: given back at once (none), 0: begun, -EAGAIN:
+ * no fan-out record free (retry). */
 static int begin_chunk(struct publish_thread *th, struct publish_lane *lane)
 {
     const struct rci_chunk *chunk = lane->cur;
-    unsigned k = own_subscribers(th, chunk->tag, lane->cur_subs);
+    unsigned k = lane->cur_nsubs;
     if (k == 0) {
         rci_counter_add(&th->t.no_subscriber, 1);
         rci_publish_lane_release(lane, lane->cur_key);
@@ -507,6 +492,8 @@ static bool next_chunk(struct publish_lane *lane)
     const struct lane_entry *e = &lane->batch[lane->batch_pos++];
     lane->cur_key = e->key;
     lane->cur = e->chunk;
+    lane->cur_nsubs = e->nsubs;
+    memcpy(lane->cur_subs, e->subs, e->nsubs * sizeof e->subs[0]);
     lane->cur_begun = false;
     return true;
 }
