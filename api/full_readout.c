@@ -38,10 +38,10 @@ struct rc_daq {
     struct daq_card card[RCI_MAX_CARDS];
 };
 
-/* The readout's sink, on the card's readout thread: the chunk as the public
- * descriptor (pieces converted into this card's iovec scratch; no payload
- * is touched). */
-static int card_sink(void *arg, const struct rci_chunk *c)
+/* One chunk of a burst, on the card's readout thread: the chunk as the
+ * public descriptor (pieces converted into this card's iovec scratch; no
+ * payload is touched). */
+static int card_chunk(void *arg, const struct rci_chunk *c)
 {
     struct daq_card *dc = arg;
     for (uint32_t i = 0; i < c->npieces; i++)
@@ -52,6 +52,14 @@ static int card_sink(void *arg, const struct rci_chunk *c)
         .length = c->length, .npieces = c->npieces, .pieces = dc->pieces,
     };
     return dc->daq->on_chunk(dc->daq->ctx, &pub);
+}
+
+/* The readout's burst sink: on_chunk is per chunk (-EAGAIN stops the burst,
+ * another error refuses the chunk: rci_readout_sink_each). */
+static unsigned card_sink(void *arg, const struct rci_chunk *const *chunks, unsigned n)
+{
+    struct daq_card *dc = arg;
+    return rci_readout_sink_each(dc->readout, card_chunk, dc, chunks, n);
 }
 
 /* A step that succeeded may leave a warning in its buffer: keep the first

@@ -19,6 +19,7 @@
  */
 #include "dma/dma_ring.h"
 #include "common/cacheline.h"
+#include "common/counter.h"
 #include "common/errbuf.h"
 #include "common/monotonic.h"
 
@@ -45,34 +46,22 @@ struct rci_dma_ring {
     _Alignas(RCI_CACHE_LINE) _Atomic uint64_t read_units;
     _Atomic uint64_t taken_units;
 
-    /* Written by the owner only; atomics so that getters on other threads
-     * read whole values (relaxed: each is a statistic or a single position). */
-    _Alignas(RCI_CACHE_LINE) _Atomic uint64_t written;
-    _Atomic uint64_t high_water, takes, releases, bad_written;
-    _Atomic uint64_t full_ns;
-    _Atomic uint64_t full_since_ns;      /* 0: not full */
+    /* Written by the owner only (single-writer counters, common/counter.h):
+     * getters on other threads read whole values; relaxed, each is a
+     * statistic or a single position. */
+    _Alignas(RCI_CACHE_LINE) rci_counter written;
+    rci_counter high_water, takes, releases, bad_written;
+    rci_counter full_since_ns;          /* 0: not full */
+    _Atomic uint64_t full_ns;           /* release/acquire: see note_full_end */
 
     /* Written by any thread, rarely (bad keys only). */
-    _Alignas(RCI_CACHE_LINE) _Atomic uint64_t bad_releases;
+    _Alignas(RCI_CACHE_LINE) rci_shared_counter bad_releases;
 };
 
-
-
-/* The owner is the only writer of these fields: a load and a store are
- * enough (no read-modify-write needed, and none paid for). */
-static inline uint64_t owner_get(const _Atomic uint64_t *a)
+/* The owner reads a field only it writes: relaxed is enough. */
+static inline uint64_t owner_load(const _Atomic uint64_t *a)
 {
     return atomic_load_explicit(a, memory_order_relaxed);
-}
-
-static inline void owner_set(_Atomic uint64_t *a, uint64_t v)
-{
-    atomic_store_explicit(a, v, memory_order_relaxed);
-}
-
-static inline void owner_add(_Atomic uint64_t *a, uint64_t d)
-{
-    owner_set(a, owner_get(a) + d);
 }
 
 static unsigned bits_for(uint64_t v)
@@ -175,7 +164,7 @@ uint64_t rci_dma_ring_read_pos(const struct rci_dma_ring *r)
     return atomic_load_explicit(&r->read_units, memory_order_acquire) * r->unit;
 }
 
-uint64_t rci_dma_ring_written_pos(const struct rci_dma_ring *r) { return owner_get(&r->written); }
+uint64_t rci_dma_ring_written_pos(const struct rci_dma_ring *r) { return rci_counter_get(&r->written); }
 
 uint64_t rci_dma_ring_taken_pos(const struct rci_dma_ring *r)
 {
@@ -186,28 +175,28 @@ uint64_t rci_dma_ring_taken_pos(const struct rci_dma_ring *r)
  * on transitions only (here and in advance), never per release. */
 static void note_full_start(struct rci_dma_ring *r, uint64_t in_use)
 {
-    if (in_use == r->size && owner_get(&r->full_since_ns) == 0) {
+    if (in_use == r->size && rci_counter_get(&r->full_since_ns) == 0) {
         uint64_t t = rci_now_ns();
-        owner_set(&r->full_since_ns, t ? t : 1);
+        rci_counter_set(&r->full_since_ns, t ? t : 1);
     }
 }
 
 static void note_full_end(struct rci_dma_ring *r)
 {
-    uint64_t since = owner_get(&r->full_since_ns);
+    uint64_t since = rci_counter_get(&r->full_since_ns);
     if (since == 0) return;
     uint64_t stalled = rci_now_ns() - since;
     /* Clear `since` before publishing the new total (release): a stats
      * reader that sees the new total then also sees since == 0, so an ending
      * stall is never counted twice (it may be briefly under-counted). */
-    owner_set(&r->full_since_ns, 0);
-    atomic_store_explicit(&r->full_ns, owner_get(&r->full_ns) + stalled, memory_order_release);
+    rci_counter_set(&r->full_since_ns, 0);
+    atomic_store_explicit(&r->full_ns, owner_load(&r->full_ns) + stalled, memory_order_release);
 }
 
 int rci_dma_ring_note_written(struct rci_dma_ring *r, uint64_t written)
 {
-    uint64_t old = owner_get(&r->written);
-    uint64_t read = owner_get(&r->read_units) * r->unit;
+    uint64_t old = rci_counter_get(&r->written);
+    uint64_t read = owner_load(&r->read_units) * r->unit;
     uint64_t limit = read + r->size;
     int rc = 0;
     if (written < old) {               /* card went backwards: keep what we had */
@@ -217,10 +206,10 @@ int rci_dma_ring_note_written(struct rci_dma_ring *r, uint64_t written)
         written = limit;
         rc = -EINVAL;
     }
-    if (rc < 0) owner_add(&r->bad_written, 1);
-    owner_set(&r->written, written);
+    if (rc < 0) rci_counter_add(&r->bad_written, 1);
+    rci_counter_set(&r->written, written);
     uint64_t in_use = written - read;
-    if (in_use > owner_get(&r->high_water)) owner_set(&r->high_water, in_use);
+    if (in_use > rci_counter_get(&r->high_water)) rci_counter_set(&r->high_water, in_use);
     note_full_start(r, in_use);
     return rc;
 }
@@ -241,9 +230,9 @@ int rci_dma_ring_take(struct rci_dma_ring *r, size_t len, struct rci_dma_span *s
                      uint64_t *key)
 {
     if (len == 0 || len > r->size || len % r->unit != 0) return -EINVAL;
-    uint64_t taken = owner_get(&r->taken_units);
+    uint64_t taken = owner_load(&r->taken_units);
     uint64_t count = len / r->unit;
-    if ((taken + count) * r->unit > owner_get(&r->written)) return -EAGAIN;
+    if ((taken + count) * r->unit > rci_counter_get(&r->written)) return -EAGAIN;
 
     uint64_t k = ((taken & r->tag_mask) << r->count_bits) | count;
     /* Relaxed: the key travels to the releaser through a channel that orders
@@ -253,7 +242,7 @@ int rci_dma_ring_take(struct rci_dma_ring *r, size_t len, struct rci_dma_span *s
     atomic_store_explicit(&r->slots[taken % r->units], k << 1, memory_order_relaxed);
     /* Relaxed for the same reason: releasers only bound-check against it. */
     atomic_store_explicit(&r->taken_units, taken + count, memory_order_relaxed);
-    owner_add(&r->takes, 1);
+    rci_counter_add(&r->takes, 1);
     fill_span(r, taken * r->unit, len, span);
     *key = k;
     return 0;
@@ -261,8 +250,8 @@ int rci_dma_ring_take(struct rci_dma_ring *r, size_t len, struct rci_dma_span *s
 
 static int reject(struct rci_dma_ring *r)
 {
-    /* Relaxed: a counter; bad keys are rare, so the shared RMW is too. */
-    atomic_fetch_add_explicit(&r->bad_releases, 1, memory_order_relaxed);
+    /* Any thread may count; bad keys are rare, so the shared RMW is too. */
+    rci_shared_counter_add(&r->bad_releases, 1);
     return -EINVAL;
 }
 
@@ -299,8 +288,8 @@ int rci_dma_ring_release(struct rci_dma_ring *r, uint64_t key)
 
 uint64_t rci_dma_ring_advance(struct rci_dma_ring *r)
 {
-    uint64_t read = owner_get(&r->read_units);
-    uint64_t taken = owner_get(&r->taken_units);
+    uint64_t read = owner_load(&r->read_units);
+    uint64_t taken = owner_load(&r->taken_units);
     uint64_t retired = 0;
     while (read < taken) {
         _Atomic uint64_t *slot = &r->slots[read % r->units];
@@ -315,7 +304,7 @@ uint64_t rci_dma_ring_advance(struct rci_dma_ring *r)
         retired++;
     }
     if (retired == 0) return read * r->unit;
-    owner_add(&r->releases, retired);
+    rci_counter_add(&r->releases, retired);
     /* Release: readers of read (getters, stats) also see the written
      * position and counters that preceded it. */
     atomic_store_explicit(&r->read_units, read, memory_order_release);
@@ -330,16 +319,16 @@ void rci_dma_ring_get_stats(const struct rci_dma_ring *r, struct rci_dma_ring_st
     /* read before written: see rci_dma_ring_read_pos */
     s->read = rci_dma_ring_read_pos(r);
     s->taken = rci_dma_ring_taken_pos(r);
-    s->written = owner_get(&r->written);
+    s->written = rci_counter_get(&r->written);
     s->in_use = s->written - s->read;
-    s->high_water = owner_get(&r->high_water);
+    s->high_water = rci_counter_get(&r->high_water);
     /* full_ns first (acquire, see note_full_end), then any stall in progress */
     s->full_ns = atomic_load_explicit(&r->full_ns, memory_order_acquire);
-    uint64_t since = owner_get(&r->full_since_ns);
+    uint64_t since = rci_counter_get(&r->full_since_ns);
     uint64_t now = since ? rci_now_ns() : 0;
     if (since && now > since) s->full_ns += now - since;
-    s->takes = owner_get(&r->takes);
-    s->releases = owner_get(&r->releases);
-    s->bad_releases = atomic_load_explicit(&r->bad_releases, memory_order_relaxed);
-    s->bad_written = owner_get(&r->bad_written);
+    s->takes = rci_counter_get(&r->takes);
+    s->releases = rci_counter_get(&r->releases);
+    s->bad_releases = rci_shared_counter_get(&r->bad_releases);
+    s->bad_written = rci_counter_get(&r->bad_written);
 }

@@ -13,6 +13,7 @@
 #include <rte_ring.h>
 
 #include "common/cacheline.h"
+#include "common/counter.h"
 #include "common/errbuf.h"
 #include "pipeline/dpdk_env.h"
 
@@ -20,32 +21,44 @@ _Static_assert(RCI_CHUNK_QUEUE_NAME_MAX + 1 <= RTE_RING_NAMESIZE, "queue names m
 _Static_assert(RCI_CHUNK_QUEUE_MAX_CAPACITY <= RTE_RING_SZ_MASK, "capacity must fit rte_ring's");
 
 
+/* A side's counter: single-writer when that side has one thread, shared
+ * (an atomic read-modify-write) when it has several; chosen at create, so
+ * both views of the same word (common/counter.h). */
+union side_counter {
+    rci_counter one;
+    rci_shared_counter many;
+};
+
 /* Producer and consumer counters on separate lines: each side writes only
  * its own, so they never bounce a line between the two threads. */
 struct producer_stats {
-    alignas(RCI_CACHE_LINE) _Atomic uint64_t enqueued, full_events, refused, high_water;
+    alignas(RCI_CACHE_LINE) union side_counter enqueued, full_events, refused;
+    _Atomic uint64_t high_water;        /* a maximum: compare-and-swap */
 };
 
 struct consumer_stats {
-    alignas(RCI_CACHE_LINE) _Atomic uint64_t dequeued, empty_polls;
+    alignas(RCI_CACHE_LINE) union side_counter dequeued, empty_polls;
 };
 
 struct rci_chunk_queue {
     struct rte_ring *ring;
-    uint32_t capacity;
+    uint32_t capacity, elem_size;
     bool multi_producer, multi_consumer;
     struct producer_stats prod;
     struct consumer_stats cons;
 };
 
-/* With one thread on a side, a plain load/store add suffices (no lock
- * prefix); shared counters need an atomic read-modify-write. */
-static void counter_add(_Atomic uint64_t *c, uint64_t n, bool shared)
+static void side_add(union side_counter *c, uint64_t n, bool shared)
 {
     if (shared)
-        atomic_fetch_add_explicit(c, n, memory_order_relaxed);
+        rci_shared_counter_add(&c->many, n);
     else
-        atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n, memory_order_relaxed);
+        rci_counter_add(&c->one, n);
+}
+
+static uint64_t side_get(const union side_counter *c)
+{
+    return rci_counter_get(&c->one);
 }
 
 static void note_high_water(struct rci_chunk_queue *q, uint64_t count)
@@ -67,6 +80,11 @@ static int check_params(const struct rci_chunk_queue_params *p, char *err, size_
     if (p->capacity == 0 || p->capacity > RCI_CHUNK_QUEUE_MAX_CAPACITY) {
         rci_set_err(err, errlen, "chunk queue %s: capacity %u must be 1..%u", p->name, p->capacity,
                    RCI_CHUNK_QUEUE_MAX_CAPACITY);
+        return -EINVAL;
+    }
+    if (p->elem_size % 4 != 0 || p->elem_size > RCI_CHUNK_QUEUE_MAX_ELEM) {
+        rci_set_err(err, errlen, "chunk queue %s: element size %u must be a multiple of 4 up to %u",
+                   p->name, p->elem_size, RCI_CHUNK_QUEUE_MAX_ELEM);
         return -EINVAL;
     }
     if (!rci_dpdk_started()) {
@@ -101,10 +119,11 @@ int rci_chunk_queue_create(const struct rci_chunk_queue_params *p, struct rci_ch
         return -ENOMEM;
     }
     memset(q, 0, sizeof *q);
-    q->ring = rte_ring_create(p->name, p->capacity, SOCKET_ID_ANY, ring_flags(p));
+    q->elem_size = p->elem_size ? p->elem_size : (uint32_t)sizeof(const struct rci_chunk *);
+    q->ring = rte_ring_create_elem(p->name, q->elem_size, p->capacity, SOCKET_ID_ANY, ring_flags(p));
     if (!q->ring) {
         int e = rte_errno ? rte_errno : ENOMEM;
-        rci_set_err(err, errlen, "chunk queue %s: rte_ring_create(%u): %s", p->name, p->capacity,
+        rci_set_err(err, errlen, "chunk queue %s: rte_ring_create_elem(%u): %s", p->name, p->capacity,
                    rte_strerror(e));
         free(q);
         return -e;
@@ -124,29 +143,28 @@ void rci_chunk_queue_destroy(struct rci_chunk_queue *q)
     free(q);
 }
 
-unsigned rci_chunk_queue_enqueue(struct rci_chunk_queue *q, const struct rci_chunk *const *chunks, unsigned n)
+unsigned rci_chunk_queue_enqueue(struct rci_chunk_queue *q, const void *elems, unsigned n)
 {
     unsigned free_space = 0;
-    /* The ring stores void *; descriptors stay const for the consumer. */
-    unsigned done = rte_ring_enqueue_burst(q->ring, (void *const *)chunks, n, &free_space);
+    unsigned done = rte_ring_enqueue_burst_elem(q->ring, elems, q->elem_size, n, &free_space);
     bool shared = q->multi_producer;
     if (done)
-        counter_add(&q->prod.enqueued, done, shared);
+        side_add(&q->prod.enqueued, done, shared);
     if (done < n) {
-        counter_add(&q->prod.full_events, 1, shared);
-        counter_add(&q->prod.refused, n - done, shared);
+        side_add(&q->prod.full_events, 1, shared);
+        side_add(&q->prod.refused, n - done, shared);
     }
     note_high_water(q, q->capacity - free_space);
     return done;
 }
 
-unsigned rci_chunk_queue_dequeue(struct rci_chunk_queue *q, const struct rci_chunk **chunks, unsigned max)
+unsigned rci_chunk_queue_dequeue(struct rci_chunk_queue *q, void *elems, unsigned max)
 {
-    unsigned done = rte_ring_dequeue_burst(q->ring, (void **)chunks, max, NULL);
+    unsigned done = rte_ring_dequeue_burst_elem(q->ring, elems, q->elem_size, max, NULL);
     if (done)
-        counter_add(&q->cons.dequeued, done, q->multi_consumer);
+        side_add(&q->cons.dequeued, done, q->multi_consumer);
     else
-        counter_add(&q->cons.empty_polls, 1, q->multi_consumer);
+        side_add(&q->cons.empty_polls, 1, q->multi_consumer);
     return done;
 }
 
@@ -169,21 +187,16 @@ unsigned rci_chunk_queue_count(const struct rci_chunk_queue *q)
     return ring_count(q->ring);
 }
 
-static uint64_t load(const _Atomic uint64_t *c)
-{
-    return atomic_load_explicit(c, memory_order_relaxed);
-}
-
 void rci_chunk_queue_get_stats(const struct rci_chunk_queue *q, struct rci_chunk_queue_stats *s)
 {
     *s = (struct rci_chunk_queue_stats){
         .capacity = q->capacity,
         .count = ring_count(q->ring),
-        .enqueued = load(&q->prod.enqueued),
-        .dequeued = load(&q->cons.dequeued),
-        .full_events = load(&q->prod.full_events),
-        .refused = load(&q->prod.refused),
-        .empty_polls = load(&q->cons.empty_polls),
-        .high_water = load(&q->prod.high_water),
+        .enqueued = side_get(&q->prod.enqueued),
+        .dequeued = side_get(&q->cons.dequeued),
+        .full_events = side_get(&q->prod.full_events),
+        .refused = side_get(&q->prod.refused),
+        .empty_polls = side_get(&q->cons.empty_polls),
+        .high_water = atomic_load_explicit(&q->prod.high_water, memory_order_relaxed),
     };
 }

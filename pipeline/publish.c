@@ -47,19 +47,30 @@ static void ensure_rcu_reader(void)
     rcu_reader_registered = true;
 }
 
-/* The publisher threads that have a subscriber of tag, a bit each. A
- * truncated lookup (more than RCI_FANOUT_MAX_SENDS subscribers) may not name
- * every thread: then all get the chunk and look for themselves. */
-static uint32_t threads_of_tag(const struct rci_pipeline *pb, uint64_t tag)
+/* The chunk's subscribers: the one lookup per chunk, split by publisher
+ * thread into each lane's entry (e[t] for thread t). Returns the threads
+ * that have one, a bit each. More than RCI_FANOUT_MAX_SENDS subscribers: the
+ * first ones get the chunk, the extras are skipped (counted). */
+static uint32_t look_up(struct rci_publish_card *c, uint64_t tag, struct lane_entry *e)
 {
     uint32_t ids[RCI_FANOUT_MAX_SENDS];
-    unsigned found = rci_sub_table_lookup(pb->table, tag, ids, RCI_FANOUT_MAX_SENDS);
-    if (found > RCI_FANOUT_MAX_SENDS)
-        return pb->all_threads;
+    unsigned found = rci_sub_table_lookup(c->pb->table, tag, ids, RCI_FANOUT_MAX_SENDS);
+    if (found > RCI_FANOUT_MAX_SENDS) {
+        rci_counter_add(&c->subscriber_overflow, 1);
+        found = RCI_FANOUT_MAX_SENDS;
+    }
     uint32_t threads = 0;
-    for (unsigned i = 0; i < found; i++)
-        threads |= 1u << sub_id_thread(ids[i]);
-    return threads & pb->all_threads;
+    for (unsigned i = 0; i < found; i++) {
+        unsigned t = sub_id_thread(ids[i]);
+        if (t >= c->pb->nthreads)
+            continue;   /* never: ids are made by our threads */
+        if (!(threads & (1u << t))) {
+            threads |= 1u << t;
+            e[t].nsubs = 0;
+        }
+        e[t].subs[e[t].nsubs++] = ids[i];
+    }
+    return threads;
 }
 
 /* The first lane of the set whose queue is full, or NULL. The sink is each
@@ -75,57 +86,75 @@ static struct publish_lane *full_lane(struct rci_publish_card *c, uint32_t threa
     return NULL;
 }
 
-static void lane_push(struct publish_lane *lane, const struct rci_chunk *chunk, uint64_t key)
+static void lane_push(struct publish_lane *lane, const struct lane_entry *e)
 {
-    uint64_t n = atomic_load_explicit(&lane->produced, memory_order_relaxed);
-    lane->entry_key[n & lane->entry_mask] = key;
-    if (rci_chunk_queue_enqueue(lane->queue, &chunk, 1) == 1) {
-        atomic_store_explicit(&lane->produced, n + 1, memory_order_relaxed);
+    if (rci_chunk_queue_enqueue(lane->queue, e, 1) == 1) {
+        rci_counter_add(&lane->produced, 1);
         return;
     }
     /* Not while the room check above holds; should it fail, this thread's
      * share goes back at once (counted) instead of being kept forever. */
-    bump(&lane->card->dispatch_errors, 1);
-    rci_publish_lane_release(lane, key);
+    rci_counter_add(&lane->card->dispatch_errors, 1);
+    rci_publish_lane_release(lane, e->key);
 }
 
-/* The publisher threads are behind. The readout thread will offer the chunk
- * again at once; give the core to a publisher meanwhile (only on this
- * backpressure path: a machine with fewer cores than busy threads would
+/* The publisher threads are behind. The readout thread will offer the rest
+ * of the burst again soon; give the core to a publisher meanwhile (only on
+ * this backpressure path: a machine with fewer cores than busy threads would
  * otherwise spend its time re-offering chunks). */
-static int backpressure(_Atomic uint64_t *counter)
+static void backpressure(void)
 {
-    bump(counter, 1);
     sched_yield();
-    return -EAGAIN;
 }
 
-int rci_pipeline_sink(void *ctx, const struct rci_chunk *chunk)
+/* One chunk: 0 (queued, or released for want of a subscriber) or -EAGAIN. */
+static int dispatch(struct rci_publish_card *c, const struct rci_chunk *chunk)
 {
-    struct rci_publish_card *c = ctx;
-    ensure_rcu_reader();
-    uint32_t threads = threads_of_tag(c->pb, chunk->tag);
+    struct lane_entry e[RCI_MAX_PUBLISHER_THREADS];
+    uint32_t threads = look_up(c, chunk->tag, e);
     if (threads == 0) {
-        bump(&c->no_subscriber, 1);
+        rci_counter_add(&c->no_subscriber, 1);
         rci_readout_release(c->readout, chunk->key);
         return 0;
     }
     struct publish_lane *full = full_lane(c, threads);
-    if (full)
-        return backpressure(&full->queue_full);
+    if (full) {
+        rci_counter_add(&full->queue_full, 1);
+        return -EAGAIN;
+    }
     if (!c->fanout) { /* one publisher thread: its shares give the ring key back */
-        lane_push(&c->lanes[0], chunk, chunk->key);
-        bump(&c->dispatched, 1);
+        e[0].chunk = chunk;
+        e[0].key = chunk->key;
+        lane_push(&c->lanes[0], &e[0]);
+        rci_counter_add(&c->dispatched, 1);
         return 0;
     }
     uint64_t first;
-    if (rci_fanout_begin(c->fanout, chunk->key, (unsigned)__builtin_popcount(threads), &first) != 0)
-        return backpressure(&c->records_exhausted); /* not expected: see add_card */
+    if (rci_fanout_begin(c->fanout, chunk->key, (unsigned)__builtin_popcount(threads), &first) != 0) {
+        rci_counter_add(&c->records_exhausted, 1); /* not expected: see add_card */
+        return -EAGAIN;
+    }
     unsigned share = 0;
-    for (uint32_t m = threads; m; m &= m - 1)
-        lane_push(&c->lanes[__builtin_ctz(m)], chunk, rci_fanout_send_handle(first, share++));
-    bump(&c->dispatched, 1);
+    for (uint32_t m = threads; m; m &= m - 1) {
+        unsigned t = (unsigned)__builtin_ctz(m);
+        e[t].chunk = chunk;
+        e[t].key = rci_fanout_send_handle(first, share++);
+        lane_push(&c->lanes[t], &e[t]);
+    }
+    rci_counter_add(&c->dispatched, 1);
     return 0;
+}
+
+unsigned rci_pipeline_sink(void *ctx, const struct rci_chunk *const *chunks, unsigned n)
+{
+    struct rci_publish_card *c = ctx;
+    ensure_rcu_reader();
+    for (unsigned i = 0; i < n; i++)
+        if (dispatch(c, chunks[i]) != 0) {
+            backpressure();
+            return i;
+        }
+    return n;
 }
 
 /* ---- life cycle (main thread) --------------------------------------------- */
@@ -203,32 +232,17 @@ static void release_key(void *ctx, uint64_t key)
     rci_readout_release(c->readout, key);
 }
 
-static uint64_t pow2_at_least(uint64_t n)
-{
-    uint64_t p = 1;
-    while (p < n)
-        p <<= 1;
-    return p;
-}
-
 static int lane_create(struct rci_publish_card *c, struct publish_thread *th, char *err, size_t errlen)
 {
     struct publish_lane *lane = &c->lanes[th->index];
     lane->card = c;
     char name[RCI_CHUNK_QUEUE_NAME_MAX + 1];
     snprintf(name, sizeof name, "rc-card%u-pub%u", c->index, th->index);
-    struct rci_chunk_queue_params qp = {.name = name, .capacity = c->pb->queue_capacity};
+    struct rci_chunk_queue_params qp = {.name = name, .capacity = c->pb->queue_capacity,
+                                        .elem_size = sizeof(struct lane_entry)};
     int rc = rci_chunk_queue_create(&qp, &lane->queue, err, errlen);
     if (rc != 0)
         return rc;
-    /* The queue's entries plus one dequeued burst (see struct publish_lane). */
-    uint64_t entries = pow2_at_least((uint64_t)c->pb->queue_capacity + BURST);
-    lane->entry_key = calloc(entries, sizeof *lane->entry_key);
-    if (!lane->entry_key) {
-        rci_set_err(err, errlen, "queue %s: out of memory", name);
-        return -ENOMEM;
-    }
-    lane->entry_mask = entries - 1;
     /* A lane's records in use: its current chunk's, and one per chunk with a
      * posted zero-copy share, which holds one of the thread's tokens. */
     return rci_fanout_create(th->ntokens + 1, rci_publish_lane_release, lane, &lane->fanout, err, errlen);
@@ -240,10 +254,8 @@ static void card_fini(struct rci_publish_card *c)
         struct publish_lane *lane = &c->lanes[t];
         rci_chunk_queue_destroy(lane->queue);
         rci_fanout_destroy(lane->fanout);
-        free(lane->entry_key);
         lane->queue = NULL;
         lane->fanout = NULL;
-        lane->entry_key = NULL;
     }
     rci_fanout_destroy(c->fanout);
     c->fanout = NULL;
@@ -394,24 +406,23 @@ static void thread_totals(const struct rci_pipeline *pb, const struct publish_th
     memset(t, 0, sizeof *t);
     for (unsigned i = 0; i < pb->ncards; i++) {
         const struct publish_lane *lane = &pb->cards[i].lanes[th->index];
-        t->chunks_queued += atomic_load_explicit(&lane->produced, memory_order_relaxed);
-        t->queue_full += get(&lane->queue_full);
+        t->chunks_queued += rci_counter_get(&lane->produced);
+        t->queue_full += rci_counter_get(&lane->queue_full);
         t->fanout_refused += fanout_refused(lane->fanout);
     }
-    t->chunks_no_subscriber = get(&th->t.no_subscriber);
-    t->chunks_published = get(&th->t.published);
-    t->shares = get(&th->t.shares);
-    t->chunks_sent = get(&th->t.sent);
-    t->bytes_sent = get(&th->t.bytes_sent);
-    t->chunks_dropped = get(&th->t.dropped);
-    t->shares_failed = get(&th->t.failed);
-    t->shares_unsent = get(&th->t.unsent);
-    t->chunks_abandoned = get(&th->t.abandoned);
-    t->blocked = get(&th->t.blocked);
-    t->subscriber_overflow = get(&th->t.overflow);
-    t->table_errors = get(&th->t.table_errors);
-    t->subscribers_untracked = get(&th->departed_untracked);
-    t->subscribers_cut_off = get(&th->t.cut_off);
+    t->chunks_no_subscriber = rci_counter_get(&th->t.no_subscriber);
+    t->chunks_published = rci_counter_get(&th->t.published);
+    t->shares = rci_counter_get(&th->t.shares);
+    t->chunks_sent = rci_counter_get(&th->t.sent);
+    t->bytes_sent = rci_counter_get(&th->t.bytes_sent);
+    t->chunks_dropped = rci_counter_get(&th->t.dropped);
+    t->shares_failed = rci_counter_get(&th->t.failed);
+    t->shares_unsent = rci_counter_get(&th->t.unsent);
+    t->chunks_abandoned = rci_counter_get(&th->t.abandoned);
+    t->blocked = rci_counter_get(&th->t.blocked);
+    t->table_errors = rci_counter_get(&th->t.table_errors);
+    t->subscribers_untracked = rci_counter_get(&th->departed_untracked);
+    t->subscribers_cut_off = rci_counter_get(&th->t.cut_off);
 }
 
 /* Every field of struct rci_publish_totals: a thread's figures add up to the whole. */
@@ -442,10 +453,11 @@ void rci_pipeline_get_totals(const struct rci_pipeline *pb, struct rci_publish_t
     }
     for (unsigned i = 0; i < pb->ncards; i++) {
         const struct rci_publish_card *c = &pb->cards[i];
-        t->chunks_no_subscriber += get(&c->no_subscriber);
-        t->chunks_dispatched += get(&c->dispatched);
-        t->dispatch_errors += get(&c->dispatch_errors);
-        t->records_exhausted += get(&c->records_exhausted);
+        t->chunks_no_subscriber += rci_counter_get(&c->no_subscriber);
+        t->chunks_dispatched += rci_counter_get(&c->dispatched);
+        t->dispatch_errors += rci_counter_get(&c->dispatch_errors);
+        t->records_exhausted += rci_counter_get(&c->records_exhausted);
+        t->subscriber_overflow += rci_counter_get(&c->subscriber_overflow);
         t->fanout_refused += fanout_refused(c->fanout);
     }
 }

@@ -9,19 +9,24 @@
  * connects to one of them. The subscription table (pipeline/sub_table.h) is shared:
  * its ids name the thread that owns the subscriber.
  *
- * Flow of one chunk (readout thread, in the card's sink):
- *   look the tag up in the RCU subscription table;
+ * Flow of one chunk (readout thread, in the card's sink, which takes the
+ * readout's bursts chunk by chunk):
+ *   look the tag up in the RCU subscription table (the chunk's one lookup:
+ *   it defines the chunk's subscribers);
  *   no subscriber -> the key goes back to the ring at once;
- *   otherwise the chunk goes into the SPSC queue (pipeline/chunk_queue.h) of
- *   each thread that has a subscriber of the tag, or into none: if one of
- *   those queues is full the sink returns -EAGAIN (backpressure) and the
- *   readout offers the chunk again later. With P > 1 a card-level fan-out
+ *   otherwise the chunk, with its key and that thread's subscribers, goes
+ *   into the SPSC queue (pipeline/chunk_queue.h) of each thread that has a
+ *   subscriber of the tag, or into none: if one of
+ *   those queues is full the sink takes no more of the burst (backpressure)
+ *   and the readout offers the rest again later. With P > 1 a card-level fan-out
  *   record (pipeline/fanout.h) holds one share per thread it went to; its
  *   last share releases the key.
  * Publisher thread (owns its net/publisher and every callback of it):
- *   takes each chunk of its queues in queue order, looks its subscribers up
- *   again and keeps its own (that lookup defines the set: a subscriber that
- *   left meanwhile gets nothing, one that joined gets the chunk), begins a
+ *   takes each chunk of its queues in queue order with the subscribers the
+ *   sink found (a subscriber that left since gets nothing: the ids carry a
+ *   generation, so a new subscriber in the same slot is not mistaken for
+ *   it; one that joined after the lookup gets the chunks looked up after
+ *   it joined), begins a
  *   fan-out record with k shares and sends each share zero-copy or buffered
  *   (the mode of the first [mode.N] whose tag range holds the chunk's tag,
  *   else [readout] mode; decided once per chunk); the last completion of the
@@ -73,8 +78,10 @@ int  rci_pipeline_add_card(struct rci_pipeline *pb, const struct rci_card_params
  * chunk heads copied out of a full ring are sent from there. 0 or -errno. */
 int  rci_pipeline_set_readout(struct rci_publish_card *c, struct rci_readout *r, char *err,
                                    size_t errlen);
-/* The readout sink (rci_chunk_sink_fn), ctx = the card from add_card. */
-int  rci_pipeline_sink(void *ctx, const struct rci_chunk *chunk);
+/* The readout sink (rci_chunk_sink_fn, a burst), ctx = the card from
+ * add_card. It takes the chunks in order up to the first that meets a full
+ * queue (or, never expected, no free card-level record) and returns how many. */
+unsigned rci_pipeline_sink(void *ctx, const struct rci_chunk *const *chunks, unsigned n);
 
 /* Start the publisher threads. 0 or -errno (stop() joins those started).
  * Every stats interval each logs one line for itself and one per subscriber. */
@@ -114,7 +121,7 @@ struct rci_publish_totals {
     uint64_t shares_failed;         /* shares refused or completed in error (dead subscriber, shutdown) */
     uint64_t shares_unsent;         /* shares not sent: subscriber gone, or queued at shutdown */
     uint64_t chunks_abandoned;      /* queued at shutdown, given back without a send */
-    uint64_t queue_full;            /* sink -EAGAIN: a thread's queue of the card was full */
+    uint64_t queue_full;            /* sink backpressure: a thread's queue of the card was full */
     uint64_t blocked;               /* times a chunk waited for a subscriber (policy block) or resources */
     uint64_t subscriber_overflow;   /* chunks with over RCI_FANOUT_MAX_SENDS subscribers: extras skipped */
     uint64_t table_errors;          /* subscription-table updates refused */
@@ -122,7 +129,7 @@ struct rci_publish_totals {
     uint64_t chunks_queued;         /* queue entries: one per chunk and thread it went to */
     uint64_t chunks_dispatched;     /* chunks the sink queued (to one thread or more) */
     uint64_t dispatch_errors;       /* enqueues refused after the room check: never expected */
-    uint64_t records_exhausted;     /* sink -EAGAIN: no card-level fan-out record free: never expected */
+    uint64_t records_exhausted;     /* sink backpressure: no card-level fan-out record free: never expected */
     uint64_t fanout_refused;        /* fan-out completions refused (stale, double, bad): bookkeeping errors */
     uint64_t subscribers_cut_off;   /* cut off by the slow policy's age bound (slow_cut_after, block_cut_after) */
 };

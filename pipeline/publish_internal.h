@@ -18,6 +18,7 @@
 #include <sys/uio.h>
 
 #include "common/cacheline.h"
+#include "common/counter.h"
 #include "net/publisher.h"
 #include "pipeline/sub_table.h"
 #include "pipeline/chunk_queue.h"
@@ -54,19 +55,6 @@ _Static_assert(RCI_MAX_PUBLISHER_THREADS <= 32u, "thread sets are 32-bit masks")
 static inline unsigned sub_id_thread(uint32_t id)
 {
     return (id >> SUB_THREAD_SHIFT) & ((1u << SUB_THREAD_BITS) - 1u);
-}
-
-/* Every counter here has one writer (a card's readout thread, or one
- * publisher thread): a plain add, no locked read-modify-write per chunk;
- * readers on other threads see whole values. */
-static inline void bump(_Atomic uint64_t *x, uint64_t n)
-{
-    atomic_store_explicit(x, atomic_load_explicit(x, memory_order_relaxed) + n, memory_order_relaxed);
-}
-
-static inline uint64_t get(const _Atomic uint64_t *x)
-{
-    return atomic_load_explicit(x, memory_order_relaxed);
 }
 
 struct sub_counters {
@@ -112,40 +100,46 @@ struct send_token {
     uint32_t next_free;
 };
 
-/* Totals a publisher thread changes, others read. */
+/* Totals a publisher thread changes, others read (single-writer counters,
+ * like every counter of this file: common/counter.h). */
 struct pub_totals {
-    _Atomic uint64_t no_subscriber, published, shares, sent, bytes_sent, dropped, failed,
-        unsent, blocked, overflow, table_errors, abandoned, cut_off;
+    rci_counter no_subscriber, published, shares, sent, bytes_sent, dropped, failed,
+        unsent, blocked, table_errors, abandoned, cut_off;
 };
 
-/* The chunks of one card for one publisher thread: an SPSC queue from the
- * card's readout thread, and beside it, by entry number, the key the entry's
- * shares give back when this thread is done with it (entry_key). With one
- * publisher thread that is the ring key; with several it is this thread's
- * share of the card-level fan-out record (rci_publish_card.fanout), whose last
- * share releases the ring key. The queue's enqueue (release) and dequeue
- * (acquire) order the entry_key writes; entry_key has room for the queue plus
- * one dequeued burst, so an entry is read before the sink can reuse it. */
+/* A lane's queue element: the chunk with the key its shares give back when
+ * this thread is done with it, and its subscribers on this thread. With one
+ * publisher thread the key is the ring key; with several it is this
+ * thread's share of the card-level fan-out record (rci_publish_card.fanout),
+ * whose last share releases the ring key. The subscribers are the sink's
+ * lookup (the only one per chunk), table ids with a generation: one that
+ * left before its share is sent is no longer found (sub_of_table_id). */
+struct lane_entry {
+    const struct rci_chunk *chunk;
+    uint64_t key;
+    uint32_t nsubs;
+    uint32_t subs[RCI_FANOUT_MAX_SENDS];
+};
+
+/* The chunks of one card for one publisher thread: an SPSC queue of
+ * lane_entry from the card's readout thread. */
 struct publish_lane {
     struct rci_publish_card *card;
     struct rci_chunk_queue *queue;
     struct rci_fanout *fanout;           /* this thread's shares of the lane's chunks */
-    uint64_t *entry_key;
-    uint64_t entry_mask;                /* entries of entry_key - 1 (a power of two) */
     /* Producer: the card's readout thread. */
-    alignas(RCI_CACHE_LINE) _Atomic uint64_t produced;   /* entries enqueued so far */
-    _Atomic uint64_t queue_full;        /* chunks offered again because this queue was full */
+    alignas(RCI_CACHE_LINE) rci_counter produced;   /* entries enqueued so far */
+    rci_counter queue_full;             /* times the sink stopped a burst because this queue was full */
     /* Consumer: the publisher thread. */
-    alignas(RCI_CACHE_LINE) uint64_t consumed;   /* entries dequeued so far */
-    const struct rci_chunk *batch[BURST];
-    uint64_t batch_key[BURST];
+    alignas(RCI_CACHE_LINE) struct lane_entry batch[BURST];
     unsigned batch_pos, batch_len;
     const struct rci_chunk *cur;         /* the chunk being sent, NULL: none */
-    uint64_t cur_key;                   /* what its shares give back (entry_key) */
+    uint64_t cur_key;                   /* what its shares give back */
     bool cur_begun;
     uint64_t cur_first;                 /* fan-out handle of share 0 */
     uint32_t cur_k, cur_next;           /* shares, next share to send */
     bool cur_buffered;                  /* its send mode, decided once when it is begun */
+    uint32_t cur_nsubs;                 /* its subscribers on this thread (lane_entry) */
     uint32_t cur_subs[RCI_FANOUT_MAX_SENDS];
 };
 
@@ -157,7 +151,7 @@ struct rci_publish_card {
      * thread it was queued to. NULL with one thread. */
     struct rci_fanout *fanout;
     /* Written by the card's readout thread. */
-    _Atomic uint64_t no_subscriber, dispatched, dispatch_errors, records_exhausted;
+    rci_counter no_subscriber, dispatched, dispatch_errors, records_exhausted, subscriber_overflow;
     struct publish_lane lanes[RCI_MAX_PUBLISHER_THREADS];
 };
 
@@ -183,7 +177,7 @@ struct publish_thread {
     uint32_t nsubs_max, next_slot;
     struct sub_record *departed;
     uint32_t ndeparted;
-    _Atomic uint64_t departed_untracked;
+    rci_counter departed_untracked;
     _Atomic unsigned subscribed, connected;
 
     struct send_token *tokens;

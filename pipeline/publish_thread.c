@@ -81,7 +81,7 @@ static void table_update(struct publish_thread *th, struct pub_sub *s, bool add,
     int rc = add ? rci_sub_table_add(table, s->table_id, first, last)
                  : rci_sub_table_remove(table, s->table_id, first, last);
     if (rc != 0) {
-        bump(&th->t.table_errors, 1);
+        rci_counter_add(&th->t.table_errors, 1);
         pl_warn(th->pb, "subscriber %s: subscription table %s of 0x%" PRIx64 "-0x%" PRIx64 " refused: %s",
                 s->name, add ? "add" : "remove", first, last, strerror(-rc));
     }
@@ -121,7 +121,7 @@ static void sub_sync_ranges(struct publish_thread *th, rci_peer_id peer)
     if (n > 0) {
         copy = malloc((size_t)n * sizeof *copy);
         if (!copy) {
-            bump(&th->t.table_errors, 1);
+            rci_counter_add(&th->t.table_errors, 1);
             pl_warn(th->pb, "subscriber %s: out of memory for its subscriptions", s->name);
             return;
         }
@@ -143,7 +143,7 @@ static void sub_sync_ranges(struct publish_thread *th, rci_peer_id peer)
 static void keep_departed(struct publish_thread *th, const struct pub_sub *s)
 {
     if (th->ndeparted == MAX_DEPARTED) {
-        bump(&th->departed_untracked, 1);
+        rci_counter_add(&th->departed_untracked, 1);
         return;
     }
     struct sub_record *r = &th->departed[th->ndeparted++];
@@ -161,7 +161,7 @@ static void sub_leave(struct publish_thread *th, rci_peer_id peer)
     int rc = rci_sub_table_remove_subscriber(th->pb->table, s->table_id);
     pthread_mutex_unlock(&th->pb->table_lock);
     if (rc != 0) {
-        bump(&th->t.table_errors, 1);
+        rci_counter_add(&th->t.table_errors, 1);
         pl_warn(th->pb, "subscriber %s: removing it from the table failed: %s", s->name, strerror(-rc));
     }
     pl_info(th->pb, "subscriber %s left%s: sent %" PRIu64 ", dropped %" PRIu64 " (by age %" PRIu64 ", by quota %" PRIu64
@@ -208,10 +208,10 @@ static void share_done(struct publish_lane *lane, unsigned i)
 static void count_share(struct publish_thread *th, struct pub_sub *s, uint64_t bytes, int status)
 {
     if (status == 0) {
-        bump(&th->t.sent, 1);
-        bump(&th->t.bytes_sent, bytes);
+        rci_counter_add(&th->t.sent, 1);
+        rci_counter_add(&th->t.bytes_sent, bytes);
     } else {
-        bump(&th->t.failed, 1);
+        rci_counter_add(&th->t.failed, 1);
     }
     if (!s)
         return;
@@ -368,18 +368,18 @@ static void share_not_sent(struct publish_thread *th, struct publish_lane *lane,
 {
     struct pub_sub *s = sub_of_table_id(th, lane->cur_subs[i]);
     if (why == -EAGAIN) {
-        bump(&th->t.dropped, 1);
+        rci_counter_add(&th->t.dropped, 1);
         if (s) {
             s->c.chunks_dropped++;
             s->c.dropped_by_age += th->behind == BEHIND_AGE;
             s->c.dropped_by_quota += th->behind == BEHIND_QUOTA;
         }
     } else if (why == -ENOTCONN) {
-        bump(&th->t.unsent, 1);
+        rci_counter_add(&th->t.unsent, 1);
         if (s)
             s->c.shares_unsent++;
     } else {
-        bump(&th->t.failed, 1);
+        rci_counter_add(&th->t.failed, 1);
         if (s) {
             s->c.chunks_failed++;
             pl_warn(th->pb, "subscriber %s: send refused: %s (%s)", s->name, strerror(-why),
@@ -416,7 +416,7 @@ static void cut_stalled(struct publish_thread *th, uint64_t now)
         s->cut = true;
         s->c.cut_off = 1;
         s->c.cut_off_age_ns = age;
-        bump(&th->t.cut_off, 1);
+        rci_counter_add(&th->t.cut_off, 1);
         pl_warn(th->pb, "subscriber %s cut off: its oldest share waited %.0f ms for the provider, more than "
                 "%s = %.0f ms (slow_policy = %s); sent %" PRIu64 ", dropped %" PRIu64 ", outstanding %u",
                 s->name, (double)age / 1e6, drop ? "slow_cut_after" : "block_cut_after",
@@ -454,31 +454,16 @@ static void log_new_refusals(struct publish_thread *th, uint64_t now)
     th->refusals_logged = st.connections_refused;
 }
 
-/* This thread's subscribers of the tag: the table holds every thread's. */
-static unsigned own_subscribers(struct publish_thread *th, uint64_t tag, uint32_t *out)
-{
-    uint32_t ids[RCI_FANOUT_MAX_SENDS];
-    unsigned found = rci_sub_table_lookup(th->pb->table, tag, ids, RCI_FANOUT_MAX_SENDS);
-    if (found > RCI_FANOUT_MAX_SENDS) {
-        bump(&th->t.overflow, 1);
-        found = RCI_FANOUT_MAX_SENDS;
-    }
-    unsigned k = 0;
-    for (unsigned i = 0; i < found; i++)
-        if (sub_id_thread(ids[i]) == th->index)
-            out[k++] = ids[i];
-    return k;
-}
-
-/* This thread's lookup defines the chunk's subscribers on it; the record of
- * k shares is taken before the first send. 1: given back at once (none of
- * ours), 0: begun, -EAGAIN: no fan-out record free (retry). */
+/* The sink's lookup gave the chunk's subscribers on this thread (one that
+ * left since is skipped at its send); the record of k shares is taken
+ * before the first send. 1: given back at once (none), 0: begun, -EAGAIN:
+ * no fan-out record free (retry). */
 static int begin_chunk(struct publish_thread *th, struct publish_lane *lane)
 {
     const struct rci_chunk *chunk = lane->cur;
-    unsigned k = own_subscribers(th, chunk->tag, lane->cur_subs);
+    unsigned k = lane->cur_nsubs;
     if (k == 0) {
-        bump(&th->t.no_subscriber, 1);
+        rci_counter_add(&th->t.no_subscriber, 1);
         rci_publish_lane_release(lane, lane->cur_key);
         return 1;
     }
@@ -488,8 +473,8 @@ static int begin_chunk(struct publish_thread *th, struct publish_lane *lane)
     lane->cur_buffered = use_buffered(th->pb, chunk);
     lane->cur_k = k;
     lane->cur_next = 0;
-    bump(&th->t.published, 1);
-    bump(&th->t.shares, k);
+    rci_counter_add(&th->t.published, 1);
+    rci_counter_add(&th->t.shares, k);
     return 0;
 }
 
@@ -521,16 +506,14 @@ static bool next_chunk(struct publish_lane *lane)
     if (lane->batch_pos == lane->batch_len) {
         lane->batch_len = rci_chunk_queue_dequeue(lane->queue, lane->batch, BURST);
         lane->batch_pos = 0;
-        /* Read now: once dequeued, the sink may refill the queue, but not
-         * reach these entry_key slots before another burst was dequeued. */
-        for (unsigned i = 0; i < lane->batch_len; i++)
-            lane->batch_key[i] = lane->entry_key[(lane->consumed + i) & lane->entry_mask];
-        lane->consumed += lane->batch_len;
         if (lane->batch_len == 0)
             return false;
     }
-    lane->cur_key = lane->batch_key[lane->batch_pos];
-    lane->cur = lane->batch[lane->batch_pos++];
+    const struct lane_entry *e = &lane->batch[lane->batch_pos++];
+    lane->cur_key = e->key;
+    lane->cur = e->chunk;
+    lane->cur_nsubs = e->nsubs;
+    memcpy(lane->cur_subs, e->subs, e->nsubs * sizeof e->subs[0]);
     lane->cur_begun = false;
     return true;
 }
@@ -544,7 +527,7 @@ static unsigned pump_lane(struct publish_thread *th, struct publish_lane *lane)
         if (!lane->cur && !next_chunk(lane))
             break;
         if (advance_chunk(th, lane) != 0) {
-            bump(&th->t.blocked, 1);
+            rci_counter_add(&th->t.blocked, 1);
             break;
         }
         lane->cur = NULL;
@@ -559,7 +542,7 @@ static void log_thread_stats(struct publish_thread *th, uint64_t now)
 {
     struct rci_pipeline *pb = th->pb;
     double dt = (double)(now - th->last_stats_ns) / 1e9;
-    uint64_t sent = get(&th->t.sent), bytes = get(&th->t.bytes_sent);
+    uint64_t sent = rci_counter_get(&th->t.sent), bytes = rci_counter_get(&th->t.bytes_sent);
     unsigned queued = 0;
     for (unsigned i = 0; i < pb->ncards; i++)
         queued += rci_chunk_queue_count(pb->cards[i].lanes[th->index].queue);
@@ -568,8 +551,8 @@ static void log_thread_stats(struct publish_thread *th, uint64_t now)
             " | queued %u blocked %" PRIu64,
             th->index, th->port, (double)(sent - th->last_sent_total) / dt / 1e6,
             (double)(bytes - th->last_bytes_total) / dt / 1e9, atomic_load(&th->subscribed), sent,
-            get(&th->t.dropped), get(&th->t.failed), get(&th->t.unsent), get(&th->t.no_subscriber), queued,
-            get(&th->t.blocked));
+            rci_counter_get(&th->t.dropped), rci_counter_get(&th->t.failed), rci_counter_get(&th->t.unsent), rci_counter_get(&th->t.no_subscriber), queued,
+            rci_counter_get(&th->t.blocked));
     th->last_sent_total = sent;
     th->last_bytes_total = bytes;
     for (uint32_t i = 0; i < th->nsubs_max; i++) {
@@ -597,11 +580,11 @@ static void abandon_queued(struct publish_thread *th, struct publish_lane *lane)
             continue;
         if (lane->cur_begun) {
             for (unsigned i = lane->cur_next; i < lane->cur_k; i++) {
-                bump(&th->t.unsent, 1);
+                rci_counter_add(&th->t.unsent, 1);
                 share_done(lane, i);
             }
         } else {
-            bump(&th->t.abandoned, 1);
+            rci_counter_add(&th->t.abandoned, 1);
             rci_publish_lane_release(lane, lane->cur_key);
         }
         lane->cur = NULL;
@@ -658,8 +641,8 @@ static void publisher_finish(struct publish_thread *th)
     rci_publisher_destroy(th->pub);
     th->pub = NULL;
     pl_info(th->pb, "publisher %u (port %u): %" PRIu64 " chunks sent, %" PRIu64 " dropped, %" PRIu64
-            " failed, %" PRIu64 " not sent", th->index, th->port, get(&th->t.sent), get(&th->t.dropped),
-            get(&th->t.failed), get(&th->t.unsent));
+            " failed, %" PRIu64 " not sent", th->index, th->port, rci_counter_get(&th->t.sent), rci_counter_get(&th->t.dropped),
+            rci_counter_get(&th->t.failed), rci_counter_get(&th->t.unsent));
 }
 
 void *rci_publish_thread_main(void *arg)

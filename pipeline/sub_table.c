@@ -1,7 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* sub_table.c — subscription table on liburcu (memb flavour): a cds_lfht of
  * immutable per-tag id arrays plus one RCU-published array of wide ranges.
- * See sub_table.h for the contract and the costs. */
+ * See sub_table.h for the contract and the costs.
+ *
+ * _LGPL_SOURCE: liburcu's read-side lock and unlock (and rcu_dereference)
+ * are inlined into rci_sub_table_lookup() instead of being calls into
+ * liburcu-memb, on the per-chunk path. liburcu allows it for LGPL-compatible
+ * code (BSD-3-Clause is); the library must still be linked (the Makefile's
+ * -lurcu-memb), and the inlined code follows the headers' version of
+ * liburcu's reader state, so this file must be built against headers of the
+ * installed library's major version (a distribution package does). Only
+ * this file defines it: nothing else of ours calls into liburcu per chunk. */
+#define _LGPL_SOURCE
 #include "pipeline/sub_table.h"
 
 #include <errno.h>

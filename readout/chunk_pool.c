@@ -103,6 +103,7 @@ struct rci_chunk_rec *rci_chunk_pool_get(struct rci_chunk_pool *pool)
     rec->chunk.flags = 0;
     rec->chunk.length = 0;
     rec->chunk.npieces = 0;
+    rec->refused_in_sink = false;
     return rec;
 }
 

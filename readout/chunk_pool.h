@@ -14,6 +14,7 @@
 #ifndef RCI_CHUNK_POOL_H
 #define RCI_CHUNK_POOL_H
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <urcu/compiler.h>
@@ -25,6 +26,7 @@ struct rci_chunk_rec {
     _Atomic uint64_t live_key;      /* key while handed to the sink, else 0 */
     uint32_t gen;                   /* decoder only */
     uint32_t index;
+    bool refused_in_sink;           /* decoder only: rci_readout_refuse() during the offer */
     struct rci_chunk chunk;          /* chunk.pieces -> this record's piece slots */
 };
 

@@ -9,7 +9,9 @@
  * dropped when that record is discarded or released. The last drop gives the
  * block back to the ring.
  *
- * A stall (no free record, or the sink said -EAGAIN) leaves the decoder in a
+ * Complete chunks are held and handed to the sink in bursts (readout.h).
+ *
+ * A stall (no free record, or the sink took less than a burst) leaves the decoder in a
  * state it resumes from on the next pass: every step below either completes
  * or changes nothing it would redo.
  */
@@ -20,7 +22,8 @@
 #include "readout/readout_internal.h"
 
 enum step { STEP_DONE, STEP_STALL };
-enum offer_result { OFFER_ACCEPTED, OFFER_DROPPED, OFFER_AGAIN };
+
+static bool offer_burst(struct rci_readout *r);
 
 /* ---- block references ------------------------------------------------- */
 
@@ -54,7 +57,7 @@ uint64_t rci_readout_in_flight(const struct rci_readout *r)
     /* releases first (acquire): every release counted there was of a chunk
      * whose acceptance the decoder had already counted. */
     uint64_t released = atomic_load_explicit(&r->shared.releases, memory_order_acquire);
-    return RCI_STAT_GET(r->st.accepted) - RCI_STAT_GET(r->st.releases_local) - released;
+    return rci_counter_get(&r->st.accepted) - rci_counter_get(&r->st.releases_local) - released;
 }
 
 /* Decoder thread: a record the sink never kept goes back to the pool with
@@ -76,13 +79,13 @@ void rci_readout_release(struct rci_readout *r, uint64_t key)
 {
     struct rci_chunk_rec *rec = rci_chunk_pool_claim(&r->pool, key);
     if (!rec) {
-        atomic_fetch_add_explicit(&r->shared.bad_releases, 1, memory_order_relaxed);
+        rci_shared_counter_add(&r->shared.bad_releases, 1);
         return;
     }
     drop_piece_refs(r, &rec->chunk);
     if (decoding_here == r) {
         rci_chunk_pool_put_local(&r->pool, rec);
-        RCI_STAT_ADD(r->st.releases_local, 1);
+        rci_counter_add(&r->st.releases_local, 1);
         return;
     }
     rci_chunk_pool_put(&r->pool, rec);
@@ -91,22 +94,54 @@ void rci_readout_release(struct rci_readout *r, uint64_t key)
     atomic_fetch_add_explicit(&r->shared.releases, 1, memory_order_release);
 }
 
+void rci_readout_refuse(struct rci_readout *r, uint64_t key)
+{
+    struct rci_chunk_rec *rec = rci_chunk_pool_claim(&r->pool, key);
+    if (!rec) {
+        rci_shared_counter_add(&r->shared.bad_releases, 1);
+        return;
+    }
+    rci_shared_counter_add(&r->shared.sink_errors, 1);
+    drop_piece_refs(r, &rec->chunk);
+    if (decoding_here == r) {   /* inside the sink call: offer_burst() sees the mark */
+        rec->refused_in_sink = true;
+        rci_chunk_pool_put_local(&r->pool, rec);
+        rci_counter_add(&r->st.releases_local, 1);
+        return;
+    }
+    rci_chunk_pool_put(&r->pool, rec);
+    atomic_fetch_add_explicit(&r->shared.releases, 1, memory_order_release);
+}
+
+unsigned rci_readout_sink_each(struct rci_readout *r, rci_chunk_fn fn, void *ctx,
+                               const struct rci_chunk *const *chunks, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++) {
+        int rc = fn(ctx, chunks[i]);
+        if (rc == -EAGAIN)
+            return i;
+        if (rc != 0)
+            rci_readout_refuse(r, chunks[i]->key);
+    }
+    return n;
+}
+
 /* ---- chunk records -------------------------------------------------------- */
 
 static void note_bad_block(struct rci_readout *r, uint64_t pos, enum rci_readout_bad_kind kind)
 {
-    RCI_STAT_SET(r->st.last_bad_pos, pos);
-    RCI_STAT_SET(r->st.last_bad_kind, (uint64_t)kind);
+    rci_counter_set(&r->st.last_bad_pos, pos);
+    rci_counter_set(&r->st.last_bad_kind, (uint64_t)kind);
 }
 
 /* Drop the e-link's open chunk (if any), counting it in *counter. */
-static void drop_open(struct rci_readout *r, struct rci_elink_state *e, uint64_t *counter)
+static void drop_open(struct rci_readout *r, struct rci_elink_state *e, rci_counter *counter)
 {
     if (!e->open)
         return;
     discard_rec(r, e->open);
     e->open = NULL;
-    RCI_STAT_ADD(*counter, 1);
+    rci_counter_add(counter, 1);
 }
 
 /* Every record is an open chunk waiting for blocks we cannot reach: without
@@ -126,6 +161,15 @@ static void drop_all_open(struct rci_readout *r)
 static struct rci_chunk_rec *get_record(struct rci_readout *r)
 {
     struct rci_chunk_rec *rec = rci_chunk_pool_get(&r->pool);
+    if (!rec && r->nburst > 0) {
+        /* The held burst may hold the records: hand it on first (a sink that
+         * is done at once gives them straight back). While the sink leaves
+         * some, they are neither open nor in flight: wait for it. */
+        if (offer_burst(r))
+            rec = rci_chunk_pool_get(&r->pool);
+        else
+            goto empty;
+    }
     if (!rec && rci_readout_in_flight(r) == 0) {
         /* A release may have put its record back just before it counted
          * itself: look once more before concluding that only open chunks
@@ -137,12 +181,13 @@ static struct rci_chunk_rec *get_record(struct rci_readout *r)
         }
     }
     if (!rec) {
+empty:
         if (r->pool_empty_since == 0)
             r->pool_empty_since = rci_now_ns();
         return NULL;
     }
     if (r->pool_empty_since != 0) {
-        RCI_STAT_ADD(r->st.pool_empty_ns, rci_now_ns() - r->pool_empty_since);
+        rci_counter_add(&r->st.pool_empty_ns, rci_now_ns() - r->pool_empty_since);
         r->pool_empty_since = 0;
     }
     return rec;
@@ -176,64 +221,103 @@ static bool add_piece(struct rci_readout *r, struct rci_chunk_rec *rec, const st
 
 static void count_chunk(struct rci_readout *r, unsigned elink, uint32_t length, uint32_t flags)
 {
-    struct rci_elink_stats *s = &r->elink_stats[elink];
-    RCI_STAT_ADD(s->chunks, 1);
-    RCI_STAT_ADD(s->bytes, length);
+    struct rci_elink_counters *s = &r->elink_stats[elink];
+    rci_counter_add(&s->chunks, 1);
+    rci_counter_add(&s->bytes, length);
     if (flags & RCI_CHUNK_TRUNCATED)
-        RCI_STAT_ADD(s->err_truncated, 1);
+        rci_counter_add(&s->err_truncated, 1);
     if (flags & RCI_CHUNK_ERROR)
-        RCI_STAT_ADD(s->err_flag, 1);
+        rci_counter_add(&s->err_flag, 1);
     if (flags & RCI_CHUNK_CRC_ERROR)
-        RCI_STAT_ADD(s->err_crc, 1);
+        rci_counter_add(&s->err_crc, 1);
     if (flags & RCI_CHUNK_BUSY)
-        RCI_STAT_ADD(s->err_busy, 1);
+        rci_counter_add(&s->err_busy, 1);
 }
 
-/* Take a refused chunk back from the live state; false if the sink released
- * it anyway (then the release already returned the record). */
+/* Take a chunk the sink did not take back from the live state; false if
+ * the sink released it anyway (then the release already returned the
+ * record). */
 static bool take_back(struct rci_readout *r, struct rci_chunk_rec *rec)
 {
     uint64_t expected = rec->chunk.key;
     if (!atomic_compare_exchange_strong_explicit(&rec->live_key, &expected, 0,
                                                  memory_order_acq_rel, memory_order_relaxed))
         return false;
-    RCI_STAT_SET(r->st.accepted, r->st.accepted - 1);
+    rci_counter_set(&r->st.accepted, rci_counter_get(&r->st.accepted) - 1);
     return true;
 }
 
-static enum offer_result offer(struct rci_readout *r, struct rci_chunk_rec *rec)
-{
-    /* Copied first: once accepted, the chunk may be released at any moment. */
-    unsigned elink = rec->chunk.elink;
-    uint32_t length = rec->chunk.length, flags = rec->chunk.flags;
+/* What count_chunk() needs of a chunk, copied before the offer: once taken,
+ * the chunk may be released (and its record reused) at any moment. */
+struct offered {
+    uint32_t elink, length, flags;
+};
 
-    /* Counted before the key is live: a release (perhaps from inside the
+/* Count what the sink took; keep what it left, in order, at the front of
+ * the burst. */
+static void settle_offer(struct rci_readout *r, const struct offered *o, unsigned n, unsigned took)
+{
+    for (unsigned i = 0; i < took; i++) {
+        struct rci_chunk_rec *rec = r->burst[i];
+        if (rec->refused_in_sink) {   /* handed back inside the call: not decoded */
+            rec->refused_in_sink = false;
+            continue;
+        }
+        count_chunk(r, o[i].elink, o[i].length, o[i].flags);
+        r->pass_emitted++;
+    }
+    unsigned kept = 0;
+    for (unsigned i = took; i < n; i++) {
+        struct rci_chunk_rec *rec = r->burst[i];
+        if (take_back(r, rec))
+            r->burst[kept++] = rec;
+        else   /* released although not taken: it is gone */
+            rci_shared_counter_add(&r->shared.sink_errors, 1);
+    }
+    r->nburst = kept;
+}
+
+/* Offer the held burst to the sink. True when the sink took all of it. */
+static bool offer_burst(struct rci_readout *r)
+{
+    unsigned n = r->nburst;
+    if (n == 0)
+        return true;
+    const struct rci_chunk *chunks[RCI_READOUT_BURST];
+    struct offered o[RCI_READOUT_BURST];
+    for (unsigned i = 0; i < n; i++) {
+        const struct rci_chunk *c = &r->burst[i]->chunk;
+        chunks[i] = c;
+        o[i] = (struct offered){.elink = c->elink, .length = c->length, .flags = c->flags};
+    }
+    /* Counted before the keys are live: a release (perhaps from inside the
      * sink) is then never seen before its acceptance. */
-    RCI_STAT_ADD(r->st.accepted, 1);
-    rci_chunk_rec_make_live(rec);
-    int rc = r->sink(r->sink_ctx, &rec->chunk);
-    if (rc == 0) {
-        count_chunk(r, elink, length, flags);
-        return OFFER_ACCEPTED;
-    }
-    bool reclaimed = take_back(r, rec);
-    if (rc == -EAGAIN && reclaimed) {
-        RCI_STAT_ADD(r->st.sink_again, 1);
-        r->pending = rec;
-        return OFFER_AGAIN;
-    }
-    /* Refused for good, or released although refused: either way it is gone. */
-    RCI_STAT_ADD(r->st.sink_errors, 1);
-    if (reclaimed)
-        discard_rec(r, rec);
-    return OFFER_DROPPED;
+    rci_counter_add(&r->st.accepted, n);
+    for (unsigned i = 0; i < n; i++)
+        rci_chunk_rec_make_live(r->burst[i]);
+    unsigned took = r->sink(r->sink_ctx, chunks, n);
+    if (took > n)   /* a sink bug: it cannot take more than it was given */
+        took = n;
+    settle_offer(r, o, n, took);
+    if (took == n)
+        return true;
+    rci_counter_add(&r->st.sink_again, 1);
+    return false;
+}
+
+/* A chunk is complete: hold it for the next burst. False when the burst was
+ * full and the sink did not take all of it (the decoder stalls). */
+static bool hold(struct rci_readout *r, struct rci_chunk_rec *rec)
+{
+    r->burst[r->nburst++] = rec;
+    return r->nburst < RCI_READOUT_BURST || offer_burst(r);
 }
 
 /* ---- subchunks ------------------------------------------------------------ */
 
 /* WHOLE or FIRST: a new chunk begins; whatever was open never got its LAST. */
 static enum step start_chunk(struct rci_readout *r, struct rci_elink_state *e,
-                             struct rci_elink_stats *s, const struct rci_subchunk *sc,
+                             struct rci_elink_counters *s, const struct rci_subchunk *sc,
                              struct rci_chunk_rec **ready)
 {
     bool whole = sc->type == FELIX_SUB_WHOLE;
@@ -243,13 +327,13 @@ static enum step start_chunk(struct rci_readout *r, struct rci_elink_state *e,
          * or this trailer is corrupt (a LAST read as WHOLE would deliver a
          * chunk's tail as a chunk). Neither can be trusted: drop both. */
         drop_open(r, e, &s->chunks_incomplete);
-        RCI_STAT_ADD(s->err_bad_start, 1);
+        rci_counter_add(&s->err_bad_start, 1);
         e->skipping = !whole;
         return STEP_DONE;
     }
     e->skipping = false;
     if (sc->len > r->p.max_chunk_size) {
-        RCI_STAT_ADD(s->err_oversize, 1);
+        rci_counter_add(&s->err_oversize, 1);
         e->skipping = !whole;
         return STEP_DONE;
     }
@@ -268,7 +352,7 @@ static enum step start_chunk(struct rci_readout *r, struct rci_elink_state *e,
 
 /* MIDDLE or LAST: extend the open chunk; LAST completes it. */
 static void continue_chunk(struct rci_readout *r, struct rci_elink_state *e,
-                           struct rci_elink_stats *s, const struct rci_subchunk *sc,
+                           struct rci_elink_counters *s, const struct rci_subchunk *sc,
                            struct rci_chunk_rec **ready)
 {
     bool last = sc->type == FELIX_SUB_LAST;
@@ -277,7 +361,7 @@ static void continue_chunk(struct rci_readout *r, struct rci_elink_state *e,
         return;
     }
     if (!e->open) {
-        RCI_STAT_ADD(s->err_orphan, 1);
+        rci_counter_add(&s->err_orphan, 1);
         return;
     }
     if (!add_piece(r, e->open, sc)) {
@@ -295,7 +379,7 @@ static enum step handle_subchunk(struct rci_readout *r, const struct rci_subchun
                                  struct rci_chunk_rec **ready)
 {
     struct rci_elink_state *e = &r->elinks[r->cur.elink];
-    struct rci_elink_stats *s = &r->elink_stats[r->cur.elink];
+    struct rci_elink_counters *s = &r->elink_stats[r->cur.elink];
     switch (sc->type) {
     case FELIX_SUB_WHOLE:
     case FELIX_SUB_FIRST:
@@ -305,31 +389,27 @@ static enum step handle_subchunk(struct rci_readout *r, const struct rci_subchun
         continue_chunk(r, e, s, sc, ready);
         return STEP_DONE;
     case FELIX_SUB_TIMEOUT:
-        RCI_STAT_ADD(s->timeouts, 1);
+        rci_counter_add(&s->timeouts, 1);
         return STEP_DONE;
     case FELIX_SUB_OOB:
-        RCI_STAT_ADD(s->oob, 1);
+        rci_counter_add(&s->oob, 1);
         return STEP_DONE;
     default:   /* FELIX_SUB_RESERVED; NULL trailers never reach here */
-        RCI_STAT_ADD(s->reserved, 1);
+        rci_counter_add(&s->reserved, 1);
         return STEP_DONE;
     }
 }
 
-/* Handle the current block's remaining subchunks; *emitted counts accepted chunks. */
-static enum step continue_block(struct rci_readout *r, unsigned *emitted)
+/* Handle the current block's remaining subchunks. */
+static enum step continue_block(struct rci_readout *r)
 {
     while (r->cur.next < r->subs_cap) {
         struct rci_chunk_rec *ready = NULL;
         if (handle_subchunk(r, &r->subs[r->cur.next], &ready) == STEP_STALL)
             return STEP_STALL;
         r->cur.next++;
-        if (ready) {
-            enum offer_result res = offer(r, ready);
-            if (res == OFFER_AGAIN)
-                return STEP_STALL;
-            *emitted += res == OFFER_ACCEPTED;
-        }
+        if (ready && !hold(r, ready))
+            return STEP_STALL;
     }
     r->cur.active = false;
     finish_block_refs(r, r->cur.block, r->cur.pieces);
@@ -338,24 +418,24 @@ static enum step continue_block(struct rci_readout *r, unsigned *emitted)
 
 /* ---- blocks --------------------------------------------------------------- */
 
-static void count_malformed(struct rci_elink_stats *s, enum rci_readout_bad_kind bad)
+static void count_malformed(struct rci_elink_counters *s, enum rci_readout_bad_kind bad)
 {
     switch (bad) {
-    case RCI_BAD_NULL_TRAILER: RCI_STAT_ADD(s->malformed_null, 1); break;
-    case RCI_BAD_TYPE_ORDER: RCI_STAT_ADD(s->malformed_order, 1); break;
-    case RCI_BAD_PADDING: RCI_STAT_ADD(s->malformed_padding, 1); break;
-    case RCI_BAD_SPLIT: RCI_STAT_ADD(s->malformed_split, 1); break;
-    default: RCI_STAT_ADD(s->malformed_length, 1); break;
+    case RCI_BAD_NULL_TRAILER: rci_counter_add(&s->malformed_null, 1); break;
+    case RCI_BAD_TYPE_ORDER: rci_counter_add(&s->malformed_order, 1); break;
+    case RCI_BAD_PADDING: rci_counter_add(&s->malformed_padding, 1); break;
+    case RCI_BAD_SPLIT: rci_counter_add(&s->malformed_split, 1); break;
+    default: rci_counter_add(&s->malformed_length, 1); break;
     }
 }
 
 static void check_sequence(struct rci_readout *r, struct rci_elink_state *e,
-                           struct rci_elink_stats *s, unsigned seq)
+                           struct rci_elink_counters *s, unsigned seq)
 {
     if (e->seen) {
         unsigned missing = (seq - e->expected_seq) % FELIX_SEQ_MOD;
         if (missing != 0) {
-            RCI_STAT_ADD(s->err_seq_gap, missing);
+            rci_counter_add(&s->err_seq_gap, missing);
             drop_open(r, e, &s->chunks_dropped_gap);
             e->skipping = false;   /* what follows the gap cannot be matched */
         }
@@ -383,10 +463,10 @@ static bool continues_open(const struct rci_readout *r, unsigned first)
  * were corrupted into timeout, reserved or out-of-band): the chunk cannot be
  * completed correctly. */
 static void drop_discontinued(struct rci_readout *r, struct rci_elink_state *e,
-                              struct rci_elink_stats *s)
+                              struct rci_elink_counters *s)
 {
     drop_open(r, e, &s->chunks_incomplete);
-    RCI_STAT_ADD(s->err_bad_start, 1);
+    rci_counter_add(&s->err_bad_start, 1);
     e->skipping = true;                 /* what is left of it must not become orphans */
 }
 
@@ -399,33 +479,33 @@ static bool begin_block(struct rci_readout *r)
     uint32_t bs = r->p.block_size;
     if (rci_dma_ring_take(r->ring, bs, &span, &ring_key) != 0)
         return false;
-    uint64_t pos = r->st.taken;
+    uint64_t pos = atomic_load_explicit(&r->st.taken, memory_order_relaxed);
     uint32_t block = (uint32_t)(span.piece[0].offset / bs);
     atomic_store_explicit(&r->blocks[block].refs, RCI_BLOCK_BIAS, memory_order_relaxed);
     r->blocks[block].ring_key = ring_key;
     /* Busy before taken moves, so rci_readout_drained() never sees the taken
      * block as done while it is being decoded. */
-    RCI_STAT_SET(r->st.pending_or_active, 1);
-    __atomic_store_n(&r->st.taken, pos + bs, __ATOMIC_RELEASE);
+    rci_counter_set(&r->st.pending_or_active, 1);
+    atomic_store_explicit(&r->st.taken, pos + bs, memory_order_release);
 
     const uint8_t *blk = r->ring_base + span.piece[0].offset;
     struct rci_block_header h;
     enum rci_readout_bad_kind bad = rci_block_parse_header(blk, bs, &h);
     if (bad != RCI_BAD_NONE) {
-        RCI_STAT_ADD(r->st.bad_header, 1);
+        rci_counter_add(&r->st.bad_header, 1);
         note_bad_block(r, pos, bad);
         finish_block_refs(r, block, 0);
         return true;
     }
     struct rci_elink_state *e = &r->elinks[h.elink];
-    struct rci_elink_stats *s = &r->elink_stats[h.elink];
-    RCI_STAT_ADD(s->blocks, 1);
+    struct rci_elink_counters *s = &r->elink_stats[h.elink];
+    rci_counter_add(&s->blocks, 1);
     check_sequence(r, e, s, h.seq);
 
     unsigned first;
     bad = rci_block_parse_subchunks(blk, bs, h.trailer_bytes, r->subs, r->subs_cap, &first);
     if (bad != RCI_BAD_NONE) {
-        RCI_STAT_ADD(s->err_malformed, 1);
+        rci_counter_add(&s->err_malformed, 1);
         count_malformed(s, bad);
         note_bad_block(r, pos, bad);
         drop_open(r, e, &s->chunks_incomplete);
@@ -495,8 +575,8 @@ static bool spill_open(struct rci_readout *r, unsigned elink, struct rci_chunk_r
     drop_piece_refs(r, c);
     pcs[0] = (struct rci_piece){ .addr = slot, .len = c->length, .ring_offset = RCI_PIECE_SPILLED };
     c->npieces = 1;
-    RCI_STAT_ADD(r->elink_stats[elink].chunks_spilled, 1);
-    RCI_STAT_ADD(r->st.bytes_spilled, c->length);
+    rci_counter_add(&r->elink_stats[elink].chunks_spilled, 1);
+    rci_counter_add(&r->st.bytes_spilled, c->length);
     return true;
 }
 
@@ -548,7 +628,7 @@ void rci_readout_cut_open_chunks(struct rci_readout *r)
         struct rci_elink_state *e = &r->elinks[i];
         if (!e->open)
             continue;
-        RCI_STAT_ADD(r->st.bytes_cut_at_stop, e->open->chunk.length);
+        rci_counter_add(&r->st.bytes_cut_at_stop, e->open->chunk.length);
         e->skipping = true;
         drop_open(r, e, &r->st.chunks_cut_at_stop);
     }
@@ -558,45 +638,45 @@ void rci_readout_cut_open_chunks(struct rci_readout *r)
 
 unsigned rci_readout_decode_pass(struct rci_readout *r, bool *took_blocks, bool *more)
 {
-    unsigned emitted = 0;
     /* Bounded so that the read pointer moves (and the card can write again)
      * while a large backlog is decoded. */
     uint64_t budget = r->ring_size / 4 > r->p.block_size ? r->ring_size / 4 : r->p.block_size;
-    uint64_t start = r->st.taken;
+    uint64_t start = atomic_load_explicit(&r->st.taken, memory_order_relaxed);
     *took_blocks = false;
     *more = false;
-    RCI_STAT_SET(r->st.written_seen, rci_dma_ring_written_pos(r->ring));
+    r->pass_emitted = 0;
+    rci_counter_set(&r->st.written_seen, rci_dma_ring_written_pos(r->ring));
     decoding_here = r;
 
-    if (r->pending) {
-        struct rci_chunk_rec *rec = r->pending;
-        r->pending = NULL;
-        enum offer_result res = offer(r, rec);
-        if (res == OFFER_AGAIN)
-            goto out;
-        emitted += res == OFFER_ACCEPTED;
-    }
+    /* What the sink left last time goes first; while it leaves some, nothing
+     * new is decoded. */
+    if (!offer_burst(r))
+        goto out;
     for (;;) {
         if (!r->cur.active) {
-            if (r->st.taken - start >= budget) {
+            if (atomic_load_explicit(&r->st.taken, memory_order_relaxed) - start >= budget) {
                 *more = true;
                 break;
             }
             if (!begin_block(r)) {
-                unblock_full_ring(r);
-                break;
+                /* Held chunks hold blocks too: only with none held can open
+                 * chunks alone be what fills the ring. */
+                if (offer_burst(r))
+                    unblock_full_ring(r);
+                goto out;
             }
             *took_blocks = true;
             if (!r->cur.active)
                 continue;
         }
-        if (continue_block(r, &emitted) == STEP_STALL)
-            break;
+        if (continue_block(r) == STEP_STALL)
+            goto out;   /* the held burst was just offered, or the pool is empty */
     }
+    (void)offer_burst(r);
 out:
     decoding_here = NULL;
-    RCI_STAT_SET(r->st.pending_or_active, (uint64_t)(r->cur.active || r->pending));
-    return emitted;
+    rci_counter_set(&r->st.pending_or_active, (uint64_t)(r->cur.active || r->nburst > 0));
+    return r->pass_emitted;
 }
 
 void rci_readout_update_read(struct rci_readout *r, bool idle, bool force)
@@ -608,11 +688,11 @@ void rci_readout_update_read(struct rci_readout *r, bool idle, bool force)
      * the card starved: write when idle or once the card sees the ring more
      * than half full. */
     bool batch_full = read - r->rd_sent >= r->p.rd_update_bytes;
-    bool card_half_full = r->st.written_seen - r->rd_sent > r->ring_size / 2;
+    bool card_half_full = rci_counter_get(&r->st.written_seen) - r->rd_sent > r->ring_size / 2;
     if (force || idle || batch_full || card_half_full) {
         rci_wupper_dma_set_read(&r->dma, read);
         r->rd_sent = read;
-        RCI_STAT_ADD(r->st.rd_writes, 1);
+        rci_counter_add(&r->st.rd_writes, 1);
     }
 }
 

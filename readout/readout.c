@@ -11,14 +11,6 @@
 #include "readout/readout_internal.h"
 #include "common/cpus.h"
 
-/* Every field of struct rci_elink_stats, for copying and summing. */
-#define RCI_ELINK_STAT_FIELDS(X)                                                      \
-    X(blocks) X(chunks) X(bytes) X(err_truncated) X(err_crc) X(err_flag) X(err_busy) \
-    X(err_malformed) X(err_seq_gap) X(err_oversize) X(err_orphan)                    \
-    X(chunks_dropped_gap) X(chunks_incomplete) X(timeouts) X(oob) X(reserved)         \
-    X(chunks_spilled) X(chunks_dropped_pool) X(chunks_dropped_ring)                  \
-    X(malformed_length) X(malformed_null) X(malformed_order) X(malformed_padding)    \
-    X(malformed_split) X(err_bad_start)
 #define RCI_COUNT_FIELD(f) +1
 _Static_assert(sizeof(struct rci_elink_stats) ==
                    (0 RCI_ELINK_STAT_FIELDS(RCI_COUNT_FIELD)) * sizeof(uint64_t),
@@ -132,9 +124,8 @@ int rci_readout_create(const struct rci_card_params *p, struct rci_dma_ring *rin
     atomic_init(&r->loop_iter, 0);
     atomic_init(&r->drained_iter, 0);
     atomic_init(&r->shared.releases, 0);
-    atomic_init(&r->shared.bad_releases, 0);
-    r->st.taken = rci_dma_ring_taken_pos(ring);
-    r->st.written_seen = rci_dma_ring_written_pos(ring);
+    atomic_init(&r->st.taken, rci_dma_ring_taken_pos(ring));
+    rci_counter_set(&r->st.written_seen, rci_dma_ring_written_pos(ring));
     rc = allocate_tables(r, err, errlen);
     if (rc != 0) {
         rci_readout_destroy(r);
@@ -163,15 +154,15 @@ void rci_readout_destroy(struct rci_readout *r)
 bool rci_readout_drained(const struct rci_readout *r)
 {
     /* taken first (acquire): it is stored after the busy flag is set. */
-    uint64_t taken = __atomic_load_n(&r->st.taken, __ATOMIC_ACQUIRE);
-    uint64_t written = RCI_STAT_GET(r->st.written_seen);
-    bool busy = RCI_STAT_GET(r->st.pending_or_active) != 0;
+    uint64_t taken = atomic_load_explicit(&r->st.taken, memory_order_acquire);
+    uint64_t written = rci_counter_get(&r->st.written_seen);
+    bool busy = rci_counter_get(&r->st.pending_or_active) != 0;
     return written - taken < r->p.block_size && !busy && rci_readout_in_flight(r) == 0;
 }
 
-static void copy_elink_stats(const struct rci_elink_stats *src, struct rci_elink_stats *dst)
+static void copy_elink_stats(const struct rci_elink_counters *src, struct rci_elink_stats *dst)
 {
-#define RCI_COPY_FIELD(f) dst->f = RCI_STAT_GET(src->f);
+#define RCI_COPY_FIELD(f) dst->f = rci_counter_get(&src->f);
     RCI_ELINK_STAT_FIELDS(RCI_COPY_FIELD)
 #undef RCI_COPY_FIELD
 }
@@ -192,7 +183,7 @@ void rci_readout_get_stats(const struct rci_readout *r, struct rci_readout_stats
     }
     *s = (struct rci_readout_stats){
         .blocks = sum.blocks, .chunks = sum.chunks, .bytes = sum.bytes,
-        .bad_header = RCI_STAT_GET(r->st.bad_header),
+        .bad_header = rci_counter_get(&r->st.bad_header),
         .err_malformed = sum.err_malformed, .err_seq_gap = sum.err_seq_gap,
         .err_oversize = sum.err_oversize, .err_orphan = sum.err_orphan,
         .malformed_length = sum.malformed_length, .malformed_null = sum.malformed_null,
@@ -203,25 +194,25 @@ void rci_readout_get_stats(const struct rci_readout *r, struct rci_readout_stats
         .chunks_truncated = sum.err_truncated, .chunks_error = sum.err_flag,
         .chunks_crc = sum.err_crc, .chunks_busy = sum.err_busy,
         .releases = atomic_load_explicit(&r->shared.releases, memory_order_relaxed) +
-                    RCI_STAT_GET(r->st.releases_local),
-        .bad_releases = atomic_load_explicit(&r->shared.bad_releases, memory_order_relaxed),
+                    rci_counter_get(&r->st.releases_local),
+        .bad_releases = rci_shared_counter_get(&r->shared.bad_releases),
         .chunks_in_flight = rci_readout_in_flight(r),
-        .sink_again = RCI_STAT_GET(r->st.sink_again),
-        .sink_errors = RCI_STAT_GET(r->st.sink_errors),
+        .sink_again = rci_counter_get(&r->st.sink_again),
+        .sink_errors = rci_shared_counter_get(&r->shared.sink_errors),
         .chunks_dropped_pool = sum.chunks_dropped_pool,
         .chunks_dropped_ring = sum.chunks_dropped_ring,
         .chunks_spilled = sum.chunks_spilled,
-        .bytes_spilled = RCI_STAT_GET(r->st.bytes_spilled),
-        .chunks_cut_at_stop = RCI_STAT_GET(r->st.chunks_cut_at_stop),
-        .bytes_cut_at_stop = RCI_STAT_GET(r->st.bytes_cut_at_stop),
-        .pool_empty_ns = RCI_STAT_GET(r->st.pool_empty_ns),
-        .polls = RCI_STAT_GET(r->st.polls), .sleeps = RCI_STAT_GET(r->st.sleeps),
-        .irq_waits = RCI_STAT_GET(r->st.irq_waits), .interrupts = RCI_STAT_GET(r->st.interrupts),
-        .rd_writes = RCI_STAT_GET(r->st.rd_writes),
-        .card_bad_status = RCI_STAT_GET(r->st.card_bad_status),
-        .card_status_lagging = RCI_STAT_GET(r->st.card_status_lagging),
-        .last_bad_pos = RCI_STAT_GET(r->st.last_bad_pos),
-        .last_bad_kind = (enum rci_readout_bad_kind)RCI_STAT_GET(r->st.last_bad_kind),
+        .bytes_spilled = rci_counter_get(&r->st.bytes_spilled),
+        .chunks_cut_at_stop = rci_counter_get(&r->st.chunks_cut_at_stop),
+        .bytes_cut_at_stop = rci_counter_get(&r->st.bytes_cut_at_stop),
+        .pool_empty_ns = rci_counter_get(&r->st.pool_empty_ns),
+        .polls = rci_counter_get(&r->st.polls), .sleeps = rci_counter_get(&r->st.sleeps),
+        .irq_waits = rci_counter_get(&r->st.irq_waits), .interrupts = rci_counter_get(&r->st.interrupts),
+        .rd_writes = rci_counter_get(&r->st.rd_writes),
+        .card_bad_status = rci_counter_get(&r->st.card_bad_status),
+        .card_status_lagging = rci_counter_get(&r->st.card_status_lagging),
+        .last_bad_pos = rci_counter_get(&r->st.last_bad_pos),
+        .last_bad_kind = (enum rci_readout_bad_kind)rci_counter_get(&r->st.last_bad_kind),
     };
 }
 
@@ -231,17 +222,15 @@ void rci_readout_spill_area(const struct rci_readout *r, void **addr, size_t *le
     *len = r->spill_bytes;
 }
 
-const struct rci_elink_stats *rci_readout_elink_stats(const struct rci_readout *r, unsigned elink)
+bool rci_readout_elink_seen(const struct rci_readout *r, unsigned elink)
 {
-    if (elink >= RCI_READOUT_MAX_ELINKS || RCI_STAT_GET(r->elink_stats[elink].blocks) == 0)
-        return NULL;
-    return &r->elink_stats[elink];
+    return elink < RCI_READOUT_MAX_ELINKS && rci_counter_get(&r->elink_stats[elink].blocks) != 0;
 }
 
 int rci_readout_get_elink_stats(const struct rci_readout *r, unsigned elink,
                                struct rci_elink_stats *out)
 {
-    if (!rci_readout_elink_stats(r, elink))
+    if (!rci_readout_elink_seen(r, elink))
         return -ENOENT;
     copy_elink_stats(&r->elink_stats[elink], out);
     return 0;

@@ -23,14 +23,25 @@
 #include "readout/card_params.h"
 #include "readout/chunk.h"
 
-/* The sink takes a chunk: returns 0 (accepted: it will release the key) or
- * -EAGAIN (not now: the same chunk is offered again later; backpressure).
- * Any other return value refuses the chunk for good: it is dropped and
- * counted in sink_errors. The sink may release the key before it returns. */
-typedef int (*rci_chunk_sink_fn)(void *ctx, const struct rci_chunk *chunk);
+/* The sink takes a burst (DPDK's burst style): chunks[0..n-1] in decode
+ * order, 1 <= n <= RCI_READOUT_BURST. It returns how many it took: the first
+ * ones, 0..n. What it took is its own: it releases each key when it is done
+ * (it may release before it returns). What it did not take stays the
+ * readout's and is offered again later, first and in the same order
+ * (backpressure: nothing is lost, order is kept); the readout decodes nothing
+ * more in that pass. A chunk the sink refuses for good is taken and handed
+ * back with rci_readout_refuse(): released and counted in sink_errors. The
+ * chunks pointed to stay valid until their keys are released; the array
+ * itself only for the call. */
+#define RCI_READOUT_BURST 32u
+typedef unsigned (*rci_chunk_sink_fn)(void *ctx, const struct rci_chunk *const *chunks, unsigned n);
 
-/* Per e-link counters. The readout thread updates them with relaxed atomic
- * stores; other threads should copy them with rci_readout_get_elink_stats(). */
+/* A sink that handles one chunk at a time: 0 (taken), -EAGAIN (not now) or
+ * another -errno (refused for good). */
+typedef int (*rci_chunk_fn)(void *ctx, const struct rci_chunk *chunk);
+
+/* Per e-link counters, as rci_readout_get_elink_stats() copies them out (the
+ * live ones are single-writer counters of the readout thread). */
 #define RCI_READOUT_MAX_ELINKS 2048u   /* 11-bit e-link field */
 
 struct rci_elink_stats {
@@ -82,8 +93,9 @@ struct rci_readout_stats {
     uint64_t chunks_truncated, chunks_error, chunks_crc, chunks_busy;
     uint64_t releases, bad_releases;
     uint64_t chunks_in_flight;     /* accepted by the sink, not yet released */
-    uint64_t sink_again;           /* times the sink said -EAGAIN */
-    uint64_t sink_errors;          /* chunks the sink refused for good: dropped */
+    uint64_t sink_again;           /* offers the sink took only part of (or none): backpressure */
+    uint64_t sink_errors;          /* chunks the sink refused for good (rci_readout_refuse), or
+                                      released without taking them: dropped */
     uint64_t chunks_dropped_pool;  /* open chunks dropped because they held every descriptor */
     uint64_t chunks_dropped_ring;  /* open chunks dropped because they held the full ring's
                                       oldest block and could not be copied out */
@@ -137,6 +149,17 @@ void rci_readout_spill_area(const struct rci_readout *r, void **addr, size_t *le
 /* Any thread: the chunk with this key is done. Lock-free. A stale,
  * duplicate or corrupt key is rejected and counted in bad_releases. */
 void rci_readout_release(struct rci_readout *r, uint64_t key);
+/* Any thread: the sink took the chunk but refuses it for good (it is
+ * dropped): released like rci_readout_release() and counted in sink_errors.
+ * Refused inside the sink call, the chunk is not counted as decoded (chunks,
+ * bytes, the return of rci_readout_decode); refused later, it was. */
+void rci_readout_refuse(struct rci_readout *r, uint64_t key);
+/* The burst sink for a per-chunk one: offers chunks[0..n-1] to fn in order
+ * and returns how many it took, stopping at the first -EAGAIN; a chunk fn
+ * refuses (any other error) is handed back with rci_readout_refuse(). Call it
+ * from a sink with the sink's arguments. */
+unsigned rci_readout_sink_each(struct rci_readout *r, rci_chunk_fn fn, void *ctx,
+                               const struct rci_chunk *const *chunks, unsigned n);
 
 /* Everything the decoder has seen written is decoded, nothing waits for the
  * sink and every emitted chunk has been released. Any thread. */
@@ -147,9 +170,8 @@ bool rci_readout_drained(const struct rci_readout *r);
 int  rci_readout_wait_drained(struct rci_readout *r, uint64_t timeout_ns);
 
 void rci_readout_get_stats(const struct rci_readout *r, struct rci_readout_stats *s);
-/* Per e-link statistics (elink < 2048); NULL if never seen. The fields change
- * while the thread runs: prefer rci_readout_get_elink_stats() from other threads. */
-const struct rci_elink_stats *rci_readout_elink_stats(const struct rci_readout *r, unsigned elink);
+/* Has a block of this e-link (< 2048) been decoded? Any thread. */
+bool rci_readout_elink_seen(const struct rci_readout *r, unsigned elink);
 /* Copy one e-link's statistics; 0, or -ENOENT if never seen / out of range. */
 int  rci_readout_get_elink_stats(const struct rci_readout *r, unsigned elink,
                                 struct rci_elink_stats *out);

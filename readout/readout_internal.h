@@ -8,18 +8,31 @@
 #include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include "common/counter.h"
 #include "readout/block_parse.h"
 #include "readout/chunk_pool.h"
 #include "readout/readout.h"
 #include "readout/wupper_dma.h"
 
 
-/* Counters written by the decoder thread only: a relaxed atomic store of the
- * incremented value (a plain store on x86) so readers in other threads never
- * see a torn value and the program has no data race. */
-#define RCI_STAT_ADD(field, n) __atomic_store_n(&(field), (field) + (n), __ATOMIC_RELAXED)
-#define RCI_STAT_SET(field, v) __atomic_store_n(&(field), (v), __ATOMIC_RELAXED)
-#define RCI_STAT_GET(field)    __atomic_load_n(&(field), __ATOMIC_RELAXED)
+/* Every field of struct rci_elink_stats, for the live counters below and for
+ * copying and summing (readout.c checks that the list is complete). */
+#define RCI_ELINK_STAT_FIELDS(X)                                                      \
+    X(blocks) X(chunks) X(bytes) X(err_truncated) X(err_crc) X(err_flag) X(err_busy) \
+    X(err_malformed) X(err_seq_gap) X(err_oversize) X(err_orphan)                    \
+    X(chunks_dropped_gap) X(chunks_incomplete) X(timeouts) X(oob) X(reserved)         \
+    X(chunks_spilled) X(chunks_dropped_pool) X(chunks_dropped_ring)                  \
+    X(malformed_length) X(malformed_null) X(malformed_order) X(malformed_padding)    \
+    X(malformed_split) X(err_bad_start)
+
+/* One e-link's live statistics: the decoder thread writes them
+ * (common/counter.h), rci_readout_get_elink_stats() copies them out as a
+ * struct rci_elink_stats. */
+struct rci_elink_counters {
+#define RCI_ELINK_COUNTER(f) rci_counter f;
+    RCI_ELINK_STAT_FIELDS(RCI_ELINK_COUNTER)
+#undef RCI_ELINK_COUNTER
+};
 
 /* One ring block. While the decoder parses it, refs holds RCI_BLOCK_BIAS (the
  * decoder's reference and room for every piece it will hand out) minus the
@@ -42,7 +55,8 @@ struct rci_elink_state {
     bool skipping;              /* the rest of an oversize chunk: ignore until it ends */
 };
 
-/* The block being decoded; it survives a stall (empty pool, sink -EAGAIN). */
+/* The block being decoded; it survives a stall (empty pool, a sink that took
+ * less than it was offered). */
 struct rci_cur_block {
     bool active;
     uint32_t block;             /* index into blocks[] */
@@ -55,7 +69,9 @@ struct rci_cur_block {
  * st.accepted - releases - st.releases_local: releases is incremented
  * (release order) after the record is back on the free stack. */
 struct rci_shared_counters {
-    _Atomic uint64_t releases, bad_releases;
+    _Atomic uint64_t releases;          /* release order: see rci_readout_in_flight() */
+    rci_shared_counter bad_releases;
+    rci_shared_counter sink_errors;     /* rci_readout_refuse() from any thread */
 };
 
 struct rci_readout {
@@ -74,7 +90,7 @@ struct rci_readout {
     struct rci_block_meta *blocks;           /* nblocks */
     struct rci_chunk_pool pool;
     struct rci_elink_state *elinks;          /* RCI_READOUT_MAX_ELINKS */
-    struct rci_elink_stats *elink_stats;     /* RCI_READOUT_MAX_ELINKS */
+    struct rci_elink_counters *elink_stats;  /* RCI_READOUT_MAX_ELINKS */
     struct rci_subchunk *subs;               /* rci_block_max_subchunks(block_size) */
     uint8_t *spill;                         /* RCI_READOUT_MAX_ELINKS slots of spill_slot bytes */
     size_t spill_bytes;                     /* the mapping's size */
@@ -83,23 +99,32 @@ struct rci_readout {
 
     /* decoder state (owner thread) */
     struct rci_cur_block cur;
-    struct rci_chunk_rec *pending;           /* the sink said -EAGAIN: offer again */
+    /* Decoded chunks not yet taken by the sink, in decode order: offered
+     * when RCI_READOUT_BURST are held, when a pass ends and before the
+     * decoder concludes that the pool is empty; what the sink leaves is
+     * offered again first. */
+    struct rci_chunk_rec *burst[RCI_READOUT_BURST];
+    unsigned nburst;
+    unsigned pass_emitted;                  /* chunks the sink took in this pass */
     uint64_t pool_empty_since;              /* 0 = not waiting for a descriptor */
 
-    /* decoder-only counters (RCI_STAT_*) */
+    /* Written by the decoding thread only (common/counter.h). */
     struct {
-        uint64_t accepted;                  /* chunks handed to the sink and kept by it */
-        uint64_t releases_local;            /* releases made by the decoding thread */
-        uint64_t bad_header, sink_again, sink_errors, bytes_spilled;
-        uint64_t chunks_cut_at_stop, bytes_cut_at_stop;
-        uint64_t pool_empty_ns;
-        uint64_t polls, sleeps, rd_writes, last_bad_pos;
-        uint64_t irq_waits, interrupts;     /* sleeps on the interrupt; those it ended */
-        uint64_t card_bad_status;           /* mirror of dma.bad_status for other threads */
-        uint64_t card_status_lagging;       /* mirror of dma.status_lagging */
-        uint64_t last_bad_kind;
-        uint64_t taken, written_seen;       /* ring positions, mirrored for other threads */
-        uint64_t pending_or_active;         /* 1 while a block or a chunk is held over */
+        rci_counter accepted;               /* chunks handed to the sink and kept by it */
+        rci_counter releases_local;         /* releases made by the decoding thread */
+        rci_counter bad_header, sink_again, bytes_spilled;
+        rci_counter chunks_cut_at_stop, bytes_cut_at_stop;
+        rci_counter pool_empty_ns;
+        rci_counter polls, sleeps, rd_writes, last_bad_pos;
+        rci_counter irq_waits, interrupts;  /* sleeps on the interrupt; those it ended */
+        rci_counter card_bad_status;        /* mirror of dma.bad_status for other threads */
+        rci_counter card_status_lagging;    /* mirror of dma.status_lagging */
+        rci_counter last_bad_kind;
+        rci_counter written_seen;           /* ring position, mirrored for other threads */
+        rci_counter pending_or_active;      /* 1 while a block or a chunk is held over */
+        /* Ring position taken so far: stored with release after
+         * pending_or_active is set (see rci_readout_drained). */
+        _Atomic uint64_t taken;
     } st;
 
     /* card DMA (thread) */

@@ -19,12 +19,12 @@
  * anything moved (new blocks, chunks emitted, read pointer written). */
 static bool poll_once(struct rci_readout *r)
 {
-    RCI_STAT_ADD(r->st.polls, 1);
+    rci_counter_add(&r->st.polls, 1);
     uint64_t written = rci_wupper_dma_poll(&r->dma);
-    if (r->dma.bad_status != r->st.card_bad_status)   /* rare: store only on change */
-        RCI_STAT_SET(r->st.card_bad_status, r->dma.bad_status);
-    if (r->dma.status_lagging != r->st.card_status_lagging)
-        RCI_STAT_SET(r->st.card_status_lagging, r->dma.status_lagging);
+    if (r->dma.bad_status != rci_counter_get(&r->st.card_bad_status))   /* rare: store only on change */
+        rci_counter_set(&r->st.card_bad_status, r->dma.bad_status);
+    if (r->dma.status_lagging != rci_counter_get(&r->st.card_status_lagging))
+        rci_counter_set(&r->st.card_status_lagging, r->dma.status_lagging);
     rci_dma_ring_note_written(r->ring, written);
     bool took, more;
     unsigned emitted = rci_readout_decode_pass(r, &took, &more);
@@ -48,11 +48,11 @@ static bool ring_idle(const struct rci_readout *r)
 static void wait_for_interrupt(struct rci_readout *r)
 {
     struct pollfd p = { .fd = r->irq_fd, .events = POLLIN };
-    RCI_STAT_ADD(r->st.irq_waits, 1);
+    rci_counter_add(&r->st.irq_waits, 1);
     if (poll(&p, 1, IRQ_WAIT_MAX_MS) > 0) {
         uint64_t count;
         if (read(r->irq_fd, &count, sizeof count) == sizeof count)
-            RCI_STAT_ADD(r->st.interrupts, 1);
+            rci_counter_add(&r->st.interrupts, 1);
     }
 }
 
@@ -84,7 +84,7 @@ static void *readout_main(void *arg)
         if (now - idle_since >= r->p.poll_spin_ns && r->irq_fd >= 0 && ring_idle(r)) {
             wait_for_interrupt(r);
         } else if (now - idle_since >= r->p.poll_spin_ns && r->p.poll_sleep_ns > 0) {
-            RCI_STAT_ADD(r->st.sleeps, 1);
+            rci_counter_add(&r->st.sleeps, 1);
             rci_sleep_ns(r->p.poll_sleep_ns);
         } else {
             caa_cpu_relax();
@@ -98,7 +98,7 @@ int rci_readout_start(struct rci_readout *r)
     if (!r->card || r->thread_used)
         return -EINVAL;
     /* The card's positions start at 0 with the descriptor: so must the ring's. */
-    if (rci_dma_ring_written_pos(r->ring) != 0 || r->st.taken != 0)
+    if (rci_dma_ring_written_pos(r->ring) != 0 || atomic_load(&r->st.taken) != 0)
         return -EINVAL;
     /* START/END are bus addresses: an IOVA for a card behind an IOMMU. */
     uint64_t bus = rci_card_bus_address(r->card, r->ring_base);

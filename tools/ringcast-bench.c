@@ -95,11 +95,12 @@ struct dec_ctx {
     uint64_t chunks_per_lap;
 };
 
-static int release_at_once(void *ctx, const struct rci_chunk *c)
+static unsigned release_at_once(void *ctx, const struct rci_chunk *const *chunks, unsigned n)
 {
     struct dec_ctx *d = ctx;
-    rci_readout_release(d->r, c->key);
-    return 0;
+    for (unsigned i = 0; i < n; i++)
+        rci_readout_release(d->r, chunks[i]->key);
+    return n;
 }
 
 static void note_seq(struct dec_ctx *d, unsigned elink, unsigned seq)

@@ -82,7 +82,7 @@ static void check_chunk(struct fz *f, const struct rci_chunk *c)
 
 static void release_held(struct fz *f, unsigned i);
 
-static int fuzz_sink(void *ctx, const struct rci_chunk *c)
+static int fuzz_one(void *ctx, const struct rci_chunk *c)
 {
     struct fz *f = ctx;
     check_chunk(f, c);
@@ -105,6 +105,12 @@ static int fuzz_sink(void *ctx, const struct rci_chunk *c)
         release_held(f, 0);
     f->held[f->nheld++] = c->key;
     return 0;
+}
+
+static unsigned fuzz_sink(void *ctx, const struct rci_chunk *const *chunks, unsigned n)
+{
+    struct fz *f = ctx;
+    return rci_readout_sink_each(f->r, fuzz_one, f, chunks, n);
 }
 
 static void release_held(struct fz *f, unsigned i)

@@ -173,6 +173,12 @@ static void test_queue_parameters_checked(void)
     CU_ASSERT_EQUAL(rci_chunk_queue_create(&p, &q, err, sizeof err), -EINVAL);
     p.name = "a-name-that-is-longer-than-28-chars";
     CU_ASSERT_EQUAL(rci_chunk_queue_create(&p, &q, err, sizeof err), -EINVAL);
+    p = (struct rci_chunk_queue_params){.name = "elem", .capacity = 8, .elem_size = 6};
+    CU_ASSERT_EQUAL(rci_chunk_queue_create(&p, &q, err, sizeof err), -EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "element size 6"));
+    p.elem_size = RCI_CHUNK_QUEUE_MAX_ELEM + 4;
+    CU_ASSERT_EQUAL(rci_chunk_queue_create(&p, &q, err, sizeof err), -EINVAL);
+    p.elem_size = 0;
     struct rci_chunk_queue *first = make_queue("twice", 8, false, false);
     p.name = "twice";
     CU_ASSERT_EQUAL(rci_chunk_queue_create(&p, &q, err, sizeof err), -EEXIST);
@@ -181,6 +187,36 @@ static void test_queue_parameters_checked(void)
     /* The name is free again once the queue is gone. */
     first = make_queue("twice", 8, false, false);
     rci_chunk_queue_destroy(first);
+}
+
+/* Elements larger than a pointer (the pipeline's: a chunk with its key)
+ * are copied whole, in order. */
+struct entry {
+    const struct rci_chunk *chunk;
+    uint64_t key;
+    uint32_t extra[3];
+};
+
+static void test_wide_elements(void)
+{
+    struct rci_chunk items[5];
+    struct entry in[5], out[8];
+    for (unsigned i = 0; i < 5; i++) {
+        items[i] = (struct rci_chunk){.key = i};
+        in[i] = (struct entry){.chunk = &items[i], .key = 100 + i, .extra = {i, 2 * i, 3 * i}};
+    }
+    struct rci_chunk_queue_params p = {.name = "wide", .capacity = 4, .elem_size = sizeof(struct entry)};
+    struct rci_chunk_queue *q = NULL;
+    char err[256] = "";
+    CU_ASSERT_EQUAL_FATAL(rci_chunk_queue_create(&p, &q, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rci_chunk_queue_enqueue(q, in, 5), 4);
+    CU_ASSERT_EQUAL(rci_chunk_queue_dequeue(q, out, 8), 4);
+    for (unsigned i = 0; i < 4; i++) {
+        CU_ASSERT_PTR_EQUAL(out[i].chunk, &items[i]);
+        CU_ASSERT_EQUAL(out[i].key, 100 + i);
+        CU_ASSERT_EQUAL(out[i].extra[2], 3 * i);
+    }
+    rci_chunk_queue_destroy(q);
 }
 
 static void test_full_and_empty(void)
@@ -422,6 +458,7 @@ static void register_tests(void)
              {"EAL starts without hugepages", test_eal_starts_without_hugepages},
              {"queue parameters checked", test_queue_parameters_checked},
              {"full and empty", test_full_and_empty},
+             {"wide elements", test_wide_elements},
              {"burst sizes", test_burst_sizes},
              {"SPSC, 10^6 descriptors across threads", test_spsc_threads},
              {"MPMC 2x2, 10^6 descriptors across threads", test_mpmc_threads},

@@ -124,7 +124,7 @@ struct fx {
     bool release_in_sink;
 };
 
-static int record_sink(void *ctx, const struct rci_chunk *c)
+static int record_one(void *ctx, const struct rci_chunk *c)
 {
     struct fx *f = ctx;
     if (f->again > 0) {
@@ -156,6 +156,13 @@ static int record_sink(void *ctx, const struct rci_chunk *c)
         g->released = true;
     }
     return 0;
+}
+
+/* The burst sink: one chunk at a time through record_one. */
+static unsigned record_sink(void *ctx, const struct rci_chunk *const *chunks, unsigned n)
+{
+    struct fx *f = ctx;
+    return rci_readout_sink_each(f->r, record_one, f, chunks, n);
 }
 
 static struct rci_card_params default_params(enum felix_format fmt, unsigned nblocks)
@@ -399,7 +406,7 @@ static void test_spanning_chunk(void)
         CU_ASSERT_EQUAL(e1.blocks, 4);
         CU_ASSERT_EQUAL(e1.chunks, 3);
         CU_ASSERT_EQUAL(e1.err_seq_gap, 0);
-        CU_ASSERT_PTR_NULL(rci_readout_elink_stats(f->r, 4));
+        CU_ASSERT_FALSE(rci_readout_elink_seen(f->r, 4));
         fx_close(f);
     }
 }
@@ -1113,8 +1120,11 @@ static void test_sink_again(void)
         tblk_sub(&b, FELIX_SUB_LAST, NULL, 4, 0);
         fx_put(f, &b);
         f->again = 3;
+        /* The first pass decodes both blocks (its budget: a quarter of the
+         * ring) and offers the burst of three at its end; the decode goes on
+         * with a second pass, which offers it again first: two refusals. */
         CU_ASSERT_EQUAL(rci_readout_decode(f->r), 0);
-        CU_ASSERT_EQUAL(rci_readout_decode(f->r), 0);
+        CU_ASSERT_EQUAL(f->nagain_keys, 2);
         CU_ASSERT_FALSE(rci_readout_drained(f->r));
         CU_ASSERT_EQUAL(rci_readout_decode(f->r), 0);
         CU_ASSERT_EQUAL(rci_readout_decode(f->r), 3);
@@ -1136,6 +1146,65 @@ static void test_sink_again(void)
         CU_ASSERT_TRUE(rci_readout_drained(f->r));
         fx_close(f);
     }
+}
+
+/* A sink that takes at most `take` chunks of each burst, releasing them at once. */
+struct partial {
+    struct fx *f;
+    unsigned take, calls, max_n, got;
+    uint32_t lengths[64];
+};
+
+static unsigned partial_sink(void *ctx, const struct rci_chunk *const *chunks, unsigned n)
+{
+    struct partial *p = ctx;
+    p->calls++;
+    p->max_n = n > p->max_n ? n : p->max_n;
+    unsigned took = n < p->take ? n : p->take;
+    for (unsigned i = 0; i < took; i++) {
+        CU_ASSERT_FATAL(p->got < 64);
+        p->lengths[p->got++] = chunks[i]->length;
+        rci_readout_release(p->f->r, chunks[i]->key);
+    }
+    return took;
+}
+
+/* Bursts: 40 chunks in one block reach the sink in bursts of at most
+ * RCI_READOUT_BURST; what a burst's sink leaves is offered again first, in
+ * order, and nothing new is decoded meanwhile. */
+static void test_sink_takes_part_of_a_burst(void)
+{
+    struct rci_card_params prm = default_params(FELIX_FMT_C0CE, 8);
+    struct partial p = { .take = 7 };
+    p.f = fx_open_params(&prm);
+    struct fx *f = p.f;
+    rci_readout_destroy(f->r);
+    char err[256];
+    CU_ASSERT_EQUAL_FATAL(rci_readout_create(&prm, f->ring, NULL, partial_sink, &p, &f->r, err,
+                                            sizeof err), 0);
+    struct tblk b;
+    tblk_begin(&b, FELIX_FMT_C0CE, prm.block_size, 2, 0);
+    for (uint32_t i = 1; i <= 40; i++)
+        tblk_sub(&b, FELIX_SUB_WHOLE, NULL, i, 0);
+    fx_put(f, &b);
+    unsigned emitted = 0;
+    for (int i = 0; i < 20 && emitted < 40; i++)
+        emitted += rci_readout_decode(f->r);
+    CU_ASSERT_EQUAL(emitted, 40);
+    CU_ASSERT_EQUAL_FATAL(p.got, 40);
+    for (uint32_t i = 0; i < 40; i++)
+        CU_ASSERT_EQUAL(p.lengths[i], i + 1);
+    CU_ASSERT_EQUAL(p.max_n, RCI_READOUT_BURST);
+    struct rci_readout_stats s = fx_stats(f);
+    /* Offers of 32, 25, 18, 11 (refused in part), 4 (all taken, decoding goes
+     * on), 8 (refused in part), 1: five refusals in seven calls. */
+    CU_ASSERT_EQUAL(s.sink_again, 5);
+    CU_ASSERT_EQUAL(p.calls, 7);
+    CU_ASSERT_EQUAL(s.chunks, 40);
+    CU_ASSERT_EQUAL(s.chunks_in_flight, 0);
+    CU_ASSERT_EQUAL(s.sink_errors, 0);
+    CU_ASSERT_TRUE(rci_readout_drained(f->r));
+    fx_close(f);
 }
 
 static void test_sink_error_drops(void)
@@ -1274,7 +1343,7 @@ static void rnd_release(struct rnd *t, const struct rnd_held *h)
 
 /* The sink: check the chunk against what was written, then release it at
  * once or hold it in a small set released in random order. */
-static int rnd_sink(void *ctx, const struct rci_chunk *c)
+static int rnd_one(void *ctx, const struct rci_chunk *c)
 {
     struct rnd *t = ctx;
     t->emitted++;
@@ -1297,6 +1366,12 @@ static int rnd_sink(void *ctx, const struct rci_chunk *c)
         t->held[t->nheld++] = h;
     }
     return 0;
+}
+
+static unsigned rnd_sink(void *ctx, const struct rci_chunk *const *chunks, unsigned n)
+{
+    struct rnd *t = ctx;
+    return rci_readout_sink_each(t->f->r, rnd_one, t, chunks, n);
 }
 
 static void rnd_release_all(struct rnd *t)
@@ -1697,7 +1772,8 @@ static void register_tests(void)
              { "ring still filling by TLP", test_open_chunk_ring_filling_by_tlp },
              { "more interleaved e-links than ring blocks", test_open_chunks_more_elinks_than_ring },
              { "sink -EAGAIN", test_sink_again },
-             { "sink error drops the chunk", test_sink_error_drops });
+             { "sink error drops the chunk", test_sink_error_drops },
+             { "sink takes part of a burst", test_sink_takes_part_of_a_burst });
     RCI_SUITE("randomized", { "1e5 chunks, random interleaving and release", test_randomized });
     RCI_SUITE("corrupt trailers", { "every single-bit flip of every trailer", test_trailer_bit_flips });
 }
