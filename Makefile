@@ -37,9 +37,10 @@ LDLIBS   += $(PKG_LIBS) -lpthread -lm
 LIB_SRC   := $(wildcard common/*.c config/*.c dma/*.c readout/*.c readout/sim/*.c net/*.c pipeline/*.c api/*.c)
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 # The client library: subscriber and client publisher (include/ringcast/sub.h,
-# pub.h) need net/ and the public wrappers api/client_*.c. It links libfabric
+# pub.h) need net/, dma/ (the RMA receive ring) and the public wrappers
+# api/client_*.c. It links libfabric
 # and nothing else.
-CLIENT_SRC := $(wildcard common/*.c net/*.c api/client_*.c)
+CLIENT_SRC := $(wildcard common/*.c dma/*.c net/*.c api/client_*.c)
 CLIENT_OBJ := $(CLIENT_SRC:%.c=$(BUILD)/obj/%.o)
 CLIENT_LIBS := $(shell pkg-config --libs libfabric 2>/dev/null)
 API_HEADERS := $(wildcard include/ringcast/*.h)
