@@ -51,8 +51,7 @@ static void pass_over(struct rci_sub_rma *r, uint64_t len)
     rci_dma_ring_advance(r->ring);
 }
 
-int rci_sub_rma_connect(struct rci_sub_rma *r, struct rci_fabric *f, struct fid_ep *ep,
-                        struct rci_wire_hello_rma *announce, char *err, size_t errlen)
+void rci_sub_rma_start(struct rci_sub_rma *r)
 {
     uint64_t read = rci_dma_ring_advance(r->ring);
     /* The publisher numbers positions from 0 per connection; ours go on.
@@ -64,6 +63,12 @@ int rci_sub_rma_connect(struct rci_sub_rma *r, struct rci_fabric *f, struct fid_
     r->credit_sent = 0;
     r->nheld = 0;
     r->on = false;
+}
+
+int rci_sub_rma_connect(struct rci_sub_rma *r, struct rci_fabric *f, struct fid_ep *ep,
+                        struct rci_wire_hello_rma *announce, char *err, size_t errlen)
+{
+    rci_sub_rma_start(r);
     int rc = rci_fabric_mr_reg(f, r->mem, r->size, FI_REMOTE_WRITE, ep, &r->mr, err, errlen);
     if (rc)
         return rc;

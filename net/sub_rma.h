@@ -64,6 +64,8 @@ void rci_sub_rma_destroy(struct rci_sub_rma *r);
  * released position (nothing of an old connection is outstanding). */
 int  rci_sub_rma_connect(struct rci_sub_rma *r, struct rci_fabric *f, struct fid_ep *ep,
                         struct rci_wire_hello_rma *announce, char *err, size_t errlen);
+/* The positions part of connect (tests use it without a fabric). */
+void rci_sub_rma_start(struct rci_sub_rma *r);
 /* The connection ended: deregister, forget held completions. */
 void rci_sub_rma_disconnect(struct rci_sub_rma *r);
 
