@@ -3,12 +3,20 @@
  * arithmetic both sides share (net/rma_ring.[ch]), the subscriber's record
  * checks (net/sub_rma.[ch]: a writer simulated by memcpy into the ring, the
  * immediate data built as the publisher builds it), and the wire's RMA parts
- * (HELLO's ring, WELCOME's delivery, CREDIT). */
+ * (HELLO's ring, WELCOME's delivery, CREDIT); then the real publisher over
+ * tcp;ofi_rxm with a raw client: a ring it can write is answered WELCOME
+ * (delivery rma), one it cannot (a region wrapping the address space) is
+ * refused at HELLO with BYE(refused, RMA region), counted and named. */
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "common/monotonic.h"
+#include "net/fabric.h"
+#include "net/publisher.h"
 #include "net/rma_ring.h"
 #include "net/sub_rma.h"
 #include "net/wire.h"
@@ -325,6 +333,133 @@ static void test_wire_rma(void)
     CU_ASSERT_EQUAL(rci_wire_check_credit(buf, 15, NULL), RCI_WIRE_SHORT);
 }
 
+/* ---- the publisher's answer to HELLO's ring (raw RDM client) -------------- */
+
+#define BUF 4096u
+
+struct raw_client {
+    struct rci_fabric f;
+    fi_addr_t pub;
+    uint8_t *tx, *rx;
+    struct rci_fabric_mr txmr, rxmr;
+    bool sent;
+    int got;                   /* type of the first message received, 0 none */
+    uint8_t msg[64];
+    size_t msg_len;
+};
+
+static void fabric_params(struct rci_fabric_params *fp, uint16_t port)
+{
+    memset(fp, 0, sizeof *fp);
+    snprintf(fp->provider, sizeof fp->provider, "tcp;ofi_rxm");
+    fp->endpoint = RCI_EP_RDM;
+    snprintf(fp->address, sizeof fp->address, "127.0.0.1");
+    fp->port = port;
+    fp->header_slots = 16;
+    fp->header_slot_size = 64;
+    fp->flush_timeout_ns = 1000000ull;
+    fp->peer_timeout_ns = 5000000000ull;
+    fp->heartbeat_ns = 200000000ull;
+    fp->max_subscribers = 4;
+}
+
+static void raw_open(struct raw_client *c, uint16_t port)
+{
+    struct rci_fabric_params fp;
+    char err[256];
+    fabric_params(&fp, port);
+    memset(c, 0, sizeof *c);
+    CU_ASSERT_EQUAL_FATAL(rci_fabric_open(&c->f, &fp, RCI_FABRIC_CONNECT, 64, err, sizeof err), 0);
+    c->tx = aligned_alloc(4096, BUF);
+    c->rx = aligned_alloc(4096, BUF);
+    CU_ASSERT_EQUAL_FATAL(rci_fabric_av_insert(&c->f, c->f.info->dest_addr, c->f.info->dest_addrlen, &c->pub,
+                                               err, sizeof err), 0);
+    CU_ASSERT_EQUAL_FATAL(rci_fabric_mr_reg(&c->f, c->tx, BUF, FI_SEND, c->f.ep, &c->txmr, err, sizeof err), 0);
+    CU_ASSERT_EQUAL_FATAL(rci_fabric_mr_reg(&c->f, c->rx, BUF, FI_RECV, c->f.ep, &c->rxmr, err, sizeof err), 0);
+    CU_ASSERT_EQUAL_FATAL(fi_recv(c->f.ep, c->rx, BUF, c->rxmr.desc, FI_ADDR_UNSPEC, c->rx), 0);
+}
+
+static void raw_close(struct raw_client *c)
+{
+    rci_fabric_mr_close(&c->txmr);
+    rci_fabric_mr_close(&c->rxmr);
+    rci_fabric_close(&c->f);
+    free(c->tx);
+    free(c->rx);
+}
+
+/* HELLO with the ring `ring`; run publisher and client until an answer came. */
+static void hello_and_answer(struct rci_publisher *p, struct raw_client *c, const struct rci_wire_hello_rma *ring)
+{
+    uint8_t addr[RCI_WIRE_MAX_ADDR];
+    size_t alen = sizeof addr;
+    char err[256];
+    CU_ASSERT_EQUAL_FATAL(rci_fabric_getname(&c->f, c->f.ep, addr, &alen, err, sizeof err), 0);
+    ssize_t n = rci_wire_build_hello(c->tx, BUF, 42, BUF, addr, (uint16_t)alen);
+    n = rci_wire_add_hello_rma(c->tx, BUF, (size_t)n, ring);
+    CU_ASSERT_FATAL(n > 0);
+    uint64_t end = rci_now_ns() + 10000000000ull;
+    while (!c->got && rci_now_ns() < end) {
+        rci_publisher_progress(p);
+        if (!c->sent)
+            c->sent = fi_send(c->f.ep, c->tx, (size_t)n, c->txmr.desc, c->pub, c->tx) == 0;
+        struct rci_fabric_cqe e[8];
+        int k = rci_fabric_cq_poll(&c->f, e, 8, err, sizeof err);
+        for (int i = 0; i < k; i++) {
+            if (e[i].context != c->rx || e[i].err)
+                continue;
+            c->got = rci_wire_check(c->rx, e[i].len, RCI_WIRE_TO_SUBSCRIBER, NULL);
+            c->msg_len = e[i].len < sizeof c->msg ? e[i].len : sizeof c->msg;
+            memcpy(c->msg, c->rx, c->msg_len);
+        }
+        usleep(200);
+    }
+}
+
+static void no_send(void *arg, uint64_t key, int status) { (void)arg, (void)key, (void)status; }
+
+static void test_publisher_answers_ring(void)
+{
+    uint16_t port = (uint16_t)(40000 + getpid() % 20000);
+    struct rci_fabric_params fp;
+    fabric_params(&fp, port);
+    struct rci_publisher_callbacks cb = {.on_send_complete = no_send};
+    struct rci_publisher *p = NULL;
+    char err[256] = "";
+    CU_ASSERT_EQUAL_FATAL(rci_publisher_create(&fp, &cb, &p, err, sizeof err), 0);
+    CU_ASSERT_FATAL(rci_publisher_fabric(p)->rma);
+
+    struct raw_client good;
+    raw_open(&good, port);
+    struct rci_wire_hello_rma ring = {.base = 0, .len = 1u << 20, .key = 5};
+    hello_and_answer(p, &good, &ring);
+    CU_ASSERT_EQUAL(good.got, RCI_MSG_WELCOME);
+    struct rci_wire_welcome_rma w = {0};
+    CU_ASSERT(rci_wire_welcome_rma(good.msg, good.msg_len, &w));
+    CU_ASSERT_EQUAL(w.delivery, RCI_DELIVERY_RMA);
+
+    struct raw_client bad;
+    raw_open(&bad, port);
+    struct rci_wire_hello_rma wraps = {.base = UINT64_MAX - 7, .len = 1u << 20, .key = 6};
+    hello_and_answer(p, &bad, &wraps);
+    CU_ASSERT_EQUAL(bad.got, RCI_MSG_BYE);
+    struct rci_wire_bye bye = {0};
+    CU_ASSERT_EQUAL(rci_wire_check_bye(bad.msg, bad.msg_len, &bye), RCI_WIRE_OK);
+    CU_ASSERT_EQUAL(bye.reason, RCI_BYE_REFUSED);
+    CU_ASSERT_EQUAL(bye.detail, RCI_REFUSED_RMA_REGION);
+    char code[24];
+    CU_ASSERT_PTR_NOT_NULL(strstr(rci_wire_refusal_name(bye.detail, code, sizeof code), "RMA ring"));
+    struct rci_publisher_stats st;
+    rci_publisher_get_stats(p, &st);
+    CU_ASSERT_EQUAL(st.rma_subscribers, 1);
+    CU_ASSERT_EQUAL(st.rma_refused_region, 1);
+    CU_ASSERT_EQUAL(st.connections_refused, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rci_publisher_last_error(p), "region wraps the address space"));
+    raw_close(&good);
+    raw_close(&bad);
+    rci_publisher_destroy(p);
+}
+
 static void register_tests(void)
 {
     RCI_SUITE("placement", {"place", test_place}, {"fits and credit", test_fits_and_credit},
@@ -333,6 +468,7 @@ static void register_tests(void)
              {"out of order", test_out_of_order}, {"bad records", test_bad_records},
              {"ring size checked", test_ring_size_checked}, {"reconnect origin", test_reconnect_origin});
     RCI_SUITE("wire", {"rma parts", test_wire_rma});
+    RCI_SUITE("publisher", {"tcp;ofi_rxm: ring answered, bad region refused", test_publisher_answers_ring});
 }
 
 RCI_CUNIT_MAIN(register_tests)
