@@ -134,12 +134,13 @@ static int get_info(struct rci_fabric *f, char *err, size_t errlen)
     uint64_t flags = f->role == RCI_FABRIC_LISTEN ? FI_SOURCE : 0;
     rci_fabric_env_init();  /* before libfabric initialises itself */
     /* RMA (delivery into a subscriber's ring, net/README.md "RMA delivery")
-     * where the provider has it; without it the same endpoint serves sends
-     * only (f->rma false). FI_REMOTE_CQ_DATA is an operation flag, not a
+     * when asked (params.rma) and the provider has it; without it the same
+     * endpoint serves sends only (f->rma false). FI_REMOTE_CQ_DATA is an operation flag, not a
      * capability: cq_data_size is checked instead (honour_info). */
-    hints->caps |= FI_RMA;
+    if (p->rma)
+        hints->caps |= FI_RMA;
     int rc = fi_getinfo(RCI_FABRIC_API_VERSION, p->address, service, flags, hints, &f->info);
-    if (rc == -FI_ENODATA) {
+    if (rc == -FI_ENODATA && p->rma) {
         hints->caps &= ~(uint64_t)FI_RMA;
         rc = fi_getinfo(RCI_FABRIC_API_VERSION, p->address, service, flags, hints, &f->info);
     }

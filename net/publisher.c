@@ -911,7 +911,9 @@ static int setup(struct rci_publisher *p, const struct rci_fabric_params *fp, ch
     size_t nrx = RCI_PUB_RX_PER_PEER * ((size_t)fp->max_subscribers + 1);
     /* Each posted op completes at most once, but an op released with a dead
      * peer may still complete after its slot was reused: room for twice. */
-    int rc = rci_fabric_open(&p->fab, fp, RCI_FABRIC_LISTEN, 2 * (max_ops + nrx) + 16, err, errlen);
+    struct rci_fabric_params with_rma = *fp;
+    with_rma.rma = true;   /* RMA subscribers' rings are written (net/README.md, "RMA delivery") */
+    int rc = rci_fabric_open(&p->fab, &with_rma, RCI_FABRIC_LISTEN, 2 * (max_ops + nrx) + 16, err, errlen);
     if (rc)
         return rc;
     p->iov_max = (unsigned)(p->fab.tx_iov_limit < RCI_PUB_MAX_IOV ? p->fab.tx_iov_limit

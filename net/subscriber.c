@@ -358,6 +358,7 @@ static void fill_fabric_params(const struct rc_sub *s, struct rci_fabric_params 
     fp->peer_timeout_ns = s->p.peer_timeout_ns;
     fp->heartbeat_ns = s->p.heartbeat_ns;
     fp->poll_spin_ns = s->p.poll_spin_ns;
+    fp->rma = s->p.delivery == RC_SUB_DELIVERY_RMA;   /* only then: see fabric_params.h */
 }
 
 /* rc_sub_params.test_stall_after_chunks: it stopped reading on purpose. */
