@@ -110,6 +110,7 @@ struct rci_pub_rma {
     uint64_t wpos;             /* position after the last record written */
     uint64_t credit;           /* its released position (CREDIT) */
     uint64_t max_record;       /* largest record (header + payload) */
+    uint64_t full_since_ns;    /* since when its ring had no room for the next chunk (0: room) */
 };
 
 enum rci_peer_state {

@@ -197,8 +197,9 @@ int  rci_publisher_progress(struct rci_publisher *p);
 int  rci_publisher_wait(struct rci_publisher *p, uint64_t timeout_ns);
 
 /* How long the peer's oldest outstanding send (DATA, PAGE or control) had
- * been waiting for its completion when progress last read the CQ; 0 when it
- * has none (or for an unknown id). Measured to the last CQ read, not to now,
+ * been waiting for its completion when progress last read the CQ, or, for an
+ * RMA subscriber, how long its ring has had no room if that is longer; 0 when
+ * it has none (or for an unknown id). Measured to the last CQ read, not to now,
  * so that a publisher thread that was not scheduled for a while does not see
  * its subscribers as behind. For the caller's slow-subscriber policy: liveness
  * itself (net/README.md, "Dead peers") looks only at what the peer sends. */

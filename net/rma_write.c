@@ -107,12 +107,18 @@ void rci_rma_credit(struct rci_publisher *p, struct rci_pub_peer *peer, const ui
 
 bool rci_rma_room(struct rci_publisher *p, struct rci_pub_peer *peer, uint64_t len)
 {
-    (void)p;
     uint64_t start;
     if (len > peer->rma.max_record)
         len = peer->rma.max_record;
-    return rci_rma_place(peer->rma.wpos, peer->rma.size, len, &start) &&
-           rci_rma_fits(start, len, peer->rma.credit, peer->rma.size);
+    bool room = rci_rma_place(peer->rma.wpos, peer->rma.size, len, &start) &&
+                rci_rma_fits(start, len, peer->rma.credit, peer->rma.size);
+    /* How long it has been full is its age for the slow policy
+     * (rci_publisher_peer_oldest_age): under drop it loses its own chunks. */
+    if (room)
+        peer->rma.full_since_ns = 0;
+    else if (!peer->rma.full_since_ns)
+        peer->rma.full_since_ns = p->last_progress_ns ? p->last_progress_ns : rci_now_ns();
+    return room;
 }
 
 int rci_rma_post(struct rci_publisher *p, struct rci_pub_peer *peer, const struct iovec *iov, void **desc,

@@ -7,8 +7,9 @@
 # (rdm); a small ring wraps hundreds of times under records of many sizes
 # (chunks of 8 B .. 20000 B, records up to an eighth of the 64 KiB ring, so
 # larger chunks are several records); an RMA subscriber SIGKILLed mid-run
-# gives every key back and the other subscriber sees no gap (tcp, rxm, shm).
-# About 45 s.
+# gives every key back and the other subscriber sees no gap (tcp, rxm, shm);
+# under slow_policy = drop an RMA subscriber that stops reading loses only
+# its own chunks. About 50 s.
 . "$(dirname "$0")/lib.sh"
 
 PORT=$((20000 + ($$ + 13000) % 20000))
@@ -105,5 +106,25 @@ kill_run() { # kill_run NAME PROVIDER ENDPOINT
 kill_run rma-kill-tcp tcp msg
 kill_run rma-kill-rxm "tcp;ofi_rxm" rdm
 kill_run rma-kill-shm shm rdm
+
+# slow_policy = drop: an RMA subscriber that stops reading (--stall-after: it
+# gives no space back) loses only its own chunks; the send subscriber beside
+# it gets every chunk and the card is not held. Its writes complete at once
+# (tcp: in the socket), so its age is how long its ring had no room.
+name=rma-drop; n=9000
+start_daemon "$name" -o fabric.provider=tcp -o fabric.endpoint=msg -o readout.slow_policy=drop \
+    -o readout.slow_drop_after=400ms -o readout.slow_cut_after=800ms -o readout.wait_subscribers=2 \
+    -o sim.0.run_chunks=$n -o sim.0.rate=3000chunks/s -o card.0.ring_size=4M
+start_sub "$name-v" tcp msg --verify --count $n --duration 40; sub_v=$sub
+start_sub "$name-s" tcp msg --stall-after 300 --duration 50 --delivery rma --rma-ring-size 262144; sub_s=$sub
+wait_sub "$name-v" "$sub_v"
+wait_daemon "$name"
+kill -TERM "$sub_s" 2>/dev/null
+wait "$sub_s"
+check_sub_exact "$name-v" $n
+expect_gt "$name dropped (the stalled RMA subscriber's own)" "$(json_num chunks_dropped "$WORK/$name.json")" 0
+expect_gt "$name rma_again_credit" "$(pub "$name" rma_again_credit)" 0
+check_daemon_clean "$name"
+PORT=$((PORT + 1))
 
 echo "test_daemon_rma: $checks checks passed"
