@@ -54,8 +54,8 @@ struct rci_fabric_params {
      * hints without it). The publisher sets it (it writes into the rings of RMA
      * subscribers); a subscriber only when it asks for RMA delivery: with
      * FI_RMA, tcp;ofi_rxm sets up its core endpoint's memory registration
-     * differently (prov/rxm, rxm_info_to_core_mr_modes), and a send
-     * subscriber over rxm fell behind a 10^6-message stream with it. */
+     * differently (prov/rxm, rxm_info_to_core_mr_modes), so endpoints that
+     * do not use RMA do not ask (net/README.md, "RMA delivery"). */
     bool rma;
 };
 
