@@ -4,7 +4,7 @@
  *
  *   ringcast-sub --connect HOST:PORT [--provider P] [--endpoint msg|rdm]
  *                --tags LIST [--verify] [--duration S] [--count N]
- *                [--out FILE] [--json] [--latency]
+ *                [--out FILE] [--json] [--latency] [--delivery send|rma]
  *
  * Exit status: 0 fine, 1 verification failed or a runtime error, 2 usage. */
 #include <endian.h>
