@@ -29,6 +29,7 @@
 
 #include "common/errbuf.h"
 #include "net/fabric.h"
+#include "net/mem_pool.h"
 #include "net/sub_ranges.h"
 #include "net/sub_rma.h"
 #include "net/wire.h"
@@ -41,6 +42,7 @@ _Static_assert(RC_SUB_MALFORMED_KINDS == RCI_WIRE_ERROR_KINDS, "malformed kinds 
 #define BYE_FLUSH_NS 100000000ull         /* how long a BYE may take to leave */
 #define SHM_CONNREQ_WAIT_NS 1000000000ull /* shm: wait for the publisher to read our request */
 #define CQ_BATCH 32u
+#define KNOWN_LOST_MAX 8u                 /* truncated stream numbers remembered until their turn */
 
 enum sub_state { ST_IDLE, ST_CONNECTING, ST_HELLO_SENT, ST_ACTIVE };
 enum tx_state { TX_FREE, TX_QUEUED, TX_POSTED };
@@ -73,8 +75,11 @@ struct rc_sub {
     uint64_t client_id;
 
     /* Buffers: allocated once. */
-    uint8_t *rx_pool, *tx_pool, *reasm_buf;
+    uint8_t *tx_pool, *reasm_buf;
     struct rx_slot *rx;
+    struct rci_mem_pool *rx_pool;         /* receive buffers: one class (rx_pool_create) */
+    struct rci_mem_buf **rx_mb;           /* rx[i].buf's pool buffer */
+    void *rx_desc;                        /* their class block's descriptor (connection) */
     struct tx_slot tx[TX_SLOTS];
     uint32_t tx_queue[TX_SLOTS];          /* FIFO of TX_QUEUED slots: send order */
     uint32_t tx_queue_head, tx_queue_len;
@@ -84,7 +89,7 @@ struct rc_sub {
     bool fabric_open;
     struct rci_fabric f;
     struct fid_ep *ep;                    /* MSG: own endpoint; RDM: f.ep */
-    struct rci_fabric_mr rx_mr, tx_mr;
+    struct rci_fabric_mr tx_mr;
     fi_addr_t peer;                       /* RDM: the publisher */
     uint64_t next_attempt_ns, deadline_ns, last_rx_ns, last_hb_ns, heartbeat_ns;
     uint32_t conn_malformed;
@@ -99,7 +104,8 @@ struct rc_sub {
     uint32_t resync_outstanding, user_outstanding, next_request;
 
     uint32_t next_seq;                    /* stream sequence number handled next */
-    uint64_t next_seq_since_ns;           /* when next_seq last moved (held messages wait from then) */
+    uint32_t known_lost[KNOWN_LOST_MAX];  /* numbers ahead of next_seq that came truncated */
+    uint32_t nknown_lost;
     uint32_t nheld;                       /* rx slots held for order */
     struct reassembly ra;
     struct rci_sub_rma rma;               /* RMA delivery: the receive ring (sub_rma.h) */
@@ -180,6 +186,43 @@ static void *alloc_aligned(size_t len)
     return posix_memalign(&p, 4096, len) ? NULL : p;
 }
 
+/* Receive buffers come from a registered pool (net/mem_pool.h) with the
+ * default classes (4 KiB, 16 KiB, 64 KiB, 1 MiB; a larger rx_buffer_size
+ * makes the huge class that size): rx_buffers buffers of the smallest class
+ * holding rx_buffer_size, and no others, so a subscriber of small chunks
+ * (rx_buffer_size 4096) holds 4 KiB buffers. The pool is registered once per
+ * connection (one MR for the class's block). */
+static int rx_pool_create(struct rc_sub *s, char *err, size_t errlen)
+{
+    struct rci_mem_pool_params mp;
+    rci_mem_pool_params_default(&mp);
+    size_t want = s->p.rx_buffer_size;
+    unsigned cls = RCI_MEM_SMALL;
+    while (cls < RCI_MEM_HUGE && mp.size[cls] < want)
+        cls++;
+    if (mp.size[cls] < want)
+        mp.size[cls] = (want + 63) / 64 * 64;
+    mp.count[cls] = s->p.rx_buffers;
+    int rc = rci_mem_pool_create(&mp, &s->rx_pool, err, errlen);
+    s->rx_mb = rc ? NULL : calloc(s->p.rx_buffers, sizeof *s->rx_mb);
+    if (rc || !s->rx_mb)
+        return rc ? rc : -ENOMEM;
+    for (uint32_t i = 0; i < s->p.rx_buffers; i++) {
+        s->rx_mb[i] = rci_mem_pool_get_class(s->rx_pool, (enum rci_mem_class)cls);
+        s->rx[i].buf = s->rx_mb[i]->data;   /* the class holds exactly rx_buffers */
+    }
+    return 0;
+}
+
+static void rx_pool_destroy(struct rc_sub *s)
+{
+    for (uint32_t i = 0; s->rx_pool && s->rx_mb && i < s->p.rx_buffers; i++)
+        if (s->rx_mb[i])
+            rci_mem_pool_put(s->rx_pool, s->rx_mb[i]);
+    free(s->rx_mb);
+    rci_mem_pool_destroy(s->rx_pool);
+}
+
 int rc_sub_create(const struct rc_sub_params *params, struct rc_sub **out, char *err, size_t errlen)
 {
     *out = NULL;
@@ -191,14 +234,11 @@ int rc_sub_create(const struct rc_sub_params *params, struct rc_sub **out, char 
         goto nomem;
     s->p = *params;
     s->client_id = random_id();
-    s->rx_pool = alloc_aligned((size_t)params->rx_buffers * params->rx_buffer_size);
     s->tx_pool = alloc_aligned((size_t)TX_SLOTS * TX_SLOT_SIZE);
     s->reasm_buf = malloc(params->max_chunk_size);
     s->rx = calloc(params->rx_buffers, sizeof *s->rx);
-    if (!s->rx_pool || !s->tx_pool || !s->reasm_buf || !s->rx)
+    if (!s->tx_pool || !s->reasm_buf || !s->rx || rx_pool_create(s, NULL, 0))
         goto nomem;
-    for (uint32_t i = 0; i < params->rx_buffers; i++)
-        s->rx[i].buf = s->rx_pool + (size_t)i * params->rx_buffer_size;
     for (uint32_t i = 0; i < TX_SLOTS; i++)
         s->tx[i].buf = s->tx_pool + (size_t)i * TX_SLOT_SIZE;
     if (params->delivery == RC_SUB_DELIVERY_RMA) {
@@ -371,7 +411,7 @@ static int post_rx(struct rc_sub *s, struct rx_slot *r)
 {
     if (stalled_on_purpose(s))
         return 0;   /* not posted: nothing more is read */
-    ssize_t rc = fi_recv(s->ep, r->buf, s->p.rx_buffer_size, s->rx_mr.desc, FI_ADDR_UNSPEC, r);
+    ssize_t rc = fi_recv(s->ep, r->buf, s->p.rx_buffer_size, s->rx_desc, FI_ADDR_UNSPEC, r);
     if (rc == -FI_EAGAIN)
         return 0;   /* retried from poll */
     if (rc)
@@ -398,8 +438,8 @@ static int register_buffers(struct rc_sub *s)
 {
     if (!s->f.mr_local)
         return 0;   /* descriptors stay NULL: the provider needs none */
-    size_t rx_len = (size_t)s->p.rx_buffers * s->p.rx_buffer_size;
-    int rc = rci_fabric_mr_reg(&s->f, s->rx_pool, rx_len, FI_RECV, s->ep, &s->rx_mr, s->err, sizeof s->err);
+    int rc = rci_mem_pool_register(s->rx_pool, &s->f, s->ep, FI_RECV, s->err, sizeof s->err);
+    s->rx_desc = rc ? NULL : rci_mem_pool_desc(s->rx_pool, s->rx_mb[0]);
     if (!rc)
         rc = rci_fabric_mr_reg(&s->f, s->tx_pool, (size_t)TX_SLOTS * TX_SLOT_SIZE, FI_SEND, s->ep,
                               &s->tx_mr, s->err, sizeof s->err);
@@ -521,7 +561,8 @@ static void let_shm_connreq_land(struct rc_sub *s)
 static void close_connection(struct rc_sub *s)
 {
     let_shm_connreq_land(s);
-    rci_fabric_mr_close(&s->rx_mr);
+    rci_mem_pool_deregister(s->rx_pool);
+    s->rx_desc = NULL;
     rci_fabric_mr_close(&s->tx_mr);
     if (s->p.delivery == RC_SUB_DELIVERY_RMA)
         rci_sub_rma_disconnect(&s->rma);   /* nothing posted is ours to wait for: writes land or not */
@@ -538,6 +579,7 @@ static void close_connection(struct rc_sub *s)
         s->rx[i].posted = s->rx[i].held = false;
     s->st.held_dropped += s->nheld;   /* received, but an earlier one never came */
     s->nheld = 0;
+    s->nknown_lost = 0;
     s->next_seq = 0;   /* each connection numbers its stream from 0 */
     for (uint32_t i = 0; i < TX_SLOTS; i++)
         s->tx[i].state = TX_FREE;
@@ -622,7 +664,7 @@ void rc_sub_destroy(struct rc_sub *s)
     if (s->p.delivery == RC_SUB_DELIVERY_RMA)
         rci_sub_rma_destroy(&s->rma);
     free(s->rx);
-    free(s->rx_pool);
+    rx_pool_destroy(s);
     free(s->tx_pool);
     free(s->reasm_buf);
     free(s);
@@ -735,13 +777,28 @@ static void handle_page(struct rc_sub *s, const uint8_t *buf, size_t len)
 
 /* ---- stream order -----------------------------------------------------------
  * DATA and PAGE carry the publisher's stream sequence number (wire.h). Some
- * providers complete receives out of order (tcp;ofi_rxm did with mixed
- * message sizes, net/README.md), so a message that comes before its turn
- * keeps its receive buffer, unposted, until the ones before it were handled.
- * At most rx_buffers - 1 are held: one buffer stays posted for the missing
- * message. When one more would be needed, the missing messages are declared
- * lost (seq_lost) and the held ones are handled; a message that arrives after
- * that, or twice, is dropped (seq_late). All of it is counted. */
+ * providers complete receives out of order (tcp;ofi_rxm does with mixed
+ * message sizes: a rendezvous message completes after the eager ones behind
+ * it, net/README.md), so a message that comes before its turn keeps its
+ * receive buffer, unposted, until the ones before it were handled.
+ *
+ * How long to wait for the missing one: the providers here match receives
+ * in order and complete every matched receive or fail the connection, so
+ * while the connection lives the missing message is in flight, however slow
+ * (under CPU starvation rxm took 2.6 s for a run of 20-60 KiB rendezvous
+ * messages while 43 later ones completed: a timer declared them lost, then
+ * they came). Waiting ends only on evidence:
+ *   - the hold is full: at most rx_buffers - 1 are held (one buffer stays
+ *     posted for the missing message); one more means it cannot be matched;
+ *   - a stream message came unusable (malformed, or truncated with its number
+ *     unreadable): it may have been the missing one;
+ *   - a truncated message with a readable number: that number is lost
+ *     (known_lost), the others are still awaited;
+ *   - the publisher ends the connection (BYE): what is held is handed on.
+ * The missing messages are then declared lost (seq_lost) and the held ones
+ * are handled; a message that arrives after that, or twice, is dropped
+ * (seq_late). A connection that dies drops what is held (held_dropped). All
+ * of it is counted. */
 
 static bool seq_before(uint32_t a, uint32_t b) { return (int32_t)(a - b) < 0; }
 
@@ -752,7 +809,20 @@ static void handle_stream_message(struct rc_sub *s, const uint8_t *buf, size_t l
     else
         handle_data(s, buf, len);
     s->next_seq++;
-    s->next_seq_since_ns = s->last_rx_ns;
+}
+
+/* next_seq is a number that came truncated: count it lost, forget it. */
+static bool skip_known_lost(struct rc_sub *s)
+{
+    for (uint32_t i = 0; i < s->nknown_lost; i++) {
+        if (s->known_lost[i] == s->next_seq) {
+            s->known_lost[i] = s->known_lost[--s->nknown_lost];
+            s->st.seq_lost++;
+            s->next_seq++;
+            return true;
+        }
+    }
+    return false;
 }
 
 /* Linear: only walked while something is held, i.e. after a reordering. */
@@ -783,7 +853,11 @@ static uint32_t lowest_held_seq(const struct rc_sub *s)
 static void handle_held_in_order(struct rc_sub *s)
 {
     struct rx_slot *r;
-    while (s->nheld && !s->lost && (r = held_slot(s, s->next_seq)) != NULL) {
+    while (!s->lost && (s->nheld || s->nknown_lost)) {
+        if (skip_known_lost(s))
+            continue;
+        if ((r = held_slot(s, s->next_seq)) == NULL)
+            break;
         r->held = false;
         s->nheld--;
         handle_stream_message(s, r->buf, r->len);
@@ -800,27 +874,49 @@ static void skip_to_lowest_held(struct rc_sub *s)
     handle_held_in_order(s);
 }
 
-/* Held messages wait at most half the peer timeout for the one before them
- * (a message that arrived truncated or malformed never will): the data must
- * not wait for the rest of the stream, which may never come (end of run). */
-static void check_held_too_long(struct rc_sub *s, uint64_t now)
+/* A stream message came unusable: if it was the one awaited, it never will
+ * come, so what is held goes on now (the stream-order rules above). */
+static void unusable_stream_message(struct rc_sub *s)
 {
-    if (s->nheld && now - s->next_seq_since_ns >= s->p.peer_timeout_ns / 2)
+    if (s->state == ST_ACTIVE && !s->lost && s->nheld)
         skip_to_lowest_held(s);
 }
 
-/* A truncated receive of the stream message due next: it is lost, counted,
- * and the stream goes on without waiting for it. */
+/* The publisher ends the connection: what is held is handed on, each gap
+ * before it counted lost; nothing more will come to fill them. */
+static void hand_on_held_at_end(struct rc_sub *s)
+{
+    while (s->state == ST_ACTIVE && !s->lost && s->nheld)
+        skip_to_lowest_held(s);
+}
+
+/* A truncated receive of a stream message: its number is lost, counted, and
+ * the stream goes on without waiting for it (at once when it was due, else
+ * when its turn comes). Without a readable number it is unusable. */
 static void truncated_stream_message(struct rc_sub *s, const uint8_t *buf, size_t len)
 {
     uint8_t type = len >= sizeof(struct rci_wire_hdr) ? buf[offsetof(struct rci_wire_hdr, type)] : 0;
     bool numbered = (type == RCI_MSG_DATA && len >= sizeof(struct rci_wire_data)) ||
                     (type == RCI_MSG_PAGE && len >= sizeof(struct rci_wire_page));
-    if (s->state != ST_ACTIVE || !numbered || rci_wire_stream_seq(buf) != s->next_seq)
+    if (s->state != ST_ACTIVE)
         return;
+    if (!numbered) {
+        unusable_stream_message(s);
+        return;
+    }
+    uint32_t seq = rci_wire_stream_seq(buf);
+    if (seq_before(seq, s->next_seq))
+        return;   /* already given up: a late one */
+    if (seq != s->next_seq && s->nknown_lost < KNOWN_LOST_MAX) {
+        s->known_lost[s->nknown_lost++] = seq;
+        return;
+    }
+    if (seq != s->next_seq) {   /* no room to remember it: stop waiting for anything */
+        unusable_stream_message(s);
+        return;
+    }
     s->st.seq_lost++;
     s->next_seq++;
-    s->next_seq_since_ns = rci_now_ns();
     handle_held_in_order(s);
 }
 
@@ -878,7 +974,6 @@ static void handle_welcome(struct rc_sub *s, const uint8_t *buf, size_t len)
     s->heartbeat_ns = hb < s->p.heartbeat_ns ? hb : s->p.heartbeat_ns;
     welcome_delivery(s, buf, len);
     s->state = ST_ACTIVE;
-    s->next_seq_since_ns = s->last_rx_ns;
     s->st.connected = 1;
     s->st.connects++;
     if (s->ever_connected)
@@ -928,6 +1023,7 @@ static void handle_bye(struct rc_sub *s, const uint8_t *buf, size_t len)
     }
     else if (b.reason == RCI_BYE_PROTOCOL)
         rci_set_err(s->err, sizeof s->err, "the publisher closed the connection: protocol error");
+    hand_on_held_at_end(s);
     lose(s, RC_SUB_DISC_BYE);
 }
 
@@ -956,6 +1052,7 @@ static bool handle_message(struct rc_sub *s, struct rx_slot *r, size_t len)
     int type = rci_wire_check(buf, len, RCI_WIRE_TO_SUBSCRIBER, &why);
     if (type == 0) {
         count_malformed(s, why);
+        unusable_stream_message(s);
         return false;
     }
     s->st.messages++;
@@ -1191,8 +1288,6 @@ static void run_timers(struct rc_sub *s)
         send_heartbeat(s, now);
         rma_send_credit(s, true);
     }
-    if (s->state == ST_ACTIVE && !s->lost)
-        check_held_too_long(s, now);
 }
 
 /* How long poll may wait before a timer is due. */

@@ -117,11 +117,20 @@ static void *region_desc(const struct rci_publisher *p, const void *addr, size_t
 }
 
 
+void *rci_publisher_region_desc(const struct rci_publisher *p, const void *addr, size_t len,
+                                bool *found)
+{
+    return region_desc(p, addr, len, found);
+}
+
 /* Fill iov[1..] with the next fragment's payload: at most max_iov - 1 pieces
- * and max_payload bytes. Returns the number of iovs used (header included). */
-static unsigned next_fragment(const struct rci_publisher *p, const struct iovec *src, unsigned n,
-                              struct rci_pub_frag_cursor *c, unsigned max_iov, uint64_t max_payload,
-                              struct iovec *iov, void **desc, uint32_t *payload)
+ * and max_payload bytes. Returns the number of iovs used (header included).
+ * src_desc: the caller's descriptor of each piece (rci_publisher_send_desc),
+ * or NULL: looked up in the registered regions. */
+static unsigned next_fragment(const struct rci_publisher *p, const struct iovec *src,
+                              void *const *src_desc, unsigned n, struct rci_pub_frag_cursor *c,
+                              unsigned max_iov, uint64_t max_payload, struct iovec *iov,
+                              void **desc, uint32_t *payload)
 {
     unsigned k = 1;
     uint64_t bytes = 0;
@@ -134,7 +143,7 @@ static unsigned next_fragment(const struct rci_publisher *p, const struct iovec 
         if (iov) {
             bool found;
             iov[k] = (struct iovec){ .iov_base = (void *)base, .iov_len = take };
-            desc[k] = region_desc(p, base, take, &found);
+            desc[k] = src_desc ? src_desc[c->piece] : region_desc(p, base, take, &found);
         }
         k++;
         bytes += take;
@@ -162,20 +171,21 @@ static uint64_t count_fragments(const struct rci_publisher *p, const struct iove
     uint64_t frags = 0;
     uint32_t got;
     do {
-        next_fragment(p, iov, n, &c, p->iov_max, max_payload, NULL, NULL, &got);
+        next_fragment(p, iov, NULL, n, &c, p->iov_max, max_payload, NULL, NULL, &got);
         frags++;
     } while (c.done < total && frags <= RCI_WIRE_MAX_FRAGS);
     return frags;
 }
 
-/* Pieces must be registered; the chunk must fit the protocol's u32 length. */
-static int check_pieces(struct rci_publisher *p, const struct iovec *iov, unsigned n,
-                        uint64_t *total)
+/* Pieces must be registered (or come with the caller's descriptors); the
+ * chunk must fit the protocol's u32 length. */
+static int check_pieces(struct rci_publisher *p, const struct iovec *iov, void *const *desc,
+                        unsigned n, uint64_t *total)
 {
     *total = 0;
     for (unsigned i = 0; i < n; i++) {
         bool found = true;
-        if (iov[i].iov_len)
+        if (iov[i].iov_len && !desc)
             region_desc(p, iov[i].iov_base, iov[i].iov_len, &found);
         if (!found) {
             p->st.unregistered_pieces++;
@@ -194,6 +204,7 @@ struct zc_send {
     uint16_t frag_count;
     uint32_t record;           /* RCI_PUB_NONE when not fragmented */
     uint64_t max_payload;
+    void *const *desc;         /* the caller's descriptors per piece, or NULL */
 };
 
 /* Build fragment `index` into a fresh slot and post it. Returns 0 or the
@@ -206,7 +217,8 @@ static int post_fragment(struct rci_publisher *p, const struct zc_send *s, const
     struct rci_pub_frag_cursor before = *c;
     uint32_t payload;
     uint32_t offset = (uint32_t)c->done;
-    unsigned k = next_fragment(p, src, n, c, p->iov_max, s->max_payload, iov, desc, &payload);
+    unsigned k = next_fragment(p, src, s->desc, n, c, p->iov_max, s->max_payload, iov, desc,
+                               &payload);
     uint32_t slot = take_slot(p);
     struct rci_pub_txop *op = &p->ops[slot];
     uint8_t *hdr = p->slot_mem + (size_t)slot * p->slot_size;
@@ -250,6 +262,9 @@ static bool defer_rest(struct rci_publisher *p, const struct zc_send *s, const s
         return false;
     r->n = n - c->piece;
     memcpy(r->iov, src + c->piece, r->n * sizeof *src);
+    r->has_desc = s->desc != NULL;
+    if (s->desc)
+        memcpy(r->desc, s->desc + c->piece, r->n * sizeof *s->desc);
     r->c = (struct rci_pub_frag_cursor){ .piece = 0, .off = c->off, .done = c->done };
     r->tag = s->tag;
     r->flags = s->flags;
@@ -318,6 +333,7 @@ static void resume_peer(struct rci_publisher *p, struct rci_pub_peer *peer)
         .peer = peer, .peer_index = (uint32_t)(peer - p->peers), .tag = r->tag,
         .key = p->recs[r->record].key, .flags = r->flags, .total = r->total,
         .frag_count = r->frag_count, .record = r->record, .max_payload = r->max_payload,
+        .desc = r->has_desc ? r->desc : NULL,
     };
     struct rci_pub_sendrec *rec = &p->recs[r->record];
     while (r->next_index < r->frag_count) {
@@ -377,6 +393,13 @@ static int refuse(struct rci_publisher *p, int rc)
 int rci_publisher_send(struct rci_publisher *p, rci_peer_id peer_id, uint64_t tag, uint32_t flags,
                       const struct iovec *iov, unsigned n, uint64_t key)
 {
+    return rci_publisher_send_desc(p, peer_id, tag, flags, iov, NULL, n, key);
+}
+
+int rci_publisher_send_desc(struct rci_publisher *p, rci_peer_id peer_id, uint64_t tag,
+                           uint32_t flags, const struct iovec *iov, void *const *desc, unsigned n,
+                           uint64_t key)
+{
     struct rci_pub_peer *peer = rci_pub_peer_of(p, peer_id);
     if (!peer || peer->state != RCI_PEER_ACTIVE || peer->doom != RCI_DOOM_NONE || !peer->connected)
         return refuse(p, -ENOTCONN);
@@ -385,13 +408,13 @@ int rci_publisher_send(struct rci_publisher *p, rci_peer_id peer_id, uint64_t ta
         return -EAGAIN;
     }
     uint64_t total;
-    int rc = check_pieces(p, iov, n, &total);
+    int rc = check_pieces(p, iov, desc, n, &total);
     if (rc)
         return refuse(p, rc);
     struct zc_send s = {
         .peer = peer, .peer_index = (uint32_t)(peer - p->peers), .tag = tag, .key = key,
         .flags = flags, .total = (uint32_t)total, .record = RCI_PUB_NONE,
-        .max_payload = peer->rx_max - sizeof(struct rci_wire_data),
+        .max_payload = peer->rx_max - sizeof(struct rci_wire_data), .desc = desc,
     };
     uint64_t frags = count_fragments(p, iov, n, total, s.max_payload);
     if (frags > RCI_WIRE_MAX_FRAGS || frags > p->nslots) {

@@ -49,10 +49,12 @@
  * your own lock around each call; nothing inside locks. Different publishers
  * may run in different threads.
  *
- * Callbacks run only inside: rc_pub_progress(), rc_pub_wait(),
- * rc_pub_destroy(), and rc_pub_send() when it returns -EAGAIN (it may drive
- * progress once, running on_send_complete of earlier sends). Not inside rc_pub_create, rc_pub_register,
- * rc_pub_free_slots, rc_pub_pending_sends, rc_pub_close_peer or the getters.
+ * Callbacks run only inside: rc_pub_progress(), rc_pub_wait() and
+ * rc_pub_destroy(). Never inside rc_pub_send() (also not when it returns
+ * -EAGAIN: it never reads completions; poll, then retry), rc_pub_create,
+ * rc_pub_register, rc_pub_free_slots, rc_pub_close_peer (the subscriber's
+ * GONE event comes from the next progress call), rc_pub_pending_sends or the
+ * getters. So your state does not change under you in the middle of a send.
  * A callback must not call rc_pub_* functions of the same publisher; it may
  * release the key's memory, or note it for the loop.
  *
@@ -112,6 +114,12 @@ struct rc_pub_params {
     uint64_t peer_timeout_ns;      /* a subscriber silent this long is dead */
     uint64_t poll_spin_ns;         /* rc_pub_wait spins this long before sleeping */
     char allow[192];               /* accepted subscriber networks, "10.1.0.0/16, fd00::/8"; "" = all */
+    /* Registration cache for pieces outside every rc_pub_register() region
+     * (see rc_pub_send): registered bytes kept (least recently used regions
+     * beyond are deregistered) and regions at most. mr_cache_bytes 0: no
+     * cache, such pieces are refused with -EFAULT. */
+    uint64_t mr_cache_bytes;
+    uint32_t mr_cache_regions;
     struct rc_pub_callbacks cb;
 };
 
@@ -134,12 +142,22 @@ struct rc_pub_stats {
     uint64_t malformed_total;      /* rejected incoming messages */
     uint64_t slots_total, slots_free;
     uint64_t peers_active;
+    /* Registration cache (rc_pub_params.mr_cache_bytes): pieces served by a
+     * cached region / by registering one; unreferenced regions deregistered
+     * for the byte limit; regions dropped by rc_mem_forget(); acquires
+     * refused (registration failed, every region in use, more than
+     * RC_PUB_CACHE_PIECES pieces); and now: registered bytes and regions,
+     * regions referenced by sends in flight. */
+    uint64_t mr_cache_hits, mr_cache_misses, mr_cache_evictions, mr_cache_forgotten;
+    uint64_t mr_cache_failures;
+    uint64_t mr_cache_registered_bytes, mr_cache_regions, mr_cache_regions_in_use;
 };
 
 /* Defaults: tcp, msg, 127.0.0.1:RC_SUB_DEFAULT_PORT's value 12345 (change it
  * when a daemon runs on this host), 1024 header slots, 64 subscribers, no tag
  * limit, queues 256/256, CQ 1024, heartbeat 500 ms, peer timeout 3 s, spin
- * 20 us, allow everyone (the daemon's [fabric] defaults). Callbacks zero. */
+ * 20 us, allow everyone (the daemon's [fabric] defaults), a registration
+ * cache of 64 MiB in at most 1024 regions. Callbacks zero. */
 RC_API void rc_pub_params_default(struct rc_pub_params *p);
 
 /* Validate, listen, allocate and register every buffer. Returns 0 and *out,
@@ -155,21 +173,46 @@ RC_API int rc_pub_register(struct rc_pub *p, const void *addr, size_t len, char 
                            size_t errlen);
 
 /* Zero-copy send of one chunk (tag, flags = RC_CHUNK_FLAG_*, payload pieces
- * iov[0..n-1], all inside registered regions) to one subscriber.
+ * iov[0..n-1]) to one subscriber. A piece outside every rc_pub_register()
+ * region is registered through the registration cache (a cached region
+ * covering it, or a new one): the region stays registered at least until
+ * this send's key completes. Before the program frees or unmaps memory it
+ * sent from that way, it must call rc_mem_forget() on it (else a later
+ * allocation at the same address could be sent through the old
+ * registration). Such pieces may come from at most RC_PUB_CACHE_PIECES
+ * cached regions per send, and such a send has at most 256 pieces.
  *   0          accepted: on_send_complete(key) runs exactly once, later;
  *   -EAGAIN    nothing sent (no free header slot, or the provider queue is
- *              full); progress was driven once; the key is still yours: poll
- *              and retry;
+ *              full, or header_slots + max_subscribers sends through the
+ *              cache are in flight); no completion was read and no callback
+ *              ran; the key is still yours: call rc_pub_progress()/
+ *              rc_pub_wait(), retry;
  *   -ENOTCONN  peer unknown, gone, or not yet through HELLO;
- *   -EFAULT    a piece is outside every registered region;
- *   -EMSGSIZE  the chunk needs more fragments than slots or the protocol allow;
+ *   -EFAULT    a piece is outside every registered region and there is no
+ *              registration cache (mr_cache_bytes 0);
+ *   -ENOSPC    the registration cache has every region in use;
+ *   -EMSGSIZE  the chunk needs more fragments than slots or the protocol
+ *              allow, or its pieces outside rc_pub_register() regions need
+ *              more than RC_PUB_CACHE_PIECES cached regions (or the send
+ *              more than 256 pieces);
  *   -EINVAL    iov is NULL while n > 0 (n = 0 sends an empty chunk);
- *   other      the provider refused; the key is still yours.
+ *   other      the provider refused the send, or to register a piece for
+ *              the cache (rc_pub_last_error says which); the key is still yours.
  * A chunk is split into several DATA messages when it has more pieces than
  * the provider's iov limit allows or does not fit the subscriber's receive
  * buffer; the subscriber reassembles it. */
 RC_API int rc_pub_send(struct rc_pub *p, rc_pub_peer peer, uint64_t tag, uint32_t flags,
                        const struct iovec *iov, unsigned n, uint64_t key);
+#define RC_PUB_CACHE_PIECES 16u
+
+/* Tell every publisher of this process that [addr, addr + len) is about to
+ * be freed or unmapped: cached registrations overlapping it are dropped
+ * (deregistered now, or when the sends still using them complete) and never
+ * handed out again. Any thread; each publisher applies it in its own thread
+ * before its next send or in rc_pub_progress(); the memory may be freed as
+ * soon as this returns. Memory registered with rc_pub_register() is not
+ * affected. 0, or -EINVAL (addr NULL or len 0). */
+RC_API int rc_mem_forget(const void *addr, size_t len);
 
 /* Do what is due without blocking. Returns the number of events handled
  * (>= 0) or -errno when the fabric itself failed (then destroy). */
@@ -193,9 +236,10 @@ RC_API unsigned rc_pub_peers(struct rc_pub *p, rc_pub_peer *out, unsigned max);
  * next call into the publisher. */
 RC_API const char *rc_pub_peer_name(struct rc_pub *p, rc_pub_peer peer);
 
-/* Say BYE to a subscriber and close it. Its outstanding sends will never
- * complete: take their keys with rc_pub_pending_sends() now, or the next
- * progress call returns them through on_send_complete(key, -ECONNRESET).
+/* Say BYE to a subscriber and close it (no callback runs inside: its
+ * RC_PUB_EVENT_GONE comes from the next progress call). Its outstanding sends
+ * will never complete: take their keys with rc_pub_pending_sends() now, or
+ * progress returns them through on_send_complete(key, -ECONNRESET).
  * 0 or -ENOTCONN. */
 RC_API int rc_pub_close_peer(struct rc_pub *p, rc_pub_peer peer);
 /* Keys of sends to a closed or dead subscriber that will never complete

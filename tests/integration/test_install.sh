@@ -4,7 +4,7 @@
 # DESTDIR, then only the installed files. Checks the installed layout (headers,
 # versioned libraries and their symlinks, pkg-config files with the prefix
 # and libdir of the install, API.md, LICENSE), the SONAMEs, that the client
-# library needs libfabric and nothing else of ours, that each library exports
+# library needs libfabric and liburcu-cds and nothing else of ours, that each library exports
 # exactly the RC_API functions of the installed headers (nm -D), builds
 # examples/ and README.md's library example with pkg-config (from a copy
 # outside the source tree), and runs the examples against the real daemon and
@@ -61,14 +61,16 @@ done
 expect_eq "ringcast-client --libs" "$(echo $(pkg-config --libs ringcast-client))" "-L$LIB -lringcast-client"
 expect_eq "ringcast-client --cflags" "$(echo $(pkg-config --cflags ringcast-client))" "-I$ROOT/include"
 
-# ---- the client library needs libfabric and nothing else of ours --------------
+# ---- the client library needs libfabric, liburcu-cds (the lock-free stacks of
+# net/mem_pool.c and net/mr_cache.c), libcurl and jansson (discovery), and no
+# DPDK, RCU flavour (the daemon's subscription table uses those) or inih
 needed=$(readelf -d "$LIB/libringcast-client.so.$version" | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p' | tr '\n' ' ')
 echo "libringcast-client NEEDED: $needed"
 case "$needed" in *libfabric*) ;; *) fail "libringcast-client does not need libfabric: $needed" ;; esac
-for bad in rte_ dpdk urcu inih; do
+for bad in rte_ dpdk urcu-memb urcu-qsbr urcu-mb urcu-bp urcu.so inih; do
     case "$needed" in *$bad*) fail "libringcast-client needs $bad: $needed" ;; esac
 done
-ok "libringcast-client needs no DPDK, liburcu or inih"
+ok "libringcast-client needs no DPDK, RCU flavour or inih"
 
 # ---- exports: exactly the RC_API functions of the installed headers -----------
 # api_functions HEADER...: every function the headers declare (a line at
@@ -81,8 +83,11 @@ api_functions() {
 }
 exports() { nm -D --defined-only "$1" | awk '{print $NF}' | sort -u; }
 inc="$ROOT/include/ringcast"
-api_functions "$inc/version.h" "$inc/sub.h" "$inc/pub.h" > "$WORK/client.api"
+api_functions "$inc/version.h" "$inc/sub.h" "$inc/discover.h" "$inc/pub.h" "$inc/pattern.h" > "$WORK/client.api"
 api_functions "$inc"/*.h > "$WORK/full.api"
+# rc_mem_forget (pub.h: before the program frees memory sent through the
+# registration cache) is part of both.
+grep -qx rc_mem_forget "$WORK/client.api" || fail "rc_mem_forget is not an RC_API function of pub.h"
 [ "$(wc -l < "$WORK/client.api")" -gt 20 ] || fail "too few RC_API functions found in the headers"
 exports "$LIB/libringcast-client.so.$version" > "$WORK/client.nm"
 exports "$LIB/libringcast.so.$version" > "$WORK/full.nm"
@@ -118,6 +123,15 @@ sed -n '/^## Use it as a library/,/^## /p' README.md | sed -n '/^```c$/,/^```$/p
     && cc -std=c11 -Wall -Wextra -Werror readme.c -o readme-full $(pkg-config --cflags --libs ringcast)) \
     || fail "README.md's example does not build against the installed ringcast"
 ok "README.md's example built with pkg-config ringcast-client and ringcast"
+# The static library: `pkg-config --static` names what it needs (libfabric, DPDK, liburcu, inih).
+case " $(pkg-config --static --libs ringcast-client) " in *" -lfabric "*) ;;
+    *) fail "pkg-config --static ringcast-client does not name -lfabric" ;; esac
+static_libs=$(pkg-config --static --libs ringcast | sed 's/-lringcast\( \|$\)/-l:libringcast.a\1/')
+# shellcheck disable=SC2046,SC2086
+(cd "$WORK" && cc readme.c -o readme-static $(pkg-config --cflags ringcast) $static_libs) \
+    || fail "README.md's example does not link against libringcast.a with pkg-config --static ringcast"
+ldd "$WORK/readme-static" | grep -q 'libringcast' && { ldd "$WORK/readme-static"; fail "readme-static loads a shared libringcast"; }
+ok "README.md's example linked with libringcast.a and pkg-config --static ringcast alone"
 
 export LD_LIBRARY_PATH="$LIB"
 for prog in "$WORK/examples/count_tags/count_tags" "$WORK/readme" "$WORK/readme-full" "$WORK/examples/embed_readout/embed"; do
