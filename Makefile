@@ -40,13 +40,14 @@ LDLIBS   += $(PKG_LIBS) -lpthread -lm
 LIB_SRC   := $(wildcard common/*.c config/*.c dma/*.c readout/*.c readout/sim/*.c net/*.c pipeline/*.c api/*.c)
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 # The client library: subscriber and client publisher (include/ringcast/sub.h,
-# pub.h) need net/ and the public wrappers api/client_*.c. It links libfabric
+# pub.h) need net/, dma/ (the RMA receive ring of net/sub_rma.c) and the public
+# wrappers api/client_*.c. It links libfabric
 # liburcu-cds (the lock-free stacks of net/mem_pool.c and net/mr_cache.c) and,
 # for discovery (net/discovery*.c: a client finds its publishers in etcd or a
 # directory), libcurl and jansson; no DPDK, no inih.
-CLIENT_SRC := $(wildcard common/*.c net/*.c api/client_*.c) readout/sim/pattern.c
+CLIENT_SRC := $(wildcard common/*.c dma/*.c net/*.c api/client_*.c) readout/sim/pattern.c
 CLIENT_OBJ := $(CLIENT_SRC:%.c=$(BUILD)/obj/%.o)
-CLIENT_LIBS := $(shell pkg-config --libs libfabric liburcu-cds libcurl jansson 2>/dev/null)
+CLIENT_LIBS := $(shell pkg-config --libs libfabric liburcu-cds libcurl jansson numa 2>/dev/null)
 API_HEADERS := $(wildcard include/ringcast/*.h)
 TOOL_MAIN := $(wildcard tools/ringcast-*.c)
 TOOL_AUX  := $(filter-out $(TOOL_MAIN),$(wildcard tools/*.c))

@@ -163,6 +163,8 @@ static const struct rci_cfg_key fabric_keys[] = {
 static const struct rci_cfg_implicit fabric_implicit[] = {
     {.field = "peer_fair_share", .offset = offsetof(T, peer_fair_share),
      .size = sizeof(((T *)0)->peer_fair_share), .align = _Alignof(__typeof__(((T *)0)->peer_fair_share))},
+    {.field = "rma", .offset = offsetof(T, rma),
+     .size = sizeof(((T *)0)->rma), .align = _Alignof(__typeof__(((T *)0)->rma))},
 };
 
 const struct rci_cfg_section rci_cfg_section_fabric = {

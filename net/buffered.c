@@ -140,6 +140,8 @@ int rci_publisher_send_buffered(struct rci_publisher *p, rci_peer_id peer_id, ui
     struct rci_pub_peer *peer = rci_pub_peer_of(p, peer_id);
     if (!peer || peer->state != RCI_PEER_ACTIVE || peer->doom != RCI_DOOM_NONE || !peer->connected)
         return -ENOTCONN;
+    if (peer->rma.on)
+        return -EMSGSIZE;   /* RMA delivery: every chunk goes as records (rci_publisher_send) */
     if (p->npages == 0)
         return -ENOTSUP;
     uint64_t len = 0;

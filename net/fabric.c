@@ -133,7 +133,17 @@ static int get_info(struct rci_fabric *f, char *err, size_t errlen)
     snprintf(service, sizeof service, "%u", (unsigned)p->port);
     uint64_t flags = f->role == RCI_FABRIC_LISTEN ? FI_SOURCE : 0;
     rci_fabric_env_init();  /* before libfabric initialises itself */
+    /* RMA (delivery into a subscriber's ring, net/README.md "RMA delivery")
+     * when asked (params.rma) and the provider has it; without it the same
+     * endpoint serves sends only (f->rma false). FI_REMOTE_CQ_DATA is an operation flag, not a
+     * capability: cq_data_size is checked instead (honour_info). */
+    if (p->rma)
+        hints->caps |= FI_RMA;
     int rc = fi_getinfo(RCI_FABRIC_API_VERSION, p->address, service, flags, hints, &f->info);
+    if (rc == -FI_ENODATA && p->rma) {
+        hints->caps &= ~(uint64_t)FI_RMA;
+        rc = fi_getinfo(RCI_FABRIC_API_VERSION, p->address, service, flags, hints, &f->info);
+    }
     fi_freeinfo(hints);
     if (rc)
         return rci_fabric_error(f, err, errlen, "fi_getinfo", rc);
@@ -176,6 +186,8 @@ static void honour_info(struct rci_fabric *f)
     f->inject_size = i->tx_attr->inject_size;
     f->max_msg_size = i->ep_attr->max_msg_size;
     f->copy_max = shm_copy_max(i);
+    /* Offsets and lengths of RMA records travel in 8 bytes of CQ data. */
+    f->rma = (i->caps & FI_RMA) && i->domain_attr->cq_data_size >= 8;
     if (f->params.tx_queue && f->params.tx_queue < i->tx_attr->size)
         i->tx_attr->size = f->params.tx_queue;
     if (f->params.rx_queue && f->params.rx_queue < i->rx_attr->size)
@@ -190,7 +202,7 @@ static int open_cq(struct rci_fabric *f, size_t min_entries, char *err, size_t e
 {
     struct fi_cq_attr attr = {
         .size = f->params.cq_size > min_entries ? f->params.cq_size : min_entries,
-        .format = FI_CQ_FORMAT_MSG,
+        .format = FI_CQ_FORMAT_DATA,   /* RMA records: immediate data */
         .wait_obj = FI_WAIT_FD,
     };
     f->cq_entries = attr.size;
@@ -412,6 +424,8 @@ int rci_fabric_mr_reg(struct rci_fabric *f, const void *addr, size_t len, uint64
     if (f->mr_endpoint && !ep)
         return rci_fabric_error(f, err, errlen, "fi_mr_reg(no endpoint for FI_MR_ENDPOINT)",
                                -FI_EINVAL);
+    if (f->rma && (access & FI_SEND))
+        access |= FI_WRITE;   /* the same memory is written to RMA subscribers */
     /* Without FI_MR_PROV_KEY duplicate keys fail with -FI_ENOKEY. */
     uint64_t key = f->mr_prov_key ? 0 : f->next_requested_key++;
     int rc = fi_mr_reg(f->domain, addr, len, access, 0, key, 0, &mr->mr, NULL);
@@ -540,7 +554,7 @@ static int read_cq_error(struct rci_fabric *f, struct rci_fabric_cqe *out, char 
 int rci_fabric_cq_poll(struct rci_fabric *f, struct rci_fabric_cqe *out, size_t max,
                       char *err, size_t errlen)
 {
-    struct fi_cq_msg_entry e[RCI_FABRIC_CQ_BATCH];
+    struct fi_cq_data_entry e[RCI_FABRIC_CQ_BATCH];
     fi_addr_t src[RCI_FABRIC_CQ_BATCH];
     size_t want = max < RCI_FABRIC_CQ_BATCH ? max : RCI_FABRIC_CQ_BATCH;
     if (want == 0)
@@ -557,6 +571,7 @@ int rci_fabric_cq_poll(struct rci_fabric *f, struct rci_fabric_cqe *out, size_t 
         out[i] = (struct rci_fabric_cqe){
             .context = e[i].op_context, .len = e[i].len,
             .src = f->source_addr ? src[i] : FI_ADDR_NOTAVAIL,
+            .flags = e[i].flags, .data = e[i].data,
         };
     }
     return (int)n;

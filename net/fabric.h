@@ -86,6 +86,8 @@ struct rci_fabric {
     size_t copy_max;               /* shm: largest message copied at post (inject_size); a
                                     * publisher sends nothing larger (0: no such cap) */
     size_t tx_size, rx_size;       /* provider tx/rx context sizes */
+    bool rma;                      /* FI_RMA granted and >= 8 B of remote CQ data: RMA delivery
+                                    * possible (net/README.md, "RMA delivery") */
     enum rci_fabric_letgo letgo;    /* how a cut-off peer's sends are let go */
     uint64_t next_requested_key;   /* for !mr_prov_key */
     char where[224];               /* "prov=tcp, ep=msg, 127.0.0.1:12345" */
@@ -173,6 +175,8 @@ struct rci_fabric_cqe {
     size_t len;                    /* received bytes (FI_RECV) */
     fi_addr_t src;                 /* RDM + source_addr: sender, else FI_ADDR_NOTAVAIL */
     int err;                       /* 0, or the positive FI errno of an error entry */
+    uint64_t flags;                /* the entry's flags (FI_REMOTE_CQ_DATA ...); 0 for errors */
+    uint64_t data;                 /* FI_REMOTE_CQ_DATA: the immediate data */
 };
 /* Read up to max completions without blocking (this drives progress: call it
  * even when nothing is expected). Error entries come back as entries with

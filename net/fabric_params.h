@@ -50,6 +50,13 @@ struct rci_fabric_params {
      * subscriber may take every free resource (what the unit tests of the
      * pools rely on). */
     bool peer_fair_share;
+    /* Not a [fabric] key: ask fi_getinfo for FI_RMA (and fall back to the same
+     * hints without it). The publisher sets it (it writes into the rings of RMA
+     * subscribers); a subscriber only when it asks for RMA delivery: with
+     * FI_RMA, tcp;ofi_rxm sets up its core endpoint's memory registration
+     * differently (prov/rxm, rxm_info_to_core_mr_modes), so endpoints that
+     * do not use RMA do not ask (net/README.md, "RMA delivery"). */
+    bool rma;
 };
 
 #endif

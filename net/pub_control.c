@@ -234,10 +234,11 @@ static void peer_event(struct rci_publisher *p, struct rci_pub_peer *peer, enum 
 
 static void send_welcome(struct rci_publisher *p, struct rci_pub_peer *peer)
 {
-    uint8_t msg[sizeof(struct rci_wire_welcome)];
+    uint8_t msg[sizeof(struct rci_wire_welcome) + sizeof(struct rci_wire_welcome_rma)];
     uint64_t hb_ms = p->fab.params.heartbeat_ns / 1000000u;
-    enqueue(p, peer, msg, rci_wire_build_welcome(msg, sizeof msg, p->fab.params.max_tags_per_subscriber,
-                                                hb_ms ? (uint32_t)hb_ms : 1u, p->publisher_id));
+    ssize_t len = rci_wire_build_welcome(msg, sizeof msg, p->fab.params.max_tags_per_subscriber,
+                                         hb_ms ? (uint32_t)hb_ms : 1u, p->publisher_id);
+    enqueue(p, peer, msg, rci_rma_welcome(peer, msg, sizeof msg, len));
 }
 
 static void on_hello(struct rci_publisher *p, struct rci_pub_peer *peer, const uint8_t *buf, size_t len)
@@ -277,6 +278,8 @@ static void on_hello(struct rci_publisher *p, struct rci_pub_peer *peer, const u
      * DATA fragments and PAGEs follow rx_max. */
     if (p->fab.copy_max && p->fab.copy_max < peer->rx_max)
         peer->rx_max = (uint32_t)p->fab.copy_max;
+    if (!rci_rma_hello(p, peer, buf, len))
+        return;   /* refused: its RMA ring cannot be written */
     peer->client_id = h.client_id;
     peer->joined = true;
     peer->state = RCI_PEER_ACTIVE;
@@ -479,6 +482,12 @@ void rci_pub_control_message(struct rci_publisher *p, struct rci_pub_peer *owner
         break;
     case RCI_MSG_HEARTBEAT:
         p->st.heartbeats_received++;
+        break;
+    case RCI_MSG_CREDIT:
+        if (joined)
+            rci_rma_credit(p, owner, buf, len);
+        else
+            reject(p, who, RCI_WIRE_BAD_TYPE);  /* before HELLO */
         break;
     case RCI_MSG_BYE:
         rci_pub_peer_fail(p, (uint32_t)(owner - p->peers), RCI_DOOM_BYE);

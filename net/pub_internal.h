@@ -102,6 +102,19 @@ struct rci_pub_resume {
     void **desc;               /* ... one per iov, RCI_PUB_RESUME_PIECES, allocated at create */
 };
 
+/* RMA delivery to one subscriber (net/rma_write.c): its receive ring as its
+ * HELLO announced it, where the next record goes and how far it released. */
+struct rci_pub_rma {
+    bool asked;                /* its HELLO carried an RMA ring: WELCOME says what we do */
+    bool on;                   /* records are written into its ring */
+    enum rci_rma_fallback fallback;  /* asked but served by send: why */
+    uint64_t base, size, key;  /* remote address of offset 0 (or 0), ring bytes, MR key */
+    uint64_t wpos;             /* position after the last record written */
+    uint64_t credit;           /* its released position (CREDIT) */
+    uint64_t max_record;       /* largest record (header + payload) */
+    uint64_t full_since_ns;    /* since when its ring had no room for the next chunk (0: room) */
+};
+
 enum rci_peer_state {
     RCI_PEER_FREE = 0,
     RCI_PEER_CONNECTING,        /* MSG: accepted, FI_CONNECTED not yet seen */
@@ -146,6 +159,7 @@ struct rci_pub_peer {
     uint32_t data_seq;         /* stream sequence number of the next DATA/PAGE posted */
     uint64_t drain_deadline_ns;  /* RCI_PEER_DRAINING: address removed at the latest then */
     struct rci_pub_resume resume;
+    struct rci_pub_rma rma;
     struct rci_wire_range *ranges;   /* sorted, disjoint, not adjacent */
     uint32_t nranges;
     struct rci_pub_ctrl_msg ctrl[RCI_PUB_CTRL_QUEUE];
@@ -272,6 +286,21 @@ void rci_zc_resume_all(struct rci_publisher *p);
  * keys[(*count)++] (at most max) instead of the callback. */
 void rci_zc_resume_abandon(struct rci_publisher *p, struct rci_pub_peer *peer, uint64_t *keys,
                           unsigned max, unsigned *count);
+
+/* rma_write.c: RMA delivery (net/README.md, "RMA delivery"). */
+/* HELLO's RMA part (if any): decide the peer's delivery. Returns false when
+ * the peer was refused (the region cannot be written). */
+bool rci_rma_hello(struct rci_publisher *p, struct rci_pub_peer *peer, const uint8_t *buf, size_t len);
+/* Append WELCOME's RMA part for a peer that asked; returns the new length. */
+ssize_t rci_rma_welcome(const struct rci_pub_peer *peer, uint8_t *msg, size_t cap, ssize_t len);
+/* CREDIT from an RMA peer. */
+void rci_rma_credit(struct rci_publisher *p, struct rci_pub_peer *peer, const uint8_t *buf, size_t len);
+/* Is there room for a first record of at most len bytes? (false: -ENOBUFS) */
+bool rci_rma_room(struct rci_publisher *p, struct rci_pub_peer *peer, uint64_t len);
+/* Write one record [iov...] at the peer's next place with FI_REMOTE_CQ_DATA.
+ * -FI_EAGAIN when its ring has no room (or the provider's queue is full). */
+int  rci_rma_post(struct rci_publisher *p, struct rci_pub_peer *peer, const struct iovec *iov,
+                 void **desc, size_t n, void *ctx);
 
 /* buffered.c */
 int  rci_buf_init(struct rci_publisher *p, char *err, size_t errlen);

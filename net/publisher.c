@@ -159,10 +159,15 @@ bool rci_pub_page_within_quota(struct rci_publisher *p, const struct rci_pub_pee
 uint64_t rci_publisher_peer_oldest_age(struct rci_publisher *p, rci_peer_id id)
 {
     struct rci_pub_peer *peer = rci_pub_peer_of(p, id);
-    if (!peer || peer->op_head == RCI_PUB_NONE)
+    if (!peer)
         return 0;
-    uint64_t since = p->ops[peer->op_head].since_ns;
-    return p->last_progress_ns > since ? p->last_progress_ns - since : 0;
+    /* An RMA subscriber's writes complete when they left (tcp: in the
+     * socket), whether it reads or not: what shows it is behind is how long
+     * its ring has had no room (rma_write.c). */
+    uint64_t since = peer->rma.full_since_ns ? peer->rma.full_since_ns : UINT64_MAX;
+    if (peer->op_head != RCI_PUB_NONE && p->ops[peer->op_head].since_ns < since)
+        since = p->ops[peer->op_head].since_ns;
+    return since != UINT64_MAX && p->last_progress_ns > since ? p->last_progress_ns - since : 0;
 }
 
 int rci_pub_post(struct rci_publisher *p, struct rci_pub_peer *peer, const struct iovec *iov,
@@ -937,7 +942,9 @@ static int setup(struct rci_publisher *p, const struct rci_fabric_params *fp, ch
     size_t nrx = RCI_PUB_RX_PER_PEER * ((size_t)fp->max_subscribers + 1);
     /* Each posted op completes at most once, but an op released with a dead
      * peer may still complete after its slot was reused: room for twice. */
-    int rc = rci_fabric_open(&p->fab, fp, RCI_FABRIC_LISTEN, 2 * (max_ops + nrx) + 16, err, errlen);
+    struct rci_fabric_params with_rma = *fp;
+    with_rma.rma = true;   /* RMA subscribers' rings are written (net/README.md, "RMA delivery") */
+    int rc = rci_fabric_open(&p->fab, &with_rma, RCI_FABRIC_LISTEN, 2 * (max_ops + nrx) + 16, err, errlen);
     if (rc)
         return rc;
     p->iov_max = (unsigned)(p->fab.tx_iov_limit < RCI_PUB_MAX_IOV ? p->fab.tx_iov_limit

@@ -32,6 +32,7 @@
  */
 #ifndef RCI_PUBLISHER_H
 #define RCI_PUBLISHER_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
@@ -88,6 +89,16 @@ struct rci_publisher_stats {
     uint64_t faults_send_error;     /* injected: ok completions reported as errors */
     uint64_t faults_eagain;         /* injected: posts refused with -FI_EAGAIN */
     uint64_t faults_eagain_streaks; /* injected: streaks of -FI_EAGAIN for one subscriber */
+    /* RMA delivery (net/README.md, "RMA delivery") */
+    uint64_t rma_subscribers;       /* HELLOs served by RMA writes into the subscriber's ring */
+    uint64_t rma_fallbacks;         /* HELLOs that asked for RMA, served by send (no FI_RMA here) */
+    uint64_t rma_refused_region;    /* HELLOs refused: the announced ring cannot be written */
+    uint64_t rma_records;           /* records written (a chunk is one or more) */
+    uint64_t rma_bytes;             /* their bytes, headers included */
+    uint64_t rma_again_credit;      /* -ENOBUFS: the subscriber's ring has no room (not released) */
+    uint64_t rma_wait_credit;       /* later records of a chunk that waited for room */
+    uint64_t rma_credits;           /* CREDIT messages taken */
+    uint64_t rma_bad_credits;       /* CREDIT going back or past what was written: peer closed */
     /* buffered path */
     uint64_t buffered_records;
     uint64_t buffered_bytes;
@@ -194,7 +205,8 @@ void *rci_publisher_region_desc(const struct rci_publisher *p, const void *addr,
  * -EAGAIN: nothing copied: no free page, or the full page could not be
  * posted yet (call progress/wait, then try again); -ENOBUFS:
  * (params.peer_fair_share) this subscriber holds its fair share of the pages:
- * it is behind; -EMSGSIZE: record larger than a page (use send());
+ * it is behind; -EMSGSIZE: record larger than a page, or a subscriber
+ * served by RMA delivery (use send());
  * -ENOTCONN as above; -ENOTSUP: no pages configured. No callback runs
  * inside this call. */
 int  rci_publisher_send_buffered(struct rci_publisher *p, rci_peer_id peer, uint64_t tag,
@@ -212,12 +224,18 @@ int  rci_publisher_progress(struct rci_publisher *p);
 int  rci_publisher_wait(struct rci_publisher *p, uint64_t timeout_ns);
 
 /* How long the peer's oldest outstanding send (DATA, PAGE or control) had
- * been waiting for its completion when progress last read the CQ; 0 when it
- * has none (or for an unknown id). Measured to the last CQ read, not to now,
+ * been waiting for its completion when progress last read the CQ, or, for an
+ * RMA subscriber, how long its ring has had no room if that is longer; 0 when
+ * it has none (or for an unknown id). Measured to the last CQ read, not to now,
  * so that a publisher thread that was not scheduled for a while does not see
  * its subscribers as behind. For the caller's slow-subscriber policy: liveness
  * itself (net/README.md, "Dead peers") looks only at what the peer sends. */
 uint64_t rci_publisher_peer_oldest_age(struct rci_publisher *p, rci_peer_id peer);
+
+/* Does this subscriber take its chunks by RMA writes into its ring
+ * (its HELLO asked and the provider can)? Such a subscriber gets every chunk
+ * with rci_publisher_send (send_buffered says -EMSGSIZE). */
+bool rci_publisher_peer_rma(struct rci_publisher *p, rci_peer_id peer);
 
 /* Lowest number of free header slots since the previous call (watermark). */
 uint32_t rci_publisher_available_slots(struct rci_publisher *p);

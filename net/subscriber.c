@@ -31,6 +31,7 @@
 #include "net/fabric.h"
 #include "net/mem_pool.h"
 #include "net/sub_ranges.h"
+#include "net/sub_rma.h"
 #include "net/wire.h"
 
 _Static_assert(RC_SUB_MALFORMED_KINDS == RCI_WIRE_ERROR_KINDS, "malformed kinds follow wire.h");
@@ -107,6 +108,9 @@ struct rc_sub {
     uint32_t nknown_lost;
     uint32_t nheld;                       /* rx slots held for order */
     struct reassembly ra;
+    struct rci_sub_rma rma;               /* RMA delivery: the receive ring (sub_rma.h) */
+    bool rma_announced;                   /* this connection's HELLO offered the ring */
+    struct rci_wire_hello_rma rma_offer;  /* what it offered */
     struct rc_sub_stats st;
     bool ever_connected;
     int handled;                          /* messages handled in this rc_sub_poll */
@@ -130,6 +134,8 @@ void rc_sub_params_default(struct rc_sub_params *p)
     p->reconnect_interval_ns = 1000000000ull;
     p->poll_spin_ns = 50000ull;
     p->malformed_limit = 16;
+    p->delivery = RC_SUB_DELIVERY_SEND;
+    p->rma_ring_size = 8u * 1024u * 1024u;
 }
 
 static int check_params(const struct rc_sub_params *p, char *err, size_t errlen)
@@ -155,6 +161,8 @@ static int check_params(const struct rc_sub_params *p, char *err, size_t errlen)
         why = "peer_timeout must be longer than heartbeat";
     else if (!p->cb.on_data)
         why = "on_data callback missing";
+    else if (p->delivery != RC_SUB_DELIVERY_SEND && p->delivery != RC_SUB_DELIVERY_RMA)
+        why = "delivery is neither send nor rma";
     /* %.*s: a host without its NUL is one of the defects reported here. */
     if (why)
         rci_set_err(err, errlen, "rc_sub_create(%.*s:%u): %s", (int)sizeof p->host, p->host,
@@ -233,6 +241,15 @@ int rc_sub_create(const struct rc_sub_params *params, struct rc_sub **out, char 
         goto nomem;
     for (uint32_t i = 0; i < TX_SLOTS; i++)
         s->tx[i].buf = s->tx_pool + (size_t)i * TX_SLOT_SIZE;
+    if (params->delivery == RC_SUB_DELIVERY_RMA) {
+        char why[200];
+        rc = rci_sub_rma_create(&s->rma, params->rma_ring_size, why, sizeof why);
+        if (rc) {
+            rci_set_err(err, errlen, "rc_sub_create(%s:%u): %s", params->host, (unsigned)params->port, why);
+            rc_sub_destroy(s);
+            return rc;
+        }
+    }
     s->state = ST_IDLE;
     s->next_attempt_ns = 0;   /* connect at the first poll */
     /* shm leaves a 16 MiB /dev/shm file per SIGKILLed subscriber: take back
@@ -381,6 +398,7 @@ static void fill_fabric_params(const struct rc_sub *s, struct rci_fabric_params 
     fp->peer_timeout_ns = s->p.peer_timeout_ns;
     fp->heartbeat_ns = s->p.heartbeat_ns;
     fp->poll_spin_ns = s->p.poll_spin_ns;
+    fp->rma = s->p.delivery == RC_SUB_DELIVERY_RMA;   /* only then: see fabric_params.h */
 }
 
 /* rc_sub_params.test_stall_after_chunks: it stopped reading on purpose. */
@@ -443,6 +461,8 @@ static int send_hello(struct rc_sub *s)
         return -ENOBUFS;
     ssize_t len = rci_wire_build_hello(t->buf, TX_SLOT_SIZE, s->client_id, s->p.rx_buffer_size, addr,
                                       (uint16_t)addr_len);
+    if (len > 0 && s->rma_announced)
+        len = rci_wire_add_hello_rma(t->buf, TX_SLOT_SIZE, (size_t)len, &s->rma_offer);
     if (len < 0)
         return (int)len;
     queue_tx(s, t, (size_t)len);
@@ -450,6 +470,30 @@ static int send_hello(struct rc_sub *s)
         return -EIO;
     s->state = ST_HELLO_SENT;
     s->deadline_ns = rci_now_ns() + s->p.peer_timeout_ns;
+    return 0;
+}
+
+/* RMA delivery asked: register the ring for remote write and offer it in
+ * HELLO; a provider without RMA here means send delivery, said and counted. */
+static int offer_rma_ring(struct rc_sub *s)
+{
+    s->rma_announced = false;
+    if (s->p.delivery != RC_SUB_DELIVERY_RMA)
+        return 0;
+    if (!s->f.rma) {
+        s->st.rma_fallbacks++;
+        rci_set_err(s->err, sizeof s->err, "RMA delivery asked, served by send: provider %s has no FI_RMA "
+                    "with 8 bytes of CQ data here", s->p.provider);
+        return 0;
+    }
+    char why[200];
+    int rc = rci_sub_rma_connect(&s->rma, &s->f, s->ep, &s->rma_offer, why, sizeof why);
+    if (rc) {
+        rci_set_err(s->err, sizeof s->err, "RMA receive ring (%llu B) not registered for remote write: %s",
+                    (unsigned long long)s->rma.size, why);
+        return rc;
+    }
+    s->rma_announced = true;
     return 0;
 }
 
@@ -475,6 +519,8 @@ static int open_connection(struct rc_sub *s)
     }
     if (!rc)
         rc = register_buffers(s);
+    if (!rc)
+        rc = offer_rma_ring(s);
     if (rc)
         return rc;
     int posted = post_all_rx(s);
@@ -518,6 +564,10 @@ static void close_connection(struct rc_sub *s)
     rci_mem_pool_deregister(s->rx_pool);
     s->rx_desc = NULL;
     rci_fabric_mr_close(&s->tx_mr);
+    if (s->p.delivery == RC_SUB_DELIVERY_RMA)
+        rci_sub_rma_disconnect(&s->rma);   /* nothing posted is ours to wait for: writes land or not */
+    s->rma_announced = false;
+    s->st.rma_active = 0;
     if (s->fabric_open && !s->f.rdm)
         rci_fabric_ep_close(s->ep);
     if (s->fabric_open)
@@ -611,6 +661,8 @@ void rc_sub_destroy(struct rc_sub *s)
     else if (s->fabric_open)
         close_connection(s);   /* not connected yet: nobody to tell */
     rci_tag_ranges_free(&s->subs);
+    if (s->p.delivery == RC_SUB_DELIVERY_RMA)
+        rci_sub_rma_destroy(&s->rma);
     free(s->rx);
     rx_pool_destroy(s);
     free(s->tx_pool);
@@ -890,6 +942,27 @@ static bool sequence_stream_message(struct rc_sub *s, struct rx_slot *r, size_t 
     return true;
 }
 
+/* WELCOME says whether the publisher writes into the ring we offered. */
+static void welcome_delivery(struct rc_sub *s, const uint8_t *buf, size_t len)
+{
+    struct rci_wire_welcome_rma w;
+    if (!s->rma_announced)
+        return;
+    if (rci_wire_welcome_rma(buf, len, &w) && w.delivery == RCI_DELIVERY_RMA) {
+        s->rma.on = true;
+        s->st.rma_active = 1;
+        return;
+    }
+    s->st.rma_fallbacks++;
+    if (!rci_wire_welcome_rma(buf, len, &w))
+        rci_set_err(s->err, sizeof s->err, "RMA delivery asked, served by send: the publisher does not "
+                    "offer RMA delivery");
+    else
+        rci_set_err(s->err, sizeof s->err, "RMA delivery asked, served by send: %s",
+                    w.fallback == RCI_RMA_NO_CAPABILITY ? "the publisher's provider has no FI_RMA"
+                                                        : "the publisher gave no reason");
+}
+
 static void handle_welcome(struct rc_sub *s, const uint8_t *buf, size_t len)
 {
     struct rci_wire_welcome w;
@@ -899,6 +972,7 @@ static void handle_welcome(struct rc_sub *s, const uint8_t *buf, size_t len)
     s->st.publisher_id = w.publisher_id;
     uint64_t hb = (uint64_t)w.heartbeat_ms * 1000000ull;
     s->heartbeat_ns = hb < s->p.heartbeat_ns ? hb : s->p.heartbeat_ns;
+    welcome_delivery(s, buf, len);
     s->state = ST_ACTIVE;
     s->st.connected = 1;
     s->st.connects++;
@@ -1047,10 +1121,81 @@ static void tx_completion(struct rc_sub *s, struct tx_slot *t, const struct rci_
     }
 }
 
+/* ---- RMA delivery: records in our ring (sub_rma.h) -------------------------- */
+
+static void rma_bad_record(struct rc_sub *s)
+{
+    s->st.rma_bad_records++;
+    rci_set_err(s->err, sizeof s->err, "%s: connection ended", s->rma.why);
+    lose(s, RC_SUB_DISC_PROTOCOL);
+}
+
+/* A record whose turn came (its space taken): handed on like a DATA message
+ * (a chunk of several records is reassembled like fragments), then its
+ * space is released. */
+static void rma_hand_on(struct rc_sub *s, const struct rci_sub_rma_record *rec)
+{
+    s->st.messages++;
+    s->st.rma_records++;
+    s->st.rma_bytes += rec->len;
+    s->st.rma_skipped_bytes = s->rma.skipped;
+    handle_stream_message(s, rec->buf, rec->len);
+    rci_sub_rma_release(&s->rma, rec->key);
+}
+
+/* Give released ring space back (a quarter of the ring at a time; force:
+ * whatever was released, at heartbeat time). A subscriber stalled on
+ * purpose gives nothing back: the publisher then stops writing to it. */
+static void rma_send_credit(struct rc_sub *s, bool force)
+{
+    if (!s->rma.on || s->state != ST_ACTIVE || stalled_on_purpose(s))
+        return;
+    uint64_t pos = rci_sub_rma_credit_due(&s->rma, force);
+    if (pos == 0)
+        return;
+    struct tx_slot *t = take_tx_slot(s);
+    if (!t) {
+        s->st.send_again++;
+        return;   /* again at the next record or heartbeat */
+    }
+    queue_tx(s, t, (size_t)rci_wire_build_credit(t->buf, TX_SLOT_SIZE, pos));
+    s->rma.credit_sent = pos;
+    s->st.rma_credits_sent++;
+}
+
+static void rma_completion(struct rc_sub *s, uint64_t imm)
+{
+    struct rci_sub_rma_record rec;
+    s->handled++;
+    s->last_rx_ns = rci_now_ns();
+    if (s->state != ST_ACTIVE || !s->rma.on) {
+        rci_set_err(s->rma.why, sizeof s->rma.why, "bad RMA record: written before WELCOME or without "
+                    "RMA delivery");
+        rma_bad_record(s);
+        return;
+    }
+    int rc = rci_sub_rma_arrived(&s->rma, imm, s->next_seq, &rec);
+    if (rc == 0)
+        s->st.rma_reordered++;
+    while (rc == 1 && !s->lost) {
+        rma_hand_on(s, &rec);
+        rc = rci_sub_rma_next_held(&s->rma, s->next_seq, &rec);
+    }
+    if (rc < 0) {
+        rma_bad_record(s);
+        return;
+    }
+    rma_send_credit(s, false);
+}
+
 /* Contexts are pointers to our own slots: which array tells rx from tx
  * (error entries do not reliably carry FI_RECV/FI_SEND flags). */
 static void completion(struct rc_sub *s, const struct rci_fabric_cqe *c)
 {
+    if (!c->err && (c->flags & FI_REMOTE_CQ_DATA)) {   /* a record written into our ring */
+        rma_completion(s, c->data);
+        return;
+    }
     uintptr_t ctx = (uintptr_t)c->context;
     if (ctx >= (uintptr_t)s->rx && ctx < (uintptr_t)(s->rx + s->p.rx_buffers))
         rx_completion(s, (struct rx_slot *)c->context, c);
@@ -1141,6 +1286,7 @@ static void run_timers(struct rc_sub *s)
         lose(s, RC_SUB_DISC_TIMEOUT);
     } else if (s->state != ST_CONNECTING && now - s->last_hb_ns >= s->heartbeat_ns) {
         send_heartbeat(s, now);
+        rma_send_credit(s, true);
     }
 }
 

@@ -126,10 +126,17 @@ enum rci_wire_error rci_wire_check_hello(const void *buf, size_t len, struct rci
         return RCI_WIRE_BAD_VERSION;
     if (h.addr_len > RCI_WIRE_MAX_ADDR)
         return RCI_WIRE_BAD_FIELD;
-    if (len != sizeof h + h.addr_len)
+    size_t base_len = sizeof h + h.addr_len;
+    if (len != base_len && len != base_len + sizeof(struct rci_wire_hello_rma))
         return RCI_WIRE_BAD_LENGTH;
     if (h.rx_buffer_size < RCI_WIRE_MIN_RX_BUFFER)
         return RCI_WIRE_BAD_FIELD;
+    if (len != base_len) {
+        uint64_t rbase = load64(buf, base_len + OFF(rci_wire_hello_rma, base));
+        uint64_t rlen = load64(buf, base_len + OFF(rci_wire_hello_rma, len));
+        if (rlen % 8 || rbase % 8 || rlen < RCI_WIRE_RMA_MIN_RING || rlen > RCI_WIRE_RMA_MAX_RING)
+            return RCI_WIRE_BAD_FIELD;
+    }
     if (out)
         memcpy(out, &h, sizeof h);
     return RCI_WIRE_OK;
@@ -138,9 +145,14 @@ enum rci_wire_error rci_wire_check_hello(const void *buf, size_t len, struct rci
 enum rci_wire_error rci_wire_check_welcome(const void *buf, size_t len, struct rci_wire_welcome *out)
 {
     struct rci_wire_welcome w;
-    enum rci_wire_error e = check_fixed(buf, len, sizeof w, RCI_MSG_WELCOME, &w.hdr);
+    enum rci_wire_error e = check_hdr(buf, len, sizeof w, RCI_MSG_WELCOME, RCI_WIRE_VERSION, &w.hdr);
     if (e != RCI_WIRE_OK)
         return e;
+    if (len != sizeof w && len != sizeof w + sizeof(struct rci_wire_welcome_rma))
+        return RCI_WIRE_BAD_LENGTH;
+    if (len != sizeof w && (load32(buf, sizeof w + OFF(rci_wire_welcome_rma, delivery)) > RCI_DELIVERY_RMA ||
+                            load32(buf, sizeof w + OFF(rci_wire_welcome_rma, fallback)) > RCI_RMA_FALLBACK_MAX))
+        return RCI_WIRE_BAD_FIELD;
     w.max_tags = load32(buf, OFF(rci_wire_welcome, max_tags));
     w.heartbeat_ms = load32(buf, OFF(rci_wire_welcome, heartbeat_ms));
     w.publisher_id = load64(buf, OFF(rci_wire_welcome, publisher_id));
@@ -321,6 +333,38 @@ enum rci_wire_error rci_wire_check_heartbeat(const void *buf, size_t len, struct
     return RCI_WIRE_OK;
 }
 
+enum rci_wire_error rci_wire_check_credit(const void *buf, size_t len, struct rci_wire_credit *out)
+{
+    struct rci_wire_credit c;
+    enum rci_wire_error e = check_fixed(buf, len, sizeof c, RCI_MSG_CREDIT, &c.hdr);
+    if (e != RCI_WIRE_OK)
+        return e;
+    c.read_pos = load64(buf, OFF(rci_wire_credit, read_pos));
+    if (out)
+        *out = c;
+    return RCI_WIRE_OK;
+}
+
+bool rci_wire_hello_rma(const void *buf, size_t len, struct rci_wire_hello_rma *out)
+{
+    size_t base_len = sizeof(struct rci_wire_hello) + load16(buf, OFF(rci_wire_hello, addr_len));
+    if (len != base_len + sizeof *out)
+        return false;
+    out->base = load64(buf, base_len + OFF(rci_wire_hello_rma, base));
+    out->len = load64(buf, base_len + OFF(rci_wire_hello_rma, len));
+    out->key = load64(buf, base_len + OFF(rci_wire_hello_rma, key));
+    return true;
+}
+
+bool rci_wire_welcome_rma(const void *buf, size_t len, struct rci_wire_welcome_rma *out)
+{
+    if (len != sizeof(struct rci_wire_welcome) + sizeof *out)
+        return false;
+    out->delivery = load32(buf, sizeof(struct rci_wire_welcome) + OFF(rci_wire_welcome_rma, delivery));
+    out->fallback = load32(buf, sizeof(struct rci_wire_welcome) + OFF(rci_wire_welcome_rma, fallback));
+    return true;
+}
+
 enum rci_wire_error rci_wire_check_bye(const void *buf, size_t len, struct rci_wire_bye *out)
 {
     struct rci_wire_bye b;
@@ -345,6 +389,7 @@ static int type_allowed(uint8_t type, enum rci_wire_dir dir)
     case RCI_MSG_HELLO:
     case RCI_MSG_SUBSCRIBE:
     case RCI_MSG_UNSUBSCRIBE:
+    case RCI_MSG_CREDIT:
         return dir == RCI_WIRE_TO_PUBLISHER;
     case RCI_MSG_WELCOME:
     case RCI_MSG_SUB_ACK:
@@ -371,6 +416,7 @@ static enum rci_wire_error check_by_type(const void *buf, size_t len, uint8_t ty
     case RCI_MSG_PAGE:        return rci_wire_check_page(buf, len, NULL);
     case RCI_MSG_HEARTBEAT:   return rci_wire_check_heartbeat(buf, len, NULL);
     case RCI_MSG_BYE:         return rci_wire_check_bye(buf, len, NULL);
+    case RCI_MSG_CREDIT:      return rci_wire_check_credit(buf, len, NULL);
     default:                 return RCI_WIRE_BAD_TYPE;
     }
 }
@@ -588,6 +634,42 @@ ssize_t rci_wire_build_heartbeat(void *buf, size_t cap, uint64_t sent_ns)
     return sizeof(struct rci_wire_heartbeat);
 }
 
+ssize_t rci_wire_add_hello_rma(void *buf, size_t cap, size_t len, const struct rci_wire_hello_rma *rma)
+{
+    if (cap < len + sizeof *rma)
+        return -ENOSPC;
+    if (rma->len % 8 || rma->base % 8 || rma->len < RCI_WIRE_RMA_MIN_RING || rma->len > RCI_WIRE_RMA_MAX_RING)
+        return -EINVAL;
+    store64(buf, len + OFF(rci_wire_hello_rma, base), rma->base);
+    store64(buf, len + OFF(rci_wire_hello_rma, len), rma->len);
+    store64(buf, len + OFF(rci_wire_hello_rma, key), rma->key);
+    store32(buf, OFF(rci_wire_hdr, length), (uint32_t)(len + sizeof *rma));
+    return (ssize_t)(len + sizeof *rma);
+}
+
+ssize_t rci_wire_add_welcome_rma(void *buf, size_t cap, size_t len, enum rci_delivery delivery,
+                                enum rci_rma_fallback fallback)
+{
+    if (len != sizeof(struct rci_wire_welcome))
+        return -EINVAL;
+    if (cap < len + sizeof(struct rci_wire_welcome_rma))
+        return -ENOSPC;
+    store32(buf, len + OFF(rci_wire_welcome_rma, delivery), (uint32_t)delivery);
+    store32(buf, len + OFF(rci_wire_welcome_rma, fallback), (uint32_t)fallback);
+    len += sizeof(struct rci_wire_welcome_rma);
+    store32(buf, OFF(rci_wire_hdr, length), (uint32_t)len);
+    return (ssize_t)len;
+}
+
+ssize_t rci_wire_build_credit(void *buf, size_t cap, uint64_t read_pos)
+{
+    if (cap < sizeof(struct rci_wire_credit))
+        return -ENOSPC;
+    encode_hdr(buf, RCI_WIRE_VERSION, RCI_MSG_CREDIT, sizeof(struct rci_wire_credit));
+    store64(buf, OFF(rci_wire_credit, read_pos), read_pos);
+    return sizeof(struct rci_wire_credit);
+}
+
 ssize_t rci_wire_build_bye(void *buf, size_t cap, enum rci_bye_reason reason)
 {
     if ((unsigned)reason > RCI_BYE_PROTOCOL)
@@ -618,6 +700,7 @@ const char *rci_wire_refusal_name(uint32_t detail, char *buf, size_t len)
     case RCI_REFUSED_FULL:        return "max_subscribers reached";
     case RCI_REFUSED_VERSION:     return "no common protocol version";
     case RCI_REFUSED_RX_BUFFER:   return "rx_buffer_size too small for this publisher";
+    case RCI_REFUSED_RMA_REGION:  return "announced RMA ring refused (the provider cannot write it)";
     default:
         snprintf(buf, len, "cause %u", (unsigned)detail);
         return buf;

@@ -13,6 +13,7 @@
  */
 #ifndef RCI_WIRE_H
 #define RCI_WIRE_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,7 +34,8 @@ enum rci_msg_type {
     RCI_MSG_PAGE = 7,         /* pub -> sub: buffered page of records */
     RCI_MSG_HEARTBEAT = 8,    /* both ways: liveness */
     RCI_MSG_BYE = 9,          /* both ways: orderly close */
-    RCI_MSG_TYPE_MAX = 9
+    RCI_MSG_CREDIT = 10,      /* sub -> pub: RMA delivery, ring space released */
+    RCI_MSG_TYPE_MAX = 10
 };
 
 struct __attribute__((packed)) rci_wire_hdr {
@@ -55,12 +57,45 @@ struct __attribute__((packed)) rci_wire_hello {
     uint8_t  addr[];         /* addr_len bytes */
 };
 
+/* HELLO of a subscriber that asks for RMA delivery: this follows the
+ * address (HELLO is then 24 + addr_len + 24 bytes). The receive ring it
+ * registered for remote write: records go at base + offset (base is the
+ * ring's virtual address where the provider has FI_MR_VIRT_ADDR, else 0),
+ * len bytes (a multiple of 8, RCI_WIRE_RMA_MIN_RING..RCI_WIRE_RMA_MAX_RING),
+ * key from fi_mr_key(). */
+struct __attribute__((packed)) rci_wire_hello_rma {
+    uint64_t base;
+    uint64_t len;
+    uint64_t key;
+};
+#define RCI_WIRE_RMA_MIN_RING (64u * 1024u)
+#define RCI_WIRE_RMA_MAX_RING (32ull << 30)   /* offsets travel in 8-byte units, 32 bits */
+
 /* WELCOME: the publisher's answer. */
 struct __attribute__((packed)) rci_wire_welcome {
     struct rci_wire_hdr hdr;
     uint32_t max_tags;       /* tags (ranges count as their size) a subscriber may hold */
     uint32_t heartbeat_ms;   /* both sides send HEARTBEAT at least this often */
     uint64_t publisher_id;   /* random per publisher process: a restart is visible */
+};
+/* WELCOME to a HELLO that asked for RMA (32 bytes then): whether the
+ * publisher will write, and if not, why (enum rci_rma_fallback). */
+enum rci_delivery { RCI_DELIVERY_SEND = 0, RCI_DELIVERY_RMA = 1 };
+enum rci_rma_fallback {
+    RCI_RMA_OK = 0,
+    RCI_RMA_NO_CAPABILITY = 1,   /* the publisher's provider has no FI_RMA or < 8 B of CQ data */
+    RCI_RMA_FALLBACK_MAX = 0xffff
+};
+struct __attribute__((packed)) rci_wire_welcome_rma {
+    uint32_t delivery;       /* enum rci_delivery */
+    uint32_t fallback;       /* delivery send: enum rci_rma_fallback (unknown values printed as numbers) */
+};
+
+/* CREDIT (RMA delivery): the subscriber's ring is free up to read_pos, a
+ * monotonic byte count over the ring (position p is at offset p % len). */
+struct __attribute__((packed)) rci_wire_credit {
+    struct rci_wire_hdr hdr;
+    uint64_t read_pos;
 };
 
 /* SUBSCRIBE / UNSUBSCRIBE: inclusive tag ranges; "all" is [0, UINT64_MAX]. */
@@ -133,6 +168,9 @@ struct __attribute__((packed)) rci_wire_bye {
 _Static_assert(sizeof(struct rci_wire_hdr) == 8, "wire header size");
 _Static_assert(sizeof(struct rci_wire_hello) == 24, "hello size");
 _Static_assert(sizeof(struct rci_wire_welcome) == 24, "welcome size");
+_Static_assert(sizeof(struct rci_wire_hello_rma) == 24, "hello rma size");
+_Static_assert(sizeof(struct rci_wire_welcome_rma) == 8, "welcome rma size");
+_Static_assert(sizeof(struct rci_wire_credit) == 16, "credit size");
 _Static_assert(sizeof(struct rci_wire_sub) == 16, "sub size");
 _Static_assert(sizeof(struct rci_wire_range) == 16, "range size");
 _Static_assert(sizeof(struct rci_wire_sub_ack) == 16, "sub ack size");
@@ -177,6 +215,7 @@ enum rci_refusal {
     RCI_REFUSED_FULL = 2,             /* max_subscribers are served */
     RCI_REFUSED_VERSION = 3,          /* no common protocol version */
     RCI_REFUSED_RX_BUFFER = 4,        /* rx_buffer_size too small for what the publisher sends */
+    RCI_REFUSED_RMA_REGION = 5,       /* the announced RMA ring cannot be written (bad region) */
     RCI_REFUSED_MAX_DETAIL = 0xffff   /* larger detail values are malformed */
 };
 
@@ -201,7 +240,11 @@ enum rci_refusal {
  *   carries at least one byte; reserved == 0;
  * - PAGE: records >= 1, every record header and payload inside
  *   the message, padding bytes zero, no bytes after the last record;
- * - BYE: reason <= RCI_BYE_PROTOCOL, reserved == 0. */
+ * - BYE: reason <= RCI_BYE_PROTOCOL, reserved == 0;
+ * - HELLO may carry the RMA part (exactly 24 more bytes): len a multiple of 8
+ *   in [RCI_WIRE_RMA_MIN_RING, RCI_WIRE_RMA_MAX_RING], base a multiple of 8;
+ * - WELCOME may carry its RMA part (32 bytes): delivery <= RCI_DELIVERY_RMA,
+ *   fallback <= RCI_RMA_FALLBACK_MAX;  CREDIT: exactly 16 bytes. */
 
 /* Check any message travelling in direction `dir`. Returns its type (> 0)
  * when valid; 0 when rejected, with the reason in *why (may be NULL). */
@@ -219,6 +262,11 @@ enum rci_wire_error rci_wire_check_data(const void *buf, size_t len, struct rci_
 enum rci_wire_error rci_wire_check_page(const void *buf, size_t len, struct rci_wire_page *out);
 enum rci_wire_error rci_wire_check_heartbeat(const void *buf, size_t len, struct rci_wire_heartbeat *out);
 enum rci_wire_error rci_wire_check_bye(const void *buf, size_t len, struct rci_wire_bye *out);
+enum rci_wire_error rci_wire_check_credit(const void *buf, size_t len, struct rci_wire_credit *out);
+/* The RMA part of a checked HELLO: true and *out (host order) when it has one. */
+bool rci_wire_hello_rma(const void *buf, size_t len, struct rci_wire_hello_rma *out);
+/* The RMA part of a checked WELCOME: true and *out when it has one. */
+bool rci_wire_welcome_rma(const void *buf, size_t len, struct rci_wire_welcome_rma *out);
 
 /* Short stable name of an error kind ("short", "bad_magic", ...) for
  * counters and JSON; "unknown" for values out of range. */
@@ -256,6 +304,11 @@ ssize_t rci_wire_build_hello(void *buf, size_t cap, uint64_t client_id, uint32_t
                             const void *addr, uint16_t addr_len);
 ssize_t rci_wire_build_welcome(void *buf, size_t cap, uint32_t max_tags, uint32_t heartbeat_ms,
                               uint64_t publisher_id);
+/* Append the RMA part to a built HELLO / WELCOME of length len; returns the new length. */
+ssize_t rci_wire_add_hello_rma(void *buf, size_t cap, size_t len, const struct rci_wire_hello_rma *rma);
+ssize_t rci_wire_add_welcome_rma(void *buf, size_t cap, size_t len, enum rci_delivery delivery,
+                                enum rci_rma_fallback fallback);
+ssize_t rci_wire_build_credit(void *buf, size_t cap, uint64_t read_pos);
 /* type is RCI_MSG_SUBSCRIBE or RCI_MSG_UNSUBSCRIBE. */
 ssize_t rci_wire_build_sub(void *buf, size_t cap, enum rci_msg_type type, uint32_t request_id,
                           const struct rci_wire_range *ranges, uint32_t count);

@@ -232,7 +232,9 @@ static int post_fragment(struct rci_publisher *p, const struct zc_send *s, const
     rci_wire_set_stream_seq(hdr, s->peer->data_seq);
     iov[0] = (struct iovec){ .iov_base = hdr, .iov_len = (size_t)hlen };
     desc[0] = p->slot_mr.desc;
-    int rc = rci_pub_post(p, s->peer, iov, desc, k, rci_pub_ctx(RCI_CTX_TXOP, slot, op->gen));
+    void *ctx = rci_pub_ctx(RCI_CTX_TXOP, slot, op->gen);
+    int rc = s->peer->rma.on ? rci_rma_post(p, s->peer, iov, desc, k, ctx)   /* a record in its ring */
+                             : rci_pub_post(p, s->peer, iov, desc, k, ctx);
     if (rc) {
         give_back_slot(p, slot);
         *c = before;
@@ -428,6 +430,10 @@ int rci_publisher_send_desc(struct rci_publisher *p, rci_peer_id peer_id, uint64
     }
     if (!rci_pub_slots_within_quota(p, peer, (uint32_t)frags)) {
         p->st.again_peer_quota++;
+        return -ENOBUFS;
+    }
+    if (peer->rma.on && !rci_rma_room(p, peer, sizeof(struct rci_wire_data) + total)) {
+        p->st.rma_again_credit++;   /* its ring is full of what it has not released */
         return -ENOBUFS;
     }
     if (frags > p->nslot_free) {

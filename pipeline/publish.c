@@ -550,7 +550,9 @@ static void write_subscribers_json(const struct rci_pipeline *pb, FILE *f)
     X(completions_error) X(subscriptions_refused)                                                   \
     X(control_dropped) X(rx_errors) X(connection_errors) X(unknown_sender)                         \
     X(faults_send_error) X(faults_eagain) X(faults_eagain_streaks) X(fragments_deferred) X(fragments_abandoned)             \
-    X(again_resuming) X(liveness_restarts)
+    X(again_resuming) X(liveness_restarts)                                                        \
+    X(rma_subscribers) X(rma_fallbacks) X(rma_refused_region) X(rma_records) X(rma_bytes)         \
+    X(rma_again_credit) X(rma_wait_credit) X(rma_credits) X(rma_bad_credits)
 
 /* Rejected incoming messages of every kind (stats.malformed[]), summed. */
 static uint64_t malformed_total(const struct rci_publisher_stats *s)

@@ -12,7 +12,7 @@ allowed() {   # $1 = folder, $2 = included path; returns 0 when allowed
     case "$1" in
     common)  case "$2" in common/*) return 0 ;; esac ;;
     dma)     case "$2" in dma/*|common/*) return 0 ;; esac ;;
-    net)     case "$2" in net/*|ringcast/*|common/*) return 0 ;; esac ;;
+    net)     case "$2" in net/*|ringcast/*|common/*|dma/*) return 0 ;; esac ;;
     readout/sim) case "$2" in readout/*|dma/*|common/*) return 0 ;; esac ;;
     readout) case "$2" in readout/sim/*) return 1 ;; readout/*|dma/*|common/*) return 0 ;; esac ;;
     pipeline) case "$2" in readout/sim/*) return 1 ;; pipeline/*|net/*|readout/*|dma/*|ringcast/*|common/*) return 0 ;; esac ;;

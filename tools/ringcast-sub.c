@@ -5,7 +5,7 @@
  *   ringcast-sub --connect HOST:PORT [--provider P] [--endpoint msg|rdm]
  *                (or --discover URL: every publisher serving the tags)
  *                --tags LIST [--verify] [--duration S] [--count N]
- *                [--out FILE] [--json] [--latency]
+ *                [--out FILE] [--json] [--latency] [--delivery send|rma]
  *
  * Exit status: 0 fine, 1 verification failed or a runtime error, 2 usage. */
 #include <endian.h>
@@ -74,6 +74,8 @@ struct options {
     uint32_t rx_buffer_size, max_chunk_size;
     uint32_t slow_us;     /* sleep per chunk (a deliberately slow consumer), 0 = none */
     uint64_t stall_after; /* stop reading after this many chunks, keep heartbeating; 0 = never */
+    enum rc_sub_delivery delivery;
+    uint64_t rma_ring_size;   /* 0: the library's default */
 };
 
 static void usage(FILE *f)
@@ -103,6 +105,11 @@ static void usage(FILE *f)
             "  --stall-after N         after N chunks stop reading (receives are not posted\n"
             "                          again) but keep polling and heartbeating: a live\n"
             "                          subscriber that stopped reading, for tests\n"
+            "  --delivery send|rma     send (default): the publisher sends messages; rma: it\n"
+            "                          writes chunks into a ring registered here for remote\n"
+            "                          write (falls back to send, said, where the provider\n"
+            "                          has no RMA)\n"
+            "  --rma-ring-size B       the RMA ring (default 8388608; multiple of 8, >= 65536)\n"
             "  --help\n");
 }
 
@@ -261,6 +268,19 @@ static int parse_option(int c, const char *arg, struct options *o)
             return usage_error("--slow-us '%s': expected microseconds 1..1000000", arg);
         o->slow_us = (uint32_t)v;
         return 0;
+    case 'Y':
+        if (strcmp(arg, "send") == 0)
+            o->delivery = RC_SUB_DELIVERY_SEND;
+        else if (strcmp(arg, "rma") == 0)
+            o->delivery = RC_SUB_DELIVERY_RMA;
+        else
+            return usage_error("--delivery '%s': expected send or rma", arg);
+        return 0;
+    case 'Z':
+        if (parse_u64(arg, &v) || v % 8 || v < 65536 || v > (32ull << 30))
+            return usage_error("--rma-ring-size '%s': expected bytes, a multiple of 8, 65536..32 GiB", arg);
+        o->rma_ring_size = v;
+        return 0;
     case 'S':
         if (parse_u64(arg, &v) || v == 0)
             return usage_error("--stall-after '%s': expected a number of chunks > 0", arg);
@@ -283,6 +303,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"slow-us", required_argument, NULL, 's'},  {"latency", no_argument, NULL, 'L'},
         {"stall-after", required_argument, NULL, 'S'},
         {"discover", required_argument, NULL, 'D'}, {"discover-prefix", required_argument, NULL, 'P'},
+        {"delivery", required_argument, NULL, 'Y'}, {"rma-ring-size", required_argument, NULL, 'Z'},
         {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof *o);
@@ -754,6 +775,10 @@ static void on_connect(void *ctx)
     }
     a->have_publisher_id = true;
     a->publisher_id = st.publisher_id;
+    if (a->o->delivery == RC_SUB_DELIVERY_RMA && !st.rma_active)
+        rci_warn("%s", rc_sub_last_error(a->sub));   /* why it is send delivery after all */
+    else if (a->o->delivery == RC_SUB_DELIVERY_RMA)
+        rci_info("RMA delivery: the publisher writes into our ring");
 }
 
 static void on_disconnect(void *ctx, enum rc_sub_disconnect_reason reason)
@@ -913,6 +938,12 @@ static void print_json(const struct app *a, const struct rc_sub_stats *st, doubl
            st->reordered, st->seq_lost, st->seq_late, st->held_dropped, st->disconnects, st->heartbeats_sent);
     printf(",\"refused\":%" PRIu64 ",\"shm_stale_removed\":%" PRIu64, st->refused,
            st->shm_stale_removed);
+    printf(",\"delivery\":\"%s\",\"rma_records\":%" PRIu64 ",\"rma_bytes\":%" PRIu64
+           ",\"rma_fallbacks\":%" PRIu64 ",\"rma_bad_records\":%" PRIu64 ",\"rma_reordered\":%" PRIu64
+           ",\"rma_credits_sent\":%" PRIu64 ",\"rma_skipped_bytes\":%" PRIu64,
+           a->o->delivery == RC_SUB_DELIVERY_RMA ? "rma" : "send", st->rma_records, st->rma_bytes,
+           st->rma_fallbacks, st->rma_bad_records, st->rma_reordered, st->rma_credits_sent,
+           st->rma_skipped_bytes);
     printf(",\"malformed\":{");
     for (unsigned k = 1; k < RC_SUB_MALFORMED_KINDS; k++)
         printf("%s\"%s\":%" PRIu64, k > 1 ? "," : "", rc_sub_malformed_name(k), st->malformed[k]);
@@ -964,6 +995,10 @@ static void print_text(const struct app *a, const struct rc_sub_stats *st, doubl
            " failed attempts; %" PRIu64 " malformed messages, %" PRIu64 " reassembly drops\n",
            st->reconnects, st->publisher_restarts, st->connect_failures, st->malformed_total,
            st->reassembly_drops);
+    if (a->o->delivery == RC_SUB_DELIVERY_RMA)
+        printf("rma: %" PRIu64 " records (%" PRIu64 " bytes) from our ring, %" PRIu64 " bad, %" PRIu64
+               " fallbacks to send, %" PRIu64 " credits sent\n", st->rma_records, st->rma_bytes,
+               st->rma_bad_records, st->rma_fallbacks, st->rma_credits_sent);
     if (a->disc) {
         struct rc_discover_stats ms;
         rc_discover_get_stats(a->disc, &ms);
@@ -1037,6 +1072,9 @@ static int setup(struct app *a, const struct options *o)
     if (o->max_chunk_size)
         p.max_chunk_size = o->max_chunk_size;
     p.test_stall_after_chunks = o->stall_after;
+    p.delivery = o->delivery;
+    if (o->rma_ring_size)
+        p.rma_ring_size = o->rma_ring_size;
     if (o->discover)
         return setup_discover(a, o, &p);
     p.cb = (struct rc_sub_callbacks){.ctx = a, .on_data = on_data, .on_connect = on_connect,

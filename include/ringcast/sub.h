@@ -76,6 +76,11 @@ enum rc_sub_disconnect_reason {
     RC_SUB_DISC_CLOSED,         /* rc_sub_destroy() */
 };
 
+enum rc_sub_delivery {
+    RC_SUB_DELIVERY_SEND = 0,   /* the publisher sends messages (default) */
+    RC_SUB_DELIVERY_RMA = 1,    /* the publisher writes records into our ring */
+};
+
 struct rc_sub_callbacks {
     void *ctx;   /* first argument of every callback */
     void (*on_data)(void *ctx, uint64_t tag, uint32_t flags, const void *data, size_t len);
@@ -106,6 +111,15 @@ struct rc_sub_params {
      * times the publisher out for silence (it chose not to read). A live
      * subscriber that stopped reading. */
     uint64_t test_stall_after_chunks;
+    /* How chunks arrive (net/README.md, "RMA delivery"). RC_SUB_DELIVERY_SEND
+     * (default): messages into the receive buffers. RC_SUB_DELIVERY_RMA: the
+     * subscriber allocates a receive ring of rma_ring_size bytes, registers it
+     * for remote write and announces it in HELLO; the publisher writes each
+     * chunk into it as one or more records (stats.rma_active says whether it
+     * does; a provider without RMA at either end falls back to send, counted
+     * in stats.rma_fallbacks and said in rc_sub_last_error()). */
+    enum rc_sub_delivery delivery;
+    uint64_t rma_ring_size;        /* RMA ring bytes: a multiple of 8, 64 KiB .. 32 GiB (default 8 MiB) */
 };
 
 /* Error kinds of malformed messages (index 0 is unused; names from
@@ -151,6 +165,17 @@ struct rc_sub_stats {
     uint64_t refused;              /* BYE(refused) received (rc_sub_last_error() says why) */
     uint64_t shm_stale_removed;    /* shm: files of dead subscribers of this user removed at
                                     * create (provider "shm" only, net/README.md) */
+    /* RMA delivery (params.delivery = RC_SUB_DELIVERY_RMA) */
+    int rma_active;                /* 1 while the publisher writes into our ring */
+    uint64_t rma_fallbacks;        /* connections that asked for RMA and were served by send */
+    uint64_t rma_records;          /* records taken from the ring (DATA messages) */
+    uint64_t rma_bytes;            /* their bytes, headers included */
+    uint64_t rma_reordered;        /* record completions before their turn: held, then taken in order */
+    uint64_t rma_bad_records;      /* records outside the ring or unreleased space, at the wrong
+                                    * place, with an impossible header or sequence number: never
+                                    * handed on; the connection ends (and reconnects) */
+    uint64_t rma_credits_sent;     /* CREDIT messages (released ring space given back) */
+    uint64_t rma_skipped_bytes;    /* ring ends skipped (records never straddle the end) */
 };
 
 /* Defaults: tcp msg 127.0.0.1:RC_SUB_DEFAULT_PORT (12345, the daemon's), 64 x 64 KiB rx buffers, 16 MiB max

@@ -35,6 +35,7 @@ static enum rci_wire_error check_as(int type, const uint8_t *buf, size_t len)
         struct rci_wire_page page;
         struct rci_wire_heartbeat hb;
         struct rci_wire_bye bye;
+        struct rci_wire_credit credit;
     } out;
     switch (type) {
     case RCI_MSG_HELLO: return rci_wire_check_hello(buf, len, &out.hello);
@@ -46,6 +47,7 @@ static enum rci_wire_error check_as(int type, const uint8_t *buf, size_t len)
     case RCI_MSG_PAGE: return rci_wire_check_page(buf, len, &out.page);
     case RCI_MSG_HEARTBEAT: return rci_wire_check_heartbeat(buf, len, &out.hb);
     case RCI_MSG_BYE: return rci_wire_check_bye(buf, len, &out.bye);
+    case RCI_MSG_CREDIT: return rci_wire_check_credit(buf, len, &out.credit);
     default: return RCI_WIRE_BAD_TYPE;
     }
 }
@@ -55,7 +57,8 @@ static bool allowed(int type, enum rci_wire_dir dir)
     if (type == RCI_MSG_HEARTBEAT || type == RCI_MSG_BYE)
         return true;
     if (dir == RCI_WIRE_TO_PUBLISHER)
-        return type == RCI_MSG_HELLO || type == RCI_MSG_SUBSCRIBE || type == RCI_MSG_UNSUBSCRIBE;
+        return type == RCI_MSG_HELLO || type == RCI_MSG_SUBSCRIBE || type == RCI_MSG_UNSUBSCRIBE ||
+               type == RCI_MSG_CREDIT;
     return type == RCI_MSG_WELCOME || type == RCI_MSG_SUB_ACK || type == RCI_MSG_DATA ||
            type == RCI_MSG_PAGE;
 }
@@ -117,8 +120,13 @@ static void walk_hello(const uint8_t *buf, size_t len)
     struct rci_wire_hello h;
     if (rci_wire_check_hello(buf, len, &h) != RCI_WIRE_OK)
         return;
-    FZ_CHECK(h.addr_len <= RCI_WIRE_MAX_ADDR && len == sizeof h + h.addr_len,
+    struct rci_wire_hello_rma rma;
+    bool has_rma = rci_wire_hello_rma(buf, len, &rma);
+    FZ_CHECK(h.addr_len <= RCI_WIRE_MAX_ADDR && len == sizeof h + h.addr_len + (has_rma ? sizeof rma : 0),
              "addr_len %u in %zu bytes", h.addr_len, len);
+    FZ_CHECK(!has_rma || (rma.len % 8 == 0 && rma.base % 8 == 0 && rma.len >= RCI_WIRE_RMA_MIN_RING &&
+                          rma.len <= RCI_WIRE_RMA_MAX_RING), "rma ring %llu B at %llu",
+             (unsigned long long)rma.len, (unsigned long long)rma.base);
     FZ_CHECK(h.min_version >= 1 && h.min_version <= h.max_version, "versions %u..%u",
              h.min_version, h.max_version);
     for (size_t i = 0; i < h.addr_len; i++)

@@ -98,6 +98,15 @@ static void wire_corpus(void)
     const uint8_t addr[16] = { 2, 0, 0x30, 0x39, 127, 0, 0, 1 };
     put_msg("hello", buf, rci_wire_build_hello(buf, sizeof buf, 0x1122334455667788ull, 65536, addr, 16));
     put_msg("welcome", buf, rci_wire_build_welcome(buf, sizeof buf, 100000, 1000, 42));
+    {
+        struct rci_wire_hello_rma ring = {.base = 0x7f0000000000ull, .len = 1u << 20, .key = 3};
+        ssize_t n = rci_wire_build_hello(buf, sizeof buf, 0x1122334455667788ull, 65536, addr, 16);
+        put_msg("hello_rma", buf, rci_wire_add_hello_rma(buf, sizeof buf, (size_t)n, &ring));
+        n = rci_wire_build_welcome(buf, sizeof buf, 100000, 1000, 42);
+        put_msg("welcome_rma", buf, rci_wire_add_welcome_rma(buf, sizeof buf, (size_t)n, RCI_DELIVERY_RMA,
+                                                            RCI_RMA_OK));
+        put_msg("credit", buf, rci_wire_build_credit(buf, sizeof buf, 1u << 20));
+    }
     const struct rci_wire_range ranges[3] = { { 0, 0 }, { 5, 9 }, { 0x10000, 0x1ffff } };
     put_msg("subscribe", buf, rci_wire_build_sub(buf, sizeof buf, RCI_MSG_SUBSCRIBE, 7, ranges, 3));
     put_msg("unsubscribe", buf, rci_wire_build_sub(buf, sizeof buf, RCI_MSG_UNSUBSCRIBE, 8, ranges + 1, 1));

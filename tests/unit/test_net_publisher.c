@@ -196,6 +196,7 @@ struct sub_thread {
     atomic_int create_rc;
     atomic_uint_fast64_t chunks, bad, reassembled;
     struct rc_sub_stats final;
+    char last_error[256];          /* the subscriber's rc_sub_last_error() at its end */
 };
 
 #define ODD_TAG (UINT64_C(1) << 40)
@@ -245,6 +246,7 @@ static void *sub_main(void *arg)
         rc_sub_poll(s, 1 * MS);
     if (s) {
         rc_sub_get_stats(s, &t->final);
+        snprintf(t->last_error, sizeof t->last_error, "%s", rc_sub_last_error(s));
         atomic_store(&t->reassembled, t->final.reassembled);
         rc_sub_destroy(s);
     }
@@ -447,6 +449,12 @@ static void stream_test(const struct prov *pv)
     CU_ASSERT_EQUAL(st.fragmented_sends, 0);
     CU_ASSERT_EQUAL(st.slots_free, fp.header_slots);
     sub_stop(&t);
+    if (t.final.chunks != STREAM_MESSAGES)   /* say what the subscriber saw */
+        fprintf(stderr, "\nsubscriber: %llu chunks, %llu reconnects, %llu seq_lost, %llu malformed, "
+                "%llu rx errors; last error: %s\n", (unsigned long long)t.final.chunks,
+                (unsigned long long)t.final.reconnects, (unsigned long long)t.final.seq_lost,
+                (unsigned long long)t.final.malformed_total, (unsigned long long)t.final.rx_errors,
+                t.last_error);
     pub_close(&c);
 }
 
