@@ -264,6 +264,11 @@ void rci_cfg_format_value(const struct rci_cfg_key *k, const void *params, char 
         break;
     }
     case RCI_CFG_UINT:
+        if (k->flags & RCI_CFG_F_HEX) {
+            snprintf(buf, len, "0x%" PRIx64, load_uint(src, k->size));
+            break;
+        }
+        /* fall through */
     case RCI_CFG_SIZE:
     case RCI_CFG_DURATION: format_integer(k->type, load_uint(src, k->size), buf, len); break;
     case RCI_CFG_RATE: {

@@ -28,6 +28,7 @@
 enum rci_cfg_flag {
     RCI_CFG_F_AUTO = 1u << 0, /* "auto" is accepted: the section's resolve_auto() derives the value */
     RCI_CFG_F_POW2 = 1u << 1, /* the value must be a power of two */
+    RCI_CFG_F_HEX  = 1u << 2, /* UINT printed as 0x hex (tags: 0x100000 reads better than 1048576) */
 };
 
 /* One key. min/max are in the stored base unit: bytes (SIZE), ns (DURATION),
