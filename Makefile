@@ -12,6 +12,8 @@ DESTDIR  ?=
 LIBDIR   ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 DOCDIR   ?= $(PREFIX)/share/doc/ringcast
+DATADIR  ?= $(PREFIX)/share
+UNITDIR  ?= $(PREFIX)/lib/systemd/system
 BUILD    ?= build
 NPROC    := $(shell nproc 2>/dev/null || echo 2)
 VERSION  := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
@@ -131,13 +133,21 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(TEST_AUX_OBJ) $(STATIC_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $< $(TEST_AUX_OBJ) $(STATIC_LIB) $(TEST_LIBS) $(LDLIBS) $(LDFLAGS)
 
-# The documented example configuration is generated from the schema table.
+# The documented example configuration is generated from the schema table;
+# so is the one installed for a server (/etc/ringcast/ringcast.ini of the
+# package): the example with a simulated card at a modest rate instead of
+# unlimited (a whole core busy with nobody subscribed).
+SERVER_CONFIG_SET := -o sim.0.rate=10MB/s
 config-example: $(BUILD)/bin/ringcast-readout
 	$(BUILD)/bin/ringcast-readout --print-example-config > deploy/ringcast.ini
+	$(BUILD)/bin/ringcast-readout --print-example-config $(SERVER_CONFIG_SET) > deploy/ringcast-server.ini
 
 check-example: $(BUILD)/bin/ringcast-readout
 	@$(BUILD)/bin/ringcast-readout --print-example-config | diff -u deploy/ringcast.ini - \
 	  || { echo "deploy/ringcast.ini is out of date: run 'make config-example'"; exit 1; }
+	@$(BUILD)/bin/ringcast-readout --print-example-config $(SERVER_CONFIG_SET) | \
+	  diff -u deploy/ringcast-server.ini - \
+	  || { echo "deploy/ringcast-server.ini is out of date: run 'make config-example'"; exit 1; }
 
 unit-test: all
 	@./tests/run-unit-tests.sh $(BUILD)
@@ -180,8 +190,11 @@ endef
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/ringcast \
-	  $(DESTDIR)$(PREFIX)/share/ringcast $(DESTDIR)$(DOCDIR)
+	  $(DESTDIR)$(DATADIR)/ringcast $(DESTDIR)$(DOCDIR) $(DESTDIR)$(UNITDIR)
 	install -m 755 $(TOOLS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 deploy/memlock-need.sh $(DESTDIR)$(PREFIX)/bin/ringcast-memlock-need
+	sed -e 's|@BINDIR@|$(PREFIX)/bin|g' -e 's|@DATADIR@|$(DATADIR)|g' deploy/ringcast-readout.service \
+	  > $(DESTDIR)$(UNITDIR)/ringcast-readout.service
 	install -m 644 $(STATIC_LIB) $(DESTDIR)$(LIBDIR)/
 	install -m 755 $(SHARED_LIB) $(CLIENT_LIB) $(DESTDIR)$(LIBDIR)/
 	for l in libringcast libringcast-client; do \
@@ -192,7 +205,7 @@ install: all
 	$(call pc_file,ringcast,$(LDLIBS))
 	install -m 644 include/README.md $(DESTDIR)$(DOCDIR)/API.md
 	install -m 644 LICENSE $(DESTDIR)$(DOCDIR)/
-	install -m 644 deploy/ringcast.ini $(DESTDIR)$(PREFIX)/share/ringcast/
+	install -m 644 deploy/ringcast.ini deploy/ringcast-server.ini $(DESTDIR)$(DATADIR)/ringcast/
 
 # ---- Sanitizers and fuzzing (make test runs all three; clang builds) --------
 #   make test-asan    every unit and integration test, AddressSanitizer + UBSan (build-asan)

@@ -84,6 +84,11 @@ void rci_config_print(const struct rci_config *cfg, FILE *out);
 void rci_config_print_help(FILE *out);
 /* Print the documented example configuration (deploy/ringcast.ini). */
 void rci_config_print_example(FILE *out);
+/* The same example with some keys set otherwise ("section.key=value", the
+ * -o syntax, first instance of a repeated section only, e.g. "sim.0.rate=10MB/s";
+ * the caller has checked them by loading them): each such key shows the value
+ * and its default in the comment. deploy/ringcast-server.ini is made this way. */
+void rci_config_print_example_with(FILE *out, const char *const *overrides, unsigned noverrides);
 
 /* The pipeline's parameters from [readout], [mode.N] and [fabric] (the log
  * hook is left empty: the program sets it). */

@@ -59,7 +59,8 @@ static void usage(FILE *out)
             "      --check-config FILE    check FILE and the -o overrides, print the effective\n"
             "                             configuration to stdout and exit (errors on stderr)\n"
             "      --help-config          list every section and key: type, default, range\n"
-            "      --print-example-config print the documented example (deploy/ringcast.ini)\n"
+            "      --print-example-config print the documented example (deploy/ringcast.ini);\n"
+            "                             with -o: those keys set (deploy/ringcast-server.ini)\n"
             "      --stats-json FILE      write the final statistics to FILE as one JSON object\n"
             "                             (FILE is created at start: exit 2 if it cannot be)\n"
             "  -h, --help                 print this help\n"
@@ -145,13 +146,35 @@ static int run_daemon(const struct rci_config *cfg, const char *stats_json, cons
     return status;
 }
 
+/* --print-example-config -o ...: the example with the overrides must load
+ * like any configuration (checked on the plain example, in a temporary file). */
+static bool example_overrides_valid(const struct options *opt)
+{
+    static struct rci_config cfg; /* large: keep it off the stack */
+    struct rci_config_error err;
+    char path[64];
+    FILE *f = tmpfile();
+    if (!f) {
+        fprintf(stderr, "ringcast-readout: temporary file: %s\n", strerror(errno));
+        return false;
+    }
+    rci_config_print_example(f);
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fileno(f));
+    bool ok = fflush(f) == 0 &&
+              rci_config_load(&cfg, path, opt->overrides, opt->noverrides, stderr, &err) == 0;
+    if (!ok)
+        fprintf(stderr, "ringcast-readout: the example with these -o is not valid\n");
+    fclose(f);
+    return ok;
+}
+
 /* --help, --version, --help-config, --print-example-config: print and exit 0. */
 static bool print_information(const struct options *opt)
 {
     if (opt->help) usage(stdout);
     else if (opt->version) printf("ringcast-readout %s\n", RCI_VERSION);
     else if (opt->help_config) rci_config_print_help(stdout);
-    else if (opt->print_example) rci_config_print_example(stdout);
+    else if (opt->print_example) rci_config_print_example_with(stdout, opt->overrides, opt->noverrides);
     else return false;
     return true;
 }
@@ -166,6 +189,7 @@ int main(int argc, char **argv)
     }
     int status = 0;
     if (parse_options(argc, argv, &opt) != 0) status = EXIT_CONFIG;
+    else if (opt.print_example && opt.noverrides && !example_overrides_valid(&opt)) status = EXIT_CONFIG;
     else if (print_information(&opt)) status = fflush(stdout) == 0 ? 0 : EXIT_RUNTIME;
     else {
         static struct rci_config cfg; /* large: keep it off the stack */
