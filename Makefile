@@ -19,7 +19,7 @@ NPROC    := $(shell nproc 2>/dev/null || echo 2)
 VERSION  := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 SOVERSION := $(firstword $(subst ., ,$(VERSION)))
 
-PKGS      := libfabric libdpdk liburcu-memb liburcu-cds inih
+PKGS      := libfabric libdpdk liburcu-memb liburcu-cds inih jansson
 TEST_PKGS := cunit
 
 # DPDK's pkg-config flags pull in -march=corei7 and many warnings-as-errors
@@ -137,7 +137,7 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(TEST_AUX_OBJ) $(STATIC_LIB)
 # so is the one installed for a server (/etc/ringcast/ringcast.ini of the
 # package): the example with a simulated card at a modest rate instead of
 # unlimited (a whole core busy with nobody subscribed).
-SERVER_CONFIG_SET := -o sim.0.rate=10MB/s
+SERVER_CONFIG_SET := -o sim.0.rate=10MB/s -o control.socket=/run/ringcast/control
 config-example: $(BUILD)/bin/ringcast-readout
 	$(BUILD)/bin/ringcast-readout --print-example-config > deploy/ringcast.ini
 	$(BUILD)/bin/ringcast-readout --print-example-config $(SERVER_CONFIG_SET) > deploy/ringcast-server.ini

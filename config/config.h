@@ -37,8 +37,17 @@ struct rci_daemon_params {
     uint64_t block_cut_after_ns;  /* block: older: it is cut off (the card stalled that long for it) */
 };
 
+/* [control] — the control socket (tools/control.c, ringcast-ctl). */
+#define RCI_CONTROL_SOCKET_MAX 108u   /* sun_path */
+#define RCI_CONTROL_GROUP_MAX 33u
+struct rci_control_params {
+    char socket[RCI_CONTROL_SOCKET_MAX];  /* empty: no control socket */
+    char group[RCI_CONTROL_GROUP_MAX];    /* empty: the daemon's group */
+};
+
 struct rci_config {
     struct rci_daemon_params daemon;
+    struct rci_control_params control;
     unsigned nmodes;                          /* send-mode rules [mode.0] .. [mode.nmodes-1] */
     struct rci_mode_rule mode_rule[RCI_MAX_MODE_RULES];
     struct rci_fabric_params fabric;

@@ -4,6 +4,7 @@
  * --help-config reference, and the documented example deploy/ringcast.ini. */
 #include "config/schema.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -50,6 +51,7 @@ void rci_config_print(const struct rci_config *cfg, FILE *out)
     print_instance(out, &rci_cfg_section_readout, cfg, 0);
     for (unsigned i = 0; i < cfg->nmodes; i++) print_instance(out, &rci_cfg_section_mode, cfg, i);
     print_instance(out, &rci_cfg_section_fabric, cfg, 0);
+    print_instance(out, &rci_cfg_section_control, cfg, 0);
     /* every card runs a simulator, so its [sim.N] is in effect even when not given */
     for (unsigned i = 0; i < cfg->ncards; i++) {
         print_instance(out, &rci_cfg_section_card, cfg, i);
@@ -114,8 +116,13 @@ static void print_example_section(FILE *out, const struct rci_cfg_section *s, co
 {
     char range[160];
     const char *lead = s->example_commented ? "# " : "";
+    /* A normally absent section with a key set here is present: its header
+     * is not commented out (its other keys still are). */
+    bool present = !s->example_commented;
+    for (size_t r = 0; r < s->nkeys && !present; r++)
+        present = overridden(s, &s->keys[r], ov, nov) != NULL;
     fprintf(out, "\n# %s\n%s%s[%s%s]\n", s->help,
-            s->example_commented ? "# (optional: an example, uncomment to use)\n" : "", lead,
+            present ? "" : "# (optional: an example, uncomment to use)\n", present ? "" : lead,
             s->name, s->repeated ? ".0" : "");
     for (size_t r = 0; r < s->nkeys; r++) {
         const struct rci_cfg_key *k = &s->keys[r];

@@ -9,7 +9,7 @@ set -eu
 # the JSON of ringcast-bench in the integration tests.
 PACKAGES="build-essential pkg-config clang
 libfabric-dev libfabric1 libibverbs-dev rdma-core
-libdpdk-dev liburcu-dev libcunit1-dev libinih-dev
+libdpdk-dev liburcu-dev libcunit1-dev libinih-dev libjansson-dev
 libclang-rt-14-dev iproute2 procps jq"
 # Optional tools used by `make bench --plot`; installed only when asked.
 if [ "${RINGCAST_WITH_PLOT:-0}" = 1 ]; then
