@@ -125,8 +125,10 @@ static int parse_options(int argc, char **argv, struct options *opt)
 /* The running daemon: cards, rings and readout threads (tools/readout_daemon.c). */
 /* --stats-json is opened before the run: a path that cannot be written is a
  * usage error now, not a lost run's statistics later. */
-static int run_daemon(const struct rci_config *cfg, const char *stats_json, const char *argv0)
+static int run_daemon(const struct rci_config *cfg, const struct options *opt, const char *argv0)
 {
+    const char *stats_json = opt->stats_json;
+    rci_daemon_set_source(opt->config_file, opt->overrides, opt->noverrides);
     FILE *stats = NULL;
     if (stats_json && !(stats = fopen(stats_json, "w"))) {
         fprintf(stderr, "ringcast-readout: --stats-json %s: cannot write: %s\n", stats_json,
@@ -207,7 +209,7 @@ int main(int argc, char **argv)
             rci_config_print(&cfg, stdout);
             status = fflush(stdout) == 0 ? 0 : EXIT_RUNTIME;
         } else {
-            status = run_daemon(&cfg, opt.stats_json, argv[0]);
+            status = run_daemon(&cfg, &opt, argv[0]);
         }
     }
     free(opt.overrides);
