@@ -118,6 +118,22 @@ int rci_control_open(const struct rci_control_params *p, struct rci_control **ou
     return 0;
 }
 
+/* A request longer than the parser takes: read the rest of it (bounded by
+ * the socket's timeout and CONTROL_DRAIN_MAX) so that the client, still
+ * writing, gets its error answer instead of a reset connection. */
+#define CONTROL_DRAIN_MAX (1u << 20)
+static void drain_line(int fd)
+{
+    char scratch[4096];
+    size_t total = 0;
+    while (total < CONTROL_DRAIN_MAX) {
+        ssize_t n = read(fd, scratch, sizeof scratch);
+        if (n <= 0 || memchr(scratch, '\n', (size_t)n))
+            return;
+        total += (size_t)n;
+    }
+}
+
 /* Read the request line: up to the newline or the client's end of writing,
  * within the timeout. Returns its length, or -1 (nothing usable in time).
  * A line longer than the buffer is passed on long: the parser refuses it. */
@@ -135,7 +151,11 @@ static ssize_t read_request(int fd, char *buf, size_t cap)
             break;
     }
     char *nl = memchr(buf, '\n', used);
-    return nl ? nl - buf + 1 : (ssize_t)used;
+    if (nl)
+        return nl - buf + 1;
+    if (used == cap)
+        drain_line(fd);
+    return (ssize_t)used;
 }
 
 static int write_all(int fd, const char *text, size_t len)

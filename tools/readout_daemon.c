@@ -599,9 +599,15 @@ static int control_subscribers(struct daemon *d, json_t *answer, char *err, size
     json_t *list = json_array();
     for (unsigned i = 0; i < n; i++) {
         const struct rci_sub_info *s = &info[i];
-        json_t *tags = json_array();
-        for (uint32_t k = 0; k < s->nranges && k < RCI_SUB_INFO_RANGES; k++)
-            json_array_append_new(tags, json_pack("[I, I]", (json_int_t)s->first[k], (json_int_t)s->last[k]));
+        json_t *tags = json_array();   /* "0x0-0x3" strings: a tag may not fit JSON's integers */
+        for (uint32_t k = 0; k < s->nranges && k < RCI_SUB_INFO_RANGES; k++) {
+            char range[48];
+            if (s->first[k] == s->last[k])
+                snprintf(range, sizeof range, "0x%" PRIx64, s->first[k]);
+            else
+                snprintf(range, sizeof range, "0x%" PRIx64 "-0x%" PRIx64, s->first[k], s->last[k]);
+            json_array_append_new(tags, json_string(range));
+        }
         json_array_append_new(list, json_pack("{s:s, s:i, s:i, s:i, s:o, s:i, s:f, s:I, s:I, s:I, s:I, s:b}",
             "address", s->name, "thread", (int)s->thread, "port", (int)(d->cfg->fabric.port + s->thread),
             "tag_ranges", (int)s->nranges, "tags", tags, "backlog", (int)s->outstanding,
