@@ -69,8 +69,10 @@ SO_LDFLAGS ?= -Wl,--no-undefined -Wl,--as-needed
 # LD_PRELOAD allocation counter for ringcast-bench (not part of the library).
 ALLOC_SHIM := $(BUILD)/lib/librc_alloc_count.so
 
-.PHONY: all deps test unit-test integration-test run bench soak install clean config-example check-example check-clang
-all: $(STATIC_LIB) $(SHARED_LIB) $(CLIENT_LIB) $(TOOLS) $(TESTS) $(IT_PROGS) $(ALLOC_SHIM)
+.PHONY: all programs deps test unit-test integration-test run bench soak install clean config-example check-example check-clang deb deb-test
+all: programs $(TESTS) $(IT_PROGS) $(ALLOC_SHIM)
+# What is installed: the libraries and the programs (not the tests).
+programs: $(STATIC_LIB) $(SHARED_LIB) $(CLIENT_LIB) $(TOOLS)
 
 deps:
 	@./deploy/install-deps.sh
@@ -188,7 +190,7 @@ define pc_file
 	  deploy/pkgconfig/$(1).pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/$(1).pc
 endef
 
-install: all
+install: programs
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/ringcast \
 	  $(DESTDIR)$(DATADIR)/ringcast $(DESTDIR)$(DOCDIR) $(DESTDIR)$(UNITDIR)
 	install -m 755 $(TOOLS) $(DESTDIR)$(PREFIX)/bin/
@@ -206,6 +208,25 @@ install: all
 	install -m 644 include/README.md $(DESTDIR)$(DOCDIR)/API.md
 	install -m 644 LICENSE $(DESTDIR)$(DOCDIR)/
 	install -m 644 deploy/ringcast.ini deploy/ringcast-server.ini $(DESTDIR)$(DATADIR)/ringcast/
+
+# ---- Debian packages ---------------------------------------------------------
+#   make deb        ringcast, libringcast0, libringcast-client0, libringcast-dev
+#                   (debian/, debhelper) into $(BUILD)/deb/, then lintian on them
+#   make deb-test   builds them and checks them unpacked (tests/deb-test.sh)
+# dpkg-buildpackage writes its packages next to the source tree, so the tree
+# (tracked and new files, not the build directories) is copied to
+# $(BUILD)/deb/ringcast-$(VERSION)/ and built there.
+DEB_DIR := $(BUILD)/deb
+deb:
+	@command -v dpkg-buildpackage >/dev/null && command -v lintian >/dev/null || \
+	  { echo "make deb needs debhelper, devscripts and lintian (apt-get install debhelper devscripts lintian)"; exit 1; }
+	rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)/ringcast-$(VERSION)
+	git ls-files -co --exclude-standard | grep -v '^build' | tar -cf - -T - | tar -xf - -C $(DEB_DIR)/ringcast-$(VERSION)
+	cd $(DEB_DIR)/ringcast-$(VERSION) && dpkg-buildpackage -us -uc -b
+	lintian --fail-on error,warning $(DEB_DIR)/*.changes
+
+deb-test: deb
+	@./tests/deb-test.sh $(DEB_DIR)
 
 # ---- Sanitizers and fuzzing (make test runs all three; clang builds) --------
 #   make test-asan    every unit and integration test, AddressSanitizer + UBSan (build-asan)
