@@ -30,6 +30,25 @@ CFG="$WORK/cfg.ini"
 TAGS=all
 ctl() { "$BIN/ringcast-ctl" --socket "$SOCK" --compact "$@"; }
 
+# Day-one items (issue 16): ringcast-sub -h and --version; --check-config
+# prints tags in hex; the hint for a sim-process card names the -o overrides.
+"$BIN/ringcast-sub" -h | grep -q "^usage: ringcast-sub" || fail "ringcast-sub -h"
+"$BIN/ringcast-sub" --version | grep -qx "ringcast-sub $(cat VERSION)" || fail "ringcast-sub --version"
+ok "ringcast-sub -h and --version"
+"$BIN/ringcast-readout" --check-config deploy/ringcast.ini -o card.0.tag_base=1048576 | grep -qx "tag_base = 0x100000" \
+    || fail "--check-config does not print tag_base = 0x100000"
+ok "--check-config prints tag_base = 0x100000"
+"$BIN/ringcast-readout" -c deploy/ringcast.ini -o card.0.type=sim-process -o card.0.memory=shm \
+    -o card.0.shm_name="rcctl$$" -o fabric.port="$PORT" -o readout.stats_interval=0 2>"$WORK/hint.log" &
+daemon=$!
+i=0; until grep -q "waiting for \`ringcast-sim" "$WORK/hint.log"; do
+    i=$((i + 1)); [ $i -lt 600 ] || { cat "$WORK/hint.log"; fail "no sim-process hint"; }; sleep 0.05; done
+grep -q "ringcast-sim -c deploy/ringcast.ini --card 0 -o 'card.0.type=sim-process' -o 'card.0.memory=shm' -o 'card.0.shm_name=rcctl$$' -o 'fabric.port=$PORT' -o 'readout.stats_interval=0'\`" \
+    "$WORK/hint.log" || { cat "$WORK/hint.log"; fail "the sim-process hint leaves out the -o overrides"; }
+kill -TERM "$daemon"; wait "$daemon"
+ok "the sim-process hint names the daemon's -o overrides"
+PORT=$((PORT + 1))
+
 # The configuration file the reloads edit: the example with an allow list.
 sed -e 's|^allow =$|allow = 127.0.0.0/8|' deploy/ringcast.ini > "$CFG"
 grep -q '^allow = 127.0.0.0/8$' "$CFG" || fail "cannot edit the example configuration"
