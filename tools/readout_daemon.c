@@ -567,7 +567,8 @@ static int control_status(struct daemon *d, json_t *answer)
     json_object_set_new(answer, "version", json_string(RCI_VERSION));
     json_object_set_new(answer, "config", json_string(running.source));
     json_object_set_new(answer, "seconds", json_real(d->start_ns ? run_seconds(d) : 0.0));
-    json_object_set_new(answer, "log_level", json_integer(rci_log_get_level()));
+    static const char *const level_names[] = {"error", "warn", "info", "debug"};
+    json_object_set_new(answer, "log_level", json_string(level_names[rci_log_get_level()]));
     json_object_set_new(answer, "subscribers", json_integer(rci_pipeline_subscribed(d->publish)));
     json_object_set_new(answer, "cards", cards);
     json_object_set_new(answer, "publish",
