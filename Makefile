@@ -6,7 +6,10 @@
 #   make bench      run the benchmarks
 #   make install PREFIX=/usr/local DESTDIR=   (LIBDIR=$(PREFIX)/lib, INCLUDEDIR=$(PREFIX)/include)
 #   make CC=clang   build with clang
-CC       ?= gcc
+# make's built-in default CC is "cc": `CC ?= gcc` would never apply.
+ifeq ($(origin CC),default)
+CC       := gcc
+endif
 PREFIX   ?= /usr/local
 DESTDIR  ?=
 LIBDIR   ?= $(PREFIX)/lib
@@ -19,7 +22,7 @@ NPROC    := $(shell nproc 2>/dev/null || echo 2)
 VERSION  := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 SOVERSION := $(firstword $(subst ., ,$(VERSION)))
 
-PKGS      := libfabric libdpdk liburcu-memb liburcu-cds inih jansson
+PKGS      := libfabric libdpdk liburcu-memb liburcu-cds inih libcurl jansson
 TEST_PKGS := cunit
 
 # DPDK's pkg-config flags pull in -march=corei7 and many warnings-as-errors
@@ -40,10 +43,11 @@ LIB_SRC   := $(wildcard common/*.c config/*.c dma/*.c readout/*.c readout/sim/*.
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 # The client library: subscriber and client publisher (include/ringcast/sub.h,
 # pub.h) need net/ and the public wrappers api/client_*.c. It links libfabric
-# and nothing else.
-CLIENT_SRC := $(wildcard common/*.c net/*.c api/client_*.c)
+# and, for discovery (net/discovery*.c: a client finds its publishers in etcd
+# or a directory), libcurl and jansson.
+CLIENT_SRC := $(wildcard common/*.c net/*.c api/client_*.c) readout/sim/pattern.c
 CLIENT_OBJ := $(CLIENT_SRC:%.c=$(BUILD)/obj/%.o)
-CLIENT_LIBS := $(shell pkg-config --libs libfabric 2>/dev/null)
+CLIENT_LIBS := $(shell pkg-config --libs libfabric libcurl jansson 2>/dev/null)
 API_HEADERS := $(wildcard include/ringcast/*.h)
 TOOL_MAIN := $(wildcard tools/ringcast-*.c)
 TOOL_AUX  := $(filter-out $(TOOL_MAIN),$(wildcard tools/*.c))
@@ -81,11 +85,17 @@ deps:
 # would delete them as intermediate files and rebuild them every time.
 .SECONDARY:
 
-$(BUILD)/obj/%.o: %.c
+# Objects depend on the compiler and flags they were built with: a change
+# (CC=clang, OPT=-O0, EXTRA_CFLAGS=...) rebuilds them instead of linking
+# stale objects. The stamp is rewritten only when the line differs.
+FLAGS_LINE := $(CC) $(ALL_CFLAGS) $(TEST_CFLAGS) $(LDFLAGS) $(LDLIBS)
+$(shell mkdir -p $(BUILD) && { [ -f $(BUILD)/flags ] && [ "$$(cat $(BUILD)/flags)" = '$(subst ','\'',$(FLAGS_LINE))' ] || printf '%s\n' '$(subst ','\'',$(FLAGS_LINE))' > $(BUILD)/flags; })
+
+$(BUILD)/obj/%.o: %.c $(BUILD)/flags
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/obj/tests/%.o: tests/%.c
+$(BUILD)/obj/tests/%.o: tests/%.c $(BUILD)/flags
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(TEST_CFLAGS) -MMD -MP -c $< -o $@
 
@@ -126,6 +136,15 @@ $(ALLOC_SHIM): tools/alloc_count/alloc_count.c
 $(BUILD)/bin/%: $(BUILD)/obj/tools/%.o $(TOOL_AUX_OBJ) $(STATIC_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $< $(TOOL_AUX_OBJ) $(STATIC_LIB) $(LDLIBS) $(LDFLAGS)
+
+# ringcast-sub is built as an outside program would be: from the public
+# headers (tests/check-includes.sh) against the client library's exported
+# symbols only (a use of an internal function fails to link), plus the
+# tools' log. It finds the library next to it ($ORIGIN/../lib: the build
+# tree and $(PREFIX)) or where the system's loader looks.
+$(BUILD)/bin/ringcast-sub: $(BUILD)/obj/tools/ringcast-sub.o $(BUILD)/obj/tools/log.o $(CLIENT_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $(filter %.o,$^) -L$(BUILD)/lib -lringcast-client -Wl,-rpath,'$$ORIGIN/../lib' -lpthread -lm $(LDFLAGS)
 
 $(BUILD)/tests/integration/%: $(BUILD)/obj/tests/integration/%.o $(STATIC_LIB)
 	@mkdir -p $(dir $@)
@@ -180,6 +199,7 @@ bench: deps
 # Not in CI: 10 minutes at full rate (tests/soak.sh; SOAK_SECONDS to change).
 soak: deps
 	@$(MAKE) --no-print-directory -j$(NPROC) all
+	@./tests/loaded-rxm.sh $(BUILD)
 	@./tests/soak.sh $(BUILD)
 
 # pc_file NAME,LIBS.PRIVATE: deploy/pkgconfig/NAME.pc.in with this install's

@@ -3,9 +3,8 @@
  * config/, dma/ and readout/: per card a ring, the (simulated) card and a
  * readout thread whose sink converts each chunk into the public descriptor.
  *
- * The card setup (ring from [card.N], card by type) is the one
- * tools/readout_daemon.c does for the daemon; once the daemon's pipeline is a
- * library module both should share it (issue 11, "Layout"). */
+ * The card setup (ring from [card.N], card by type) is the daemon's too:
+ * readout/sim/configured_card.h (which says why it lives there). */
 #include "ringcast/readout.h"
 
 #include <errno.h>
@@ -18,7 +17,7 @@
 #include "common/errbuf.h"
 #include "readout/chunk.h"
 #include "readout/readout.h"
-#include "readout/sim/sim_card.h"
+#include "readout/sim/configured_card.h"
 
 struct daq_card {
     struct rc_daq *daq;
@@ -55,36 +54,6 @@ static int card_sink(void *arg, const struct rci_chunk *c)
     return dc->daq->on_chunk(dc->daq->ctx, &pub);
 }
 
-static int create_ring(const struct rci_card_params *p, struct daq_card *dc, char *err, size_t errlen)
-{
-    char shm_name[96];
-    snprintf(shm_name, sizeof shm_name, "%s-ring", p->shm_name);
-    struct rci_dma_ring_params rp = {
-        .size = p->ring_size, .unit_size = p->block_size, .backend = p->memory,
-        .shm_name = shm_name, .lock_memory = true,
-    };
-    return rci_dma_ring_create(&rp, &dc->ring, err, errlen);
-}
-
-static int create_card(const struct rc_daq *d, struct daq_card *dc, char *err, size_t errlen)
-{
-    const struct rci_card_params *p = &d->cfg.card[dc->index];
-    switch (p->type) {
-    case RCI_CARD_SIM:
-        if (!d->cfg.has_sim[dc->index]) {
-            rci_set_err(err, errlen, "card.%u is a simulated card but there is no [sim.%u] section",
-                       dc->index, dc->index);
-            return -EINVAL;
-        }
-        return rci_sim_card_create(p, &d->cfg.sim[dc->index], rci_dma_ring_addr(dc->ring),
-                                  rci_dma_ring_size(dc->ring), &dc->card, err, errlen);
-    case RCI_CARD_SIM_PROCESS:
-        return rci_sim_bar_create_shm(p, &dc->card, err, errlen);
-    }
-    rci_set_err(err, errlen, "card.%u: unknown card type %d", dc->index, (int)p->type);
-    return -EINVAL;
-}
-
 /* A step that succeeded may leave a warning in its buffer: keep the first
  * one for the caller; a failure's message names the card. */
 static int setup_step(int rc, unsigned card, const char *step_err, char *err, size_t errlen)
@@ -100,10 +69,9 @@ static int setup_card(struct rc_daq *d, struct daq_card *dc, char *err, size_t e
 {
     const struct rci_card_params *p = &d->cfg.card[dc->index];
     char step[512] = "";
-    int rc = setup_step(create_ring(p, dc, step, sizeof step), dc->index, step, err, errlen);
-    step[0] = '\0';
-    if (rc == 0)
-        rc = setup_step(create_card(d, dc, step, sizeof step), dc->index, step, err, errlen);
+    const struct rci_sim_params *sim = d->cfg.has_sim[dc->index] ? &d->cfg.sim[dc->index] : NULL;
+    int rc = setup_step(rci_configured_card_open(p, sim, &dc->ring, &dc->card, step, sizeof step),
+                        dc->index, step, err, errlen);
     step[0] = '\0';
     if (rc == 0) {
         dc->pieces = calloc(p->max_chunk_pieces ? p->max_chunk_pieces : 1, sizeof *dc->pieces);
@@ -288,10 +256,7 @@ void rc_daq_destroy(struct rc_daq *d)
         struct daq_card *dc = &d->card[i];
         if (dc->readout)
             rci_readout_destroy(dc->readout);
-        if (dc->card)
-            rci_card_destroy(dc->card);
-        if (dc->ring)
-            rci_dma_ring_destroy(dc->ring);
+        rci_configured_card_close(dc->ring, dc->card);
         free(dc->pieces);
     }
     free(d);

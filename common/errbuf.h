@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* errbuf.h — the one way ringcast modules fill a caller's error buffer
- * (char *err, size_t errlen): a message a tool can print as it is. The lowest
- * layer (dma/) holds it so that every module may include it. */
+ * (char *err, size_t errlen): a message a tool can print as it is. In common/
+ * so that every module may include it. */
 #ifndef RCI_ERRBUF_H
 #define RCI_ERRBUF_H
 #include <stdarg.h>

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "net/fabric_params.h"
+#include "net/discovery_params.h"
 #include "readout/card_params.h"
 #include "readout/sim/sim_params.h"
 #include "pipeline/pipeline_params.h"
@@ -51,6 +52,7 @@ struct rci_config {
     unsigned nmodes;                          /* send-mode rules [mode.0] .. [mode.nmodes-1] */
     struct rci_mode_rule mode_rule[RCI_MAX_MODE_RULES];
     struct rci_fabric_params fabric;
+    struct rci_discovery_params discovery;
     unsigned ncards;                          /* cards are [card.0] .. [card.ncards-1] */
     struct rci_card_params card[RCI_MAX_CARDS];
     bool has_sim[RCI_MAX_CARDS];               /* a [sim.N] section was given */

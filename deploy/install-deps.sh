@@ -6,10 +6,12 @@
 set -eu
 
 # Build and runtime dependencies (pkg-config names in the Makefile); jq reads
-# the JSON of ringcast-bench in the integration tests.
+# the JSON of ringcast-bench in the integration tests; libcurl and jansson
+# talk to etcd (discovery), etcd-server/etcd-client run it in the tests.
 PACKAGES="build-essential pkg-config clang
 libfabric-dev libfabric1 libibverbs-dev rdma-core
-libdpdk-dev liburcu-dev libcunit1-dev libinih-dev libjansson-dev
+libdpdk-dev liburcu-dev libcunit1-dev libinih-dev
+libcurl4-openssl-dev libjansson-dev etcd-server etcd-client
 libclang-rt-14-dev iproute2 procps jq"
 # Optional tools used by `make bench --plot`; installed only when asked.
 if [ "${RINGCAST_WITH_PLOT:-0}" = 1 ]; then

@@ -2,8 +2,11 @@
 /* buffered.c — buffered sends: small chunks are copied as records into a
  * registered page (one per subscriber being filled), and the page goes out as
  * one PAGE message when full or flush_timeout after its first record. The
- * chunk's key is released right after the copy; pages are recycled on their
- * send completion (or when their subscriber dies). */
+ * chunk's key never becomes the publisher's: once the record is copied the
+ * caller releases it itself (no callback). Pages are recycled on their send
+ * completion (or when their subscriber dies). Nothing here reads the CQ:
+ * completions, and so every callback, run only from progress (a send that
+ * finds no free page returns -EAGAIN and leaves the rest to progress). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,7 +116,6 @@ static int open_page(struct rci_publisher *p, struct rci_pub_peer *peer)
     }
     if (p->npage_free == 0) {
         p->st.again_no_page++;
-        rci_pub_poll_cq(p);
         return -EAGAIN;
     }
     uint32_t op_id = p->page_free[--p->npage_free];
@@ -133,7 +135,7 @@ static uint32_t page_capacity(const struct rci_publisher *p, const struct rci_pu
 }
 
 int rci_publisher_send_buffered(struct rci_publisher *p, rci_peer_id peer_id, uint64_t tag,
-                               uint32_t flags, const struct iovec *iov, unsigned n, uint64_t key)
+                               uint32_t flags, const struct iovec *iov, unsigned n)
 {
     struct rci_pub_peer *peer = rci_pub_peer_of(p, peer_id);
     if (!peer || peer->state != RCI_PEER_ACTIVE || peer->doom != RCI_DOOM_NONE || !peer->connected)
@@ -150,10 +152,8 @@ int rci_publisher_send_buffered(struct rci_publisher *p, rci_peer_id peer_id, ui
     if (peer->page != RCI_PUB_NONE &&
         rci_wire_page_length(page_addr(p, peer->page)) + rec_size > cap) {
         int rc = post_page(p, peer);
-        if (rc == -EAGAIN) {
-            rci_pub_poll_cq(p);
+        if (rc == -EAGAIN)
             return rc;
-        }
     }
     if (peer->page == RCI_PUB_NONE) {
         int rc = open_page(p, peer);
@@ -164,8 +164,7 @@ int rci_publisher_send_buffered(struct rci_publisher *p, rci_peer_id peer_id, ui
     ssize_t used = rci_wire_page_appendv(page_addr(p, peer->page), cap, tag, flags, iov, n);
     p->st.buffered_records++;
     p->st.buffered_bytes += len;
-    p->st.keys_completed_ok++;
-    p->cb.on_send_complete(p->cb.arg, key, 0);
+    p->st.keys_completed_ok++;   /* copied: the key is done (the caller's again, no callback) */
     /* Full: not even an empty record fits any more. */
     if ((size_t)used + sizeof(struct rci_wire_record) > cap)
         post_page(p, peer);
@@ -179,10 +178,7 @@ int rci_publisher_flush(struct rci_publisher *p, rci_peer_id peer_id)
         return -ENOTCONN;
     if (peer->page == RCI_PUB_NONE)
         return 0;
-    int rc = post_page(p, peer);
-    if (rc == -EAGAIN)
-        rci_pub_poll_cq(p);
-    return rc;
+    return post_page(p, peer);
 }
 
 int rci_buf_flush_due(struct rci_publisher *p, uint64_t now)

@@ -132,6 +132,8 @@ struct rci_pub_peer {
     uint32_t rx_max;           /* HELLO.rx_buffer_size */
     uint64_t client_id;
     bool joined;               /* HELLO accepted (counted in peers_active) */
+    bool gone_due;             /* left the table; RCI_PUB_PEER_GONE(gone_id) not yet reported */
+    rci_peer_id gone_id;
     bool connected;            /* MSG: FI_CONNECTED read (a HELLO may come first); RDM: true */
     uint64_t last_rx_ns, last_hb_tx_ns;
     uint64_t rx_seen_ns, starved_base_ns;  /* check_liveness: p->starved_ns when last_rx_ns was seen */
@@ -183,6 +185,7 @@ struct rci_publisher {
     uint32_t ndoomed;          /* peers marked for teardown (done in progress only) */
     uint32_t nclosed;          /* closed peers whose keys are not yet reported */
     uint32_t ndraining;        /* peers in RCI_PEER_DRAINING */
+    uint32_t ngone_due;        /* peers whose GONE event progress has yet to report */
     uint32_t nresuming;        /* peers with resume.active */
     uint64_t last_progress_ns; /* start of the previous progress call */
     uint64_t starved_ns;       /* total of the pauses between progress calls over 50 ms */

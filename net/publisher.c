@@ -275,15 +275,35 @@ static void count_doom(struct rci_publisher *p, enum rci_peer_doom why)
     p->st.peers_dead++;
 }
 
-/* Leave the daemon's table now: no new sends go to this peer. */
+/* Leave the daemon's table now: no new sends go to this peer. GONE is
+ * reported by progress (report_gone): close_peer and pending_sends, which
+ * get here too, run no callback. */
 static void leave_table(struct rci_publisher *p, struct rci_pub_peer *peer)
 {
     if (!peer->joined)
         return;
     peer->joined = false;
     p->st.peers_active--;
-    if (p->cb.on_peer_event)
-        p->cb.on_peer_event(p->cb.arg, rci_pub_peer_id(p, peer), RCI_PUB_PEER_GONE);
+    peer->gone_id = rci_pub_peer_id(p, peer);
+    if (!peer->gone_due)
+        p->ngone_due++;
+    peer->gone_due = true;
+}
+
+/* RCI_PUB_PEER_GONE for every peer that left the table. Progress calls it
+ * before it reads anything (a slot freed since is not yet reused: new peers
+ * come only from what progress reads) and before it returns. */
+static void report_gone(struct rci_publisher *p)
+{
+    for (uint32_t i = 0; i < p->npeers && p->ngone_due; i++) {
+        struct rci_pub_peer *peer = &p->peers[i];
+        if (!peer->gone_due)
+            continue;
+        peer->gone_due = false;
+        p->ngone_due--;
+        if (p->cb.on_peer_event)
+            p->cb.on_peer_event(p->cb.arg, peer->gone_id, RCI_PUB_PEER_GONE);
+    }
 }
 
 /* A closed peer whose provider let go (close_transport returned true): its
@@ -313,7 +333,9 @@ static void reap(struct rci_publisher *p, struct rci_pub_peer *peer)
 static void start_draining(struct rci_publisher *p, struct rci_pub_peer *peer, uint64_t now,
                            bool tell)
 {
-    rci_zc_resume_abandon(p, peer, NULL, 0, NULL);  /* no further fragments */
+    /* No further fragments (resume_peer skips a peer that is not active);
+     * the deferred rest is abandoned by reap() or pending_sends(), so that
+     * close_peer runs no callback. */
     if (tell && peer->state == RCI_PEER_ACTIVE)
         rci_pub_send_bye(p, peer, RCI_BYE_NORMAL);
     rci_pub_drop_control(p, peer);   /* posts the BYE if it can, drops the rest */
@@ -351,7 +373,6 @@ static void finish_drains(struct rci_publisher *p, uint64_t now)
  * with FI_AV_REMOVE_CLEANUP): the keys come back with their completions. */
 static void drain_without_proof(struct rci_publisher *p, struct rci_pub_peer *peer)
 {
-    rci_zc_resume_abandon(p, peer, NULL, 0, NULL);
     peer->state = RCI_PEER_DRAINING;
     p->ndraining++;
     p->st.drain_no_proof++;
@@ -759,6 +780,8 @@ static void note_progress_gap(struct rci_publisher *p, uint64_t now)
 int rci_publisher_progress(struct rci_publisher *p)
 {
     note_progress_gap(p, rci_now_ns());
+    if (p->ngone_due)
+        report_gone(p);   /* peers closed by close_peer/pending_sends since */
     int work = rci_pub_poll_cq(p);
     if (work < 0)
         return work;
@@ -787,6 +810,8 @@ int rci_publisher_progress(struct rci_publisher *p)
     }
     if (p->ndraining)
         finish_drains(p, now);
+    if (p->ngone_due)
+        report_gone(p);
     return work;
 }
 

@@ -13,11 +13,19 @@
  *    ring, registered once with rci_publisher_register()). When the provider is
  *    done, on_send_complete(key, status) runs: exactly once per accepted key.
  *  - rci_publisher_send_buffered(): small chunks are copied into registered
- *    pages sent as PAGE messages; the key is released right after the copy.
+ *    pages sent as PAGE messages; the chunk is the caller's again once the
+ *    call returned 0 (no key, no callback).
  *
  * Threads: a publisher belongs to ONE thread: every function here, and the
  * callbacks, run on it. Nothing locks. Callbacks must not call back into the
  * publisher (they typically release a ring key).
+ *
+ * Callbacks (on_send_complete, on_peer_event) run only inside
+ * rci_publisher_progress(), rci_publisher_wait() and rci_publisher_destroy().
+ * Never inside a send (send, send_buffered, flush: one that meets a full
+ * provider queue or an empty pool returns -EAGAIN without reading the CQ),
+ * close_peer, pending_sends or the getters: the caller's state is never
+ * changed under it while it is in the middle of a send.
  *
  * Hot path (send, send_buffered, progress): no malloc, no locks; syscalls
  * only those the provider makes.
@@ -165,15 +173,19 @@ int  rci_publisher_register(struct rci_publisher *p, const void *addr, size_t le
  * chunk does not fit the subscriber's receive buffer. */
 int  rci_publisher_send(struct rci_publisher *p, rci_peer_id peer, uint64_t tag, uint32_t flags,
                        const struct iovec *iov, unsigned n, uint64_t key);
-/* Buffered send: copy the chunk as one record into the peer's current page;
- * on 0 the key has been released (on_send_complete(key, 0)) before return.
- * -EAGAIN: no free page; -ENOBUFS: (params.peer_fair_share) this subscriber
- * holds its fair share of the pages: it is behind;
- * -EMSGSIZE: record larger than a page (use send()); -ENOTCONN as above. */
+/* Buffered send: copy the chunk as one record into the peer's current page.
+ * It takes no key: on 0 the record is copied and the caller may release the
+ * chunk's memory at once (no on_send_complete runs for it).
+ * -EAGAIN: nothing copied: no free page, or the full page could not be
+ * posted yet (call progress/wait, then try again); -ENOBUFS:
+ * (params.peer_fair_share) this subscriber holds its fair share of the pages:
+ * it is behind; -EMSGSIZE: record larger than a page (use send());
+ * -ENOTCONN as above; -ENOTSUP: no pages configured. No callback runs
+ * inside this call. */
 int  rci_publisher_send_buffered(struct rci_publisher *p, rci_peer_id peer, uint64_t tag,
-                                uint32_t flags, const struct iovec *iov, unsigned n,
-                                uint64_t key);
-/* Send the peer's partly filled page now (0, -EAGAIN, -ENOTCONN). */
+                                uint32_t flags, const struct iovec *iov, unsigned n);
+/* Send the peer's partly filled page now (0, -EAGAIN, -ENOTCONN). No
+ * callback runs inside this call. */
 int  rci_publisher_flush(struct rci_publisher *p, rci_peer_id peer);
 
 /* Drive everything without blocking: completions, connection events, control
@@ -199,7 +211,8 @@ uint32_t rci_publisher_available_slots(struct rci_publisher *p);
  * later). Its outstanding keys come back through on_send_complete as they
  * complete, the rest (-ECONNRESET) once the provider provably let go
  * (net/README.md, Dead peers); or collect them with
- * rci_publisher_pending_sends(). */
+ * rci_publisher_pending_sends(). No callback runs inside this call: its
+ * RCI_PUB_PEER_GONE comes from the next progress call. */
 int  rci_publisher_close_peer(struct rci_publisher *p, rci_peer_id peer);
 /* Replace the allow list ([fabric] allow, CIDR text) that new connections
  * and HELLOs are checked against (the publisher's thread; a reload). Peers
@@ -209,7 +222,8 @@ int  rci_publisher_close_peer(struct rci_publisher *p, rci_peer_id peer);
 int  rci_publisher_set_allow(struct rci_publisher *p, const char *allow, char *err, size_t errlen);
 /* Keys of sends to a closed or dead peer: its transport is closed now (RDM:
  * address removed), and if that proves the provider let go of its sends, up
- * to max keys are written to keys[] and released (no callback for them).
+ * to max keys are written to keys[] and released (no callback runs inside
+ * this call).
  * Returns the count, 0 when none are left or the provider gave no proof
  * (they come through on_send_complete then), -ENOTCONN for an unknown id,
  * -EBUSY if the peer is still alive. */

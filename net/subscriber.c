@@ -40,6 +40,7 @@ _Static_assert(RC_SUB_MALFORMED_KINDS == RCI_WIRE_ERROR_KINDS, "malformed kinds 
 #define BYE_FLUSH_NS 100000000ull         /* how long a BYE may take to leave */
 #define SHM_CONNREQ_WAIT_NS 1000000000ull /* shm: wait for the publisher to read our request */
 #define CQ_BATCH 32u
+#define KNOWN_LOST_MAX 8u                 /* truncated stream numbers remembered until their turn */
 
 enum sub_state { ST_IDLE, ST_CONNECTING, ST_HELLO_SENT, ST_ACTIVE };
 enum tx_state { TX_FREE, TX_QUEUED, TX_POSTED };
@@ -98,7 +99,8 @@ struct rc_sub {
     uint32_t resync_outstanding, user_outstanding, next_request;
 
     uint32_t next_seq;                    /* stream sequence number handled next */
-    uint64_t next_seq_since_ns;           /* when next_seq last moved (held messages wait from then) */
+    uint32_t known_lost[KNOWN_LOST_MAX];  /* numbers ahead of next_seq that came truncated */
+    uint32_t nknown_lost;
     uint32_t nheld;                       /* rx slots held for order */
     struct reassembly ra;
     struct rc_sub_stats st;
@@ -488,6 +490,7 @@ static void close_connection(struct rc_sub *s)
         s->rx[i].posted = s->rx[i].held = false;
     s->st.held_dropped += s->nheld;   /* received, but an earlier one never came */
     s->nheld = 0;
+    s->nknown_lost = 0;
     s->next_seq = 0;   /* each connection numbers its stream from 0 */
     for (uint32_t i = 0; i < TX_SLOTS; i++)
         s->tx[i].state = TX_FREE;
@@ -683,13 +686,28 @@ static void handle_page(struct rc_sub *s, const uint8_t *buf, size_t len)
 
 /* ---- stream order -----------------------------------------------------------
  * DATA and PAGE carry the publisher's stream sequence number (wire.h). Some
- * providers complete receives out of order (tcp;ofi_rxm did with mixed
- * message sizes, net/README.md), so a message that comes before its turn
- * keeps its receive buffer, unposted, until the ones before it were handled.
- * At most rx_buffers - 1 are held: one buffer stays posted for the missing
- * message. When one more would be needed, the missing messages are declared
- * lost (seq_lost) and the held ones are handled; a message that arrives after
- * that, or twice, is dropped (seq_late). All of it is counted. */
+ * providers complete receives out of order (tcp;ofi_rxm does with mixed
+ * message sizes: a rendezvous message completes after the eager ones behind
+ * it, net/README.md), so a message that comes before its turn keeps its
+ * receive buffer, unposted, until the ones before it were handled.
+ *
+ * How long to wait for the missing one: the providers here match receives
+ * in order and complete every matched receive or fail the connection, so
+ * while the connection lives the missing message is in flight, however slow
+ * (under CPU starvation rxm took 2.6 s for a run of 20-60 KiB rendezvous
+ * messages while 43 later ones completed: a timer declared them lost, then
+ * they came). Waiting ends only on evidence:
+ *   - the hold is full: at most rx_buffers - 1 are held (one buffer stays
+ *     posted for the missing message); one more means it cannot be matched;
+ *   - a stream message came unusable (malformed, or truncated with its number
+ *     unreadable): it may have been the missing one;
+ *   - a truncated message with a readable number: that number is lost
+ *     (known_lost), the others are still awaited;
+ *   - the publisher ends the connection (BYE): what is held is handed on.
+ * The missing messages are then declared lost (seq_lost) and the held ones
+ * are handled; a message that arrives after that, or twice, is dropped
+ * (seq_late). A connection that dies drops what is held (held_dropped). All
+ * of it is counted. */
 
 static bool seq_before(uint32_t a, uint32_t b) { return (int32_t)(a - b) < 0; }
 
@@ -700,7 +718,20 @@ static void handle_stream_message(struct rc_sub *s, const uint8_t *buf, size_t l
     else
         handle_data(s, buf, len);
     s->next_seq++;
-    s->next_seq_since_ns = s->last_rx_ns;
+}
+
+/* next_seq is a number that came truncated: count it lost, forget it. */
+static bool skip_known_lost(struct rc_sub *s)
+{
+    for (uint32_t i = 0; i < s->nknown_lost; i++) {
+        if (s->known_lost[i] == s->next_seq) {
+            s->known_lost[i] = s->known_lost[--s->nknown_lost];
+            s->st.seq_lost++;
+            s->next_seq++;
+            return true;
+        }
+    }
+    return false;
 }
 
 /* Linear: only walked while something is held, i.e. after a reordering. */
@@ -731,7 +762,11 @@ static uint32_t lowest_held_seq(const struct rc_sub *s)
 static void handle_held_in_order(struct rc_sub *s)
 {
     struct rx_slot *r;
-    while (s->nheld && !s->lost && (r = held_slot(s, s->next_seq)) != NULL) {
+    while (!s->lost && (s->nheld || s->nknown_lost)) {
+        if (skip_known_lost(s))
+            continue;
+        if ((r = held_slot(s, s->next_seq)) == NULL)
+            break;
         r->held = false;
         s->nheld--;
         handle_stream_message(s, r->buf, r->len);
@@ -748,27 +783,49 @@ static void skip_to_lowest_held(struct rc_sub *s)
     handle_held_in_order(s);
 }
 
-/* Held messages wait at most half the peer timeout for the one before them
- * (a message that arrived truncated or malformed never will): the data must
- * not wait for the rest of the stream, which may never come (end of run). */
-static void check_held_too_long(struct rc_sub *s, uint64_t now)
+/* A stream message came unusable: if it was the one awaited, it never will
+ * come, so what is held goes on now (the stream-order rules above). */
+static void unusable_stream_message(struct rc_sub *s)
 {
-    if (s->nheld && now - s->next_seq_since_ns >= s->p.peer_timeout_ns / 2)
+    if (s->state == ST_ACTIVE && !s->lost && s->nheld)
         skip_to_lowest_held(s);
 }
 
-/* A truncated receive of the stream message due next: it is lost, counted,
- * and the stream goes on without waiting for it. */
+/* The publisher ends the connection: what is held is handed on, each gap
+ * before it counted lost; nothing more will come to fill them. */
+static void hand_on_held_at_end(struct rc_sub *s)
+{
+    while (s->state == ST_ACTIVE && !s->lost && s->nheld)
+        skip_to_lowest_held(s);
+}
+
+/* A truncated receive of a stream message: its number is lost, counted, and
+ * the stream goes on without waiting for it (at once when it was due, else
+ * when its turn comes). Without a readable number it is unusable. */
 static void truncated_stream_message(struct rc_sub *s, const uint8_t *buf, size_t len)
 {
     uint8_t type = len >= sizeof(struct rci_wire_hdr) ? buf[offsetof(struct rci_wire_hdr, type)] : 0;
     bool numbered = (type == RCI_MSG_DATA && len >= sizeof(struct rci_wire_data)) ||
                     (type == RCI_MSG_PAGE && len >= sizeof(struct rci_wire_page));
-    if (s->state != ST_ACTIVE || !numbered || rci_wire_stream_seq(buf) != s->next_seq)
+    if (s->state != ST_ACTIVE)
         return;
+    if (!numbered) {
+        unusable_stream_message(s);
+        return;
+    }
+    uint32_t seq = rci_wire_stream_seq(buf);
+    if (seq_before(seq, s->next_seq))
+        return;   /* already given up: a late one */
+    if (seq != s->next_seq && s->nknown_lost < KNOWN_LOST_MAX) {
+        s->known_lost[s->nknown_lost++] = seq;
+        return;
+    }
+    if (seq != s->next_seq) {   /* no room to remember it: stop waiting for anything */
+        unusable_stream_message(s);
+        return;
+    }
     s->st.seq_lost++;
     s->next_seq++;
-    s->next_seq_since_ns = rci_now_ns();
     handle_held_in_order(s);
 }
 
@@ -804,7 +861,6 @@ static void handle_welcome(struct rc_sub *s, const uint8_t *buf, size_t len)
     uint64_t hb = (uint64_t)w.heartbeat_ms * 1000000ull;
     s->heartbeat_ns = hb < s->p.heartbeat_ns ? hb : s->p.heartbeat_ns;
     s->state = ST_ACTIVE;
-    s->next_seq_since_ns = s->last_rx_ns;
     s->st.connected = 1;
     s->st.connects++;
     if (s->ever_connected)
@@ -854,6 +910,7 @@ static void handle_bye(struct rc_sub *s, const uint8_t *buf, size_t len)
     }
     else if (b.reason == RCI_BYE_PROTOCOL)
         rci_set_err(s->err, sizeof s->err, "the publisher closed the connection: protocol error");
+    hand_on_held_at_end(s);
     lose(s, RC_SUB_DISC_BYE);
 }
 
@@ -882,6 +939,7 @@ static bool handle_message(struct rc_sub *s, struct rx_slot *r, size_t len)
     int type = rci_wire_check(buf, len, RCI_WIRE_TO_SUBSCRIBER, &why);
     if (type == 0) {
         count_malformed(s, why);
+        unusable_stream_message(s);
         return false;
     }
     s->st.messages++;
@@ -1045,8 +1103,6 @@ static void run_timers(struct rc_sub *s)
     } else if (s->state != ST_CONNECTING && now - s->last_hb_ns >= s->heartbeat_ns) {
         send_heartbeat(s, now);
     }
-    if (s->state == ST_ACTIVE && !s->lost)
-        check_held_too_long(s, now);
 }
 
 /* How long poll may wait before a timer is due. */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* daemon_publish.c — the publishing half of ringcast-readout: life cycle, the
+/* publish.c — the publishing half of ringcast-readout: life cycle, the
  * readout threads' sink that hands chunks to the publisher threads, and the
- * figures. The publisher threads are in daemon_publish_thread.c; the flow and
- * the thread rules are in daemon_publish.h. */
+ * figures. The publisher threads are in publish_thread.c; the flow and
+ * the thread rules are in publish.h. */
 #include "pipeline/publish.h"
 #include "pipeline/publish_internal.h"
 #include "common/errbuf.h"

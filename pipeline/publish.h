@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* daemon_publish.h — the publishing half of ringcast-readout: readout
+/* publish.h — the publishing half of ringcast-readout: readout
  * threads -> per-(card, publisher thread) chunk queues -> publisher threads
  * -> subscribers.
  *

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* daemon_publish_internal.h — state shared by pipeline/publish.c (life
+/* publish_internal.h — state shared by pipeline/publish.c (life
  * cycle, the readout threads' sink, figures) and pipeline/publish_thread.c
  * (the publisher threads). Not for use elsewhere: the contract is in
- * daemon_publish.h.
+ * publish.h.
  *
  * Ownership: a publisher thread owns its struct publish_thread (its
  * rci_publisher, subscribers, tokens) and the consumer half of its lanes; the
@@ -260,7 +260,7 @@ struct rci_pipeline {
     uint64_t last_log_sent, last_log_bytes;
 };
 
-/* daemon_publish_thread.c */
+/* publish_thread.c */
 void *rci_publish_thread_main(void *arg);
 int  rci_publish_thread_init(struct publish_thread *th, struct rci_pipeline *pb, unsigned index,
                             char *err, size_t errlen);

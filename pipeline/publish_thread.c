@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* daemon_publish_thread.c — one publisher thread of ringcast-readout: its own
+/* publish_thread.c — one publisher thread of ringcast-readout: its own
  * rci_publisher on fabric.port + i, its subscribers (mirrored into the shared
  * subscription table), and the sends of the chunks the readout threads queued
- * for it. The flow is described in daemon_publish.h. */
+ * for it. The flow is described in publish.h. */
 #include "pipeline/publish_internal.h"
 #include "common/errbuf.h"
 #include "common/monotonic.h"
@@ -205,6 +205,28 @@ static void share_done(struct publish_lane *lane, unsigned i)
     rci_fanout_done(lane->fanout, rci_fanout_send_handle(lane->cur_first, i));
 }
 
+/* A share that reached its subscriber's page (buffered) or came back from
+ * the publisher: count it for the thread and the subscriber. */
+static void count_share(struct publish_thread *th, struct pub_sub *s, uint64_t bytes, int status)
+{
+    if (status == 0) {
+        bump(&th->t.sent, 1);
+        bump(&th->t.bytes_sent, bytes);
+    } else {
+        bump(&th->t.failed, 1);
+    }
+    if (!s)
+        return;
+    if (status == 0) {
+        s->c.chunks_sent++;
+        s->c.bytes_sent += bytes;
+    } else {
+        s->c.chunks_failed++;
+    }
+}
+
+/* Runs inside rci_publisher_progress/wait/destroy only (never inside a
+ * send): the token was filled when its send returned 0. */
 static void on_send_complete(void *arg, uint64_t key, int status)
 {
     struct publish_thread *th = arg;
@@ -212,21 +234,9 @@ static void on_send_complete(void *arg, uint64_t key, int status)
         return; /* never: keys are our token indices */
     struct send_token *tok = &th->tokens[key];
     struct pub_sub *s = sub_of_table_id(th, tok->table_id);
-    if (status == 0) {
-        bump(&th->t.sent, 1);
-        bump(&th->t.bytes_sent, tok->bytes);
-    } else {
-        bump(&th->t.failed, 1);
-    }
-    if (s) {
-        if (status == 0) {
-            s->c.chunks_sent++;
-            s->c.bytes_sent += tok->bytes;
-        } else {
-            s->c.chunks_failed++;
-        }
+    count_share(th, s, tok->bytes, status);
+    if (s)
         s->outstanding--;
-    }
     rci_fanout_done(tok->lane->fanout, tok->handle);
     tok->next_free = th->free_token;
     th->free_token = (uint32_t)key;
@@ -256,23 +266,28 @@ static bool use_buffered(const struct publish_thread *th, const struct rci_chunk
     }
 }
 
+/* Send the lane's current chunk to s under key `tok_index`. 0: the
+ * publisher holds the share (it completes through on_send_complete); 1: the
+ * chunk was copied into the subscriber's page (buffered): the share is done;
+ * <0: nothing sent. */
 static int post_share(struct publish_thread *th, struct publish_lane *lane, struct pub_sub *s,
                       uint32_t tok_index)
 {
     const struct rci_chunk *chunk = lane->cur;
     unsigned n = build_iov(th, chunk);
-    int rc = -EMSGSIZE;
     if (lane->cur_buffered) {
-        rc = rci_publisher_send_buffered(th->pub, s->peer, chunk->tag, chunk->flags, th->iov, n,
-                                        tok_index);
-        s->page_filling |= rc == 0;
+        int rc = rci_publisher_send_buffered(th->pub, s->peer, chunk->tag, chunk->flags, th->iov, n);
+        if (rc == 0) {
+            s->page_filling = true;
+            return 1;
+        }
+        if (rc != -EMSGSIZE)
+            return rc;
     }
-    if (rc != -EMSGSIZE)
-        return rc;
     /* Zero copy (or a record larger than a page). Records waiting in the
      * subscriber's page go first: each tag's chunks must arrive in order. */
     if (s->page_filling) {
-        rc = rci_publisher_flush(th->pub, s->peer);
+        int rc = rci_publisher_flush(th->pub, s->peer);
         if (rc != 0)
             return rc;
         s->page_filling = false;
@@ -326,20 +341,25 @@ static int send_share(struct publish_thread *th, struct publish_lane *lane, unsi
     th->behind = BEHIND_QUOTA;
     if (th->free_token == UINT32_MAX)
         return -EBUSY;
+    /* No callback runs inside a send (net/publisher.h): the token is taken
+     * only once the publisher holds the share. */
     uint32_t k = th->free_token;
-    struct send_token *tok = &th->tokens[k];
-    th->free_token = tok->next_free;
-    tok->handle = rci_fanout_send_handle(lane->cur_first, i);
-    tok->lane = lane;
-    tok->table_id = s->table_id;
-    tok->bytes = lane->cur->length;
-    s->outstanding++;
     int rc = post_share(th, lane, s, k);
-    if (rc == 0)
-        return 0; /* lane->cur may be released already (buffered, last share) */
-    s->outstanding--;
-    tok->next_free = th->free_token;
-    th->free_token = k;
+    if (rc == 1) {  /* copied: lane->cur may be released by this share_done */
+        count_share(th, s, lane->cur->length, 0);
+        share_done(lane, i);
+        return 0;
+    }
+    if (rc == 0) {
+        struct send_token *tok = &th->tokens[k];
+        th->free_token = tok->next_free;
+        tok->handle = rci_fanout_send_handle(lane->cur_first, i);
+        tok->lane = lane;
+        tok->table_id = s->table_id;
+        tok->bytes = lane->cur->length;
+        s->outstanding++;
+        return 0;
+    }
     if (rc == -ENOBUFS)
         return behind_at_limit(th, s) ? -EAGAIN : -EBUSY;
     return rc == -EAGAIN ? -EBUSY : rc;

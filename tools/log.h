@@ -17,10 +17,11 @@
 #ifndef RCI_LOG_H
 #define RCI_LOG_H
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "config/config.h"
+#include "common/log_hook.h"   /* enum rci_log_level, struct rci_log_hook (header only) */
 
 #define RCI_LOG_REPEAT_INTERVAL_NS 10000000000ull /* the default */
 

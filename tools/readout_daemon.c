@@ -19,9 +19,10 @@
 
 #include "dma/dma_ring.h"
 #include "readout/readout.h"
-#include "readout/sim/sim_card.h"
+#include "readout/sim/configured_card.h"
 #include "pipeline/publish.h"
 #include "tools/control.h"
+#include "tools/daemon_announce.h"
 #include "tools/log.h"
 
 #define DAEMON_TICK_NS      (100ull * 1000 * 1000)
@@ -47,6 +48,7 @@ struct daemon {
     unsigned ncards;
     struct daemon_card cards[RCI_MAX_CARDS];
     struct rci_pipeline *publish;
+    struct rci_announce *announce;     /* [discovery] url set: our publishers' entries */
     uint64_t start_ns, last_stats_ns;
     uint64_t end_ns;                   /* run over (finished or stop requested) */
     /* Control socket and reload (the main thread's). */
@@ -107,42 +109,6 @@ static int install_signal_handlers(void)
     return 0;
 }
 
-static int create_ring(struct daemon_card *dc, char *err, size_t errlen)
-{
-    const struct rci_card_params *p = dc->params;
-    char shm_name[96];
-    snprintf(shm_name, sizeof shm_name, "%s-ring", p->shm_name);
-    struct rci_dma_ring_params rp = {
-        .size = p->ring_size,
-        .unit_size = p->block_size,
-        .backend = p->memory,
-        .shm_name = shm_name,
-        .lock_memory = true,
-    };
-    return rci_dma_ring_create(&rp, &dc->ring, err, errlen);
-}
-
-static int create_card(struct daemon *d, struct daemon_card *dc, char *err, size_t errlen)
-{
-    const struct rci_card_params *p = dc->params;
-    unsigned n = p->index;
-    switch (p->type) {
-    case RCI_CARD_SIM:
-        if (!d->cfg->has_sim[n]) {
-            rci_set_err(err, errlen, "card.%u is a simulated card but there is no [sim.%u] section", n, n);
-            return -EINVAL;
-        }
-        return rci_sim_card_create(p, &d->cfg->sim[n], rci_dma_ring_addr(dc->ring),
-                                  rci_dma_ring_size(dc->ring), &dc->card, err, errlen);
-    case RCI_CARD_SIM_PROCESS:
-        /* The firmware runs in `ringcast-sim -c FILE --card N`, attached to
-         * the BAR created here and to the ring's shm object. */
-        return rci_sim_bar_create_shm(p, &dc->card, err, errlen);
-    }
-    rci_set_err(err, errlen, "card.%u: unknown card type %d", n, (int)p->type);
-    return -EINVAL;
-}
-
 /* A step that succeeded may still leave a warning in err (mlock failed, a
  * stale shm object from a killed run was replaced): say it. */
 static int setup_step(int rc, unsigned card, char *err)
@@ -159,9 +125,8 @@ static int setup_card(struct daemon *d, struct daemon_card *dc)
 {
     char err[512] = "";
     unsigned n = dc->params->index;
-    int rc = setup_step(create_ring(dc, err, sizeof err), n, err);
-    if (rc == 0)
-        rc = setup_step(create_card(d, dc, err, sizeof err), n, err);
+    int rc = setup_step(rci_configured_card_open(dc->params, d->cfg->has_sim[n] ? &d->cfg->sim[n] : NULL,
+                                                 &dc->ring, &dc->card, err, sizeof err), n, err);
     if (rc == 0)
         rc = setup_step(rci_pipeline_add_card(d->publish, dc->params, dc->ring, &dc->publish,
                                                    err, sizeof err), n, err);
@@ -196,10 +161,7 @@ static void teardown_card(struct daemon_card *dc)
 {
     if (dc->readout)
         rci_readout_destroy(dc->readout);
-    if (dc->card)
-        rci_card_destroy(dc->card);
-    if (dc->ring)
-        rci_dma_ring_destroy(dc->ring);
+    rci_configured_card_close(dc->ring, dc->card);
     dc->readout = NULL;
     dc->card = NULL;
     dc->ring = NULL;
@@ -942,6 +904,7 @@ static int write_stats_json(struct daemon *d, const struct totals *t, FILE *f, c
             run_seconds(d), t->produced, t->decoded, t->bytes, t->in_flight,
             t->ring_in_use, t->errors, t->cut_chunks, t->cut_bytes);
     rci_pipeline_write_json(d->publish, f);
+    rci_daemon_announce_json(d->announce, f);
     fputs(",\"cards\":[", f);
     for (unsigned i = 0; i < d->ncards; i++) {
         if (i)
@@ -1003,6 +966,8 @@ int rci_daemon_run(const struct rci_config *cfg, FILE *stats, const char *stats_
     int status = 1;
     if (setup_all(&d) == 0 && open_control(&d) == 0) {
         int rc = rci_pipeline_start(d.publish);
+        if (rc == 0)   /* the publishers listen: say where */
+            d.announce = rci_daemon_announce_start(cfg, rci_pipeline_threads(d.publish));
         d.state = "waiting for subscribers";
         if (rc != 0)
             rci_error("cannot start the publisher threads: %s", strerror(-rc));
@@ -1031,6 +996,7 @@ int rci_daemon_run(const struct rci_config *cfg, FILE *stats, const char *stats_
         if (stats && write_stats_json(&d, &t, stats, stats_name) != 0)
             status = 1;
     }
+    rci_announce_stop(d.announce);   /* a clean exit: the entries go at once */
     /* The publisher may still hold keys (a failed setup): they go back to
      * the readouts, so it goes first. */
     rci_control_close(d.control);

@@ -3,6 +3,7 @@
  * verify and record) what arrives. See tools/README.md.
  *
  *   ringcast-sub --connect HOST:PORT [--provider P] [--endpoint msg|rdm]
+ *                (or --discover URL: every publisher serving the tags)
  *                --tags LIST [--verify] [--duration S] [--count N]
  *                [--out FILE] [--json] [--latency]
  *
@@ -23,10 +24,24 @@
 #include <unistd.h>
 
 #include "ringcast/sub.h"
-#include "common/monotonic.h"
-#include "readout/sim/pattern.h"
-#include "readout/sim/sim_params.h"
+#include "ringcast/discover.h"
+#include "ringcast/pattern.h"
 #include "tools/log.h"
+
+/* ringcast-sub is built as an outside program would be (public headers and
+ * the client library's exported symbols only), so it keeps its own clock. */
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_ns(uint64_t ns)
+{
+    struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000ull), .tv_nsec = (long)(ns % 1000000000ull)};
+    nanosleep(&ts, NULL);
+}
 
 #define EXIT_USAGE 2
 #define MAX_TAG_ITEMS 4096u
@@ -42,6 +57,8 @@ static void on_signal(int sig)
 /* ---- options ------------------------------------------------------------- */
 
 struct options {
+    const char *discover;     /* --discover URL instead of --connect */
+    char discover_prefix[64];
     char host[128];
     uint16_t port;
     char provider[64];
@@ -65,6 +82,10 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: ringcast-sub --connect HOST:PORT --tags LIST [options]\n"
             "  --connect HOST:PORT     the publisher (IPv6: [ADDR]:PORT)\n"
+            "  --discover URL          instead of --connect: every publisher serving the tags,\n"
+            "                          found at dir:PATH or etcd://HOST:PORT[,...] (the daemons'\n"
+            "                          [discovery] url); provider and endpoint come from there\n"
+            "  --discover-prefix P     etcd key prefix (default /ringcast/)\n"
             "  --provider P            libfabric provider (default tcp; e.g. \"tcp;ofi_rxm\")\n"
             "  --endpoint msg|rdm      endpoint type (default msg)\n"
             "  --tags LIST             'all' or tags and ranges: 0-63,1000,0x100-0x1ff\n"
@@ -202,6 +223,12 @@ static int parse_option(int c, const char *arg, struct options *o)
     char *end;
     switch (c) {
     case 'c': return parse_connect(arg, o);
+    case 'D': o->discover = arg; return 0;
+    case 'P':
+        if (arg[0] != '/' || strlen(arg) >= sizeof o->discover_prefix)
+            return usage_error("--discover-prefix '%s': must start with '/', at most 63 characters", arg);
+        strcpy(o->discover_prefix, arg);
+        return 0;
     case 'p':
         if (strlen(arg) == 0 || strlen(arg) >= sizeof o->provider)
             return usage_error("--provider '%s': empty or too long", arg);
@@ -261,10 +288,12 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"slow-us", required_argument, NULL, 's'},  {"latency", no_argument, NULL, 'L'},
         {"stall-after", required_argument, NULL, 'S'}, {"version", no_argument, NULL, 'V'},
         {"exit-on-close", no_argument, NULL, 'X'},
+        {"discover", required_argument, NULL, 'D'}, {"discover-prefix", required_argument, NULL, 'P'},
         {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof *o);
     strcpy(o->provider, "tcp");
+    strcpy(o->discover_prefix, "/ringcast/");
     o->endpoint = RC_SUB_EP_MSG;
     int c;
     opterr = 0;
@@ -284,8 +313,10 @@ static int parse_args(int argc, char **argv, struct options *o)
     }
     if (optind < argc)
         return usage_error("unexpected argument '%s'", argv[optind]);
-    if (!o->host[0])
-        return usage_error("%s", "--connect HOST:PORT is required");
+    if (!o->host[0] && !o->discover)
+        return usage_error("%s", "--connect HOST:PORT or --discover URL is required");
+    if (o->host[0] && o->discover)
+        return usage_error("%s", "--connect and --discover exclude each other");
     if (!o->all_tags && o->ntags == 0)
         return usage_error("%s", "--tags LIST is required ('all' for every tag)");
     if (o->latency && o->verify)
@@ -386,13 +417,13 @@ static uint64_t lat_bucket_top(unsigned i)
 
 static void lat_record(struct latency_hist *h, uint32_t flags, const uint8_t *data, size_t len)
 {
-    if (flags || len < RCI_SIM_STAMP_BYTES) {
+    if (flags || len < RC_PATTERN_STAMP_BYTES) {
         h->skipped++;
         return;
     }
     uint64_t le;
     memcpy(&le, data, sizeof le);
-    uint64_t stamp = le64toh(le), now = rci_now_ns();
+    uint64_t stamp = le64toh(le), now = now_ns();
     if (stamp > now) {
         h->future++;
         return;
@@ -618,6 +649,7 @@ struct app {
     struct latency_hist lat;
     struct record_file out;
     struct rc_sub *sub;
+    struct rc_discover *disc;  /* --discover */
     bool have_publisher_id;
     uint64_t publisher_id;
 };
@@ -666,12 +698,12 @@ static void follow_sequence(struct results *r, struct tag_state *ts, uint64_t se
 static void verify_chunk(struct app *a, struct tag_state *ts, uint64_t tag, uint32_t flags,
                          const uint8_t *data, size_t len)
 {
-    uint64_t seq = rci_pattern_seq(data, len);
+    uint64_t seq = rc_pattern_seq(data, len);
     if (flags) {   /* counted in on_data, with or without --verify */
         follow_sequence(&a->r, ts, seq, len);
         return;
     }
-    long bad = rci_pattern_check(data, 0, len, tag, seq);
+    long bad = rc_pattern_check(data, 0, len, tag, seq);
     if (bad >= 0) {
         if (a->r.corrupt++ == 0) {
             a->r.first_corrupt_tag = tag;
@@ -708,7 +740,7 @@ static void on_data(void *ctx, uint64_t tag, uint32_t flags, const void *data, s
     if (a->o->count && a->r.chunks >= a->o->count)
         stop_requested = 1;
     if (a->o->slow_us)
-        rci_sleep_ns((uint64_t)a->o->slow_us * 1000u);
+        sleep_ns((uint64_t)a->o->slow_us * 1000u);
 }
 
 /* A restarted publisher starts every tag's sequence anew: what came before
@@ -761,9 +793,95 @@ static void on_resubscribed(void *ctx)
     rci_info("resubscribed at %s:%u", a->o->host, (unsigned)a->o->port);
 }
 
+/* ---- --discover: every publisher of the tags (net/multi_sub.h) ------------- */
+
+/* A publisher that is new to us, or restarted, starts its tags' sequences
+ * anew; the other publishers' tags keep their expectations. */
+static void forget_served(struct tag_table *t, const struct rc_discover_publisher *p)
+{
+    for (size_t i = 0; i < t->cap; i++)
+        for (size_t r = 0; t->slot[i].used && r < p->nranges; r++)
+            if (t->slot[i].tag >= p->first[r] && t->slot[i].tag <= p->last[r])
+                t->slot[i].seen_seq = false;
+}
+
+static void on_discover_event(void *ctx, enum rc_discover_event ev, const struct rc_discover_publisher *p)
+{
+    struct app *a = ctx;
+    const struct rc_discover_publisher *e = p;
+    /* "publisher HOST:PORT: ..." : the address is the log line's subject,
+     * so one publisher's lines do not suppress another's (tools/log.h). */
+    switch (ev) {
+    case RC_DISCOVER_FOUND:
+        rci_info("publisher %s:%u: found (%s %s, daemon %s thread %u): %zu tag range%s from 0x%" PRIx64,
+                 e->host, (unsigned)e->port, e->provider, e->endpoint, e->daemon_id, e->thread, p->nranges,
+                 p->nranges == 1 ? "" : "s", p->nranges ? p->first[0] : 0);
+        forget_served(&a->tags, p);
+        break;
+    case RC_DISCOVER_RESTARTED:
+        rci_info("publisher %s:%u: restarted (daemon %s thread %u): its tags' sequences start anew",
+                 e->host, (unsigned)e->port, e->daemon_id, e->thread);
+        forget_served(&a->tags, p);
+        break;
+    case RC_DISCOVER_GONE:
+        rci_warn("publisher %s:%u: gone (daemon %s): its discovery entry vanished", e->host,
+                 (unsigned)e->port, e->daemon_id);
+        break;
+    case RC_DISCOVER_CONNECTED:
+        rci_info("publisher %s:%u: connected", e->host, (unsigned)e->port);
+        break;
+    case RC_DISCOVER_DISCONNECTED:
+        rci_warn("publisher %s:%u: disconnected: %s", e->host, (unsigned)e->port, p->last_error);
+        break;
+    }
+}
+
+static int setup_discover(struct app *a, const struct options *o, const struct rc_sub_params *sp)
+{
+    struct rc_discover_params dp;
+    rc_discover_params_default(&dp);
+    dp.sub = *sp;
+    dp.ctx = a;
+    dp.on_data = on_data;
+    dp.on_event = on_discover_event;
+    snprintf(dp.url, sizeof dp.url, "%s", o->discover);
+    snprintf(dp.prefix, sizeof dp.prefix, "%s", o->discover_prefix);
+    const uint64_t all_first = 0, all_last = UINT64_MAX;
+    char err[512];
+    int rc = o->all_tags ? rc_discover_create(&dp, &all_first, &all_last, 1, &a->disc, err, sizeof err)
+                         : rc_discover_create(&dp, o->first, o->last, o->ntags, &a->disc, err, sizeof err);
+    if (rc) {
+        rci_error("--discover %s: %s", o->discover, err);
+        return -1;
+    }
+    return record_file_open(&a->out, o->out);
+}
+
+static void print_discover_json(const struct app *a)
+{
+    struct rc_discover_stats ms;
+    rc_discover_get_stats(a->disc, &ms);
+    printf(",\"discovery\":{\"publishers\":%" PRIu64 ",\"appeared\":%" PRIu64 ",\"gone\":%" PRIu64
+           ",\"restarts\":%" PRIu64 ",\"lookups\":%" PRIu64 ",\"lookup_failures\":%" PRIu64
+           ",\"malformed\":%" PRIu64 ",\"foreign\":%" PRIu64 ",\"stale\":%" PRIu64 "}",
+           ms.publishers, ms.found, ms.gone, ms.restarts, ms.lookups, ms.lookup_failures, ms.malformed,
+           ms.foreign, ms.stale);
+    printf(",\"publishers\":[");
+    for (size_t i = 0; i < rc_discover_count(a->disc); i++) {
+        struct rc_discover_publisher pub, *p = &pub;
+        struct rc_sub_stats st;
+        rc_discover_publisher(a->disc, i, p, &st);
+        printf("%s{\"host\":\"%s\",\"port\":%u,\"daemon_id\":\"%s\",\"chunks\":%" PRIu64
+               ",\"bytes\":%" PRIu64 ",\"connects\":%" PRIu64 ",\"disconnects\":%" PRIu64
+               ",\"connected\":%d}", i ? "," : "", p->host, (unsigned)p->port,
+               p->daemon_id, st.chunks, st.bytes, st.connects, st.disconnects, st.connected);
+    }
+    printf("]");
+}
+
 /* ---- reporting ----------------------------------------------------------- */
 
-static double now_s(void) { return (double)rci_now_ns() / 1e9; }
+static double now_s(void) { return (double)now_ns() / 1e9; }
 
 static bool verification_failed(const struct app *a)
 {
@@ -825,6 +943,8 @@ static void print_json(const struct app *a, const struct rc_sub_stats *st, doubl
                h->samples, h->skipped, h->future, lat_quantile_us(h, 0.50), lat_quantile_us(h, 0.99),
                lat_quantile_us(h, 0.999), (double)h->max_ns / 1e3);
     }
+    if (a->disc)
+        print_discover_json(a);
     printf(",\"per_tag\":{");
     size_t n = 0;
     struct tag_state *v = sorted_tags(&a->tags, &n);
@@ -865,6 +985,22 @@ static void print_text(const struct app *a, const struct rc_sub_stats *st, doubl
            " failed attempts; %" PRIu64 " malformed messages, %" PRIu64 " reassembly drops\n",
            st->reconnects, st->publisher_restarts, st->connect_failures, st->malformed_total,
            st->reassembly_drops);
+    if (a->disc) {
+        struct rc_discover_stats ms;
+        rc_discover_get_stats(a->disc, &ms);
+        printf("discovery: %" PRIu64 " publishers now; %" PRIu64 " found, %" PRIu64 " gone, %" PRIu64
+               " restarted; %" PRIu64 " lookups, %" PRIu64 " failed; entries skipped: %" PRIu64
+               " malformed, %" PRIu64 " foreign, %" PRIu64 " stale\n", ms.publishers, ms.found, ms.gone,
+               ms.restarts, ms.lookups, ms.lookup_failures, ms.malformed, ms.foreign, ms.stale);
+        for (size_t i = 0; i < rc_discover_count(a->disc); i++) {
+            struct rc_discover_publisher pub, *p = &pub;
+            struct rc_sub_stats ps;
+            rc_discover_publisher(a->disc, i, p, &ps);
+            printf("  %s:%u (daemon %s): %" PRIu64 " chunks, %" PRIu64 " bytes, %" PRIu64 " connects%s\n",
+                   p->host, (unsigned)p->port, p->daemon_id, ps.chunks, ps.bytes,
+                   ps.connects, ps.connected ? "" : " (not connected)");
+        }
+    }
 }
 
 static void print_rate(const struct app *a, double elapsed, uint64_t dchunks, uint64_t dbytes, double dt)
@@ -893,7 +1029,10 @@ static void run(struct app *a)
     uint64_t last_chunks = 0, last_bytes = 0;
     bool live = isatty(STDOUT_FILENO) && !o->json;
     while (!stop_requested) {
-        rc_sub_poll(a->sub, 100000000ull);   /* connection trouble is retried inside */
+        if (a->disc)
+            rc_discover_poll(a->disc, 100000000ull);
+        else
+            rc_sub_poll(a->sub, 100000000ull);   /* connection trouble is retried inside */
         double now = now_s();
         if (o->duration > 0 && now - start >= o->duration)
             break;
@@ -919,6 +1058,8 @@ static int setup(struct app *a, const struct options *o)
     if (o->max_chunk_size)
         p.max_chunk_size = o->max_chunk_size;
     p.test_stall_after_chunks = o->stall_after;
+    if (o->discover)
+        return setup_discover(a, o, &p);
     p.cb = (struct rc_sub_callbacks){.ctx = a, .on_data = on_data, .on_connect = on_connect,
                                      .on_disconnect = on_disconnect, .on_resubscribed = on_resubscribed};
     char err[256];
@@ -956,6 +1097,21 @@ int main(int argc, char **argv)
         run(&a);
     double seconds = now_s() - start;
     struct rc_sub_stats st = {0};
+    if (a.disc) {
+        struct rc_discover_stats ms;
+        rc_discover_get_stats(a.disc, &ms);
+        st = ms.total;
+        if (st.connects == 0 && status == 0) {
+            const char *why = rc_discover_last_error(a.disc);
+            rci_error("--discover %s: never connected to a publisher of the tags%s%s", o.discover,
+                      why[0] ? ": " : "", why);
+            status = 1;
+        }
+        if (st.sub_refused) {
+            rci_error("%" PRIu64 " subscription request(s) refused", st.sub_refused);
+            status = 1;
+        }
+    }
     if (a.sub) {
         rc_sub_get_stats(a.sub, &st);
         if (st.connects == 0 && status == 0) {
@@ -980,6 +1136,7 @@ int main(int argc, char **argv)
         print_text(&a, &st, seconds);
     if (verification_failed(&a) || a.r.table_errors)
         status = 1;
+    rc_discover_destroy(a.disc);   /* after the summary, which lists its publishers */
     free(a.tags.slot);
     return status;
 }

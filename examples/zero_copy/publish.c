@@ -33,7 +33,7 @@ struct app {
     unsigned subscription_changes, left;
 };
 
-/* Runs inside rc_pub_progress/wait/send(-EAGAIN)/destroy: only bookkeeping. */
+/* Runs inside rc_pub_progress/wait/destroy only: only bookkeeping. */
 static void on_send_complete(void *ctx, uint64_t key, int status)
 {
     struct app *a = ctx;

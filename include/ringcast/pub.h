@@ -49,10 +49,12 @@
  * your own lock around each call; nothing inside locks. Different publishers
  * may run in different threads.
  *
- * Callbacks run only inside: rc_pub_progress(), rc_pub_wait(),
- * rc_pub_destroy(), and rc_pub_send() when it returns -EAGAIN (it may drive
- * progress once, running on_send_complete of earlier sends). Not inside rc_pub_create, rc_pub_register,
- * rc_pub_free_slots, rc_pub_pending_sends, rc_pub_close_peer or the getters.
+ * Callbacks run only inside: rc_pub_progress(), rc_pub_wait() and
+ * rc_pub_destroy(). Never inside rc_pub_send() (also not when it returns
+ * -EAGAIN: it never reads completions; poll, then retry), rc_pub_create,
+ * rc_pub_register, rc_pub_free_slots, rc_pub_close_peer (the subscriber's
+ * GONE event comes from the next progress call), rc_pub_pending_sends or the
+ * getters. So your state does not change under you in the middle of a send.
  * A callback must not call rc_pub_* functions of the same publisher; it may
  * release the key's memory, or note it for the loop.
  *
@@ -158,8 +160,8 @@ RC_API int rc_pub_register(struct rc_pub *p, const void *addr, size_t len, char 
  * iov[0..n-1], all inside registered regions) to one subscriber.
  *   0          accepted: on_send_complete(key) runs exactly once, later;
  *   -EAGAIN    nothing sent (no free header slot, or the provider queue is
- *              full); progress was driven once; the key is still yours: poll
- *              and retry;
+ *              full); no completion was read and no callback ran; the key
+ *              is still yours: call rc_pub_progress()/rc_pub_wait(), retry;
  *   -ENOTCONN  peer unknown, gone, or not yet through HELLO;
  *   -EFAULT    a piece is outside every registered region;
  *   -EMSGSIZE  the chunk needs more fragments than slots or the protocol allow;
@@ -193,9 +195,10 @@ RC_API unsigned rc_pub_peers(struct rc_pub *p, rc_pub_peer *out, unsigned max);
  * next call into the publisher. */
 RC_API const char *rc_pub_peer_name(struct rc_pub *p, rc_pub_peer peer);
 
-/* Say BYE to a subscriber and close it. Its outstanding sends will never
- * complete: take their keys with rc_pub_pending_sends() now, or the next
- * progress call returns them through on_send_complete(key, -ECONNRESET).
+/* Say BYE to a subscriber and close it (no callback runs inside: its
+ * RC_PUB_EVENT_GONE comes from the next progress call). Its outstanding sends
+ * will never complete: take their keys with rc_pub_pending_sends() now, or
+ * progress returns them through on_send_complete(key, -ECONNRESET).
  * 0 or -ENOTCONN. */
 RC_API int rc_pub_close_peer(struct rc_pub *p, rc_pub_peer peer);
 /* Keys of sends to a closed or dead subscriber that will never complete

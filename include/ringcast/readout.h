@@ -35,6 +35,10 @@
  * Threads: rc_daq_open/start/stop/destroy from one thread (the owner), never
  * from inside on_chunk. rc_daq_release() and the getters from any thread,
  * also from on_chunk. on_chunk must not block for long: it holds up its card.
+ *
+ * Callbacks: on_chunk is the only one. It runs only on the card's readout
+ * thread, from rc_daq_start() until rc_daq_stop() (or rc_daq_destroy())
+ * returns; never inside an rc_daq_* call of yours on your own thread.
  */
 #ifndef RINGCAST_READOUT_H
 #define RINGCAST_READOUT_H

@@ -15,7 +15,9 @@
 #include "ringcast/common.h"
 #include "ringcast/version.h"
 #include "ringcast/sub.h"
+#include "ringcast/discover.h"
 #include "ringcast/pub.h"
 #include "ringcast/record.h"
+#include "ringcast/pattern.h"
 #include "ringcast/readout.h"
 #endif

@@ -11,6 +11,22 @@
  * called from two threads at once. From inside a callback the application
  * may call rc_sub_subscribe/unsubscribe/get_stats, not poll or destroy.
  *
+ * Lifecycle (as libuv documents its handles):
+ *   create   rc_sub_params_default(), rc_sub_create(): allocates every
+ *            buffer, does not connect. No callback runs.
+ *   start    rc_sub_subscribe() / rc_sub_subscribe_all() / rc_sub_unsubscribe():
+ *            any time, also before the first poll and from callbacks; kept
+ *            across reconnections.
+ *   poll     rc_sub_poll(s, timeout_ns) in a loop: connects, reconnects,
+ *            receives; every callback runs in here. Nothing happens between
+ *            calls (no thread of its own).
+ *   stop     stop polling (or unsubscribe); there is no separate stop call.
+ *   destroy  rc_sub_destroy(): BYE, close, free; the last
+ *            on_disconnect(RC_SUB_DISC_CLOSED) runs inside it. A subscriber
+ *            holds no keys: on_data()'s payload is valid only during the
+ *            call, so nothing is outstanding at destroy.
+ * Callbacks run only inside rc_sub_poll() and rc_sub_destroy().
+ *
  * Connection life: rc_sub_create() only prepares; rc_sub_poll() connects,
  * and whenever the publisher is lost (connection shut down, BYE, nothing
  * received for peer_timeout, too much garbage, a send or receive error) it
@@ -110,7 +126,8 @@ struct rc_sub_stats {
     uint64_t reordered;            /* DATA/PAGE received before an earlier one: held, then
                                     * handled in stream order */
     uint64_t seq_lost;             /* DATA/PAGE never received (stream numbers skipped when
-                                    * every spare receive buffer held a later one) */
+                                    * every spare receive buffer held a later one, a message
+                                    * came truncated or malformed, or the publisher said BYE) */
     uint64_t seq_late;             /* DATA/PAGE dropped: arrived after being counted lost, or twice */
     uint64_t held_dropped;         /* DATA/PAGE received but dropped at a disconnect while
                                     * waiting for an earlier one */

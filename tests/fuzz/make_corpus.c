@@ -4,6 +4,8 @@
  * `build-fuzz/fuzz/make_corpus tests/fuzz/corpus`. The output is committed;
  * regenerate it when a format changes (wire protocol, block format, schema).
  *   fuzz_wire/     one message of every type (net/wire.c encoders)
+ *   fuzz_discovery/ a daemon's discovery entry (net/discovery_entry.c), its
+ *                  base64 as the etcd gateway holds it, a foreign entry
  *   fuzz_control/  every control-socket command (common/control_proto.h)
  *   fuzz_decoder/  simulator blocks of each format in the fuzz_decoder.h
  *                  layout, clean and with injected errors
@@ -19,6 +21,7 @@
 #include "config/config.h"
 #include "config/schema.h"
 #include "net/wire.h"
+#include "net/discovery.h"
 #include "readout/sim/sim_blocks.h"
 #include "tests/fuzz/fuzz_decoder.h"
 
@@ -247,6 +250,33 @@ static void config_dictionary(void)
         die(path);
 }
 
+/* fuzz_discovery/: entries as the daemon writes them, and their base64. */
+static void discovery_corpus(void)
+{
+    struct rci_disc_entry e = {.pid = 4242, .start_time_ms = 1795480674510ull, .refreshed_ms = 1795480675000ull,
+                               .ttl_ms = 5000, .thread = 1, .threads = 2, .port = 12346, .nranges = 2};
+    strcpy(e.daemon_id, "ro01-4242-1795480674510");
+    strcpy(e.hostname, "ro01");
+    strcpy(e.host, "10.1.0.11");
+    strcpy(e.provider, "tcp;ofi_rxm");
+    strcpy(e.endpoint, "rdm");
+    strcpy(e.deliveries, "zerocopy+rules");
+    e.first[0] = 0;
+    e.last[0] = 0x7ff;
+    e.first[1] = 0x10000;
+    e.last[1] = 0x107ff;
+    char *text = rci_disc_entry_to_json(&e);
+    if (!text)
+        die("rci_disc_entry_to_json");
+    put_file("fuzz_discovery", "entry.json", text, strlen(text));
+    static char b64[8192];
+    size_t n = rci_base64_encode(text, strlen(text), b64, sizeof b64);
+    put_file("fuzz_discovery", "entry.b64", b64, n);
+    free(text);
+    static const char foreign[] = "{\"format\":\"someone-else\",\"port\":1}";
+    put_file("fuzz_discovery", "foreign.json", foreign, sizeof foreign - 1);
+}
+
 /* fuzz_control/: every command of the control socket, and two odd ones. */
 static void control_corpus(void)
 {
@@ -273,6 +303,7 @@ int main(int argc, char **argv)
     decoder_corpus();
     config_corpus();
     config_dictionary();
+    discovery_corpus();
     control_corpus();
     return 0;
 }

@@ -40,8 +40,12 @@ record_of() { sub_records "$1" | grep "\"chunks_sent\":$2," | head -n 1; }
 # -- SIGKILL of one subscriber in mid-run --------------------------------------
 sigkill_run() { # sigkill_run NAME PROVIDER ENDPOINT
     name=$1; prov=$2; ep=$3; n=60000
+    # linger: the survivor may still be reading the tail when the run is over
+    # (a completed send means the provider has it, not the subscriber; with
+    # linger 0 the daemon's exit cut up to 255 chunks off on a loaded machine).
     start_daemon "$name" -o "fabric.provider=$prov" -o "fabric.endpoint=$ep" -o readout.wait_subscribers=2 \
-        -o sim.0.run_chunks=$n -o sim.0.rate=30000chunks/s -o fabric.peer_timeout=1s -o fabric.heartbeat=200ms
+        -o sim.0.run_chunks=$n -o sim.0.rate=30000chunks/s -o fabric.peer_timeout=1s -o fabric.heartbeat=200ms \
+        -o readout.linger=20s
     start_sub "$name-a" "$prov" "$ep" --verify --count $n; sub_a=$sub
     start_sub "$name-b" "$prov" "$ep" --verify --duration 50; sub_b=$sub
     wait_cards_started "$name"

@@ -61,7 +61,7 @@ done
 expect_eq "ringcast-client --libs" "$(echo $(pkg-config --libs ringcast-client))" "-L$LIB -lringcast-client"
 expect_eq "ringcast-client --cflags" "$(echo $(pkg-config --cflags ringcast-client))" "-I$ROOT/include"
 
-# ---- the client library needs libfabric and nothing else of ours --------------
+# ---- the client library needs libfabric (and libcurl, jansson: discovery), not DPDK, liburcu, inih
 needed=$(readelf -d "$LIB/libringcast-client.so.$version" | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p' | tr '\n' ' ')
 echo "libringcast-client NEEDED: $needed"
 case "$needed" in *libfabric*) ;; *) fail "libringcast-client does not need libfabric: $needed" ;; esac
@@ -81,7 +81,7 @@ api_functions() {
 }
 exports() { nm -D --defined-only "$1" | awk '{print $NF}' | sort -u; }
 inc="$ROOT/include/ringcast"
-api_functions "$inc/version.h" "$inc/sub.h" "$inc/pub.h" > "$WORK/client.api"
+api_functions "$inc/version.h" "$inc/sub.h" "$inc/discover.h" "$inc/pub.h" "$inc/pattern.h" > "$WORK/client.api"
 api_functions "$inc"/*.h > "$WORK/full.api"
 [ "$(wc -l < "$WORK/client.api")" -gt 20 ] || fail "too few RC_API functions found in the headers"
 exports "$LIB/libringcast-client.so.$version" > "$WORK/client.nm"
@@ -118,6 +118,15 @@ sed -n '/^## Use it as a library/,/^## /p' README.md | sed -n '/^```c$/,/^```$/p
     && cc -std=c11 -Wall -Wextra -Werror readme.c -o readme-full $(pkg-config --cflags --libs ringcast)) \
     || fail "README.md's example does not build against the installed ringcast"
 ok "README.md's example built with pkg-config ringcast-client and ringcast"
+# The static library: `pkg-config --static` names what it needs (libfabric, DPDK, liburcu, inih).
+case " $(pkg-config --static --libs ringcast-client) " in *" -lfabric "*) ;;
+    *) fail "pkg-config --static ringcast-client does not name -lfabric" ;; esac
+static_libs=$(pkg-config --static --libs ringcast | sed 's/-lringcast\( \|$\)/-l:libringcast.a\1/')
+# shellcheck disable=SC2046,SC2086
+(cd "$WORK" && cc readme.c -o readme-static $(pkg-config --cflags ringcast) $static_libs) \
+    || fail "README.md's example does not link against libringcast.a with pkg-config --static ringcast"
+ldd "$WORK/readme-static" | grep -q 'libringcast' && { ldd "$WORK/readme-static"; fail "readme-static loads a shared libringcast"; }
+ok "README.md's example linked with libringcast.a and pkg-config --static ringcast alone"
 
 export LD_LIBRARY_PATH="$LIB"
 for prog in "$WORK/examples/count_tags/count_tags" "$WORK/readme" "$WORK/readme-full" "$WORK/examples/embed_readout/embed"; do

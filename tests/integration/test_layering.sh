@@ -12,7 +12,7 @@ ok "the source tree keeps the include rules"
 
 # A copy of the library folders with one forbidden include each.
 mkdir -p "$WORK/tree"
-cp -r dma net readout config include "$WORK/tree/"
+cp -r dma net readout pipeline config include "$WORK/tree/"
 plant() {   # plant FILE INCLUDE: append a forbidden include to FILE in the copy
     printf '#include "%s"\n' "$2" >> "$WORK/tree/$1"
 }
@@ -21,6 +21,8 @@ plant net/wire.c readout/chunk.h
 plant readout/decoder.c net/publisher.h
 plant config/config.c tools/log.h
 plant include/ringcast/sub.h net/wire.h
+plant readout/readout.c readout/sim/sim_card.h      # the card side never needs its simulator
+plant pipeline/fanout.c readout/sim/configured_card.h
 if sh tests/check-includes.sh "$WORK/tree" > "$WORK/violations.txt"; then
     fail "planted violations were not reported"
 fi
@@ -28,11 +30,24 @@ for want in 'dma/dma_ring.c:[0-9]*: dma/ may not include "net/wire.h"' \
             'net/wire.c:[0-9]*: net/ may not include "readout/chunk.h"' \
             'readout/decoder.c:[0-9]*: readout/ may not include "net/publisher.h"' \
             'config/config.c:[0-9]*: config/ may not include "tools/log.h"' \
-            'include/ringcast/sub.h:[0-9]*: include/ringcast/ may not include "net/wire.h"'; do
+            'include/ringcast/sub.h:[0-9]*: include/ringcast/ may not include "net/wire.h"' \
+            'readout/readout.c:[0-9]*: readout/ may not include "readout/sim/sim_card.h"' \
+            'pipeline/fanout.c:[0-9]*: pipeline/ may not include "readout/sim/configured_card.h"'; do
     grep -q "^$want\$" "$WORK/violations.txt" || { cat "$WORK/violations.txt"; fail "not reported: $want"; }
     ok "reported: $want"
 done
-expect_eq "violations reported" "$(wc -l < "$WORK/violations.txt" | tr -d ' ')" 5
+expect_eq "violations reported" "$(wc -l < "$WORK/violations.txt" | tr -d ' ')" 7
+
+# Each folder's README states its include rule, and no README names a path
+# or name of the layout before issue 11's move.
+for d in common dma readout readout/sim net pipeline config include api tools tests examples; do
+    grep -q 'May include' "$d/README.md" 2>/dev/null || fail "$d/README.md does not state what $d/ may include"
+done
+ok "every folder README states its include rule"
+old_paths=$(grep -rn 'tools/daemon_publish\|readout/sim_\|dma/errbuf\|dma/monotonic\|net/sub_table\|readout/fanout\|readout/chunk_queue\|readout/dpdk_env' \
+    --include='*.md' . | grep -v '^./build' || true)
+[ -z "$old_paths" ] || { echo "$old_paths"; fail "READMEs name paths of the old layout (above)"; }
+ok "no README names a path of the old layout"
 
 # Every source file carries its licence (LICENSE, BSD-3-Clause) in an SPDX line.
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then

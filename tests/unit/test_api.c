@@ -4,7 +4,7 @@
  * (rc_sub_params_default used port 4711 while the daemon listens on 12345),
  * rc_pub_create refuses bad parameters with a message, ringcast/record.h
  * parses records exactly as net/wire.c lays them out, rc_version() is the
- * VERSION file, and rci_daq_* reads out a simulated card: every chunk once,
+ * VERSION file, and rc_daq_* reads out a simulated card: every chunk once,
  * pieces inside rc_daq_card_memory(), -EAGAIN offered again, a refused chunk
  * counted, nothing left in flight; rc_pub against a real rc_sub, including
  * close_peer and destroy with sends outstanding (every key back exactly once).

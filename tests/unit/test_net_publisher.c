@@ -4,9 +4,12 @@
  *  - 10^6 zero-copy messages, 8 B .. 64 KiB, 1..N pieces from one registered
  *    buffer; every byte checked by the subscriber, every key back once;
  *  - -EAGAIN when header slots run out, and recovery;
- *  - closing a subscriber: pending_sends() returns its keys exactly once;
+ *  - closing a subscriber: pending_sends() returns its keys exactly once,
+ *    no callback inside close_peer/pending_sends (GONE from progress);
  *  - the iov_limit / rx-buffer fallback (fragments counted, bytes right);
  *  - buffered pages;
+ *  - no callback inside a send: -EAGAIN (no slot, no page) leaves the
+ *    completions waiting in the CQ to the progress call;
  *  - a subscriber leaving mid-stream: its keys come back, the other one is
  *    still served;
  *  - malformed control messages (raw libfabric client) rejected and counted,
@@ -27,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "net/fabric.h"
@@ -277,10 +281,16 @@ struct pubctx {
     char err[256];
 };
 
+/* Set around a send call by the no-callback-inside-a-send test: a callback
+ * that runs while it is set ran inside the send. */
+static bool in_send;
+static unsigned callbacks_in_send;
+
 static void on_peer(void *arg, rci_peer_id peer, enum rci_pub_peer_event ev)
 {
     struct pubctx *c = arg;
     (void)peer;
+    callbacks_in_send += in_send;
     if (ev == RCI_PUB_PEER_GONE) {
         c->gone_ns = rci_now_ns();
         c->gone++;
@@ -289,6 +299,7 @@ static void on_peer(void *arg, rci_peer_id peer, enum rci_pub_peer_event ev)
 
 static void on_send_done(void *arg, uint64_t key, int status)
 {
+    callbacks_in_send += in_send;
     on_key(&((struct pubctx *)arg)->keys, key, status);
 }
 
@@ -575,10 +586,16 @@ static void pending_test(const struct prov *pv)
     }
     uint64_t keys[16];
     CU_ASSERT_EQUAL(rci_publisher_pending_sends(c.p, peer, keys, 16), -EBUSY);
+    /* No callback inside close_peer or pending_sends: GONE comes from progress. */
+    callbacks_in_send = 0;
+    in_send = true;
     CU_ASSERT_EQUAL(rci_publisher_close_peer(c.p, peer), 0);
     CU_ASSERT_EQUAL(rci_publisher_pending_sends(c.p, peer, keys, 3), 3);
     CU_ASSERT_EQUAL(rci_publisher_pending_sends(c.p, peer, keys + 3, 13), 5);
     CU_ASSERT_EQUAL(rci_publisher_pending_sends(c.p, peer, keys, 16), 0);
+    in_send = false;
+    CU_ASSERT_EQUAL(callbacks_in_send, 0);
+    CU_ASSERT_EQUAL(c.gone, 0);
     unsigned seen = 0;
     for (unsigned i = 0; i < 8; i++)
         if (keys[i] < 8)
@@ -588,6 +605,7 @@ static void pending_test(const struct prov *pv)
     uint64_t end = rci_now_ns() + 300 * MS;
     while (rci_now_ns() < end)
         rci_publisher_wait(c.p, 1 * MS);
+    CU_ASSERT_EQUAL(c.gone, 1);
     CU_ASSERT_EQUAL(keys_back(&c.keys), 0);
     CU_ASSERT_EQUAL(rci_publisher_pending_sends(c.p, peer, keys, 16), -ENOTCONN);
     struct layout l;
@@ -721,6 +739,87 @@ static void deferred_fragments_test(const struct prov *pv)
 static void test_deferred_msg(void) { deferred_fragments_test(&PROVS[0]); }
 static void test_deferred_rdm(void) { deferred_fragments_test(&PROVS[1]); }
 
+/* ---- 3c. callbacks run only from progress ----------------------------------------
+ * Sends that meet a full pool (no header slot, no free page) return -EAGAIN
+ * without reading the CQ: completions waiting there (8 zero-copy sends, given
+ * time to complete) come back only from the progress call afterwards, never
+ * inside the send, flush or send_buffered (the old buffered path read the
+ * CQ on -EAGAIN and ran on_send_complete of earlier sends re-entrantly). */
+static int send_marked(struct pubctx *c, rci_peer_id peer, bool buffered, uint64_t seq)
+{
+    struct layout l;
+    struct iovec iov[MAX_PIECES];
+    unsigned n = MAX_PIECES;
+    if (buffered)   /* the subscriber's ODD_TAG layout: 16 x 16 B */
+        for (unsigned i = 0; i < n; i++)
+            iov[i] = (struct iovec){ .iov_base = src_buf + 1000 * i, .iov_len = 16 };
+    else
+        make_layout(seq, 1, 65536, &l), n = to_iov(&l, iov);
+    in_send = true;
+    int rc = buffered ? rci_publisher_send_buffered(c->p, peer, ODD_TAG, 0, iov, n)
+                      : rci_publisher_send(c->p, peer, seq, (uint32_t)(seq & 0xf), iov, n, seq);
+    in_send = false;
+    return rc;
+}
+
+static void no_callback_in_send_test(const struct prov *pv)
+{
+    struct rci_fabric_params fp;
+    uint16_t port = next_port();
+    pub_params(&fp, pv, port);
+    fp.header_slots = 8;
+    fp.buffered_pages = 2;
+    fp.flush_timeout_ns = 10 * SEC;   /* pages go out only when full */
+    struct pubctx c;
+    CU_ASSERT_EQUAL_FATAL(pub_open(&c, &fp, 64), 0);
+    struct sub_thread t;
+    sub_start(&t, pv, port, 128 * 1024, 1, 65536, 0);
+    t.odd_pieces = MAX_PIECES;
+    rci_peer_id peer;
+    CU_ASSERT_EQUAL_FATAL(wait_subscribers(&c, 1, &peer), 1);
+    callbacks_in_send = 0;
+    uint64_t seq = 0;
+    for (; seq < 8; seq++)
+        CU_ASSERT_EQUAL(send_marked(&c, peer, false, seq), 0);
+    /* The subscriber reads them; their completions wait for a CQ read. */
+    struct timespec pause = { 0, 300 * 1000 * 1000 };
+    nanosleep(&pause, NULL);
+    CU_ASSERT_EQUAL(send_marked(&c, peer, false, seq), -EAGAIN);   /* no header slot */
+    /* Buffered records (256 B) into the 2 pages of 8 KiB until none is free. */
+    int rc = 0;
+    unsigned copied = 0;
+    for (seq = 100; seq < 300 && rc == 0; seq++) {
+        rc = send_marked(&c, peer, true, seq);
+        copied += rc == 0;
+    }
+    CU_ASSERT_EQUAL(rc, -EAGAIN);
+    CU_ASSERT(copied >= 8);
+    in_send = true;
+    rc = rci_publisher_flush(c.p, peer);
+    in_send = false;
+    CU_ASSERT(rc == 0 || rc == -EAGAIN);
+    struct rci_publisher_stats st;
+    rci_publisher_get_stats(c.p, &st);
+    CU_ASSERT(st.again_no_slot >= 1);
+    CU_ASSERT(st.again_no_page >= 1);
+    CU_ASSERT_EQUAL(callbacks_in_send, 0);
+    CU_ASSERT_EQUAL(keys_back(&c.keys), 0);         /* nobody read the CQ yet */
+    /* Progress hands the 8 keys back. */
+    uint64_t want = 8;
+    CU_ASSERT(pump_until(&c, keys_reached, &want, 10 * SEC));
+    CU_ASSERT_EQUAL(c.keys.ok, 8);
+    CU_ASSERT_EQUAL(c.keys.dup + c.keys.err, 0);
+    CU_ASSERT_EQUAL(callbacks_in_send, 0);
+    struct chunks_goal g = { &t, 8 + copied };
+    CU_ASSERT(pump_until(&c, chunks_reached, &g, 10 * SEC));
+    CU_ASSERT_EQUAL(atomic_load(&t.bad), 0);
+    sub_stop(&t);
+    pub_close(&c);
+}
+
+static void test_no_callback_in_send_msg(void) { no_callback_in_send_test(&PROVS[0]); }
+static void test_no_callback_in_send_rdm(void) { no_callback_in_send_test(&PROVS[1]); }
+
 /* ---- 4. buffered pages --------------------------------------------------------- */
 
 static void buffered_test(const struct prov *pv)
@@ -741,15 +840,15 @@ static void buffered_test(const struct prov *pv)
         make_layout(seq, 3, 256, &l);
         unsigned n = to_iov(&l, iov);
         int rc;
-        while ((rc = rci_publisher_send_buffered(c.p, peer, seq, (uint32_t)(seq & 0xf), iov, n,
-                                                seq)) == -EAGAIN)
+        while ((rc = rci_publisher_send_buffered(c.p, peer, seq, (uint32_t)(seq & 0xf), iov,
+                                                n)) == -EAGAIN)
             rci_publisher_progress(c.p);
         if (rc)
             fprintf(stderr, "send_buffered %llu: %s (%s)\n", (unsigned long long)seq,
                     strerror(-rc), rci_publisher_last_error(c.p));
         CU_ASSERT_EQUAL_FATAL(rc, 0);
-        /* The key is released right after the copy. */
-        CU_ASSERT_EQUAL_FATAL(c.keys.ok, seq + 1);
+        /* Copied: the chunk is ours again at once, and no key is called back. */
+        CU_ASSERT_EQUAL_FATAL(keys_back(&c.keys), 0);
     }
     /* The last page goes out by flush_timeout, without an explicit flush. */
     struct chunks_goal g = { &t, N };
@@ -758,6 +857,7 @@ static void buffered_test(const struct prov *pv)
     struct rci_publisher_stats st;
     rci_publisher_get_stats(c.p, &st);
     CU_ASSERT_EQUAL(st.buffered_records, N);
+    CU_ASSERT_EQUAL(st.keys_completed_ok, N);
     CU_ASSERT(st.pages_sent > 0 && st.pages_sent < N / 10);
     CU_ASSERT(st.pages_flushed_by_timeout >= 1);
     CU_ASSERT_EQUAL(st.pages_failed, 0);
@@ -1283,6 +1383,7 @@ static void register_tests(void)
         { "iov_limit / rx buffer fragments, tcp msg", test_fragments_msg },
         { "later fragment deferred on -FI_EAGAIN, tcp msg", test_deferred_msg },
         { "buffered pages, tcp msg", test_buffered_msg },
+        { "no callback inside a send that meets -EAGAIN, tcp msg", test_no_callback_in_send_msg },
         { "subscriber leaves mid-stream, tcp msg", test_disconnect_msg },
         { "malformed control messages, tcp msg", test_malformed_msg },
         { "max_subscribers refusal, tcp msg", test_max_subscribers_msg },
@@ -1296,6 +1397,7 @@ static void register_tests(void)
         { "iov_limit / rx buffer fragments, tcp;ofi_rxm rdm", test_fragments_rdm },
         { "later fragment deferred on -FI_EAGAIN, tcp;ofi_rxm rdm", test_deferred_rdm },
         { "buffered pages, tcp;ofi_rxm rdm", test_buffered_rdm },
+        { "no callback inside a send that meets -EAGAIN, tcp;ofi_rxm rdm", test_no_callback_in_send_rdm },
         { "subscriber leaves mid-stream, tcp;ofi_rxm rdm", test_disconnect_rdm },
         { "malformed control messages, tcp;ofi_rxm rdm", test_malformed_rdm },
         { "max_subscribers refusal, tcp;ofi_rxm rdm", test_max_subscribers_rdm },
