@@ -58,7 +58,13 @@ ok "the unit runs /usr/bin/ringcast-readout, reloads with SIGHUP, names no /usr/
 grep -q "prefix=/usr$" "$ROOT/root/usr/lib/$MA/pkgconfig/ringcast-client.pc" || fail "ringcast-client.pc prefix"
 ok "pkg-config files say prefix=/usr"
 
-# The unpacked daemon with the unpacked configuration.
+dpkg-deb -f "$DIR/ringcast_${VERSION}_$ARCH.deb" Depends | grep -q 'libringcast-client0 (>= ' \
+    || fail "ringcast does not depend on libringcast-client0 (ringcast-sub links it)"
+ok "ringcast depends on libringcast-client0"
+
+# The unpacked daemon with the unpacked configuration; programs linked to the
+# shared libraries (ringcast-sub, ringcast-ls) find them in the unpacked root.
+export LD_LIBRARY_PATH="$ROOT/root/usr/lib/$MA"
 B="$ROOT/root/usr/bin"
 CFG="$ROOT/root/etc/ringcast/ringcast.ini"
 PORT=$((20000 + ($$ + 17000) % 20000))
