@@ -15,6 +15,8 @@ DESTDIR  ?=
 LIBDIR   ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 DOCDIR   ?= $(PREFIX)/share/doc/ringcast
+DATADIR  ?= $(PREFIX)/share
+UNITDIR  ?= $(PREFIX)/lib/systemd/system
 BUILD    ?= build
 NPROC    := $(shell nproc 2>/dev/null || echo 2)
 VERSION  := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
@@ -45,7 +47,7 @@ LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 # liburcu-cds (the lock-free stacks of net/mem_pool.c and net/mr_cache.c) and,
 # for discovery (net/discovery*.c: a client finds its publishers in etcd or a
 # directory), libcurl and jansson; no DPDK, no inih.
-CLIENT_SRC := $(wildcard common/*.c dma/*.c net/*.c api/client_*.c) readout/sim/pattern.c
+CLIENT_SRC := $(filter-out common/control_proto.c,$(wildcard common/*.c dma/*.c net/*.c api/client_*.c)) readout/sim/pattern.c
 CLIENT_OBJ := $(CLIENT_SRC:%.c=$(BUILD)/obj/%.o)
 CLIENT_LIBS := $(shell pkg-config --libs libfabric liburcu-cds libcurl jansson numa 2>/dev/null)
 API_HEADERS := $(wildcard include/ringcast/*.h)
@@ -73,8 +75,10 @@ SO_LDFLAGS ?= -Wl,--no-undefined -Wl,--as-needed
 # LD_PRELOAD allocation counter for ringcast-bench (not part of the library).
 ALLOC_SHIM := $(BUILD)/lib/librc_alloc_count.so
 
-.PHONY: all deps test unit-test integration-test run bench soak install clean config-example check-example check-clang
-all: $(STATIC_LIB) $(SHARED_LIB) $(CLIENT_LIB) $(TOOLS) $(TESTS) $(IT_PROGS) $(ALLOC_SHIM)
+.PHONY: all programs deps test unit-test integration-test run bench soak install clean config-example check-example check-clang deb deb-test
+all: programs $(TESTS) $(IT_PROGS) $(ALLOC_SHIM)
+# What is installed: the libraries and the programs (not the tests).
+programs: $(STATIC_LIB) $(SHARED_LIB) $(CLIENT_LIB) $(TOOLS)
 
 deps:
 	@./deploy/install-deps.sh
@@ -152,13 +156,21 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(TEST_AUX_OBJ) $(STATIC_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $< $(TEST_AUX_OBJ) $(STATIC_LIB) $(TEST_LIBS) $(LDLIBS) $(LDFLAGS)
 
-# The documented example configuration is generated from the schema table.
+# The documented example configuration is generated from the schema table;
+# so is the one installed for a server (/etc/ringcast/ringcast.ini of the
+# package): the example with a simulated card at a modest rate instead of
+# unlimited (a whole core busy with nobody subscribed).
+SERVER_CONFIG_SET := -o sim.0.rate=10MB/s -o control.socket=/run/ringcast/control
 config-example: $(BUILD)/bin/ringcast-readout
 	$(BUILD)/bin/ringcast-readout --print-example-config > deploy/ringcast.ini
+	$(BUILD)/bin/ringcast-readout --print-example-config $(SERVER_CONFIG_SET) > deploy/ringcast-server.ini
 
 check-example: $(BUILD)/bin/ringcast-readout
 	@$(BUILD)/bin/ringcast-readout --print-example-config | diff -u deploy/ringcast.ini - \
 	  || { echo "deploy/ringcast.ini is out of date: run 'make config-example'"; exit 1; }
+	@$(BUILD)/bin/ringcast-readout --print-example-config $(SERVER_CONFIG_SET) | \
+	  diff -u deploy/ringcast-server.ini - \
+	  || { echo "deploy/ringcast-server.ini is out of date: run 'make config-example'"; exit 1; }
 
 unit-test: all
 	@./tests/run-unit-tests.sh $(BUILD)
@@ -200,10 +212,13 @@ define pc_file
 	  deploy/pkgconfig/$(1).pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/$(1).pc
 endef
 
-install: all
+install: programs
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/ringcast \
-	  $(DESTDIR)$(PREFIX)/share/ringcast $(DESTDIR)$(DOCDIR)
+	  $(DESTDIR)$(DATADIR)/ringcast $(DESTDIR)$(DOCDIR) $(DESTDIR)$(UNITDIR)
 	install -m 755 $(TOOLS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 deploy/memlock-need.sh $(DESTDIR)$(PREFIX)/bin/ringcast-memlock-need
+	sed -e 's|@BINDIR@|$(PREFIX)/bin|g' -e 's|@DATADIR@|$(DATADIR)|g' deploy/ringcast-readout.service \
+	  > $(DESTDIR)$(UNITDIR)/ringcast-readout.service
 	install -m 644 $(STATIC_LIB) $(DESTDIR)$(LIBDIR)/
 	install -m 755 $(SHARED_LIB) $(CLIENT_LIB) $(DESTDIR)$(LIBDIR)/
 	for l in libringcast libringcast-client; do \
@@ -214,7 +229,26 @@ install: all
 	$(call pc_file,ringcast,$(LDLIBS))
 	install -m 644 include/README.md $(DESTDIR)$(DOCDIR)/API.md
 	install -m 644 LICENSE $(DESTDIR)$(DOCDIR)/
-	install -m 644 deploy/ringcast.ini $(DESTDIR)$(PREFIX)/share/ringcast/
+	install -m 644 deploy/ringcast.ini deploy/ringcast-server.ini $(DESTDIR)$(DATADIR)/ringcast/
+
+# ---- Debian packages ---------------------------------------------------------
+#   make deb        ringcast, libringcast0, libringcast-client0, libringcast-dev
+#                   (debian/, debhelper) into $(BUILD)/deb/, then lintian on them
+#   make deb-test   builds them and checks them unpacked (tests/deb-test.sh)
+# dpkg-buildpackage writes its packages next to the source tree, so the tree
+# (tracked and new files, not the build directories) is copied to
+# $(BUILD)/deb/ringcast-$(VERSION)/ and built there.
+DEB_DIR := $(BUILD)/deb
+deb:
+	@command -v dpkg-buildpackage >/dev/null && command -v lintian >/dev/null || \
+	  { echo "make deb needs debhelper, devscripts and lintian (apt-get install debhelper devscripts lintian)"; exit 1; }
+	rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)/ringcast-$(VERSION)
+	git ls-files -co --exclude-standard | grep -v '^build' | tar -cf - -T - | tar -xf - -C $(DEB_DIR)/ringcast-$(VERSION)
+	cd $(DEB_DIR)/ringcast-$(VERSION) && dpkg-buildpackage -us -uc -b
+	lintian --fail-on error,warning $(DEB_DIR)/*.changes
+
+deb-test: deb
+	@./tests/deb-test.sh $(DEB_DIR)
 
 # ---- Sanitizers and fuzzing (make test runs all three; clang builds) --------
 #   make test-asan    every unit and integration test, AddressSanitizer + UBSan (build-asan)

@@ -38,8 +38,17 @@ struct rci_daemon_params {
     uint64_t block_cut_after_ns;  /* block: older: it is cut off (the card stalled that long for it) */
 };
 
+/* [control] — the control socket (tools/control.c, ringcast-ctl). */
+#define RCI_CONTROL_SOCKET_MAX 108u   /* sun_path */
+#define RCI_CONTROL_GROUP_MAX 33u
+struct rci_control_params {
+    char socket[RCI_CONTROL_SOCKET_MAX];  /* empty: no control socket */
+    char group[RCI_CONTROL_GROUP_MAX];    /* empty: the daemon's group */
+};
+
 struct rci_config {
     struct rci_daemon_params daemon;
+    struct rci_control_params control;
     unsigned nmodes;                          /* send-mode rules [mode.0] .. [mode.nmodes-1] */
     struct rci_mode_rule mode_rule[RCI_MAX_MODE_RULES];
     struct rci_fabric_params fabric;
@@ -86,6 +95,11 @@ void rci_config_print(const struct rci_config *cfg, FILE *out);
 void rci_config_print_help(FILE *out);
 /* Print the documented example configuration (deploy/ringcast.ini). */
 void rci_config_print_example(FILE *out);
+/* The same example with some keys set otherwise ("section.key=value", the
+ * -o syntax, first instance of a repeated section only, e.g. "sim.0.rate=10MB/s";
+ * the caller has checked them by loading them): each such key shows the value
+ * and its default in the comment. deploy/ringcast-server.ini is made this way. */
+void rci_config_print_example_with(FILE *out, const char *const *overrides, unsigned noverrides);
 
 /* The pipeline's parameters from [readout], [mode.N] and [fabric] (the log
  * hook is left empty: the program sets it). */

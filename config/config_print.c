@@ -4,6 +4,7 @@
  * --help-config reference, and the documented example deploy/ringcast.ini. */
 #include "config/schema.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -51,6 +52,7 @@ void rci_config_print(const struct rci_config *cfg, FILE *out)
     for (unsigned i = 0; i < cfg->nmodes; i++) print_instance(out, &rci_cfg_section_mode, cfg, i);
     print_instance(out, &rci_cfg_section_fabric, cfg, 0);
     print_instance(out, &rci_cfg_section_discovery, cfg, 0);
+    print_instance(out, &rci_cfg_section_control, cfg, 0);
     /* every card runs a simulator, so its [sim.N] is in effect even when not given */
     for (unsigned i = 0; i < cfg->ncards; i++) {
         print_instance(out, &rci_cfg_section_card, cfg, i);
@@ -91,30 +93,77 @@ static void print_commented(FILE *out, const char *text)
     }
 }
 
+/* The value an override "section.key=value" gives key k of the section's
+ * first instance, or NULL. */
+static const char *overridden(const struct rci_cfg_section *s, const struct rci_cfg_key *k,
+                              const char *const *ov, unsigned nov)
+{
+    char name[96];
+    rci_cfg_instance_name(s, 0, name, sizeof name);
+    size_t nl = strlen(name), kl = strlen(k->key);
+    for (unsigned i = nov; i-- > 0;) {   /* the last one wins, as when loading */
+        const char *o = ov[i];
+        if (strncmp(o, name, nl) == 0 && o[nl] == '.' && strncmp(o + nl + 1, k->key, kl) == 0 &&
+            o[nl + 1 + kl] == '=')
+            return o + nl + 2 + kl;
+    }
+    return NULL;
+}
+
 /* A section that is normally absent is shown commented out ("# key = value"),
  * with example values where the default would not explain the key. */
-static void print_example_section(FILE *out, const struct rci_cfg_section *s)
+static void print_example_section(FILE *out, const struct rci_cfg_section *s, const char *const *ov,
+                                  unsigned nov)
 {
     char range[160];
     const char *lead = s->example_commented ? "# " : "";
+    /* A normally absent section with a key set here is present: its header
+     * is not commented out (its other keys still are). */
+    bool present = !s->example_commented;
+    for (size_t r = 0; r < s->nkeys && !present; r++)
+        present = overridden(s, &s->keys[r], ov, nov) != NULL;
     fprintf(out, "\n# %s\n%s%s[%s%s]\n", s->help,
-            s->example_commented ? "# (optional: an example, uncomment to use)\n" : "", lead,
+            present ? "" : "# (optional: an example, uncomment to use)\n", present ? "" : lead,
             s->name, s->repeated ? ".0" : "");
     for (size_t r = 0; r < s->nkeys; r++) {
         const struct rci_cfg_key *k = &s->keys[r];
         rci_cfg_format_range(k, range, sizeof range);
-        fprintf(out, "\n# %s (%s: %s)\n%s", k->help, rci_cfg_type_name(k->type), range, lead);
+        const char *set = overridden(s, k, ov, nov);
+        fprintf(out, "\n# %s (%s: %s)\n", k->help, rci_cfg_type_name(k->type), range);
+        if (set) {
+            fprintf(out, "# (default: %s; set here)\n", k->def[0] ? k->def : "empty");
+            print_key_value(out, k->key, set);
+            continue;
+        }
+        fputs(lead, out);
         print_key_value(out, k->key, s->example_commented && k->example ? k->example : k->def);
     }
 }
 
-void rci_config_print_example(FILE *out)
+void rci_config_print_example_with(FILE *out, const char *const *ov, unsigned nov)
 {
-    fprintf(out, "# ringcast example configuration: every key with its default value.\n"
-                 "# Generated from the schema in config/ by `ringcast-readout "
-                 "--print-example-config`\n"
-                 "# (make config-example); copy it and edit the copy. The full reference:\n"
+    if (nov == 0) {
+        fprintf(out, "# ringcast example configuration: every key with its default value.\n"
+                     "# Generated from the schema in config/ by `ringcast-readout "
+                     "--print-example-config`\n");
+    } else {
+        fprintf(out, "# ringcast configuration: every key with its default value except");
+        for (unsigned i = 0; i < nov; i++)
+            fprintf(out, "%s %s", i ? "," : "", ov[i]);
+        fprintf(out, "\n# (marked \"set here\"). Generated from the schema in config/ by\n"
+                     "# `ringcast-readout --print-example-config");
+        for (unsigned i = 0; i < nov; i++)
+            fprintf(out, " -o %s", ov[i]);
+        fprintf(out, "`\n");
+    }
+    fprintf(out, "# (make config-example); copy it and edit the copy. The full reference:\n"
                  "# `ringcast-readout --help-config`.\n#\n");
     print_commented(out, syntax_help);
-    for (unsigned i = 0; i < RCI_CFG_NSECTIONS; i++) print_example_section(out, rci_cfg_sections[i]);
+    for (unsigned i = 0; i < RCI_CFG_NSECTIONS; i++)
+        print_example_section(out, rci_cfg_sections[i], ov, nov);
+}
+
+void rci_config_print_example(FILE *out)
+{
+    rci_config_print_example_with(out, NULL, 0);
 }

@@ -14,6 +14,7 @@
 const struct rci_cfg_section *const rci_cfg_sections[RCI_CFG_NSECTIONS] = {
     &rci_cfg_section_readout, &rci_cfg_section_mode,  &rci_cfg_section_fabric,
     &rci_cfg_section_discovery, &rci_cfg_section_card, &rci_cfg_section_sim,
+    &rci_cfg_section_control,
 };
 
 void *rci_cfg_params(const struct rci_cfg_section *s, struct rci_config *cfg, unsigned index)
@@ -264,6 +265,11 @@ void rci_cfg_format_value(const struct rci_cfg_key *k, const void *params, char 
         break;
     }
     case RCI_CFG_UINT:
+        if (k->flags & RCI_CFG_F_HEX) {
+            snprintf(buf, len, "0x%" PRIx64, load_uint(src, k->size));
+            break;
+        }
+        /* fall through */
     case RCI_CFG_SIZE:
     case RCI_CFG_DURATION: format_integer(k->type, load_uint(src, k->size), buf, len); break;
     case RCI_CFG_RATE: {

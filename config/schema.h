@@ -20,7 +20,7 @@
 #define RCI_CFG_MAX_LINE     200u  /* characters per line of an INI file, without the line end */
 #define RCI_CFG_HARD_LINE    4096u /* a longer line stops reading: the file is not text */
 #define RCI_CFG_MAX_KEYS     64u   /* rows per section (the loader's bookkeeping is sized by it) */
-#define RCI_CFG_NSECTIONS    6u
+#define RCI_CFG_NSECTIONS    7u
 #define RCI_CFG_MAX_INSTANCES 16u  /* of a repeated section (the loader's bookkeeping is sized by it) */
 #define RCI_CFG_TAG_STRIDE   65536u /* card.tag_base = auto gives index * this */
 #define RCI_CFG_SHM_NAME_MAX 48u   /* leaves room for the suffixes the daemon appends ("-ring") */
@@ -28,6 +28,7 @@
 enum rci_cfg_flag {
     RCI_CFG_F_AUTO = 1u << 0, /* "auto" is accepted: the section's resolve_auto() derives the value */
     RCI_CFG_F_POW2 = 1u << 1, /* the value must be a power of two */
+    RCI_CFG_F_HEX  = 1u << 2, /* UINT printed as 0x hex (tags: 0x100000 reads better than 1048576) */
 };
 
 /* One key. min/max are in the stored base unit: bytes (SIZE), ns (DURATION),
@@ -90,6 +91,7 @@ extern const struct rci_cfg_section rci_cfg_section_fabric;
 extern const struct rci_cfg_section rci_cfg_section_discovery;
 extern const struct rci_cfg_section rci_cfg_section_card;
 extern const struct rci_cfg_section rci_cfg_section_sim;
+extern const struct rci_cfg_section rci_cfg_section_control;
 extern const struct rci_cfg_section *const rci_cfg_sections[RCI_CFG_NSECTIONS];
 
 /* The params struct of instance `index` (0 for a section that is not repeated). */

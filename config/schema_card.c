@@ -23,7 +23,7 @@ static const struct rci_cfg_key card_keys[] = {
      .help = "type = pcie without a card: this file is BAR0 (created if missing);"
              " `ringcast-sim --bar-file FILE` plays the firmware (memory = shm)."},
     {.key = "tag_base", .type = RCI_CFG_UINT, .def = "auto", .min = 0, .max = UINT64_MAX,
-     .flags = RCI_CFG_F_AUTO, RCI_CFG_FIELD(T, tag_base),
+     .flags = RCI_CFG_F_AUTO | RCI_CFG_F_HEX, RCI_CFG_FIELD(T, tag_base),
      .help = "Tag of e-link 0 (tag = tag_base + e-link); auto = N * 65536."},
     {.key = "dma_descriptor", .type = RCI_CFG_UINT, .def = "0", .min = 0, .max = 7,
      RCI_CFG_FIELD(T, dma_descriptor),

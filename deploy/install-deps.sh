@@ -17,6 +17,10 @@ libclang-rt-14-dev iproute2 procps jq"
 if [ "${RINGCAST_WITH_PLOT:-0}" = 1 ]; then
     PACKAGES="$PACKAGES gnuplot-nox"
 fi
+# make deb (Debian packages): RINGCAST_WITH_DEB=1.
+if [ "${RINGCAST_WITH_DEB:-0}" = 1 ]; then
+    PACKAGES="$PACKAGES debhelper devscripts lintian"
+fi
 
 missing=""
 for pkg in $PACKAGES; do

@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # memlock-need.sh FILE [-o section.key=value]...: how much memory
 # ringcast-readout locks or pins with this configuration, in bytes, from the
-# effective configuration `ringcast-readout --check-config` prints (set
-# RINGCAST_READOUT to the binary if it is not on PATH). Prints three lines:
+# effective configuration `ringcast-readout --check-config` prints. The
+# daemon: $RINGCAST_READOUT if set, else the ringcast-readout beside this
+# script (installed as $(PREFIX)/bin/ringcast-memlock-need), else the build
+# tree's (deploy/../build/bin), else the one on PATH. Prints three lines:
 #   rings N        mlock'ed DMA rings: the sum of card.N.ring_size. With tcp
 #                  (and any provider that does not pin memory) this is all
 #                  (measured: VmLck in /proc/PID/status equals it).
@@ -18,7 +20,18 @@
 #                  headroom for the provider's own buffers, in MiB.
 # Exit status: that of --check-config (2: the configuration has errors).
 set -e
-bin=${RINGCAST_READOUT:-ringcast-readout}
+bin=${RINGCAST_READOUT:-}
+if [ -z "$bin" ]; then
+    here=$(dirname "$0")
+    for candidate in "$here/ringcast-readout" "$here/../build/bin/ringcast-readout"; do
+        if [ -x "$candidate" ]; then bin=$candidate; break; fi
+    done
+fi
+bin=${bin:-ringcast-readout}
+if ! command -v "$bin" >/dev/null 2>&1; then
+    echo "memlock-need.sh: cannot find ringcast-readout ($bin): set RINGCAST_READOUT" >&2
+    exit 2
+fi
 cfg=$("$bin" --check-config "$@")
 printf '%s\n' "$cfg" | awk '
 function bytes(v,   n, u) {

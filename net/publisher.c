@@ -1104,6 +1104,20 @@ int rci_publisher_register(struct rci_publisher *p, const void *addr, size_t len
 
 /* ---- peers seen from outside ------------------------------------------------- */
 
+int rci_publisher_set_allow(struct rci_publisher *p, const char *allow, char *err, size_t errlen)
+{
+    struct rci_fabric_params fp;
+    if (strlen(allow) >= sizeof fp.allow) {
+        rci_set_err(err, errlen, "publisher [fabric] allow: longer than %zu characters", sizeof fp.allow - 1);
+        return -EINVAL;
+    }
+    snprintf(fp.allow, sizeof fp.allow, "%s", allow);
+    int rc = check_allow_list(&fp, err, errlen);
+    if (rc == 0)
+        memcpy(p->fab.params.allow, fp.allow, sizeof fp.allow);
+    return rc;
+}
+
 int rci_publisher_close_peer(struct rci_publisher *p, rci_peer_id id)
 {
     struct rci_pub_peer *peer = rci_pub_peer_of(p, id);

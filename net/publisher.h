@@ -247,6 +247,12 @@ uint32_t rci_publisher_available_slots(struct rci_publisher *p);
  * rci_publisher_pending_sends(). No callback runs inside this call: its
  * RCI_PUB_PEER_GONE comes from the next progress call. */
 int  rci_publisher_close_peer(struct rci_publisher *p, rci_peer_id peer);
+/* Replace the allow list ([fabric] allow, CIDR text) that new connections
+ * and HELLOs are checked against (the publisher's thread; a reload). Peers
+ * already admitted stay: closing the ones the new list excludes is the
+ * caller's (rci_publisher_close_peer). 0, or -EINVAL with the reason in err
+ * and the old list kept. */
+int  rci_publisher_set_allow(struct rci_publisher *p, const char *allow, char *err, size_t errlen);
 /* Keys of sends to a closed or dead peer: its transport is closed now (RDM:
  * address removed), and if that proves the provider let go of its sends, up
  * to max keys are written to keys[] and released (no callback runs inside

@@ -6,6 +6,7 @@
 #include "pipeline/publish.h"
 #include "pipeline/publish_internal.h"
 #include "common/errbuf.h"
+#include "common/monotonic.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 
 #include "pipeline/dpdk_env.h"
+#include "net/allow_list.h"
 
 /* ---- readout side ------------------------------------------------------------ */
 
@@ -192,6 +194,21 @@ static int check_ports(const struct rci_pipeline_params *params, char *err, size
     rci_set_err(err, errlen, "fabric.port = %u with readout.publisher_threads = %u: thread %u would listen "
                "on port %u, beyond 65535", params->fabric.port, n, n - 1, last);
     return -EINVAL;
+}
+
+void rci_publish_live_from_params(const struct rci_pipeline *pb, const struct rci_pipeline_params *p,
+                                  const struct mode_range *modes, unsigned nmodes, struct live_params *out)
+{
+    (void)pb;
+    memset(out, 0, sizeof *out);
+    out->slow_policy = p->slow_policy;
+    out->slow_drop_after_ns = p->slow_drop_after_ns;
+    out->slow_cut_after_ns = p->slow_cut_after_ns;
+    out->block_cut_after_ns = p->block_cut_after_ns;
+    out->stats_interval_ns = p->stats_interval_ns;
+    out->nmodes = nmodes;
+    memcpy(out->modes, modes, nmodes * sizeof *modes);
+    snprintf(out->allow, sizeof out->allow, "%s", p->fabric.allow);
 }
 
 int rci_pipeline_create(const struct rci_pipeline_params *params, struct rci_pipeline **out, char *err,
@@ -423,6 +440,8 @@ static void thread_totals(const struct rci_pipeline *pb, const struct publish_th
     t->table_errors = rci_counter_get(&th->t.table_errors);
     t->subscribers_untracked = rci_counter_get(&th->departed_untracked);
     t->subscribers_cut_off = rci_counter_get(&th->t.cut_off);
+    t->subscribers_kicked = rci_counter_get(&th->t.kicked);
+    t->subscribers_cut_by_allow = rci_counter_get(&th->t.cut_by_allow);
 }
 
 /* Every field of struct rci_publish_totals: a thread's figures add up to the whole. */
@@ -430,7 +449,8 @@ static void thread_totals(const struct rci_pipeline *pb, const struct publish_th
     X(chunks_no_subscriber) X(chunks_published) X(shares) X(chunks_sent) X(bytes_sent)              \
     X(chunks_dropped) X(shares_failed) X(shares_unsent) X(chunks_abandoned) X(queue_full) X(blocked) \
     X(subscriber_overflow) X(table_errors) X(subscribers_untracked) X(chunks_queued)                \
-    X(chunks_dispatched) X(dispatch_errors) X(records_exhausted) X(fanout_refused) X(subscribers_cut_off)
+    X(chunks_dispatched) X(dispatch_errors) X(records_exhausted) X(fanout_refused) X(subscribers_cut_off) \
+    X(subscribers_kicked) X(subscribers_cut_by_allow)
 #define COUNT_FIELD(field) +1
 _Static_assert(sizeof(struct rci_publish_totals) == (0 TOTALS_FIELDS(COUNT_FIELD)) * sizeof(uint64_t),
                "TOTALS_FIELDS must name every field");
@@ -592,11 +612,12 @@ static void write_totals_json(FILE *f, const struct rci_publish_totals *t)
             ",\"shares_failed\":%" PRIu64 ",\"shares_unsent\":%" PRIu64 ",\"chunks_abandoned\":%" PRIu64
             ",\"queue_full\":%" PRIu64 ",\"publisher_blocked\":%" PRIu64 ",\"subscriber_overflow\":%" PRIu64
             ",\"table_errors\":%" PRIu64 ",\"subscribers_untracked\":%" PRIu64 ",\"chunks_queued\":%" PRIu64
-            ",\"fanout_refused\":%" PRIu64 ",\"subscribers_cut_off\":%" PRIu64,
+            ",\"fanout_refused\":%" PRIu64 ",\"subscribers_cut_off\":%" PRIu64
+            ",\"subscribers_kicked\":%" PRIu64 ",\"subscribers_cut_by_allow\":%" PRIu64,
             t->chunks_sent, t->bytes_sent, t->chunks_dropped, t->chunks_no_subscriber, t->chunks_published,
             t->shares, t->shares_failed, t->shares_unsent, t->chunks_abandoned, t->queue_full, t->blocked,
             t->subscriber_overflow, t->table_errors, t->subscribers_untracked, t->chunks_queued,
-            t->fanout_refused, t->subscribers_cut_off);
+            t->fanout_refused, t->subscribers_cut_off, t->subscribers_kicked, t->subscribers_cut_by_allow);
 }
 
 static void write_threads_json(const struct rci_pipeline *pb, FILE *f)
@@ -627,4 +648,121 @@ void rci_pipeline_write_json(const struct rci_pipeline *pb, FILE *f)
     fputs(",\"publishers\":[", f);
     write_threads_json(pb, f);
     fputc(']', f);
+}
+
+/* ---- control (main thread) -------------------------------------------------- */
+
+#define CONTROL_POLL_NS 1000000ull
+
+static bool threads_idle(const struct rci_pipeline *pb)
+{
+    for (unsigned i = 0; i < pb->nthreads; i++) {
+        const struct publish_thread *th = &pb->threads[i];
+        if (atomic_load_explicit(&th->req.done, memory_order_acquire) !=
+                atomic_load_explicit(&th->req.posted, memory_order_relaxed) ||
+            atomic_load_explicit(&th->live_acked, memory_order_acquire) !=
+                atomic_load_explicit(&pb->live_gen, memory_order_relaxed))
+            return false;
+    }
+    return true;
+}
+
+/* Wait until every thread answered (done == posted, live_acked == live_gen). */
+static int wait_threads(const struct rci_pipeline *pb, uint64_t timeout_ns)
+{
+    uint64_t deadline = rci_now_ns() + timeout_ns;
+    while (!threads_idle(pb)) {
+        if (rci_now_ns() >= deadline)
+            return -ETIMEDOUT;
+        rci_sleep_ns(CONTROL_POLL_NS);
+    }
+    return 0;
+}
+
+/* Post one request to thread i (the previous one was answered). */
+static void post_request(struct publish_thread *th, int op, const char *arg, struct rci_sub_info *out,
+                         unsigned max)
+{
+    struct ctl_request *r = &th->req;
+    r->op = op;
+    snprintf(r->arg, sizeof r->arg, "%s", arg ? arg : "");
+    r->out = out;
+    r->max = max;
+    r->n = 0;
+    r->result = 0;
+    atomic_store_explicit(&r->posted, atomic_load_explicit(&r->posted, memory_order_relaxed) + 1,
+                          memory_order_release);
+}
+
+int rci_pipeline_list_subscribers(struct rci_pipeline *pb, struct rci_sub_info *out, unsigned max,
+                                  unsigned *n, uint64_t timeout_ns)
+{
+    *n = 0;
+    if (!threads_idle(pb))
+        return -EBUSY;
+    /* Each thread fills its own part of out: at most its nsubs_max. */
+    unsigned offset = 0;
+    for (unsigned i = 0; i < pb->nthreads; i++) {
+        struct publish_thread *th = &pb->threads[i];
+        unsigned room = max - offset < th->nsubs_max ? max - offset : th->nsubs_max;
+        post_request(th, CTL_LIST, NULL, out + offset, room);
+        offset += room;
+    }
+    int rc = wait_threads(pb, timeout_ns);
+    if (rc != 0)
+        return rc;
+    /* Close the gaps between the threads' parts. */
+    for (unsigned i = 0; i < pb->nthreads; i++) {
+        struct publish_thread *th = &pb->threads[i];
+        memmove(out + *n, th->req.out, th->req.n * sizeof *out);
+        *n += th->req.n;
+    }
+    return 0;
+}
+
+int rci_pipeline_kick(struct rci_pipeline *pb, const char *name, uint64_t timeout_ns)
+{
+    if (!threads_idle(pb))
+        return -EBUSY;
+    for (unsigned i = 0; i < pb->nthreads; i++)
+        post_request(&pb->threads[i], CTL_KICK, name, NULL, 0);
+    int rc = wait_threads(pb, timeout_ns);
+    if (rc != 0)
+        return rc;
+    for (unsigned i = 0; i < pb->nthreads; i++)
+        if (pb->threads[i].req.result == 0)
+            return 0;
+    return -ENOENT;
+}
+
+int rci_pipeline_reload(struct rci_pipeline *pb, const struct rci_pipeline_params *p, char *err,
+                        size_t errlen, uint64_t timeout_ns)
+{
+    struct rci_allow_list list;
+    char why[160];
+    if (rci_allow_list_parse(p->fabric.allow, &list, why, sizeof why) != 0) {
+        rci_set_err(err, errlen, "[fabric] allow: %s", why);
+        return -EINVAL;
+    }
+    if (!threads_idle(pb)) {
+        rci_set_err(err, errlen, "a publisher thread has not answered the previous request yet");
+        return -EBUSY;
+    }
+    struct mode_range modes[RCI_MAX_MODE_RULES + 1];
+    unsigned nmodes = 0;
+    for (unsigned i = 0; i < p->nmodes && i < RCI_MAX_MODE_RULES; i++) {
+        const struct rci_mode_rule *r = &p->mode_rule[i];
+        modes[nmodes++] = (struct mode_range){.first = r->first, .last = r->last,
+            .buffered_threshold = r->buffered_threshold, .mode = r->mode};
+    }
+    modes[nmodes++] = (struct mode_range){.first = 0, .last = UINT64_MAX,
+        .buffered_threshold = p->buffered_threshold, .mode = p->publish_mode};
+    rci_publish_live_from_params(pb, p, modes, nmodes, &pb->pending);
+    atomic_store_explicit(&pb->live_gen, atomic_load_explicit(&pb->live_gen, memory_order_relaxed) + 1,
+                          memory_order_release);
+    int rc = wait_threads(pb, timeout_ns);
+    if (rc != 0)
+        rci_set_err(err, errlen, "a publisher thread did not take the new values within %.1f s",
+                    (double)timeout_ns / 1e9);
+    return rc;
 }

@@ -46,12 +46,16 @@
  * says -EAGAIN: header slots, pages, provider queue empty for everyone) and
  * running out of fan-out records always wait. README.md, "Slow subscribers".
  *
- * Threads: create/add_card/start/stop/destroy, log_stats and the getters of
- * final figures run on the main thread; the sink on each card's readout
- * thread; everything else on the publisher threads.
+ * Threads: create/add_card/start/stop/destroy, log_stats, the getters of
+ * final figures and the control calls (reload, list_subscribers, kick) run on
+ * the main thread; the sink on each card's readout thread; everything else on
+ * the publisher threads. A control call hands its request to each publisher
+ * thread (struct ctl_request, live_gen in publish_internal.h), which runs it
+ * at the top of its loop, and waits for the answer, bounded.
  */
 #ifndef RCI_PIPELINE_PUBLISH_H
 #define RCI_PIPELINE_PUBLISH_H
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -132,8 +136,43 @@ struct rci_publish_totals {
     uint64_t records_exhausted;     /* sink backpressure: no card-level fan-out record free: never expected */
     uint64_t fanout_refused;        /* fan-out completions refused (stale, double, bad): bookkeeping errors */
     uint64_t subscribers_cut_off;   /* cut off by the slow policy's age bound (slow_cut_after, block_cut_after) */
+    uint64_t subscribers_kicked;    /* closed by rci_pipeline_kick (ringcast-ctl kick) */
+    uint64_t subscribers_cut_by_allow; /* closed by a reload whose allow list excludes them */
 };
 void rci_pipeline_get_totals(const struct rci_pipeline *pb, struct rci_publish_totals *t);
+
+/* ---- control (main thread, while the publisher threads run) ---------------- */
+
+#define RCI_SUB_INFO_RANGES 8u
+/* One subscriber as its publisher thread sees it. */
+struct rci_sub_info {
+    unsigned thread;                /* publisher thread (port fabric.port + thread) */
+    char name[112];                 /* its address, "IP:PORT" */
+    uint32_t nranges;               /* tag ranges subscribed (the first RCI_SUB_INFO_RANGES below) */
+    uint64_t first[RCI_SUB_INFO_RANGES], last[RCI_SUB_INFO_RANGES];
+    uint32_t outstanding;           /* backlog: zero-copy shares posted, not completed */
+    uint64_t oldest_age_ns;         /* age of its oldest outstanding share */
+    uint64_t chunks_sent, bytes_sent, chunks_dropped, chunks_failed;
+    bool cut;                       /* cut off or kicked, its GONE not seen yet */
+};
+/* Every subscriber of every thread, up to max, into out; *n how many.
+ * 0, or -ETIMEDOUT when a thread did not answer within timeout_ns (-EBUSY:
+ * one still has not answered an earlier request). */
+int rci_pipeline_list_subscribers(struct rci_pipeline *pb, struct rci_sub_info *out, unsigned max,
+                                  unsigned *n, uint64_t timeout_ns);
+/* Close the subscriber named name ("IP:PORT" as listed): BYE, its keys come
+ * back as for a cut-off subscriber (counted subscribers_kicked). 0, -ENOENT
+ * (no such subscriber), -ETIMEDOUT or -EBUSY as above. */
+int rci_pipeline_kick(struct rci_pipeline *pb, const char *name, uint64_t timeout_ns);
+/* Take what may change live from p: slow_policy, slow_drop_after,
+ * slow_cut_after, block_cut_after, stats_interval, the [mode.N] rules and
+ * [readout] mode / buffered_threshold, the fabric allow list. Subscribers
+ * the new allow list excludes are closed (subscribers_cut_by_allow). Every
+ * thread takes the new values between two chunks. 0, -EINVAL (a bad allow
+ * list: nothing changed, reason in err), -ETIMEDOUT / -EBUSY as above (the
+ * threads that answered have the new values; the others take them later). */
+int rci_pipeline_reload(struct rci_pipeline *pb, const struct rci_pipeline_params *p, char *err,
+                        size_t errlen, uint64_t timeout_ns);
 
 /* After stop: the JSON members "chunks_sent":..., ..., "subscribers":[...],
  * "publisher":{...} (summed over threads), "publishers":[{"thread":i,

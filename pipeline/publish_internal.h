@@ -104,7 +104,7 @@ struct send_token {
  * like every counter of this file: common/counter.h). */
 struct pub_totals {
     rci_counter no_subscriber, published, shares, sent, bytes_sent, dropped, failed,
-        unsent, blocked, table_errors, abandoned, cut_off;
+        unsent, blocked, table_errors, abandoned, cut_off, kicked, cut_by_allow;
 };
 
 /* A lane's queue element: the chunk with the key its shares give back when
@@ -164,6 +164,32 @@ struct mode_range {
     int mode;                           /* enum rci_publish_mode */
 };
 
+/* What a reload may change while the pipeline runs (rci_pipeline_reload):
+ * each publisher thread reads its own copy; the main thread writes
+ * rci_pipeline.pending and bumps live_gen; a thread takes the new values at
+ * the top of its loop (never in the middle of a chunk) and acknowledges. */
+struct live_params {
+    int slow_policy;                    /* enum rci_slow_policy */
+    uint64_t slow_drop_after_ns, slow_cut_after_ns, block_cut_after_ns;
+    uint64_t stats_interval_ns;
+    unsigned nmodes;                    /* including the global one */
+    struct mode_range modes[RCI_MAX_MODE_RULES + 1];
+    char allow[sizeof(((struct rci_fabric_params *)0)->allow)];
+};
+
+/* A control request to one publisher thread (list its subscribers, close
+ * one): the main thread fills it and bumps posted; the thread runs it at the
+ * top of its loop and sets done = posted. Never per chunk. */
+enum ctl_op { CTL_LIST = 1, CTL_KICK = 2 };
+struct ctl_request {
+    _Atomic uint64_t posted, done;
+    int op;                             /* enum ctl_op */
+    char arg[112];                      /* KICK: the subscriber's name (address) */
+    struct rci_sub_info *out;           /* LIST: room for max entries; n filled */
+    unsigned max, n;
+    int result;                         /* KICK: 0 closed, -ENOENT not here */
+};
+
 struct publish_thread {
     struct rci_pipeline *pb;
     unsigned index;
@@ -187,6 +213,10 @@ struct publish_thread {
     uint64_t last_stall_check_ns;
 
     struct pub_totals t;
+    struct live_params live;            /* this thread's copy (see struct live_params) */
+    uint64_t live_gen;                  /* the generation live holds */
+    _Atomic uint64_t live_acked;        /* published: the generation taken */
+    struct ctl_request req;
     uint64_t last_stats_ns, last_sent_total, last_bytes_total;
     uint64_t last_refusal_check_ns, refusals_logged;   /* connections_refused already logged */
     uint64_t fd_pressure_logged, fd_pressure_log_ns;   /* stats.fd_pressure logged, when */
@@ -213,6 +243,11 @@ struct rci_pipeline {
     struct mode_range modes[RCI_MAX_MODE_RULES + 1];
     unsigned nmodes;                    /* including the global one */
 
+    /* Reload (main thread writes pending only while every thread has
+     * acknowledged the previous generation). */
+    struct live_params pending;
+    _Atomic uint64_t live_gen;
+
     uint64_t linger_ns;                 /* set before stop */
     atomic_bool stop;
     /* Main thread: the previous totals for the interval rate of the log. */
@@ -227,5 +262,8 @@ void rci_publish_thread_fini(struct publish_thread *th);
 /* The release callback of a lane's fan-out pool; also gives back an entry
  * this thread will not send (no subscriber of its own, shutdown). */
 void rci_publish_lane_release(void *lane, uint64_t key);
+/* The live values of the pipeline's parameters (modes from pb->modes). */
+void rci_publish_live_from_params(const struct rci_pipeline *pb, const struct rci_pipeline_params *p,
+                                  const struct mode_range *modes, unsigned nmodes, struct live_params *out);
 
 #endif

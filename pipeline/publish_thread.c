@@ -7,12 +7,14 @@
 #include "common/errbuf.h"
 #include "common/monotonic.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "net/allow_list.h"
 #include "readout/readout.h"
 
 #define IDLE_WAIT_NS    (200ull * 1000)
@@ -252,9 +254,9 @@ static unsigned build_iov(struct publish_thread *th, const struct rci_chunk *chu
 
 /* The first rule whose range holds the tag decides (at most 17 compares;
  * the last rule holds every tag). */
-static bool use_buffered(const struct rci_pipeline *pb, const struct rci_chunk *chunk)
+static bool use_buffered(const struct publish_thread *th, const struct rci_chunk *chunk)
 {
-    const struct mode_range *m = pb->modes;
+    const struct mode_range *m = th->live.modes;
     while (chunk->tag < m->first || chunk->tag > m->last)
         m++;
     switch (m->mode) {
@@ -299,8 +301,8 @@ static int post_share(struct publish_thread *th, struct publish_lane *lane, stru
  * the share never completes, cut_stalled() cuts it off. */
 static bool behind_by_age(struct publish_thread *th, const struct pub_sub *s)
 {
-    uint64_t limit = th->pb->params.slow_drop_after_ns;
-    return limit && th->pb->params.slow_policy == RCI_SLOW_DROP &&
+    uint64_t limit = th->live.slow_drop_after_ns;
+    return limit && th->live.slow_policy == RCI_SLOW_DROP &&
            rci_publisher_peer_oldest_age(th->pub, s->peer) > limit;
 }
 
@@ -313,7 +315,7 @@ static bool behind_by_age(struct publish_thread *th, const struct pub_sub *s)
  * Under block it is always waited for. */
 static bool behind_at_limit(struct publish_thread *th, const struct pub_sub *s)
 {
-    const struct rci_pipeline_params *d = &th->pb->params;
+    const struct live_params *d = &th->live;
     return d->slow_policy == RCI_SLOW_DROP &&
            rci_publisher_peer_oldest_age(th->pub, s->peer) >= d->slow_drop_after_ns / 2;
 }
@@ -399,7 +401,7 @@ static void share_not_sent(struct publish_thread *th, struct publish_lane *lane,
 #define STALL_CHECK_MAX_NS 10000000ull
 static void cut_stalled(struct publish_thread *th, uint64_t now)
 {
-    const struct rci_pipeline_params *d = &th->pb->params;
+    const struct live_params *d = &th->live;
     bool drop = d->slow_policy == RCI_SLOW_DROP;
     uint64_t limit = drop ? d->slow_cut_after_ns : d->block_cut_after_ns;
     uint64_t period = limit / 8 < STALL_CHECK_MAX_NS ? limit / 8 : STALL_CHECK_MAX_NS;
@@ -470,7 +472,7 @@ static int begin_chunk(struct publish_thread *th, struct publish_lane *lane)
     if (rci_fanout_begin(lane->fanout, lane->cur_key, k, &lane->cur_first) != 0)
         return -EAGAIN;
     lane->cur_begun = true;
-    lane->cur_buffered = use_buffered(th->pb, chunk);
+    lane->cur_buffered = use_buffered(th, chunk);
     lane->cur_k = k;
     lane->cur_next = 0;
     rci_counter_add(&th->t.published, 1);
@@ -487,7 +489,7 @@ static int advance_chunk(struct publish_thread *th, struct publish_lane *lane)
         if (rc != 0)
             return rc > 0 ? 0 : rc;
     }
-    bool block = th->pb->params.slow_policy == RCI_SLOW_BLOCK;
+    bool block = th->live.slow_policy == RCI_SLOW_BLOCK;
     while (lane->cur_next < lane->cur_k) {
         unsigned i = lane->cur_next;
         int rc = send_share(th, lane, i);
@@ -645,14 +647,143 @@ static void publisher_finish(struct publish_thread *th)
             rci_counter_get(&th->t.failed), rci_counter_get(&th->t.unsent));
 }
 
+/* ---- control: reload, list, kick (top of the loop, between chunks) -------- */
+
+/* "1.2.3.4:5" or "[::1]:5" (a subscriber's name) as a socket address. */
+static bool name_to_sockaddr(const char *name, struct sockaddr_storage *ss, size_t *len)
+{
+    char host[INET6_ADDRSTRLEN + 2];
+    const char *colon = strrchr(name, ':');
+    if (!colon || (size_t)(colon - name) >= sizeof host)
+        return false;
+    memcpy(host, name, (size_t)(colon - name));
+    host[colon - name] = '\0';
+    memset(ss, 0, sizeof *ss);
+    if (host[0] == '[' && host[strlen(host) - 1] == ']') {
+        host[strlen(host) - 1] = '\0';
+        struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+        a6->sin6_family = AF_INET6;
+        *len = sizeof *a6;
+        return inet_pton(AF_INET6, host + 1, &a6->sin6_addr) == 1;
+    }
+    struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
+    a4->sin_family = AF_INET;
+    *len = sizeof *a4;
+    return inet_pton(AF_INET, host, &a4->sin_addr) == 1;
+}
+
+/* Close one subscriber on the control path (kick, allow list): its keys
+ * come back as for a cut-off one (cut_stalled). */
+static void close_by_control(struct publish_thread *th, struct pub_sub *s, const char *why)
+{
+    s->cut = true;
+    pl_warn(th->pb, "subscriber %s closed: %s; sent %" PRIu64 ", dropped %" PRIu64 ", outstanding %u", s->name,
+            why, s->c.chunks_sent, s->c.chunks_dropped, s->outstanding);
+    int rc = rci_publisher_close_peer(th->pub, s->peer);
+    if (rc != 0)
+        pl_warn(th->pb, "subscriber %s: closing it failed: %s", s->name, strerror(-rc));
+}
+
+/* A new allow list: new connections are checked against it, subscribers it
+ * excludes are closed. */
+static void apply_allow(struct publish_thread *th, const char *allow)
+{
+    char err[256] = "";
+    if (rci_publisher_set_allow(th->pub, allow, err, sizeof err) != 0) {
+        pl_error(th->pb, "publisher %u: %s (the old allow list stays)", th->index, err);   /* checked before */
+        return;
+    }
+    struct rci_allow_list list;
+    char why[160];
+    if (rci_allow_list_parse(allow, &list, why, sizeof why) != 0)
+        return;
+    for (uint32_t i = 0; i < th->nsubs_max; i++) {
+        struct pub_sub *s = &th->subs[i];
+        struct sockaddr_storage ss;
+        size_t len;
+        if (!s->in_use || s->cut || !name_to_sockaddr(s->name, &ss, &len) ||
+            rci_allow_list_permits(&list, &ss, len))
+            continue;
+        rci_counter_add(&th->t.cut_by_allow, 1);
+        close_by_control(th, s, "not in the reloaded [fabric] allow list");
+    }
+}
+
+static void take_live_params(struct publish_thread *th, uint64_t gen)
+{
+    bool allow_changed = strcmp(th->live.allow, th->pb->pending.allow) != 0;
+    th->live = th->pb->pending;
+    th->live_gen = gen;
+    if (allow_changed)
+        apply_allow(th, th->live.allow);
+    atomic_store_explicit(&th->live_acked, gen, memory_order_release);
+}
+
+static void list_subscribers(struct publish_thread *th, struct ctl_request *r)
+{
+    r->n = 0;
+    for (uint32_t i = 0; i < th->nsubs_max && r->n < r->max; i++) {
+        const struct pub_sub *s = &th->subs[i];
+        if (!s->in_use)
+            continue;
+        struct rci_sub_info *o = &r->out[r->n++];
+        memset(o, 0, sizeof *o);
+        o->thread = th->index;
+        snprintf(o->name, sizeof o->name, "%s", s->name);
+        o->nranges = s->nranges;
+        for (uint32_t k = 0; k < s->nranges && k < RCI_SUB_INFO_RANGES; k++) {
+            o->first[k] = s->ranges[k].first;
+            o->last[k] = s->ranges[k].last;
+        }
+        o->outstanding = s->outstanding;
+        o->oldest_age_ns = rci_publisher_peer_oldest_age(th->pub, s->peer);
+        o->chunks_sent = s->c.chunks_sent;
+        o->bytes_sent = s->c.bytes_sent;
+        o->chunks_dropped = s->c.chunks_dropped;
+        o->chunks_failed = s->c.chunks_failed;
+        o->cut = s->cut;
+    }
+}
+
+static void kick_subscriber(struct publish_thread *th, struct ctl_request *r)
+{
+    r->result = -ENOENT;
+    for (uint32_t i = 0; i < th->nsubs_max; i++) {
+        struct pub_sub *s = &th->subs[i];
+        if (!s->in_use || s->cut || strcmp(s->name, r->arg) != 0)
+            continue;
+        rci_counter_add(&th->t.kicked, 1);
+        close_by_control(th, s, "kicked (ringcast-ctl kick)");
+        r->result = 0;
+        return;
+    }
+}
+
+static void serve_control(struct publish_thread *th)
+{
+    uint64_t gen = atomic_load_explicit(&th->pb->live_gen, memory_order_acquire);
+    if (gen != th->live_gen)
+        take_live_params(th, gen);
+    struct ctl_request *r = &th->req;
+    uint64_t posted = atomic_load_explicit(&r->posted, memory_order_acquire);
+    if (posted == atomic_load_explicit(&r->done, memory_order_relaxed))
+        return;
+    if (r->op == CTL_LIST)
+        list_subscribers(th, r);
+    else if (r->op == CTL_KICK)
+        kick_subscriber(th, r);
+    atomic_store_explicit(&r->done, posted, memory_order_release);
+}
+
 void *rci_publish_thread_main(void *arg)
 {
     struct publish_thread *th = arg;
     struct rci_pipeline *pb = th->pb;
     rci_sub_table_register_thread();
-    uint64_t interval = pb->params.stats_interval_ns;
     th->last_stats_ns = rci_now_ns();
     while (!atomic_load_explicit(&pb->stop, memory_order_acquire)) {
+        serve_control(th);
+        uint64_t interval = th->live.stats_interval_ns;
         unsigned work = 0;
         for (unsigned i = 0; i < pb->ncards; i++)
             work += pump_lane(th, &pb->cards[i].lanes[th->index]);
@@ -715,6 +846,7 @@ int rci_publish_thread_init(struct publish_thread *th, struct rci_pipeline *pb, 
         rci_set_err(err, errlen, "publisher %u: out of memory", index);
         return -ENOMEM;
     }
+    rci_publish_live_from_params(pb, &pb->params, pb->modes, pb->nmodes, &th->live);
     struct rci_fabric_params own = *fp;
     own.port = th->port;
     own.peer_fair_share = true;   /* README.md, "Slow subscribers" */

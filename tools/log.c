@@ -5,6 +5,7 @@
 #include "tools/log.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -17,7 +18,8 @@
 #define LINE_MAX_LEN 1024
 
 static const char *log_program = "ringcast";
-static enum rci_log_level log_level = RCI_LOG_INFO;
+/* Atomic: the control socket and SIGHUP reload change it while threads log. */
+static _Atomic int log_level = RCI_LOG_INFO;
 static uint64_t repeat_interval_ns = RCI_LOG_REPEAT_INTERVAL_NS;
 static uint64_t (*log_clock)(void);
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -43,6 +45,16 @@ void rci_log_init(const char *program, enum rci_log_level level)
     const char *slash = strrchr(program, '/');
     log_program = slash ? slash + 1 : program;
     log_level = level;
+}
+
+void rci_log_set_level(enum rci_log_level level)
+{
+    log_level = level;
+}
+
+enum rci_log_level rci_log_get_level(void)
+{
+    return (enum rci_log_level)log_level;
 }
 
 void rci_log_set_repeat_interval(uint64_t ns)
@@ -176,7 +188,7 @@ static bool admit(enum rci_log_level level, const char *file, int line, const ch
 
 static void log_limited(enum rci_log_level level, const char *file, int line, const char *fmt, va_list ap)
 {
-    if (level > log_level)
+    if ((int)level > log_level)
         return;
     char text[LINE_MAX_LEN];
     vsnprintf(text, sizeof text, fmt, ap);
@@ -200,7 +212,7 @@ static void log_limited(enum rci_log_level level, const char *file, int line, co
 
 static void log_unlimited(enum rci_log_level level, const char *fmt, va_list ap)
 {
-    if (level > log_level)
+    if ((int)level > log_level)
         return;
     char text[LINE_MAX_LEN];
     vsnprintf(text, sizeof text, fmt, ap);

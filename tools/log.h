@@ -28,6 +28,9 @@
 void rci_log_init(const char *program, enum rci_log_level level);
 /* 0: every line is printed. */
 void rci_log_set_repeat_interval(uint64_t ns);
+/* Change the level while the program runs (any thread): control socket, reload. */
+void rci_log_set_level(enum rci_log_level level);
+enum rci_log_level rci_log_get_level(void);
 /* For tests: the clock the interval is measured on (NULL: CLOCK_MONOTONIC). */
 void rci_log_set_clock(uint64_t (*now_ns)(void));
 /* Prints the counts of suppressed lines whose interval is over (all of them

@@ -22,6 +22,7 @@
 #include "readout/sim/configured_card.h"
 #include "common/cpus.h"
 #include "pipeline/publish.h"
+#include "tools/control.h"
 #include "tools/daemon_announce.h"
 #include "tools/log.h"
 
@@ -38,6 +39,7 @@ struct daemon_card {
     bool started;
     uint64_t firmware_losses;          /* times rci_card_check reported the firmware lost */
     bool stopped_by_loss;              /* on_firmware_loss = stop did stop it */
+    bool stopped_by_control;           /* `ringcast-ctl card N stop`, not started again yet */
     /* Previous sample for rates. */
     uint64_t last_chunks, last_bytes;
 };
@@ -50,9 +52,34 @@ struct daemon {
     struct rci_announce *announce;     /* [discovery] url set: our publishers' entries */
     uint64_t start_ns, last_stats_ns;
     uint64_t end_ns;                   /* run over (finished or stop requested) */
+    /* Control socket and reload (the main thread's). */
+    struct rci_control *control;
+    const char *state;                 /* "starting", "waiting for subscribers", "running", "stopping" */
+    uint64_t reloads, reloads_refused, reload_keys_kept;
 };
 
 static volatile sig_atomic_t stop_requested;
+static volatile sig_atomic_t reload_requested;   /* SIGHUP */
+
+/* Where the configuration came from, read again on reload (rci_daemon_set_source). */
+static struct {
+    const char *file;
+    const char *const *overrides;
+    unsigned noverrides;
+} source;
+
+void rci_daemon_set_source(const char *file, const char *const *overrides, unsigned noverrides)
+{
+    source.file = file;
+    source.overrides = overrides;
+    source.noverrides = noverrides;
+}
+
+static void on_reload_signal(int sig)
+{
+    (void)sig;
+    reload_requested = 1;
+}
 
 static void on_stop_signal(int sig)
 {
@@ -75,6 +102,9 @@ static int install_signal_handlers(void)
     sa.sa_handler = on_stop_signal;
     sigemptyset(&sa.sa_mask);
     if (sigaction(SIGINT, &sa, NULL) || sigaction(SIGTERM, &sa, NULL))
+        return -errno;
+    sa.sa_handler = on_reload_signal;   /* SIGHUP reloads; it used to end the daemon (exit 129) */
+    if (sigaction(SIGHUP, &sa, NULL))
         return -errno;
     signal(SIGPIPE, SIG_IGN);
     return 0;
@@ -112,9 +142,16 @@ static int setup_card(struct daemon *d, struct daemon_card *dc)
         rci_warn("card.%u: the %" PRIu64 " MiB ring is not locked in memory: it may be paged out;"
                 " give the service CAP_IPC_LOCK or a larger memlock limit",
                 n, dc->params->ring_size >> 20);
-    if (dc->params->type == RCI_CARD_SIM_PROCESS)
-        rci_info("card.%u: waiting for `ringcast-sim -c %s --card %u` to attach to shm %s",
-                n, d->cfg->source[0] ? d->cfg->source : "FILE", n, dc->params->shm_name);
+    if (dc->params->type == RCI_CARD_SIM_PROCESS) {
+        char extra[512] = "";   /* the -o overrides the daemon was started with: the firmware needs them too */
+        size_t used = 0;
+        for (unsigned i = 0; i < source.noverrides && used < sizeof extra; i++) {
+            int w = snprintf(extra + used, sizeof extra - used, " -o '%s'", source.overrides[i]);
+            used += w > 0 ? (size_t)w : 0;
+        }
+        rci_info("card.%u: waiting for `ringcast-sim -c %s --card %u%s` to attach to shm %s",
+                n, d->cfg->source[0] ? d->cfg->source : "FILE", n, extra, dc->params->shm_name);
+    }
     int card_node = dc->params->type == RCI_CARD_PCIE && dc->params->device[0]
                     ? rci_pci_numa_node(dc->params->device) : -1;
     char nic[64];
@@ -249,6 +286,8 @@ static const char *publisher_ports(const struct daemon *d, char *buf, size_t len
 
 static bool card_finished(struct daemon_card *dc)
 {
+    if (dc->stopped_by_control)
+        return false;   /* waits for `card N start` */
     if (dc->stopped_by_loss)
         return true;
     struct rci_card_stats cs;
@@ -290,6 +329,369 @@ static int start_cards(struct daemon *d)
     return 0;
 }
 
+/* ---- control socket and reload (main thread) -------------------------------
+ * `ringcast-ctl` requests (tools/control.c) and SIGHUP are served between the
+ * main loop's ticks, on this thread; what acts on subscribers goes to the
+ * publisher threads through the pipeline's control calls (pipeline/publish.h). */
+
+#define CONTROL_REPLY_NS (2ull * 1000 * 1000 * 1000)   /* publisher threads answer within */
+
+/* The running configuration: the one the daemon started with, with the
+ * live keys of every accepted reload. d->cfg points here. */
+static struct rci_config running;
+
+/* "section.key" -> "value" of a configuration as rci_config_print writes it. */
+struct config_lines {
+    char *text;
+    size_t len;
+    unsigned n;
+    char *key[1024], *value[1024];
+};
+
+static int config_lines(const struct rci_config *cfg, struct config_lines *cl)
+{
+    memset(cl, 0, sizeof *cl);
+    FILE *f = open_memstream(&cl->text, &cl->len);
+    if (!f)
+        return -ENOMEM;
+    rci_config_print(cfg, f);
+    if (fclose(f) != 0)
+        return -ENOMEM;
+    char section[64] = "";
+    for (char *line = strtok(cl->text, "\n"); line && cl->n < 1024; line = strtok(NULL, "\n")) {
+        if (line[0] == '[') {
+            snprintf(section, sizeof section, "%.*s", (int)strcspn(line + 1, "]"), line + 1);
+            continue;
+        }
+        char *eq = strstr(line, " =");
+        if (line[0] == '#' || !eq)
+            continue;
+        *eq = '\0';
+        char *value = eq[2] == ' ' ? eq + 3 : eq + 2;
+        if (asprintf(&cl->key[cl->n], "%s.%s", section, line) < 0)
+            break;
+        cl->value[cl->n++] = value;
+    }
+    return 0;
+}
+
+static void config_lines_free(struct config_lines *cl)
+{
+    for (unsigned i = 0; i < cl->n; i++)
+        free(cl->key[i]);
+    free(cl->text);
+}
+
+static const char *config_value(const struct config_lines *cl, const char *key)
+{
+    for (unsigned i = 0; i < cl->n; i++)
+        if (strcmp(cl->key[i], key) == 0)
+            return cl->value[i];
+    return NULL;
+}
+
+/* What a reload may change in a running daemon. */
+static bool key_is_live(const char *key)
+{
+    static const char *const live[] = {
+        "readout.log_level", "readout.stats_interval", "readout.log_repeat_interval",
+        "readout.slow_policy", "readout.slow_drop_after", "readout.slow_cut_after",
+        "readout.block_cut_after", "readout.mode", "readout.buffered_threshold", "fabric.allow",
+    };
+    if (strncmp(key, "mode.", 5) == 0)
+        return true;
+    for (size_t i = 0; i < sizeof live / sizeof live[0]; i++)
+        if (strcmp(key, live[i]) == 0)
+            return true;
+    return false;
+}
+
+/* The keys whose values differ between a and b (either side's keys). */
+static void compare_configs(const struct config_lines *a, const struct config_lines *b, json_t *changed,
+                            json_t *kept)
+{
+    for (int side = 0; side < 2; side++) {
+        const struct config_lines *x = side ? b : a, *y = side ? a : b;
+        for (unsigned i = 0; i < x->n; i++) {
+            const char *other = config_value(y, x->key[i]);
+            if (other && (side || strcmp(other, x->value[i]) == 0))
+                continue;   /* same, or seen from the other side already */
+            const char *was = side ? other : x->value[i], *now = side ? x->value[i] : other;
+            json_t *item = json_pack("{s:s, s:s?, s:s?}", "key", x->key[i], "running", was, "file", now);
+            json_array_append_new(key_is_live(x->key[i]) ? changed : kept, item);
+        }
+    }
+}
+
+/* The live keys of next into running. */
+static void take_live_keys(const struct rci_config *next)
+{
+    struct rci_daemon_params *r = &running.daemon;
+    const struct rci_daemon_params *n = &next->daemon;
+    r->log_level = n->log_level;
+    r->stats_interval_ns = n->stats_interval_ns;
+    r->log_repeat_interval_ns = n->log_repeat_interval_ns;
+    r->slow_policy = n->slow_policy;
+    r->slow_drop_after_ns = n->slow_drop_after_ns;
+    r->slow_cut_after_ns = n->slow_cut_after_ns;
+    r->block_cut_after_ns = n->block_cut_after_ns;
+    r->publish_mode = n->publish_mode;
+    r->buffered_threshold = n->buffered_threshold;
+    running.nmodes = next->nmodes;
+    memcpy(running.mode_rule, next->mode_rule, sizeof running.mode_rule);
+    memcpy(running.fabric.allow, next->fabric.allow, sizeof running.fabric.allow);
+}
+
+static void log_key_list(const char *what, json_t *list)
+{
+    char text[1024] = "";
+    size_t used = 0;
+    size_t i;
+    json_t *item;
+    json_array_foreach(list, i, item) {
+        int w = snprintf(text + used, sizeof text - used, "%s%s", i ? ", " : "",
+                         json_string_value(json_object_get(item, "key")));
+        if (w < 0 || (size_t)w >= sizeof text - used)
+            break;
+        used += (size_t)w;
+    }
+    if (json_array_size(list))
+        rci_info_unlimited("reload: %s: %s", what, text);
+}
+
+/* Read the configuration file again (SIGHUP, `ringcast-ctl reload`). A file
+ * with errors is refused whole; otherwise the live keys change and the
+ * others keep their running values, named in the answer and the log. */
+static int reload_config(struct daemon *d, json_t *answer, char *err, size_t errlen)
+{
+    static struct rci_config next;  /* large: off the stack */
+    struct rci_config_error cerr;
+    char *errors = NULL;
+    size_t errors_len = 0;
+    FILE *log = open_memstream(&errors, &errors_len);
+    int rc = rci_config_load(&next, source.file, source.overrides, source.noverrides, log, &cerr);
+    if (log)
+        fclose(log);
+    if (rc != 0) {
+        d->reloads_refused++;
+        json_t *list = json_array();
+        for (char *line = errors ? strtok(errors, "\n") : NULL; line; line = strtok(NULL, "\n")) {
+            rci_log_unlimited(RCI_LOG_ERROR, "reload refused: %s", line);   /* every line, not one per cause */
+            json_array_append_new(list, json_string(line));
+        }
+        json_object_set_new(answer, "errors", list);
+        free(errors);
+        rci_set_err(err, errlen, "%s: %u configuration error%s: nothing changed", source.file ? source.file : "defaults",
+                    cerr.count, cerr.count == 1 ? "" : "s");
+        return -EINVAL;
+    }
+    free(errors);
+    static struct config_lines now, then;   /* 16 KiB each: off the stack */
+    if (config_lines(&running, &now) != 0 || config_lines(&next, &then) != 0) {
+        rci_set_err(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    json_t *changed = json_array(), *kept = json_array();
+    compare_configs(&now, &then, changed, kept);
+    config_lines_free(&now);
+    config_lines_free(&then);
+    json_object_set_new(answer, "changed", changed);
+    json_object_set_new(answer, "kept", kept);
+    struct rci_pipeline_params pp;
+    rci_config_pipeline_params(&next, &pp);
+    rc = rci_pipeline_reload(d->publish, &pp, err, errlen, CONTROL_REPLY_NS);
+    if (rc == -EBUSY || rc == -EINVAL) {
+        d->reloads_refused++;
+        return rc;
+    }
+    take_live_keys(&next);
+    rci_log_set_level(running.daemon.log_level);
+    rci_log_set_repeat_interval(running.daemon.log_repeat_interval_ns);
+    d->reloads++;
+    d->reload_keys_kept += json_array_size(kept);
+    rci_info_unlimited("reload %" PRIu64 " of %s: %zu key%s changed, %zu kept", d->reloads,
+             source.file ? source.file : "defaults", json_array_size(changed),
+             json_array_size(changed) == 1 ? "" : "s", json_array_size(kept));
+    log_key_list("changed", changed);
+    log_key_list("kept their running values (a restart changes them)", kept);
+    return rc;   /* -ETIMEDOUT: taken by the threads that answered, the others take it later */
+}
+
+static json_t *card_status(struct daemon_card *dc)
+{
+    struct card_snapshot snap;
+    snapshot_card(dc, &snap);
+    return json_pack("{s:i, s:b, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+                     "card", (int)dc->params->index, "started", dc->started,
+                     "stopped_by_control", dc->stopped_by_control,
+                     "chunks_produced", (json_int_t)snap.cs.chunks_produced,
+                     "chunks_decoded", (json_int_t)snap.rs.chunks, "bytes_decoded", (json_int_t)snap.rs.bytes,
+                     "keys_outstanding", (json_int_t)snap.rs.chunks_in_flight,
+                     "decode_errors", (json_int_t)decode_errors(&snap.rs),
+                     "chunks_lost", (json_int_t)chunks_lost(&snap.rs),
+                     "ring_size", (json_int_t)snap.ring.size, "ring_bytes_in_use", (json_int_t)snap.ring.in_use,
+                     "ring_high_water", (json_int_t)snap.ring.high_water,
+                     "card_stall_ns", (json_int_t)snap.cs.stall_ns);
+}
+
+static int control_status(struct daemon *d, json_t *answer)
+{
+    json_t *cards = json_array();
+    for (unsigned i = 0; i < d->ncards; i++)
+        json_array_append_new(cards, card_status(&d->cards[i]));
+    struct rci_publish_totals pt;
+    rci_pipeline_get_totals(d->publish, &pt);
+    struct rci_control_stats cs;
+    rci_control_get_stats(d->control, &cs);
+    json_object_set_new(answer, "state", json_string(d->state));
+    json_object_set_new(answer, "version", json_string(RCI_VERSION));
+    json_object_set_new(answer, "config", json_string(running.source));
+    json_object_set_new(answer, "seconds", json_real(d->start_ns ? run_seconds(d) : 0.0));
+    static const char *const level_names[] = {"error", "warn", "info", "debug"};
+    json_object_set_new(answer, "log_level", json_string(level_names[rci_log_get_level()]));
+    json_object_set_new(answer, "subscribers", json_integer(rci_pipeline_subscribed(d->publish)));
+    json_object_set_new(answer, "cards", cards);
+    json_object_set_new(answer, "publish",
+        json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "chunks_sent", (json_int_t)pt.chunks_sent,
+                  "bytes_sent", (json_int_t)pt.bytes_sent, "chunks_dropped", (json_int_t)pt.chunks_dropped,
+                  "chunks_no_subscriber", (json_int_t)pt.chunks_no_subscriber,
+                  "shares_failed", (json_int_t)pt.shares_failed, "shares_unsent", (json_int_t)pt.shares_unsent,
+                  "subscribers_cut_off", (json_int_t)pt.subscribers_cut_off,
+                  "subscribers_kicked", (json_int_t)pt.subscribers_kicked,
+                  "subscribers_cut_by_allow", (json_int_t)pt.subscribers_cut_by_allow));
+    json_object_set_new(answer, "control",
+        json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "requests", (json_int_t)cs.requests,
+                  "refused", (json_int_t)cs.refused, "failed", (json_int_t)cs.failed,
+                  "io_errors", (json_int_t)cs.io_errors, "reloads", (json_int_t)d->reloads,
+                  "reloads_refused", (json_int_t)d->reloads_refused,
+                  "reload_keys_kept", (json_int_t)d->reload_keys_kept));
+    return 0;
+}
+
+static int control_subscribers(struct daemon *d, json_t *answer, char *err, size_t errlen)
+{
+    static struct rci_sub_info info[4096];
+    unsigned n = 0;
+    int rc = rci_pipeline_list_subscribers(d->publish, info, sizeof info / sizeof info[0], &n, CONTROL_REPLY_NS);
+    if (rc != 0) {
+        rci_set_err(err, errlen, "publisher threads did not answer: %s", strerror(-rc));
+        return rc;
+    }
+    json_t *list = json_array();
+    for (unsigned i = 0; i < n; i++) {
+        const struct rci_sub_info *s = &info[i];
+        json_t *tags = json_array();   /* "0x0-0x3" strings: a tag may not fit JSON's integers */
+        for (uint32_t k = 0; k < s->nranges && k < RCI_SUB_INFO_RANGES; k++) {
+            char range[48];
+            if (s->first[k] == s->last[k])
+                snprintf(range, sizeof range, "0x%" PRIx64, s->first[k]);
+            else
+                snprintf(range, sizeof range, "0x%" PRIx64 "-0x%" PRIx64, s->first[k], s->last[k]);
+            json_array_append_new(tags, json_string(range));
+        }
+        json_array_append_new(list, json_pack("{s:s, s:i, s:i, s:i, s:o, s:i, s:f, s:I, s:I, s:I, s:I, s:b}",
+            "address", s->name, "thread", (int)s->thread, "port", (int)(d->cfg->fabric.port + s->thread),
+            "tag_ranges", (int)s->nranges, "tags", tags, "backlog", (int)s->outstanding,
+            "oldest_ms", (double)s->oldest_age_ns / 1e6, "chunks_sent", (json_int_t)s->chunks_sent,
+            "bytes_sent", (json_int_t)s->bytes_sent, "chunks_dropped", (json_int_t)s->chunks_dropped,
+            "chunks_failed", (json_int_t)s->chunks_failed, "closing", s->cut));
+    }
+    json_object_set_new(answer, "subscribers", list);
+    return 0;
+}
+
+static int control_card(struct daemon *d, const struct rci_ctl_cmd *cmd, json_t *answer, char *err,
+                        size_t errlen)
+{
+    if (cmd->card >= d->ncards) {
+        rci_set_err(err, errlen, "no card %u (the daemon runs %u card%s)", cmd->card, d->ncards,
+                    d->ncards == 1 ? "" : "s");
+        return -ENOENT;
+    }
+    struct daemon_card *dc = &d->cards[cmd->card];
+    if (!dc->started || dc->stopped_by_loss) {
+        rci_set_err(err, errlen, "card %u is not running (%s)", cmd->card,
+                    dc->stopped_by_loss ? "stopped: firmware lost" : "not started yet");
+        return -EAGAIN;
+    }
+    if (cmd->card_start && dc->stopped_by_control) {
+        int rc = rci_card_start(dc->card);
+        if (rc != 0) {
+            rci_set_err(err, errlen, "card %u: cannot start: %s", cmd->card, strerror(-rc));
+            return rc;
+        }
+        dc->stopped_by_control = false;
+        rci_info("card.%u: DMA started again (ringcast-ctl)", cmd->card);
+    } else if (!cmd->card_start && !dc->stopped_by_control) {
+        /* The card stops writing; the readout thread keeps decoding what it
+         * wrote and the publishers keep sending: nothing is lost. */
+        rci_card_stop(dc->card);
+        dc->stopped_by_control = true;
+        rci_info("card.%u: DMA stopped (ringcast-ctl); the readout goes on with what was written", cmd->card);
+    }
+    json_object_set_new(answer, "card", card_status(dc));
+    return 0;
+}
+
+static int control_handler(void *ctx, const struct rci_ctl_cmd *cmd, json_t *answer, char *err, size_t errlen)
+{
+    struct daemon *d = ctx;
+    switch (cmd->op) {
+    case RCI_CTL_STATUS: return control_status(d, answer);
+    case RCI_CTL_SUBSCRIBERS: return control_subscribers(d, answer, err, errlen);
+    case RCI_CTL_KICK: {
+        int rc = rci_pipeline_kick(d->publish, cmd->address, CONTROL_REPLY_NS);
+        if (rc == -ENOENT)
+            rci_set_err(err, errlen, "no subscriber %s (see `ringcast-ctl subscribers`)", cmd->address);
+        else if (rc == 0)
+            rci_info("subscriber %s kicked (ringcast-ctl)", cmd->address);
+        return rc;
+    }
+    case RCI_CTL_CARD: return control_card(d, cmd, answer, err, errlen);
+    case RCI_CTL_RELOAD: return reload_config(d, answer, err, errlen);
+    case RCI_CTL_LOG_LEVEL:
+        rci_log_set_level((enum rci_log_level)cmd->level);
+        running.daemon.log_level = (enum rci_log_level)cmd->level;
+        rci_info("log level set to %s (ringcast-ctl)", (const char *[]){"error", "warn", "info", "debug"}[cmd->level]);
+        return 0;
+    }
+    rci_set_err(err, errlen, "unknown command");
+    return -EINVAL;
+}
+
+/* Wait up to ns between the main loop's ticks, serving the control socket
+ * and a SIGHUP reload meanwhile. */
+static void daemon_idle(struct daemon *d, uint64_t ns)
+{
+    if (reload_requested) {
+        reload_requested = 0;
+        rci_info("SIGHUP: reading %s again", source.file ? source.file : "the configuration");
+        json_t *answer = json_object();
+        char err[512] = "";
+        if (reload_config(d, answer, err, sizeof err) != 0)
+            rci_log_unlimited(RCI_LOG_ERROR, "reload: %s", err);
+        json_decref(answer);
+    }
+    if (d->control)
+        rci_control_serve(d->control, ns, control_handler, d);
+    else
+        rci_sleep_ns(ns);
+}
+
+static int open_control(struct daemon *d)
+{
+    if (!d->cfg->control.socket[0])
+        return 0;
+    char err[512] = "";
+    int rc = rci_control_open(&d->cfg->control, &d->control, err, sizeof err);
+    if (rc != 0) {
+        rci_error("%s", err[0] ? err : strerror(-rc));
+        return rc;
+    }
+    rci_info("control socket %s (ringcast-ctl --socket %s)", d->cfg->control.socket, d->cfg->control.socket);
+    return 0;
+}
+
 /* readout.wait_subscribers: hold the cards until that many subscribers have
  * a tag set, so that a fixed run reaches them from its first chunk. */
 static bool wait_for_subscribers(struct daemon *d)
@@ -310,7 +712,7 @@ static bool wait_for_subscribers(struct daemon *d)
             rci_info("%u subscriber%s subscribed: starting the cards", want, want == 1 ? "" : "s");
             return true;
         }
-        rci_sleep_ns(SUBSCRIBER_POLL_NS);
+        daemon_idle(d, SUBSCRIBER_POLL_NS);
     }
     rci_info("stop requested while waiting for subscribers");
     return false;
@@ -337,9 +739,9 @@ static void check_firmware(struct daemon_card *dc)
 
 static void run_until_done(struct daemon *d)
 {
-    uint64_t interval = d->cfg->daemon.stats_interval_ns;
     while (!stop_requested) {
-        rci_sleep_ns(DAEMON_TICK_NS);
+        daemon_idle(d, DAEMON_TICK_NS);
+        uint64_t interval = d->cfg->daemon.stats_interval_ns;   /* a reload may change it */
         uint64_t now = rci_now_ns();
         for (unsigned i = 0; i < d->ncards; i++)
             check_firmware(&d->cards[i]);
@@ -567,7 +969,9 @@ int rci_daemon_run(const struct rci_config *cfg, FILE *stats, const char *stats_
 {
     static struct daemon d;
     memset(&d, 0, sizeof d);
-    d.cfg = cfg;
+    running = *cfg;   /* reloads change its live keys */
+    d.cfg = &running;
+    d.state = "starting";
     d.ncards = cfg->ncards;
     if (d.ncards == 0) {
         rci_error("%s: no [card.N] section: nothing to read out", cfg->source[0] ? cfg->source : "configuration");
@@ -578,21 +982,24 @@ int rci_daemon_run(const struct rci_config *cfg, FILE *stats, const char *stats_
         return 1;
     }
     int status = 1;
-    if (setup_all(&d) == 0) {
+    if (setup_all(&d) == 0 && open_control(&d) == 0) {
         int rc = rci_pipeline_start(d.publish);
         if (rc == 0)   /* the publishers listen: say where */
             d.announce = rci_daemon_announce_start(cfg, rci_pipeline_threads(d.publish));
+        d.state = "waiting for subscribers";
         if (rc != 0)
             rci_error("cannot start the publisher threads: %s", strerror(-rc));
         else if (!wait_for_subscribers(&d))
             status = stop_requested ? 0 : 1;
         else {
             d.start_ns = d.last_stats_ns = rci_now_ns();
+            d.state = "running";
             if (start_cards(&d) == 0) {
                 run_until_done(&d);
                 status = 0;
             }
         }
+        d.state = "stopping";
         if (d.start_ns == 0)
             d.start_ns = rci_now_ns();
         d.end_ns = rci_now_ns();
@@ -610,6 +1017,8 @@ int rci_daemon_run(const struct rci_config *cfg, FILE *stats, const char *stats_
     rci_announce_stop(d.announce);   /* a clean exit: the entries go at once */
     /* The publisher may still hold keys (a failed setup): they go back to
      * the readouts, so it goes first. */
+    rci_control_close(d.control);
+    d.control = NULL;
     rci_pipeline_destroy(d.publish);
     for (unsigned i = 0; i < d.ncards; i++)
         teardown_card(&d.cards[i]);

@@ -13,5 +13,9 @@
  * written is refused at start; named stats_name in messages; the caller
  * closes it) when it is not NULL. Returns the process exit status. */
 int rci_daemon_run(const struct rci_config *cfg, FILE *stats, const char *stats_name);
+/* Where cfg came from (the file, NULL for defaults, and the -o overrides):
+ * a reload (SIGHUP, `ringcast-ctl reload`) loads them again; the hint for a
+ * sim-process card names the overrides. The strings must outlive the run. */
+void rci_daemon_set_source(const char *file, const char *const *overrides, unsigned noverrides);
 
 #endif

@@ -59,7 +59,8 @@ static void usage(FILE *out)
             "      --check-config FILE    check FILE and the -o overrides, print the effective\n"
             "                             configuration to stdout and exit (errors on stderr)\n"
             "      --help-config          list every section and key: type, default, range\n"
-            "      --print-example-config print the documented example (deploy/ringcast.ini)\n"
+            "      --print-example-config print the documented example (deploy/ringcast.ini);\n"
+            "                             with -o: those keys set (deploy/ringcast-server.ini)\n"
             "      --stats-json FILE      write the final statistics to FILE as one JSON object\n"
             "                             (FILE is created at start: exit 2 if it cannot be)\n"
             "  -h, --help                 print this help\n"
@@ -124,8 +125,10 @@ static int parse_options(int argc, char **argv, struct options *opt)
 /* The running daemon: cards, rings and readout threads (tools/readout_daemon.c). */
 /* --stats-json is opened before the run: a path that cannot be written is a
  * usage error now, not a lost run's statistics later. */
-static int run_daemon(const struct rci_config *cfg, const char *stats_json, const char *argv0)
+static int run_daemon(const struct rci_config *cfg, const struct options *opt, const char *argv0)
 {
+    const char *stats_json = opt->stats_json;
+    rci_daemon_set_source(opt->config_file, opt->overrides, opt->noverrides);
     FILE *stats = NULL;
     if (stats_json && !(stats = fopen(stats_json, "w"))) {
         fprintf(stderr, "ringcast-readout: --stats-json %s: cannot write: %s\n", stats_json,
@@ -145,13 +148,35 @@ static int run_daemon(const struct rci_config *cfg, const char *stats_json, cons
     return status;
 }
 
+/* --print-example-config -o ...: the example with the overrides must load
+ * like any configuration (checked on the plain example, in a temporary file). */
+static bool example_overrides_valid(const struct options *opt)
+{
+    static struct rci_config cfg; /* large: keep it off the stack */
+    struct rci_config_error err;
+    char path[64];
+    FILE *f = tmpfile();
+    if (!f) {
+        fprintf(stderr, "ringcast-readout: temporary file: %s\n", strerror(errno));
+        return false;
+    }
+    rci_config_print_example(f);
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fileno(f));
+    bool ok = fflush(f) == 0 &&
+              rci_config_load(&cfg, path, opt->overrides, opt->noverrides, stderr, &err) == 0;
+    if (!ok)
+        fprintf(stderr, "ringcast-readout: the example with these -o is not valid\n");
+    fclose(f);
+    return ok;
+}
+
 /* --help, --version, --help-config, --print-example-config: print and exit 0. */
 static bool print_information(const struct options *opt)
 {
     if (opt->help) usage(stdout);
     else if (opt->version) printf("ringcast-readout %s\n", RCI_VERSION);
     else if (opt->help_config) rci_config_print_help(stdout);
-    else if (opt->print_example) rci_config_print_example(stdout);
+    else if (opt->print_example) rci_config_print_example_with(stdout, opt->overrides, opt->noverrides);
     else return false;
     return true;
 }
@@ -166,6 +191,7 @@ int main(int argc, char **argv)
     }
     int status = 0;
     if (parse_options(argc, argv, &opt) != 0) status = EXIT_CONFIG;
+    else if (opt.print_example && opt.noverrides && !example_overrides_valid(&opt)) status = EXIT_CONFIG;
     else if (print_information(&opt)) status = fflush(stdout) == 0 ? 0 : EXIT_RUNTIME;
     else {
         static struct rci_config cfg; /* large: keep it off the stack */
@@ -183,7 +209,7 @@ int main(int argc, char **argv)
             rci_config_print(&cfg, stdout);
             status = fflush(stdout) == 0 ? 0 : EXIT_RUNTIME;
         } else {
-            status = run_daemon(&cfg, opt.stats_json, argv[0]);
+            status = run_daemon(&cfg, &opt, argv[0]);
         }
     }
     free(opt.overrides);

@@ -68,6 +68,7 @@ struct options {
     size_t ntags;
     bool verify, json;
     bool latency;         /* chunks carry a sim fill=timestamp stamp */
+    bool exit_on_close;   /* the publisher closing the connection ends the run (no reconnect) */
     double duration;      /* seconds, 0 = until stopped */
     uint64_t count;       /* chunks, 0 = no limit */
     const char *out;
@@ -95,6 +96,8 @@ static void usage(FILE *f)
             "  --count N               stop after N chunks\n"
             "  --out FILE              write every chunk as a record (tools/README.md)\n"
             "  --json                  print the summary as one JSON object\n"
+            "  --exit-on-close         exit when the publisher closes the connection or says\n"
+            "                          BYE (the end of its run) instead of reconnecting\n"
             "  --latency               chunks carry the simulator's timestamp (sim fill =\n"
             "                          timestamp): report card-write-to-callback latency\n"
             "                          percentiles (p50, p99, p99.9, max)\n"
@@ -110,7 +113,8 @@ static void usage(FILE *f)
             "                          write (falls back to send, said, where the provider\n"
             "                          has no RMA)\n"
             "  --rma-ring-size B       the RMA ring (default 8388608; multiple of 8, >= 65536)\n"
-            "  --help\n");
+            "  -h, --help              print this help\n"
+            "  --version               print the version\n");
 }
 
 static int usage_error(const char *fmt, const char *arg)
@@ -249,6 +253,7 @@ static int parse_option(int c, const char *arg, struct options *o)
     case 'v': o->verify = true; return 0;
     case 'j': o->json = true; return 0;
     case 'L': o->latency = true; return 0;
+    case 'X': o->exit_on_close = true; return 0;
     case 'o': o->out = arg; return 0;
     case 'd':
         errno = 0;
@@ -290,7 +295,7 @@ static int parse_option(int c, const char *arg, struct options *o)
     }
 }
 
-/* 0: run; 1: --help printed; -1: usage error (already reported). */
+/* 0: run; 1: --help or --version printed; -1: usage error (already reported). */
 static int parse_args(int argc, char **argv, struct options *o)
 {
     static const struct option longopts[] = {
@@ -301,7 +306,8 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"json", no_argument, NULL, 'j'},           {"rx-buffer-size", required_argument, NULL, 'r'},
         {"max-chunk-size", required_argument, NULL, 'm'}, {"help", no_argument, NULL, 'h'},
         {"slow-us", required_argument, NULL, 's'},  {"latency", no_argument, NULL, 'L'},
-        {"stall-after", required_argument, NULL, 'S'},
+        {"stall-after", required_argument, NULL, 'S'}, {"version", no_argument, NULL, 'V'},
+        {"exit-on-close", no_argument, NULL, 'X'},
         {"discover", required_argument, NULL, 'D'}, {"discover-prefix", required_argument, NULL, 'P'},
         {"delivery", required_argument, NULL, 'Y'}, {"rma-ring-size", required_argument, NULL, 'Z'},
         {NULL, 0, NULL, 0},
@@ -312,9 +318,13 @@ static int parse_args(int argc, char **argv, struct options *o)
     o->endpoint = RC_SUB_EP_MSG;
     int c;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         if (c == 'h') {
             usage(stdout);
+            return 1;
+        }
+        if (c == 'V') {
+            printf("ringcast-sub %s\n", RCI_VERSION);
             return 1;
         }
         if (c == '?' || c == ':')
@@ -710,8 +720,7 @@ static void verify_chunk(struct app *a, struct tag_state *ts, uint64_t tag, uint
                          const uint8_t *data, size_t len)
 {
     uint64_t seq = rc_pattern_seq(data, len);
-    if (flags) {
-        a->r.flagged++;
+    if (flags) {   /* counted in on_data, with or without --verify */
         follow_sequence(&a->r, ts, seq, len);
         return;
     }
@@ -735,6 +744,8 @@ static void on_data(void *ctx, uint64_t tag, uint32_t flags, const void *data, s
     struct app *a = ctx;
     a->r.chunks++;
     a->r.bytes += len;
+    if (flags)
+        a->r.flagged++;   /* the card marked it damaged (truncated, error, CRC, busy) */
     struct tag_state *ts = tag_get(&a->tags, tag);
     if (!ts) {
         a->r.table_errors++;
@@ -788,6 +799,14 @@ static void on_disconnect(void *ctx, enum rc_sub_disconnect_reason reason)
     struct app *a = ctx;
     if (reason == RC_SUB_DISC_CLOSED)
         return;
+    if (a->o->exit_on_close && (reason == RC_SUB_DISC_SHUTDOWN || reason == RC_SUB_DISC_BYE)) {
+        /* The publisher ended the connection: with --exit-on-close that is the
+         * normal end of the run, not a failure to recover from. */
+        rci_info("%s:%u closed the connection (%s): exiting (--exit-on-close)", a->o->host,
+                 (unsigned)a->o->port, names[reason]);
+        stop_requested = 1;
+        return;
+    }
     rci_warn("disconnected from %s:%u: %s%s%s; reconnecting", a->o->host, (unsigned)a->o->port,
             (unsigned)reason < 5 ? names[reason] : "?", rc_sub_last_error(a->sub)[0] ? " - " : "",
             rc_sub_last_error(a->sub));
@@ -973,6 +992,8 @@ static void print_text(const struct app *a, const struct rc_sub_stats *st, doubl
     printf("received %" PRIu64 " chunks, %.3f MB in %.3f s (%.1f chunks/s, %.2f MB/s) on %zu tags\n",
            r->chunks, mb, seconds, seconds > 0 ? (double)r->chunks / seconds : 0.0,
            seconds > 0 ? mb / seconds : 0.0, a->tags.used);
+    if (!a->o->verify && r->flagged)
+        printf("flagged by the card: %" PRIu64 " chunks\n", r->flagged);
     if (a->o->verify) {
         printf("verify: %s - gaps %" PRIu64 " (%" PRIu64 " chunks missing), corrupt %" PRIu64
                ", duplicates %" PRIu64 ", flagged %" PRIu64 "\n",

@@ -18,11 +18,23 @@ echo "== ringcast demo: deploy/ringcast.ini, simulated card, tcp 127.0.0.1:$PORT
 "$BUILD/bin/ringcast-readout" -c deploy/ringcast.ini -o "sim.0.run_time=${SECONDS_TO_RUN}s" \
     -o readout.wait_subscribers=1 -o "fabric.port=$PORT" --stats-json "$stats" &
 daemon=$!
-"$BUILD/bin/ringcast-sub" --connect "127.0.0.1:$PORT" --tags all --verify --json >"$substats" &
+# The subscriber starts once the publisher listens: an attempt before that would
+# be counted as a failed connection although nothing went wrong.
+i=0
+while ! ss -ltnH "sport = :$PORT" 2>/dev/null | grep -q . && kill -0 "$daemon" 2>/dev/null && [ $i -lt 300 ]; do
+    sleep 0.1; i=$((i + 1))
+done
+# --exit-on-close: the daemon closing the connection at the end of its run ends
+# the subscriber normally (no reconnection attempts, no WARN).
+"$BUILD/bin/ringcast-sub" --connect "127.0.0.1:$PORT" --tags all --verify --json --exit-on-close \
+    >"$substats" &
 sub=$!
 daemon_status=0
 wait "$daemon" || daemon_status=$?
-# The daemon has drained and said BYE; the subscriber prints its summary on SIGTERM.
+# The daemon has drained and closed the connection: the subscriber exits on
+# its own. SIGTERM only if it is still there after 5 s (it prints its summary then too).
+i=0
+while kill -0 "$sub" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
 kill -TERM "$sub" 2>/dev/null || true
 sub_status=0
 wait "$sub" || sub_status=$?

@@ -6,6 +6,7 @@
  *   fuzz_wire/     one message of every type (net/wire.c encoders)
  *   fuzz_discovery/ a daemon's discovery entry (net/discovery_entry.c), its
  *                  base64 as the etcd gateway holds it, a foreign entry
+ *   fuzz_control/  every control-socket command (common/control_proto.h)
  *   fuzz_decoder/  simulator blocks of each format in the fuzz_decoder.h
  *                  layout, clean and with injected errors
  *   fuzz_config/   the example configuration, a printed default one, and a
@@ -285,6 +286,19 @@ static void discovery_corpus(void)
     put_file("fuzz_discovery", "foreign.json", foreign, sizeof foreign - 1);
 }
 
+/* fuzz_control/: every command of the control socket, and two odd ones. */
+static void control_corpus(void)
+{
+    static const struct { const char *name, *text; } seeds[] = {
+        {"status", "status\n"}, {"subscribers", "subscribers\n"}, {"kick", "kick 127.0.0.1:40000\n"},
+        {"kick6", "kick [::1]:5\n"}, {"card_stop", "card 0 stop\n"}, {"card_start", "card 7 start"},
+        {"reload", "reload\n"}, {"log_level", "log-level debug\n"}, {"blanks", "  log-level\twarn  \n"},
+        {"bad_card", "card x stop\n"},
+    };
+    for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++)
+        put_file("fuzz_control", seeds[i].name, seeds[i].text, strlen(seeds[i].text));
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -299,5 +313,6 @@ int main(int argc, char **argv)
     config_corpus();
     config_dictionary();
     discovery_corpus();
+    control_corpus();
     return 0;
 }
