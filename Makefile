@@ -17,7 +17,7 @@ NPROC    := $(shell nproc 2>/dev/null || echo 2)
 VERSION  := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 SOVERSION := $(firstword $(subst ., ,$(VERSION)))
 
-PKGS      := libfabric libdpdk liburcu-memb liburcu-cds inih
+PKGS      := libfabric libdpdk liburcu-memb liburcu-cds inih libmicrohttpd libsystemd
 TEST_PKGS := cunit
 
 # DPDK's pkg-config flags pull in -march=corei7 and many warnings-as-errors

@@ -37,8 +37,15 @@ struct rci_daemon_params {
     uint64_t block_cut_after_ns;  /* block: older: it is cut off (the card stalled that long for it) */
 };
 
+/* [metrics] — the Prometheus endpoint (tools/metrics_http.c). */
+struct rci_metrics_params {
+    char listen[128];             /* HOST:PORT, "" = off */
+    uint64_t hold_after_run_ns;   /* after a finished run: serve the final figures this long */
+};
+
 struct rci_config {
     struct rci_daemon_params daemon;
+    struct rci_metrics_params metrics;
     unsigned nmodes;                          /* send-mode rules [mode.0] .. [mode.nmodes-1] */
     struct rci_mode_rule mode_rule[RCI_MAX_MODE_RULES];
     struct rci_fabric_params fabric;

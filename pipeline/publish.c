@@ -450,6 +450,63 @@ void rci_pipeline_get_totals(const struct rci_pipeline *pb, struct rci_publish_t
     }
 }
 
+void rci_pipeline_get_thread_totals(const struct rci_pipeline *pb, unsigned thread,
+                                    struct rci_publish_totals *t)
+{
+    if (thread < pb->nthreads)
+        thread_totals(pb, &pb->threads[thread], t);
+    else
+        memset(t, 0, sizeof *t);
+}
+
+unsigned rci_pipeline_thread_port(const struct rci_pipeline *pb, unsigned thread)
+{
+    return thread < pb->nthreads ? pb->threads[thread].port : 0;
+}
+
+uint64_t rci_pipeline_thread_heartbeat(const struct rci_pipeline *pb, unsigned thread)
+{
+    return thread < pb->nthreads ? get(&pb->threads[thread].heartbeat) : 0;
+}
+
+/* The view's lock is the reader's; the thread only try-locks it. */
+static pthread_mutex_t *view_lock(const struct publish_thread *th)
+{
+    return (pthread_mutex_t *)&th->view.lock;
+}
+
+void rci_pipeline_for_each_subscriber(const struct rci_pipeline *pb, rci_pipeline_sub_fn fn, void *ctx)
+{
+    for (int pass = 0; pass < 2; pass++) { /* those that left, then the connected ones */
+        for (unsigned t = 0; t < pb->nthreads; t++) {
+            const struct publish_thread *th = &pb->threads[t];
+            pthread_mutex_lock(view_lock(th));
+            for (uint32_t i = 0; i < th->view.nsubs; i++) {
+                const struct view_sub *v = &th->view.subs[i];
+                if (v->active != (pass == 1))
+                    continue;
+                struct rci_pipeline_sub_view sv = {.address = v->r.name, .tags = v->r.tags, .peer = v->r.peer,
+                    .thread = t, .active = v->active, .outstanding = v->outstanding,
+                    .oldest_age_ns = v->oldest_age_ns, .c = v->r.c};
+                fn(ctx, &sv);
+            }
+            pthread_mutex_unlock(view_lock(th));
+        }
+    }
+}
+
+int rci_pipeline_get_publisher_stats(const struct rci_pipeline *pb, unsigned thread,
+                                     struct rci_publisher_stats *s)
+{
+    if (thread >= pb->nthreads)
+        return -EINVAL;
+    const struct publish_thread *th = &pb->threads[thread];
+    pthread_mutex_lock(view_lock(th));
+    *s = th->view.stats;
+    pthread_mutex_unlock(view_lock(th));
+    return 0;
+}
+
 void rci_pipeline_log_stats(struct rci_pipeline *pb, double interval_s)
 {
     struct rci_publish_totals t;
@@ -486,11 +543,13 @@ static void write_json_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
-static void write_sub_json(FILE *f, const char *name, rci_peer_id peer, unsigned thread,
-                           const struct sub_counters *c, bool active)
+static void write_sub_json(FILE *f, const char *name, const char *tags, rci_peer_id peer, unsigned thread,
+                           const struct rci_pipeline_sub_counters *c, bool active)
 {
     fputs("{\"address\":", f);
     write_json_string(f, name);
+    fputs(",\"tags\":", f);
+    write_json_string(f, tags);
     fprintf(f,
             ",\"peer\":%" PRIu64 ",\"publisher_thread\":%u,\"active\":%s,\"chunks_sent\":%" PRIu64
             ",\"bytes_sent\":%" PRIu64 ",\"chunks_dropped\":%" PRIu64 ",\"chunks_failed\":%" PRIu64
@@ -510,7 +569,7 @@ static void write_subscribers_json(const struct rci_pipeline *pb, FILE *f)
         const struct publish_thread *th = &pb->threads[t];
         for (uint32_t i = 0; i < th->ndeparted; i++, sep = ",") {
             fputs(sep, f);
-            write_sub_json(f, th->departed[i].name, th->departed[i].peer, t, &th->departed[i].c, false);
+            write_sub_json(f, th->departed[i].name, th->departed[i].tags, th->departed[i].peer, t, &th->departed[i].c, false);
         }
     }
     for (unsigned t = 0; t < pb->nthreads; t++) {
@@ -520,7 +579,7 @@ static void write_subscribers_json(const struct rci_pipeline *pb, FILE *f)
                 continue;
             fputs(sep, f);
             sep = ",";
-            write_sub_json(f, th->subs[i].name, th->subs[i].peer, t, &th->subs[i].c, true);
+            write_sub_json(f, th->subs[i].name, th->subs[i].tags, th->subs[i].peer, t, &th->subs[i].c, true);
         }
     }
 }

@@ -53,6 +53,7 @@
 #include "pipeline/pipeline_params.h"
 #include "dma/dma_ring.h"
 #include "readout/readout.h"
+#include "net/publisher.h"
 
 struct rci_pipeline;
 struct rci_publish_card;
@@ -127,6 +128,50 @@ struct rci_publish_totals {
     uint64_t subscribers_cut_off;   /* cut off by the slow policy's age bound (slow_cut_after, block_cut_after) */
 };
 void rci_pipeline_get_totals(const struct rci_pipeline *pb, struct rci_publish_totals *t);
+
+/* One publisher thread's figures, live (atomics; any thread). */
+void rci_pipeline_get_thread_totals(const struct rci_pipeline *pb, unsigned thread,
+                                    struct rci_publish_totals *t);
+/* Its listening port. */
+unsigned rci_pipeline_thread_port(const struct rci_pipeline *pb, unsigned thread);
+/* Turns of the thread's loop so far (any thread): it goes round at least
+ * every 200 us while it runs, with or without work, so a count that stands
+ * still for seconds means the thread is stuck (the systemd watchdog). */
+uint64_t rci_pipeline_thread_heartbeat(const struct rci_pipeline *pb, unsigned thread);
+
+/* A subscriber's counters (per publisher thread, in the JSON's "subscribers"). */
+struct rci_pipeline_sub_counters {
+    uint64_t chunks_sent, bytes_sent;   /* shares completed ok */
+    uint64_t chunks_dropped;            /* policy drop, all causes: */
+    uint64_t dropped_by_age;            /*   its oldest share was older than slow_drop_after */
+    uint64_t dropped_by_quota;          /*   it held its fair share of slots, pages or tx queue */
+    uint64_t cut_off;                   /* 1: cut off for an oldest share older than the bound */
+    uint64_t cut_off_age_ns;            /* that share's age when it was cut off */
+    uint64_t chunks_failed;             /* refused or completed in error */
+    uint64_t shares_unsent;             /* looked up for it, it had left before the send */
+};
+
+/* A subscriber as another thread sees it: as of its thread's last refresh
+ * (at most about 250 ms old while the thread runs; final after stop). */
+struct rci_pipeline_sub_view {
+    const char *address;
+    const char *tags;                   /* subscribed ranges, "0x0-0x7,0x100" ("" none; long lists end "...") */
+    uint64_t peer;
+    unsigned thread;
+    bool active;                        /* connected (false: it left) */
+    uint32_t outstanding;               /* zero-copy shares posted, not completed */
+    uint64_t oldest_age_ns;             /* age of its oldest outstanding send */
+    struct rci_pipeline_sub_counters c;
+};
+typedef void (*rci_pipeline_sub_fn)(void *ctx, const struct rci_pipeline_sub_view *s);
+/* Any thread: fn for every subscriber seen, per thread those that left, then
+ * the connected ones (the JSON's order). fn runs under the thread's view lock,
+ * which its publisher thread only try-locks: keep it short. */
+void rci_pipeline_for_each_subscriber(const struct rci_pipeline *pb, rci_pipeline_sub_fn fn, void *ctx);
+/* Any thread: the fabric layer's counters of publisher thread `thread`, as of
+ * its last refresh (final after stop). 0, or -EINVAL for no such thread. */
+int rci_pipeline_get_publisher_stats(const struct rci_pipeline *pb, unsigned thread,
+                                     struct rci_publisher_stats *s);
 
 /* After stop: the JSON members "chunks_sent":..., ..., "subscribers":[...],
  * "publisher":{...} (summed over threads), "publishers":[{"thread":i,
