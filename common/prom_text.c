@@ -376,10 +376,29 @@ int rci_prom_counter(struct rci_prom *p, const struct rci_prom_label *labels, un
     return sample(p, labels, nlabels, v);
 }
 
+static int float_sample(struct rci_prom *p, const struct rci_prom_label *labels, unsigned nlabels,
+                        double value);
+
+int rci_prom_counter_f(struct rci_prom *p, const struct rci_prom_label *labels, unsigned nlabels,
+                       double value)
+{
+    if (p->family[0] && p->type != RCI_PROM_COUNTER && p->type != RCI_PROM_UNTYPED)
+        return fail(p, "%s: a counter sample in a %s family", p->family, type_name(p->type));
+    if (!(value >= 0) || isinf(value))
+        return fail(p, "%s: a counter must be finite and >= 0", p->family[0] ? p->family : "(no family)");
+    return float_sample(p, labels, nlabels, value);
+}
+
 int rci_prom_gauge(struct rci_prom *p, const struct rci_prom_label *labels, unsigned nlabels, double value)
 {
     if (p->family[0] && p->type == RCI_PROM_COUNTER)
         return fail(p, "%s: a gauge sample in a counter family", p->family);
+    return float_sample(p, labels, nlabels, value);
+}
+
+static int float_sample(struct rci_prom *p, const struct rci_prom_label *labels, unsigned nlabels,
+                        double value)
+{
     char v[40];
     if (isnan(value))
         strcpy(v, "NaN");

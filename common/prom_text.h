@@ -70,6 +70,9 @@ int rci_prom_family(struct rci_prom *p, const char *name, enum rci_prom_type typ
  * set the family already has. */
 int rci_prom_counter(struct rci_prom *p, const struct rci_prom_label *labels, unsigned nlabels,
                      uint64_t value);
+/* A counter in a unit that is not a count (seconds): a finite value >= 0. */
+int rci_prom_counter_f(struct rci_prom *p, const struct rci_prom_label *labels, unsigned nlabels,
+                       double value);
 int rci_prom_gauge(struct rci_prom *p, const struct rci_prom_label *labels, unsigned nlabels,
                    double value);
 

@@ -450,6 +450,20 @@ void rci_pipeline_get_totals(const struct rci_pipeline *pb, struct rci_publish_t
     }
 }
 
+void rci_pipeline_get_card_totals(const struct rci_pipeline *pb, unsigned card,
+                                  struct rci_publish_totals *t)
+{
+    memset(t, 0, sizeof *t);
+    if (card >= pb->ncards)
+        return;
+    const struct rci_publish_card *c = &pb->cards[card];
+    t->chunks_no_subscriber = get(&c->no_subscriber);
+    t->chunks_dispatched = get(&c->dispatched);
+    t->dispatch_errors = get(&c->dispatch_errors);
+    t->records_exhausted = get(&c->records_exhausted);
+    t->fanout_refused = fanout_refused(c->fanout);
+}
+
 void rci_pipeline_get_thread_totals(const struct rci_pipeline *pb, unsigned thread,
                                     struct rci_publish_totals *t)
 {
@@ -584,21 +598,6 @@ static void write_subscribers_json(const struct rci_pipeline *pb, FILE *f)
     }
 }
 
-/* The fabric layer's main counters, summed over threads[0..n-1]. */
-#define PUBLISHER_JSON_FIELDS(X)                                                                    \
-    X(sends) X(messages) X(fragmented_sends) X(again_no_slot) X(again_provider) X(again_peer_quota) \
-    X(buffered_records)                                                                             \
-    X(buffered_bytes) X(pages_sent) X(pages_failed) X(again_no_page) X(send_errors)                 \
-    X(unregistered_pieces) X(fragment_retry_timeouts) X(stale_completions) X(keys_completed_error) \
-    X(connections) X(connections_refused) X(connections_refused_allowlist) X(peers_closed)          \
-    X(connections_refused_rx_buffer) X(shm_files_reclaimed) X(half_open_closed_timeout)           \
-    X(half_open_closed_cap) X(half_open_closed_eof) X(half_open_closed_allowlist) X(fd_pressure)   \
-    X(peers_dead) X(keys_released_by_peer_death) X(drained_peers) X(drain_timeouts) X(drain_no_proof) \
-    X(completions_error) X(subscriptions_refused)                                                   \
-    X(control_dropped) X(rx_errors) X(connection_errors) X(unknown_sender)                         \
-    X(faults_send_error) X(faults_eagain) X(faults_eagain_streaks) X(fragments_deferred) X(fragments_abandoned)             \
-    X(again_resuming) X(liveness_restarts)
-
 /* Rejected incoming messages of every kind (stats.malformed[]), summed. */
 static uint64_t malformed_total(const struct rci_publisher_stats *s)
 {
@@ -620,7 +619,7 @@ static void write_publisher_json(FILE *f, const struct publish_thread *threads, 
         fprintf(f, "%s\"" #field "\":%" PRIu64, sep, sum);                                          \
         sep = ",";                                                                                  \
     }
-    PUBLISHER_JSON_FIELDS(WRITE_SUM)
+    RCI_PUBLISHER_JSON_FIELDS(WRITE_SUM)
 #undef WRITE_SUM
     uint64_t malformed = 0;
     for (unsigned i = 0; i < n; i++)

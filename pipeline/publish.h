@@ -129,6 +129,12 @@ struct rci_publish_totals {
 };
 void rci_pipeline_get_totals(const struct rci_pipeline *pb, struct rci_publish_totals *t);
 
+/* The sink's figures of one card (the n-th added, 0-based), live:
+ * chunks_no_subscriber (released at once), chunks_dispatched,
+ * dispatch_errors, records_exhausted and fanout_refused (its card-level
+ * records); the other fields 0. */
+void rci_pipeline_get_card_totals(const struct rci_pipeline *pb, unsigned card,
+                                  struct rci_publish_totals *t);
 /* One publisher thread's figures, live (atomics; any thread). */
 void rci_pipeline_get_thread_totals(const struct rci_pipeline *pb, unsigned thread,
                                     struct rci_publish_totals *t);
@@ -172,6 +178,22 @@ void rci_pipeline_for_each_subscriber(const struct rci_pipeline *pb, rci_pipelin
  * its last refresh (final after stop). 0, or -EINVAL for no such thread. */
 int rci_pipeline_get_publisher_stats(const struct rci_pipeline *pb, unsigned thread,
                                      struct rci_publisher_stats *s);
+
+/* The fabric layer's main counters (struct rci_publisher_stats) that the JSON's
+ * "publisher" objects and the metrics show. */
+#define RCI_PUBLISHER_JSON_FIELDS(X)                                                                    \
+    X(sends) X(messages) X(fragmented_sends) X(again_no_slot) X(again_provider) X(again_peer_quota) \
+    X(buffered_records)                                                                             \
+    X(buffered_bytes) X(pages_sent) X(pages_failed) X(again_no_page) X(send_errors)                 \
+    X(unregistered_pieces) X(fragment_retry_timeouts) X(stale_completions) X(keys_completed_error) \
+    X(connections) X(connections_refused) X(connections_refused_allowlist) X(peers_closed)          \
+    X(connections_refused_rx_buffer) X(shm_files_reclaimed) X(half_open_closed_timeout)           \
+    X(half_open_closed_cap) X(half_open_closed_eof) X(half_open_closed_allowlist) X(fd_pressure)   \
+    X(peers_dead) X(keys_released_by_peer_death) X(drained_peers) X(drain_timeouts) X(drain_no_proof) \
+    X(completions_error) X(subscriptions_refused)                                                   \
+    X(control_dropped) X(rx_errors) X(connection_errors) X(unknown_sender)                         \
+    X(faults_send_error) X(faults_eagain) X(faults_eagain_streaks) X(fragments_deferred) X(fragments_abandoned)             \
+    X(again_resuming) X(liveness_restarts)
 
 /* After stop: the JSON members "chunks_sent":..., ..., "subscribers":[...],
  * "publisher":{...} (summed over threads), "publishers":[{"thread":i,

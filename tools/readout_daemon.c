@@ -21,6 +21,9 @@
 #include "readout/readout.h"
 #include "readout/sim/sim_card.h"
 #include "pipeline/publish.h"
+#include "tools/daemon_figures.h"
+#include "tools/daemon_metrics.h"
+#include "tools/metrics_http.h"
 #include "tools/log.h"
 
 #define DAEMON_TICK_NS      (100ull * 1000 * 1000)
@@ -34,7 +37,8 @@ struct daemon_card {
     struct rci_readout *readout;
     struct rci_publish_card *publish;   /* the readout's sink context */
     bool started;
-    uint64_t firmware_losses;          /* times rci_card_check reported the firmware lost */
+    _Atomic uint64_t firmware_losses;  /* times rci_card_check reported the firmware lost */
+    struct rci_ring_alarm alarm;       /* occupancy alarms at 90 %, 100 %, back under 80 % */
     bool stopped_by_loss;              /* on_firmware_loss = stop did stop it */
     /* Previous sample for rates. */
     uint64_t last_chunks, last_bytes;
@@ -47,6 +51,8 @@ struct daemon {
     struct rci_pipeline *publish;
     uint64_t start_ns, last_stats_ns;
     uint64_t end_ns;                   /* run over (finished or stop requested) */
+    struct rci_daemon_metrics metrics; /* what /metrics reads ([metrics] listen) */
+    struct rci_metrics_http *http;
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -182,28 +188,6 @@ static void snapshot_card(struct daemon_card *dc, struct card_snapshot *snap)
     rci_card_get_stats(dc->card, &snap->cs);
 }
 
-/* Everything the decoder counted as wrong in the card's data. */
-static uint64_t decode_errors(const struct rci_readout_stats *s)
-{
-    return s->bad_header + s->err_malformed + s->err_seq_gap + s->err_oversize + s->err_orphan +
-           s->err_bad_start +
-           s->chunks_dropped_gap + s->chunks_incomplete + s->chunks_dropped_pool +
-           s->chunks_dropped_ring + s->sink_errors + s->card_bad_status;
-}
-
-/* Accepted-looking data the readout threw away: chunks dropped whole. */
-static uint64_t chunks_lost(const struct rci_readout_stats *s)
-{
-    return s->chunks_dropped_gap + s->chunks_incomplete + s->chunks_dropped_pool +
-           s->chunks_dropped_ring + s->err_oversize + s->sink_errors;
-}
-
-static uint64_t elink_lost(const struct rci_elink_stats *e)
-{
-    return e->chunks_dropped_gap + e->chunks_incomplete + e->chunks_dropped_pool +
-           e->chunks_dropped_ring + e->err_oversize;
-}
-
 /* One line per card with losses, naming the e-links (the first few). */
 #define LOSS_LOG_ELINKS 8u
 static void log_card_losses(struct daemon_card *dc)
@@ -213,7 +197,7 @@ static void log_card_losses(struct daemon_card *dc)
     unsigned shown = 0, more = 0;
     for (unsigned e = 0; e < RCI_READOUT_MAX_ELINKS; e++) {
         struct rci_elink_stats es;
-        if (rci_readout_get_elink_stats(dc->readout, e, &es) != 0 || elink_lost(&es) == 0)
+        if (rci_readout_get_elink_stats(dc->readout, e, &es) != 0 || rci_elink_lost(&es) == 0)
             continue;
         if (shown == LOSS_LOG_ELINKS) {
             more++;
@@ -250,7 +234,7 @@ static void log_card_stats(struct daemon_card *dc, double interval_s)
             dc->params->index, chunk_rate / 1e6, byte_rate / 1e9, snap.cs.chunks_produced, rs->chunks,
             rs->chunks_in_flight, 100.0 * (double)ring->in_use / (double)ring->size,
             100.0 * (double)ring->high_water / (double)ring->size, (double)ring->full_ns / 1e9,
-            (double)snap.cs.stall_ns / 1e9, decode_errors(rs), chunks_lost(rs));
+            (double)snap.cs.stall_ns / 1e9, rci_decode_errors(rs), rci_chunks_lost(rs));
 }
 
 static void log_stats(struct daemon *d, uint64_t now)
@@ -355,14 +339,40 @@ static void check_firmware(struct daemon_card *dc)
     }
 }
 
+/* Ring occupancy alarms, each tick (README.md, "Metrics and alarms"). */
+static void check_ring_alarm(struct daemon_card *dc)
+{
+    if (!dc->started)
+        return;
+    struct rci_dma_ring_stats s;
+    rci_dma_ring_get_stats(dc->ring, &s);
+    double pct = s.size ? 100.0 * (double)s.in_use / (double)s.size : 0;
+    unsigned n = dc->params->index;
+    switch (rci_ring_alarm_update(&dc->alarm, &s)) {
+    case RCI_RING_ALARM_HIGH:
+        rci_warn("card.%u: ring alarm: %.1f %% in use (over %u %%)", n, pct, RCI_RING_ALARM_HIGH_PCT);
+        break;
+    case RCI_RING_ALARM_FULL:
+        rci_warn("card.%u: ring alarm: the ring is full (%.1f %% in use now): the card stalls", n, pct);
+        break;
+    case RCI_RING_ALARM_CLEAR:
+        rci_info("card.%u: ring alarm over: %.1f %% in use (under %u %%)", n, pct, RCI_RING_ALARM_CLEAR_PCT);
+        break;
+    case RCI_RING_ALARM_NONE:
+        break;
+    }
+}
+
 static void run_until_done(struct daemon *d)
 {
     uint64_t interval = d->cfg->daemon.stats_interval_ns;
     while (!stop_requested) {
         rci_sleep_ns(DAEMON_TICK_NS);
         uint64_t now = rci_now_ns();
-        for (unsigned i = 0; i < d->ncards; i++)
+        for (unsigned i = 0; i < d->ncards; i++) {
             check_firmware(&d->cards[i]);
+            check_ring_alarm(&d->cards[i]);
+        }
         if (interval && now - d->last_stats_ns >= interval)
             log_stats(d, now);
         rci_log_flush(false); /* counts of suppressed lines whose interval is over */
@@ -406,6 +416,12 @@ static void stop_cards(struct daemon *d)
     for (unsigned i = 0; i < d->ncards; i++)
         if (d->cards[i].started)
             rci_dma_ring_advance(d->cards[i].ring);
+    /* The drained ring ends an alarm: the first sample takes in the time the
+     * ring was full since the last tick, the second sees the ring now. */
+    for (unsigned i = 0; i < d->ncards; i++) {
+        check_ring_alarm(&d->cards[i]);
+        check_ring_alarm(&d->cards[i]);
+    }
 }
 
 struct totals {
@@ -423,7 +439,7 @@ static void sum_totals(struct daemon *d, struct totals *t)
         t->bytes += snap.rs.bytes;
         t->in_flight += snap.rs.chunks_in_flight;
         t->ring_in_use += snap.ring.in_use;
-        t->errors += decode_errors(&snap.rs);
+        t->errors += rci_decode_errors(&snap.rs);
         t->cut_chunks += snap.rs.chunks_cut_at_stop;
         t->cut_bytes += snap.rs.bytes_cut_at_stop;
     }
@@ -458,12 +474,6 @@ static void log_summary(struct daemon *d, const struct totals *t)
             pt.chunks_no_subscriber, pt.chunks_dropped, pt.shares_failed, pt.shares_unsent);
 }
 
-/* Decode errors of one e-link that are not losses of whole chunks. */
-static uint64_t elink_errors(const struct rci_elink_stats *e)
-{
-    return e->err_malformed + e->err_seq_gap + e->err_orphan + e->err_bad_start;
-}
-
 /* ,"elinks_lost":[{"elink":E,...}]: every e-link that lost a chunk or saw a
  * decode error, with the loss by cause and the error by kind. */
 static void write_elink_losses_json(FILE *f, struct daemon_card *dc)
@@ -473,7 +483,7 @@ static void write_elink_losses_json(FILE *f, struct daemon_card *dc)
     for (unsigned e = 0; e < RCI_READOUT_MAX_ELINKS; e++) {
         struct rci_elink_stats es;
         if (rci_readout_get_elink_stats(dc->readout, e, &es) != 0 ||
-            elink_lost(&es) + elink_errors(&es) == 0)
+            rci_elink_lost(&es) + rci_elink_errors(&es) == 0)
             continue;
         fprintf(f, "%s{\"elink\":%u,\"chunks_lost\":%" PRIu64 ",\"chunks_dropped_ring\":%" PRIu64
                    ",\"chunks_dropped_pool\":%" PRIu64 ",\"chunks_dropped_gap\":%" PRIu64
@@ -482,7 +492,7 @@ static void write_elink_losses_json(FILE *f, struct daemon_card *dc)
                    ",\"err_malformed\":%" PRIu64 ",\"malformed_length\":%" PRIu64
                    ",\"malformed_null\":%" PRIu64 ",\"malformed_order\":%" PRIu64
                    ",\"malformed_padding\":%" PRIu64 ",\"malformed_split\":%" PRIu64 "}",
-                first ? "" : ",", e, elink_lost(&es), es.chunks_dropped_ring, es.chunks_dropped_pool,
+                first ? "" : ",", e, rci_elink_lost(&es), es.chunks_dropped_ring, es.chunks_dropped_pool,
                 es.chunks_dropped_gap, es.chunks_incomplete, es.err_oversize, es.err_seq_gap,
                 es.err_orphan, es.err_bad_start, es.err_malformed, es.malformed_length,
                 es.malformed_null, es.malformed_order, es.malformed_padding, es.malformed_split);
@@ -514,18 +524,21 @@ static void write_card_json(FILE *f, struct daemon_card *dc)
             ",\"chunks_cut_at_stop\":%" PRIu64 ",\"bytes_cut_at_stop\":%" PRIu64
             ",\"ring_size\":%" PRIu64 ",\"ring_bytes_in_use\":%" PRIu64 ",\"ring_high_water\":%" PRIu64
             ",\"ring_full_ns\":%" PRIu64 ",\"injected_truncated\":%" PRIu64 ",\"injected_crc\":%" PRIu64
-            ",\"injected_malformed\":%" PRIu64 ",\"injected_seqskip\":%" PRIu64 ",\"card_host_errors\":%" PRIu64 ",\"firmware_losses\":%" PRIu64,
+            ",\"injected_malformed\":%" PRIu64 ",\"injected_seqskip\":%" PRIu64 ",\"card_host_errors\":%" PRIu64 ",\"firmware_losses\":%" PRIu64
+            ",\"decode_errors\":%" PRIu64 ",\"ring_alarms_high\":%" PRIu64 ",\"ring_alarms_full\":%" PRIu64
+            ",\"ring_alarms_cleared\":%" PRIu64,
             dc->params->index, cs.chunks_produced, cs.bytes_produced, cs.stall_ns, rs.chunks, rs.bytes,
             rs.blocks, rs.bad_header, rs.err_malformed, rs.err_seq_gap, rs.err_oversize, rs.err_orphan,
             rs.chunks_dropped_gap, rs.chunks_incomplete, rs.chunks_dropped_pool,
-            rs.chunks_dropped_ring, chunks_lost(&rs), rs.chunks_spilled, rs.bytes_spilled,
+            rs.chunks_dropped_ring, rci_chunks_lost(&rs), rs.chunks_spilled, rs.bytes_spilled,
             rs.err_bad_start, rs.malformed_length, rs.malformed_null, rs.malformed_order,
             rs.malformed_padding, rs.malformed_split,
             rs.sink_errors, rs.card_bad_status,
             rs.chunks_truncated, rs.chunks_error, rs.chunks_crc, rs.chunks_busy, rs.chunks_in_flight,
             rs.bad_releases, rs.chunks_cut_at_stop, rs.bytes_cut_at_stop, ring.size, ring.in_use,
             ring.high_water, ring.full_ns, cs.injected_truncated, cs.injected_crc, cs.injected_malformed,
-            cs.injected_seqskip, cs.host_errors, dc->firmware_losses);
+            cs.injected_seqskip, cs.host_errors, atomic_load(&dc->firmware_losses), rci_decode_errors(&rs),
+            atomic_load(&dc->alarm.high), atomic_load(&dc->alarm.full), atomic_load(&dc->alarm.cleared));
     write_elink_losses_json(f, dc);
     fputc('}', f);
 }
@@ -582,6 +595,44 @@ static int setup_all(struct daemon *d)
     return 0;
 }
 
+/* [metrics] listen: what /metrics reads, and the server. 0 or -errno. */
+static int start_metrics(struct daemon *d)
+{
+    struct rci_daemon_metrics *m = &d->metrics;
+    m->pipeline = d->publish;
+    for (unsigned i = 0; i < d->ncards; i++) {
+        struct daemon_card *dc = &d->cards[i];
+        m->cards[i] = (struct rci_metrics_card_src){.index = dc->params->index, .ring = dc->ring,
+            .card = dc->card, .readout = dc->readout, .firmware_losses = &dc->firmware_losses,
+            .alarm = &dc->alarm};
+    }
+    m->ncards = d->ncards;
+    const char *listen = d->cfg->metrics.listen;
+    if (!listen[0])
+        return 0;
+    char err[512] = "";
+    int rc = rci_metrics_http_start(listen, rci_daemon_metrics_collect, m, &d->http, err, sizeof err);
+    if (rc != 0)
+        rci_error("%s", err);
+    else
+        rci_info("metrics at http://%s/metrics", listen);
+    return rc;
+}
+
+/* [metrics] hold_after_run: after a run that finished by itself, keep
+ * serving the final figures for a last scrape (until SIGINT/SIGTERM). */
+static void hold_metrics(struct daemon *d)
+{
+    uint64_t hold = d->cfg->metrics.hold_after_run_ns;
+    if (!d->http || hold == 0 || stop_requested)
+        return;
+    rci_info("serving the final figures at http://%s/metrics for up to %.1f s (SIGTERM ends it)",
+             d->cfg->metrics.listen, (double)hold / 1e9);
+    uint64_t deadline = rci_now_ns() + hold;
+    while (!stop_requested && rci_now_ns() < deadline)
+        rci_sleep_ns(DAEMON_TICK_NS);
+}
+
 int rci_daemon_run(const struct rci_config *cfg, FILE *stats, const char *stats_name)
 {
     static struct daemon d;
@@ -597,14 +648,20 @@ int rci_daemon_run(const struct rci_config *cfg, FILE *stats, const char *stats_
         return 1;
     }
     int status = 1;
-    if (setup_all(&d) == 0) {
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    d.metrics.start_unix = (double)wall.tv_sec + (double)wall.tv_nsec / 1e9;
+    if (setup_all(&d) == 0 && start_metrics(&d) == 0) {
         int rc = rci_pipeline_start(d.publish);
+        atomic_store(&d.metrics.state, RCI_DAEMON_WAITING);
         if (rc != 0)
             rci_error("cannot start the publisher threads: %s", strerror(-rc));
         else if (!wait_for_subscribers(&d))
             status = stop_requested ? 0 : 1;
         else {
             d.start_ns = d.last_stats_ns = rci_now_ns();
+            atomic_store(&d.metrics.run_start_ns, d.start_ns);
+            atomic_store(&d.metrics.state, RCI_DAEMON_RUNNING);
             if (start_cards(&d) == 0) {
                 run_until_done(&d);
                 status = 0;
@@ -613,6 +670,9 @@ int rci_daemon_run(const struct rci_config *cfg, FILE *stats, const char *stats_
         if (d.start_ns == 0)
             d.start_ns = rci_now_ns();
         d.end_ns = rci_now_ns();
+        atomic_store(&d.metrics.run_start_ns, d.start_ns);
+        atomic_store(&d.metrics.run_end_ns, d.end_ns);
+        atomic_store(&d.metrics.state, RCI_DAEMON_STOPPING);
         stop_cards(&d);
         struct totals t;
         sum_totals(&d, &t);
@@ -623,7 +683,11 @@ int rci_daemon_run(const struct rci_config *cfg, FILE *stats, const char *stats_
         }
         if (stats && write_stats_json(&d, &t, stats, stats_name) != 0)
             status = 1;
+        atomic_store(&d.metrics.state, RCI_DAEMON_STOPPED);
+        hold_metrics(&d);
     }
+    rci_metrics_http_stop(d.http); /* it reads the cards and the pipeline */
+    d.http = NULL;
     /* The publisher may still hold keys (a failed setup): they go back to
      * the readouts, so it goes first. */
     rci_pipeline_destroy(d.publish);

@@ -192,6 +192,15 @@ static void test_value_kinds(void)
         "# HELP g \n# TYPE g gauge\n"
         "g{v=\"a\"} NaN\ng{v=\"b\"} +Inf\ng{v=\"c\"} -Inf\ng{v=\"d\"} 0.9\n"
         "g{v=\"e\"} 1795000000.123456\ng{v=\"f\"} 9007199254740992\n");
+    /* Counters in seconds: fractional, but never negative or infinite. */
+    CU_ASSERT_EQUAL(rci_prom_counter_f(&p, a, 1, 1.5), -EINVAL); /* g is a gauge */
+    CU_ASSERT_EQUAL(rci_prom_family(&p, "t_seconds_total", RCI_PROM_COUNTER, "t"), 0);
+    CU_ASSERT_EQUAL(rci_prom_counter_f(&p, a, 1, 1.5), 0);
+    CU_ASSERT_EQUAL(rci_prom_counter_f(&p, b, 1, -1), -EINVAL);
+    CU_ASSERT_EQUAL(rci_prom_counter_f(&p, c, 1, INFINITY), -EINVAL);
+    CU_ASSERT_EQUAL(rci_prom_counter_f(&p, d, 1, NAN), -EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(doc(&p), "t_seconds_total{v=\"a\"} 1.5\n"));
+    CU_ASSERT_PTR_NULL(strstr(doc(&p), "t_seconds_total{v=\"b\"}"));
     /* Untyped takes both. */
     CU_ASSERT_EQUAL(rci_prom_family(&p, "u", RCI_PROM_UNTYPED, "u"), 0);
     CU_ASSERT_EQUAL(rci_prom_counter(&p, a, 1, 3), 0);
