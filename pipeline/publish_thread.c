@@ -712,6 +712,15 @@ static void publisher_finish(struct publish_thread *th)
             get(&th->t.failed), get(&th->t.unsent));
 }
 
+/* readout.fault_publisher_hang_after (tests only): a stuck thread, as a
+ * deadlock would leave it; it comes back only for the stop. */
+static void hang_for_test(struct publish_thread *th)
+{
+    pl_warn(th->pb, "publisher %u: hanging on purpose (readout.fault_publisher_hang_after, for tests)", th->index);
+    while (!atomic_load_explicit(&th->pb->stop, memory_order_acquire))
+        rci_sleep_ns(10ull * 1000 * 1000);
+}
+
 void *rci_publish_thread_main(void *arg)
 {
     struct publish_thread *th = arg;
@@ -719,6 +728,8 @@ void *rci_publish_thread_main(void *arg)
     rci_sub_table_register_thread();
     uint64_t interval = pb->params.stats_interval_ns;
     th->last_stats_ns = rci_now_ns();
+    uint64_t hang_at = pb->params.fault_hang_after_ns && th->index == 0 ?
+                       th->last_stats_ns + pb->params.fault_hang_after_ns : UINT64_MAX;
     while (!atomic_load_explicit(&pb->stop, memory_order_acquire)) {
         bump(&th->heartbeat, 1);
         unsigned work = 0;
@@ -731,6 +742,8 @@ void *rci_publish_thread_main(void *arg)
                      rci_publisher_last_error(th->pub));
         }
         uint64_t now = rci_now_ns();
+        if (now >= hang_at)
+            hang_for_test(th);
         cut_stalled(th, now);
         if (interval && now - th->last_stats_ns >= interval)
             log_thread_stats(th, now);

@@ -35,7 +35,7 @@ struct card_fig {
     struct rci_dma_ring_stats ring;
     struct rci_card_stats cs;
     struct rci_publish_totals sink;
-    uint64_t chunks_lost, decode_errors, firmware_losses, alarms_high, alarms_full, alarms_cleared;
+    uint64_t chunks_lost, decode_errors, chunks_flagged, firmware_losses, alarms_high, alarms_full, alarms_cleared;
 };
 
 enum value_kind { V_COUNT, V_NS, V_GAUGE, V_GAUGE_NS };
@@ -79,6 +79,7 @@ static const struct card_row card_rows[] = {
     {"chunks_error_total", V_COUNT, F(rs.chunks_error), "Chunks the card flagged in error (json: cards[].chunks_error)"},
     {"chunks_crc_total", V_COUNT, F(rs.chunks_crc), "Chunks the card flagged with a CRC error (json: cards[].chunks_crc)"},
     {"chunks_busy_total", V_COUNT, F(rs.chunks_busy), "Chunks the card flagged busy (json: cards[].chunks_busy)"},
+    {"chunks_flagged_total", V_COUNT, F(chunks_flagged), "Chunks the card flagged, every kind (json: cards[].chunks_flagged)"},
     {"keys_outstanding", V_GAUGE, F(rs.chunks_in_flight), "Chunks handed to the publishers, not yet released (json: cards[].keys_outstanding; sum keys_outstanding)"},
     {"bad_releases_total", V_COUNT, F(rs.bad_releases), "Stale, duplicate or corrupt key releases, rejected (json: cards[].bad_releases)"},
     {"chunks_cut_at_stop_total", V_COUNT, F(rs.chunks_cut_at_stop), "Open chunks cut off by the stop (json: cards[].chunks_cut_at_stop; sum chunks_cut_at_stop)"},
@@ -117,6 +118,7 @@ static void take_card(const struct rci_daemon_metrics *m, unsigned i, struct car
     rci_pipeline_get_card_totals(m->pipeline, i, &f->sink);
     f->chunks_lost = rci_chunks_lost(&f->rs);
     f->decode_errors = rci_decode_errors(&f->rs);
+    f->chunks_flagged = rci_chunks_flagged(&f->rs);
     f->firmware_losses = atomic_load_explicit(c->firmware_losses, memory_order_relaxed);
     f->alarms_high = atomic_load_explicit(&c->alarm->high, memory_order_relaxed);
     f->alarms_full = atomic_load_explicit(&c->alarm->full, memory_order_relaxed);
@@ -213,13 +215,13 @@ static const struct elink_row elink_rows[] = {
 static const char *elink_help(const char *family)
 {
     if (strcmp(family, "ringcast_elink_blocks_total") == 0)
-        return "Blocks of the e-link";
+        return "Blocks of the e-link (json: cards[].elinks[].blocks)";
     if (strcmp(family, "ringcast_elink_chunks_total") == 0)
-        return "Chunks of the e-link decoded";
+        return "Chunks of the e-link decoded (json: cards[].elinks[].chunks)";
     if (strcmp(family, "ringcast_elink_bytes_total") == 0)
-        return "Payload bytes of the e-link decoded";
+        return "Payload bytes of the e-link decoded (json: cards[].elinks[].bytes)";
     if (strcmp(family, "ringcast_elink_flagged_chunks_total") == 0)
-        return "Chunks the card flagged, by kind";
+        return "Chunks the card flagged, by kind (json: cards[].elinks[].chunks_{kind})";
     if (strcmp(family, "ringcast_elink_errors_total") == 0)
         return "Decode errors by kind (json: cards[].elinks_lost[].err_{kind})";
     if (strcmp(family, "ringcast_elink_malformed_blocks_total") == 0)

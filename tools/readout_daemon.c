@@ -22,7 +22,9 @@
 #include "readout/sim/sim_card.h"
 #include "pipeline/publish.h"
 #include "tools/daemon_figures.h"
+#include "tools/daemon_elinks.h"
 #include "tools/daemon_metrics.h"
+#include "tools/daemon_notify.h"
 #include "tools/metrics_http.h"
 #include "tools/log.h"
 
@@ -40,6 +42,7 @@ struct daemon_card {
     _Atomic uint64_t firmware_losses;  /* times rci_card_check reported the firmware lost */
     struct rci_ring_alarm alarm;       /* occupancy alarms at 90 %, 100 %, back under 80 % */
     bool stopped_by_loss;              /* on_firmware_loss = stop did stop it */
+    struct rci_elink_watch elinks;     /* per-e-link errors and rates for the log */
     /* Previous sample for rates. */
     uint64_t last_chunks, last_bytes;
 };
@@ -53,6 +56,9 @@ struct daemon {
     uint64_t end_ns;                   /* run over (finished or stop requested) */
     struct rci_daemon_metrics metrics; /* what /metrics reads ([metrics] listen) */
     struct rci_metrics_http *http;
+    struct rci_notify notify;          /* systemd: READY, STATUS, WATCHDOG */
+    /* Previous totals for the STATUS rate. */
+    uint64_t status_bytes;
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -163,6 +169,7 @@ static int setup_card(struct daemon *d, struct daemon_card *dc)
 
 static void teardown_card(struct daemon_card *dc)
 {
+    rci_elink_watch_free(&dc->elinks);
     if (dc->readout)
         rci_readout_destroy(dc->readout);
     if (dc->card)
@@ -230,11 +237,70 @@ static void log_card_stats(struct daemon_card *dc, double interval_s)
     dc->last_bytes = bytes;
     rci_info_unlimited("card.%u: %.3f Mchunk/s %.3f GB/s | produced %" PRIu64 " decoded %" PRIu64
             " in flight %" PRIu64 " | ring %.1f%% (hwm %.1f%%) full %.3f s | card stalled %.3f s"
-            " | errors %" PRIu64 " lost %" PRIu64,
+            " | errors %" PRIu64 " lost %" PRIu64 " flagged %" PRIu64 " (crc %" PRIu64 ")",
             dc->params->index, chunk_rate / 1e6, byte_rate / 1e9, snap.cs.chunks_produced, rs->chunks,
             rs->chunks_in_flight, 100.0 * (double)ring->in_use / (double)ring->size,
             100.0 * (double)ring->high_water / (double)ring->size, (double)ring->full_ns / 1e9,
-            (double)snap.cs.stall_ns / 1e9, rci_decode_errors(rs), rci_chunks_lost(rs));
+            (double)snap.cs.stall_ns / 1e9, rci_decode_errors(rs), rci_chunks_lost(rs), rci_chunks_flagged(rs),
+            rs->chunks_crc);
+    dc->elinks.card = dc->params->index;
+    if (rci_elink_watch_check(&dc->elinks, dc->readout, rci_now_ns()) != 0)
+        rci_warn("card.%u: out of memory for the per-e-link figures", dc->params->index);
+}
+
+/* systemd's STATUS=: one line on the run so far. */
+static void notify_status(struct daemon *d, double interval_s)
+{
+    if (!d->notify.enabled)
+        return;
+    uint64_t bytes = 0, errors = 0, lost = 0, in_use_max = 0;
+    for (unsigned i = 0; i < d->ncards; i++) {
+        struct card_snapshot snap;
+        snapshot_card(&d->cards[i], &snap);
+        bytes += snap.rs.bytes;
+        errors += rci_decode_errors(&snap.rs);
+        lost += rci_chunks_lost(&snap.rs);
+        uint64_t pct = snap.ring.size ? 1000u * snap.ring.in_use / snap.ring.size : 0;
+        in_use_max = pct > in_use_max ? pct : in_use_max;
+    }
+    struct rci_publish_totals pt;
+    rci_pipeline_get_totals(d->publish, &pt);
+    char status[256];
+    snprintf(status, sizeof status, "running %.0f s: %u card%s, %.3f GB/s decoded, fullest ring %.1f %%,"
+             " %u subscribers, sent %" PRIu64 ", dropped %" PRIu64 ", lost %" PRIu64 ", errors %" PRIu64,
+             run_seconds(d), d->ncards, d->ncards == 1 ? "" : "s",
+             interval_s > 0 ? (double)(bytes - d->status_bytes) / interval_s / 1e9 : 0.0,
+             (double)in_use_max / 10.0, rci_pipeline_subscribed(d->publish), pt.chunks_sent, pt.chunks_dropped,
+             lost, errors);
+    d->status_bytes = bytes;
+    rci_notify_status(&d->notify, status);
+}
+
+/* The watchdog's signs of life: each started card's readout polls and each
+ * publisher thread's loop turns. */
+static void notify_watchdog(struct daemon *d, uint64_t now)
+{
+    if (!d->notify.enabled || !d->notify.watchdog_ns)
+        return;
+    uint64_t beats[RCI_NOTIFY_MAX_THREADS];
+    char names[RCI_NOTIFY_MAX_THREADS][32];
+    const char *name_of[RCI_NOTIFY_MAX_THREADS];
+    unsigned n = 0;
+    for (unsigned i = 0; i < d->ncards && n < RCI_NOTIFY_MAX_THREADS; i++) {
+        if (!d->cards[i].started)
+            continue;
+        struct rci_readout_stats rs;
+        rci_readout_get_stats(d->cards[i].readout, &rs);
+        snprintf(names[n], sizeof names[n], "the readout thread of card.%u", d->cards[i].params->index);
+        beats[n++] = rs.polls;
+    }
+    for (unsigned t = 0; t < rci_pipeline_threads(d->publish) && n < RCI_NOTIFY_MAX_THREADS; t++) {
+        snprintf(names[n], sizeof names[n], "publisher thread %u", t);
+        beats[n++] = rci_pipeline_thread_heartbeat(d->publish, t);
+    }
+    for (unsigned i = 0; i < n; i++)
+        name_of[i] = names[i];
+    rci_notify_watchdog(&d->notify, now, beats, name_of, n);
 }
 
 static void log_stats(struct daemon *d, uint64_t now)
@@ -244,6 +310,7 @@ static void log_stats(struct daemon *d, uint64_t now)
     for (unsigned i = 0; i < d->ncards; i++)
         log_card_stats(&d->cards[i], interval_s);
     rci_pipeline_log_stats(d->publish, interval_s);
+    notify_status(d, interval_s);
 }
 
 /* "12345" or "12345-12347": the ports the publisher threads listen on. */
@@ -309,7 +376,12 @@ static bool wait_for_subscribers(struct daemon *d)
     char ports[16];
     rci_info("waiting for %u subscriber%s to subscribe on %s port %s before starting the cards", want,
             want == 1 ? "" : "s", d->cfg->fabric.address, publisher_ports(d, ports, sizeof ports));
+    char status[160];
+    snprintf(status, sizeof status, "waiting for %u subscriber%s on port %s before starting the cards", want,
+             want == 1 ? "" : "s", publisher_ports(d, ports, sizeof ports));
+    rci_notify_status(&d->notify, status);
     while (!stop_requested) {
+        notify_watchdog(d, rci_now_ns());
         if (rci_pipeline_subscribed(d->publish) >= want) {
             rci_info("%u subscriber%s subscribed: starting the cards", want, want == 1 ? "" : "s");
             return true;
@@ -375,6 +447,7 @@ static void run_until_done(struct daemon *d)
         }
         if (interval && now - d->last_stats_ns >= interval)
             log_stats(d, now);
+        notify_watchdog(d, now);
         rci_log_flush(false); /* counts of suppressed lines whose interval is over */
         if (all_cards(d, card_finished) && all_cards(d, card_drained)) {
             rci_info("every card finished its run and everything was drained");
@@ -448,7 +521,7 @@ static void sum_totals(struct daemon *d, struct totals *t)
 static void log_summary(struct daemon *d, const struct totals *t)
 {
     double secs = run_seconds(d);
-    rci_info("summary: %.2f s, %u card%s together: %" PRIu64 " chunks produced, %" PRIu64 " decoded (%.3f GB,"
+    rci_log_summary("summary: %.2f s, %u card%s together: %" PRIu64 " chunks produced, %" PRIu64 " decoded (%.3f GB,"
             " %.3f GB/s), %" PRIu64 " decode errors, %" PRIu64 " keys outstanding, %" PRIu64 " ring bytes in"
             " use, %" PRIu64 " chunks cut off by the stop (%" PRIu64 " bytes)",
             secs, d->ncards, d->ncards == 1 ? "" : "s", t->produced, t->decoded, (double)t->bytes / 1e9,
@@ -459,15 +532,17 @@ static void log_summary(struct daemon *d, const struct totals *t)
     for (unsigned i = 0; i < d->ncards; i++) {
         struct card_snapshot snap;
         snapshot_card(&d->cards[i], &snap);
-        rci_info_unlimited("summary: card.%u: %" PRIu64 " chunks produced, %" PRIu64 " decoded; card stalled %.3f s"
+        rci_log_summary("summary: card.%u: %" PRIu64 " chunks produced, %" PRIu64 " decoded; card stalled %.3f s"
                 " and ring full %.3f s of the %.2f s run", d->cards[i].params->index,
                 snap.cs.chunks_produced, snap.rs.chunks, (double)snap.cs.stall_ns / 1e9,
                 (double)snap.ring.full_ns / 1e9, secs);
+        d->cards[i].elinks.card = d->cards[i].params->index;
+        rci_elink_watch_check(&d->cards[i].elinks, d->cards[i].readout, rci_now_ns()); /* since the last interval */
         log_card_losses(&d->cards[i]);
     }
     struct rci_publish_totals pt;
     rci_pipeline_get_totals(d->publish, &pt);
-    rci_info("summary: %" PRIu64 " chunks sent to subscribers (%.3f GB, %.3f GB/s), %" PRIu64
+    rci_log_summary("summary: %" PRIu64 " chunks sent to subscribers (%.3f GB, %.3f GB/s), %" PRIu64
             " without subscriber, %" PRIu64 " dropped (slow subscriber), %" PRIu64 " failed, %" PRIu64
             " not sent (subscriber gone or shutdown)",
             pt.chunks_sent, (double)pt.bytes_sent / 1e9, secs > 0 ? (double)pt.bytes_sent / 1e9 / secs : 0.0,
@@ -526,7 +601,7 @@ static void write_card_json(FILE *f, struct daemon_card *dc)
             ",\"ring_full_ns\":%" PRIu64 ",\"injected_truncated\":%" PRIu64 ",\"injected_crc\":%" PRIu64
             ",\"injected_malformed\":%" PRIu64 ",\"injected_seqskip\":%" PRIu64 ",\"card_host_errors\":%" PRIu64 ",\"firmware_losses\":%" PRIu64
             ",\"decode_errors\":%" PRIu64 ",\"ring_alarms_high\":%" PRIu64 ",\"ring_alarms_full\":%" PRIu64
-            ",\"ring_alarms_cleared\":%" PRIu64,
+            ",\"ring_alarms_cleared\":%" PRIu64 ",\"chunks_flagged\":%" PRIu64,
             dc->params->index, cs.chunks_produced, cs.bytes_produced, cs.stall_ns, rs.chunks, rs.bytes,
             rs.blocks, rs.bad_header, rs.err_malformed, rs.err_seq_gap, rs.err_oversize, rs.err_orphan,
             rs.chunks_dropped_gap, rs.chunks_incomplete, rs.chunks_dropped_pool,
@@ -538,8 +613,10 @@ static void write_card_json(FILE *f, struct daemon_card *dc)
             rs.bad_releases, rs.chunks_cut_at_stop, rs.bytes_cut_at_stop, ring.size, ring.in_use,
             ring.high_water, ring.full_ns, cs.injected_truncated, cs.injected_crc, cs.injected_malformed,
             cs.injected_seqskip, cs.host_errors, atomic_load(&dc->firmware_losses), rci_decode_errors(&rs),
-            atomic_load(&dc->alarm.high), atomic_load(&dc->alarm.full), atomic_load(&dc->alarm.cleared));
+            atomic_load(&dc->alarm.high), atomic_load(&dc->alarm.full), atomic_load(&dc->alarm.cleared),
+            rci_chunks_flagged(&rs));
     write_elink_losses_json(f, dc);
+    rci_elinks_write_json(f, dc->readout);
     fputc('}', f);
 }
 
@@ -648,6 +725,7 @@ int rci_daemon_run(const struct rci_config *cfg, FILE *stats, const char *stats_
         return 1;
     }
     int status = 1;
+    rci_notify_init(&d.notify);
     struct timespec wall;
     clock_gettime(CLOCK_REALTIME, &wall);
     d.metrics.start_unix = (double)wall.tv_sec + (double)wall.tv_nsec / 1e9;
@@ -663,6 +741,10 @@ int rci_daemon_run(const struct rci_config *cfg, FILE *stats, const char *stats_
             atomic_store(&d.metrics.run_start_ns, d.start_ns);
             atomic_store(&d.metrics.state, RCI_DAEMON_RUNNING);
             if (start_cards(&d) == 0) {
+                char ready[160], ports[16];
+                snprintf(ready, sizeof ready, "running: %u card%s, publishers listening on port %s", d.ncards,
+                         d.ncards == 1 ? "" : "s", publisher_ports(&d, ports, sizeof ports));
+                rci_notify_ready(&d.notify, ready);
                 run_until_done(&d);
                 status = 0;
             }
@@ -673,6 +755,8 @@ int rci_daemon_run(const struct rci_config *cfg, FILE *stats, const char *stats_
         atomic_store(&d.metrics.run_start_ns, d.start_ns);
         atomic_store(&d.metrics.run_end_ns, d.end_ns);
         atomic_store(&d.metrics.state, RCI_DAEMON_STOPPING);
+        rci_notify_stopping(&d.notify, stop_requested ? "stopping: draining the rings" :
+                                                        "the run finished: draining the rings");
         stop_cards(&d);
         struct totals t;
         sum_totals(&d, &t);

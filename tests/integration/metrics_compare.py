@@ -166,6 +166,9 @@ def compare(mpath, jpath):
                             problem(f"{name}{labels} = {v} but e-link {labels['elink']} is not in elinks_lost")
                         covered.add((where, k))
                         continue
+                elif where == 'cards[].elinks[]':
+                    card = find(js['cards'], card=labels['card'])
+                    obj = find(card['elinks'], elink=labels['elink']) if card else None
                 elif where == 'publishers[]':
                     obj = find(js['publishers'], thread=labels['thread'], port=labels['port'])
                 elif where == 'publishers[].publisher':
@@ -200,7 +203,9 @@ def compare(mpath, jpath):
             problem(f"sum {key}: metrics add up to {total}, JSON says {obj[k]}")
     # Every figure of the JSON is shown somewhere.
     ids = {'card', 'thread', 'port', 'elink', 'peer', 'publisher_thread', 'address'}
-    derived = {('cards[].elinks_lost[]', 'chunks_lost')}   # the sum of the causes shown
+    # Sums of figures shown by kind or cause.
+    derived = {('cards[].elinks_lost[]', 'chunks_lost'), ('cards[].elinks[]', 'chunks_lost'),
+               ('cards[].elinks[]', 'errors')}
     def need(where, obj):
         for k, v in obj.items():
             if k in ids or isinstance(v, (list, dict)) or (where, k) in derived:
@@ -213,6 +218,8 @@ def compare(mpath, jpath):
         need('cards[]', c)
         for e in c['elinks_lost']:
             need('cards[].elinks_lost[]', e)
+        for e in c['elinks']:
+            need('cards[].elinks[]', e)
     for p in js['publishers']:
         need('publishers[]', p)
         need('publishers[].publisher', p['publisher'])
