@@ -202,9 +202,9 @@ static const struct elink_row elink_rows[] = {
     {"ringcast_elink_malformed_blocks_total", "kind", "padding", E(malformed_padding)},
     {"ringcast_elink_malformed_blocks_total", "kind", "split", E(malformed_split)},
     {"ringcast_elink_chunks_dropped_total", "cause", "gap", E(chunks_dropped_gap)},
-    {"ringcast_elink_chunks_dropped_total", "cause", "incomplete", E(chunks_incomplete)},
     {"ringcast_elink_chunks_dropped_total", "cause", "pool", E(chunks_dropped_pool)},
     {"ringcast_elink_chunks_dropped_total", "cause", "ring", E(chunks_dropped_ring)},
+    {"ringcast_elink_chunks_incomplete_total", NULL, NULL, E(chunks_incomplete)},
     {"ringcast_elink_subchunks_skipped_total", "kind", "timeout", E(timeouts)},
     {"ringcast_elink_subchunks_skipped_total", "kind", "oob", E(oob)},
     {"ringcast_elink_subchunks_skipped_total", "kind", "reserved", E(reserved)},
@@ -227,7 +227,9 @@ static const char *elink_help(const char *family)
     if (strcmp(family, "ringcast_elink_malformed_blocks_total") == 0)
         return "Malformed blocks by kind (json: cards[].elinks_lost[].malformed_{kind})";
     if (strcmp(family, "ringcast_elink_chunks_dropped_total") == 0)
-        return "Open chunks dropped whole, by cause (json: cards[].elinks_lost[].chunks_{cause})";
+        return "Open chunks dropped whole, by cause: blocks missing, no descriptor, full ring (json: cards[].elinks_lost[].chunks_dropped_{cause})";
+    if (strcmp(family, "ringcast_elink_chunks_incomplete_total") == 0)
+        return "Open chunks ended early by a first/whole or a malformed block, dropped (json: cards[].elinks_lost[].chunks_incomplete)";
     if (strcmp(family, "ringcast_elink_subchunks_skipped_total") == 0)
         return "Subchunks of these types, counted and skipped";
     return "Open chunk heads copied out of a full ring (not lost)";

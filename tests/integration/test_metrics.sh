@@ -94,7 +94,8 @@ cleared=$(json_num ring_alarms_cleared "$WORK/d.json")
 expect_gt "ring alarms full (JSON)" "$full" 0
 expect_gt "ring alarms cleared (JSON)" "$cleared" 0
 grep -q "card.0: ring alarm: the ring is full" "$WORK/d.log" || fail "no full-ring alarm in the log"
-last=$(grep "card.0: ring alarm" "$WORK/d.log" | tail -n 1)
+# (Repeats within log_repeat_interval are counted, not printed: the count's line is not an alarm.)
+last=$(grep "card.0: ring alarm" "$WORK/d.log" | grep -v "more like this" | tail -n 1)
 case "$last" in *"ring alarm over"*) ;; *) fail "the last alarm line is not the all-clear: $last" ;; esac
 ok "alarm lines in the log, the last one the all-clear"
 expect_eq "ring alarms full (metrics)" "$(sed -n 's/^ringcast_card_ring_alarms_full_total{card="0"} //p' "$WORK/m2.txt")" "$full"
@@ -114,4 +115,33 @@ st=$?
 expect_eq "exit status with an address not of this host" "$st" 1
 grep -q "metrics.listen = 192.0.2.1:$MPORT: cannot serve HTTP there" "$WORK/bad.log" || { cat "$WORK/bad.log"; fail "no reason given"; }
 ok "the reason is named"
+
+# -- A card with errors: per-e-link figures in the log, the JSON and the metrics
+# (log_repeat_interval = 0: every interval's WARN printed, not one per e-link per 10 s) --
+"$BIN/ringcast-readout" -c deploy/ringcast.ini -o fabric.port="$PORT" -o readout.stats_interval=200ms -o readout.log_repeat_interval=0 \
+    -o sim.0.run_chunks=20000 -o sim.0.rate=20000chunks/s -o sim.0.err_crc=0.01 -o sim.0.err_malformed=0.002 \
+    -o sim.0.err_seqskip=0.002 -o metrics.listen="127.0.0.1:$MPORT" -o metrics.hold_after_run=60s \
+    --stats-json "$WORK/e.json" 2>"$WORK/e.log" &
+daemon=$!
+i=0
+until grep -q "serving the final figures" "$WORK/e.log"; do
+    i=$((i + 1)); [ $i -lt 1200 ] || { tail -n 30 "$WORK/e.log"; fail "errors: the run never finished"; }
+    sleep 0.05
+done
+curl -sf "$URL" >"$WORK/e.txt" || fail "errors: scrape after the run"
+kill -TERM "$daemon"
+wait_daemon e
+promtool_check "$WORK/e.txt"
+out=$(python3 tests/integration/metrics_compare.py compare "$WORK/e.txt" "$WORK/e.json") ||
+    { echo "$out"; fail "errors: final scrape differs from --stats-json"; }
+ok "errors: $(echo "$out" | tail -n 1)"
+crc=$(json_num chunks_crc "$WORK/e.json")
+expect_gt "errors: CRC-flagged chunks (JSON)" "$crc" 0
+grep -q "flagged [1-9][0-9]* (crc [1-9]" "$WORK/e.log" || fail "errors: the card line does not count flagged chunks"
+ok "errors: the periodic card line counts CRC-flagged chunks"
+grep -q "WARN: card.0 e-link [0-9]*: .*CRC-flagged chunks" "$WORK/e.log" || fail "errors: no WARN naming an e-link's CRC errors"
+grep -q "WARN: card.0 e-link [0-9]*: .*malformed blocks" "$WORK/e.log" || fail "errors: no WARN naming an e-link's malformed blocks"
+grep -q "WARN: card.0 e-link [0-9]*: .*blocks missing (sequence gap)" "$WORK/e.log" || fail "errors: no WARN naming an e-link's sequence gap"
+ok "errors: WARN lines name the e-link for CRC flags, malformed blocks and sequence gaps"
+expect_gt "errors: e-links listed with their losses and errors (JSON)" "$(grep -o '"elinks_lost":\[{' "$WORK/e.json" | wc -l)" 0
 echo "test_metrics: $checks checks passed"
