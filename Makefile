@@ -22,7 +22,7 @@ NPROC    := $(shell nproc 2>/dev/null || echo 2)
 VERSION  := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 SOVERSION := $(firstword $(subst ., ,$(VERSION)))
 
-PKGS      := libfabric libdpdk liburcu-memb liburcu-cds inih libcurl jansson numa
+PKGS      := libfabric libdpdk liburcu-memb liburcu-cds inih libcurl jansson numa libmicrohttpd libsystemd
 TEST_PKGS := cunit
 
 # DPDK's pkg-config flags pull in -march=corei7 and many warnings-as-errors
@@ -47,7 +47,7 @@ LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 # liburcu-cds (the lock-free stacks of net/mem_pool.c and net/mr_cache.c) and,
 # for discovery (net/discovery*.c: a client finds its publishers in etcd or a
 # directory), libcurl and jansson; no DPDK, no inih.
-CLIENT_SRC := $(filter-out common/control_proto.c,$(wildcard common/*.c dma/*.c net/*.c api/client_*.c)) readout/sim/pattern.c
+CLIENT_SRC := $(filter-out common/control_proto.c common/prom_text.c,$(wildcard common/*.c dma/*.c net/*.c api/client_*.c)) readout/sim/pattern.c
 CLIENT_OBJ := $(CLIENT_SRC:%.c=$(BUILD)/obj/%.o)
 CLIENT_LIBS := $(shell pkg-config --libs libfabric liburcu-cds libcurl jansson numa 2>/dev/null)
 API_HEADERS := $(wildcard include/ringcast/*.h)

@@ -36,6 +36,13 @@ struct rci_daemon_params {
     uint64_t slow_drop_after_ns;  /* drop: its new chunks are dropped while its oldest share is older */
     uint64_t slow_cut_after_ns;   /* drop: older still: it is cut off */
     uint64_t block_cut_after_ns;  /* block: older: it is cut off (the card stalled that long for it) */
+    uint64_t fault_publisher_hang_after_ns; /* tests only: publisher thread 0 hangs after this; 0 = never */
+};
+
+/* [metrics] — the Prometheus endpoint (tools/metrics_http.c). */
+struct rci_metrics_params {
+    char listen[128];             /* HOST:PORT, "" = off */
+    uint64_t hold_after_run_ns;   /* after a finished run: serve the final figures this long */
 };
 
 /* [control] — the control socket (tools/control.c, ringcast-ctl). */
@@ -49,6 +56,7 @@ struct rci_control_params {
 struct rci_config {
     struct rci_daemon_params daemon;
     struct rci_control_params control;
+    struct rci_metrics_params metrics;
     unsigned nmodes;                          /* send-mode rules [mode.0] .. [mode.nmodes-1] */
     struct rci_mode_rule mode_rule[RCI_MAX_MODE_RULES];
     struct rci_fabric_params fabric;

@@ -49,6 +49,7 @@ void rci_config_print(const struct rci_config *cfg, FILE *out)
             cfg->source[0] ? "from " : "defaults and command line",
             cfg->source[0] ? cfg->source : "");
     print_instance(out, &rci_cfg_section_readout, cfg, 0);
+    print_instance(out, &rci_cfg_section_metrics, cfg, 0);
     for (unsigned i = 0; i < cfg->nmodes; i++) print_instance(out, &rci_cfg_section_mode, cfg, i);
     print_instance(out, &rci_cfg_section_fabric, cfg, 0);
     print_instance(out, &rci_cfg_section_discovery, cfg, 0);

@@ -12,9 +12,9 @@
 #include <string.h>
 
 const struct rci_cfg_section *const rci_cfg_sections[RCI_CFG_NSECTIONS] = {
-    &rci_cfg_section_readout, &rci_cfg_section_mode,  &rci_cfg_section_fabric,
-    &rci_cfg_section_discovery, &rci_cfg_section_card, &rci_cfg_section_sim,
-    &rci_cfg_section_control,
+    &rci_cfg_section_readout, &rci_cfg_section_metrics, &rci_cfg_section_mode,
+    &rci_cfg_section_fabric,  &rci_cfg_section_discovery, &rci_cfg_section_card,
+    &rci_cfg_section_sim,     &rci_cfg_section_control,
 };
 
 void *rci_cfg_params(const struct rci_cfg_section *s, struct rci_config *cfg, unsigned index)

@@ -3,7 +3,7 @@
  * validation, --help-config and deploy/ringcast.ini, and the typed value
  * helpers built on the unit parsers of units.c.
  *
- * One table per section (schema_readout.c, schema_mode.c, schema_fabric.c, schema_discovery.c, schema_card.c,
+ * One table per section (schema_readout.c, schema_metrics.c, schema_mode.c, schema_fabric.c, schema_discovery.c, schema_card.c,
  * schema_sim.c); rci_cfg_sections[] (schema.c) lists them in printing order.
  * A row is written with designated initializers and RCI_CFG_FIELD(), which
  * takes offset, size and alignment from the params struct itself, so a row
@@ -20,7 +20,7 @@
 #define RCI_CFG_MAX_LINE     200u  /* characters per line of an INI file, without the line end */
 #define RCI_CFG_HARD_LINE    4096u /* a longer line stops reading: the file is not text */
 #define RCI_CFG_MAX_KEYS     64u   /* rows per section (the loader's bookkeeping is sized by it) */
-#define RCI_CFG_NSECTIONS    7u
+#define RCI_CFG_NSECTIONS    8u
 #define RCI_CFG_MAX_INSTANCES 16u  /* of a repeated section (the loader's bookkeeping is sized by it) */
 #define RCI_CFG_TAG_STRIDE   65536u /* card.tag_base = auto gives index * this */
 #define RCI_CFG_SHM_NAME_MAX 48u   /* leaves room for the suffixes the daemon appends ("-ring") */
@@ -92,6 +92,7 @@ extern const struct rci_cfg_section rci_cfg_section_discovery;
 extern const struct rci_cfg_section rci_cfg_section_card;
 extern const struct rci_cfg_section rci_cfg_section_sim;
 extern const struct rci_cfg_section rci_cfg_section_control;
+extern const struct rci_cfg_section rci_cfg_section_metrics;
 extern const struct rci_cfg_section *const rci_cfg_sections[RCI_CFG_NSECTIONS];
 
 /* The params struct of instance `index` (0 for a section that is not repeated). */

@@ -45,6 +45,9 @@ static const struct rci_cfg_key readout_keys[] = {
     {.key = "linger", .type = RCI_CFG_DURATION, .def = "0", .min = 0, .max = 600000000000ull,
      RCI_CFG_FIELD(T, linger_ns),
      .help = "After the cards finished their run: keep serving until every subscriber left, at most this long (0 = exit at once; not on SIGINT/SIGTERM)."},
+    {.key = "fault_publisher_hang_after", .type = RCI_CFG_DURATION, .def = "0", .min = 0, .max = 3600000000000ull,
+     RCI_CFG_FIELD(T, fault_publisher_hang_after_ns),
+     .help = "For tests only: publisher thread 0 stops making progress this long after it started, until the daemon stops (the systemd watchdog test); 0 = never."},
 };
 
 const struct rci_cfg_section rci_cfg_section_readout = {

@@ -7,12 +7,15 @@ set -eu
 
 # Build and runtime dependencies (pkg-config names in the Makefile); jq reads
 # the JSON of ringcast-bench in the integration tests; libcurl and jansson
-# talk to etcd (discovery), etcd-server/etcd-client run it in the tests.
+# talk to etcd (discovery), etcd-server/etcd-client run it in the tests;
+# curl and prometheus's promtool scrape and check the daemon's metrics in
+# test_metrics.sh.
 PACKAGES="build-essential pkg-config clang
 libfabric-dev libfabric1 libibverbs-dev rdma-core
 libdpdk-dev liburcu-dev libcunit1-dev libinih-dev libnuma-dev
 libcurl4-openssl-dev libjansson-dev etcd-server etcd-client
-libclang-rt-14-dev iproute2 procps jq"
+libmicrohttpd-dev libsystemd-dev
+libclang-rt-14-dev iproute2 procps jq curl prometheus"
 # Optional tools used by `make bench --plot`; installed only when asked.
 if [ "${RINGCAST_WITH_PLOT:-0}" = 1 ]; then
     PACKAGES="$PACKAGES gnuplot-nox"

@@ -53,6 +53,8 @@ struct rci_pipeline_params {
     uint64_t slow_cut_after_ns;   /* drop: older still: it is cut off */
     uint64_t block_cut_after_ns;  /* block: older: it is cut off (the card stalled that long for it) */
     uint64_t stats_interval_ns;   /* each publisher thread logs its rates this often; 0 = never */
+    uint64_t fault_hang_after_ns; /* tests only: publisher thread 0 stops going round its loop this
+                                     long after its start, until stop (0 = never) */
     unsigned nmodes;              /* mode rules in use */
     struct rci_mode_rule mode_rule[RCI_MAX_MODE_RULES];
     struct rci_fabric_params fabric;

@@ -482,6 +482,77 @@ void rci_pipeline_get_totals(const struct rci_pipeline *pb, struct rci_publish_t
     }
 }
 
+void rci_pipeline_get_card_totals(const struct rci_pipeline *pb, unsigned card,
+                                  struct rci_publish_totals *t)
+{
+    memset(t, 0, sizeof *t);
+    if (card >= pb->ncards)
+        return;
+    const struct rci_publish_card *c = &pb->cards[card];
+    t->chunks_no_subscriber = rci_counter_get(&c->no_subscriber);
+    t->chunks_dispatched = rci_counter_get(&c->dispatched);
+    t->dispatch_errors = rci_counter_get(&c->dispatch_errors);
+    t->records_exhausted = rci_counter_get(&c->records_exhausted);
+    t->fanout_refused = fanout_refused(c->fanout);
+}
+
+void rci_pipeline_get_thread_totals(const struct rci_pipeline *pb, unsigned thread,
+                                    struct rci_publish_totals *t)
+{
+    if (thread < pb->nthreads)
+        thread_totals(pb, &pb->threads[thread], t);
+    else
+        memset(t, 0, sizeof *t);
+}
+
+unsigned rci_pipeline_thread_port(const struct rci_pipeline *pb, unsigned thread)
+{
+    return thread < pb->nthreads ? pb->threads[thread].port : 0;
+}
+
+uint64_t rci_pipeline_thread_heartbeat(const struct rci_pipeline *pb, unsigned thread)
+{
+    return thread < pb->nthreads ? rci_counter_get(&pb->threads[thread].heartbeat) : 0;
+}
+
+/* The view's lock is the reader's; the thread only try-locks it. */
+static pthread_mutex_t *view_lock(const struct publish_thread *th)
+{
+    return (pthread_mutex_t *)&th->view.lock;
+}
+
+void rci_pipeline_for_each_subscriber(const struct rci_pipeline *pb, rci_pipeline_sub_fn fn, void *ctx)
+{
+    for (int pass = 0; pass < 2; pass++) { /* those that left, then the connected ones */
+        for (unsigned t = 0; t < pb->nthreads; t++) {
+            const struct publish_thread *th = &pb->threads[t];
+            pthread_mutex_lock(view_lock(th));
+            for (uint32_t i = 0; i < th->view.nsubs; i++) {
+                const struct view_sub *v = &th->view.subs[i];
+                if (v->active != (pass == 1))
+                    continue;
+                struct rci_pipeline_sub_view sv = {.address = v->r.name, .tags = v->r.tags, .peer = v->r.peer,
+                    .thread = t, .active = v->active, .outstanding = v->outstanding,
+                    .oldest_age_ns = v->oldest_age_ns, .c = v->r.c};
+                fn(ctx, &sv);
+            }
+            pthread_mutex_unlock(view_lock(th));
+        }
+    }
+}
+
+int rci_pipeline_get_publisher_stats(const struct rci_pipeline *pb, unsigned thread,
+                                     struct rci_publisher_stats *s)
+{
+    if (thread >= pb->nthreads)
+        return -EINVAL;
+    const struct publish_thread *th = &pb->threads[thread];
+    pthread_mutex_lock(view_lock(th));
+    *s = th->view.stats;
+    pthread_mutex_unlock(view_lock(th));
+    return 0;
+}
+
 void rci_pipeline_log_stats(struct rci_pipeline *pb, double interval_s)
 {
     struct rci_publish_totals t;
@@ -518,11 +589,13 @@ static void write_json_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
-static void write_sub_json(FILE *f, const char *name, rci_peer_id peer, unsigned thread,
-                           const struct sub_counters *c, bool active)
+static void write_sub_json(FILE *f, const char *name, const char *tags, rci_peer_id peer, unsigned thread,
+                           const struct rci_pipeline_sub_counters *c, bool active)
 {
     fputs("{\"address\":", f);
     write_json_string(f, name);
+    fputs(",\"tags\":", f);
+    write_json_string(f, tags);
     fprintf(f,
             ",\"peer\":%" PRIu64 ",\"publisher_thread\":%u,\"active\":%s,\"chunks_sent\":%" PRIu64
             ",\"bytes_sent\":%" PRIu64 ",\"chunks_dropped\":%" PRIu64 ",\"chunks_failed\":%" PRIu64
@@ -542,7 +615,7 @@ static void write_subscribers_json(const struct rci_pipeline *pb, FILE *f)
         const struct publish_thread *th = &pb->threads[t];
         for (uint32_t i = 0; i < th->ndeparted; i++, sep = ",") {
             fputs(sep, f);
-            write_sub_json(f, th->departed[i].name, th->departed[i].peer, t, &th->departed[i].c, false);
+            write_sub_json(f, th->departed[i].name, th->departed[i].tags, th->departed[i].peer, t, &th->departed[i].c, false);
         }
     }
     for (unsigned t = 0; t < pb->nthreads; t++) {
@@ -552,27 +625,10 @@ static void write_subscribers_json(const struct rci_pipeline *pb, FILE *f)
                 continue;
             fputs(sep, f);
             sep = ",";
-            write_sub_json(f, th->subs[i].name, th->subs[i].peer, t, &th->subs[i].c, true);
+            write_sub_json(f, th->subs[i].name, th->subs[i].tags, th->subs[i].peer, t, &th->subs[i].c, true);
         }
     }
 }
-
-/* The fabric layer's main counters, summed over threads[0..n-1]. */
-#define PUBLISHER_JSON_FIELDS(X)                                                                    \
-    X(sends) X(messages) X(fragmented_sends) X(again_no_slot) X(again_provider) X(again_peer_quota) \
-    X(buffered_records)                                                                             \
-    X(buffered_bytes) X(pages_sent) X(pages_failed) X(again_no_page) X(send_errors)                 \
-    X(unregistered_pieces) X(fragment_retry_timeouts) X(stale_completions) X(keys_completed_error) \
-    X(connections) X(connections_refused) X(connections_refused_allowlist) X(peers_closed)          \
-    X(connections_refused_rx_buffer) X(shm_files_reclaimed) X(half_open_closed_timeout)           \
-    X(half_open_closed_cap) X(half_open_closed_eof) X(half_open_closed_allowlist) X(fd_pressure)   \
-    X(peers_dead) X(keys_released_by_peer_death) X(drained_peers) X(drain_timeouts) X(drain_no_proof) \
-    X(completions_error) X(subscriptions_refused)                                                   \
-    X(control_dropped) X(rx_errors) X(connection_errors) X(unknown_sender)                         \
-    X(faults_send_error) X(faults_eagain) X(faults_eagain_streaks) X(fragments_deferred) X(fragments_abandoned)             \
-    X(again_resuming) X(liveness_restarts)                                                        \
-    X(rma_subscribers) X(rma_fallbacks) X(rma_refused_region) X(rma_records) X(rma_bytes)         \
-    X(rma_again_credit) X(rma_wait_credit) X(rma_credits) X(rma_bad_credits)
 
 /* Rejected incoming messages of every kind (stats.malformed[]), summed. */
 static uint64_t malformed_total(const struct rci_publisher_stats *s)
@@ -595,7 +651,7 @@ static void write_publisher_json(FILE *f, const struct publish_thread *threads, 
         fprintf(f, "%s\"" #field "\":%" PRIu64, sep, sum);                                          \
         sep = ",";                                                                                  \
     }
-    PUBLISHER_JSON_FIELDS(WRITE_SUM)
+    RCI_PUBLISHER_JSON_FIELDS(WRITE_SUM)
 #undef WRITE_SUM
     uint64_t malformed = 0;
     for (unsigned i = 0; i < n; i++)

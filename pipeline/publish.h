@@ -62,6 +62,7 @@
 #include "pipeline/pipeline_params.h"
 #include "dma/dma_ring.h"
 #include "readout/readout.h"
+#include "net/publisher.h"
 
 struct rci_pipeline;
 struct rci_publish_card;
@@ -173,6 +174,74 @@ int rci_pipeline_kick(struct rci_pipeline *pb, const char *name, uint64_t timeou
  * threads that answered have the new values; the others take them later). */
 int rci_pipeline_reload(struct rci_pipeline *pb, const struct rci_pipeline_params *p, char *err,
                         size_t errlen, uint64_t timeout_ns);
+
+/* The sink's figures of one card (the n-th added, 0-based), live:
+ * chunks_no_subscriber (released at once), chunks_dispatched,
+ * dispatch_errors, records_exhausted and fanout_refused (its card-level
+ * records); the other fields 0. */
+void rci_pipeline_get_card_totals(const struct rci_pipeline *pb, unsigned card,
+                                  struct rci_publish_totals *t);
+/* One publisher thread's figures, live (atomics; any thread). */
+void rci_pipeline_get_thread_totals(const struct rci_pipeline *pb, unsigned thread,
+                                    struct rci_publish_totals *t);
+/* Its listening port. */
+unsigned rci_pipeline_thread_port(const struct rci_pipeline *pb, unsigned thread);
+/* Turns of the thread's loop so far (any thread): it goes round at least
+ * every 200 us while it runs, with or without work, so a count that stands
+ * still for seconds means the thread is stuck (the systemd watchdog). */
+uint64_t rci_pipeline_thread_heartbeat(const struct rci_pipeline *pb, unsigned thread);
+
+/* A subscriber's counters (per publisher thread, in the JSON's "subscribers"). */
+struct rci_pipeline_sub_counters {
+    uint64_t chunks_sent, bytes_sent;   /* shares completed ok */
+    uint64_t chunks_dropped;            /* policy drop, all causes: */
+    uint64_t dropped_by_age;            /*   its oldest share was older than slow_drop_after */
+    uint64_t dropped_by_quota;          /*   it held its fair share of slots, pages or tx queue */
+    uint64_t cut_off;                   /* 1: cut off for an oldest share older than the bound */
+    uint64_t cut_off_age_ns;            /* that share's age when it was cut off */
+    uint64_t chunks_failed;             /* refused or completed in error */
+    uint64_t shares_unsent;             /* looked up for it, it had left before the send */
+};
+
+/* A subscriber as another thread sees it: as of its thread's last refresh
+ * (at most about 250 ms old while the thread runs; final after stop). */
+struct rci_pipeline_sub_view {
+    const char *address;
+    const char *tags;                   /* subscribed ranges, "0x0-0x7,0x100" ("" none; long lists end "...") */
+    uint64_t peer;
+    unsigned thread;
+    bool active;                        /* connected (false: it left) */
+    uint32_t outstanding;               /* zero-copy shares posted, not completed */
+    uint64_t oldest_age_ns;             /* age of its oldest outstanding send */
+    struct rci_pipeline_sub_counters c;
+};
+typedef void (*rci_pipeline_sub_fn)(void *ctx, const struct rci_pipeline_sub_view *s);
+/* Any thread: fn for every subscriber seen, per thread those that left, then
+ * the connected ones (the JSON's order). fn runs under the thread's view lock,
+ * which its publisher thread only try-locks: keep it short. */
+void rci_pipeline_for_each_subscriber(const struct rci_pipeline *pb, rci_pipeline_sub_fn fn, void *ctx);
+/* Any thread: the fabric layer's counters of publisher thread `thread`, as of
+ * its last refresh (final after stop). 0, or -EINVAL for no such thread. */
+int rci_pipeline_get_publisher_stats(const struct rci_pipeline *pb, unsigned thread,
+                                     struct rci_publisher_stats *s);
+
+/* The fabric layer's main counters (struct rci_publisher_stats) that the JSON's
+ * "publisher" objects and the metrics show. */
+#define RCI_PUBLISHER_JSON_FIELDS(X)                                                                    \
+    X(sends) X(messages) X(fragmented_sends) X(again_no_slot) X(again_provider) X(again_peer_quota) \
+    X(buffered_records)                                                                             \
+    X(buffered_bytes) X(pages_sent) X(pages_failed) X(again_no_page) X(send_errors)                 \
+    X(unregistered_pieces) X(fragment_retry_timeouts) X(stale_completions) X(keys_completed_error) \
+    X(connections) X(connections_refused) X(connections_refused_allowlist) X(peers_closed)          \
+    X(connections_refused_rx_buffer) X(shm_files_reclaimed) X(half_open_closed_timeout)           \
+    X(half_open_closed_cap) X(half_open_closed_eof) X(half_open_closed_allowlist) X(fd_pressure)   \
+    X(peers_dead) X(keys_released_by_peer_death) X(drained_peers) X(drain_timeouts) X(drain_no_proof) \
+    X(completions_error) X(subscriptions_refused)                                                   \
+    X(control_dropped) X(rx_errors) X(connection_errors) X(unknown_sender)                         \
+    X(faults_send_error) X(faults_eagain) X(faults_eagain_streaks) X(fragments_deferred) X(fragments_abandoned)             \
+    X(again_resuming) X(liveness_restarts)                                                        \
+    X(rma_subscribers) X(rma_fallbacks) X(rma_refused_region) X(rma_records) X(rma_bytes)         \
+    X(rma_again_credit) X(rma_wait_credit) X(rma_credits) X(rma_bad_credits)
 
 /* After stop: the JSON members "chunks_sent":..., ..., "subscribers":[...],
  * "publisher":{...} (summed over threads), "publishers":[{"thread":i,

@@ -57,16 +57,8 @@ static inline unsigned sub_id_thread(uint32_t id)
     return (id >> SUB_THREAD_SHIFT) & ((1u << SUB_THREAD_BITS) - 1u);
 }
 
-struct sub_counters {
-    uint64_t chunks_sent, bytes_sent;   /* shares completed ok */
-    uint64_t chunks_dropped;            /* policy drop, all causes: */
-    uint64_t dropped_by_age;            /*   its oldest share was older than slow_drop_after */
-    uint64_t dropped_by_quota;          /*   it held its fair share of slots, pages or tx queue */
-    uint64_t cut_off;                   /* 1: cut off for an oldest share older than the bound */
-    uint64_t cut_off_age_ns;            /* that share's age when it was cut off */
-    uint64_t chunks_failed;             /* refused or completed in error */
-    uint64_t shares_unsent;             /* looked up for it, it had left before the send */
-};
+/* A subscriber's counters: struct rci_pipeline_sub_counters (publish.h). */
+#define TAGS_TEXT 160u   /* the subscribed ranges as text, for logs, JSON and metrics */
 
 /* A subscriber of one publisher thread (only that thread touches it while
  * it runs; the main thread reads after the join). */
@@ -80,14 +72,16 @@ struct pub_sub {
     uint32_t outstanding;               /* zero-copy shares posted, not completed */
     bool page_filling;                  /* buffered records may wait in its page */
     bool cut;                           /* cut off: closed, waiting for its GONE */
-    struct sub_counters c;
+    char tags[TAGS_TEXT];               /* its ranges as text ("" none) */
+    struct rci_pipeline_sub_counters c;
     uint64_t last_sent;                 /* for the interval rate */
 };
 
 struct sub_record {
     rci_peer_id peer;
     char name[112];
-    struct sub_counters c;
+    char tags[TAGS_TEXT];
+    struct rci_pipeline_sub_counters c;
 };
 
 struct publish_lane;
@@ -190,6 +184,25 @@ struct ctl_request {
     int result;                         /* KICK: 0 closed, -ENOENT not here */
 };
 
+/* A publisher thread's figures for other threads while it runs (metrics):
+ * the thread copies them here every VIEW_REFRESH_NS, taking the lock only
+ * with trylock (it never waits for a reader), and once more after its end.
+ * Subscribers that left are appended once (their records do not change). */
+#define VIEW_REFRESH_NS (250ull * 1000 * 1000)
+struct view_sub {
+    struct sub_record r;
+    bool active;
+    uint32_t outstanding;
+    uint64_t oldest_age_ns;
+};
+struct thread_view {
+    pthread_mutex_t lock;
+    struct rci_publisher_stats stats;
+    struct view_sub *subs;              /* departed first (ndeparted), then the active ones */
+    uint32_t ndeparted, nsubs, cap;
+    uint64_t refreshed_ns;
+};
+
 struct publish_thread {
     struct rci_pipeline *pb;
     unsigned index;
@@ -221,6 +234,9 @@ struct publish_thread {
     uint64_t last_refusal_check_ns, refusals_logged;   /* connections_refused already logged */
     uint64_t fd_pressure_logged, fd_pressure_log_ns;   /* stats.fd_pressure logged, when */
     struct rci_publisher_stats final_stats;
+    struct thread_view view;
+    bool view_ready;                    /* its lock is initialised */
+    rci_counter heartbeat;              /* turns of its loop: the watchdog's sign of life */
     pthread_t tid;
     bool started;
     bool fabric_failed;

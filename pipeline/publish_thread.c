@@ -110,6 +110,28 @@ static void remove_uncovered(struct publish_thread *th, struct pub_sub *s, uint6
     table_update(th, s, false, cur, b);
 }
 
+/* "0x0-0x7,0x100": the ranges as text for logs, JSON and metrics; a list
+ * too long for the buffer ends "...". */
+static void format_tags(char *buf, size_t len, const struct rci_wire_range *r, unsigned n)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (unsigned i = 0; i < n; i++) {
+        char one[48];
+        if (r[i].first == r[i].last)
+            snprintf(one, sizeof one, "%s0x%" PRIx64, i ? "," : "", r[i].first);
+        else
+            snprintf(one, sizeof one, "%s0x%" PRIx64 "-0x%" PRIx64, i ? "," : "", r[i].first, r[i].last);
+        size_t m = strlen(one);
+        if (used + m + 4 > len) { /* room for "..." and the NUL */
+            snprintf(buf + used, len - used, "%s", i ? ",..." : "...");
+            return;
+        }
+        memcpy(buf + used, one, m + 1);
+        used += m;
+    }
+}
+
 /* Mirror the peer's tag set into the table: add the new set first, then
  * remove what is gone, so that tags in both are never missing in between. */
 static void sub_sync_ranges(struct publish_thread *th, rci_peer_id peer)
@@ -138,8 +160,10 @@ static void sub_sync_ranges(struct publish_thread *th, rci_peer_id peer)
     free(s->ranges);
     s->ranges = copy;
     s->nranges = n;
+    format_tags(s->tags, sizeof s->tags, copy, n);
     update_subscribed(th);
-    pl_info(th->pb, "subscriber %s: %u tag range%s subscribed", s->name, n, n == 1 ? "" : "s");
+    pl_info(th->pb, "subscriber %s: %u tag range%s subscribed: %s", s->name, n, n == 1 ? "" : "s",
+            n ? s->tags : "none");
 }
 
 static void keep_departed(struct publish_thread *th, const struct pub_sub *s)
@@ -151,6 +175,7 @@ static void keep_departed(struct publish_thread *th, const struct pub_sub *s)
     struct sub_record *r = &th->departed[th->ndeparted++];
     r->peer = s->peer;
     memcpy(r->name, s->name, sizeof r->name);
+    memcpy(r->tags, s->tags, sizeof r->tags);
     r->c = s->c;
 }
 
@@ -167,8 +192,9 @@ static void sub_leave(struct publish_thread *th, rci_peer_id peer)
         pl_warn(th->pb, "subscriber %s: removing it from the table failed: %s", s->name, strerror(-rc));
     }
     pl_info(th->pb, "subscriber %s left%s: sent %" PRIu64 ", dropped %" PRIu64 " (by age %" PRIu64 ", by quota %" PRIu64
-            "), failed %" PRIu64, s->name, s->cut ? " (cut off)" : "", s->c.chunks_sent, s->c.chunks_dropped,
-            s->c.dropped_by_age, s->c.dropped_by_quota, s->c.chunks_failed);
+            "), failed %" PRIu64 "; tags %s", s->name, s->cut ? " (cut off)" : "", s->c.chunks_sent,
+            s->c.chunks_dropped, s->c.dropped_by_age, s->c.dropped_by_quota, s->c.chunks_failed,
+            s->tags[0] ? s->tags : "none");
     keep_departed(th, s);
     free(s->ranges);
     s->ranges = NULL;
@@ -562,13 +588,56 @@ static void log_thread_stats(struct publish_thread *th, uint64_t now)
         if (!s->in_use)
             continue;
         pl_info_unlimited(th->pb, "subscriber %s: %.3f Mchunk/s | sent %" PRIu64 " dropped %" PRIu64 " (by age %" PRIu64
-                ", by quota %" PRIu64 ") failed %" PRIu64 " | outstanding %u, oldest %.1f ms", s->name,
+                ", by quota %" PRIu64 ") failed %" PRIu64 " | outstanding %u, oldest %.1f ms | tags %s", s->name,
                 (double)(s->c.chunks_sent - s->last_sent) / dt / 1e6, s->c.chunks_sent, s->c.chunks_dropped,
                 s->c.dropped_by_age, s->c.dropped_by_quota, s->c.chunks_failed, s->outstanding,
-                (double)rci_publisher_peer_oldest_age(th->pub, s->peer) / 1e6);
+                (double)rci_publisher_peer_oldest_age(th->pub, s->peer) / 1e6, s->nranges ? s->tags : "none");
         s->last_sent = s->c.chunks_sent;
     }
     th->last_stats_ns = now;
+}
+
+/* ---- the view for other threads (metrics) ------------------------------------- */
+
+static void view_copy(struct publish_thread *th, struct thread_view *v)
+{
+    if (th->pub)
+        rci_publisher_get_stats(th->pub, &v->stats);
+    else
+        v->stats = th->final_stats;
+    /* Records of subscribers that left never change: append the new ones. */
+    for (; v->ndeparted < th->ndeparted; v->ndeparted++)
+        v->subs[v->ndeparted] = (struct view_sub){.r = th->departed[v->ndeparted]};
+    v->nsubs = v->ndeparted;
+    for (uint32_t i = 0; i < th->nsubs_max && v->nsubs < v->cap; i++) {
+        const struct pub_sub *s = &th->subs[i];
+        if (!s->in_use)
+            continue;
+        struct view_sub *o = &v->subs[v->nsubs++];
+        o->r.peer = s->peer;
+        memcpy(o->r.name, s->name, sizeof o->r.name);
+        memcpy(o->r.tags, s->tags, sizeof o->r.tags);
+        o->r.c = s->c;
+        o->active = true;
+        o->outstanding = s->outstanding;
+        o->oldest_age_ns = th->pub ? rci_publisher_peer_oldest_age(th->pub, s->peer) : 0;
+    }
+}
+
+/* Every VIEW_REFRESH_NS, never waiting for a reader (final: after the end,
+ * waiting, so that the view holds the final figures). */
+static void view_refresh(struct publish_thread *th, uint64_t now, bool final)
+{
+    struct thread_view *v = &th->view;
+    if (!final && now - v->refreshed_ns < VIEW_REFRESH_NS)
+        return;
+    if (final)
+        pthread_mutex_lock(&v->lock);
+    else if (pthread_mutex_trylock(&v->lock) != 0)
+        return;
+    view_copy(th, v);
+    v->refreshed_ns = now;
+    pthread_mutex_unlock(&v->lock);
 }
 
 /* ---- the end --------------------------------------------------------------- */
@@ -642,6 +711,7 @@ static void publisher_finish(struct publish_thread *th)
     /* Outstanding sends complete here with -ECANCELED, releasing their keys. */
     rci_publisher_destroy(th->pub);
     th->pub = NULL;
+    view_refresh(th, rci_now_ns(), true);
     pl_info(th->pb, "publisher %u (port %u): %" PRIu64 " chunks sent, %" PRIu64 " dropped, %" PRIu64
             " failed, %" PRIu64 " not sent", th->index, th->port, rci_counter_get(&th->t.sent), rci_counter_get(&th->t.dropped),
             rci_counter_get(&th->t.failed), rci_counter_get(&th->t.unsent));
@@ -775,13 +845,25 @@ static void serve_control(struct publish_thread *th)
     atomic_store_explicit(&r->done, posted, memory_order_release);
 }
 
+/* readout.fault_publisher_hang_after (tests only): a stuck thread, as a
+ * deadlock would leave it; it comes back only for the stop. */
+static void hang_for_test(struct publish_thread *th)
+{
+    pl_warn(th->pb, "publisher %u: hanging on purpose (readout.fault_publisher_hang_after, for tests)", th->index);
+    while (!atomic_load_explicit(&th->pb->stop, memory_order_acquire))
+        rci_sleep_ns(10ull * 1000 * 1000);
+}
+
 void *rci_publish_thread_main(void *arg)
 {
     struct publish_thread *th = arg;
     struct rci_pipeline *pb = th->pb;
     rci_sub_table_register_thread();
     th->last_stats_ns = rci_now_ns();
+    uint64_t hang_at = pb->params.fault_hang_after_ns && th->index == 0 ?
+                       th->last_stats_ns + pb->params.fault_hang_after_ns : UINT64_MAX;
     while (!atomic_load_explicit(&pb->stop, memory_order_acquire)) {
+        rci_counter_add(&th->heartbeat, 1);
         serve_control(th);
         uint64_t interval = th->live.stats_interval_ns;
         unsigned work = 0;
@@ -794,10 +876,13 @@ void *rci_publish_thread_main(void *arg)
                      rci_publisher_last_error(th->pub));
         }
         uint64_t now = rci_now_ns();
+        if (now >= hang_at)
+            hang_for_test(th);
         cut_stalled(th, now);
         if (interval && now - th->last_stats_ns >= interval)
             log_thread_stats(th, now);
         log_new_refusals(th, now);
+        view_refresh(th, now, false);
     }
     publisher_finish(th);
     rci_sub_table_unregister_thread();
@@ -842,7 +927,11 @@ int rci_publish_thread_init(struct publish_thread *th, struct rci_pipeline *pb, 
     th->subs = calloc(th->nsubs_max, sizeof *th->subs);
     th->slot_gen = calloc(th->nsubs_max, sizeof *th->slot_gen);
     th->departed = calloc(MAX_DEPARTED, sizeof *th->departed);
-    if (!th->subs || !th->slot_gen || !th->departed || create_tokens(th, fp) != 0) {
+    th->view.cap = th->nsubs_max + MAX_DEPARTED;
+    th->view.subs = calloc(th->view.cap, sizeof *th->view.subs);
+    pthread_mutex_init(&th->view.lock, NULL);
+    th->view_ready = true;
+    if (!th->subs || !th->slot_gen || !th->departed || !th->view.subs || create_tokens(th, fp) != 0) {
         rci_set_err(err, errlen, "publisher %u: out of memory", index);
         return -ENOMEM;
     }
@@ -866,6 +955,11 @@ void rci_publish_thread_fini(struct publish_thread *th)
     free(th->subs);
     free(th->slot_gen);
     free(th->departed);
+    if (th->view_ready)
+        pthread_mutex_destroy(&th->view.lock);
+    th->view_ready = false;
+    free(th->view.subs);
+    th->view.subs = NULL;
     free(th->tokens);
     free(th->iov);
 }

@@ -237,6 +237,25 @@ void rci_log_unlimited(enum rci_log_level level, const char *fmt, ...)
     va_end(ap);
 }
 
+enum rci_log_level rci_log_level(void)
+{
+    return log_level;
+}
+
+void rci_log_summary(const char *fmt, ...)
+{
+    if (log_level < RCI_LOG_WARN)
+        return;
+    char text[LINE_MAX_LEN];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    pthread_mutex_lock(&log_lock);
+    emit(RCI_LOG_INFO, text);
+    pthread_mutex_unlock(&log_lock);
+}
+
 void rci_log_hook_fn(void *ctx, enum rci_log_level level, bool unlimited, const char *file, int line,
                     const char *fmt, va_list ap)
 {

@@ -42,6 +42,13 @@ void rci_log_at(enum rci_log_level level, const char *file, int line, const char
 /* Never rate-limited: periodic statistics, summaries. */
 void rci_log_unlimited(enum rci_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The level set by rci_log_init. */
+enum rci_log_level rci_log_level(void);
+/* The end of a run: labelled INFO, never rate-limited, and printed at
+ * log_level = warn too (a run's figures must not vanish with the chatter);
+ * only log_level = error leaves it out. */
+void rci_log_summary(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* The library modules' log hook (common/log_hook.h): their messages, rate
  * limited like ours. ctx is unused. */
 void rci_log_hook_fn(void *ctx, enum rci_log_level level, bool unlimited, const char *file, int line,

@@ -24,6 +24,11 @@
 #include "pipeline/publish.h"
 #include "tools/control.h"
 #include "tools/daemon_announce.h"
+#include "tools/daemon_figures.h"
+#include "tools/daemon_elinks.h"
+#include "tools/daemon_metrics.h"
+#include "tools/daemon_notify.h"
+#include "tools/metrics_http.h"
 #include "tools/log.h"
 
 #define DAEMON_TICK_NS      (100ull * 1000 * 1000)
@@ -37,9 +42,11 @@ struct daemon_card {
     struct rci_readout *readout;
     struct rci_publish_card *publish;   /* the readout's sink context */
     bool started;
-    uint64_t firmware_losses;          /* times rci_card_check reported the firmware lost */
+    _Atomic uint64_t firmware_losses;  /* times rci_card_check reported the firmware lost */
+    struct rci_ring_alarm alarm;       /* occupancy alarms at 90 %, 100 %, back under 80 % */
     bool stopped_by_loss;              /* on_firmware_loss = stop did stop it */
     bool stopped_by_control;           /* `ringcast-ctl card N stop`, not started again yet */
+    struct rci_elink_watch elinks;     /* per-e-link errors and rates for the log */
     /* Previous sample for rates. */
     uint64_t last_chunks, last_bytes;
 };
@@ -56,6 +63,11 @@ struct daemon {
     struct rci_control *control;
     const char *state;                 /* "starting", "waiting for subscribers", "running", "stopping" */
     uint64_t reloads, reloads_refused, reload_keys_kept;
+    struct rci_daemon_metrics metrics; /* what /metrics reads ([metrics] listen) */
+    struct rci_metrics_http *http;
+    struct rci_notify notify;          /* systemd: READY, STATUS, WATCHDOG */
+    /* Previous totals for the STATUS rate. */
+    uint64_t status_bytes;
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -171,6 +183,7 @@ static int setup_card(struct daemon *d, struct daemon_card *dc)
 
 static void teardown_card(struct daemon_card *dc)
 {
+    rci_elink_watch_free(&dc->elinks);
     if (dc->readout)
         rci_readout_destroy(dc->readout);
     rci_configured_card_close(dc->ring, dc->card);
@@ -193,28 +206,6 @@ static void snapshot_card(struct daemon_card *dc, struct card_snapshot *snap)
     rci_card_get_stats(dc->card, &snap->cs);
 }
 
-/* Everything the decoder counted as wrong in the card's data. */
-static uint64_t decode_errors(const struct rci_readout_stats *s)
-{
-    return s->bad_header + s->err_malformed + s->err_seq_gap + s->err_oversize + s->err_orphan +
-           s->err_bad_start +
-           s->chunks_dropped_gap + s->chunks_incomplete + s->chunks_dropped_pool +
-           s->chunks_dropped_ring + s->sink_errors + s->card_bad_status;
-}
-
-/* Accepted-looking data the readout threw away: chunks dropped whole. */
-static uint64_t chunks_lost(const struct rci_readout_stats *s)
-{
-    return s->chunks_dropped_gap + s->chunks_incomplete + s->chunks_dropped_pool +
-           s->chunks_dropped_ring + s->err_oversize + s->sink_errors;
-}
-
-static uint64_t elink_lost(const struct rci_elink_stats *e)
-{
-    return e->chunks_dropped_gap + e->chunks_incomplete + e->chunks_dropped_pool +
-           e->chunks_dropped_ring + e->err_oversize;
-}
-
 /* One line per card with losses, naming the e-links (the first few). */
 #define LOSS_LOG_ELINKS 8u
 static void log_card_losses(struct daemon_card *dc)
@@ -224,7 +215,7 @@ static void log_card_losses(struct daemon_card *dc)
     unsigned shown = 0, more = 0;
     for (unsigned e = 0; e < RCI_READOUT_MAX_ELINKS; e++) {
         struct rci_elink_stats es;
-        if (rci_readout_get_elink_stats(dc->readout, e, &es) != 0 || elink_lost(&es) == 0)
+        if (rci_readout_get_elink_stats(dc->readout, e, &es) != 0 || rci_elink_lost(&es) == 0)
             continue;
         if (shown == LOSS_LOG_ELINKS) {
             more++;
@@ -257,11 +248,70 @@ static void log_card_stats(struct daemon_card *dc, double interval_s)
     dc->last_bytes = bytes;
     rci_info_unlimited("card.%u: %.3f Mchunk/s %.3f GB/s | produced %" PRIu64 " decoded %" PRIu64
             " in flight %" PRIu64 " | ring %.1f%% (hwm %.1f%%) full %.3f s | card stalled %.3f s"
-            " | errors %" PRIu64 " lost %" PRIu64,
+            " | errors %" PRIu64 " lost %" PRIu64 " flagged %" PRIu64 " (crc %" PRIu64 ")",
             dc->params->index, chunk_rate / 1e6, byte_rate / 1e9, snap.cs.chunks_produced, rs->chunks,
             rs->chunks_in_flight, 100.0 * (double)ring->in_use / (double)ring->size,
             100.0 * (double)ring->high_water / (double)ring->size, (double)ring->full_ns / 1e9,
-            (double)snap.cs.stall_ns / 1e9, decode_errors(rs), chunks_lost(rs));
+            (double)snap.cs.stall_ns / 1e9, rci_decode_errors(rs), rci_chunks_lost(rs), rci_chunks_flagged(rs),
+            rs->chunks_crc);
+    dc->elinks.card = dc->params->index;
+    if (rci_elink_watch_check(&dc->elinks, dc->readout, rci_now_ns()) != 0)
+        rci_warn("card.%u: out of memory for the per-e-link figures", dc->params->index);
+}
+
+/* systemd's STATUS=: one line on the run so far. */
+static void notify_status(struct daemon *d, double interval_s)
+{
+    if (!d->notify.enabled)
+        return;
+    uint64_t bytes = 0, errors = 0, lost = 0, in_use_max = 0;
+    for (unsigned i = 0; i < d->ncards; i++) {
+        struct card_snapshot snap;
+        snapshot_card(&d->cards[i], &snap);
+        bytes += snap.rs.bytes;
+        errors += rci_decode_errors(&snap.rs);
+        lost += rci_chunks_lost(&snap.rs);
+        uint64_t pct = snap.ring.size ? 1000u * snap.ring.in_use / snap.ring.size : 0;
+        in_use_max = pct > in_use_max ? pct : in_use_max;
+    }
+    struct rci_publish_totals pt;
+    rci_pipeline_get_totals(d->publish, &pt);
+    char status[256];
+    snprintf(status, sizeof status, "running %.0f s: %u card%s, %.3f GB/s decoded, fullest ring %.1f %%,"
+             " %u subscribers, sent %" PRIu64 ", dropped %" PRIu64 ", lost %" PRIu64 ", errors %" PRIu64,
+             run_seconds(d), d->ncards, d->ncards == 1 ? "" : "s",
+             interval_s > 0 ? (double)(bytes - d->status_bytes) / interval_s / 1e9 : 0.0,
+             (double)in_use_max / 10.0, rci_pipeline_subscribed(d->publish), pt.chunks_sent, pt.chunks_dropped,
+             lost, errors);
+    d->status_bytes = bytes;
+    rci_notify_status(&d->notify, status);
+}
+
+/* The watchdog's signs of life: each started card's readout polls and each
+ * publisher thread's loop turns. */
+static void notify_watchdog(struct daemon *d, uint64_t now)
+{
+    if (!d->notify.enabled || !d->notify.watchdog_ns)
+        return;
+    uint64_t beats[RCI_NOTIFY_MAX_THREADS];
+    char names[RCI_NOTIFY_MAX_THREADS][32];
+    const char *name_of[RCI_NOTIFY_MAX_THREADS];
+    unsigned n = 0;
+    for (unsigned i = 0; i < d->ncards && n < RCI_NOTIFY_MAX_THREADS; i++) {
+        if (!d->cards[i].started)
+            continue;
+        struct rci_readout_stats rs;
+        rci_readout_get_stats(d->cards[i].readout, &rs);
+        snprintf(names[n], sizeof names[n], "the readout thread of card.%u", d->cards[i].params->index);
+        beats[n++] = rs.polls;
+    }
+    for (unsigned t = 0; t < rci_pipeline_threads(d->publish) && n < RCI_NOTIFY_MAX_THREADS; t++) {
+        snprintf(names[n], sizeof names[n], "publisher thread %u", t);
+        beats[n++] = rci_pipeline_thread_heartbeat(d->publish, t);
+    }
+    for (unsigned i = 0; i < n; i++)
+        name_of[i] = names[i];
+    rci_notify_watchdog(&d->notify, now, beats, name_of, n);
 }
 
 static void log_stats(struct daemon *d, uint64_t now)
@@ -271,6 +321,7 @@ static void log_stats(struct daemon *d, uint64_t now)
     for (unsigned i = 0; i < d->ncards; i++)
         log_card_stats(&d->cards[i], interval_s);
     rci_pipeline_log_stats(d->publish, interval_s);
+    notify_status(d, interval_s);
 }
 
 /* "12345" or "12345-12347": the ports the publisher threads listen on. */
@@ -527,8 +578,8 @@ static json_t *card_status(struct daemon_card *dc)
                      "chunks_produced", (json_int_t)snap.cs.chunks_produced,
                      "chunks_decoded", (json_int_t)snap.rs.chunks, "bytes_decoded", (json_int_t)snap.rs.bytes,
                      "keys_outstanding", (json_int_t)snap.rs.chunks_in_flight,
-                     "decode_errors", (json_int_t)decode_errors(&snap.rs),
-                     "chunks_lost", (json_int_t)chunks_lost(&snap.rs),
+                     "decode_errors", (json_int_t)rci_decode_errors(&snap.rs),
+                     "chunks_lost", (json_int_t)rci_chunks_lost(&snap.rs),
                      "ring_size", (json_int_t)snap.ring.size, "ring_bytes_in_use", (json_int_t)snap.ring.in_use,
                      "ring_high_water", (json_int_t)snap.ring.high_water,
                      "card_stall_ns", (json_int_t)snap.cs.stall_ns);
@@ -707,7 +758,12 @@ static bool wait_for_subscribers(struct daemon *d)
     char ports[16];
     rci_info("waiting for %u subscriber%s to subscribe on %s port %s before starting the cards", want,
             want == 1 ? "" : "s", d->cfg->fabric.address, publisher_ports(d, ports, sizeof ports));
+    char status[160];
+    snprintf(status, sizeof status, "waiting for %u subscriber%s on port %s before starting the cards", want,
+             want == 1 ? "" : "s", publisher_ports(d, ports, sizeof ports));
+    rci_notify_status(&d->notify, status);
     while (!stop_requested) {
+        notify_watchdog(d, rci_now_ns());
         if (rci_pipeline_subscribed(d->publish) >= want) {
             rci_info("%u subscriber%s subscribed: starting the cards", want, want == 1 ? "" : "s");
             return true;
@@ -737,16 +793,43 @@ static void check_firmware(struct daemon_card *dc)
     }
 }
 
+/* Ring occupancy alarms, each tick (README.md, "Metrics and alarms"). */
+static void check_ring_alarm(struct daemon_card *dc)
+{
+    if (!dc->started)
+        return;
+    struct rci_dma_ring_stats s;
+    rci_dma_ring_get_stats(dc->ring, &s);
+    double pct = s.size ? 100.0 * (double)s.in_use / (double)s.size : 0;
+    unsigned n = dc->params->index;
+    switch (rci_ring_alarm_update(&dc->alarm, &s)) {
+    case RCI_RING_ALARM_HIGH:
+        rci_warn("card.%u: ring alarm: %.1f %% in use (over %u %%)", n, pct, RCI_RING_ALARM_HIGH_PCT);
+        break;
+    case RCI_RING_ALARM_FULL:
+        rci_warn("card.%u: ring alarm: the ring is full (%.1f %% in use now): the card stalls", n, pct);
+        break;
+    case RCI_RING_ALARM_CLEAR:
+        rci_info("card.%u: ring alarm over: %.1f %% in use (under %u %%)", n, pct, RCI_RING_ALARM_CLEAR_PCT);
+        break;
+    case RCI_RING_ALARM_NONE:
+        break;
+    }
+}
+
 static void run_until_done(struct daemon *d)
 {
     while (!stop_requested) {
         daemon_idle(d, DAEMON_TICK_NS);
         uint64_t interval = d->cfg->daemon.stats_interval_ns;   /* a reload may change it */
         uint64_t now = rci_now_ns();
-        for (unsigned i = 0; i < d->ncards; i++)
+        for (unsigned i = 0; i < d->ncards; i++) {
             check_firmware(&d->cards[i]);
+            check_ring_alarm(&d->cards[i]);
+        }
         if (interval && now - d->last_stats_ns >= interval)
             log_stats(d, now);
+        notify_watchdog(d, now);
         rci_log_flush(false); /* counts of suppressed lines whose interval is over */
         if (all_cards(d, card_finished) && all_cards(d, card_drained)) {
             rci_info("every card finished its run and everything was drained");
@@ -788,6 +871,12 @@ static void stop_cards(struct daemon *d)
     for (unsigned i = 0; i < d->ncards; i++)
         if (d->cards[i].started)
             rci_dma_ring_advance(d->cards[i].ring);
+    /* The drained ring ends an alarm: the first sample takes in the time the
+     * ring was full since the last tick, the second sees the ring now. */
+    for (unsigned i = 0; i < d->ncards; i++) {
+        check_ring_alarm(&d->cards[i]);
+        check_ring_alarm(&d->cards[i]);
+    }
 }
 
 struct totals {
@@ -805,7 +894,7 @@ static void sum_totals(struct daemon *d, struct totals *t)
         t->bytes += snap.rs.bytes;
         t->in_flight += snap.rs.chunks_in_flight;
         t->ring_in_use += snap.ring.in_use;
-        t->errors += decode_errors(&snap.rs);
+        t->errors += rci_decode_errors(&snap.rs);
         t->cut_chunks += snap.rs.chunks_cut_at_stop;
         t->cut_bytes += snap.rs.bytes_cut_at_stop;
     }
@@ -814,7 +903,7 @@ static void sum_totals(struct daemon *d, struct totals *t)
 static void log_summary(struct daemon *d, const struct totals *t)
 {
     double secs = run_seconds(d);
-    rci_info("summary: %.2f s, %u card%s together: %" PRIu64 " chunks produced, %" PRIu64 " decoded (%.3f GB,"
+    rci_log_summary("summary: %.2f s, %u card%s together: %" PRIu64 " chunks produced, %" PRIu64 " decoded (%.3f GB,"
             " %.3f GB/s), %" PRIu64 " decode errors, %" PRIu64 " keys outstanding, %" PRIu64 " ring bytes in"
             " use, %" PRIu64 " chunks cut off by the stop (%" PRIu64 " bytes)",
             secs, d->ncards, d->ncards == 1 ? "" : "s", t->produced, t->decoded, (double)t->bytes / 1e9,
@@ -825,25 +914,21 @@ static void log_summary(struct daemon *d, const struct totals *t)
     for (unsigned i = 0; i < d->ncards; i++) {
         struct card_snapshot snap;
         snapshot_card(&d->cards[i], &snap);
-        rci_info_unlimited("summary: card.%u: %" PRIu64 " chunks produced, %" PRIu64 " decoded; card stalled %.3f s"
+        rci_log_summary("summary: card.%u: %" PRIu64 " chunks produced, %" PRIu64 " decoded; card stalled %.3f s"
                 " and ring full %.3f s of the %.2f s run", d->cards[i].params->index,
                 snap.cs.chunks_produced, snap.rs.chunks, (double)snap.cs.stall_ns / 1e9,
                 (double)snap.ring.full_ns / 1e9, secs);
+        d->cards[i].elinks.card = d->cards[i].params->index;
+        rci_elink_watch_check(&d->cards[i].elinks, d->cards[i].readout, rci_now_ns()); /* since the last interval */
         log_card_losses(&d->cards[i]);
     }
     struct rci_publish_totals pt;
     rci_pipeline_get_totals(d->publish, &pt);
-    rci_info("summary: %" PRIu64 " chunks sent to subscribers (%.3f GB, %.3f GB/s), %" PRIu64
+    rci_log_summary("summary: %" PRIu64 " chunks sent to subscribers (%.3f GB, %.3f GB/s), %" PRIu64
             " without subscriber, %" PRIu64 " dropped (slow subscriber), %" PRIu64 " failed, %" PRIu64
             " not sent (subscriber gone or shutdown)",
             pt.chunks_sent, (double)pt.bytes_sent / 1e9, secs > 0 ? (double)pt.bytes_sent / 1e9 / secs : 0.0,
             pt.chunks_no_subscriber, pt.chunks_dropped, pt.shares_failed, pt.shares_unsent);
-}
-
-/* Decode errors of one e-link that are not losses of whole chunks. */
-static uint64_t elink_errors(const struct rci_elink_stats *e)
-{
-    return e->err_malformed + e->err_seq_gap + e->err_orphan + e->err_bad_start;
 }
 
 /* ,"elinks_lost":[{"elink":E,...}]: every e-link that lost a chunk or saw a
@@ -855,7 +940,7 @@ static void write_elink_losses_json(FILE *f, struct daemon_card *dc)
     for (unsigned e = 0; e < RCI_READOUT_MAX_ELINKS; e++) {
         struct rci_elink_stats es;
         if (rci_readout_get_elink_stats(dc->readout, e, &es) != 0 ||
-            elink_lost(&es) + elink_errors(&es) == 0)
+            rci_elink_lost(&es) + rci_elink_errors(&es) == 0)
             continue;
         fprintf(f, "%s{\"elink\":%u,\"chunks_lost\":%" PRIu64 ",\"chunks_dropped_ring\":%" PRIu64
                    ",\"chunks_dropped_pool\":%" PRIu64 ",\"chunks_dropped_gap\":%" PRIu64
@@ -864,7 +949,7 @@ static void write_elink_losses_json(FILE *f, struct daemon_card *dc)
                    ",\"err_malformed\":%" PRIu64 ",\"malformed_length\":%" PRIu64
                    ",\"malformed_null\":%" PRIu64 ",\"malformed_order\":%" PRIu64
                    ",\"malformed_padding\":%" PRIu64 ",\"malformed_split\":%" PRIu64 "}",
-                first ? "" : ",", e, elink_lost(&es), es.chunks_dropped_ring, es.chunks_dropped_pool,
+                first ? "" : ",", e, rci_elink_lost(&es), es.chunks_dropped_ring, es.chunks_dropped_pool,
                 es.chunks_dropped_gap, es.chunks_incomplete, es.err_oversize, es.err_seq_gap,
                 es.err_orphan, es.err_bad_start, es.err_malformed, es.malformed_length,
                 es.malformed_null, es.malformed_order, es.malformed_padding, es.malformed_split);
@@ -896,19 +981,24 @@ static void write_card_json(FILE *f, struct daemon_card *dc)
             ",\"chunks_cut_at_stop\":%" PRIu64 ",\"bytes_cut_at_stop\":%" PRIu64
             ",\"ring_size\":%" PRIu64 ",\"ring_bytes_in_use\":%" PRIu64 ",\"ring_high_water\":%" PRIu64
             ",\"ring_full_ns\":%" PRIu64 ",\"injected_truncated\":%" PRIu64 ",\"injected_crc\":%" PRIu64
-            ",\"injected_malformed\":%" PRIu64 ",\"injected_seqskip\":%" PRIu64 ",\"card_host_errors\":%" PRIu64 ",\"firmware_losses\":%" PRIu64,
+            ",\"injected_malformed\":%" PRIu64 ",\"injected_seqskip\":%" PRIu64 ",\"card_host_errors\":%" PRIu64 ",\"firmware_losses\":%" PRIu64
+            ",\"decode_errors\":%" PRIu64 ",\"ring_alarms_high\":%" PRIu64 ",\"ring_alarms_full\":%" PRIu64
+            ",\"ring_alarms_cleared\":%" PRIu64 ",\"chunks_flagged\":%" PRIu64,
             dc->params->index, cs.chunks_produced, cs.bytes_produced, cs.stall_ns, rs.chunks, rs.bytes,
             rs.blocks, rs.bad_header, rs.err_malformed, rs.err_seq_gap, rs.err_oversize, rs.err_orphan,
             rs.chunks_dropped_gap, rs.chunks_incomplete, rs.chunks_dropped_pool,
-            rs.chunks_dropped_ring, chunks_lost(&rs), rs.chunks_spilled, rs.bytes_spilled,
+            rs.chunks_dropped_ring, rci_chunks_lost(&rs), rs.chunks_spilled, rs.bytes_spilled,
             rs.err_bad_start, rs.malformed_length, rs.malformed_null, rs.malformed_order,
             rs.malformed_padding, rs.malformed_split,
             rs.sink_errors, rs.card_bad_status, rs.card_status_lagging, rs.irq_waits, rs.interrupts,
             rs.chunks_truncated, rs.chunks_error, rs.chunks_crc, rs.chunks_busy, rs.chunks_in_flight,
             rs.bad_releases, rs.chunks_cut_at_stop, rs.bytes_cut_at_stop, ring.size, ring.in_use,
             ring.high_water, ring.full_ns, cs.injected_truncated, cs.injected_crc, cs.injected_malformed,
-            cs.injected_seqskip, cs.host_errors, dc->firmware_losses);
+            cs.injected_seqskip, cs.host_errors, atomic_load(&dc->firmware_losses), rci_decode_errors(&rs),
+            atomic_load(&dc->alarm.high), atomic_load(&dc->alarm.full), atomic_load(&dc->alarm.cleared),
+            rci_chunks_flagged(&rs));
     write_elink_losses_json(f, dc);
+    rci_elinks_write_json(f, dc->readout);
     fputc('}', f);
 }
 
@@ -965,6 +1055,44 @@ static int setup_all(struct daemon *d)
     return 0;
 }
 
+/* [metrics] listen: what /metrics reads, and the server. 0 or -errno. */
+static int start_metrics(struct daemon *d)
+{
+    struct rci_daemon_metrics *m = &d->metrics;
+    m->pipeline = d->publish;
+    for (unsigned i = 0; i < d->ncards; i++) {
+        struct daemon_card *dc = &d->cards[i];
+        m->cards[i] = (struct rci_metrics_card_src){.index = dc->params->index, .ring = dc->ring,
+            .card = dc->card, .readout = dc->readout, .firmware_losses = &dc->firmware_losses,
+            .alarm = &dc->alarm};
+    }
+    m->ncards = d->ncards;
+    const char *listen = d->cfg->metrics.listen;
+    if (!listen[0])
+        return 0;
+    char err[512] = "";
+    int rc = rci_metrics_http_start(listen, rci_daemon_metrics_collect, m, &d->http, err, sizeof err);
+    if (rc != 0)
+        rci_error("%s", err);
+    else
+        rci_info("metrics at http://%s/metrics", listen);
+    return rc;
+}
+
+/* [metrics] hold_after_run: after a run that finished by itself, keep
+ * serving the final figures for a last scrape (until SIGINT/SIGTERM). */
+static void hold_metrics(struct daemon *d)
+{
+    uint64_t hold = d->cfg->metrics.hold_after_run_ns;
+    if (!d->http || hold == 0 || stop_requested)
+        return;
+    rci_info("serving the final figures at http://%s/metrics for up to %.1f s (SIGTERM ends it)",
+             d->cfg->metrics.listen, (double)hold / 1e9);
+    uint64_t deadline = rci_now_ns() + hold;
+    while (!stop_requested && rci_now_ns() < deadline)
+        rci_sleep_ns(DAEMON_TICK_NS);
+}
+
 int rci_daemon_run(const struct rci_config *cfg, FILE *stats, const char *stats_name)
 {
     static struct daemon d;
@@ -982,11 +1110,16 @@ int rci_daemon_run(const struct rci_config *cfg, FILE *stats, const char *stats_
         return 1;
     }
     int status = 1;
-    if (setup_all(&d) == 0 && open_control(&d) == 0) {
+    rci_notify_init(&d.notify);
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    d.metrics.start_unix = (double)wall.tv_sec + (double)wall.tv_nsec / 1e9;
+    if (setup_all(&d) == 0 && open_control(&d) == 0 && start_metrics(&d) == 0) {
         int rc = rci_pipeline_start(d.publish);
         if (rc == 0)   /* the publishers listen: say where */
             d.announce = rci_daemon_announce_start(cfg, rci_pipeline_threads(d.publish));
         d.state = "waiting for subscribers";
+        atomic_store(&d.metrics.state, RCI_DAEMON_WAITING);
         if (rc != 0)
             rci_error("cannot start the publisher threads: %s", strerror(-rc));
         else if (!wait_for_subscribers(&d))
@@ -994,7 +1127,13 @@ int rci_daemon_run(const struct rci_config *cfg, FILE *stats, const char *stats_
         else {
             d.start_ns = d.last_stats_ns = rci_now_ns();
             d.state = "running";
+            atomic_store(&d.metrics.run_start_ns, d.start_ns);
+            atomic_store(&d.metrics.state, RCI_DAEMON_RUNNING);
             if (start_cards(&d) == 0) {
+                char ready[160], ports[16];
+                snprintf(ready, sizeof ready, "running: %u card%s, publishers listening on port %s", d.ncards,
+                         d.ncards == 1 ? "" : "s", publisher_ports(&d, ports, sizeof ports));
+                rci_notify_ready(&d.notify, ready);
                 run_until_done(&d);
                 status = 0;
             }
@@ -1003,6 +1142,11 @@ int rci_daemon_run(const struct rci_config *cfg, FILE *stats, const char *stats_
         if (d.start_ns == 0)
             d.start_ns = rci_now_ns();
         d.end_ns = rci_now_ns();
+        atomic_store(&d.metrics.run_start_ns, d.start_ns);
+        atomic_store(&d.metrics.run_end_ns, d.end_ns);
+        atomic_store(&d.metrics.state, RCI_DAEMON_STOPPING);
+        rci_notify_stopping(&d.notify, stop_requested ? "stopping: draining the rings" :
+                                                        "the run finished: draining the rings");
         stop_cards(&d);
         struct totals t;
         sum_totals(&d, &t);
@@ -1013,8 +1157,12 @@ int rci_daemon_run(const struct rci_config *cfg, FILE *stats, const char *stats_
         }
         if (stats && write_stats_json(&d, &t, stats, stats_name) != 0)
             status = 1;
+        atomic_store(&d.metrics.state, RCI_DAEMON_STOPPED);
+        hold_metrics(&d);
     }
     rci_announce_stop(d.announce);   /* a clean exit: the entries go at once */
+    rci_metrics_http_stop(d.http); /* it reads the cards and the pipeline */
+    d.http = NULL;
     /* The publisher may still hold keys (a failed setup): they go back to
      * the readouts, so it goes first. */
     rci_control_close(d.control);

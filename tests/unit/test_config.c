@@ -1134,6 +1134,7 @@ static void test_schema_covers_structs(void)
     CU_ASSERT_EQUAL(rci_cfg_section_card.struct_size, sizeof(struct rci_card_params));
     CU_ASSERT_EQUAL(rci_cfg_section_sim.struct_size, sizeof(struct rci_sim_params));
     CU_ASSERT_EQUAL(rci_cfg_section_mode.struct_size, sizeof(struct rci_mode_rule));
+    CU_ASSERT_EQUAL(rci_cfg_section_metrics.struct_size, sizeof(struct rci_metrics_params));
 #ifdef __clang__
     DUMP_AND_CHECK(struct rci_daemon_params, &rci_cfg_section_readout);
     DUMP_AND_CHECK(struct rci_fabric_params, &rci_cfg_section_fabric);

@@ -171,13 +171,36 @@ static void test_periodic_and_disabled(void)
     CU_ASSERT_EQUAL(count_lines(log, "\n"), 0);
 }
 
+/* The run's summary: printed at warn (labelled INFO, never limited), left
+ * out only at error; the level can be read back. */
+static void test_summary_at_warn(void)
+{
+    setup(10 * S);
+    rci_log_init("test_log", RCI_LOG_WARN);
+    CU_ASSERT_EQUAL(rci_log_level(), RCI_LOG_WARN);
+    capture_begin();
+    for (unsigned i = 0; i < 3; i++)
+        rci_log_summary("summary: card.0: %u chunks", i);
+    rci_info("not at warn");
+    const char *log = capture_end();
+    CU_ASSERT_EQUAL(count_lines(log, "INFO: summary: card.0: "), 3);
+    CU_ASSERT_EQUAL(count_lines(log, "not at warn"), 0);
+    rci_log_init("test_log", RCI_LOG_ERROR);
+    capture_begin();
+    rci_log_summary("summary: hidden");
+    log = capture_end();
+    CU_ASSERT_EQUAL(count_lines(log, "\n"), 0);
+    rci_log_init("test_log", RCI_LOG_INFO);
+}
+
 static void register_tests(void)
 {
     RCI_SUITE("log rate limit", {"one line per cause per interval", test_one_line_per_interval},
              {"a quiet cause's count is printed", test_quiet_cause_count_printed},
              {"causes told apart", test_causes_apart},
              {"table full: evicted with its count", test_many_causes_evicted_with_count},
-             {"periodic lines, limit off, below level", test_periodic_and_disabled});
+             {"periodic lines, limit off, below level", test_periodic_and_disabled},
+             {"the summary at warn", test_summary_at_warn});
 }
 
 RCI_CUNIT_MAIN(register_tests)
