@@ -75,6 +75,9 @@ static const struct card_row card_rows[] = {
     {"malformed_split_total", V_COUNT, F(rs.malformed_split), "Malformed blocks: an empty first or middle (json: cards[].malformed_split)"},
     {"sink_errors_total", V_COUNT, F(rs.sink_errors), "Chunks the publishing sink refused for good (json: cards[].sink_errors)"},
     {"bad_status_total", V_COUNT, F(rs.card_bad_status), "Card status reads that could not be right, rejected (json: cards[].card_bad_status)"},
+    {"status_lagging_total", V_COUNT, F(rs.card_status_lagging), "Card status reads one read-pointer lap behind, used (json: cards[].card_status_lagging)"},
+    {"irq_waits_total", V_COUNT, F(rs.irq_waits), "Times the idle readout slept on the card's interrupt (json: cards[].irq_waits)"},
+    {"interrupts_total", V_COUNT, F(rs.interrupts), "Interrupts that ended such a sleep (json: cards[].interrupts)"},
     {"chunks_truncated_total", V_COUNT, F(rs.chunks_truncated), "Chunks the card flagged truncated (json: cards[].chunks_truncated)"},
     {"chunks_error_total", V_COUNT, F(rs.chunks_error), "Chunks the card flagged in error (json: cards[].chunks_error)"},
     {"chunks_crc_total", V_COUNT, F(rs.chunks_crc), "Chunks the card flagged with a CRC error (json: cards[].chunks_crc)"},
@@ -311,6 +314,8 @@ static const struct totals_row totals_rows[] = {
     {"chunks_queued", "chunks_queued", P(chunks_queued), "Queue entries to this thread"},
     {"fanout_refused", "fanout_refused", P(fanout_refused), "Fan-out completions refused: bookkeeping errors"},
     {"subscribers_cut_off", "subscribers_cut_off", P(subscribers_cut_off), "Subscribers cut off by slow_cut_after or block_cut_after"},
+    {"subscribers_kicked", "subscribers_kicked", P(subscribers_kicked), "Subscribers closed by ringcast-ctl kick"},
+    {"subscribers_cut_by_allow", "subscribers_cut_by_allow", P(subscribers_cut_by_allow), "Subscribers closed because a reloaded allow list excludes them"},
 };
 #undef P
 
