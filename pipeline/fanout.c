@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "common/cacheline.h"
+#include "common/counter.h"
 #include "common/errbuf.h"
 
 /* Handle: [63:32] generation, [31:5] record index, [4:0] send slot. */
@@ -39,21 +40,12 @@ struct rci_fanout {
     /* Each hot counter on its own line: begin and done run on different
      * threads and would otherwise bounce one line between them. */
     alignas(RCI_CACHE_LINE) _Atomic uint64_t free_head;
-    alignas(RCI_CACHE_LINE) _Atomic uint64_t begun;
-    alignas(RCI_CACHE_LINE) _Atomic uint64_t released;
-    alignas(RCI_CACHE_LINE) _Atomic uint64_t released_at_once, high_water, exhausted, too_many_sends,
+    alignas(RCI_CACHE_LINE) rci_shared_counter begun;
+    alignas(RCI_CACHE_LINE) _Atomic uint64_t released;   /* read with acquire: records_in_use() */
+    alignas(RCI_CACHE_LINE) rci_shared_counter released_at_once, exhausted, too_many_sends,
         stale_done, double_done, bad_handle;
+    _Atomic uint64_t high_water;   /* a maximum: compare-and-swap */
 };
-
-static void count(_Atomic uint64_t *c)
-{
-    atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
-}
-
-static uint64_t load(const _Atomic uint64_t *c)
-{
-    return atomic_load_explicit(c, memory_order_relaxed);
-}
 
 /* Generation 0 never appears, so handle 0 (RCI_FANOUT_NO_HANDLE) never matches. */
 static uint32_t next_generation(uint32_t gen)
@@ -135,14 +127,14 @@ void rci_fanout_destroy(struct rci_fanout *f)
 static uint64_t records_in_use(const struct rci_fanout *f)
 {
     uint64_t released = atomic_load_explicit(&f->released, memory_order_acquire);
-    uint64_t begun = load(&f->begun);
+    uint64_t begun = rci_shared_counter_get(&f->begun);
     return begun > released ? begun - released : 0;
 }
 
 static void note_high_water(struct rci_fanout *f)
 {
     uint64_t in_use = records_in_use(f);
-    uint64_t hw = load(&f->high_water);
+    uint64_t hw = atomic_load_explicit(&f->high_water, memory_order_relaxed);
     while (in_use > hw &&
            !atomic_compare_exchange_weak_explicit(&f->high_water, &hw, in_use, memory_order_relaxed,
                                                   memory_order_relaxed))
@@ -154,17 +146,17 @@ int rci_fanout_begin(struct rci_fanout *f, uint64_t key, unsigned k, uint64_t *f
     *first = RCI_FANOUT_NO_HANDLE;
     if (k == 0) {
         /* Nobody subscribed: the ring gets the memory back at once. */
-        count(&f->released_at_once);
+        rci_shared_counter_add(&f->released_at_once, 1);
         f->release(f->ctx, key);
         return 0;
     }
     if (k > RCI_FANOUT_MAX_SENDS) {
-        count(&f->too_many_sends);
+        rci_shared_counter_add(&f->too_many_sends, 1);
         return -E2BIG;
     }
     int64_t index = pop_free(f);
     if (index < 0) {
-        count(&f->exhausted);
+        rci_shared_counter_add(&f->exhausted, 1);
         return -EAGAIN;
     }
     struct fanout_record *rec = &f->records[index];
@@ -174,7 +166,7 @@ int rci_fanout_begin(struct rci_fanout *f, uint64_t key, unsigned k, uint64_t *f
     rec->key = key;
     /* Release: whoever completes a send sees key written. */
     atomic_store_explicit(&rec->state, (gen << 32) | pending, memory_order_release);
-    count(&f->begun);
+    rci_shared_counter_add(&f->begun, 1);
     note_high_water(f);
     *first = (gen << 32) | ((uint64_t)index << SLOT_BITS);
     return 0;
@@ -188,11 +180,11 @@ static int clear_pending(struct rci_fanout *f, struct fanout_record *rec, uint32
     uint64_t state = atomic_load_explicit(&rec->state, memory_order_acquire);
     for (;;) {
         if ((uint32_t)(state >> 32) != gen) {
-            count(&f->stale_done);
+            rci_shared_counter_add(&f->stale_done, 1);
             return -ESTALE;
         }
         if (!(state & bit)) {
-            count(&f->double_done);
+            rci_shared_counter_add(&f->double_done, 1);
             return -EALREADY;
         }
         uint64_t next = state & ~bit;
@@ -211,7 +203,7 @@ int rci_fanout_done(struct rci_fanout *f, uint64_t handle)
     uint32_t index = (uint32_t)(handle >> SLOT_BITS) & INDEX_MASK;
     unsigned slot = (unsigned)(handle & (RCI_FANOUT_MAX_SENDS - 1));
     if (gen == 0 || index >= f->capacity) {
-        count(&f->bad_handle);
+        rci_shared_counter_add(&f->bad_handle, 1);
         return -EINVAL;
     }
     struct fanout_record *rec = &f->records[index];
@@ -221,7 +213,7 @@ int rci_fanout_done(struct rci_fanout *f, uint64_t handle)
     /* The record cannot be reused before push_free below: key is stable. */
     uint64_t key = rec->key;
     f->release(f->ctx, key);
-    count(&f->released);
+    atomic_fetch_add_explicit(&f->released, 1, memory_order_relaxed);
     push_free(f, index);
     return 1;
 }
@@ -230,15 +222,15 @@ void rci_fanout_get_stats(const struct rci_fanout *f, struct rci_fanout_stats *s
 {
     *s = (struct rci_fanout_stats){
         .capacity = f->capacity,
-        .begun = load(&f->begun),
-        .released = load(&f->released),
-        .released_at_once = load(&f->released_at_once),
+        .begun = rci_shared_counter_get(&f->begun),
+        .released = atomic_load_explicit(&f->released, memory_order_relaxed),
+        .released_at_once = rci_shared_counter_get(&f->released_at_once),
         .in_use = records_in_use(f),
-        .high_water = load(&f->high_water),
-        .exhausted = load(&f->exhausted),
-        .too_many_sends = load(&f->too_many_sends),
-        .stale_done = load(&f->stale_done),
-        .double_done = load(&f->double_done),
-        .bad_handle = load(&f->bad_handle),
+        .high_water = atomic_load_explicit(&f->high_water, memory_order_relaxed),
+        .exhausted = rci_shared_counter_get(&f->exhausted),
+        .too_many_sends = rci_shared_counter_get(&f->too_many_sends),
+        .stale_done = rci_shared_counter_get(&f->stale_done),
+        .double_done = rci_shared_counter_get(&f->double_done),
+        .bad_handle = rci_shared_counter_get(&f->bad_handle),
     };
 }

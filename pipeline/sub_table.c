@@ -23,6 +23,7 @@
 #include <urcu/urcu-memb.h>
 #include <urcu/rculfhash.h>
 
+#include "common/counter.h"
 #include "common/errbuf.h"
 
 /* Written over ids before a retired version is freed: a reader that outlived
@@ -68,20 +69,16 @@ struct rci_sub_table {
     size_t plan_len, plan_cap;
     /* Counters: updater fields are relaxed atomics so get_stats may read
      * them from any thread. */
-    _Atomic uint64_t adds, removes, subscriber_removals;
-    _Atomic uint64_t refused_tag_full, refused_ranges_full, refused_nomem, refused_bad_args,
+    rci_shared_counter adds, removes, subscriber_removals;
+    rci_shared_counter refused_tag_full, refused_ranges_full, refused_nomem, refused_bad_args,
         refused_busy, refused_unregistered, lookups_truncated;
+    /* Gauges (go up and down), not counters. */
     _Atomic uint64_t exact_tags, exact_entries, range_entries, frees_pending;
 };
 
 /* Set by rci_sub_table_register_thread: liburcu offers no "am I registered"
  * query, and registering twice corrupts its reader list. */
 static __thread bool thread_registered;
-
-static void count(_Atomic uint64_t *c)
-{
-    atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
-}
 
 static void gauge_add(_Atomic uint64_t *c, int64_t delta)
 {
@@ -159,7 +156,7 @@ static void free_ranges_rcu(struct rcu_head *head)
 
 static void retire_node(struct rci_sub_table *t, struct tag_node *n)
 {
-    count(&t->frees_pending);
+    gauge_add(&t->frees_pending, 1);
     urcu_memb_call_rcu(&n->rcu, free_node_rcu);
 }
 
@@ -167,7 +164,7 @@ static void retire_ranges(struct rci_sub_table *t, struct range_set *rs)
 {
     if (!rs)
         return;
-    count(&t->frees_pending);
+    gauge_add(&t->frees_pending, 1);
     urcu_memb_call_rcu(&rs->rcu, free_ranges_rcu);
 }
 
@@ -293,7 +290,7 @@ static unsigned add_range_matches(const struct range_set *rs, const struct tag_n
 unsigned rci_sub_table_lookup(struct rci_sub_table *t, uint64_t tag, uint32_t *out, unsigned max)
 {
     if (!thread_registered) {
-        count(&t->refused_unregistered);
+        rci_shared_counter_add(&t->refused_unregistered, 1);
         return 0;
     }
     urcu_memb_read_lock();
@@ -302,7 +299,7 @@ unsigned rci_sub_table_lookup(struct rci_sub_table *t, uint64_t tag, uint32_t *o
     found = add_range_matches(rcu_dereference(t->ranges), n, tag, out, max, found);
     urcu_memb_read_unlock();
     if (found > max)
-        count(&t->lookups_truncated);
+        rci_shared_counter_add(&t->lookups_truncated, 1);
     return found;
 }
 
@@ -424,7 +421,7 @@ static int plan_add_exact(struct rci_sub_table *t, uint32_t sub_id, uint64_t fir
         struct tag_node *old = find_node(t, tag);
         if (!old || !node_has(old, sub_id)) {
             if (old && old->count >= t->max_per_tag) {
-                count(&t->refused_tag_full);
+                rci_shared_counter_add(&t->refused_tag_full, 1);
                 return -ENOSPC;
             }
             struct tag_node *n = node_with(t, old, tag, sub_id);
@@ -508,7 +505,7 @@ static int ranges_with(struct rci_sub_table *t, uint32_t sub_id, uint64_t first,
     for (uint32_t i = 0; i < n_old; i++)
         merged += old->e[i].sub_id == sub_id && touches(old->e[i].first, old->e[i].last, first, last);
     if (n_old - merged + 1 > t->max_ranges) {
-        count(&t->refused_ranges_full);
+        rci_shared_counter_add(&t->refused_ranges_full, 1);
         return -ENOSPC;
     }
     struct range_set *rs = alloc_ranges(t, n_old - merged + 1);
@@ -574,7 +571,7 @@ static int ranges_without(struct rci_sub_table *t, uint32_t sub_id, uint64_t fir
     if (!hit)
         return 0;
     if (n_new > t->max_ranges) {
-        count(&t->refused_ranges_full);
+        rci_shared_counter_add(&t->refused_ranges_full, 1);
         return -ENOSPC;
     }
     struct range_set *rs = alloc_ranges(t, n_new);
@@ -597,27 +594,27 @@ static bool is_wide(const struct rci_sub_table *t, uint64_t first, uint64_t last
 static int begin_update(struct rci_sub_table *t, uint64_t first, uint64_t last)
 {
     if (!thread_registered) {
-        count(&t->refused_unregistered);
+        rci_shared_counter_add(&t->refused_unregistered, 1);
         return -EPERM;
     }
     if (first > last) {
-        count(&t->refused_bad_args);
+        rci_shared_counter_add(&t->refused_bad_args, 1);
         return -EINVAL;
     }
     if (atomic_flag_test_and_set_explicit(&t->updating, memory_order_acquire)) {
-        count(&t->refused_busy);
+        rci_shared_counter_add(&t->refused_busy, 1);
         return -EBUSY;
     }
     urcu_memb_read_lock();   /* cds_lfht updates and walks need it */
     return 0;
 }
 
-static int end_update(struct rci_sub_table *t, int rc, _Atomic uint64_t *success_counter)
+static int end_update(struct rci_sub_table *t, int rc, rci_shared_counter *success_counter)
 {
     if (rc == 0)
-        count(success_counter);
+        rci_shared_counter_add(success_counter, 1);
     else if (rc == -ENOMEM)
-        count(&t->refused_nomem);
+        rci_shared_counter_add(&t->refused_nomem, 1);
     urcu_memb_read_unlock();
     atomic_flag_clear_explicit(&t->updating, memory_order_release);
     return rc;
@@ -683,7 +680,7 @@ int rci_sub_table_remove_subscriber(struct rci_sub_table *t, uint32_t sub_id)
     return end_update(t, remove_range(t, sub_id, 0, UINT64_MAX), &t->subscriber_removals);
 }
 
-static uint64_t load(const _Atomic uint64_t *c)
+static uint64_t gauge_get(const _Atomic uint64_t *c)
 {
     return atomic_load_explicit(c, memory_order_relaxed);
 }
@@ -691,19 +688,19 @@ static uint64_t load(const _Atomic uint64_t *c)
 void rci_sub_table_get_stats(const struct rci_sub_table *t, struct rci_sub_table_stats *s)
 {
     *s = (struct rci_sub_table_stats){
-        .adds = load(&t->adds),
-        .removes = load(&t->removes),
-        .subscriber_removals = load(&t->subscriber_removals),
-        .refused_tag_full = load(&t->refused_tag_full),
-        .refused_ranges_full = load(&t->refused_ranges_full),
-        .refused_nomem = load(&t->refused_nomem),
-        .refused_bad_args = load(&t->refused_bad_args),
-        .refused_busy = load(&t->refused_busy),
-        .refused_unregistered = load(&t->refused_unregistered),
-        .lookups_truncated = load(&t->lookups_truncated),
-        .exact_tags = load(&t->exact_tags),
-        .exact_entries = load(&t->exact_entries),
-        .range_entries = load(&t->range_entries),
-        .frees_pending = load(&t->frees_pending),
+        .adds = rci_shared_counter_get(&t->adds),
+        .removes = rci_shared_counter_get(&t->removes),
+        .subscriber_removals = rci_shared_counter_get(&t->subscriber_removals),
+        .refused_tag_full = rci_shared_counter_get(&t->refused_tag_full),
+        .refused_ranges_full = rci_shared_counter_get(&t->refused_ranges_full),
+        .refused_nomem = rci_shared_counter_get(&t->refused_nomem),
+        .refused_bad_args = rci_shared_counter_get(&t->refused_bad_args),
+        .refused_busy = rci_shared_counter_get(&t->refused_busy),
+        .refused_unregistered = rci_shared_counter_get(&t->refused_unregistered),
+        .lookups_truncated = rci_shared_counter_get(&t->lookups_truncated),
+        .exact_tags = gauge_get(&t->exact_tags),
+        .exact_entries = gauge_get(&t->exact_entries),
+        .range_entries = gauge_get(&t->range_entries),
+        .frees_pending = gauge_get(&t->frees_pending),
     };
 }

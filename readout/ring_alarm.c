@@ -11,11 +11,6 @@ void rci_ring_alarm_init(struct rci_ring_alarm *a)
     memset(a, 0, sizeof *a);
 }
 
-static void count(_Atomic uint64_t *c)
-{
-    atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
-}
-
 enum rci_ring_alarm_event rci_ring_alarm_update(struct rci_ring_alarm *a, const struct rci_dma_ring_stats *s)
 {
     if (s->size == 0)
@@ -28,17 +23,17 @@ enum rci_ring_alarm_event rci_ring_alarm_update(struct rci_ring_alarm *a, const 
     bool clear = s->in_use * 100u < (uint64_t)RCI_RING_ALARM_CLEAR_PCT * s->size;
     if (full && a->level != LEVEL_FULL) {
         a->level = LEVEL_FULL;
-        count(&a->full);
+        rci_counter_add(&a->full, 1);
         return RCI_RING_ALARM_FULL;
     }
     if (high && a->level == LEVEL_NORMAL) {
         a->level = LEVEL_HIGH;
-        count(&a->high);
+        rci_counter_add(&a->high, 1);
         return RCI_RING_ALARM_HIGH;
     }
     if (clear && !full && a->level != LEVEL_NORMAL) {
         a->level = LEVEL_NORMAL;
-        count(&a->cleared);
+        rci_counter_add(&a->cleared, 1);
         return RCI_RING_ALARM_CLEAR;
     }
     return RCI_RING_ALARM_NONE;

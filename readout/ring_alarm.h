@@ -11,6 +11,7 @@
 #ifndef RCI_RING_ALARM_H
 #define RCI_RING_ALARM_H
 #include <stdatomic.h>
+#include "common/counter.h"
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -29,7 +30,7 @@ enum rci_ring_alarm_event {
 struct rci_ring_alarm {
     int level;                        /* 0 normal, 1 high, 2 full: the owner's state */
     uint64_t last_full_ns;            /* the ring's full_ns at the last sample */
-    _Atomic uint64_t high, full, cleared;   /* events so far */
+    rci_counter high, full, cleared;        /* events so far (the updating thread writes) */
 };
 
 /* Zeroed state: normal. */

@@ -123,9 +123,9 @@ static void take_card(const struct rci_daemon_metrics *m, unsigned i, struct car
     f->decode_errors = rci_decode_errors(&f->rs);
     f->chunks_flagged = rci_chunks_flagged(&f->rs);
     f->firmware_losses = atomic_load_explicit(c->firmware_losses, memory_order_relaxed);
-    f->alarms_high = atomic_load_explicit(&c->alarm->high, memory_order_relaxed);
-    f->alarms_full = atomic_load_explicit(&c->alarm->full, memory_order_relaxed);
-    f->alarms_cleared = atomic_load_explicit(&c->alarm->cleared, memory_order_relaxed);
+    f->alarms_high = rci_counter_get(&c->alarm->high);
+    f->alarms_full = rci_counter_get(&c->alarm->full);
+    f->alarms_cleared = rci_counter_get(&c->alarm->cleared);
 }
 
 static int sample(struct rci_prom *p, enum value_kind kind, const struct rci_prom_label *l, unsigned n,

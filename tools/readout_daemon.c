@@ -995,7 +995,7 @@ static void write_card_json(FILE *f, struct daemon_card *dc)
             rs.bad_releases, rs.chunks_cut_at_stop, rs.bytes_cut_at_stop, ring.size, ring.in_use,
             ring.high_water, ring.full_ns, cs.injected_truncated, cs.injected_crc, cs.injected_malformed,
             cs.injected_seqskip, cs.host_errors, atomic_load(&dc->firmware_losses), rci_decode_errors(&rs),
-            atomic_load(&dc->alarm.high), atomic_load(&dc->alarm.full), atomic_load(&dc->alarm.cleared),
+            rci_counter_get(&dc->alarm.high), rci_counter_get(&dc->alarm.full), rci_counter_get(&dc->alarm.cleared),
             rci_chunks_flagged(&rs));
     write_elink_losses_json(f, dc);
     rci_elinks_write_json(f, dc->readout);
