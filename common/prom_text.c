@@ -285,11 +285,14 @@ static int add_series(struct rci_prom *p, size_t off, size_t len)
 {
     if ((p->used_slots + 1) * 2 > p->nslots && grow_slots(p) != 0)
         return -ENOMEM;
-    uint64_t h = fnv1a(p->keys + off, len) | 1u; /* never 0: 0 marks a free slot */
+    /* A series without labels has an empty key, and keys may still be NULL
+     * then: no pointer arithmetic on it (undefined even with offset 0). */
+    const char *key = len ? p->keys + off : "";
+    uint64_t h = fnv1a(key, len) | 1u; /* never 0: 0 marks a free slot */
     size_t j = h & (p->nslots - 1);
     for (; p->slots[j].hash; j = (j + 1) & (p->nslots - 1))
         if (p->slots[j].hash == h && p->slots[j].len == len &&
-            memcmp(p->keys + p->slots[j].off, p->keys + off, len) == 0)
+            (len == 0 || memcmp(p->keys + p->slots[j].off, key, len) == 0))
             return -EEXIST;
     p->slots[j] = (struct rci_prom_slot){.hash = h, .off = off, .len = len};
     p->used_slots++;

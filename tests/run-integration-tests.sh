@@ -1,21 +1,65 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
 # Run every integration test script tests/integration/test_*.sh with the build dir.
+#
+# Most scripts spend their time waiting (timers, subscribers draining, daemons
+# starting), so RCI_TEST_JOBS lanes (default 2) run them side by side: each
+# lane runs its share one after the other, with its own port range
+# (RCI_PORT_FIRST/RCI_PORT_SPAN, tests/integration/lib.sh port_base), and
+# the tests stay what they must be anyway, correct on a busy 2-core machine.
+# Scripts that need the machine to themselves run afterwards, alone:
+# network namespaces and etcd (test_discovery), reserved hugepages
+# (test_card_hugepages), CPU hogs (test_daemon_release).
+# Output: one PASS/FAIL line per script in name order, the tail of each
+# failed script's log, and a summary line; exit 1 if any failed.
 BUILD=${1:-build}
+JOBS=${RCI_TEST_JOBS:-2}
+ALONE="test_discovery test_card_hugepages test_daemon_release"
+mkdir -p "$BUILD/tests"
+results=$(mktemp -d "${TMPDIR:-/tmp}/ringcast-itrun.XXXXXX")
+trap 'rm -rf "$results"' EXIT
+
+run_one() { # run_one SCRIPT: PASS/FAIL line into $results/NAME
+    name=$(basename "$1" .sh)
+    log="$BUILD/tests/$name.log"
+    if sh "$1" "$BUILD" >"$log" 2>&1; then
+        # A test that could not run here says "SKIP: why": show it, not only PASS.
+        skip=$(grep -m 1 '^SKIP' "$log")
+        if [ -n "$skip" ]; then echo "PASS $name ($skip)"; else echo "PASS $name"; fi > "$results/$name"
+    else
+        { echo "FAIL $name (log: $log)"; tail -n 40 "$log"; } > "$results/$name"
+    fi
+}
+
+is_alone() { case " $ALONE " in *" $1 "*) return 0 ;; esac; return 1; }
+
+# Lane i runs the shared scripts i, i + JOBS, i + 2 JOBS, ... in its own ports.
+span=$((20000 / JOBS))
+lane=0
+while [ "$lane" -lt "$JOBS" ]; do
+    (
+        export RCI_PORT_FIRST=$((20000 + lane * span)) RCI_PORT_SPAN=$((span - 200))
+        i=0
+        for t in tests/integration/test_*.sh; do
+            [ -f "$t" ] || continue
+            is_alone "$(basename "$t" .sh)" && continue
+            [ $((i % JOBS)) -eq "$lane" ] && run_one "$t"
+            i=$((i + 1))
+        done
+    ) &
+    lane=$((lane + 1))
+done
+wait
+for name in $ALONE; do
+    [ -f "tests/integration/$name.sh" ] && run_one "tests/integration/$name.sh"
+done
+
 pass=0; fail=0
 for t in tests/integration/test_*.sh; do
     [ -f "$t" ] || continue
-    name=$(basename "$t" .sh)
-    log="$BUILD/tests/$name.log"
-    mkdir -p "$BUILD/tests"
-    if sh "$t" "$BUILD" >"$log" 2>&1; then
-        pass=$((pass + 1))
-        # A test that could not run here says "SKIP: why": show it, not only PASS.
-        skip=$(grep -m 1 '^SKIP' "$log")
-        if [ -n "$skip" ]; then echo "PASS $name ($skip)"; else echo "PASS $name"; fi
-    else
-        fail=$((fail + 1)); echo "FAIL $name (log: $log)"; tail -n 40 "$log"
-    fi
+    r="$results/$(basename "$t" .sh)"
+    cat "$r"
+    if head -n 1 "$r" | grep -q '^PASS'; then pass=$((pass + 1)); else fail=$((fail + 1)); fi
 done
 echo "integration: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -41,6 +41,13 @@ on_exit() {
 trap on_exit EXIT
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# port_base K: the first port of this script: a spot in [RCI_PORT_FIRST,
+# RCI_PORT_FIRST + RCI_PORT_SPAN) picked from the PID and the script's own
+# offset K. tests/run-integration-tests.sh gives scripts that run at the same
+# time disjoint ranges; alone the range is 20000-39999. ($$ is this script's
+# PID also inside $(...).)
+port_base() { echo $(( ${RCI_PORT_FIRST:-20000} + ($$ + $1) % ${RCI_PORT_SPAN:-20000} )); }
 ok()   { checks=$((checks + 1)); echo "ok: $*"; }
 
 # pub NAME FIELD: a counter of the publisher object in $WORK/NAME.json (the daemon's JSON).

@@ -18,7 +18,7 @@ if [ -z "$RCI_HUGE_NS" ]; then   # once more, in a private mount namespace
 fi
 . "$(dirname "$0")/lib.sh"
 
-PORT=$((20000 + ($$ + 15000) % 20000))
+PORT=$(port_base 15000)
 TAGS=0-0xffff
 SHM=ringcast-it-huge$$
 BAR="$WORK/bar0"

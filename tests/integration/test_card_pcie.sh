@@ -15,7 +15,7 @@
 cleanup() { rc=$?; for p in $daemon $sim $holder; do kill "$p" 2>/dev/null; done; (exit $rc); on_exit; }
 trap cleanup EXIT
 
-PORT=$((20000 + ($$ + 13000) % 20000))
+PORT=$(port_base 13000)
 TAGS=0-0xffff
 SHM=ringcast-it-pcie$$
 BAR="$WORK/bar0"

@@ -24,7 +24,7 @@ fail() {
     exit 1
 }
 
-PORT=$((20000 + ($$ + 11000) % 20000))
+PORT=$(port_base 11000)
 SOCK="$WORK/ctl.sock"
 CFG="$WORK/cfg.ini"
 TAGS=all

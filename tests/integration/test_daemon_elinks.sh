@@ -8,7 +8,7 @@
 # counted lost, per card or per e-link.
 . "$(dirname "$0")/lib.sh"
 
-PORT=$((20000 + ($$ + 4409) % 20000))
+PORT=$(port_base 4409)
 TAGS=0-0xffff
 n=100000
 

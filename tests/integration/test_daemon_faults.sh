@@ -9,7 +9,7 @@
 # memory does not grow over repeated rounds of bad peers).
 . "$(dirname "$0")/lib.sh"
 
-PORT=$((20000 + $$ % 20000))
+PORT=$(port_base 0)
 TAGS=0-0xffff
 BAD="$BUILD/tests/integration/bad_peer"
 

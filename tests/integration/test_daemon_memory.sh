@@ -11,7 +11,7 @@
 #   connection after the first 6.
 . "$(dirname "$0")/lib.sh"
 
-PORT=$((20000 + ($$ + 6133) % 20000))
+PORT=$(port_base 6133)
 TAGS=all
 anon_kb() { awk '/^RssAnon:/ { print $2 }' "/proc/$1/status"; }
 

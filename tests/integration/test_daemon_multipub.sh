@@ -11,7 +11,7 @@
 # own chunks; SIGTERM at full rate exits 0 promptly (8 s bound: a hang catcher) with every key back.
 . "$(dirname "$0")/lib.sh"
 
-PORT=$((20000 + ($$ + 4177) % 20000))
+PORT=$(port_base 4177)
 TAGS=0-0xffff   # card 0's e-links (tag base 0)
 
 start_daemon() { # start_daemon NAME THREADS OVERRIDES...

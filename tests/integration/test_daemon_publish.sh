@@ -7,7 +7,7 @@
 # SIGTERM during a full-rate run exits 0 within 2 s with every key back.
 . "$(dirname "$0")/lib.sh"
 
-PORT=$((20000 + $$ % 20000))
+PORT=$(port_base 0)
 TAGS=0-0xffff   # card 0's e-links (tag base 0)
 
 

@@ -14,7 +14,7 @@
 # getting data and heartbeats and is never timed out.
 . "$(dirname "$0")/lib.sh"
 
-PORT=$((20000 + ($$ + 4241) % 20000))
+PORT=$(port_base 4241)
 TAGS=0-0xffff
 
 # malformed_sum NAME: every malformed message the subscriber counted.

@@ -12,7 +12,7 @@
 #    byte for byte.
 . "$(dirname "$0")/lib.sh"
 
-PORT=$((20000 + ($$ + 3571) % 20000))
+PORT=$(port_base 3571)
 TAGS=0-0xffff
 N=3000
 shm="rc-replay-$$"

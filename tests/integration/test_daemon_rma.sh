@@ -12,7 +12,7 @@
 # its own chunks. About 50 s.
 . "$(dirname "$0")/lib.sh"
 
-PORT=$((20000 + ($$ + 13000) % 20000))
+PORT=$(port_base 13000)
 TAGS=0-0xffff
 
 check_sub_exact() { # check_sub_exact NAME CHUNKS

@@ -11,7 +11,7 @@
 # left in /dev/shm. About 30 s.
 . "$(dirname "$0")/lib.sh"
 
-PORT=$((20000 + ($$ + 11000) % 20000))
+PORT=$(port_base 11000)
 PORT0=$PORT
 TAGS=0-0xffff
 SHM=/dev/shm

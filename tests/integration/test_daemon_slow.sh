@@ -7,7 +7,7 @@
 # (the default) nobody loses anything and the card is stalled instead.
 . "$(dirname "$0")/lib.sh"
 
-PORT=$((20000 + ($$ + 7919) % 20000))
+PORT=$(port_base 7919)
 TAGS=0-0xffff   # card 0's e-links (tag base 0)
 
 

@@ -25,7 +25,7 @@
 #    chunk before.
 . "$(dirname "$0")/lib.sh"
 
-PORT=$((20000 + ($$ + 4409) % 20000))
+PORT=$(port_base 4409)
 TAGS=0-0xffff   # card 0's e-links (tag base 0)
 STALL_MAX_NS=2000000000   # "small": below the bounds plus the ring's fill time; before the fix 3 s to forever
 

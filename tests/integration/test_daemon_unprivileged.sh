@@ -12,7 +12,7 @@
 if [ "$(id -u)" -ne 0 ]; then
     echo "SKIP: needs root to switch to user nobody (setpriv)"; exit 0
 fi
-PORT=$((20000 + ($$ + 13000) % 20000))
+PORT=$(port_base 13000)
 TAGS=0-7
 NOBODY="setpriv --reuid=nobody --regid=nogroup --clear-groups"
 CAPS="--inh-caps=+ipc_lock --ambient-caps=+ipc_lock"

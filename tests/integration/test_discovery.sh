@@ -23,7 +23,7 @@ command -v etcd >/dev/null 2>&1 || { echo "SKIP: etcd (Debian etcd-server) is no
 
 NS=rcd$$
 NET=10.77.0
-PORT=$((20000 + $$ % 20000))
+PORT=$(port_base 0)
 ETCD_URL="etcd://$NET.1:2379"
 PIDS=""
 

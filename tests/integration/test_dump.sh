@@ -9,7 +9,7 @@
 # About 5 s.
 . "$(dirname "$0")/lib.sh"
 
-PORT=$((20000 + ($$ + 13000) % 20000))
+PORT=$(port_base 13000)
 DUMP="$BIN/ringcast-dump"
 
 "$BIN/ringcast-readout" -c deploy/ringcast.ini -o readout.stats_interval=0 -o fabric.port="$PORT" \

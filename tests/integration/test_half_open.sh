@@ -12,7 +12,7 @@
 # accept() failed with EMFILE, and the subscriber never connected. About 25 s.
 . "$(dirname "$0")/lib.sh"
 
-PORT=$((20000 + ($$ + 13000) % 20000))
+PORT=$(port_base 13000)
 TAGS=0-7
 
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }

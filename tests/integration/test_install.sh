@@ -19,7 +19,7 @@ if under_sanitizer; then
     exit 0
 fi
 
-PORT=$((20000 + $$ % 20000))
+PORT=$(port_base 0)
 PREFIX=/opt/ringcast-it
 LIBDIR=$PREFIX/lib64
 DEST="$WORK/dest"

@@ -10,7 +10,7 @@
 # small ring behind a slow subscriber: ring alarms in the log, the JSON and
 # the metrics. Subscribers' tags in the log, the JSON and the metrics.
 . "$(dirname "$0")/lib.sh"
-PORT=$((20000 + ($$ + 7919) % 20000))
+PORT=$(port_base 7919)
 MPORT=$((PORT + 2))
 URL="http://127.0.0.1:$MPORT/metrics"
 TAGS=all

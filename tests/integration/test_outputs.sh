@@ -10,7 +10,7 @@
 #    said and the exit status is 1.
 . "$(dirname "$0")/lib.sh"
 
-PORT=$((20000 + ($$ + 7919) % 20000))
+PORT=$(port_base 7919)
 TAGS=all
 N=20000
 

@@ -8,7 +8,7 @@
 # chunk it asked for. About 20 s.
 . "$(dirname "$0")/lib.sh"
 
-PORT=$((20000 + ($$ + 7000) % 20000))
+PORT=$(port_base 7000)
 TAGS=0-7
 
 # start_daemon NAME ALLOW PROVIDER ENDPOINT: a daemon publishing until SIGTERM.

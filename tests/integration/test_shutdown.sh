@@ -10,7 +10,7 @@
 #    not its own peer timeout.
 . "$(dirname "$0")/lib.sh"
 
-PORT=$((20000 + ($$ + 4241) % 20000))
+PORT=$(port_base 4241)
 TAGS=all
 
 # --- 1. accounting after SIGTERM, four cards ------------------------------------

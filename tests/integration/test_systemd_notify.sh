@@ -11,7 +11,7 @@
 #     thread: the readout thread goes on polling, the firmware check reports
 #     the card, and WATCHDOG=1 goes on.
 . "$(dirname "$0")/lib.sh"
-PORT=$((20000 + ($$ + 6151) % 20000))
+PORT=$(port_base 6151)
 SOCK="$WORK/notify.sock"
 
 python3 tests/integration/notify_listen.py "$SOCK" "$WORK/notify.txt" >/dev/null 2>&1 &

@@ -10,7 +10,7 @@
 # and without time limits beyond hang protection: TSan slows everything 5-15x.
 . "$(dirname "$0")/lib.sh"
 
-PORT=$((20000 + $$ % 20000))
+PORT=$(port_base 0)
 TAGS=0-0xffff
 n=20000
 
