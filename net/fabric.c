@@ -612,9 +612,9 @@ int rci_fabric_eq_poll(struct rci_fabric *f, struct rci_fabric_event *ev, char *
     return 1;
 }
 
-void rci_fabric_wait(struct rci_fabric *f, uint64_t timeout_ns)
+bool rci_fabric_wait_with(struct rci_fabric *f, int extra_fd, uint64_t timeout_ns)
 {
-    struct pollfd pfd[2];
+    struct pollfd pfd[3];
     struct fid *fids[2];
     int n = 0;
     if (f->cq && f->cq_fd >= 0) {
@@ -625,16 +625,30 @@ void rci_fabric_wait(struct rci_fabric *f, uint64_t timeout_ns)
         fids[n] = &f->eq->fid;
         pfd[n++] = (struct pollfd){ .fd = f->eq_fd, .events = POLLIN };
     }
-    if (n == 0 || fi_trywait(f->fabric, fids, n) != FI_SUCCESS) {
-        /* No fd, or work is pending (trywait said so): do not block on an fd. */
-        if (n == 0) {
-            rci_sleep_ns(timeout_ns < RCI_FABRIC_NOFD_SLEEP_NS ? timeout_ns : RCI_FABRIC_NOFD_SLEEP_NS);
-        }
-        return;
+    /* Without a fabric fd the provider only makes progress when polled: a
+     * long sleep would stall it, so sleep briefly (still woken by extra_fd). */
+    bool on_fds = f->cq == NULL || f->cq_fd >= 0;
+    if (!on_fds && timeout_ns > RCI_FABRIC_NOFD_SLEEP_NS)
+        timeout_ns = RCI_FABRIC_NOFD_SLEEP_NS;
+    /* trywait: work is pending (or the provider must be polled): no block. */
+    if (n > 0 && fi_trywait(f->fabric, fids, n) != FI_SUCCESS)
+        return on_fds;
+    int nfds = n;
+    if (extra_fd >= 0)
+        pfd[nfds++] = (struct pollfd){ .fd = extra_fd, .events = POLLIN };
+    if (nfds == 0) {
+        rci_sleep_ns(timeout_ns);
+        return on_fds;
     }
     struct timespec ts = { .tv_sec = (time_t)(timeout_ns / 1000000000u),
                            .tv_nsec = (long)(timeout_ns % 1000000000u) };
-    ppoll(pfd, (nfds_t)n, &ts, NULL);
+    ppoll(pfd, (nfds_t)nfds, &ts, NULL);
+    return on_fds;
+}
+
+void rci_fabric_wait(struct rci_fabric *f, uint64_t timeout_ns)
+{
+    rci_fabric_wait_with(f, -1, timeout_ns);
 }
 
 int rci_fabric_wait_adaptive(struct rci_fabric *f, int (*poll_fn)(void *arg), void *arg,

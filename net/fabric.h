@@ -201,6 +201,11 @@ int  rci_fabric_eq_poll(struct rci_fabric *f, struct rci_fabric_event *ev, char 
  * + poll() on the wait fds; if trywait says work is pending it returns at
  * once; without fds it sleeps min(timeout, 50 us). Never consumes entries. */
 void rci_fabric_wait(struct rci_fabric *f, uint64_t timeout_ns);
+/* The same, also woken by extra_fd (readable; -1: none; never read here):
+ * the idle sleep of a publisher thread with its doorbell. Without a CQ wait
+ * fd (the provider has none) it sleeps at most 50 us and returns false (the
+ * caller counts those short sleeps); true when it could sleep on fds. */
+bool rci_fabric_wait_with(struct rci_fabric *f, int extra_fd, uint64_t timeout_ns);
 /* Adaptive wait: call poll_fn(arg) in a loop for params.poll_spin_ns; if it
  * did nothing, alternate rci_fabric_wait() and poll_fn until timeout_ns. Stops
  * as soon as poll_fn returns non-zero and returns that value (>0 work done,

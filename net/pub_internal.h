@@ -198,6 +198,8 @@ struct rci_publisher {
     uint32_t npeers;
     uint64_t publisher_id;
     uint64_t next_timer_ns, timer_period_ns;
+    uint64_t last_timers_ns;   /* when run_timers last ran */
+    uint64_t idle_period_ns;   /* timer period with nothing in flight (rci_publisher_sleep) */
     uint32_t ndoomed;          /* peers marked for teardown (done in progress only) */
     uint32_t nclosed;          /* closed peers whose keys are not yet reported */
     uint32_t ndraining;        /* peers in RCI_PEER_DRAINING */

@@ -18,6 +18,7 @@
 
 #define RCI_PUB_TIMER_MIN_NS 100000u      /* 100 us */
 #define RCI_PUB_TIMER_MAX_NS 10000000u    /* 10 ms */
+#define RCI_PUB_IDLE_TIMER_MAX_NS 250000000ull  /* 250 ms: rci_publisher_sleep with nothing in flight */
 #define RCI_PUB_STARVED_NS 50000000u      /* 50 ms between progress calls: starved */
 
 /* ---- peers and their op lists ------------------------------------------ */
@@ -801,6 +802,7 @@ int rci_publisher_progress(struct rci_publisher *p)
     }
     if (now >= p->next_timer_ns) {
         run_timers(p, now);
+        p->last_timers_ns = now;
         p->next_timer_ns = now + p->timer_period_ns;
     }
     if (p->ctrl_waiting)
@@ -833,6 +835,41 @@ int rci_publisher_wait(struct rci_publisher *p, uint64_t timeout_ns)
     if (to_timer < timeout_ns)
         timeout_ns = to_timer;
     return rci_fabric_wait_adaptive(&p->fab, progress_thunk, p, timeout_ns);
+}
+
+/* Nothing in flight that the short timer period serves: no page waiting
+ * for its flush timeout, no peer being closed, drained or resumed, no
+ * control message or report waiting. Heartbeats and the dead-peer check
+ * then need the timers only every idle_period_ns. */
+static bool nothing_in_flight(const struct rci_publisher *p)
+{
+    if (p->ndoomed || p->nclosed || p->ndraining || p->nresuming || p->ctrl_waiting || p->ngone_due)
+        return false;
+    for (uint32_t i = 0; p->npages && i < p->npeers; i++)
+        if (p->peers[i].page != RCI_PUB_NONE)
+            return false;
+    return true;
+}
+
+int rci_publisher_sleep(struct rci_publisher *p, int wake_fd, uint64_t timeout_ns)
+{
+    int rc = rci_publisher_progress(p);
+    if (rc)
+        return rc;
+    uint64_t now = rci_now_ns();
+    uint64_t due = nothing_in_flight(p) ? p->last_timers_ns + p->idle_period_ns : p->next_timer_ns;
+    uint64_t to_due = due > now ? due - now : 0;
+    if (to_due < timeout_ns)
+        timeout_ns = to_due;
+    if (timeout_ns == 0)
+        return 0;
+    p->st.idle_sleeps++;
+    if (!rci_fabric_wait_with(&p->fab, wake_fd, timeout_ns))
+        p->st.idle_sleeps_short++;
+    /* Asleep on the wait fds this thread was listening: the pause is no
+     * starvation (note_progress_gap). */
+    p->last_progress_ns = rci_now_ns();
+    return rci_publisher_progress(p);
 }
 
 /* ---- life cycle ------------------------------------------------------------- */
@@ -933,6 +970,16 @@ static uint64_t timer_period(const struct rci_fabric_params *fp)
     return t < RCI_PUB_TIMER_MIN_NS ? RCI_PUB_TIMER_MIN_NS : t > RCI_PUB_TIMER_MAX_NS ? RCI_PUB_TIMER_MAX_NS : t;
 }
 
+/* Heartbeats and the dead-peer check, when nothing is in flight: a quarter
+ * of the shorter of the two, between the busy period and 250 ms. */
+static uint64_t idle_period(const struct rci_fabric_params *fp)
+{
+    uint64_t t = fp->heartbeat_ns < fp->peer_timeout_ns ? fp->heartbeat_ns : fp->peer_timeout_ns;
+    t /= 4;
+    uint64_t busy = timer_period(fp);
+    return t < busy ? busy : t > RCI_PUB_IDLE_TIMER_MAX_NS ? RCI_PUB_IDLE_TIMER_MAX_NS : t;
+}
+
 static int setup(struct rci_publisher *p, const struct rci_fabric_params *fp, char *err, size_t errlen)
 {
     p->nslots = fp->header_slots;
@@ -974,7 +1021,9 @@ static int setup(struct rci_publisher *p, const struct rci_fabric_params *fp, ch
     if (getrandom(&p->publisher_id, sizeof p->publisher_id, 0) != sizeof p->publisher_id)
         p->publisher_id = rci_now_ns() ^ ((uint64_t)getpid() << 32);
     p->timer_period_ns = timer_period(fp);
-    p->next_timer_ns = rci_now_ns() + p->timer_period_ns;
+    p->idle_period_ns = idle_period(fp);
+    p->last_timers_ns = rci_now_ns();
+    p->next_timer_ns = p->last_timers_ns + p->timer_period_ns;
     p->st.slots_total = p->nslots;
     p->st.pages_total = p->npages;
     return 0;

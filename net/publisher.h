@@ -136,6 +136,8 @@ struct rci_publisher_stats {
                                      * let-go rule): their keys waited for completions */
     uint64_t liveness_restarts;     /* progress not called for over 50 ms (thread starved): that
                                      * pause does not count as any subscriber's silence */
+    uint64_t idle_sleeps;           /* rci_publisher_sleep calls that slept (nothing to do) */
+    uint64_t idle_sleeps_short;     /* ... of those, capped at 50 us: the provider has no wait fd */
     uint64_t subscribe_requests, unsubscribe_requests;
     uint64_t subscriptions_refused; /* any status but RCI_SUB_OK */
     uint64_t heartbeats_sent, heartbeats_received;
@@ -222,6 +224,15 @@ int  rci_publisher_progress(struct rci_publisher *p);
 /* Adaptive wait: spin poll_spin_ns on progress, then sleep on the CQ/EQ fds,
  * at most timeout_ns. Returns what progress returned (>0 work, 0 timeout). */
 int  rci_publisher_wait(struct rci_publisher *p, uint64_t timeout_ns);
+/* Idle sleep (no spinning): one progress pass; if it found nothing, block on
+ * the fabric's wait fds and wake_fd (-1: none; readable wakes the caller, it
+ * is never read here) until something arrives, the next timer work is due or
+ * timeout_ns passed, then progress again. With nothing in flight (no page
+ * filling, no peer closing or resuming) timer work is due only every
+ * min(heartbeat, peer_timeout) / 4 (at most 250 ms), not every flush
+ * period. A provider without a wait fd sleeps at most 50 us (counted in
+ * idle_sleeps_short). Returns what progress returned (>0 work, 0 none). */
+int  rci_publisher_sleep(struct rci_publisher *p, int wake_fd, uint64_t timeout_ns);
 
 /* How long the peer's oldest outstanding send (DATA, PAGE or control) had
  * been waiting for its completion when progress last read the CQ, or, for an

@@ -109,8 +109,9 @@ static void backpressure(void)
     sched_yield();
 }
 
-/* One chunk: 0 (queued, or released for want of a subscriber) or -EAGAIN. */
-static int dispatch(struct rci_publish_card *c, const struct rci_chunk *chunk)
+/* One chunk: 0 (queued, or released for want of a subscriber) or -EAGAIN;
+ * *woke gets the threads it was queued to. */
+static int dispatch(struct rci_publish_card *c, const struct rci_chunk *chunk, uint32_t *woke)
 {
     struct lane_entry e[RCI_MAX_PUBLISHER_THREADS];
     uint32_t threads = look_up(c, chunk->tag, e);
@@ -129,6 +130,7 @@ static int dispatch(struct rci_publish_card *c, const struct rci_chunk *chunk)
         e[0].key = chunk->key;
         lane_push(&c->lanes[0], &e[0]);
         rci_counter_add(&c->dispatched, 1);
+        *woke |= 1u;
         return 0;
     }
     uint64_t first;
@@ -144,6 +146,7 @@ static int dispatch(struct rci_publish_card *c, const struct rci_chunk *chunk)
         lane_push(&c->lanes[t], &e[t]);
     }
     rci_counter_add(&c->dispatched, 1);
+    *woke |= threads;
     return 0;
 }
 
@@ -151,12 +154,17 @@ unsigned rci_pipeline_sink(void *ctx, const struct rci_chunk *const *chunks, uns
 {
     struct rci_publish_card *c = ctx;
     ensure_rcu_reader();
-    for (unsigned i = 0; i < n; i++)
-        if (dispatch(c, chunks[i]) != 0) {
-            backpressure();
-            return i;
-        }
-    return n;
+    uint32_t woke = 0;
+    unsigned i = 0;
+    for (; i < n; i++)
+        if (dispatch(c, chunks[i], &woke) != 0)
+            break;
+    /* Once per burst, never per chunk: a syscall only for a thread asleep. */
+    for (uint32_t m = woke; m; m &= m - 1)
+        rci_publish_thread_wake(&c->pb->threads[__builtin_ctz(m)]);
+    if (i < n)
+        backpressure();
+    return i;
 }
 
 /* ---- life cycle (main thread) --------------------------------------------- */
@@ -228,6 +236,8 @@ int rci_pipeline_create(const struct rci_pipeline_params *params, struct rci_pip
     pb->nthreads = params->publisher_threads;
     pb->all_threads = (1u << pb->nthreads) - 1;
     pb->queue_capacity = params->queue_size;
+    for (unsigned i = 0; i < RCI_MAX_PUBLISHER_THREADS; i++)
+        pb->threads[i].doorbell_fd = -1;   /* fini closes only what init opened */
     struct rci_sub_table_params tp = {.max_subs_per_tag = RCI_FANOUT_MAX_SENDS};
     rc = rci_sub_table_create(&tp, &pb->table, err, errlen);
     for (unsigned i = 0; rc == 0 && i < pb->nthreads; i++)
@@ -381,6 +391,7 @@ void rci_pipeline_stop(struct rci_pipeline *pb, uint64_t linger_ns)
     for (unsigned i = 0; i < pb->nthreads; i++) {
         if (!pb->threads[i].started)
             continue;
+        rci_publish_thread_wake(&pb->threads[i]);
         pthread_join(pb->threads[i].tid, NULL);
         pb->threads[i].started = false;
     }
@@ -442,6 +453,7 @@ static void thread_totals(const struct rci_pipeline *pb, const struct publish_th
     t->subscribers_cut_off = rci_counter_get(&th->t.cut_off);
     t->subscribers_kicked = rci_counter_get(&th->t.kicked);
     t->subscribers_cut_by_allow = rci_counter_get(&th->t.cut_by_allow);
+    t->doorbell_rings = rci_shared_counter_get(&th->doorbell_rings);
 }
 
 /* Every field of struct rci_publish_totals: a thread's figures add up to the whole. */
@@ -450,7 +462,7 @@ static void thread_totals(const struct rci_pipeline *pb, const struct publish_th
     X(chunks_dropped) X(shares_failed) X(shares_unsent) X(chunks_abandoned) X(queue_full) X(blocked) \
     X(subscriber_overflow) X(table_errors) X(subscribers_untracked) X(chunks_queued)                \
     X(chunks_dispatched) X(dispatch_errors) X(records_exhausted) X(fanout_refused) X(subscribers_cut_off) \
-    X(subscribers_kicked) X(subscribers_cut_by_allow)
+    X(subscribers_kicked) X(subscribers_cut_by_allow) X(doorbell_rings)
 #define COUNT_FIELD(field) +1
 _Static_assert(sizeof(struct rci_publish_totals) == (0 TOTALS_FIELDS(COUNT_FIELD)) * sizeof(uint64_t),
                "TOTALS_FIELDS must name every field");
@@ -669,11 +681,13 @@ static void write_totals_json(FILE *f, const struct rci_publish_totals *t)
             ",\"queue_full\":%" PRIu64 ",\"publisher_blocked\":%" PRIu64 ",\"subscriber_overflow\":%" PRIu64
             ",\"table_errors\":%" PRIu64 ",\"subscribers_untracked\":%" PRIu64 ",\"chunks_queued\":%" PRIu64
             ",\"fanout_refused\":%" PRIu64 ",\"subscribers_cut_off\":%" PRIu64
-            ",\"subscribers_kicked\":%" PRIu64 ",\"subscribers_cut_by_allow\":%" PRIu64,
+            ",\"subscribers_kicked\":%" PRIu64 ",\"subscribers_cut_by_allow\":%" PRIu64
+            ",\"doorbell_rings\":%" PRIu64,
             t->chunks_sent, t->bytes_sent, t->chunks_dropped, t->chunks_no_subscriber, t->chunks_published,
             t->shares, t->shares_failed, t->shares_unsent, t->chunks_abandoned, t->queue_full, t->blocked,
             t->subscriber_overflow, t->table_errors, t->subscribers_untracked, t->chunks_queued,
-            t->fanout_refused, t->subscribers_cut_off, t->subscribers_kicked, t->subscribers_cut_by_allow);
+            t->fanout_refused, t->subscribers_cut_off, t->subscribers_kicked, t->subscribers_cut_by_allow,
+            t->doorbell_rings);
 }
 
 static void write_threads_json(const struct rci_pipeline *pb, FILE *f)
@@ -748,6 +762,7 @@ static void post_request(struct publish_thread *th, int op, const char *arg, str
     r->result = 0;
     atomic_store_explicit(&r->posted, atomic_load_explicit(&r->posted, memory_order_relaxed) + 1,
                           memory_order_release);
+    rci_publish_thread_wake(th);
 }
 
 int rci_pipeline_list_subscribers(struct rci_pipeline *pb, struct rci_sub_info *out, unsigned max,
@@ -816,6 +831,8 @@ int rci_pipeline_reload(struct rci_pipeline *pb, const struct rci_pipeline_param
     rci_publish_live_from_params(pb, p, modes, nmodes, &pb->pending);
     atomic_store_explicit(&pb->live_gen, atomic_load_explicit(&pb->live_gen, memory_order_relaxed) + 1,
                           memory_order_release);
+    for (unsigned i = 0; i < pb->nthreads; i++)
+        rci_publish_thread_wake(&pb->threads[i]);
     int rc = wait_threads(pb, timeout_ns);
     if (rc != 0)
         rci_set_err(err, errlen, "a publisher thread did not take the new values within %.1f s",

@@ -139,6 +139,8 @@ struct rci_publish_totals {
     uint64_t subscribers_cut_off;   /* cut off by the slow policy's age bound (slow_cut_after, block_cut_after) */
     uint64_t subscribers_kicked;    /* closed by rci_pipeline_kick (ringcast-ctl kick) */
     uint64_t subscribers_cut_by_allow; /* closed by a reload whose allow list excludes them */
+    uint64_t doorbell_rings;        /* wake-ups of a sleeping publisher thread (eventfd writes): at
+                                     * full rate far fewer than chunks_queued */
 };
 void rci_pipeline_get_totals(const struct rci_pipeline *pb, struct rci_publish_totals *t);
 
@@ -239,7 +241,7 @@ int rci_pipeline_get_publisher_stats(const struct rci_pipeline *pb, unsigned thr
     X(completions_error) X(subscriptions_refused)                                                   \
     X(control_dropped) X(rx_errors) X(connection_errors) X(unknown_sender)                         \
     X(faults_send_error) X(faults_eagain) X(faults_eagain_streaks) X(fragments_deferred) X(fragments_abandoned)             \
-    X(again_resuming) X(liveness_restarts)                                                        \
+    X(again_resuming) X(liveness_restarts) X(idle_sleeps) X(idle_sleeps_short)                                                      \
     X(rma_subscribers) X(rma_fallbacks) X(rma_refused_region) X(rma_records) X(rma_bytes)         \
     X(rma_again_credit) X(rma_wait_credit) X(rma_credits) X(rma_bad_credits)
 

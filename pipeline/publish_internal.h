@@ -237,6 +237,12 @@ struct publish_thread {
     struct thread_view view;
     bool view_ready;                    /* its lock is initialised */
     rci_counter heartbeat;              /* turns of its loop: the watchdog's sign of life */
+    /* The doorbell (pipeline/README.md, "Idle publisher threads"): an
+     * eventfd the sinks and the control path write only while the thread
+     * sleeps (sleeping set), on the sleeping -> woken edge. */
+    int doorbell_fd;                    /* -1: none (eventfd failed; short sleeps then) */
+    alignas(RCI_CACHE_LINE) atomic_bool sleeping;
+    rci_shared_counter doorbell_rings;  /* eventfd writes (any thread) */
     pthread_t tid;
     bool started;
     bool fabric_failed;
@@ -271,6 +277,9 @@ struct rci_pipeline {
 };
 
 /* publish_thread.c */
+/* Wake thread th if it sleeps (any thread, after making work visible: the
+ * caller's stores are ordered before the flag's load by a full fence). */
+void rci_publish_thread_wake(struct publish_thread *th);
 void *rci_publish_thread_main(void *arg);
 int  rci_publish_thread_init(struct publish_thread *th, struct rci_pipeline *pb, unsigned index,
                             char *err, size_t errlen);

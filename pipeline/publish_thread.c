@@ -13,12 +13,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "net/allow_list.h"
 #include "readout/readout.h"
 
 #define IDLE_WAIT_NS    (200ull * 1000)
 #define FLUSH_WAIT_NS   (1000ull * 1000 * 1000)
+/* The longest idle sleep: the loop still turns (its heartbeat, which the
+ * systemd watchdog reads every WatchdogSec / 2) a few times a second. */
+#define SLEEP_MAX_NS    (200ull * 1000 * 1000)
 
 /* ---- subscribers ----------------------------------------------------------- */
 
@@ -854,6 +859,105 @@ static void hang_for_test(struct publish_thread *th)
         rci_sleep_ns(10ull * 1000 * 1000);
 }
 
+/* ---- the idle sleep and its doorbell ------------------------------------------ */
+
+void rci_publish_thread_wake(struct publish_thread *th)
+{
+    /* Pairs with the fence in sleep_idle: either the sleeper sees the work
+     * queued before this call, or this sees sleeping set and rings. */
+    atomic_thread_fence(memory_order_seq_cst);
+    if (!atomic_load_explicit(&th->sleeping, memory_order_relaxed) ||
+        !atomic_exchange_explicit(&th->sleeping, false, memory_order_acq_rel))
+        return;
+    uint64_t one = 1;
+    if (th->doorbell_fd >= 0 && write(th->doorbell_fd, &one, sizeof one) == (ssize_t)sizeof one)
+        rci_shared_counter_add(&th->doorbell_rings, 1);
+}
+
+/* A chunk queued or being sent (perhaps waiting for its subscriber). */
+static bool lanes_hold_chunks(struct publish_thread *th)
+{
+    struct rci_pipeline *pb = th->pb;
+    for (unsigned i = 0; i < pb->ncards; i++) {
+        const struct publish_lane *lane = &pb->cards[i].lanes[th->index];
+        if (lane->cur || lane->batch_pos < lane->batch_len || rci_chunk_queue_count(lane->queue) > 0)
+            return true;
+    }
+    return false;
+}
+
+/* Anything for the loop to do without the fabric: a chunk, a control
+ * request or reload, the stop. */
+static bool work_waiting(struct publish_thread *th)
+{
+    struct rci_pipeline *pb = th->pb;
+    return atomic_load_explicit(&pb->stop, memory_order_acquire) ||
+           atomic_load_explicit(&pb->live_gen, memory_order_acquire) != th->live_gen ||
+           atomic_load_explicit(&th->req.posted, memory_order_acquire) !=
+               atomic_load_explicit(&th->req.done, memory_order_relaxed) ||
+           lanes_hold_chunks(th);
+}
+
+/* When the thread's own timers are next due (after now): the stats log, the
+ * slow-policy check while a subscriber has shares outstanding, the view for
+ * the metrics, the test hang; at most SLEEP_MAX_NS ahead. */
+static uint64_t next_thread_timer(const struct publish_thread *th, uint64_t now, uint64_t hang_at)
+{
+    uint64_t due = now + SLEEP_MAX_NS;
+    uint64_t interval = th->live.stats_interval_ns;
+    if (interval && th->last_stats_ns + interval < due)
+        due = th->last_stats_ns + interval;
+    if (th->view.refreshed_ns + VIEW_REFRESH_NS < due)
+        due = th->view.refreshed_ns + VIEW_REFRESH_NS;
+    if (hang_at < due)
+        due = hang_at;
+    for (uint32_t i = 0; i < th->nsubs_max; i++)
+        if (th->subs[i].in_use && th->subs[i].outstanding > 0) {
+            uint64_t check = th->last_stall_check_ns + STALL_CHECK_MAX_NS;
+            if (check < due)
+                due = check;
+            break;
+        }
+    return due > now ? due : now;
+}
+
+/* Nothing queued: sleep on the fabric's wait fds and the doorbell until a
+ * completion, connection event or message arrives, a chunk or request is
+ * queued (the doorbell), or a timer of the thread or its publisher is due.
+ * The flag is set before the queues are looked at again, so a chunk queued
+ * meanwhile is either seen here or rings the doorbell. */
+static int sleep_idle(struct publish_thread *th, uint64_t hang_at)
+{
+    atomic_store_explicit(&th->sleeping, true, memory_order_relaxed);
+    atomic_thread_fence(memory_order_seq_cst);
+    if (work_waiting(th)) {
+        atomic_store_explicit(&th->sleeping, false, memory_order_relaxed);
+        return rci_publisher_progress(th->pub);
+    }
+    uint64_t now = rci_now_ns();
+    int rc = rci_publisher_sleep(th->pub, th->doorbell_fd, next_thread_timer(th, now, hang_at) - now);
+    if (!atomic_exchange_explicit(&th->sleeping, false, memory_order_acq_rel)) {
+        /* A waker cleared the flag: it wrote (or is about to write) the
+         * eventfd; read it now. Should the write come after this read, the
+         * next sleep wakes at once, reads it, and sleeps again. */
+        uint64_t v;
+        if (th->doorbell_fd >= 0 && read(th->doorbell_fd, &v, sizeof v) < 0) {
+            /* EAGAIN: that late write; nothing to do */
+        }
+    }
+    return rc;
+}
+
+/* Nothing sent this turn. A chunk that waits (its subscriber holds all it
+ * may, a pool is empty) is retried after today's short wait on the CQ;
+ * with no chunk at all the thread sleeps until something is due. */
+static int sleep_or_wait(struct publish_thread *th, uint64_t hang_at)
+{
+    if (th->doorbell_fd < 0 || lanes_hold_chunks(th))
+        return rci_publisher_wait(th->pub, IDLE_WAIT_NS);
+    return sleep_idle(th, hang_at);
+}
+
 void *rci_publish_thread_main(void *arg)
 {
     struct publish_thread *th = arg;
@@ -869,7 +973,7 @@ void *rci_publish_thread_main(void *arg)
         unsigned work = 0;
         for (unsigned i = 0; i < pb->ncards; i++)
             work += pump_lane(th, &pb->cards[i].lanes[th->index]);
-        int rc = work ? rci_publisher_progress(th->pub) : rci_publisher_wait(th->pub, IDLE_WAIT_NS);
+        int rc = work ? rci_publisher_progress(th->pub) : sleep_or_wait(th, hang_at);
         if (rc < 0 && !th->fabric_failed) {
             th->fabric_failed = true;
             pl_error(th->pb, "publisher %u: the fabric failed: %s (%s)", th->index, strerror(-rc),
@@ -931,6 +1035,9 @@ int rci_publish_thread_init(struct publish_thread *th, struct rci_pipeline *pb, 
     th->view.subs = calloc(th->view.cap, sizeof *th->view.subs);
     pthread_mutex_init(&th->view.lock, NULL);
     th->view_ready = true;
+    th->doorbell_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (th->doorbell_fd < 0)   /* the thread then waits as before: at most IDLE_WAIT_NS */
+        pl_warn(pb, "publisher %u: no doorbell (eventfd: %s): its idle waits stay short", index, strerror(errno));
     if (!th->subs || !th->slot_gen || !th->departed || !th->view.subs || create_tokens(th, fp) != 0) {
         rci_set_err(err, errlen, "publisher %u: out of memory", index);
         return -ENOMEM;
@@ -962,4 +1069,7 @@ void rci_publish_thread_fini(struct publish_thread *th)
     th->view.subs = NULL;
     free(th->tokens);
     free(th->iov);
+    if (th->doorbell_fd >= 0)
+        close(th->doorbell_fd);
+    th->doorbell_fd = -1;
 }

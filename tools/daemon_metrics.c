@@ -316,6 +316,7 @@ static const struct totals_row totals_rows[] = {
     {"subscribers_cut_off", "subscribers_cut_off", P(subscribers_cut_off), "Subscribers cut off by slow_cut_after or block_cut_after"},
     {"subscribers_kicked", "subscribers_kicked", P(subscribers_kicked), "Subscribers closed by ringcast-ctl kick"},
     {"subscribers_cut_by_allow", "subscribers_cut_by_allow", P(subscribers_cut_by_allow), "Subscribers closed because a reloaded allow list excludes them"},
+    {"doorbell_rings", "doorbell_rings", P(doorbell_rings), "Wake-ups of this thread from its idle sleep by a queued chunk or request"},
 };
 #undef P
 

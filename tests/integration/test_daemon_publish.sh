@@ -67,6 +67,11 @@ fixed_run() { # fixed_run NAME PROVIDER ENDPOINT CHUNKS OVERRIDES...
 
 # Chunks of 16 B .. 9000 B spanning blocks; the largest need fragments with rxm.
 fixed_run tcp-msg tcp msg 100000 -o sim.0.chunk_size_min=16 -o sim.0.chunk_size_max=9000
+# The doorbell (pipeline/README.md, "Idle publisher threads") is written only when the thread
+# had gone to sleep, never per chunk: at full rate far fewer writes than chunks.
+rings=$(json_num doorbell_rings "$WORK/tcp-msg.json")
+[ -n "$rings" ] && [ "$rings" -lt 10000 ] || fail "tcp-msg doorbell_rings: got '$rings', expected < 10000 for 100000 chunks"
+ok "tcp-msg doorbell_rings = $rings < 10000 (100000 chunks queued)"
 fixed_run rxm-rdm "tcp;ofi_rxm" rdm 50000 -o sim.0.chunk_size_min=16 -o sim.0.chunk_size_max=9000
 # Buffered (small chunks copied into pages) and auto mode.
 fixed_run buffered tcp msg 100000 -o readout.mode=buffered -o sim.0.chunk_size_min=8 -o sim.0.chunk_size_max=600

@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -330,6 +331,54 @@ static void pub_close(struct pubctx *c)
     free(c->keys.seen);
     c->p = NULL;
 }
+
+/* ---- idle sleep (rci_publisher_sleep) ------------------------------------------ */
+
+/* With nothing in flight the sleep is bounded by heartbeat / 4 (25 ms here),
+ * not by the busy timer period (flush_timeout / 4 = 250 us): a second of
+ * sleeps is a few dozen, never thousands (a loaded machine makes fewer). */
+static void idle_sleep_timer_test(const struct prov *pv)
+{
+    struct rci_fabric_params fp;
+    pub_params(&fp, pv, next_port());
+    struct pubctx c = {0};
+    CU_ASSERT_FATAL(pub_open(&c, &fp, 16) == 0);
+    uint64_t end = rci_now_ns() + 1 * SEC;
+    while (rci_now_ns() < end)
+        rci_publisher_sleep(c.p, -1, 10 * SEC);
+    struct rci_publisher_stats st;
+    rci_publisher_get_stats(c.p, &st);
+    CU_ASSERT(st.idle_sleeps > 0);
+    CU_ASSERT(st.idle_sleeps < 400);
+    CU_ASSERT_EQUAL(st.idle_sleeps_short, 0);   /* tcp and rxm have a CQ wait fd */
+    pub_close(&c);
+}
+
+/* A readable wake fd ends the sleep at once: 50 sleeps take far less than
+ * the 50 x 250 ms they would take bounded by the timers only (heartbeat
+ * 10 s, peer_timeout 30 s: the idle timer period is capped at 250 ms). */
+static void idle_sleep_wake_test(const struct prov *pv)
+{
+    struct rci_fabric_params fp;
+    pub_params(&fp, pv, next_port());
+    fp.heartbeat_ns = 10 * SEC;
+    fp.peer_timeout_ns = 30 * SEC;
+    struct pubctx c = {0};
+    CU_ASSERT_FATAL(pub_open(&c, &fp, 16) == 0);
+    int fd = eventfd(1, EFD_NONBLOCK | EFD_CLOEXEC);
+    CU_ASSERT_FATAL(fd >= 0);
+    uint64_t start = rci_now_ns();
+    for (int i = 0; i < 50; i++)
+        rci_publisher_sleep(c.p, fd, 10 * SEC);
+    CU_ASSERT(rci_now_ns() - start < 5 * SEC);
+    close(fd);
+    pub_close(&c);
+}
+
+static void test_idle_sleep_timer_msg(void) { idle_sleep_timer_test(&PROVS[0]); }
+static void test_idle_sleep_timer_rdm(void) { idle_sleep_timer_test(&PROVS[1]); }
+static void test_idle_sleep_wake_msg(void) { idle_sleep_wake_test(&PROVS[0]); }
+static void test_idle_sleep_wake_rdm(void) { idle_sleep_wake_test(&PROVS[1]); }
 
 /* Drive the publisher until cond(arg) or timeout; returns cond's last value. */
 static bool pump_until(struct pubctx *c, bool (*cond)(struct pubctx *, void *), void *arg,
@@ -1396,6 +1445,8 @@ static void register_tests(void)
         { "malformed control messages, tcp msg", test_malformed_msg },
         { "max_subscribers refusal, tcp msg", test_max_subscribers_msg },
         { "ringcast-sub SIGKILLed, tcp msg", test_sigkill_msg },
+        { "idle sleep bounded by heartbeat, not flush period, tcp msg", test_idle_sleep_timer_msg },
+        { "idle sleep ends on the wake fd, tcp msg", test_idle_sleep_wake_msg },
     };
     static const struct named_test rdm[] = {
         { "stream 10^6 msgs, tcp;ofi_rxm rdm", test_stream_rdm },
@@ -1410,6 +1461,8 @@ static void register_tests(void)
         { "malformed control messages, tcp;ofi_rxm rdm", test_malformed_rdm },
         { "max_subscribers refusal, tcp;ofi_rxm rdm", test_max_subscribers_rdm },
         { "ringcast-sub SIGKILLed, tcp;ofi_rxm rdm", test_sigkill_rdm },
+        { "idle sleep bounded by heartbeat, not flush period, tcp;ofi_rxm rdm", test_idle_sleep_timer_rdm },
+        { "idle sleep ends on the wake fd, tcp;ofi_rxm rdm", test_idle_sleep_wake_rdm },
     };
     add_suite("net_publisher_msg", msg, sizeof msg / sizeof msg[0]);
     add_suite("net_publisher_rdm", rdm, sizeof rdm / sizeof rdm[0]);
