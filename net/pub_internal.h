@@ -196,6 +196,7 @@ struct rci_publisher {
 
     struct rci_pub_peer *peers;
     uint32_t npeers;
+    uint32_t admit_max;        /* peers admitted at most: max_subscribers, a reload may lower it (<= npeers) */
     uint64_t publisher_id;
     uint64_t next_timer_ns, timer_period_ns;
     uint32_t ndoomed;          /* peers marked for teardown (done in progress only) */

@@ -420,8 +420,19 @@ static void reap_closed(struct rci_publisher *p)
     }
 }
 
+/* Peers in any state but free: what max_subscribers limits. */
+static uint32_t peers_in_use(const struct rci_publisher *p)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < p->npeers; i++)
+        n += p->peers[i].state != RCI_PEER_FREE;
+    return n;
+}
+
 struct rci_pub_peer *rci_pub_new_peer(struct rci_publisher *p, uint64_t now)
 {
+    if (p->admit_max < p->npeers && peers_in_use(p) >= p->admit_max)
+        return NULL;   /* a reload lowered max_subscribers (connection events only: not per chunk) */
     for (uint32_t i = 0; i < p->npeers; i++) {
         struct rci_pub_peer *peer = &p->peers[i];
         if (peer->state != RCI_PEER_FREE)
@@ -906,6 +917,7 @@ static int init_rx(struct rci_publisher *p, char *err, size_t errlen)
 static int init_peers(struct rci_publisher *p)
 {
     p->npeers = p->fab.params.max_subscribers;
+    p->admit_max = p->npeers;
     p->peers = calloc(p->npeers, sizeof *p->peers);
     if (!p->peers)
         return -ENOMEM;
@@ -1116,6 +1128,17 @@ int rci_publisher_set_allow(struct rci_publisher *p, const char *allow, char *er
     if (rc == 0)
         memcpy(p->fab.params.allow, fp.allow, sizeof fp.allow);
     return rc;
+}
+
+int rci_publisher_set_max_subscribers(struct rci_publisher *p, uint32_t n, char *err, size_t errlen)
+{
+    if (n == 0 || n > p->npeers) {
+        rci_set_err(err, errlen, "publisher [fabric] max_subscribers = %u: must be 1 .. %u, the value it started "
+                    "with (its buffers are sized for that many; a restart raises it)", n, p->npeers);
+        return -ERANGE;
+    }
+    p->admit_max = n;
+    return 0;
 }
 
 int rci_publisher_close_peer(struct rci_publisher *p, rci_peer_id id)

@@ -253,6 +253,12 @@ int  rci_publisher_close_peer(struct rci_publisher *p, rci_peer_id peer);
  * caller's (rci_publisher_close_peer). 0, or -EINVAL with the reason in err
  * and the old list kept. */
 int  rci_publisher_set_allow(struct rci_publisher *p, const char *allow, char *err, size_t errlen);
+/* Admit at most n peers from now on (max_subscribers; the publisher's thread;
+ * a reload). Peers already admitted stay, new ones are refused while n or more
+ * are connected. n may not exceed the max_subscribers the publisher was
+ * created with: its buffers were sized for that many (-ERANGE, the reason in
+ * err, the old value kept). */
+int  rci_publisher_set_max_subscribers(struct rci_publisher *p, uint32_t n, char *err, size_t errlen);
 /* Keys of sends to a closed or dead peer: its transport is closed now (RDM:
  * address removed), and if that proves the provider let go of its sends, up
  * to max keys are written to keys[] and released (no callback runs inside

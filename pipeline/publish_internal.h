@@ -169,6 +169,7 @@ struct live_params {
     unsigned nmodes;                    /* including the global one */
     struct mode_range modes[RCI_MAX_MODE_RULES + 1];
     char allow[sizeof(((struct rci_fabric_params *)0)->allow)];
+    uint32_t max_subscribers;           /* <= the one the publishers were created with */
 };
 
 /* A control request to one publisher thread (list its subscribers, close

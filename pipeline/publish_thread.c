@@ -782,10 +782,14 @@ static void apply_allow(struct publish_thread *th, const char *allow)
 static void take_live_params(struct publish_thread *th, uint64_t gen)
 {
     bool allow_changed = strcmp(th->live.allow, th->pb->pending.allow) != 0;
+    bool max_changed = th->live.max_subscribers != th->pb->pending.max_subscribers;
     th->live = th->pb->pending;
     th->live_gen = gen;
     if (allow_changed)
         apply_allow(th, th->live.allow);
+    char err[256] = "";
+    if (max_changed && rci_publisher_set_max_subscribers(th->pub, th->live.max_subscribers, err, sizeof err) != 0)
+        pl_error(th->pb, "publisher %u: %s", th->index, err);   /* checked before: not expected */
     atomic_store_explicit(&th->live_acked, gen, memory_order_release);
 }
 
