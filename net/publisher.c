@@ -553,6 +553,8 @@ static void on_rx(struct rci_publisher *p, const struct rci_fabric_cqe *e)
             p->st.malformed[RCI_WIRE_BAD_LENGTH]++;
         else if (e->err != FI_ECANCELED)
             p->st.rx_errors++;
+        if (e->err != FI_ECANCELED)
+            pub_debug(p, "receive completion error from %s: %s", owner ? owner->name : "?", p->fab.cq_error_text);
         if (e->err != FI_ETRUNC && e->err != FI_ECANCELED && owner)
             rci_pub_peer_fail(p, (uint32_t)(owner - p->peers), RCI_DOOM_ERROR);
     } else {
@@ -576,6 +578,8 @@ static void on_tx(struct rci_publisher *p, const struct rci_fabric_cqe *e)
     if (status) {
         p->st.completions_error++;
         rci_fabric_error(&p->fab, p->err, sizeof p->err, "send completion", e->err);
+        pub_debug(p, "send completion error to %s: %s", peer != RCI_PUB_NONE ? p->peers[peer].name : "?",
+                  p->fab.cq_error_text);
         if (peer != RCI_PUB_NONE)
             rci_pub_peer_fail(p, peer, RCI_DOOM_ERROR);
     } else {
@@ -638,6 +642,7 @@ static void refuse_connreq(struct rci_publisher *p, struct fi_info *info, const 
     char who[64];
     sockaddr_name(info->dest_addr, who, sizeof who);
     rci_set_err(p->err, sizeof p->err, "connection from %s refused: %s", who, why);
+    pub_debug(p, "publisher port %u: connection from %s refused: %s", p->fab.params.port, who, why);
     fi_reject(p->fab.pep, info->handle, NULL, 0);
 }
 
@@ -655,6 +660,8 @@ static void on_connreq(struct rci_publisher *p, struct fi_info *info, uint64_t n
         return;
     }
     sockaddr_name(info->dest_addr, peer->name, sizeof peer->name);
+    pub_debug(p, "publisher port %u: connection request from %s (subscriber %u of at most %u)", p->fab.params.port,
+              peer->name, peers_in_use(p), p->admit_max);
     void *ctx = (void *)(uintptr_t)rci_pub_peer_id(p, peer);
     char err[256];
     int rc = rci_fabric_msg_ep_open(&p->fab, info, ctx, &peer->ep, err, sizeof err);
@@ -681,6 +688,7 @@ static void on_eq_event(struct rci_publisher *p, struct rci_fabric_event *ev, ui
     if (ev->err) {
         p->st.connection_errors++;
         rci_fabric_error(&p->fab, p->err, sizeof p->err, "connection event", ev->err);
+        pub_debug(p, "publisher port %u: connection event error: %s", p->fab.params.port, p->err);
     }
     struct rci_pub_peer *peer = rci_pub_peer_of(p, (rci_peer_id)(uintptr_t)ev->context);
     if (!peer || peer->state == RCI_PEER_CLOSED)
@@ -696,6 +704,7 @@ static void on_eq_event(struct rci_publisher *p, struct rci_fabric_event *ev, ui
         peer->last_rx_ns = now;
         rci_pub_flush_control(p);
     } else if (ev->event == FI_SHUTDOWN) {
+        pub_debug(p, "%s: connection shut down (FI_SHUTDOWN)", peer->name);
         rci_pub_peer_fail(p, idx, RCI_DOOM_SHUTDOWN);
     }
 }

@@ -38,6 +38,7 @@
 #include <sys/uio.h>
 #include "net/fabric.h"
 #include "net/fabric_params.h"
+#include "common/log_hook.h"
 #include "net/wire.h"
 
 /* Identifies one subscriber connection: slot index + generation, so a stale
@@ -61,6 +62,12 @@ struct rci_publisher_callbacks {
      * net/mr_cache.h cache) must be closed here. */
     void (*on_closing)(void *arg);
     void *arg;
+    /* Optional: DEBUG lines about network events for a network problem
+     * (connection requests, HELLO contents, refusals with their reason,
+     * error completions with the provider's text, -FI_EAGAIN streaks,
+     * deferred fragments, RMA credit stalls). Said on events only, never per
+     * chunk; the hook's owner filters and rate-limits them. */
+    struct rci_log_hook log;
 };
 
 struct rci_publisher_stats {

@@ -944,7 +944,7 @@ int rci_publish_thread_init(struct publish_thread *th, struct rci_pipeline *pb, 
     own.port = th->port;
     own.peer_fair_share = true;   /* README.md, "Slow subscribers" */
     struct rci_publisher_callbacks cb = {
-        .on_send_complete = on_send_complete, .on_peer_event = on_peer_event, .arg = th};
+        .on_send_complete = on_send_complete, .on_peer_event = on_peer_event, .arg = th, .log = pb->params.log};
     return rci_publisher_create(&own, &cb, &th->pub, err, errlen);
 }
 
