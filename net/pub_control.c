@@ -496,6 +496,9 @@ void rci_pub_control_message(struct rci_publisher *p, struct rci_pub_peer *owner
             reject(p, who, RCI_WIRE_BAD_TYPE);  /* before HELLO */
         break;
     case RCI_MSG_BYE:
+        pub_debug(p, "%s said BYE", owner->name);
+        if (owner->joined)
+            peer_event(p, owner, RCI_PUB_PEER_BYE);
         rci_pub_peer_fail(p, (uint32_t)(owner - p->peers), RCI_DOOM_BYE);
         break;
     default:

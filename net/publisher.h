@@ -49,6 +49,8 @@ enum rci_pub_peer_event {
     RCI_PUB_PEER_JOINED = 1,         /* HELLO accepted, WELCOME sent */
     RCI_PUB_PEER_SUBSCRIPTIONS = 2,  /* its tag set changed */
     RCI_PUB_PEER_GONE = 3,           /* closed or dead; its keys were released */
+    RCI_PUB_PEER_BYE = 4,            /* it said BYE (an orderly leave): its outstanding sends complete
+                                      * -ECONNRESET next (not a failure), then GONE */
 };
 
 struct rci_publisher_callbacks {

@@ -72,6 +72,7 @@ struct pub_sub {
     uint32_t outstanding;               /* zero-copy shares posted, not completed */
     bool page_filling;                  /* buffered records may wait in its page */
     bool cut;                           /* cut off: closed, waiting for its GONE */
+    bool said_bye;                      /* it left in order: shares completing in error are unsent */
     char tags[TAGS_TEXT];               /* its ranges as text ("" none) */
     struct rci_pipeline_sub_counters c;
     uint64_t last_sent;                 /* for the interval rate */

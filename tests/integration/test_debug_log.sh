@@ -5,7 +5,8 @@
 # subscriber A connected; B is refused (max_subscribers reached); A is killed
 # with SIGKILL. The log must show at DEBUG the connection requests, A's HELLO
 # contents, B's refusal with its reason and how A's connection ended; at
-# info, none of those lines. About 10 s.
+# info, none of those lines. Then a subscriber leaving normally at the end of
+# --duration is logged as a normal leave (failed 0, no WARN). About 15 s.
 . "$(dirname "$0")/lib.sh"
 fail() {
     kill "$daemon" "$sub_a" 2>/dev/null
@@ -48,4 +49,29 @@ grep -q "DEBUG: 127.0.0.1:[0-9]*: connection shut down (FI_SHUTDOWN)\|DEBUG: \(s
 ok "debug: how the killed subscriber's connection ended"
 run_case info
 expect_eq "DEBUG lines at info" "$(grep -c "DEBUG:" "$WORK/d.log")" 0
+
+# A normal leave looks normal: C (`ringcast-sub --duration 2`) leaves during
+# a run at full rate (zero-copy, its sends outstanding when it says BYE):
+# the daemon logs it at INFO as "left (BYE)" with failed 0 (what it had
+# outstanding is counted "not sent"), and no WARN names it.
+"$BIN/ringcast-readout" -c deploy/ringcast.ini -o fabric.port="$PORT" -o readout.wait_subscribers=1 \
+    -o readout.stats_interval=0 --stats-json "$WORK/d.json" 2>"$WORK/d.log" &
+daemon=$!
+"$BIN/ringcast-sub" --connect "127.0.0.1:$PORT" --tags all >/dev/null 2>"$WORK/a.log" &
+sub_a=$!
+i=0; until grep -q "subscribed: starting the cards" "$WORK/d.log"; do
+    kill -0 "$daemon" 2>/dev/null || fail "the daemon ended"; i=$((i + 1)); [ $i -lt 600 ] || fail "A never subscribed"; sleep 0.05; done
+timeout 30 "$BIN/ringcast-sub" --connect "127.0.0.1:$PORT" --tags all --duration 2 >/dev/null 2>"$WORK/c.log" \
+    || { cat "$WORK/c.log"; fail "C: exit status $?"; }
+c_addr=$(grep -o "subscriber 127.0.0.1:[0-9]* joined" "$WORK/d.log" | sed -n 2p | cut -d' ' -f2)
+[ -n "$c_addr" ] || fail "C's join not logged"
+i=0; until grep -q "subscriber $c_addr left" "$WORK/d.log"; do
+    i=$((i + 1)); [ $i -lt 400 ] || fail "C's leave not logged"; sleep 0.05; done
+kill -TERM "$daemon"; wait "$daemon" || fail "daemon exit status $?"
+kill -TERM "$sub_a"; wait "$sub_a" 2>/dev/null
+line=$(grep "subscriber $c_addr left" "$WORK/d.log")
+echo "$line" | grep -q "INFO: subscriber $c_addr left (BYE): sent [0-9]*, dropped [0-9]* (by age [0-9]*, by quota [0-9]*), failed 0, not sent [0-9]*;" \
+    || fail "C's normal leave logged as: $line"
+expect_eq "WARN lines naming C" "$(grep "WARN" "$WORK/d.log" | grep -c "$c_addr")" 0
+ok "a subscriber leaving at the end of --duration: $(echo "$line" | sed 's/.*left/left/')"
 echo "test_debug_log: $checks checks passed"
