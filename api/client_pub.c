@@ -126,6 +126,8 @@ static void publisher_closing(void *arg)
 static void peer_event(void *arg, rci_peer_id peer, enum rci_pub_peer_event ev)
 {
     struct rc_pub *p = arg;
+    if (ev == RCI_PUB_PEER_BYE)
+        return;   /* internal: the daemon's accounting of an orderly leave; GONE follows */
     if (p->cb.on_peer_event)
         p->cb.on_peer_event(p->cb.ctx, peer, (enum rc_pub_event)ev);
 }

@@ -548,6 +548,9 @@ static int read_cq_error(struct rci_fabric *f, struct rci_fabric_cqe *out, char 
     out->len = e.len;
     out->src = FI_ADDR_NOTAVAIL;
     out->err = e.err ? e.err : FI_EOTHER;
+    const char *text = fi_cq_strerror(f->cq, e.prov_errno, e.err_data, NULL, 0);
+    snprintf(f->cq_error_text, sizeof f->cq_error_text, "%s (provider errno %d: %s)", fi_strerror(out->err),
+             e.prov_errno, text ? text : "?");
     return 1;
 }
 

@@ -91,6 +91,7 @@ struct rci_fabric {
     enum rci_fabric_letgo letgo;    /* how a cut-off peer's sends are let go */
     uint64_t next_requested_key;   /* for !mr_prov_key */
     char where[224];               /* "prov=tcp, ep=msg, 127.0.0.1:12345" */
+    char cq_error_text[192];       /* the provider's text of the last error completion */
 };
 
 /* Open fabric, domain, CQ (at least max(params.cq_size, min_cq_entries)

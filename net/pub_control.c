@@ -9,6 +9,7 @@
  * queue holds them while no buffer is free or the provider says -FI_EAGAIN.
  * Also the per-subscriber tag sets. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,6 +176,7 @@ void rci_pub_refuse_peer(struct rci_publisher *p, struct rci_pub_peer *peer, enu
     p->st.connections_refused++;
     rci_set_err(p->err, sizeof p->err, "subscriber %s refused: %s%s", peer->name,
                rci_wire_refusal_name(why, code, sizeof code), detail);
+    pub_debug(p, "%s", p->err);
     uint8_t msg[sizeof(struct rci_wire_bye)];
     enqueue(p, peer, msg, rci_wire_build_bye_refused(msg, sizeof msg, why));
     rci_pub_peer_fail(p, (uint32_t)(peer - p->peers), RCI_DOOM_LOCAL);
@@ -245,6 +247,9 @@ static void on_hello(struct rci_publisher *p, struct rci_pub_peer *peer, const u
 {
     struct rci_wire_hello h;
     rci_wire_check_hello(buf, len, &h);
+    pub_debug(p, "HELLO from %s: versions %u..%u, receive buffer %u B, client %#" PRIx64 ", address %u B%s%s",
+              peer->name, h.min_version, h.max_version, h.rx_buffer_size, h.client_id, h.addr_len,
+              len > sizeof h + h.addr_len ? ", RMA ring" : "", peer->joined ? " (again)" : "");
     if (peer->joined && h.client_id != peer->client_id) {
         /* RDM: a new subscriber process at the address of one we still serve
          * (its port reused): that one is gone. Ending it tells the address
@@ -368,6 +373,7 @@ static void refuse_address(struct rci_publisher *p, fi_addr_t addr, const char *
     p->st.connections_refused++;
     rci_set_err(p->err, sizeof p->err, "subscriber %s refused: %s", name,
                rci_wire_refusal_name(why, code, sizeof code));
+    pub_debug(p, "%s", p->err);
     rci_pub_bye_address(p, addr, RCI_BYE_REFUSED, why);
 }
 
@@ -490,6 +496,9 @@ void rci_pub_control_message(struct rci_publisher *p, struct rci_pub_peer *owner
             reject(p, who, RCI_WIRE_BAD_TYPE);  /* before HELLO */
         break;
     case RCI_MSG_BYE:
+        pub_debug(p, "%s said BYE", owner->name);
+        if (owner->joined)
+            peer_event(p, owner, RCI_PUB_PEER_BYE);
         rci_pub_peer_fail(p, (uint32_t)(owner - p->peers), RCI_DOOM_BYE);
         break;
     default:

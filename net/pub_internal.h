@@ -23,6 +23,10 @@
 #include "net/publisher.h"
 #include "net/wire.h"
 
+/* A DEBUG line through the creator's hook (rci_publisher_callbacks.log). */
+#define pub_debug(p, ...) \
+    rci_log_hook_say(&(p)->cb.log, RCI_LOG_DEBUG, false, __FILE__, __LINE__, __VA_ARGS__)
+
 #define RCI_PUB_NONE UINT32_MAX
 #define RCI_PUB_MAX_IOV 16u             /* stack iov arrays; tx_iov_limit is clamped to it */
 #define RCI_PUB_RX_PER_PEER 4u          /* control receives posted per subscriber */
@@ -113,6 +117,7 @@ struct rci_pub_rma {
     uint64_t credit;           /* its released position (CREDIT) */
     uint64_t max_record;       /* largest record (header + payload) */
     uint64_t full_since_ns;    /* since when its ring had no room for the next chunk (0: room) */
+    bool credit_stalled;       /* waiting for CREDIT (said once at DEBUG, and when it ends) */
 };
 
 enum rci_peer_state {
@@ -176,6 +181,7 @@ struct rci_pub_rxbuf {
 struct rci_publisher {
     struct rci_fabric fab;
     struct rci_publisher_callbacks cb;
+    uint64_t eagain_streak;    /* sends refused -FI_EAGAIN in a row (DEBUG at its start and end) */
     struct rci_fabric_mr region[RC_PUB_MAX_REGIONS];
     unsigned nregions;
     unsigned iov_max;          /* usable iovs per message, header included */
@@ -196,6 +202,7 @@ struct rci_publisher {
 
     struct rci_pub_peer *peers;
     uint32_t npeers;
+    uint32_t admit_max;        /* peers admitted at most: max_subscribers, a reload may lower it (<= npeers) */
     uint64_t publisher_id;
     uint64_t next_timer_ns, timer_period_ns;
     uint64_t last_timers_ns;   /* when run_timers last ran */

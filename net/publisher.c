@@ -421,8 +421,19 @@ static void reap_closed(struct rci_publisher *p)
     }
 }
 
+/* Peers in any state but free: what max_subscribers limits. */
+static uint32_t peers_in_use(const struct rci_publisher *p)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < p->npeers; i++)
+        n += p->peers[i].state != RCI_PEER_FREE;
+    return n;
+}
+
 struct rci_pub_peer *rci_pub_new_peer(struct rci_publisher *p, uint64_t now)
 {
+    if (p->admit_max < p->npeers && peers_in_use(p) >= p->admit_max)
+        return NULL;   /* a reload lowered max_subscribers (connection events only: not per chunk) */
     for (uint32_t i = 0; i < p->npeers; i++) {
         struct rci_pub_peer *peer = &p->peers[i];
         if (peer->state != RCI_PEER_FREE)
@@ -543,6 +554,8 @@ static void on_rx(struct rci_publisher *p, const struct rci_fabric_cqe *e)
             p->st.malformed[RCI_WIRE_BAD_LENGTH]++;
         else if (e->err != FI_ECANCELED)
             p->st.rx_errors++;
+        if (e->err != FI_ECANCELED)
+            pub_debug(p, "receive completion error from %s: %s", owner ? owner->name : "?", p->fab.cq_error_text);
         if (e->err != FI_ETRUNC && e->err != FI_ECANCELED && owner)
             rci_pub_peer_fail(p, (uint32_t)(owner - p->peers), RCI_DOOM_ERROR);
     } else {
@@ -566,6 +579,8 @@ static void on_tx(struct rci_publisher *p, const struct rci_fabric_cqe *e)
     if (status) {
         p->st.completions_error++;
         rci_fabric_error(&p->fab, p->err, sizeof p->err, "send completion", e->err);
+        pub_debug(p, "send completion error to %s: %s", peer != RCI_PUB_NONE ? p->peers[peer].name : "?",
+                  p->fab.cq_error_text);
         if (peer != RCI_PUB_NONE)
             rci_pub_peer_fail(p, peer, RCI_DOOM_ERROR);
     } else {
@@ -628,6 +643,7 @@ static void refuse_connreq(struct rci_publisher *p, struct fi_info *info, const 
     char who[64];
     sockaddr_name(info->dest_addr, who, sizeof who);
     rci_set_err(p->err, sizeof p->err, "connection from %s refused: %s", who, why);
+    pub_debug(p, "publisher port %u: connection from %s refused: %s", p->fab.params.port, who, why);
     fi_reject(p->fab.pep, info->handle, NULL, 0);
 }
 
@@ -645,6 +661,8 @@ static void on_connreq(struct rci_publisher *p, struct fi_info *info, uint64_t n
         return;
     }
     sockaddr_name(info->dest_addr, peer->name, sizeof peer->name);
+    pub_debug(p, "publisher port %u: connection request from %s (subscriber %u of at most %u)", p->fab.params.port,
+              peer->name, peers_in_use(p), p->admit_max);
     void *ctx = (void *)(uintptr_t)rci_pub_peer_id(p, peer);
     char err[256];
     int rc = rci_fabric_msg_ep_open(&p->fab, info, ctx, &peer->ep, err, sizeof err);
@@ -671,6 +689,7 @@ static void on_eq_event(struct rci_publisher *p, struct rci_fabric_event *ev, ui
     if (ev->err) {
         p->st.connection_errors++;
         rci_fabric_error(&p->fab, p->err, sizeof p->err, "connection event", ev->err);
+        pub_debug(p, "publisher port %u: connection event error: %s", p->fab.params.port, p->err);
     }
     struct rci_pub_peer *peer = rci_pub_peer_of(p, (rci_peer_id)(uintptr_t)ev->context);
     if (!peer || peer->state == RCI_PEER_CLOSED)
@@ -686,6 +705,7 @@ static void on_eq_event(struct rci_publisher *p, struct rci_fabric_event *ev, ui
         peer->last_rx_ns = now;
         rci_pub_flush_control(p);
     } else if (ev->event == FI_SHUTDOWN) {
+        pub_debug(p, "%s: connection shut down (FI_SHUTDOWN)", peer->name);
         rci_pub_peer_fail(p, idx, RCI_DOOM_SHUTDOWN);
     }
 }
@@ -943,6 +963,7 @@ static int init_rx(struct rci_publisher *p, char *err, size_t errlen)
 static int init_peers(struct rci_publisher *p)
 {
     p->npeers = p->fab.params.max_subscribers;
+    p->admit_max = p->npeers;
     p->peers = calloc(p->npeers, sizeof *p->peers);
     if (!p->peers)
         return -ENOMEM;
@@ -1165,6 +1186,17 @@ int rci_publisher_set_allow(struct rci_publisher *p, const char *allow, char *er
     if (rc == 0)
         memcpy(p->fab.params.allow, fp.allow, sizeof fp.allow);
     return rc;
+}
+
+int rci_publisher_set_max_subscribers(struct rci_publisher *p, uint32_t n, char *err, size_t errlen)
+{
+    if (n == 0 || n > p->npeers) {
+        rci_set_err(err, errlen, "publisher [fabric] max_subscribers = %u: must be 1 .. %u, the value it started "
+                    "with (its buffers are sized for that many; a restart raises it)", n, p->npeers);
+        return -ERANGE;
+    }
+    p->admit_max = n;
+    return 0;
 }
 
 int rci_publisher_close_peer(struct rci_publisher *p, rci_peer_id id)

@@ -38,6 +38,7 @@
 #include <sys/uio.h>
 #include "net/fabric.h"
 #include "net/fabric_params.h"
+#include "common/log_hook.h"
 #include "net/wire.h"
 
 /* Identifies one subscriber connection: slot index + generation, so a stale
@@ -48,6 +49,8 @@ enum rci_pub_peer_event {
     RCI_PUB_PEER_JOINED = 1,         /* HELLO accepted, WELCOME sent */
     RCI_PUB_PEER_SUBSCRIPTIONS = 2,  /* its tag set changed */
     RCI_PUB_PEER_GONE = 3,           /* closed or dead; its keys were released */
+    RCI_PUB_PEER_BYE = 4,            /* it said BYE (an orderly leave): its outstanding sends complete
+                                      * -ECONNRESET next (not a failure), then GONE */
 };
 
 struct rci_publisher_callbacks {
@@ -61,6 +64,12 @@ struct rci_publisher_callbacks {
      * net/mr_cache.h cache) must be closed here. */
     void (*on_closing)(void *arg);
     void *arg;
+    /* Optional: DEBUG lines about network events for a network problem
+     * (connection requests, HELLO contents, refusals with their reason,
+     * error completions with the provider's text, -FI_EAGAIN streaks,
+     * deferred fragments, RMA credit stalls). Said on events only, never per
+     * chunk; the hook's owner filters and rate-limits them. */
+    struct rci_log_hook log;
 };
 
 struct rci_publisher_stats {
@@ -264,6 +273,12 @@ int  rci_publisher_close_peer(struct rci_publisher *p, rci_peer_id peer);
  * caller's (rci_publisher_close_peer). 0, or -EINVAL with the reason in err
  * and the old list kept. */
 int  rci_publisher_set_allow(struct rci_publisher *p, const char *allow, char *err, size_t errlen);
+/* Admit at most n peers from now on (max_subscribers; the publisher's thread;
+ * a reload). Peers already admitted stay, new ones are refused while n or more
+ * are connected. n may not exceed the max_subscribers the publisher was
+ * created with: its buffers were sized for that many (-ERANGE, the reason in
+ * err, the old value kept). */
+int  rci_publisher_set_max_subscribers(struct rci_publisher *p, uint32_t n, char *err, size_t errlen);
 /* Keys of sends to a closed or dead peer: its transport is closed now (RDM:
  * address removed), and if that proves the provider let go of its sends, up
  * to max keys are written to keys[] and released (no callback runs inside

@@ -135,7 +135,15 @@ int rci_rma_post(struct rci_publisher *p, struct rci_pub_peer *peer, const struc
         return -FI_EMSGSIZE;   /* a plan zc_send.c never makes */
     if (!rci_rma_fits(start, len, peer->rma.credit, peer->rma.size)) {
         p->st.rma_wait_credit++;
+        if (!peer->rma.credit_stalled)
+            pub_debug(p, "%s: RMA ring full, waiting for CREDIT (written to %" PRIu64 ", released to %" PRIu64 ")",
+                      peer->name, peer->rma.wpos, peer->rma.credit);
+        peer->rma.credit_stalled = true;
         return -FI_EAGAIN;     /* deferred: progress posts it once CREDIT made room */
+    }
+    if (peer->rma.credit_stalled) {
+        pub_debug(p, "%s: CREDIT made room, RMA writes go on", peer->name);
+        peer->rma.credit_stalled = false;
     }
     if (rci_pub_fault_refuse_post(p, (uint32_t)(peer - p->peers), ctx))
         return -FI_EAGAIN;

@@ -40,6 +40,7 @@ _Static_assert(RC_SUB_MALFORMED_KINDS == RCI_WIRE_ERROR_KINDS, "malformed kinds 
 #define TX_SLOT_SIZE RCI_WIRE_MAX_CONTROL  /* the largest SUBSCRIBE */
 #define RESYNC_BIT 0x80000000u            /* request_id of a resubscription */
 #define BYE_FLUSH_NS 100000000ull         /* how long a BYE may take to leave */
+#define BYE_LINGER_NS 300000000ull        /* MSG: how long to wait for the publisher to close after it */
 #define SHM_CONNREQ_WAIT_NS 1000000000ull /* shm: wait for the publisher to read our request */
 #define CQ_BATCH 32u
 #define KNOWN_LOST_MAX 8u                 /* truncated stream numbers remembered until their turn */
@@ -596,6 +597,44 @@ static bool is_tx_context(const struct rc_sub *s, const void *ctx)
     return (uintptr_t)ctx >= (uintptr_t)s->tx && (uintptr_t)ctx < (uintptr_t)(s->tx + TX_SLOTS);
 }
 
+/* MSG, after a BYE left: wait (up to BYE_LINGER_NS) for the publisher to
+ * read it and close. Receives meanwhile are discarded and posted again:
+ * closing first, with its sends unread in our socket, resets the connection
+ * (tcp), the publisher's sends fail before it sees the BYE and a normal
+ * leave looks like a failure there. Nothing is delivered any more. */
+/* A receive completion while leaving: discarded, the buffer posted again
+ * (MSG) so the publisher's sends go on completing. false: stop. */
+static bool discard_rx(struct rc_sub *s, const struct rci_fabric_cqe *c)
+{
+    uintptr_t ctx = (uintptr_t)c->context;
+    if (s->f.rdm || ctx < (uintptr_t)s->rx || ctx >= (uintptr_t)(s->rx + s->p.rx_buffers))
+        return true;
+    struct rx_slot *r = (struct rx_slot *)c->context;
+    r->posted = false;
+    return !c->err && !r->held && post_rx(s, r) == 0;
+}
+
+static void linger_after_bye(struct rc_sub *s)
+{
+    uint64_t deadline = rci_now_ns() + BYE_LINGER_NS;
+    while (rci_now_ns() < deadline) {
+        struct rci_fabric_event ev;
+        if (rci_fabric_eq_poll(&s->f, &ev, NULL, 0) == 1) {
+            if (ev.info)
+                fi_freeinfo(ev.info);
+            if (ev.fid == &s->ep->fid && (ev.err || ev.event == FI_SHUTDOWN))
+                return;   /* the publisher closed: nothing of ours is unread any more */
+        }
+        struct rci_fabric_cqe c[CQ_BATCH];
+        int n = rci_fabric_cq_poll(&s->f, c, CQ_BATCH, NULL, 0);
+        if (n < 0)
+            return;
+        for (int i = 0; i < n; i++)
+            if (!discard_rx(s, &c[i]))
+                return;
+    }
+}
+
 /* Give a BYE a short chance to leave before the endpoint closes. Only send
  * completions are looked at: nothing is delivered any more. */
 static void say_bye(struct rc_sub *s, enum rci_bye_reason reason)
@@ -613,8 +652,12 @@ static void say_bye(struct rc_sub *s, enum rci_bye_reason reason)
         for (int i = 0; i < n; i++)
             if (is_tx_context(s, c[i].context))
                 ((struct tx_slot *)c[i].context)->state = TX_FREE;
+            else if (reason == RCI_BYE_NORMAL)
+                discard_rx(s, &c[i]);
         flush_tx_queue(s);
     }
+    if (t->state == TX_FREE && !s->f.rdm && s->ep && reason == RCI_BYE_NORMAL)
+        linger_after_bye(s);
 }
 
 /* End the connection: callbacks, counters, next attempt. */

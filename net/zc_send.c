@@ -302,6 +302,8 @@ static int send_fragmented(struct rci_publisher *p, struct zc_send *s, const str
         if (rc == -FI_EAGAIN) {
             p->st.again_provider++;
             if (defer_rest(p, s, iov, n, &c, i)) {
+                pub_debug(p, "%s: fragments %u..%u of a chunk deferred (-FI_EAGAIN)", s->peer->name, i,
+                          s->frag_count - 1u);
                 p->st.fragmented_sends++;
                 return 0;  /* the posting reference stays with the deferred rest */
             }
@@ -354,6 +356,7 @@ static void resume_peer(struct rci_publisher *p, struct rci_pub_peer *peer)
         p->st.fragments++;
         r->next_index++;
     }
+    pub_debug(p, "%s: deferred fragments posted (up to %u of %u)", peer->name, r->next_index, r->frag_count);
     r->active = false;
     p->nresuming--;
     record_release(p, r->record, rec->status, NULL, NULL);
@@ -449,11 +452,18 @@ int rci_publisher_send_desc(struct rci_publisher *p, rci_peer_id peer_id, uint64
     }
     if (rc == -FI_EAGAIN) {
         p->st.again_provider++;
+        if (p->eagain_streak++ == 0)
+            pub_debug(p, "%s: the provider's queue is full (-FI_EAGAIN): sends wait", s.peer->name);
         return -EAGAIN;
     }
     if (rc) {
         rci_fabric_error(&p->fab, p->err, sizeof p->err, "fi_sendv(data)", rc);
         return refuse(p, rc < 0 ? rc : -rc);
+    }
+    if (p->eagain_streak) {   /* the end of a streak: an event, not per chunk */
+        pub_debug(p, "%s: the provider takes sends again after %" PRIu64 " -FI_EAGAIN in a row", s.peer->name,
+                  p->eagain_streak);
+        p->eagain_streak = 0;
     }
     p->st.sends++;
     p->st.send_bytes += total;

@@ -217,6 +217,7 @@ void rci_publish_live_from_params(const struct rci_pipeline *pb, const struct rc
     out->nmodes = nmodes;
     memcpy(out->modes, modes, nmodes * sizeof *modes);
     snprintf(out->allow, sizeof out->allow, "%s", p->fabric.allow);
+    out->max_subscribers = p->fabric.max_subscribers;
 }
 
 int rci_pipeline_create(const struct rci_pipeline_params *params, struct rci_pipeline **out, char *err,
@@ -813,6 +814,12 @@ int rci_pipeline_reload(struct rci_pipeline *pb, const struct rci_pipeline_param
     char why[160];
     if (rci_allow_list_parse(p->fabric.allow, &list, why, sizeof why) != 0) {
         rci_set_err(err, errlen, "[fabric] allow: %s", why);
+        return -EINVAL;
+    }
+    if (p->fabric.max_subscribers == 0 || p->fabric.max_subscribers > pb->params.fabric.max_subscribers) {
+        rci_set_err(err, errlen, "[fabric] max_subscribers = %u: must be 1 .. %u, the value the publishers started "
+                    "with (their buffers are sized for that many; a restart raises it)",
+                    p->fabric.max_subscribers, pb->params.fabric.max_subscribers);
         return -EINVAL;
     }
     if (!threads_idle(pb)) {

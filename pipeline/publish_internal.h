@@ -72,6 +72,7 @@ struct pub_sub {
     uint32_t outstanding;               /* zero-copy shares posted, not completed */
     bool page_filling;                  /* buffered records may wait in its page */
     bool cut;                           /* cut off: closed, waiting for its GONE */
+    bool said_bye;                      /* it left in order: shares completing in error are unsent */
     char tags[TAGS_TEXT];               /* its ranges as text ("" none) */
     struct rci_pipeline_sub_counters c;
     uint64_t last_sent;                 /* for the interval rate */
@@ -169,6 +170,7 @@ struct live_params {
     unsigned nmodes;                    /* including the global one */
     struct mode_range modes[RCI_MAX_MODE_RULES + 1];
     char allow[sizeof(((struct rci_fabric_params *)0)->allow)];
+    uint32_t max_subscribers;           /* <= the one the publishers were created with */
 };
 
 /* A control request to one publisher thread (list its subscribers, close

@@ -197,9 +197,10 @@ static void sub_leave(struct publish_thread *th, rci_peer_id peer)
         pl_warn(th->pb, "subscriber %s: removing it from the table failed: %s", s->name, strerror(-rc));
     }
     pl_info(th->pb, "subscriber %s left%s: sent %" PRIu64 ", dropped %" PRIu64 " (by age %" PRIu64 ", by quota %" PRIu64
-            "), failed %" PRIu64 "; tags %s", s->name, s->cut ? " (cut off)" : "", s->c.chunks_sent,
+            "), failed %" PRIu64 ", not sent %" PRIu64 "; tags %s", s->name,
+            s->cut ? " (cut off)" : s->said_bye ? " (BYE)" : "", s->c.chunks_sent,
             s->c.chunks_dropped, s->c.dropped_by_age, s->c.dropped_by_quota, s->c.chunks_failed,
-            s->tags[0] ? s->tags : "none");
+            s->c.shares_unsent, s->tags[0] ? s->tags : "none");
     keep_departed(th, s);
     free(s->ranges);
     s->ranges = NULL;
@@ -216,6 +217,12 @@ static void on_peer_event(void *arg, rci_peer_id peer, enum rci_pub_peer_event e
     case RCI_PUB_PEER_JOINED: sub_join(th, peer); break;
     case RCI_PUB_PEER_SUBSCRIPTIONS: sub_sync_ranges(th, peer); break;
     case RCI_PUB_PEER_GONE: sub_leave(th, peer); break;
+    case RCI_PUB_PEER_BYE: {
+        struct pub_sub *s = sub_of_peer(th, peer);
+        if (s)
+            s->said_bye = true;
+        break;
+    }
     }
 }
 
@@ -240,17 +247,22 @@ static void share_done(struct publish_lane *lane, unsigned i)
  * the publisher: count it for the thread and the subscriber. */
 static void count_share(struct publish_thread *th, struct pub_sub *s, uint64_t bytes, int status)
 {
+    /* After its BYE a subscriber reads nothing more: what it had outstanding
+     * comes back -ECONNRESET, not sent because it left (not a failure). */
+    bool left_in_order = status != 0 && s && s->said_bye;
     if (status == 0) {
         rci_counter_add(&th->t.sent, 1);
         rci_counter_add(&th->t.bytes_sent, bytes);
     } else {
-        rci_counter_add(&th->t.failed, 1);
+        rci_counter_add(left_in_order ? &th->t.unsent : &th->t.failed, 1);
     }
     if (!s)
         return;
     if (status == 0) {
         s->c.chunks_sent++;
         s->c.bytes_sent += bytes;
+    } else if (left_in_order) {
+        s->c.shares_unsent++;
     } else {
         s->c.chunks_failed++;
     }
@@ -787,10 +799,14 @@ static void apply_allow(struct publish_thread *th, const char *allow)
 static void take_live_params(struct publish_thread *th, uint64_t gen)
 {
     bool allow_changed = strcmp(th->live.allow, th->pb->pending.allow) != 0;
+    bool max_changed = th->live.max_subscribers != th->pb->pending.max_subscribers;
     th->live = th->pb->pending;
     th->live_gen = gen;
     if (allow_changed)
         apply_allow(th, th->live.allow);
+    char err[256] = "";
+    if (max_changed && rci_publisher_set_max_subscribers(th->pub, th->live.max_subscribers, err, sizeof err) != 0)
+        pl_error(th->pb, "publisher %u: %s", th->index, err);   /* checked before: not expected */
     atomic_store_explicit(&th->live_acked, gen, memory_order_release);
 }
 
@@ -1047,7 +1063,7 @@ int rci_publish_thread_init(struct publish_thread *th, struct rci_pipeline *pb, 
     own.port = th->port;
     own.peer_fair_share = true;   /* README.md, "Slow subscribers" */
     struct rci_publisher_callbacks cb = {
-        .on_send_complete = on_send_complete, .on_peer_event = on_peer_event, .arg = th};
+        .on_send_complete = on_send_complete, .on_peer_event = on_peer_event, .arg = th, .log = pb->params.log};
     return rci_publisher_create(&own, &cb, &th->pub, err, errlen);
 }
 

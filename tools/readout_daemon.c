@@ -57,6 +57,7 @@ struct daemon {
     struct daemon_card cards[RCI_MAX_CARDS];
     struct rci_pipeline *publish;
     struct rci_announce *announce;     /* [discovery] url set: our publishers' entries */
+    bool publishers_listening;         /* announcing may start (and restart on a reload) */
     uint64_t start_ns, last_stats_ns;
     uint64_t end_ns;                   /* run over (finished or stop requested) */
     /* Control socket and reload (the main thread's). */
@@ -390,6 +391,9 @@ static int start_cards(struct daemon *d)
 /* The running configuration: the one the daemon started with, with the
  * live keys of every accepted reload. d->cfg points here. */
 static struct rci_config running;
+/* fabric.max_subscribers at the start: the publishers' buffers are sized for
+ * that many, so a reload may lower it and raise it back up to this only. */
+static uint32_t started_max_subscribers;
 
 /* "section.key" -> "value" of a configuration as rci_config_print writes it. */
 struct config_lines {
@@ -441,15 +445,17 @@ static const char *config_value(const struct config_lines *cl, const char *key)
     return NULL;
 }
 
-/* What a reload may change in a running daemon. */
+/* What a reload may change in a running daemon ([metrics] restarts the
+ * listener, [discovery] announces again: reload_services). */
 static bool key_is_live(const char *key)
 {
     static const char *const live[] = {
         "readout.log_level", "readout.stats_interval", "readout.log_repeat_interval",
         "readout.slow_policy", "readout.slow_drop_after", "readout.slow_cut_after",
         "readout.block_cut_after", "readout.mode", "readout.buffered_threshold", "fabric.allow",
+        "fabric.max_subscribers",
     };
-    if (strncmp(key, "mode.", 5) == 0)
+    if (strncmp(key, "mode.", 5) == 0 || strncmp(key, "metrics.", 8) == 0 || strncmp(key, "discovery.", 10) == 0)
         return true;
     for (size_t i = 0; i < sizeof live / sizeof live[0]; i++)
         if (strcmp(key, live[i]) == 0)
@@ -469,7 +475,10 @@ static void compare_configs(const struct config_lines *a, const struct config_li
                 continue;   /* same, or seen from the other side already */
             const char *was = side ? other : x->value[i], *now = side ? x->value[i] : other;
             json_t *item = json_pack("{s:s, s:s?, s:s?}", "key", x->key[i], "running", was, "file", now);
-            json_array_append_new(key_is_live(x->key[i]) ? changed : kept, item);
+            bool live = key_is_live(x->key[i]);
+            if (!live)
+                json_object_set_new(item, "reason", json_string("set at the start: a restart changes it"));
+            json_array_append_new(live ? changed : kept, item);
         }
     }
 }
@@ -491,6 +500,73 @@ static void take_live_keys(const struct rci_config *next)
     running.nmodes = next->nmodes;
     memcpy(running.mode_rule, next->mode_rule, sizeof running.mode_rule);
     memcpy(running.fabric.allow, next->fabric.allow, sizeof running.fabric.allow);
+    running.fabric.max_subscribers = next->fabric.max_subscribers;
+    running.metrics = next->metrics;
+    running.discovery = next->discovery;
+}
+
+/* Move key from changed to kept, with the reason. */
+static void keep_key(json_t *changed, json_t *kept, const char *key, const char *reason)
+{
+    size_t i;
+    json_t *item;
+    json_array_foreach(changed, i, item) {
+        if (strcmp(json_string_value(json_object_get(item, "key")), key) != 0)
+            continue;
+        json_object_set_new(item, "reason", json_string(reason));
+        json_array_append(kept, item);
+        json_array_remove(changed, i);
+        return;
+    }
+}
+
+/* A max_subscribers above the one the daemon started with stays as it is
+ * (the publishers' buffers are sized at the start). */
+static void check_max_subscribers(struct rci_config *next, json_t *changed, json_t *kept)
+{
+    if (next->fabric.max_subscribers <= started_max_subscribers)
+        return;
+    char reason[160];
+    snprintf(reason, sizeof reason, "above %u, the value the daemon started with: the publishers' buffers are "
+             "sized for that many, a restart raises it", started_max_subscribers);
+    keep_key(changed, kept, "fabric.max_subscribers", reason);
+    next->fabric.max_subscribers = running.fabric.max_subscribers;
+}
+
+/* [metrics] listen changed: the new listener first, then the old one goes;
+ * when the new one cannot start, the old one stays (named as kept). */
+static void reload_metrics(struct daemon *d, struct rci_config *next, json_t *changed, json_t *kept)
+{
+    if (strcmp(next->metrics.listen, running.metrics.listen) == 0)
+        return;
+    struct rci_metrics_http *fresh = NULL;
+    char err[512] = "";
+    if (next->metrics.listen[0] &&
+        rci_metrics_http_start(next->metrics.listen, rci_daemon_metrics_collect, &d->metrics, &fresh, err,
+                               sizeof err) != 0) {
+        rci_log_unlimited(RCI_LOG_ERROR, "reload: %s: the metrics stay at %s", err,
+                          running.metrics.listen[0] ? running.metrics.listen : "(off)");
+        keep_key(changed, kept, "metrics.listen", err);
+        memcpy(next->metrics.listen, running.metrics.listen, sizeof next->metrics.listen);
+        return;
+    }
+    rci_metrics_http_stop(d->http);
+    d->http = fresh;
+    if (fresh)
+        rci_info_unlimited("reload: metrics now at http://%s/metrics", next->metrics.listen);
+    else
+        rci_info_unlimited("reload: metrics off");
+}
+
+/* [discovery] changed: the old entries go, the new ones are announced
+ * (running holds the new values already). */
+static void reload_discovery(struct daemon *d, const struct rci_discovery_params *was)
+{
+    if (memcmp(was, &running.discovery, sizeof *was) == 0 || !d->publishers_listening)
+        return;
+    rci_announce_stop(d->announce);
+    d->announce = rci_daemon_announce_start(&running, rci_pipeline_threads(d->publish));
+    rci_info_unlimited("reload: discovery %s", d->announce ? "announced again" : "off");
 }
 
 static void log_key_list(const char *what, json_t *list)
@@ -548,6 +624,7 @@ static int reload_config(struct daemon *d, json_t *answer, char *err, size_t err
     config_lines_free(&then);
     json_object_set_new(answer, "changed", changed);
     json_object_set_new(answer, "kept", kept);
+    check_max_subscribers(&next, changed, kept);
     struct rci_pipeline_params pp;
     rci_config_pipeline_params(&next, &pp);
     rc = rci_pipeline_reload(d->publish, &pp, err, errlen, CONTROL_REPLY_NS);
@@ -555,7 +632,10 @@ static int reload_config(struct daemon *d, json_t *answer, char *err, size_t err
         d->reloads_refused++;
         return rc;
     }
+    reload_metrics(d, &next, changed, kept);
+    struct rci_discovery_params was = running.discovery;
     take_live_keys(&next);
+    reload_discovery(d, &was);
     rci_log_set_level(running.daemon.log_level);
     rci_log_set_repeat_interval(running.daemon.log_repeat_interval_ns);
     d->reloads++;
@@ -1098,6 +1178,7 @@ int rci_daemon_run(const struct rci_config *cfg, FILE *stats, const char *stats_
     static struct daemon d;
     memset(&d, 0, sizeof d);
     running = *cfg;   /* reloads change its live keys */
+    started_max_subscribers = cfg->fabric.max_subscribers;
     d.cfg = &running;
     d.state = "starting";
     d.ncards = cfg->ncards;
@@ -1116,8 +1197,9 @@ int rci_daemon_run(const struct rci_config *cfg, FILE *stats, const char *stats_
     d.metrics.start_unix = (double)wall.tv_sec + (double)wall.tv_nsec / 1e9;
     if (setup_all(&d) == 0 && open_control(&d) == 0 && start_metrics(&d) == 0) {
         int rc = rci_pipeline_start(d.publish);
+        d.publishers_listening = rc == 0;
         if (rc == 0)   /* the publishers listen: say where */
-            d.announce = rci_daemon_announce_start(cfg, rci_pipeline_threads(d.publish));
+            d.announce = rci_daemon_announce_start(&running, rci_pipeline_threads(d.publish));
         d.state = "waiting for subscribers";
         atomic_store(&d.metrics.state, RCI_DAEMON_WAITING);
         if (rc != 0)

@@ -13,7 +13,9 @@
 #   nothing;
 # - kick A: A is closed (its keys come back) and reconnects; last, a reload
 #   whose allow list excludes 127.0.0.1 closes A and B (subscribers_cut_by_allow)
-#   and refuses their reconnections;
+#   and refuses their reconnections; before that, max_subscribers lowered
+#   live refuses a third subscriber, raised above the start value is kept with
+#   its reason, and [metrics] listen / [discovery] url start and stop live;
 # - SIGTERM: exit 0, no key outstanding. About 40 s.
 . "$(dirname "$0")/lib.sh"
 # A failure must not leave the daemon and the subscribers running.
@@ -132,7 +134,7 @@ grep -q "reload: changed: .*readout.mode" "$WORK/d.log" || fail "the log does no
 ok "20 reloads (10 SIGHUP, 10 ringcast-ctl), the daemon running"
 set_key ring_size 32M
 out=$(ctl reload) || fail "reload with ring_size: $out"
-echo "$out" | grep -q '"kept":\[{"file":"32M","key":"card.0.ring_size","running":"64M"}\]' \
+echo "$out" | grep -q '"kept":\[{"file":"32M","key":"card.0.ring_size","reason":"set at the start: a restart changes it","running":"64M"}\]' \
     || fail "ring_size change not named as kept: $out"
 grep -q "kept their running values.*card.0.ring_size" "$WORK/d.log" || fail "kept key not logged"
 ok "a changed ring_size keeps its running value, named in the answer and the log"
@@ -167,6 +169,38 @@ expect_eq "kick of an unknown subscriber: exit status" "$st" 1
 i=0; until [ "$(ctl subscribers | grep -o '"address"' | wc -l)" -eq 2 ] && ! ctl subscribers | grep -q "\"$a_addr\""; do
     i=$((i + 1)); [ $i -lt 200 ] || fail "A did not come back after the kick"; sleep 0.05; done
 ok "kick closed A ($a_addr); it reconnected"
+# ---- live max_subscribers, [metrics] and [discovery]
+set_key max_subscribers 2
+out=$(ctl reload) || fail "reload with max_subscribers 2: $out"
+echo "$out" | grep -q '"changed":\[[^]]*"key":"fabric.max_subscribers"' || fail "max_subscribers not changed: $out"
+st=0; timeout 30 "$BIN/ringcast-sub" --connect "127.0.0.1:$PORT" --tags all --duration 1 >/dev/null 2>"$WORK/c.log" || st=$?
+[ "$st" -ne 0 ] || { cat "$WORK/c.log"; fail "a third subscriber was admitted with max_subscribers = 2"; }
+i=0; until grep -q "connection(s) refused, the last: .*max_subscribers reached" "$WORK/d.log"; do
+    i=$((i + 1)); [ $i -lt 200 ] || fail "no max_subscribers refusal logged"; sleep 0.05; done
+ok "a reload lowering max_subscribers to 2 refuses a third subscriber"
+set_key max_subscribers 100
+out=$(ctl reload) || fail "reload with max_subscribers 100: $out"
+echo "$out" | grep -q '{"file":"100","key":"fabric.max_subscribers","reason":"above 64, the value the daemon started with[^"]*","running":"2"}' \
+    || fail "max_subscribers above the start value not kept with its reason: $out"
+set_key max_subscribers 64
+out=$(ctl reload) || fail "reload with max_subscribers 64: $out"
+timeout 30 "$BIN/ringcast-sub" --connect "127.0.0.1:$PORT" --tags all --duration 1 >/dev/null 2>"$WORK/c.log" \
+    || { cat "$WORK/c.log"; fail "a third subscriber refused after max_subscribers went back to 64"; }
+ok "max_subscribers above the start value is kept with the reason; back to 64 admits a third one"
+MPORT=$((PORT + 3))
+mkdir "$WORK/disc"
+sed -i "s|^listen =\$|listen = 127.0.0.1:$MPORT|; s|^url =\$|url = dir:$WORK/disc|" "$CFG"
+out=$(ctl reload) || fail "reload with [metrics] and [discovery]: $out"
+echo "$out" | grep -q '"key":"metrics.listen"' || fail "metrics.listen not changed: $out"
+echo "$out" | grep -q '"key":"discovery.url"' || fail "discovery.url not changed: $out"
+curl -sf "http://127.0.0.1:$MPORT/metrics" | grep -q "^ringcast_" || fail "no metrics at 127.0.0.1:$MPORT after the reload"
+i=0; until [ "$(ls "$WORK/disc" | grep -c json)" -eq 1 ]; do
+    i=$((i + 1)); [ $i -lt 200 ] || fail "no discovery entry in $WORK/disc after the reload"; sleep 0.05; done
+sed -i "s|^listen = 127.0.0.1:$MPORT\$|listen =|; s|^url = dir:.*|url =|" "$CFG"
+out=$(ctl reload) || fail "reload without [metrics] listen and [discovery] url: $out"
+! curl -sf "http://127.0.0.1:$MPORT/metrics" >/dev/null 2>&1 || fail "metrics still served after listen was emptied"
+expect_eq "discovery entries after url was emptied" "$(ls "$WORK/disc" | grep -c json)" 0
+ok "a reload starts and stops the metrics listener and the discovery entries"
 # B's verification covers everything up to here; the allow list closes it too.
 set_key allow "10.0.0.0/8"
 out=$(ctl reload) || fail "reload with allow: $out"
