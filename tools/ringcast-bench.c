@@ -195,7 +195,7 @@ static int dec_open(struct dec_ctx *d, uint32_t chunk_size, uint32_t elinks, cha
     d->finish_margin = elinks * (pieces + 3u);
     if (d->finish_margin > d->nblocks / 2) {
         rci_set_err(err, errlen, "decode bench: %" PRIu32 " B chunks on %" PRIu32 " e-links need more than "
-                    "half of its %llu MiB ring to finish: use smaller --sizes or fewer --elinks",
+                    "half of the decode bench's %llu MiB ring to finish: use smaller --sizes or fewer --elinks",
                     chunk_size, elinks, DEC_RING_SIZE >> 20);
         return -E2BIG;
     }
