@@ -15,6 +15,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <dirent.h>
 #include <unistd.h>
 
 #include "common/errbuf.h"
@@ -30,6 +31,8 @@
 #define DEFAULT_MAX_PIECES  64u         /* the [card.N] default */
 #define SUB_RX_DEFAULT      65536u      /* ringcast-sub's default receive buffer */
 #define SUB_RX_HEADROOM     4096u       /* DATA header, rounded to a page */
+#define THREAD_SAMPLE_NS    20000000ull /* the daemon's threads' CPU, every 20 ms */
+#define MAX_THREADS         64u
 
 uint16_t rci_bench_free_port(void)
 {
@@ -45,6 +48,32 @@ uint16_t rci_bench_free_port(void)
         port = ntohs(a.sin_port);
     close(fd);
     return port;
+}
+
+static bool port_free(uint16_t port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return false;
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    bool ok = bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+    close(fd);
+    return ok;
+}
+
+/* `count` consecutive ports that were free a moment ago, the first returned (0 if none found). */
+static uint16_t free_ports(unsigned count)
+{
+    for (int attempt = 0; attempt < 32; attempt++) {
+        uint16_t port = rci_bench_free_port();
+        bool ok = port != 0 && (unsigned)port + count - 1 <= 65535u;
+        for (unsigned i = 1; ok && i < count; i++)
+            ok = port_free((uint16_t)(port + i));
+        if (ok)
+            return port;
+    }
+    return 0;
 }
 
 /* Is something listening on the TCP port? /proc/net/tcp{,6}, so the daemon
@@ -150,9 +179,13 @@ static int write_config(const struct rci_bench_pipe_params *p, uint16_t port, co
         rci_set_err(err, errlen, "pipeline: %s: %s", path, strerror(errno));
         return -errno;
     }
-    char rate[48] = "unlimited", run[48];
+    char rate[64] = "unlimited", run[48], elinks[32] = "";
     if (p->rate_chunks > 0)
         snprintf(rate, sizeof rate, "%.0fchunks/s", p->rate_chunks);
+    else if (p->rate)
+        snprintf(rate, sizeof rate, "%s", p->rate);
+    if (p->elinks)
+        snprintf(elinks, sizeof elinks, "elinks = %" PRIu32 "\n", p->elinks);
     if (p->run_chunks)
         snprintf(run, sizeof run, "run_chunks = %" PRIu64, p->run_chunks);
     else
@@ -165,14 +198,14 @@ static int write_config(const struct rci_bench_pipe_params *p, uint16_t port, co
                  p->interrupt ? "interrupt" : "poll");
     fprintf(f,
             "# written by ringcast-bench for one measurement\n"
-            "[readout]\nstats_interval = 0\nmode = %s\nwait_subscribers = %u\n"
+            "[readout]\nstats_interval = 0\nmode = %s\nwait_subscribers = %u\npublisher_threads = %u\n"
             "[fabric]\nprovider = %s\nendpoint = %s\naddress = 127.0.0.1\nport = %u\n"
             "[card.0]\n%sblock_size = %u\nmax_chunk_pieces = %u\n"
-            "[sim.0]\nchunk_size_min = %" PRIu32 "\nchunk_size_max = %" PRIu32 "\nfill = %s\n"
+            "[sim.0]\n%schunk_size_min = %" PRIu32 "\nchunk_size_max = %" PRIu32 "\nfill = %s\n"
             "rate = %s\n%s\n",
-            p->buffered ? "buffered" : "zerocopy", p->subscribers, p->provider,
+            p->mode, p->subscribers, p->publisher_threads ? p->publisher_threads : 1u, p->provider,
             p->rdm ? "rdm" : "msg", (unsigned)port, card, p->block_size,
-            pieces < DEFAULT_MAX_PIECES ? DEFAULT_MAX_PIECES : pieces,
+            pieces < DEFAULT_MAX_PIECES ? DEFAULT_MAX_PIECES : pieces, elinks,
             p->chunk_size, p->chunk_size, rci_bench_fill_name(p->fill), rate, run);
     if (fclose(f) != 0) {
         rci_set_err(err, errlen, "pipeline: %s: %s", path, strerror(errno));
@@ -217,22 +250,116 @@ static int reap(pid_t pid, uint64_t timeout_ns, int *status)
     }
 }
 
-/* reap, with the child's resource usage (its user + system seconds). */
-static int reap_usage(pid_t pid, uint64_t timeout_ns, int *status, double *cpu_s)
+/* ---- CPU of processes and threads ----------------------------------------- */
+
+/* The name and user + system CPU seconds of /proc/.../stat; false if unreadable. */
+static bool read_stat(const char *path, char *name, size_t namelen, double *cpu_s)
 {
-    uint64_t deadline = rci_now_ns() + timeout_ns;
+    char buf[1024];
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = '\0';
+    const char *lp = strchr(buf, '('), *rp = strrchr(buf, ')');   /* the name may hold spaces */
+    unsigned long long ut, st;
+    if (!lp || !rp || rp < lp ||
+        sscanf(rp + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+        return false;
+    if (name)
+        snprintf(name, namelen, "%.*s", (int)(rp - lp - 1), lp + 1);
+    *cpu_s = (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+    return true;
+}
+
+struct thread_cpu {
+    long tid;
+    char name[17];
+    double cpu_s;                 /* the largest value seen: CPU time only grows */
+};
+
+struct thread_table {
+    struct thread_cpu t[MAX_THREADS];
+    unsigned n;
+};
+
+static struct thread_cpu *thread_slot(struct thread_table *tt, long tid)
+{
+    for (unsigned i = 0; i < tt->n; i++)
+        if (tt->t[i].tid == tid)
+            return &tt->t[i];
+    if (tt->n == MAX_THREADS)
+        return NULL;
+    tt->t[tt->n] = (struct thread_cpu){ .tid = tid };
+    return &tt->t[tt->n++];
+}
+
+/* Every thread of pid now: /proc/PID/task/TID/stat. */
+static void sample_threads(pid_t pid, struct thread_table *tt)
+{
+    char dir[64];
+    snprintf(dir, sizeof dir, "/proc/%ld/task", (long)pid);
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        char *end, path[128], name[17];
+        long tid = strtol(e->d_name, &end, 10);
+        double cpu;
+        if (*end || end == e->d_name)
+            continue;
+        snprintf(path, sizeof path, "%s/%ld/stat", dir, tid);
+        struct thread_cpu *slot = read_stat(path, name, sizeof name, &cpu) ? thread_slot(tt, tid) : NULL;
+        if (slot && cpu >= slot->cpu_s) {
+            slot->cpu_s = cpu;
+            memcpy(slot->name, name, sizeof name);
+        }
+    }
+    closedir(d);
+}
+
+static bool name_starts(const char *name, const char *prefix) { return !strncmp(name, prefix, strlen(prefix)); }
+
+static void sum_threads(const struct thread_table *tt, struct rci_bench_pipe_result *out)
+{
+    for (unsigned i = 0; i < tt->n; i++) {
+        const struct thread_cpu *t = &tt->t[i];
+        double *to = name_starts(t->name, "rc-readout") ? &out->readout_thread_cpu
+                     : name_starts(t->name, "rc-publish") ? &out->publish_thread_cpu
+                     : name_starts(t->name, "rc-sim")     ? &out->sim_thread_cpu
+                                                          : &out->other_thread_cpu;
+        *to += t->cpu_s;
+    }
+}
+
+static double rusage_seconds(const struct rusage *ru)
+{
+    return (double)ru->ru_utime.tv_sec + ru->ru_utime.tv_usec / 1e6 + (double)ru->ru_stime.tv_sec +
+           ru->ru_stime.tv_usec / 1e6;
+}
+
+/* reap, with the child's resource usage (its user + system seconds), and
+ * while waiting its threads' CPU every THREAD_SAMPLE_NS when tt is given. */
+static int reap_usage(pid_t pid, uint64_t timeout_ns, int *status, double *cpu_s, struct thread_table *tt)
+{
+    uint64_t deadline = rci_now_ns() + timeout_ns, next_sample = 0;
     for (;;) {
         struct rusage ru;
         pid_t r = wait4(pid, status, WNOHANG, &ru);
         if (r == pid) {
-            *cpu_s = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
-                     (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+            *cpu_s = rusage_seconds(&ru);
             return 0;
         }
         if (r < 0)
             return -errno;
-        if (rci_now_ns() > deadline)
+        uint64_t now = rci_now_ns();
+        if (now > deadline)
             return -ETIMEDOUT;
+        if (tt && now >= next_sample) {
+            sample_threads(pid, tt);
+            next_sample = now + THREAD_SAMPLE_NS;
+        }
         rci_sleep_ns(5000000);
     }
 }
@@ -287,7 +414,8 @@ static pid_t start_subscriber(const struct rci_bench_pipe_params *p, const struc
 {
     char exe[512], connect[64], rx[32];
     path_in(exe, sizeof exe, p->bindir, "ringcast-sub");
-    snprintf(connect, sizeof connect, "127.0.0.1:%u", (unsigned)port);
+    unsigned threads = p->publisher_threads ? p->publisher_threads : 1u;
+    snprintf(connect, sizeof connect, "127.0.0.1:%u", (unsigned)port + i % threads);
     /* Receive buffers that hold a whole chunk, as the raw stream's do: the
      * publisher then cuts a chunk only where the transport's iov limit
      * makes it, and the subscriber reassembles only those. */
@@ -311,18 +439,10 @@ static pid_t start_sim(const struct rci_bench_pipe_params *p, const struct run_f
 /* The process's user + system CPU seconds so far (/proc/PID/stat); < 0 if unreadable. */
 static double proc_cpu_seconds(pid_t pid)
 {
-    char path[64], buf[1024];
+    char path[64];
+    double cpu;
     snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
-    FILE *f = fopen(path, "r");
-    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-    if (f)
-        fclose(f);
-    buf[n] = '\0';
-    const char *rp = strrchr(buf, ')');   /* the name may hold spaces */
-    unsigned long long ut, st;
-    if (!rp || sscanf(rp + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
-        return -1;
-    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+    return read_stat(path, NULL, 0, &cpu) ? cpu : -1;
 }
 
 /* The daemon's CPU share in the middle of a timed run: 2 s settling, then
@@ -429,8 +549,8 @@ static int read_subscribers(const struct rci_bench_pipe_params *p, const struct 
 
 /* ---- one run --------------------------------------------------------------- */
 
-static int stop_subscribers(const pid_t *subs, unsigned n, const struct run_files *fl, char *err,
-                            size_t errlen)
+static int stop_subscribers(const pid_t *subs, unsigned n, const struct run_files *fl, double *cpu_sum,
+                            char *err, size_t errlen)
 {
     int rc = 0;
     for (unsigned i = 0; i < n; i++)
@@ -440,10 +560,12 @@ static int stop_subscribers(const pid_t *subs, unsigned n, const struct run_file
         int st;
         if (subs[i] <= 0)
             continue;
-        if (reap(subs[i], SUB_EXIT_TIMEOUT_NS, &st) != 0) {
+        double cpu = 0;
+        if (reap_usage(subs[i], SUB_EXIT_TIMEOUT_NS, &st, &cpu, NULL) != 0) {
             kill_and_reap(subs[i]);
             st = -1;
         }
+        *cpu_sum += cpu;
         if (rc == 0 && !exited_ok(st)) {
             rci_set_err(err, errlen, "pipeline: subscriber %u failed; see %s", i, fl->sub_log[i]);
             rc = -ECHILD;
@@ -480,7 +602,11 @@ static int run_children(const struct rci_bench_pipe_params *p, const struct run_
         uint64_t limit = p->run_chunks ? COUNT_RUN_LIMIT_NS : (uint64_t)(p->seconds * 1e9) + RUN_GRACE_NS;
         int st;
         out->daemon_steady_cpu = p->sim_process && !p->run_chunks ? steady_cpu(daemon, p->seconds) : -1;
-        rc = reap_usage(daemon, limit, &st, &out->daemon_cpu_seconds);
+        struct thread_table *tt = calloc(1, sizeof *tt);
+        rc = reap_usage(daemon, limit, &st, &out->daemon_cpu_seconds, tt);
+        if (tt)
+            sum_threads(tt, out);
+        free(tt);
         if (rc == -ETIMEDOUT)
             rci_set_err(err, errlen, "pipeline: ringcast-readout did not finish in time; see %s", fl->daemon_log);
         else if (rc == 0 && !exited_ok(st)) {
@@ -492,12 +618,14 @@ static int run_children(const struct rci_bench_pipe_params *p, const struct run_
     kill_and_reap(daemon);
     if (sim > 0) {   /* it exits when its run is over or the daemon closed the card */
         int st;
-        if (reap(sim, SUB_EXIT_TIMEOUT_NS, &st) != 0) {
+        if (reap_usage(sim, SUB_EXIT_TIMEOUT_NS, &st, &out->sim_cpu_seconds, NULL) != 0) {
             kill(sim, SIGTERM);
             kill_and_reap(sim);
         }
+    } else {
+        out->sim_cpu_seconds = out->sim_thread_cpu;
     }
-    int sub_rc = stop_subscribers(subs, p->subscribers, fl, rc ? NULL : err, rc ? 0 : errlen);
+    int sub_rc = stop_subscribers(subs, p->subscribers, fl, &out->sub_cpu_seconds, rc ? NULL : err, rc ? 0 : errlen);
     return rc ? rc : sub_rc;
 }
 
@@ -516,7 +644,7 @@ int rci_bench_pipe_run(const struct rci_bench_pipe_params *p, struct rci_bench_p
         return -ENOMEM;
     }
     name_files(p, fl);
-    uint16_t port = rci_bench_free_port();
+    uint16_t port = free_ports(p->publisher_threads ? p->publisher_threads : 1u);
     int rc = port ? write_config(p, port, fl->config, err, errlen) : -EADDRINUSE;
     if (!port)
         rci_set_err(err, errlen, "pipeline: no free TCP port on 127.0.0.1");

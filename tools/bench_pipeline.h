@@ -14,7 +14,8 @@
  * sim_process the card is of type sim-process (4 MiB shm ring, wait = poll
  * or interrupt) and build/bin/ringcast-sim -c FILE is started after the
  * daemon listens; the daemon's own CPU time comes from wait4. Every
- * child is reaped; its CPU time comes from getrusage(RUSAGE_CHILDREN).
+ * child is reaped; the CPU time of all comes from getrusage(RUSAGE_CHILDREN),
+ * each process's from wait4, the daemon's threads' from /proc/PID/task.
  * Files stay in workdir (the caller removes it).
  */
 #ifndef RCI_BENCH_PIPELINE_H
@@ -34,11 +35,15 @@ struct rci_bench_pipe_params {
     bool rdm;
     uint32_t chunk_size;
     uint32_t block_size;           /* [card.0] block_size (c0ce) */
-    bool buffered;                 /* readout.mode = buffered, else zerocopy */
+    const char *mode;              /* readout.mode: "zerocopy", "buffered" or "auto" */
     enum rci_sim_fill fill;
     double seconds;                /* sim run_time (used when run_chunks is 0) */
     uint64_t run_chunks;           /* sim run_chunks; 0 = a timed run */
-    double rate_chunks;            /* chunks per second; 0 = unlimited */
+    double rate_chunks;            /* chunks per second; 0 = `rate` */
+    const char *rate;              /* sim.0.rate as in the INI when rate_chunks is 0; NULL = unlimited */
+    uint32_t elinks;               /* sim.0.elinks; 0 = the default */
+    unsigned publisher_threads;    /* readout.publisher_threads; 0 = the default (1). Subscriber i
+                                      connects to port + i % publisher_threads */
     unsigned subscribers;          /* 1..RCI_BENCH_MAX_SUBSCRIBERS */
     bool latency;                  /* subscribers measure fill = timestamp latency */
     bool sim_process;              /* card.0 is a sim-process card: a ringcast-sim child writes */
@@ -51,8 +56,17 @@ struct rci_bench_pipe_result {
     uint64_t chunks_sent, bytes_sent;     /* shares: every subscriber's chunks */
     uint64_t buffered_records;     /* chunks copied into pages */
     uint64_t copied_bytes;         /* payload bytes copied into pages */
-    double cpu_seconds;            /* daemon and subscribers, user + system */
-    double daemon_cpu_seconds;     /* the daemon alone, user + system (wait4) */
+    double cpu_seconds;            /* daemon, simulator and subscribers, user + system */
+    double daemon_cpu_seconds;     /* the daemon process, user + system (wait4); with a sim card
+                                      this includes the rc-sim-N thread (sim_cpu_seconds) */
+    double sim_cpu_seconds;        /* the simulated card: the daemon's rc-sim-* threads, or the
+                                      ringcast-sim process (wait4) of a sim-process card */
+    double sub_cpu_seconds;        /* every subscriber process (wait4), summed */
+    /* The daemon's threads by name (/proc/PID/task/TID/stat, sampled every
+     * THREAD_SAMPLE_NS while it runs; CPU a thread used after the last
+     * sample before it ended shows up in none of these, only in
+     * daemon_cpu_seconds): rc-readout-*, rc-publish*, rc-sim-*, all others. */
+    double readout_thread_cpu, publish_thread_cpu, sim_thread_cpu, other_thread_cpu;
     double daemon_steady_cpu;      /* sim_process runs: the daemon's CPU share (of one core)
                                       from 2 s after the subscribers started to 2 s before
                                       the run's end (/proc/PID/stat); < 0: not measured */

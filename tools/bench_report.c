@@ -29,8 +29,8 @@ extern char **environ;
 
 static void print_header(FILE *f)
 {
-    fprintf(f, "%-9s %-9s %6s %8s %10s %9s %6s %10s %10s  %s\n", "test", "fill", "size", "GB/s",
-            "Mchunks/s", "cpu s/GB", "ratio", "mallocs/ch", "copied/ch", "notes");
+    fprintf(f, "%-9s %-9s %6s %8s %10s %9s %17s %6s %10s %10s  %s\n", "test", "fill", "size", "GB/s",
+            "Mchunks/s", "cpu s/GB", "daemon/sub/sim", "ratio", "mallocs/ch", "copied/ch", "notes");
 }
 
 static void fmt_opt(char *buf, size_t len, bool has, const char *fmt, double v)
@@ -43,19 +43,22 @@ static void fmt_opt(char *buf, size_t len, bool has, const char *fmt, double v)
 
 static void print_line(FILE *f, const struct rci_bench_row *w)
 {
-    char size[32], ratio[16], mallocs[24], copied[24], extra[160];
+    char size[32], ratio[16], mallocs[24], copied[24], extra[160], split[48] = "-";
     rci_format_size(w->chunk_size, size, sizeof size);
     fmt_opt(ratio, sizeof ratio, w->has_ratio, "%.2f", w->ratio_to_raw);
     fmt_opt(mallocs, sizeof mallocs, w->has_hygiene && w->mallocs_counted, "%.4f", w->mallocs_per_chunk);
     fmt_opt(copied, sizeof copied, w->has_hygiene, "%.1f", w->copied_bytes_per_chunk);
+    if (w->has_cpu_split)
+        snprintf(split, sizeof split, "%.2f/%.2f/%.2f", w->daemon_cpu_s_per_gb, w->sub_cpu_s_per_gb,
+                 w->sim_cpu_s_per_gb);
     extra[0] = '\0';
     if (w->has_latency)
         snprintf(extra, sizeof extra, "%s: p50 %.1f p99 %.1f p99.9 %.1f max %.1f us; ", w->mode, w->p50_us,
                  w->p99_us, w->p999_us, w->max_us);
     else if (w->subscribers)
         snprintf(extra, sizeof extra, "%u subscriber%s; ", w->subscribers, w->subscribers == 1 ? "" : "s");
-    fprintf(f, "%-9s %-9s %6s %8.3f %10.4f %9.2f %6s %10s %10s  %s%s\n", w->test, w->fill ? w->fill : "-",
-            size, w->gbytes_per_s, w->chunks_per_s / 1e6, w->cpu_s_per_gb, ratio, mallocs, copied, extra,
+    fprintf(f, "%-9s %-9s %6s %8.3f %10.4f %9.2f %17s %6s %10s %10s  %s%s\n", w->test, w->fill ? w->fill : "-",
+            size, w->gbytes_per_s, w->chunks_per_s / 1e6, w->cpu_s_per_gb, split, ratio, mallocs, copied, extra,
             w->note);
 }
 
@@ -68,6 +71,9 @@ static void print_json(FILE *f, const struct rci_bench_row *w)
         fprintf(f, ",\"fill\":\"%s\"", w->fill);
     if (w->mode)
         fprintf(f, ",\"mode\":\"%s\"", w->mode);
+    if (w->has_cpu_split)
+        fprintf(f, ",\"daemon_cpu_s_per_gb\":%.4f,\"sub_cpu_s_per_gb\":%.4f,\"sim_cpu_s_per_gb\":%.4f",
+                w->daemon_cpu_s_per_gb, w->sub_cpu_s_per_gb, w->sim_cpu_s_per_gb);
     if (w->has_ratio)
         fprintf(f, ",\"ratio_to_raw\":%.4f", w->ratio_to_raw);
     if (w->has_latency)

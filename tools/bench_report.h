@@ -6,6 +6,9 @@
  *
  * JSON fields (the issue's names; absent when they do not apply):
  *   test, chunk_size, gbytes_per_s, chunks_per_s, cpu_s_per_gb;
+ *   daemon_cpu_s_per_gb, sub_cpu_s_per_gb, sim_cpu_s_per_gb (rows of the real
+ *   programs: the daemon without its simulated card, the subscribers, the
+ *   simulated card; their sum is cpu_s_per_gb up to the bench's sampling);
  *   ratio_to_raw, mallocs_per_chunk, copied_bytes_per_chunk (pipeline rows);
  *   p50_us, p99_us, p999_us, max_us (latency rows); subscribers (fanout rows);
  * and, to tell rows of the same test and size apart: fill (pipeline,
@@ -27,6 +30,8 @@ struct rci_bench_row {
     const char *test;              /* raw zerocopy buffered memcpy latency fanout decode */
     uint64_t chunk_size;
     double gbytes_per_s, chunks_per_s, cpu_s_per_gb;
+    bool has_cpu_split;            /* rows of the real programs */
+    double daemon_cpu_s_per_gb, sub_cpu_s_per_gb, sim_cpu_s_per_gb;
     const char *fill;              /* NULL: no fill field */
     const char *mode;              /* latency rows: zerocopy / buffered */
     bool has_ratio;

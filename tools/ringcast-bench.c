@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* ringcast-bench — ringcast measured next to this machine's own limits.
  *
- *   ringcast-bench [decode|raw|pipeline|latency|fanout|all] [--provider P]
- *                  [--endpoint msg|rdm] [--sizes 64,8k,...] [--seconds S]
- *                  [--fanout-size B] [--block-size B] [--json] [--plot DIR]
+ *   ringcast-bench [decode|raw|pipeline|latency|fanout|idle|model|all]
+ *                  [--provider P] [--endpoint msg|rdm] [--sizes 64,8k,...]
+ *                  [--seconds S] [--fanout-size B] [--block-size B] [--elinks N]
+ *                  [--rate R] [--mode LIST] [--publisher-threads P]
+ *                  [--target R,SIZE]... [--json] [--plot DIR]
  *
  * Modes live in a table (bench_modes[]); `all` runs every one in turn, and
  * `make bench` runs `all` with the defaults. Every figure of one run is
@@ -30,6 +32,7 @@
 #include "common/monotonic.h"
 #include "readout/readout.h"
 #include "readout/sim/sim_blocks.h"
+#include "tools/bench_model.h"
 #include "tools/bench_pipeline.h"
 #include "tools/bench_raw.h"
 #include "tools/bench_report.h"
@@ -49,6 +52,14 @@ struct bench_opts {
     uint64_t fanout_size;
     uint64_t block_size;              /* 0: the [card.N] default */
     const char *plot_dir;
+    bool sizes_given;                 /* --sizes on the command line (model has its own default) */
+    uint32_t elinks;                  /* the simulated card's e-links (decode and pipeline runs) */
+    const char *rate;                 /* sim.0.rate of pipeline and fanout runs; NULL = unlimited */
+    unsigned publisher_threads;       /* readout.publisher_threads */
+    const char *modes[3];             /* readout.mode of pipeline, latency and model runs */
+    unsigned nmodes;
+    struct model_target { char text[64]; struct rci_rate rate; uint64_t size; } targets[8];
+    unsigned ntargets;
 };
 
 struct bench {
@@ -81,10 +92,7 @@ static void emit_one_core(struct bench *b, const char *test, uint64_t chunk_size
 
 #define DEC_RING_SIZE  (64ull << 20)
 #define DEC_BLOCK_SIZE 4096u
-#define DEC_ELINKS     8u
-/* Blocks kept back at the end of the fill so every chunk started can finish
- * (a 16 KiB chunk spans 5 blocks; the generator serves e-links in turn). */
-#define DEC_FINISH_MARGIN (DEC_ELINKS * 8u)
+#define DEC_BLOCK_PAYLOAD (DEC_BLOCK_SIZE - 8u)   /* less the header and one trailer */
 
 struct dec_ctx {
     struct rci_dma_ring *ring;
@@ -93,6 +101,10 @@ struct dec_ctx {
     uint32_t nblocks;
     unsigned next_seq[2048];   /* per e-link, continuing across laps */
     uint64_t chunks_per_lap;
+    uint32_t elinks;
+    uint32_t finish_margin;    /* blocks kept back at the end of the fill so that every chunk
+                                  started can finish: each e-link's open chunk needs up to
+                                  pieces blocks, and the generator serves e-links in turn */
 };
 
 static unsigned release_at_once(void *ctx, const struct rci_chunk *const *chunks, unsigned n)
@@ -126,8 +138,9 @@ static int fill_ring(struct dec_ctx *d, uint32_t chunk_size, char *err, size_t e
 {
     struct rci_sim_gen_config gc = {
         .format = FELIX_FMT_C0CE, .block_size = DEC_BLOCK_SIZE, .tag_base = 0,
-        .sim = { .elinks = DEC_ELINKS, .chunk_size_min = chunk_size,
+        .sim = { .chunk_size_min = chunk_size,
                  .chunk_size_max = chunk_size, .fill = RCI_FILL_PATTERN, .seed = 1 } };
+    gc.sim.elinks = d->elinks;
     struct rci_sim_gen *g;
     int rc = rci_sim_gen_create(&gc, &g, err, errlen);
     if (rc != 0)
@@ -135,13 +148,13 @@ static int fill_ring(struct dec_ctx *d, uint32_t chunk_size, char *err, size_t e
     memset(d->next_seq, 0, sizeof d->next_seq);
     for (uint32_t i = 0; i < d->nblocks && rc == 0; i++) {
         uint8_t *dst = d->base + (size_t)i * DEC_BLOCK_SIZE;
-        if (d->nblocks - i == DEC_FINISH_MARGIN)
+        if (d->nblocks - i == d->finish_margin)
             rci_sim_gen_stop_new_chunks(g);
         struct rci_sim_block_info info;
         if (rci_sim_gen_next(g, dst, NULL, &info) == 1)
             note_seq(d, info.elink, info.seq);
         else
-            rc = write_empty_block(d, dst, i % DEC_ELINKS);
+            rc = write_empty_block(d, dst, i % d->elinks);
     }
     struct rci_sim_gen_stats st;
     rci_sim_gen_get_stats(g, &st);
@@ -154,7 +167,7 @@ static int fill_ring(struct dec_ctx *d, uint32_t chunk_size, char *err, size_t e
     if (!finished || st.chunks_started != st.chunks_completed) {
         rci_set_err(err, errlen, "decode bench: %" PRIu64 " chunks still open at the end of the "
                  "ring (margin of %u blocks too small)", st.chunks_started - st.chunks_completed,
-                 DEC_FINISH_MARGIN);
+                 d->finish_margin);
         return -EOVERFLOW;
     }
     d->chunks_per_lap = st.chunks_completed;
@@ -174,8 +187,18 @@ static void renumber_lap(struct dec_ctx *d)
     }
 }
 
-static int dec_open(struct dec_ctx *d, char *err, size_t errlen)
+static int dec_open(struct dec_ctx *d, uint32_t chunk_size, uint32_t elinks, char *err, size_t errlen)
 {
+    uint32_t pieces = chunk_size / DEC_BLOCK_PAYLOAD + 2u;
+    d->elinks = elinks;
+    d->nblocks = (uint32_t)(DEC_RING_SIZE / DEC_BLOCK_SIZE);
+    d->finish_margin = elinks * (pieces + 3u);
+    if (d->finish_margin > d->nblocks / 2) {
+        rci_set_err(err, errlen, "decode bench: %" PRIu32 " B chunks on %" PRIu32 " e-links need more than "
+                    "half of the decode bench's %llu MiB ring to finish: use smaller --sizes or fewer --elinks",
+                    chunk_size, elinks, DEC_RING_SIZE >> 20);
+        return -E2BIG;
+    }
     struct rci_dma_ring_params rp = { .size = DEC_RING_SIZE, .unit_size = DEC_BLOCK_SIZE,
                                      .backend = RCI_MEM_ANON, .lock_memory = false };
     int rc = rci_dma_ring_create(&rp, &d->ring, err, errlen);
@@ -184,9 +207,9 @@ static int dec_open(struct dec_ctx *d, char *err, size_t errlen)
     struct rci_card_params cp = {
         .ring_size = DEC_RING_SIZE, .block_size = DEC_BLOCK_SIZE,
         .block_format = FELIX_FMT_C0CE, .rd_update_bytes = 1 << 20,
-        .max_chunk_size = 1 << 20, .max_chunk_pieces = 64, .max_chunks_in_flight = 1024 };
+        .max_chunk_size = chunk_size > (1u << 20) ? chunk_size : 1u << 20,
+        .max_chunk_pieces = pieces > 64 ? pieces : 64, .max_chunks_in_flight = 1024 + 2 * elinks };
     d->base = rci_dma_ring_addr(d->ring);
-    d->nblocks = (uint32_t)(DEC_RING_SIZE / DEC_BLOCK_SIZE);
     return rci_readout_create(&cp, d->ring, NULL, release_at_once, d, &d->r, err, errlen);
 }
 
@@ -209,7 +232,7 @@ static int bench_decode_size(struct bench *b, uint32_t chunk_size)
     struct dec_ctx *d = calloc(1, sizeof *d);
     if (!d)
         return -ENOMEM;
-    int rc = dec_open(d, err, sizeof err);
+    int rc = dec_open(d, chunk_size, b->o.elinks, err, sizeof err);
     if (rc == 0)
         rc = fill_ring(d, chunk_size, err, sizeof err);
     uint64_t timed_ns = 0, laps = 0;
@@ -279,12 +302,11 @@ static int bench_memcpy(struct bench *b)
 }
 
 /* decode: the block decoder alone on one core (see bench_decode_size), at
- * 64 B, 1 KiB and 16 KiB chunks, and this machine's memcpy for scale. */
+ * every --sizes size, and this machine's memcpy for scale. */
 static int run_decode(struct bench *b)
 {
-    static const uint32_t sizes[] = { 64, 1024, 16384 };
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-        int rc = bench_decode_size(b, sizes[i]);
+    for (unsigned i = 0; i < b->o.nsizes; i++) {
+        int rc = bench_decode_size(b, (uint32_t)b->o.sizes[i]);
         if (rc != 0)
             return rc;
     }
@@ -353,14 +375,25 @@ static int ensure_workdir(struct bench *b)
     return 0;
 }
 
-static struct rci_bench_pipe_params pipe_params(const struct bench *b, uint64_t size, bool buffered,
+static struct rci_bench_pipe_params pipe_params(const struct bench *b, uint64_t size, const char *mode,
                                                enum rci_sim_fill fill)
 {
     return (struct rci_bench_pipe_params){
         .bindir = b->bindir, .workdir = b->workdir, .provider = b->o.provider, .rdm = b->o.rdm,
-        .chunk_size = (uint32_t)size, .block_size = b->cfg.card[0].block_size, .buffered = buffered,
-        .fill = fill, .seconds = b->o.seconds,
-        .subscribers = 1 };
+        .chunk_size = (uint32_t)size, .block_size = b->cfg.card[0].block_size, .mode = mode,
+        .fill = fill, .seconds = b->o.seconds, .rate = b->o.rate, .elinks = b->o.elinks,
+        .publisher_threads = b->o.publisher_threads, .subscribers = 1 };
+}
+
+/* The CPU of the daemon without its simulated card, of the subscribers and
+ * of the card, per GB delivered (they add up to cpu_s_per_gb). */
+static void split_cpu(struct rci_bench_row *row, const struct rci_bench_pipe_result *r)
+{
+    row->has_cpu_split = true;
+    /* A sim card's firmware is a thread of the daemon (0 for a sim-process card) */
+    row->daemon_cpu_s_per_gb = per_gb(r->daemon_cpu_seconds - r->sim_thread_cpu, r->bytes_sent);
+    row->sub_cpu_s_per_gb = per_gb(r->sub_cpu_seconds, r->bytes_sent);
+    row->sim_cpu_s_per_gb = per_gb(r->sim_cpu_seconds, r->bytes_sent);
 }
 
 static int pipe_run(struct bench *b, const struct rci_bench_pipe_params *p, struct rci_bench_pipe_result *r)
@@ -371,7 +404,7 @@ static int pipe_run(struct bench *b, const struct rci_bench_pipe_params *p, stru
         rc = rci_bench_pipe_run(p, r, err, sizeof err);
     if (rc)
         fprintf(stderr, "ringcast-bench: %s %" PRIu32 " B fill=%s, %u subscriber(s): %s\n",
-                p->buffered ? "buffered" : "zerocopy", p->chunk_size, rci_bench_fill_name(p->fill), p->subscribers,
+                p->mode, p->chunk_size, rci_bench_fill_name(p->fill), p->subscribers,
                 err[0] ? err : strerror(-rc));
     return rc;
 }
@@ -412,18 +445,19 @@ static int measure_hygiene(struct bench *b, const struct rci_bench_pipe_params *
 
 /* One pipeline point: zero copy or buffered, fill none or pattern, one
  * subscriber, unlimited rate; with its raw ratio and hygiene figures. */
-static int measure_pipeline(struct bench *b, uint64_t size, bool buffered, enum rci_sim_fill fill)
+static int measure_pipeline(struct bench *b, uint64_t size, const char *mode, enum rci_sim_fill fill)
 {
-    struct rci_bench_pipe_params p = pipe_params(b, size, buffered, fill);
+    struct rci_bench_pipe_params p = pipe_params(b, size, mode, fill);
     p.alloc_shim = b->shim[0] ? b->shim : NULL;
     struct rci_bench_pipe_result r;
     int rc = pipe_run(b, &p, &r);
     if (rc)
         return rc;
-    struct rci_bench_row row = { .test = buffered ? "buffered" : "zerocopy", .chunk_size = size,
+    struct rci_bench_row row = { .test = mode, .chunk_size = size,
                                 .fill = rci_bench_fill_name(fill), .gbytes_per_s = (double)r.bytes_sent / r.seconds / 1e9,
                                 .chunks_per_s = (double)r.chunks_sent / r.seconds,
                                 .cpu_s_per_gb = per_gb(r.cpu_seconds, r.bytes_sent) };
+    split_cpu(&row, &r);
     const struct rci_bench_row *raw = rci_bench_find(&b->report, "raw", size, NULL);
     if (raw && raw->gbytes_per_s > 0) {
         row.has_ratio = true;
@@ -432,23 +466,24 @@ static int measure_pipeline(struct bench *b, uint64_t size, bool buffered, enum 
     rc = measure_hygiene(b, &p, &r, &row);
     if (rc)
         return rc;
-    if (buffered && r.buffered_records == 0 && !row.note[0])
+    if (!strcmp(mode, "buffered") && r.buffered_records == 0 && !row.note[0])
         snprintf(row.note, sizeof row.note, "no record fits a buffered page: all sent zero copy");
     rci_bench_emit(&b->report, &row);
     return 0;
 }
 
 /* pipeline: at every size, raw (unless measured already in this run), then
- * zero copy and buffered with fill none and pattern (bench_pipeline.h). */
+ * every --mode (zero copy and buffered by default) with fill none and
+ * pattern (bench_pipeline.h). */
 static int run_pipeline(struct bench *b)
 {
     for (unsigned i = 0; i < b->o.nsizes; i++) {
         uint64_t size = b->o.sizes[i];
         int rc = rci_bench_find(&b->report, "raw", size, NULL) ? 0 : measure_raw(b, size);
-        for (int buffered = 0; rc == 0 && buffered <= 1; buffered++) {
-            rc = measure_pipeline(b, size, buffered, RCI_FILL_NONE);
+        for (unsigned m = 0; rc == 0 && m < b->o.nmodes; m++) {
+            rc = measure_pipeline(b, size, b->o.modes[m], RCI_FILL_NONE);
             if (rc == 0)
-                rc = measure_pipeline(b, size, buffered, RCI_FILL_PATTERN);
+                rc = measure_pipeline(b, size, b->o.modes[m], RCI_FILL_PATTERN);
         }
         if (rc)
             return rc;
@@ -460,14 +495,14 @@ static int run_pipeline(struct bench *b)
 
 /* The pipeline's maximum chunk rate at this size and mode (fill none): from
  * this run's row, or measured now (not printed: a calibration). */
-static int max_chunk_rate(struct bench *b, uint64_t size, bool buffered, double *rate)
+static int max_chunk_rate(struct bench *b, uint64_t size, const char *mode, double *rate)
 {
-    const struct rci_bench_row *w = rci_bench_find(&b->report, buffered ? "buffered" : "zerocopy", size, "none");
+    const struct rci_bench_row *w = rci_bench_find(&b->report, mode, size, "none");
     if (w) {
         *rate = w->chunks_per_s;
         return 0;
     }
-    struct rci_bench_pipe_params p = pipe_params(b, size, buffered, RCI_FILL_NONE);
+    struct rci_bench_pipe_params p = pipe_params(b, size, mode, RCI_FILL_NONE);
     struct rci_bench_pipe_result r;
     int rc = pipe_run(b, &p, &r);
     if (rc == 0)
@@ -479,13 +514,13 @@ static int max_chunk_rate(struct bench *b, uint64_t size, bool buffered, double 
  * stamps CLOCK_MONOTONIC into each chunk (fill = timestamp) when it writes
  * the chunk's first block; ringcast-sub --latency takes the difference in
  * its callback. Same clock, same machine. */
-static int measure_latency(struct bench *b, uint64_t size, bool buffered)
+static int measure_latency(struct bench *b, uint64_t size, const char *mode)
 {
     double max_rate;
-    int rc = max_chunk_rate(b, size, buffered, &max_rate);
+    int rc = max_chunk_rate(b, size, mode, &max_rate);
     if (rc)
         return rc;
-    struct rci_bench_pipe_params p = pipe_params(b, size, buffered, RCI_FILL_TIMESTAMP);
+    struct rci_bench_pipe_params p = pipe_params(b, size, mode, RCI_FILL_TIMESTAMP);
     p.rate_chunks = fmax(1.0, max_rate / 2);
     p.latency = true;
     struct rci_bench_pipe_result r;
@@ -493,26 +528,26 @@ static int measure_latency(struct bench *b, uint64_t size, bool buffered)
     if (rc)
         return rc;
     struct rci_bench_row row = { .test = "latency", .chunk_size = size, .fill = "timestamp",
-                                .mode = buffered ? "buffered" : "zerocopy",
+                                .mode = mode,
                                 .gbytes_per_s = (double)r.bytes_sent / r.seconds / 1e9,
                                 .chunks_per_s = (double)r.chunks_sent / r.seconds,
                                 .cpu_s_per_gb = per_gb(r.cpu_seconds, r.bytes_sent), .has_latency = true,
                                 .p50_us = r.p50_us, .p99_us = r.p99_us, .p999_us = r.p999_us, .max_us = r.max_us };
+    split_cpu(&row, &r);
     snprintf(row.note, sizeof row.note, "rate %.0f chunks/s = max/2", p.rate_chunks);
     rci_bench_emit(&b->report, &row);
     return 0;
 }
 
-/* latency: zero copy and buffered at every size. */
+/* latency: every --mode (zero copy and buffered by default) at every size. */
 static int run_latency(struct bench *b)
 {
-    for (unsigned i = 0; i < b->o.nsizes; i++) {
-        int rc = measure_latency(b, b->o.sizes[i], false);
-        if (rc == 0)
-            rc = measure_latency(b, b->o.sizes[i], true);
-        if (rc)
-            return rc;
-    }
+    for (unsigned i = 0; i < b->o.nsizes; i++)
+        for (unsigned m = 0; m < b->o.nmodes; m++) {
+            int rc = measure_latency(b, b->o.sizes[i], b->o.modes[m]);
+            if (rc)
+                return rc;
+        }
     return 0;
 }
 
@@ -523,7 +558,7 @@ static int run_latency(struct bench *b)
 static int run_fanout(struct bench *b)
 {
     for (unsigned k = 1; k <= FANOUT_MAX; k *= 2) {
-        struct rci_bench_pipe_params p = pipe_params(b, b->o.fanout_size, false, RCI_FILL_NONE);
+        struct rci_bench_pipe_params p = pipe_params(b, b->o.fanout_size, "zerocopy", RCI_FILL_NONE);
         p.subscribers = k;
         struct rci_bench_pipe_result r;
         int rc = pipe_run(b, &p, &r);
@@ -533,6 +568,7 @@ static int run_fanout(struct bench *b)
                                     .subscribers = k, .gbytes_per_s = (double)r.bytes_sent / r.seconds / 1e9,
                                     .chunks_per_s = (double)r.chunks_sent / r.seconds,
                                     .cpu_s_per_gb = per_gb(r.cpu_seconds, r.bytes_sent) };
+        split_cpu(&row, &r);
         snprintf(row.note, sizeof row.note, "card %.3f GB/s; all subscribers together",
                  (double)r.chunks_decoded * (double)b->o.fanout_size / r.seconds / 1e9);
         rci_bench_emit(&b->report, &row);
@@ -551,7 +587,7 @@ static int run_fanout(struct bench *b)
  * second of run, with card.0.wait = poll and = interrupt. */
 static int measure_idle(struct bench *b, bool interrupt)
 {
-    struct rci_bench_pipe_params p = pipe_params(b, IDLE_SIZE, false, RCI_FILL_TIMESTAMP);
+    struct rci_bench_pipe_params p = pipe_params(b, IDLE_SIZE, "zerocopy", RCI_FILL_TIMESTAMP);
     p.rate_chunks = IDLE_RATE;
     p.latency = true;
     p.sim_process = true;
@@ -566,6 +602,7 @@ static int measure_idle(struct bench *b, bool interrupt)
                                 .chunks_per_s = (double)r.chunks_sent / r.seconds,
                                 .cpu_s_per_gb = per_gb(r.cpu_seconds, r.bytes_sent), .has_latency = true,
                                 .p50_us = r.p50_us, .p99_us = r.p99_us, .p999_us = r.p999_us, .max_us = r.max_us };
+    split_cpu(&row, &r);
     char steady[32] = "n/a (--seconds < 6)";
     if (r.daemon_steady_cpu >= 0)
         snprintf(steady, sizeof steady, "%.1f %%", 100.0 * r.daemon_steady_cpu);
@@ -581,25 +618,123 @@ static int run_idle(struct bench *b)
     return rc ? rc : measure_idle(b, true);
 }
 
+
+/* ---- model: CPU per stage, and the cores a target needs ------------------------ */
+
+/* CPU seconds of r1 less r2 per chunk of r1 less r2. */
+static double diff_per_chunk(double cpu1, double cpu2, uint64_t chunks1, uint64_t chunks2)
+{
+    double d = (cpu1 - cpu2) / (double)(chunks1 - chunks2);
+    return d > 0 ? d : 0;
+}
+
+/* One size of the model: the decoder alone (this run's decode row, or
+ * measured now), then two pipeline runs (first --mode, fill none) with the
+ * daemon's threads' CPU: a timed one and one of half its chunks; the
+ * differences per chunk leave out what does not grow with the chunk count
+ * (start-up, ring and memory registration, connection, teardown). */
+static int model_point(struct bench *b, uint64_t size, struct rci_model_point *pt)
+{
+    const struct rci_bench_row *dec = rci_bench_find(&b->report, "decode", size, NULL);
+    int rc = dec ? 0 : bench_decode_size(b, (uint32_t)size);
+    dec = rc == 0 ? rci_bench_find(&b->report, "decode", size, NULL) : NULL;
+    if (!dec)
+        return rc ? rc : -EPROTO;
+    struct rci_bench_pipe_params p = pipe_params(b, size, b->o.modes[0], RCI_FILL_NONE);
+    struct rci_bench_pipe_result r, h;
+    rc = pipe_run(b, &p, &r);
+    p.run_chunks = r.chunks_decoded / 2;
+    if (rc == 0 && p.run_chunks == 0)
+        rc = -EPROTO;
+    if (rc == 0)
+        rc = pipe_run(b, &p, &h);
+    if (rc == 0 && (h.chunks_decoded >= r.chunks_decoded || h.chunks_sent >= r.chunks_sent)) {
+        fprintf(stderr, "ringcast-bench: model: the half run sent %" PRIu64 " chunks, not fewer than %" PRIu64
+                "\n", h.chunks_sent, r.chunks_sent);
+        rc = -EPROTO;
+    }
+    if (rc)
+        return rc;
+    struct rci_bench_row row = { .test = b->o.modes[0], .chunk_size = size, .fill = "none",
+                                .gbytes_per_s = (double)r.bytes_sent / r.seconds / 1e9,
+                                .chunks_per_s = (double)r.chunks_sent / r.seconds,
+                                .cpu_s_per_gb = per_gb(r.cpu_seconds, r.bytes_sent) };
+    split_cpu(&row, &r);
+    snprintf(row.note, sizeof row.note, "model run: threads readout %.2f publish %.2f other %.2f s",
+             r.readout_thread_cpu, r.publish_thread_cpu, r.other_thread_cpu);
+    rci_bench_emit(&b->report, &row);
+    double decode = 1.0 / dec->chunks_per_s;
+    double readout = diff_per_chunk(r.readout_thread_cpu, h.readout_thread_cpu, r.chunks_decoded, h.chunks_decoded);
+    *pt = (struct rci_model_point){ .chunk_size = size };
+    pt->cpu_per_chunk[RCI_STAGE_DECODE] = decode;
+    pt->cpu_per_chunk[RCI_STAGE_DISPATCH] = readout > decode ? readout - decode : 0;
+    pt->cpu_per_chunk[RCI_STAGE_SEND] =
+        diff_per_chunk(r.publish_thread_cpu, h.publish_thread_cpu, r.chunks_sent, h.chunks_sent);
+    pt->cpu_per_chunk[RCI_STAGE_DAEMON_OTHER] =
+        diff_per_chunk(r.other_thread_cpu, h.other_thread_cpu, r.chunks_sent, h.chunks_sent);
+    pt->cpu_per_chunk[RCI_STAGE_SUBSCRIBER] =
+        diff_per_chunk(r.sub_cpu_seconds, h.sub_cpu_seconds, r.chunks_sent, h.chunks_sent);
+    return 0;
+}
+
+/* model: CPU seconds per chunk and per GB of each stage at --sizes (default
+ * 100 B, 8 KiB, 64 KiB), fitted over size, and the cores each stage needs
+ * for every --target (default the two of the benchmark issue). */
+static int run_model(struct bench *b)
+{
+    static const uint64_t default_sizes[] = { 100, 8192, 65536 };
+    const uint64_t *sizes = b->o.sizes_given ? b->o.sizes : default_sizes;
+    unsigned nsizes = b->o.sizes_given ? b->o.nsizes : 3;
+    static struct rci_model m;
+    m.npoints = 0;
+    for (unsigned i = 0; i < nsizes && i < RCI_MODEL_MAX_POINTS; i++) {
+        int rc = model_point(b, sizes[i], &m.points[m.npoints]);
+        if (rc)
+            return rc;
+        m.npoints++;
+    }
+    rci_model_fit(&m);
+    struct rci_model_target t[8 + 2] = {
+        { "24 links x 1 MHz x 100 B", 24e6, 100 },
+        { "2 x 200 Gb/s of 8 KiB chunks", 2 * 200e9 / 8 / 8192, 8192 },
+    };
+    unsigned nt = 2;
+    for (unsigned i = 0; i < b->o.ntargets; i++) {
+        const struct model_target *mt = &b->o.targets[i];
+        double cps = mt->rate.unit == RCI_RATE_CHUNKS ? mt->rate.per_second
+                                                      : mt->rate.per_second / (double)mt->size;
+        t[nt++] = (struct rci_model_target){ mt->text, cps, mt->size };
+    }
+    rci_model_print(&m, t, nt, b->o.json, stdout);
+    if (!b->o.json)
+        printf("(decode: the decoder alone on one core; dispatch: the readout thread's CPU less decode; "
+               "send+completion: the publisher threads; daemon-other: its other threads; subscriber: "
+               "ringcast-sub. Threads that poll count their waiting too: figures are upper bounds. "
+               "%s mode, %s %s.)\n", b->o.modes[0], b->o.provider, b->o.rdm ? "rdm" : "msg");
+    return 0;
+}
+
 static int run_all(struct bench *b);
 
 static const struct bench_mode bench_modes[] = {
-    { "decode", "block decoder on one core (64 B, 1 KiB, 16 KiB chunks) and memcpy", run_decode },
+    { "decode", "block decoder on one core at every --sizes size, and memcpy", run_decode },
     { "raw", "plain libfabric message stream per size: the transport's limit", run_raw },
-    { "pipeline", "simulated card -> daemon -> ringcast-sub, zero copy and buffered, fill none/pattern, "
+    { "pipeline", "simulated card -> daemon -> ringcast-sub, every --mode, fill none/pattern, "
                   "with allocations and copied bytes per chunk (runs raw too, for the ratio)", run_pipeline },
-    { "latency", "card-write-to-callback latency at half the maximum rate, zero copy and buffered", run_latency },
+    { "latency", "card-write-to-callback latency at half the maximum rate, every --mode", run_latency },
     { "fanout", "1, 2, 4, 8 subscribers of every tag (--fanout-size)", run_fanout },
     { "idle", "the daemon's CPU and latency at 100 chunks/s from a sim-process card, card.0.wait = poll "
               "and interrupt", run_idle },
-    { "all", "every mode above, in turn", run_all },
+    { "model", "CPU per chunk and per GB of each stage (decode, dispatch, send+completion, subscriber) "
+               "at --sizes (default 100,8k,64k) and the cores needed for each --target", run_model },
+    { "all", "every mode above except model, in turn", run_all },
 };
 #define NMODES (sizeof bench_modes / sizeof bench_modes[0])
 
 static int run_all(struct bench *b)
 {
     for (size_t i = 0; i < NMODES; i++) {
-        if (bench_modes[i].run == run_all)
+        if (bench_modes[i].run == run_all || bench_modes[i].run == run_model)
             continue;
         int rc = bench_modes[i].run(b);
         if (rc != 0)
@@ -677,25 +812,40 @@ static void remove_workdir(struct bench *b, bool failed)
 static void usage(FILE *f)
 {
     fprintf(f, "usage: ringcast-bench [MODE] [--provider P] [--endpoint msg|rdm] [--sizes LIST]\n"
-               "                      [--seconds S] [--fanout-size B] [--block-size B] [--json]\n"
-               "                      [--plot DIR]\n"
-               "       ringcast-bench --help\n\n"
+               "                      [--seconds S] [--fanout-size B] [--block-size B] [--elinks N]\n"
+               "                      [--rate R] [--mode LIST] [--publisher-threads P]\n"
+               "                      [--target R,SIZE]... [--json] [--plot DIR]\n"
+               "       ringcast-bench --help | --version\n\n"
                "modes (default all):\n");
     for (size_t i = 0; i < NMODES; i++)
         fprintf(f, "  %-8s %s\n", bench_modes[i].name, bench_modes[i].summary);
     fprintf(f, "\noptions:\n"
                "  --provider P      libfabric provider (default tcp; e.g. \"tcp;ofi_rxm\")\n"
                "  --endpoint E      msg (default) or rdm\n"
-               "  --sizes LIST      chunk sizes, 8 B .. 16M (default 64,256,1k,8k,64k,1m; k/m = KiB/MiB)\n"
+               "  --sizes LIST      chunk sizes, 8 B .. 16M (default 64,256,1k,8k,64k,1m; model:\n"
+               "                    100,8k,64k; k/m = KiB/MiB); every mode but fanout and idle uses them\n"
                "  --seconds S       seconds per measurement (default 2)\n"
                "  --fanout-size B   chunk size of the fanout mode (default 8k)\n"
                "  --block-size B    the simulated card's FELIX block size, c0ce 1k..64k (default\n"
                "                    4k, the [card.N] default); a zero-copy message carries at most\n"
                "                    iov_limit - 1 blocks' pieces of a chunk\n"
+               "  --elinks N        the simulated card's e-links, 1..2048 (default 8; decode and\n"
+               "                    the daemon's runs)\n"
+               "  --rate R          the card's rate in pipeline, fanout and model runs, as sim.N.rate:\n"
+               "                    unlimited (default), 2.5GB/s or 10Mchunks/s (latency and idle set\n"
+               "                    their own)\n"
+               "  --mode LIST       readout.mode of pipeline and latency runs: zerocopy, buffered,\n"
+               "                    auto, comma-separated (default zerocopy,buffered); model uses\n"
+               "                    the first; fanout and idle are always zerocopy\n"
+               "  --publisher-threads P  readout.publisher_threads, 1..16 (default 1); subscriber i\n"
+               "                    connects to port + i %% P\n"
+               "  --target R,SIZE   model: also the cores for rate R (as --rate) of SIZE chunks\n"
+               "                    (up to 8; the two of the benchmark issue are always printed)\n"
                "  --json            one JSON object per line and measurement (fields: tools/README.md);\n"
                "                    the targets summary goes to stderr\n"
                "  --plot DIR        write DIR/bench.csv, and with gnuplot installed PNG plots of\n"
                "                    throughput and chunk rate vs chunk size\n"
+               "  --version         the version\n"
                "  --help            this text\n"
                "\nExit status: 0 ok, 1 a measurement failed, 2 usage error.\n");
 }
@@ -738,6 +888,55 @@ static int option_error(const char *what, const char *arg)
     return -EINVAL;
 }
 
+static int parse_modes(const char *arg, struct bench_opts *o)
+{
+    static const char *const known[] = { "zerocopy", "buffered", "auto" };
+    o->nmodes = 0;
+    for (const char *at = arg;;) {
+        size_t len = strcspn(at, ",");
+        size_t k = 0;
+        while (k < 3 && !(strlen(known[k]) == len && !strncmp(at, known[k], len)))
+            k++;
+        for (unsigned i = 0; k < 3 && i < o->nmodes; i++)
+            if (o->modes[i] == known[k])
+                k = 3;   /* twice: refused */
+        if (k == 3)
+            return option_error("--mode: expected zerocopy, buffered and/or auto, each once, "
+                                "separated by commas", arg);
+        o->modes[o->nmodes++] = known[k];
+        if (!at[len])
+            return 0;
+        at += len + 1;
+    }
+}
+
+static int parse_rate(const char *arg, const char *opt, struct rci_rate *out)
+{
+    char what[96];
+    snprintf(what, sizeof what, "%s: expected unlimited, a byte rate (2.5GB/s) or a chunk rate "
+             "(10Mchunks/s)", opt);
+    return rci_parse_rate(arg, out) ? option_error(what, arg) : 0;
+}
+
+/* --target RATE,SIZE (a limited rate; size 8..16M). */
+static int parse_target(const char *arg, struct bench_opts *o)
+{
+    const char *comma = strrchr(arg, ',');
+    struct model_target *t = &o->targets[o->ntargets];
+    if (o->ntargets == sizeof o->targets / sizeof o->targets[0] || !comma || strlen(arg) >= sizeof t->text)
+        return option_error("--target: expected RATE,SIZE (at most 8 targets)", arg);
+    char rate[64];
+    snprintf(rate, sizeof rate, "%.*s", (int)(comma - arg), arg);
+    if (parse_rate(rate, "--target", &t->rate))
+        return -EINVAL;
+    if (t->rate.unit == RCI_RATE_UNLIMITED || parse_one_size(comma + 1, &t->size) || t->size < MIN_CHUNK ||
+        t->size > MAX_CHUNK)
+        return option_error("--target: expected a limited RATE and a SIZE 8..16M", arg);
+    snprintf(t->text, sizeof t->text, "%s", arg);
+    o->ntargets++;
+    return 0;
+}
+
 static int parse_option(int c, const char *arg, struct bench_opts *o)
 {
     char *end;
@@ -756,7 +955,31 @@ static int parse_option(int c, const char *arg, struct bench_opts *o)
         o->rdm = strcmp(arg, "rdm") == 0;
         return 0;
     case 'z':
+        o->sizes_given = true;
         return parse_sizes(arg, o) ? option_error("--sizes: expected sizes 8..16M separated by commas", arg) : 0;
+    case 'E':
+        v = strtoull(arg, &end, 10);
+        if (*end || end == arg || arg[0] == '-' || v < 1 || v > 2048)
+            return option_error("--elinks: expected 1..2048", arg);
+        o->elinks = (uint32_t)v;
+        return 0;
+    case 'r': {
+        struct rci_rate r;
+        if (parse_rate(arg, "--rate", &r))
+            return -EINVAL;
+        o->rate = arg;
+        return 0;
+    }
+    case 'm':
+        return parse_modes(arg, o);
+    case 'T':
+        v = strtoull(arg, &end, 10);
+        if (*end || end == arg || arg[0] == '-' || v < 1 || v > 16)
+            return option_error("--publisher-threads: expected 1..16", arg);
+        o->publisher_threads = (unsigned)v;
+        return 0;
+    case 't':
+        return parse_target(arg, o);
     case 'f':
         if (parse_one_size(arg, &v) || v < MIN_CHUNK || v > MAX_CHUNK)
             return option_error("--fanout-size: expected a size 8..16M", arg);
@@ -778,7 +1001,7 @@ static int parse_option(int c, const char *arg, struct bench_opts *o)
     }
 }
 
-/* 0: run bench_modes[*mode]; 1: --help printed; -1: usage error. */
+/* 0: run bench_modes[*mode]; 1: --help or --version printed; -1: usage error. */
 static int parse_args(int argc, char **argv, struct bench_opts *o, size_t *mode)
 {
     static const struct option longopts[] = {
@@ -787,16 +1010,24 @@ static int parse_args(int argc, char **argv, struct bench_opts *o, size_t *mode)
         { "sizes", required_argument, NULL, 'z' },    { "fanout-size", required_argument, NULL, 'f' },
         { "plot", required_argument, NULL, 'P' },     { "help", no_argument, NULL, 'h' },
         { "block-size", required_argument, NULL, 'b' },
+        { "elinks", required_argument, NULL, 'E' },   { "rate", required_argument, NULL, 'r' },
+        { "mode", required_argument, NULL, 'm' },     { "publisher-threads", required_argument, NULL, 'T' },
+        { "target", required_argument, NULL, 't' },   { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
     };
     static const uint64_t default_sizes[] = { 64, 256, 1024, 8192, 65536, 1048576 };
     *o = (struct bench_opts){ .seconds = 2.0, .provider = "tcp", .fanout_size = 8192,
-                              .nsizes = sizeof default_sizes / sizeof default_sizes[0] };
+                              .nsizes = sizeof default_sizes / sizeof default_sizes[0], .elinks = 8,
+                              .publisher_threads = 1, .modes = { "zerocopy", "buffered" }, .nmodes = 2 };
     memcpy(o->sizes, default_sizes, sizeof default_sizes);
     int c;
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         if (c == 'h') {
             usage(stdout);
+            return 1;
+        }
+        if (c == 'V') {
+            printf("ringcast-bench %s\n", RCI_VERSION);
             return 1;
         }
         if (c == '?' || parse_option(c, optarg, o) != 0)
@@ -831,6 +1062,7 @@ static bool pipeline_rows(const struct rci_bench_report *r)
 {
     for (unsigned i = 0; i < r->nrows; i++)
         if (!strcmp(r->rows[i].test, "zerocopy") || !strcmp(r->rows[i].test, "buffered") ||
+            !strcmp(r->rows[i].test, "auto") ||
             !strcmp(r->rows[i].test, "latency"))
             return true;
     return false;
@@ -853,7 +1085,7 @@ int main(int argc, char **argv)
         rc = bench_modes[mode].run(&b);
         print_conditions(&b, notes, "end");
     }
-    if (pipeline_rows(&b.report))
+    if (pipeline_rows(&b.report) && bench_modes[mode].run != run_model)
         rci_bench_print_targets(&b.report, notes);
     if (b.o.plot_dir && b.report.nrows > 0 && rci_bench_write_plots(&b.report, b.o.plot_dir) != 0)
         rc = rc ? rc : -EIO;

@@ -5,13 +5,21 @@
 # one JSON object with the fields of tools/README.md and sane values, the
 # hygiene counters say what zero copy and buffered mode really do (no
 # payload copy vs. the whole chunk copied), the CSV holds every row, the
-# working directory is gone afterwards; bad options are usage errors.
+# working directory is gone afterwards; bad options are usage errors. Rows of
+# the real programs split the CPU into daemon, subscribers and simulated
+# card (adding up to the total); --mode auto, --rate, --elinks and
+# --publisher-threads reach the daemon; decode honours --sizes; model prints
+# its stages and the cores of its targets; --version and --help answer.
 . "$(dirname "$0")/lib.sh"
 
 BENCH="$BIN/ringcast-bench"
 out="$WORK/bench.jsonl"
 TMPDIR="$WORK" timeout 300 "$BENCH" all --sizes 1k --seconds 0.3 --fanout-size 1k --json \
-    --plot "$WORK/plot" >"$out" 2>"$WORK/bench.err" || { cat "$WORK/bench.err"; fail "ringcast-bench all failed"; }
+    --plot "$WORK/plot" >"$out" 2>"$WORK/bench.err" || {
+    cat "$WORK/bench.err"
+    find "$WORK" -name daemon.log -exec tail -n 20 {} \;   # the failed run's (kept) daemon log
+    fail "ringcast-bench all failed"
+}
 ok "ringcast-bench all --json exit 0"
 
 # One JSON object per line.
@@ -25,6 +33,17 @@ expect_eq "rows without a positive rate or cpu_s_per_gb" \
 for t in decode memcpy raw; do
     expect_gt "$t rows" "$(count ".test == \"$t\"")" 0
 done
+expect_eq "decode rows at the --sizes sizes only" "$(jq -s -c '[.[] | select(.test == "decode") | .chunk_size]' "$out")" "[1024]"
+# Every row of the real programs: daemon, subscriber and simulator CPU per GB,
+# adding up to cpu_s_per_gb (each process's wait4; the card's thread is moved
+# from the daemon to the simulator).
+real_rows='.test == "zerocopy" or .test == "buffered" or .test == "latency" or .test == "fanout" or .test == "idle"'
+expect_gt "rows of the real programs" "$(count "$real_rows")" 0
+expect_eq "real-program rows whose CPU split is missing or does not add up" \
+    "$(count "($real_rows) and ((.daemon_cpu_s_per_gb > 0 and .sub_cpu_s_per_gb >= 0 and .sim_cpu_s_per_gb >= 0
+              and ((.daemon_cpu_s_per_gb + .sub_cpu_s_per_gb + .sim_cpu_s_per_gb - .cpu_s_per_gb) | fabs)
+                  <= 0.01 * .cpu_s_per_gb + 0.002) | not)")" 0
+expect_eq "sim-process rows (idle) with the simulator's own CPU" "$(count '.test == "idle" and .sim_cpu_s_per_gb > 0')" 2
 for mode in zerocopy buffered; do
     for fill in none pattern; do
         expect_eq "$mode fill=$fill rows with ratio_to_raw, mallocs_per_chunk, copied_bytes_per_chunk" \
@@ -57,7 +76,43 @@ else
 fi
 expect_eq "working directories left behind" "$(find "$WORK" -maxdepth 1 -name 'ringcast-bench.*' | wc -l)" 0
 
-for bad in "--sizes 4" "--sizes 1k,,2k" "--seconds 0" "--endpoint udp" "nosuchmode" "raw extra"; do
+# The new knobs reach the daemon: auto mode (at 256 B below buffered_threshold,
+# so buffered), a limited rate, 4 e-links, 2 publisher threads.
+out2="$WORK/bench-knobs.jsonl"
+TMPDIR="$WORK" timeout 120 "$BENCH" pipeline --sizes 256 --seconds 0.3 --mode auto --rate 20Mchunks/s \
+    --elinks 4 --publisher-threads 2 --json >"$out2" 2>"$WORK/bench-knobs.err" ||
+    { cat "$WORK/bench-knobs.err"; fail "ringcast-bench pipeline --mode auto ... failed"; }
+expect_eq "auto rows (fill none, pattern) copying the 256 B chunks (auto buffers below 512 B)" \
+    "$(jq -s '[.[] | select(.test == "auto" and .chunk_size == 256 and .copied_bytes_per_chunk == 256)] | length' "$out2")" 2
+expect_eq "zerocopy/buffered rows without --mode naming them" \
+    "$(jq -s '[.[] | select(.test == "zerocopy" or .test == "buffered")] | length' "$out2")" 0
+
+# model: two sizes, an extra target; stage rows for every stage and size,
+# target rows with positive cores.
+out3="$WORK/bench-model.jsonl"
+TMPDIR="$WORK" timeout 120 "$BENCH" model --sizes 256,8k --seconds 0.3 --target 1GB/s,1k --json \
+    >"$out3" 2>"$WORK/bench-model.err" || { cat "$WORK/bench-model.err"; fail "ringcast-bench model failed"; }
+expect_eq "model_stage rows (5 stages x 2 sizes) with cpu_s_per_chunk and cpu_s_per_gb" \
+    "$(jq -s '[.[] | select(.test == "model_stage" and .cpu_s_per_chunk >= 0 and .cpu_s_per_gb >= 0)] | length' "$out3")" 10
+expect_gt "model_stage decode and send+completion rows above 0" \
+    "$(jq -s '[.[] | select(.test == "model_stage" and (.stage == "decode" or .stage == "send+completion")
+              and .cpu_s_per_chunk > 0)] | length' "$out3")" 3
+expect_eq "model_target rows (the issue's two and --target) with cores" \
+    "$(jq -s -c '[.[] | select(.test == "model_target" and .cores_daemon > 0 and .cores_subscriber > 0) | .target]' "$out3")" \
+    '["24 links x 1 MHz x 100 B","2 x 200 Gb/s of 8 KiB chunks","1GB/s,1k"]'
+expect_eq "model's 8 KiB target chunk rate (400 Gb/s / 8 / 8192)" \
+    "$(jq -s '[.[] | select(.test == "model_target" and .chunk_size == 8192) | .chunks_per_s] | .[0]' "$out3")" 6103516
+
+"$BENCH" --version | grep -q "^ringcast-bench [0-9]" || fail "--version"
+ok "--version prints the version"
+for opt in --elinks --rate --mode --publisher-threads --target --version model; do
+    "$BENCH" --help | grep -q -- "$opt" || fail "--help does not mention $opt"
+done
+ok "--help names the new options and model"
+
+for bad in "--sizes 4" "--sizes 1k,,2k" "--seconds 0" "--endpoint udp" "nosuchmode" "raw extra" \
+           "--elinks 0" "--elinks 2049" "--rate fast" "--mode copy" "--mode auto,auto" \
+           "--publisher-threads 17" "--target 1GB/s" "--target unlimited,1k"; do
     # shellcheck disable=SC2086
     "$BENCH" $bad >/dev/null 2>&1 && fail "ringcast-bench $bad accepted"
     [ $? -eq 2 ] || fail "ringcast-bench $bad: exit status not 2"
