@@ -14,7 +14,7 @@ fail() {
     echo "FAIL: $*" >&2
     exit 1
 }
-PORT=$((20000 + ($$ + 13000) % 20000))
+PORT=$(port_base 13000)
 
 # run_case LEVEL: the scenario with the daemon at LEVEL; its log in $WORK/d.log.
 run_case() {
