@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* mem_pool.c — registered memory pool with size classes (see mem_pool.h). */
 #include "net/mem_pool.h"
+#include "common/tsan.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -8,24 +9,6 @@
 
 #include "common/errbuf.h"
 
-/* liburcu's push and pop order memory with atomics ThreadSanitizer does not
- * see (the library is not instrumented); tell it, in TSan builds only. */
-#if defined(__SANITIZE_THREAD__)
-#define RCI_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define RCI_TSAN 1
-#endif
-#endif
-#ifdef RCI_TSAN
-void __tsan_acquire(void *addr);
-void __tsan_release(void *addr);
-#define TSAN_RELEASE(p) __tsan_release(p)
-#define TSAN_ACQUIRE(p) __tsan_acquire(p)
-#else
-#define TSAN_RELEASE(p) ((void)(p))
-#define TSAN_ACQUIRE(p) ((void)(p))
-#endif
 
 struct mem_class {
     size_t size;
@@ -222,7 +205,7 @@ struct rci_mem_buf *rci_mem_pool_get_class(struct rci_mem_pool *pool, enum rci_m
         atomic_fetch_add_explicit(&c->exhausted, 1, memory_order_relaxed);
         return NULL;
     }
-    TSAN_ACQUIRE(n);
+    RCI_TSAN_ACQUIRE(n);
     struct rci_mem_buf *b = caa_container_of(n, struct rci_mem_buf, node);
     atomic_store_explicit(&b->out, true, memory_order_relaxed);
     atomic_fetch_add_explicit(&c->gets, 1, memory_order_relaxed);
@@ -248,7 +231,7 @@ void rci_mem_pool_put(struct rci_mem_pool *pool, struct rci_mem_buf *b)
     }
     atomic_fetch_sub_explicit(&c->in_use, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&c->puts, 1, memory_order_relaxed);
-    TSAN_RELEASE(&b->node);
+    RCI_TSAN_RELEASE(&b->node);
     cds_lfs_push(&c->free_stack, &b->node);
 }
 

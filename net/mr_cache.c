@@ -18,23 +18,7 @@
 #include <urcu/lfstack.h>
 
 #include "common/errbuf.h"
-
-#if defined(__SANITIZE_THREAD__)
-#define RCI_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define RCI_TSAN 1
-#endif
-#endif
-#ifdef RCI_TSAN
-void __tsan_acquire(void *addr);
-void __tsan_release(void *addr);
-#define TSAN_RELEASE(p) __tsan_release(p)
-#define TSAN_ACQUIRE(p) __tsan_acquire(p)
-#else
-#define TSAN_RELEASE(p) ((void)(p))
-#define TSAN_ACQUIRE(p) ((void)(p))
-#endif
+#include "common/tsan.h"
 
 #define NIL UINT32_MAX
 
@@ -124,7 +108,7 @@ static void free_queued_forgets(struct rci_mr_cache *c)
     struct cds_lfs_head *h = __cds_lfs_pop_all(&c->forgets);
     struct cds_lfs_node *n = h ? &h->node : NULL;
     while (n) {
-        TSAN_ACQUIRE(caa_container_of(n, struct forget_req, node));
+        RCI_TSAN_ACQUIRE(caa_container_of(n, struct forget_req, node));
         struct cds_lfs_node *next = n->next;
         free(caa_container_of(n, struct forget_req, node));
         n = next;
@@ -292,7 +276,7 @@ void rci_mr_cache_forget_async(struct rci_mr_cache *c, const void *addr, size_t 
     req->addr = (uintptr_t)addr;
     req->len = len;
     cds_lfs_node_init(&req->node);
-    TSAN_RELEASE(req);
+    RCI_TSAN_RELEASE(req);
     cds_lfs_push(&c->forgets, &req->node);
 }
 
@@ -310,7 +294,7 @@ unsigned rci_mr_cache_apply_forgets(struct rci_mr_cache *c)
     struct cds_lfs_node *n = h ? &h->node : NULL;
     while (n) {
         struct forget_req *req = caa_container_of(n, struct forget_req, node);
-        TSAN_ACQUIRE(req);   /* before anything of it is read: its push was the release */
+        RCI_TSAN_ACQUIRE(req);   /* before anything of it is read: its push was the release */
         struct cds_lfs_node *next = n->next;
         rci_mr_cache_forget(c, (const void *)req->addr, req->len);
         free(req);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* chunk_pool.c — fixed pool of chunk descriptors (see chunk_pool.h). */
 #include "common/errbuf.h"
+#include "common/tsan.h"
 #include "readout/chunk_pool.h"
 
 #include <errno.h>
@@ -10,24 +11,6 @@
 
 #define KEY_INDEX_MASK 0xffffffffull
 
-/* liburcu's push and pop_all order memory with atomics ThreadSanitizer does
- * not see (the library is not instrumented); tell it, in TSan builds only. */
-#if defined(__SANITIZE_THREAD__)
-#define RCI_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define RCI_TSAN 1
-#endif
-#endif
-#ifdef RCI_TSAN
-void __tsan_acquire(void *addr);
-void __tsan_release(void *addr);
-#define TSAN_RELEASE(p) __tsan_release(p)
-#define TSAN_ACQUIRE(p) __tsan_acquire(p)
-#else
-#define TSAN_RELEASE(p) ((void)(p))
-#define TSAN_ACQUIRE(p) ((void)(p))
-#endif
 
 /* Make every page of a fresh allocation resident now. The piece store
  * (max_chunks_in_flight x max_chunk_pieces x 16 B: 64 MiB at the defaults) is
@@ -88,7 +71,7 @@ struct rci_chunk_rec *rci_chunk_pool_get(struct rci_chunk_pool *pool)
 {
     if (!pool->taken_free) {
         struct cds_lfs_head *all = __cds_lfs_pop_all(&pool->free_stack);
-        TSAN_ACQUIRE(&pool->free_stack);
+        RCI_TSAN_ACQUIRE(&pool->free_stack);
         pool->taken_free = all ? &all->node : NULL;
         if (!pool->taken_free)
             return NULL;
@@ -109,7 +92,7 @@ struct rci_chunk_rec *rci_chunk_pool_get(struct rci_chunk_pool *pool)
 
 void rci_chunk_pool_put(struct rci_chunk_pool *pool, struct rci_chunk_rec *rec)
 {
-    TSAN_RELEASE(&pool->free_stack);
+    RCI_TSAN_RELEASE(&pool->free_stack);
     cds_lfs_push(&pool->free_stack, &rec->node);
 }
 
