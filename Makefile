@@ -273,7 +273,7 @@ TSAN_TESTS := test_roundtrip test_dma_ring test_chunk_queue test_fanout test_car
               test_net_subscriber test_mem
 FUZZ_SRC   := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZERS    := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
-FUZZ_TIME  ?= 30
+FUZZ_TIME  ?= 20
 , := ,
 .PHONY: test-asan test-tsan test-fuzz fuzzers fuzz-corpus
 

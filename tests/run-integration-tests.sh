@@ -22,7 +22,9 @@ trap 'rm -rf "$results"' EXIT
 run_one() { # run_one SCRIPT: PASS/FAIL line into $results/NAME
     name=$(basename "$1" .sh)
     log="$BUILD/tests/$name.log"
-    if sh "$1" "$BUILD" >"$log" 2>&1; then
+    # A hang catcher, far above any script's time: a hung script fails
+    # instead of holding make test forever.
+    if timeout -k 10 900 sh "$1" "$BUILD" >"$log" 2>&1; then
         # A test that could not run here says "SKIP: why": show it, not only PASS.
         skip=$(grep -m 1 '^SKIP' "$log")
         if [ -n "$skip" ]; then echo "PASS $name ($skip)"; else echo "PASS $name"; fi > "$results/$name"
