@@ -42,11 +42,13 @@ run_unprivileged() {
     status=/proc/$daemon/status
     expect_eq "$name: uid" "$(awk '/^Uid:/ {print $3}' "$status")" 65534
     cap_eff=$(awk '/^CapEff:/ {print $2}' "$status")
-    locked_kb=$(awk '/^VmLck:/ {print $2}' "$status")
     # shellcheck disable=SC2086
     $NOBODY timeout 60 "$BIN/ringcast-sub" --connect "127.0.0.1:$PORT" --tags "$TAGS" --verify \
         --count 5000 --json >"$WORK/$name-sub.json" 2>"$WORK/$name-sub.log"; st=$?
     [ "$st" -eq 0 ] || { cat "$WORK/$name-sub.log"; fail "$name: subscriber exit status $st"; }
+    # Read once the subscriber got its chunks: the cards (and their locked
+    # rings) are surely set up by then; "publishing on" may come first.
+    locked_kb=$(awk '/^VmLck:/ {print $2}' "$status")
     kill -TERM "$daemon"
     wait_daemon "$name"
     grep -q '"verified":true' "$WORK/$name-sub.json" || { cat "$WORK/$name-sub.json"; fail "$name: not verified"; }
