@@ -26,7 +26,7 @@ run_case() {
     sub_a=$!
     i=0; until grep -q "subscribed: starting the cards" "$WORK/d.log"; do
         kill -0 "$daemon" 2>/dev/null || fail "the daemon ended"; i=$((i + 1)); [ $i -lt 600 ] || fail "A never subscribed"; sleep 0.05; done
-    st=0; timeout 20 "$BIN/ringcast-sub" --connect "127.0.0.1:$PORT" --tags all --duration 1 \
+    st=0; timeout --foreground -k 10 20 "$BIN/ringcast-sub" --connect "127.0.0.1:$PORT" --tags all --duration 1 \
         >/dev/null 2>"$WORK/b.log" || st=$?
     [ "$st" -ne 0 ] || { cat "$WORK/b.log"; fail "B was admitted with max_subscribers = 1"; }
     kill -KILL "$sub_a"; wait "$sub_a" 2>/dev/null
@@ -61,7 +61,7 @@ daemon=$!
 sub_a=$!
 i=0; until grep -q "subscribed: starting the cards" "$WORK/d.log"; do
     kill -0 "$daemon" 2>/dev/null || fail "the daemon ended"; i=$((i + 1)); [ $i -lt 600 ] || fail "A never subscribed"; sleep 0.05; done
-timeout 30 "$BIN/ringcast-sub" --connect "127.0.0.1:$PORT" --tags all --duration 2 >/dev/null 2>"$WORK/c.log" \
+timeout --foreground -k 10 30 "$BIN/ringcast-sub" --connect "127.0.0.1:$PORT" --tags all --duration 2 >/dev/null 2>"$WORK/c.log" \
     || { cat "$WORK/c.log"; fail "C: exit status $?"; }
 c_addr=$(grep -o "subscriber 127.0.0.1:[0-9]* joined" "$WORK/d.log" | sed -n 2p | cut -d' ' -f2)
 [ -n "$c_addr" ] || fail "C's join not logged"
