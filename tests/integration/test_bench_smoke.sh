@@ -22,12 +22,25 @@ TMPDIR="$WORK" timeout --foreground -k 10 300 "$BENCH" all --sizes 1k --seconds 
 }
 ok "ringcast-bench all --json exit 0"
 
-# One JSON object per line.
+# One JSON object per line: the rows, then the targets' points.
 lines=$(wc -l <"$out")
 objects=$(jq -s 'length' "$out") || fail "output is not JSON"
 expect_eq "JSON objects = lines" "$objects" "$lines"
+targets=$(jq -s '[.[] | select(.test == "target")] | length' "$out")
+expect_eq "target objects with id, point, measured, limit, pass" \
+    "$(jq -s '[.[] | select(.test == "target" and (.target | type) == "string" and (.point | type) == "string"
+              and (.measured | type) == "number" and (.limit | type) == "number" and (.pass | type) == "boolean")]
+              | length' "$out")" "$targets"
+# At 1 KiB only: the latency targets (both modes) and fan-out (k = 2, 4, 8).
+for id in latency_p50_us latency_p99_us; do
+    expect_eq "$id points (1k/zerocopy, 1k/buffered)" \
+        "$(jq -s -c "[.[] | select(.target == \"$id\") | .point]" "$out")" '["1k/zerocopy","1k/buffered"]'
+done
+expect_eq "fanout_vs_one points" "$(jq -s -c '[.[] | select(.target == "fanout_vs_one") | .point]' "$out")" \
+    '["k=2","k=4","k=8"]'
+lines=$((lines - targets))
 
-count() { jq -s "[.[] | select($1)] | length" "$out"; }
+count() { jq -s "[.[] | select(.test != \"target\" and ($1))] | length" "$out"; }
 expect_eq "rows without a positive rate or cpu_s_per_gb" \
     "$(count '(.chunk_size > 0 and .gbytes_per_s > 0 and .chunks_per_s > 0 and .cpu_s_per_gb > 0) | not')" 0
 for t in decode memcpy raw; do
