@@ -113,6 +113,10 @@ struct rc_sub {
     bool rma_announced;                   /* this connection's HELLO offered the ring */
     struct rci_wire_hello_rma rma_offer;  /* what it offered */
     struct rc_sub_stats st;
+    /* Leaving in order (leave_count_*): the chunks this connection handled,
+     * told in the BYE when the publisher's WELCOME said it takes the count. */
+    uint64_t conn_chunks_handled;
+    bool publisher_takes_count;
     bool ever_connected;
     int handled;                          /* messages handled in this rc_sub_poll */
     char err[256];
@@ -635,6 +639,25 @@ static void linger_after_bye(struct rc_sub *s)
     }
 }
 
+/* ---- the handled count of an orderly BYE (wire version 3) ----------------- */
+
+/* A new connection: nothing handled on it yet; its WELCOME says whether the
+ * publisher takes the count (a version-2 publisher rejects a 24-byte BYE). */
+static void leave_count_start(struct rc_sub *s, const uint8_t *welcome)
+{
+    s->conn_chunks_handled = 0;
+    s->publisher_takes_count = rci_wire_welcome_takes_bye_handled(welcome);
+}
+
+/* The BYE to send: with the count when leaving in order to a publisher that
+ * takes it, so that what it sent and we never read is counted there. */
+static size_t leave_count_bye(struct rc_sub *s, uint8_t *buf, enum rci_bye_reason reason)
+{
+    if (reason == RCI_BYE_NORMAL && s->publisher_takes_count)
+        return (size_t)rci_wire_build_bye_handled(buf, TX_SLOT_SIZE, s->conn_chunks_handled);
+    return (size_t)rci_wire_build_bye(buf, TX_SLOT_SIZE, reason);
+}
+
 /* Give a BYE a short chance to leave before the endpoint closes. Only send
  * completions are looked at: nothing is delivered any more. */
 static void say_bye(struct rc_sub *s, enum rci_bye_reason reason)
@@ -642,7 +665,7 @@ static void say_bye(struct rc_sub *s, enum rci_bye_reason reason)
     struct tx_slot *t = take_tx_slot(s);
     if (!t)
         return;
-    queue_tx(s, t, (size_t)rci_wire_build_bye(t->buf, TX_SLOT_SIZE, reason));
+    queue_tx(s, t, leave_count_bye(s, t->buf, reason));
     uint64_t deadline = rci_now_ns() + BYE_FLUSH_NS;
     while (t->state != TX_FREE && rci_now_ns() < deadline) {
         struct rci_fabric_cqe c[CQ_BATCH];
@@ -717,6 +740,7 @@ void rc_sub_destroy(struct rc_sub *s)
 
 static void deliver(struct rc_sub *s, uint64_t tag, uint32_t flags, const void *data, size_t len)
 {
+    s->conn_chunks_handled++;   /* read whole: handed on, or not wanted any more */
     if (!rci_tag_ranges_contains(&s->subs, tag)) {
         s->st.unwanted++;
         return;
@@ -1016,6 +1040,7 @@ static void handle_welcome(struct rc_sub *s, const uint8_t *buf, size_t len)
     uint64_t hb = (uint64_t)w.heartbeat_ms * 1000000ull;
     s->heartbeat_ns = hb < s->p.heartbeat_ns ? hb : s->p.heartbeat_ns;
     welcome_delivery(s, buf, len);
+    leave_count_start(s, buf);
     s->state = ST_ACTIVE;
     s->st.connected = 1;
     s->st.connects++;
