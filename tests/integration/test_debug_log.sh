@@ -6,10 +6,12 @@
 # with SIGKILL. The log must show at DEBUG the connection requests, A's HELLO
 # contents, B's refusal with its reason and how A's connection ended; at
 # info, none of those lines. Then a subscriber leaving normally at the end of
-# --duration is logged as a normal leave (failed 0, no WARN). About 15 s.
+# --duration is logged as a normal leave (failed 0, no WARN), and what it
+# and one stopped by SIGTERM said they handled in their BYE is what the
+# daemon sent them less what it counts as never read. About 15 s.
 . "$(dirname "$0")/lib.sh"
 fail() {
-    kill "$daemon" "$sub_a" 2>/dev/null
+    kill "$daemon" "$sub_a" $sub_e 2>/dev/null
     [ -f "$WORK/d.log" ] && grep -v "e-link" "$WORK/d.log" | tail -n 30 >&2
     echo "FAIL: $*" >&2
     exit 1
@@ -61,9 +63,14 @@ daemon=$!
 sub_a=$!
 i=0; until grep -q "subscribed: starting the cards" "$WORK/d.log"; do
     kill -0 "$daemon" 2>/dev/null || fail "the daemon ended"; i=$((i + 1)); [ $i -lt 600 ] || fail "A never subscribed"; sleep 0.05; done
-timeout 30 "$BIN/ringcast-sub" --connect "127.0.0.1:$PORT" --tags all --duration 2 >/dev/null 2>"$WORK/c.log" \
+"$BIN/ringcast-sub" --connect "127.0.0.1:$PORT" --tags all --json >"$WORK/e.json" 2>"$WORK/e.log" &
+sub_e=$!
+i=0; until [ "$(grep -c "subscriber 127.0.0.1:[0-9]* joined" "$WORK/d.log")" -ge 2 ]; do
+    i=$((i + 1)); [ $i -lt 400 ] || fail "E never joined"; sleep 0.05; done
+timeout 30 "$BIN/ringcast-sub" --connect "127.0.0.1:$PORT" --tags all --duration 2 --json >"$WORK/c.json" 2>"$WORK/c.log" \
     || { cat "$WORK/c.log"; fail "C: exit status $?"; }
-c_addr=$(grep -o "subscriber 127.0.0.1:[0-9]* joined" "$WORK/d.log" | sed -n 2p | cut -d' ' -f2)
+kill -TERM "$sub_e"; wait "$sub_e" || fail "E (SIGTERM) exit status $?"
+c_addr=$(grep -o "subscriber 127.0.0.1:[0-9]* joined" "$WORK/d.log" | sed -n 3p | cut -d' ' -f2)
 [ -n "$c_addr" ] || fail "C's join not logged"
 i=0; until grep -q "subscriber $c_addr left" "$WORK/d.log"; do
     i=$((i + 1)); [ $i -lt 400 ] || fail "C's leave not logged"; sleep 0.05; done
@@ -74,4 +81,28 @@ echo "$line" | grep -q "INFO: subscriber $c_addr left (BYE): sent [0-9]*, droppe
     || fail "C's normal leave logged as: $line"
 expect_eq "WARN lines naming C" "$(grep "WARN" "$WORK/d.log" | grep -c "$c_addr")" 0
 ok "a subscriber leaving at the end of --duration: $(echo "$line" | sed 's/.*left/left/')"
+
+# The BYE's handled count (wire version 3): for C (--duration) and E
+# (SIGTERM) chunks_sent - chunks_unread_at_leave is what the subscriber
+# reports as received, and the total is the sum over those that left.
+e_addr=$(grep -o "subscriber 127.0.0.1:[0-9]* joined" "$WORK/d.log" | sed -n 2p | cut -d' ' -f2)
+for who in "C $c_addr c" "E $e_addr e"; do
+    set -- $who
+    line=$(python3 - "$WORK/d.json" "$2" "$WORK/$3.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+s = [x for x in d["subscribers"] if x["address"] == sys.argv[2]][0]
+got = json.load(open(sys.argv[3]))["chunks"]
+print(s["handled_reported"], s["chunks_handled"], got, s["chunks_sent"] - s["chunks_unread_at_leave"],
+      s["chunks_sent"], s["chunks_unread_at_leave"])
+PY
+) || fail "$1: no subscriber entry for $2 in the daemon's JSON"
+    set -- "$1" $line
+    expect_eq "$1: its BYE carried the handled count" "$2" True
+    expect_eq "$1: handled count in its BYE = chunks it received" "$3" "$4"
+    expect_eq "$1: sent $6 - never read $7 = chunks it received" "$5" "$4"
+done
+total=$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(d['chunks_unread_at_leave'], sum(s['chunks_unread_at_leave'] for s in d['subscribers']))" "$WORK/d.json")
+set -- $total
+expect_eq "chunks_unread_at_leave = the sum over subscribers" "$1" "$2"
 echo "test_debug_log: $checks checks passed"
