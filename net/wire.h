@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* wire.h — the ringcast wire protocol (version 2). Documented in net/README.md.
+/* wire.h — the ringcast wire protocol (versions 2 and 3). Documented in net/README.md.
  *
  * Every message starts with an 8-byte common header; all integers are
  * little-endian, all structs are packed with explicit sizes (checked by
  * static asserts), so the format does not depend on the compiler.
  *
- *   publisher <- subscriber : HELLO, SUBSCRIBE, UNSUBSCRIBE, HEARTBEAT, BYE
+ *   publisher <- subscriber : HELLO, SUBSCRIBE, UNSUBSCRIBE, HEARTBEAT, BYE, CREDIT
  *   publisher -> subscriber : WELCOME, SUB_ACK, DATA, PAGE, HEARTBEAT, BYE
  *
  * Every message from the network is validated with rci_wire_check_*() before
