@@ -682,10 +682,11 @@ static int control_status(struct daemon *d, json_t *answer)
     json_object_set_new(answer, "subscribers", json_integer(rci_pipeline_subscribed(d->publish)));
     json_object_set_new(answer, "cards", cards);
     json_object_set_new(answer, "publish",
-        json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "chunks_sent", (json_int_t)pt.chunks_sent,
+        json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "chunks_sent", (json_int_t)pt.chunks_sent,
                   "bytes_sent", (json_int_t)pt.bytes_sent, "chunks_dropped", (json_int_t)pt.chunks_dropped,
                   "chunks_no_subscriber", (json_int_t)pt.chunks_no_subscriber,
                   "shares_failed", (json_int_t)pt.shares_failed, "shares_unsent", (json_int_t)pt.shares_unsent,
+                  "chunks_unread_at_leave", (json_int_t)pt.chunks_unread_at_leave,
                   "subscribers_cut_off", (json_int_t)pt.subscribers_cut_off,
                   "subscribers_kicked", (json_int_t)pt.subscribers_kicked,
                   "subscribers_cut_by_allow", (json_int_t)pt.subscribers_cut_by_allow));
