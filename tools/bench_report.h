@@ -14,6 +14,12 @@
  * and, to tell rows of the same test and size apart: fill (pipeline,
  * latency, fanout rows: the simulator's payload) and mode (latency rows:
  * zerocopy or buffered). GB = 1e9 bytes.
+ *
+ * After the rows, with --json, one object per measured point of each target
+ * of the benchmark issue: {"test":"target","target":ID,"point":P,
+ * "measured":M,"limit":L,"pass":true|false}, ID one of per_chunk_cost,
+ * zero_copy_vs_raw, buffered_vs_raw_rate, zero_copy_hygiene, latency_p50_us,
+ * latency_p99_us, fanout_vs_one (the same points as the text summary).
  */
 #ifndef RCI_BENCH_REPORT_H
 #define RCI_BENCH_REPORT_H

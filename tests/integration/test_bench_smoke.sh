@@ -14,7 +14,7 @@
 
 BENCH="$BIN/ringcast-bench"
 out="$WORK/bench.jsonl"
-TMPDIR="$WORK" timeout 300 "$BENCH" all --sizes 1k --seconds 0.3 --fanout-size 1k --json \
+TMPDIR="$WORK" timeout --foreground -k 10 300 "$BENCH" all --sizes 1k --seconds 0.3 --fanout-size 1k --json \
     --plot "$WORK/plot" >"$out" 2>"$WORK/bench.err" || {
     cat "$WORK/bench.err"
     find "$WORK" -name daemon.log -exec tail -n 20 {} \;   # the failed run's (kept) daemon log
@@ -22,12 +22,25 @@ TMPDIR="$WORK" timeout 300 "$BENCH" all --sizes 1k --seconds 0.3 --fanout-size 1
 }
 ok "ringcast-bench all --json exit 0"
 
-# One JSON object per line.
+# One JSON object per line: the rows, then the targets' points.
 lines=$(wc -l <"$out")
 objects=$(jq -s 'length' "$out") || fail "output is not JSON"
 expect_eq "JSON objects = lines" "$objects" "$lines"
+targets=$(jq -s '[.[] | select(.test == "target")] | length' "$out")
+expect_eq "target objects with id, point, measured, limit, pass" \
+    "$(jq -s '[.[] | select(.test == "target" and (.target | type) == "string" and (.point | type) == "string"
+              and (.measured | type) == "number" and (.limit | type) == "number" and (.pass | type) == "boolean")]
+              | length' "$out")" "$targets"
+# At 1 KiB only: the latency targets (both modes) and fan-out (k = 2, 4, 8).
+for id in latency_p50_us latency_p99_us; do
+    expect_eq "$id points (1k/zerocopy, 1k/buffered)" \
+        "$(jq -s -c "[.[] | select(.target == \"$id\") | .point]" "$out")" '["1k/zerocopy","1k/buffered"]'
+done
+expect_eq "fanout_vs_one points" "$(jq -s -c '[.[] | select(.target == "fanout_vs_one") | .point]' "$out")" \
+    '["k=2","k=4","k=8"]'
+lines=$((lines - targets))
 
-count() { jq -s "[.[] | select($1)] | length" "$out"; }
+count() { jq -s "[.[] | select(.test != \"target\" and ($1))] | length" "$out"; }
 expect_eq "rows without a positive rate or cpu_s_per_gb" \
     "$(count '(.chunk_size > 0 and .gbytes_per_s > 0 and .chunks_per_s > 0 and .cpu_s_per_gb > 0) | not')" 0
 for t in decode memcpy raw; do
@@ -79,7 +92,7 @@ expect_eq "working directories left behind" "$(find "$WORK" -maxdepth 1 -name 'r
 # The new knobs reach the daemon: auto mode (at 256 B below buffered_threshold,
 # so buffered), a limited rate, 4 e-links, 2 publisher threads.
 out2="$WORK/bench-knobs.jsonl"
-TMPDIR="$WORK" timeout 120 "$BENCH" pipeline --sizes 256 --seconds 0.3 --mode auto --rate 20Mchunks/s \
+TMPDIR="$WORK" timeout --foreground -k 10 120 "$BENCH" pipeline --sizes 256 --seconds 0.3 --mode auto --rate 20Mchunks/s \
     --elinks 4 --publisher-threads 2 --json >"$out2" 2>"$WORK/bench-knobs.err" ||
     { cat "$WORK/bench-knobs.err"; fail "ringcast-bench pipeline --mode auto ... failed"; }
 expect_eq "auto rows (fill none, pattern) copying the 256 B chunks (auto buffers below 512 B)" \
@@ -90,7 +103,7 @@ expect_eq "zerocopy/buffered rows without --mode naming them" \
 # model: two sizes, an extra target; stage rows for every stage and size,
 # target rows with positive cores.
 out3="$WORK/bench-model.jsonl"
-TMPDIR="$WORK" timeout 120 "$BENCH" model --sizes 256,8k --seconds 0.3 --target 1GB/s,1k --json \
+TMPDIR="$WORK" timeout --foreground -k 10 120 "$BENCH" model --sizes 256,8k --seconds 0.3 --target 1GB/s,1k --json \
     >"$out3" 2>"$WORK/bench-model.err" || { cat "$WORK/bench-model.err"; fail "ringcast-bench model failed"; }
 expect_eq "model_stage rows (5 stages x 2 sizes) with cpu_s_per_chunk and cpu_s_per_gb" \
     "$(jq -s '[.[] | select(.test == "model_stage" and .cpu_s_per_chunk >= 0 and .cpu_s_per_gb >= 0)] | length' "$out3")" 10

@@ -29,7 +29,7 @@ run_case() {
     sub_a=$!
     i=0; until grep -q "subscribed: starting the cards" "$WORK/d.log"; do
         kill -0 "$daemon" 2>/dev/null || fail "the daemon ended"; i=$((i + 1)); [ $i -lt 600 ] || fail "A never subscribed"; sleep 0.05; done
-    st=0; timeout 20 "$BIN/ringcast-sub" --connect "127.0.0.1:$PORT" --tags all --duration 1 \
+    st=0; timeout --foreground -k 10 20 "$BIN/ringcast-sub" --connect "127.0.0.1:$PORT" --tags all --duration 1 \
         >/dev/null 2>"$WORK/b.log" || st=$?
     [ "$st" -ne 0 ] || { cat "$WORK/b.log"; fail "B was admitted with max_subscribers = 1"; }
     kill -KILL "$sub_a"; wait "$sub_a" 2>/dev/null
@@ -78,7 +78,7 @@ leave_case() { # leave_case NAME PROVIDER ENDPOINT
     sub_e=$!
     i=0; until [ "$(grep -c "subscriber [^ ]*127.0.0.1:[0-9]* joined" "$WORK/d.log")" -ge 2 ]; do
         i=$((i + 1)); [ $i -lt 400 ] || fail "$1: E never joined"; sleep 0.05; done
-    timeout 30 "$BIN/ringcast-sub" --connect "127.0.0.1:$PORT" "$2" "$3" "$4" "$5" --tags all --duration 2 --json \
+    timeout --foreground -k 10 30 "$BIN/ringcast-sub" --connect "127.0.0.1:$PORT" "$2" "$3" "$4" "$5" --tags all --duration 2 --json \
         >"$WORK/c.json" 2>"$WORK/c.log" || { cat "$WORK/c.log"; fail "$1: C: exit status $?"; }
     kill -TERM "$sub_e"; wait "$sub_e" || fail "$1: E (SIGTERM) exit status $?"
     sub_e=
