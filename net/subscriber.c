@@ -40,7 +40,8 @@ _Static_assert(RC_SUB_MALFORMED_KINDS == RCI_WIRE_ERROR_KINDS, "malformed kinds 
 #define TX_SLOT_SIZE RCI_WIRE_MAX_CONTROL  /* the largest SUBSCRIBE */
 #define RESYNC_BIT 0x80000000u            /* request_id of a resubscription */
 #define BYE_FLUSH_NS 100000000ull         /* how long a BYE may take to leave */
-#define BYE_LINGER_NS 300000000ull        /* MSG: how long to wait for the publisher to close after it */
+#define BYE_LINGER_NS 300000000ull        /* how long to wait for the publisher to close (MSG) or go quiet (RDM) after it */
+#define BYE_RDM_QUIET_NS 100000000ull     /* RDM: the publisher is taken to have read our BYE after this long without a message */
 #define SHM_CONNREQ_WAIT_NS 1000000000ull /* shm: wait for the publisher to read our request */
 #define CQ_BATCH 32u
 #define KNOWN_LOST_MAX 8u                 /* truncated stream numbers remembered until their turn */
@@ -113,6 +114,10 @@ struct rc_sub {
     bool rma_announced;                   /* this connection's HELLO offered the ring */
     struct rci_wire_hello_rma rma_offer;  /* what it offered */
     struct rc_sub_stats st;
+    /* Leaving in order (leave_count_*): the chunks this connection handled,
+     * told in the BYE when the publisher's WELCOME said it takes the count. */
+    uint64_t conn_chunks_handled;
+    bool publisher_takes_count;
     bool ever_connected;
     int handled;                          /* messages handled in this rc_sub_poll */
     char err[256];
@@ -602,16 +607,26 @@ static bool is_tx_context(const struct rc_sub *s, const void *ctx)
  * closing first, with its sends unread in our socket, resets the connection
  * (tcp), the publisher's sends fail before it sees the BYE and a normal
  * leave looks like a failure there. Nothing is delivered any more. */
-/* A receive completion while leaving: discarded, the buffer posted again
- * (MSG) so the publisher's sends go on completing. false: stop. */
-static bool discard_rx(struct rc_sub *s, const struct rci_fabric_cqe *c)
+static bool is_rx_context(const struct rc_sub *s, const void *ctx)
 {
-    uintptr_t ctx = (uintptr_t)c->context;
-    if (s->f.rdm || ctx < (uintptr_t)s->rx || ctx >= (uintptr_t)(s->rx + s->p.rx_buffers))
-        return true;
+    return (uintptr_t)ctx >= (uintptr_t)s->rx && (uintptr_t)ctx < (uintptr_t)(s->rx + s->p.rx_buffers);
+}
+
+/* A receive completion while leaving: discarded, the buffer posted again so
+ * the publisher's sends go on completing. false: stop. */
+static bool repost_rx(struct rc_sub *s, const struct rci_fabric_cqe *c)
+{
     struct rx_slot *r = (struct rx_slot *)c->context;
     r->posted = false;
     return !c->err && !r->held && post_rx(s, r) == 0;
+}
+
+/* The same while the BYE leaves (MSG only: RDM lingers afterwards). */
+static bool discard_rx(struct rc_sub *s, const struct rci_fabric_cqe *c)
+{
+    if (s->f.rdm || !is_rx_context(s, c->context))
+        return true;
+    return repost_rx(s, c);
 }
 
 static void linger_after_bye(struct rc_sub *s)
@@ -635,6 +650,51 @@ static void linger_after_bye(struct rc_sub *s)
     }
 }
 
+/* RDM, after a BYE left: the publisher does not answer it (net/README.md,
+ * "Dead peers"), so read and discard its sends until none came for
+ * BYE_RDM_QUIET_NS (at most BYE_LINGER_NS). Closing at once, with its sends
+ * in flight, made them fail at the publisher, which then ended us as dead
+ * before it read the BYE: a normal leave logged as a failure, its handled
+ * count lost. */
+static void linger_rdm_after_bye(struct rc_sub *s)
+{
+    uint64_t now = rci_now_ns();
+    uint64_t deadline = now + BYE_LINGER_NS, last_rx = now;
+    while (now < deadline && now - last_rx < BYE_RDM_QUIET_NS) {
+        struct rci_fabric_cqe c[CQ_BATCH];
+        int n = rci_fabric_cq_poll(&s->f, c, CQ_BATCH, NULL, 0);
+        if (n < 0)
+            return;
+        now = rci_now_ns();
+        for (int i = 0; i < n; i++) {
+            if (!is_rx_context(s, c[i].context))
+                continue;
+            last_rx = now;
+            if (!repost_rx(s, &c[i]))
+                return;
+        }
+    }
+}
+
+/* ---- the handled count of an orderly BYE (wire version 3) ----------------- */
+
+/* A new connection: nothing handled on it yet; its WELCOME says whether the
+ * publisher takes the count (a version-2 publisher rejects a 24-byte BYE). */
+static void leave_count_start(struct rc_sub *s, const uint8_t *welcome)
+{
+    s->conn_chunks_handled = 0;
+    s->publisher_takes_count = rci_wire_welcome_takes_bye_handled(welcome);
+}
+
+/* The BYE to send: with the count when leaving in order to a publisher that
+ * takes it, so that what it sent and we never read is counted there. */
+static size_t leave_count_bye(struct rc_sub *s, uint8_t *buf, enum rci_bye_reason reason)
+{
+    if (reason == RCI_BYE_NORMAL && s->publisher_takes_count)
+        return (size_t)rci_wire_build_bye_handled(buf, TX_SLOT_SIZE, s->conn_chunks_handled);
+    return (size_t)rci_wire_build_bye(buf, TX_SLOT_SIZE, reason);
+}
+
 /* Give a BYE a short chance to leave before the endpoint closes. Only send
  * completions are looked at: nothing is delivered any more. */
 static void say_bye(struct rc_sub *s, enum rci_bye_reason reason)
@@ -642,7 +702,7 @@ static void say_bye(struct rc_sub *s, enum rci_bye_reason reason)
     struct tx_slot *t = take_tx_slot(s);
     if (!t)
         return;
-    queue_tx(s, t, (size_t)rci_wire_build_bye(t->buf, TX_SLOT_SIZE, reason));
+    queue_tx(s, t, leave_count_bye(s, t->buf, reason));
     uint64_t deadline = rci_now_ns() + BYE_FLUSH_NS;
     while (t->state != TX_FREE && rci_now_ns() < deadline) {
         struct rci_fabric_cqe c[CQ_BATCH];
@@ -656,8 +716,12 @@ static void say_bye(struct rc_sub *s, enum rci_bye_reason reason)
                 discard_rx(s, &c[i]);
         flush_tx_queue(s);
     }
-    if (t->state == TX_FREE && !s->f.rdm && s->ep && reason == RCI_BYE_NORMAL)
-        linger_after_bye(s);
+    if (t->state == TX_FREE && s->ep && reason == RCI_BYE_NORMAL) {
+        if (s->f.rdm)
+            linger_rdm_after_bye(s);
+        else
+            linger_after_bye(s);
+    }
 }
 
 /* End the connection: callbacks, counters, next attempt. */
@@ -717,6 +781,7 @@ void rc_sub_destroy(struct rc_sub *s)
 
 static void deliver(struct rc_sub *s, uint64_t tag, uint32_t flags, const void *data, size_t len)
 {
+    s->conn_chunks_handled++;   /* read whole: handed on, or not wanted any more */
     if (!rci_tag_ranges_contains(&s->subs, tag)) {
         s->st.unwanted++;
         return;
@@ -1016,6 +1081,7 @@ static void handle_welcome(struct rc_sub *s, const uint8_t *buf, size_t len)
     uint64_t hb = (uint64_t)w.heartbeat_ms * 1000000ull;
     s->heartbeat_ns = hb < s->p.heartbeat_ns ? hb : s->p.heartbeat_ns;
     welcome_delivery(s, buf, len);
+    leave_count_start(s, buf);
     s->state = ST_ACTIVE;
     s->st.connected = 1;
     s->st.connects++;
