@@ -523,6 +523,7 @@ static int offer_rma_ring(struct rc_sub *s)
                     (unsigned long long)s->rma.size, why);
         return rc;
     }
+    s->rma_offer.key ^= s->p.test_rma_key_xor;   /* 0 but in tests of a wrong key */
     s->rma_announced = true;
     return 0;
 }

@@ -137,7 +137,11 @@ struct rc_sub_params {
      * reposted (send) or credited (RMA) only after its release. */
     void (*on_view)(void *ctx, struct rc_view *view);
     uint32_t views;                /* views allocated at create (default 1024; more are
-                                    * malloc'd while the program holds these, counted) */
+                                    * malloc'd while the program holds these, counted) */    /* For tests of the publisher's handling of a bad RMA announcement; 0 =
+     * off. The key announced in HELLO is the ring's key XOR this: the
+     * publisher's writes then carry a key the provider rejects at our end
+     * (tcp drops the connection, shm drops the write silently). */
+    uint64_t test_rma_key_xor;
 };
 
 /* Error kinds of malformed messages (index 0 is unused; names from
