@@ -1491,12 +1491,13 @@ static int poll_once(void *arg)
  * publisher cannot reach us, its silence is ours (as a stall on purpose). */
 static bool receiving_held_by_views(const struct rc_sub *s)
 {
-    if (!s->views)
-        return false;
-    for (uint32_t i = 0; i < s->p.rx_buffers; i++)
+    bool held = false;
+    for (uint32_t i = 0; s->views && i < s->p.rx_buffers; i++) {
         if (s->rx[i].posted)
             return false;
-    return true;
+        held |= atomic_load_explicit(&s->rx[i].refs, memory_order_relaxed) != 0;
+    }
+    return held;
 }
 
 static void run_timers(struct rc_sub *s)
