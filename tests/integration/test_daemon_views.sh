@@ -66,7 +66,9 @@ wrong_key() {
         -o fabric.peer_timeout=1s -o fabric.heartbeat=200ms -o sim.0.run_chunks=$n -o sim.0.rate=5000chunks/s
     start_sub "$name-bad" "$prov" "$ep" --duration "$secs" --delivery rma --test-wrong-rma-key; sub_a=$sub
     start_sub "$name-send" "$prov" "$ep" --verify --count $n; sub_b=$sub
-    wait_sub "$name-send" "$sub_b"
+    # The daemon's log too when the send subscriber fails: it says what the publisher did.
+    wait "$sub_b" || { cat "$WORK/$name.log" "$WORK/$name-send.log" "$WORK/$name-bad.log"; \
+                       fail "$name-send: ringcast-sub failed"; }
     wait_sub "$name-bad" "$sub_a"
     wait_daemon "$name"
     check_sub_exact "$name-send" $n
