@@ -83,7 +83,7 @@ api_functions() {
 }
 exports() { nm -D --defined-only "$1" | awk '{print $NF}' | sort -u; }
 inc="$ROOT/include/ringcast"
-api_functions "$inc/version.h" "$inc/sub.h" "$inc/discover.h" "$inc/pub.h" "$inc/pattern.h" > "$WORK/client.api"
+api_functions "$inc/version.h" "$inc/sub.h" "$inc/view.h" "$inc/discover.h" "$inc/pub.h" "$inc/pattern.h" > "$WORK/client.api"
 api_functions "$inc"/*.h > "$WORK/full.api"
 # rc_mem_forget (pub.h: before the program frees memory sent through the
 # registration cache) is part of both.
