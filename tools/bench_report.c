@@ -241,7 +241,7 @@ static void target_hygiene(const struct rci_bench_report *r, FILE *out)
                  "zero copy steady state, 0 allocations and 0 payload bytes copied per chunk");
     for (unsigned i = 0; i < r->nrows; i++) {
         const struct rci_bench_row *w = &r->rows[i];
-        if (strcmp(w->test, "zerocopy") || !w->has_hygiene)
+        if (strcmp(w->test, "zerocopy") || !w->has_hygiene || w->delivery_comparison)
             continue;
         bool pass = w->mallocs_counted && w->mallocs_per_chunk == 0 && w->copied_bytes_per_chunk == 0;
         snprintf(point, sizeof point, "%s/%s", rci_format_size(w->chunk_size, size, sizeof size), w->fill);

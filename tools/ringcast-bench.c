@@ -477,10 +477,7 @@ static int measure_point(struct bench *b, struct rci_bench_pipe_params *p, bool 
     }
     if (rma)
         snprintf(row.note, sizeof row.note, "RMA delivery (ratio to raw-rma), %u B blocks", p->block_size);
-    if (hygiene)
-        rc = measure_hygiene(b, p, &r, &row);
-    else
-        row.has_hygiene = false;
+    rc = measure_hygiene(b, p, &r, &row);   /* without the counter (no hygiene): copied bytes only */
     if (rc)
         return rc;
     if (!strcmp(mode, "buffered") && r.buffered_records == 0 && !row.note[0])
