@@ -28,6 +28,9 @@ extern char **environ;
 #define TARGET_P99_US          200.0    /* ... and p99, each mode ... */
 #define TARGET_LATENCY_MAX_SIZE 8192u   /* ... 64 B to 8 KiB */
 #define TARGET_FANOUT          0.80     /* k subscribers' bytes vs one's */
+#define TARGET_RMA_RATIO       0.95     /* RMA delivery vs raw-rma, blocks >= the chunk ... */
+#define TARGET_RMA_SIZE_MIN    8192u    /* ... at 8 KiB ... */
+#define TARGET_RMA_SIZE_MAX    65536u   /* ... and 64 KiB */
 
 /* ---- table and JSON ---------------------------------------------------------- */
 
@@ -75,6 +78,10 @@ static void print_json(FILE *f, const struct rci_bench_row *w)
         fprintf(f, ",\"fill\":\"%s\"", w->fill);
     if (w->mode)
         fprintf(f, ",\"mode\":\"%s\"", w->mode);
+    if (w->delivery)
+        fprintf(f, ",\"delivery\":\"%s\"", w->delivery);
+    if (w->block_size)
+        fprintf(f, ",\"block_size\":%u", w->block_size);
     if (w->has_cpu_split)
         fprintf(f, ",\"daemon_cpu_s_per_gb\":%.4f,\"sub_cpu_s_per_gb\":%.4f,\"sim_cpu_s_per_gb\":%.4f",
                 w->daemon_cpu_s_per_gb, w->sub_cpu_s_per_gb, w->sim_cpu_s_per_gb);
@@ -171,7 +178,7 @@ static void target_zc_ratio(const struct rci_bench_report *r, FILE *out)
     for (unsigned i = 0; i < r->nrows; i++) {
         const struct rci_bench_row *w = &r->rows[i];
         if (strcmp(w->test, "zerocopy") || !w->fill || strcmp(w->fill, "none") ||
-            w->chunk_size < TARGET_ZC_MIN_SIZE || !w->has_ratio)
+            w->chunk_size < TARGET_ZC_MIN_SIZE || !w->has_ratio || w->delivery_comparison)
             continue;
         snprintf(shown, sizeof shown, "%.3f", w->ratio_to_raw);
         target_point(&t, rci_format_size(w->chunk_size, size, sizeof size), w->ratio_to_raw, TARGET_ZC_RATIO,
@@ -195,7 +202,7 @@ static void target_per_chunk(const struct rci_bench_report *r, FILE *out)
         for (unsigned i = 0; i < r->nrows; i++) {
             const struct rci_bench_row *w = &r->rows[i];
             if (w->chunk_size == sizes[k] && is_pipeline_test(w->test) && w->fill && !strcmp(w->fill, "none") &&
-                (!best || w->chunks_per_s > best->chunks_per_s))
+                !w->delivery_comparison && (!best || w->chunks_per_s > best->chunks_per_s))
                 best = w;
         }
         if (!dec || !best || dec->chunks_per_s <= 0)
@@ -234,7 +241,7 @@ static void target_hygiene(const struct rci_bench_report *r, FILE *out)
                  "zero copy steady state, 0 allocations and 0 payload bytes copied per chunk");
     for (unsigned i = 0; i < r->nrows; i++) {
         const struct rci_bench_row *w = &r->rows[i];
-        if (strcmp(w->test, "zerocopy") || !w->has_hygiene)
+        if (strcmp(w->test, "zerocopy") || !w->has_hygiene || w->delivery_comparison)
             continue;
         bool pass = w->mallocs_counted && w->mallocs_per_chunk == 0 && w->copied_bytes_per_chunk == 0;
         snprintf(point, sizeof point, "%s/%s", rci_format_size(w->chunk_size, size, sizeof size), w->fill);
@@ -286,6 +293,54 @@ static void target_fanout(const struct rci_bench_report *r, FILE *out)
     target_end(&t);
 }
 
+/* The rma mode's row of this size and delivery (zero copy, fill none,
+ * blocks as large as the chunk). */
+static const struct rci_bench_row *delivery_row(const struct rci_bench_report *r, uint64_t size,
+                                                const char *delivery)
+{
+    for (unsigned i = 0; i < r->nrows; i++) {
+        const struct rci_bench_row *w = &r->rows[i];
+        if (w->chunk_size == size && w->delivery_comparison && w->delivery && !strcmp(w->delivery, delivery))
+            return w;
+    }
+    return NULL;
+}
+
+/* The RMA issue's targets: RMA delivery >= 0.95 x raw-rma at 8 KiB and
+ * 64 KiB (blocks as large as the chunk), and the subscriber's CPU per GB
+ * no higher with RMA than with send delivery. */
+static void target_rma(const struct rci_bench_report *r, FILE *out)
+{
+    struct target_line t;
+    char title[112], size[32], shown[64];
+    snprintf(title, sizeof title, "RMA delivery >= %.2f x raw-rma at 8 KiB and 64 KiB, blocks >= chunk",
+             TARGET_RMA_RATIO);
+    target_begin(&t, r, out, "rma_vs_raw_rma", title);
+    for (uint64_t sz = TARGET_RMA_SIZE_MIN; sz <= TARGET_RMA_SIZE_MAX; sz *= 8) {
+        const struct rci_bench_row *w = delivery_row(r, sz, "rma");
+        const struct rci_bench_row *raw = rci_bench_find(r, "raw-rma", sz, NULL);
+        if (!w || !raw || raw->gbytes_per_s <= 0)
+            continue;
+        double ratio = w->gbytes_per_s / raw->gbytes_per_s;
+        snprintf(shown, sizeof shown, "%.3f", ratio);
+        target_point(&t, rci_format_size(sz, size, sizeof size), ratio, TARGET_RMA_RATIO, ratio >= TARGET_RMA_RATIO,
+                     shown);
+    }
+    target_end(&t);
+    target_begin(&t, r, out, "rma_sub_cpu_vs_send", "subscriber CPU s/GB with RMA delivery <= with send");
+    for (uint64_t sz = TARGET_RMA_SIZE_MIN; sz <= TARGET_RMA_SIZE_MAX; sz *= 8) {
+        const struct rci_bench_row *rma = delivery_row(r, sz, "rma");
+        const struct rci_bench_row *send = delivery_row(r, sz, "send");
+        if (!rma || !send || !rma->has_cpu_split || !send->has_cpu_split || send->sub_cpu_s_per_gb <= 0)
+            continue;
+        double ratio = rma->sub_cpu_s_per_gb / send->sub_cpu_s_per_gb;
+        snprintf(shown, sizeof shown, "%.3f (%.2f vs %.2f s/GB)", ratio, rma->sub_cpu_s_per_gb,
+                 send->sub_cpu_s_per_gb);
+        target_point(&t, rci_format_size(sz, size, sizeof size), ratio, 1.0, ratio <= 1.0, shown);
+    }
+    target_end(&t);
+}
+
 void rci_bench_print_targets(const struct rci_bench_report *r, FILE *out)
 {
     fprintf(out, "targets (benchmark issue; pass/MISS per measured point):\n");
@@ -296,6 +351,7 @@ void rci_bench_print_targets(const struct rci_bench_report *r, FILE *out)
     target_latency_pct(r, out, false);
     target_latency_pct(r, out, true);
     target_fanout(r, out);
+    target_rma(r, out);
 }
 
 /* ---- CSV and plots ------------------------------------------------------------ */

@@ -13,13 +13,15 @@
  *   p50_us, p99_us, p999_us, max_us (latency rows); subscribers (fanout rows);
  * and, to tell rows of the same test and size apart: fill (pipeline,
  * latency, fanout rows: the simulator's payload) and mode (latency rows:
- * zerocopy or buffered). GB = 1e9 bytes.
+ * zerocopy or buffered); delivery ("send" or "rma") and block_size on pipeline
+ * rows; "raw-rma" rows are the fi_writedata stream (bench_raw.h). GB = 1e9 bytes.
  *
  * After the rows, with --json, one object per measured point of each target
  * of the benchmark issue: {"test":"target","target":ID,"point":P,
  * "measured":M,"limit":L,"pass":true|false}, ID one of per_chunk_cost,
  * zero_copy_vs_raw, buffered_vs_raw_rate, zero_copy_hygiene, latency_p50_us,
- * latency_p99_us, fanout_vs_one (the same points as the text summary).
+ * latency_p99_us, fanout_vs_one, rma_vs_raw_rma, rma_sub_cpu_vs_send (the
+ * same points as the text summary).
  */
 #ifndef RCI_BENCH_REPORT_H
 #define RCI_BENCH_REPORT_H
@@ -40,6 +42,9 @@ struct rci_bench_row {
     double daemon_cpu_s_per_gb, sub_cpu_s_per_gb, sim_cpu_s_per_gb;
     const char *fill;              /* NULL: no fill field */
     const char *mode;              /* latency rows: zerocopy / buffered */
+    const char *delivery;          /* pipeline rows: "send" or "rma" (ringcast-sub --delivery) */
+    uint32_t block_size;           /* pipeline rows: the card's block size; 0 = not said */
+    bool delivery_comparison;      /* a row of the rma mode (64 KiB blocks): only the RMA targets use it */
     bool has_ratio;
     double ratio_to_raw;
     bool has_latency;

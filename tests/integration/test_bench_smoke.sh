@@ -77,6 +77,21 @@ expect_eq "idle rows (poll, interrupt) with latency" \
 expect_eq "fanout rows with 1, 2, 4, 8 subscribers" \
     "$(jq -s -c '[.[] | select(.test == "fanout") | .subscribers]' "$out")" "[1,2,4,8]"
 
+# mode rma (in all): raw-rma beside raw, and zero copy with send and RMA
+# delivery, at 8 KiB and 64 KiB with 64 KiB blocks; its two targets.
+for size in 8192 65536; do
+    expect_eq "raw-rma row at $size B" "$(count ".test == \"raw-rma\" and .chunk_size == $size")" 1
+    for d in send rma; do
+        expect_eq "zerocopy $d-delivery row at $size B with 64 KiB blocks and the subscriber's CPU" \
+            "$(count ".test == \"zerocopy\" and .delivery == \"$d\" and .block_size == 65536 and .chunk_size == $size
+                      and .sub_cpu_s_per_gb > 0")" 1
+    done
+done
+expect_eq "pipeline rows without a delivery" "$(count '(.test == "zerocopy" or .test == "buffered") and (.delivery | not)')" 0
+for id in rma_vs_raw_rma rma_sub_cpu_vs_send; do
+    expect_eq "$id points" "$(jq -s -c "[.[] | select(.target == \"$id\") | .point]" "$out")" '["8k","64k"]'
+done
+
 grep -q "^targets" "$WORK/bench.err" || fail "no targets summary on stderr"
 ok "targets summary on stderr"
 expect_eq "CSV rows (header + one per JSON line)" "$(wc -l <"$WORK/plot/bench.csv")" $((lines + 1))
@@ -118,14 +133,15 @@ expect_eq "model's 8 KiB target chunk rate (400 Gb/s / 8 / 8192)" \
 
 "$BENCH" --version | grep -q "^ringcast-bench [0-9]" || fail "--version"
 ok "--version prints the version"
-for opt in --elinks --rate --mode --publisher-threads --target --version model; do
+for opt in --elinks --rate --mode --delivery --publisher-threads --target --version model rma; do
     "$BENCH" --help | grep -q -- "$opt" || fail "--help does not mention $opt"
 done
 ok "--help names the new options and model"
 
 for bad in "--sizes 4" "--sizes 1k,,2k" "--seconds 0" "--endpoint udp" "nosuchmode" "raw extra" \
            "--elinks 0" "--elinks 2049" "--rate fast" "--mode copy" "--mode auto,auto" \
-           "--publisher-threads 17" "--target 1GB/s" "--target unlimited,1k"; do
+           "--publisher-threads 17" "--target 1GB/s" "--target unlimited,1k" "--delivery write" \
+           "--delivery rma,rma"; do
     # shellcheck disable=SC2086
     "$BENCH" $bad >/dev/null 2>&1 && fail "ringcast-bench $bad accepted"
     [ $? -eq 2 ] || fail "ringcast-bench $bad: exit status not 2"
