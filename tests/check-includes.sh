@@ -40,11 +40,11 @@ for dir in common dma net readout/sim readout pipeline config include/ringcast e
     done
 done > "${TMPDIR:-/tmp}/check-includes.$$"
 # ringcast-sub is built as an outside program would be (Makefile): the public
-# headers and the tools' own log only.
+# headers, the tools' own log and the header-only command-line helpers.
 f="$ROOT/tools/ringcast-sub.c"
 [ -f "$f" ] && grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$f" | while IFS= read -r hit; do
     inc=$(printf '%s\n' "$hit" | sed 's/.*include[[:space:]]*"\([^"]*\)".*/\1/')
-    case "$inc" in ringcast/*|tools/log.h) ;; *) echo "tools/ringcast-sub.c:${hit%%:*}: ringcast-sub may include only ringcast/*.h and tools/log.h, not \"$inc\"" ;; esac
+    case "$inc" in ringcast/*|tools/log.h|tools/cli.h) ;; *) echo "tools/ringcast-sub.c:${hit%%:*}: ringcast-sub may include only ringcast/*.h, tools/log.h and tools/cli.h, not \"$inc\"" ;; esac
 done >> "${TMPDIR:-/tmp}/check-includes.$$"
 if [ -s "${TMPDIR:-/tmp}/check-includes.$$" ]; then
     cat "${TMPDIR:-/tmp}/check-includes.$$"; bad=1

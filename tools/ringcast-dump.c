@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "ringcast/record.h"
+#include "tools/cli.h"
 
 #define EXIT_DAMAGED 1
 #define EXIT_USAGE 2
@@ -57,51 +58,31 @@ static void usage(FILE *f)
             DEFAULT_BYTES, MAX_BYTES);
 }
 
-static int usage_error(const char *fmt, const char *arg)
-{
-    fprintf(stderr, "ringcast-dump: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\nTry 'ringcast-dump --help'.\n");
-    return -1;
-}
-
-static int parse_u64(const char *s, uint64_t *out)
-{
-    if (!*s || *s == '-' || *s == '+' || *s == ' ')
-        return -1;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 0);
-    if (errno || *end)
-        return -1;
-    *out = v;
-    return 0;
-}
 
 /* "N" or "A-B" (A <= B). */
 static int parse_tag_item(char *item, uint64_t *first, uint64_t *last)
 {
     char *dash = strchr(item, '-');
     if (!dash)
-        return parse_u64(item, first) || (*last = *first, 0);
+        return rci_cli_parse_u64(item, first) || (*last = *first, 0);
     *dash = '\0';
-    return parse_u64(item, first) || parse_u64(dash + 1, last) || *first > *last;
+    return rci_cli_parse_u64(item, first) || rci_cli_parse_u64(dash + 1, last) || *first > *last;
 }
 
 static int parse_tags(const char *arg, struct options *o)
 {
     size_t len = strlen(arg);
     if (len == 0 || arg[0] == ',' || arg[len - 1] == ',' || strstr(arg, ",,"))
-        return usage_error("--tag '%s': empty item", arg);
+        return rci_cli_usage_error("ringcast-dump", "--tag '%s': empty item", arg);
     char *copy = strdup(arg), *save = NULL;
     if (!copy)
-        return usage_error("%s", "out of memory");
+        return rci_cli_usage_error("ringcast-dump", "%s", "out of memory");
     int rc = 0;
     for (char *item = strtok_r(copy, ",", &save); !rc && item; item = strtok_r(NULL, ",", &save)) {
         if (o->ntags == MAX_TAG_ITEMS)
-            rc = usage_error("--tag: more than %s items", "1024");
+            rc = rci_cli_usage_error("ringcast-dump", "--tag: more than %s items", "1024");
         else if (parse_tag_item(item, &o->first[o->ntags], &o->last[o->ntags]))
-            rc = usage_error("--tag: an item is not a tag (N) or a range (A-B with A <= B): '%s'", arg);
+            rc = rci_cli_usage_error("ringcast-dump", "--tag: an item is not a tag (N) or a range (A-B with A <= B): '%s'", arg);
         else
             o->ntags++;
     }
@@ -128,17 +109,17 @@ static int parse_args(int argc, char **argv, struct options *o)
         case 'j': o->json = true; break;
         case 's': o->stats = true; break;
         case 'b':
-            if (parse_u64(optarg, &v) || v > MAX_BYTES)
-                return usage_error("--bytes '%s': expected 0..4096", optarg);
+            if (rci_cli_parse_u64(optarg, &v) || v > MAX_BYTES)
+                return rci_cli_usage_error("ringcast-dump", "--bytes '%s': expected 0..4096", optarg);
             o->bytes = (unsigned)v;
             break;
         case 'h': usage(stdout); return 1;
         case 'V': printf("ringcast-dump %s\n", RCI_VERSION); return 1;
-        default: return usage_error("unknown option or missing argument: '%s'", argv[optind - 1]);
+        default: return rci_cli_usage_error("ringcast-dump", "unknown option or missing argument: '%s'", argv[optind - 1]);
         }
     }
     if (optind + 1 != argc)
-        return usage_error("%s", optind < argc ? "one FILE, please" : "no FILE given");
+        return rci_cli_usage_error("ringcast-dump", "%s", optind < argc ? "one FILE, please" : "no FILE given");
     o->file = argv[optind];
     return 0;
 }

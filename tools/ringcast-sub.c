@@ -26,6 +26,7 @@
 #include "ringcast/sub.h"
 #include "ringcast/discover.h"
 #include "ringcast/pattern.h"
+#include "tools/cli.h"
 #include "tools/log.h"
 
 /* ringcast-sub is built as an outside program would be (public headers and
@@ -148,27 +149,6 @@ static void usage(FILE *f)
             "  --version               print the version\n");
 }
 
-static int usage_error(const char *fmt, const char *arg)
-{
-    fprintf(stderr, "ringcast-sub: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n(try --help)\n");
-    return -1;
-}
-
-/* Whole-string unsigned decimal/hex number; no sign, no junk. */
-static int parse_u64(const char *s, uint64_t *out)
-{
-    if (!*s || *s == '-' || *s == '+' || *s == ' ')
-        return -1;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 0);
-    if (errno || *end)
-        return -1;
-    *out = v;
-    return 0;
-}
 
 static int parse_connect(const char *arg, struct options *o)
 {
@@ -178,21 +158,21 @@ static int parse_connect(const char *arg, struct options *o)
     if (arg[0] == '[') {   /* [v6addr]:port */
         const char *close = strchr(arg, ']');
         if (!close || close[1] != ':')
-            return usage_error("--connect '%s': expected [ADDRESS]:PORT", arg);
+            return rci_cli_usage_error("ringcast-sub", "--connect '%s': expected [ADDRESS]:PORT", arg);
         host = arg + 1;
         host_len = (size_t)(close - host);
         colon = close + 1;
     } else {
         colon = strrchr(arg, ':');
         if (!colon)
-            return usage_error("--connect '%s': expected HOST:PORT", arg);
+            return rci_cli_usage_error("ringcast-sub", "--connect '%s': expected HOST:PORT", arg);
         host_len = (size_t)(colon - arg);
     }
     uint64_t port;
     if (host_len == 0 || host_len >= sizeof o->host)
-        return usage_error("--connect '%s': host missing or too long", arg);
-    if (parse_u64(colon + 1, &port) || port == 0 || port > 65535)
-        return usage_error("--connect '%s': port must be 1..65535", arg);
+        return rci_cli_usage_error("ringcast-sub", "--connect '%s': host missing or too long", arg);
+    if (rci_cli_parse_u64(colon + 1, &port) || port == 0 || port > 65535)
+        return rci_cli_usage_error("ringcast-sub", "--connect '%s': port must be 1..65535", arg);
     memcpy(o->host, host, host_len);
     o->host[host_len] = '\0';
     o->port = (uint16_t)port;
@@ -209,13 +189,13 @@ static int parse_tag_item(const char *item, uint64_t *first, uint64_t *last)
     char *dash = strchr(buf, '-');
     if (dash)
         *dash = '\0';
-    if (parse_u64(buf, first))
+    if (rci_cli_parse_u64(buf, first))
         return -1;
     if (!dash) {
         *last = *first;
         return 0;
     }
-    return parse_u64(dash + 1, last) || *first > *last ? -1 : 0;
+    return rci_cli_parse_u64(dash + 1, last) || *first > *last ? -1 : 0;
 }
 
 static int parse_tags(const char *arg, struct options *o)
@@ -226,17 +206,17 @@ static int parse_tags(const char *arg, struct options *o)
     }
     char *copy = strdup(arg);
     if (!copy)
-        return usage_error("%s", "out of memory");
+        return rci_cli_usage_error("ringcast-sub", "%s", "out of memory");
     int rc = 0;
     char *save = NULL;
     size_t len = strlen(arg);
     if (len == 0 || arg[0] == ',' || arg[len - 1] == ',' || strstr(arg, ",,"))
-        rc = usage_error("--tags '%s': empty item", arg);
+        rc = rci_cli_usage_error("ringcast-sub", "--tags '%s': empty item", arg);
     for (char *item = strtok_r(copy, ",", &save); !rc && item; item = strtok_r(NULL, ",", &save)) {
         if (o->ntags == MAX_TAG_ITEMS)
-            rc = usage_error("--tags: more than %s items", "4096");
+            rc = rci_cli_usage_error("ringcast-sub", "--tags: more than %s items", "4096");
         else if (parse_tag_item(item, &o->first[o->ntags], &o->last[o->ntags]))
-            rc = usage_error("--tags: '%s' is not a tag (N) or a range (A-B with A <= B)", item);
+            rc = rci_cli_usage_error("ringcast-sub", "--tags: '%s' is not a tag (N) or a range (A-B with A <= B)", item);
         else
             o->ntags++;
     }
@@ -247,7 +227,7 @@ static int parse_tags(const char *arg, struct options *o)
 static int parse_size(const char *name, const char *arg, uint32_t min, uint32_t *out)
 {
     uint64_t v;
-    if (parse_u64(arg, &v) || v < min || v > (1u << 30)) {
+    if (rci_cli_parse_u64(arg, &v) || v < min || v > (1u << 30)) {
         fprintf(stderr, "ringcast-sub: %s '%s': expected bytes, %u..1073741824\n", name, arg, min);
         return -1;
     }
@@ -264,12 +244,12 @@ static int parse_option(int c, const char *arg, struct options *o)
     case 'D': o->discover = arg; return 0;
     case 'P':
         if (arg[0] != '/' || strlen(arg) >= sizeof o->discover_prefix)
-            return usage_error("--discover-prefix '%s': must start with '/', at most 63 characters", arg);
+            return rci_cli_usage_error("ringcast-sub", "--discover-prefix '%s': must start with '/', at most 63 characters", arg);
         strcpy(o->discover_prefix, arg);
         return 0;
     case 'p':
         if (strlen(arg) == 0 || strlen(arg) >= sizeof o->provider)
-            return usage_error("--provider '%s': empty or too long", arg);
+            return rci_cli_usage_error("ringcast-sub", "--provider '%s': empty or too long", arg);
         strcpy(o->provider, arg);
         return 0;
     case 'e':
@@ -278,7 +258,7 @@ static int parse_option(int c, const char *arg, struct options *o)
         else if (strcmp(arg, "rdm") == 0)
             o->endpoint = RC_SUB_EP_RDM;
         else
-            return usage_error("--endpoint '%s': expected msg or rdm", arg);
+            return rci_cli_usage_error("ringcast-sub", "--endpoint '%s': expected msg or rdm", arg);
         return 0;
     case 't': return parse_tags(arg, o);
     case 'v': o->verify = true; return 0;
@@ -290,18 +270,18 @@ static int parse_option(int c, const char *arg, struct options *o)
         errno = 0;
         o->duration = strtod(arg, &end);
         if (errno || *end || !(o->duration > 0) || !isfinite(o->duration))
-            return usage_error("--duration '%s': expected seconds > 0", arg);
+            return rci_cli_usage_error("ringcast-sub", "--duration '%s': expected seconds > 0", arg);
         return 0;
     case 'n':
-        if (parse_u64(arg, &v) || v == 0)
-            return usage_error("--count '%s': expected a number of chunks > 0", arg);
+        if (rci_cli_parse_u64(arg, &v) || v == 0)
+            return rci_cli_usage_error("ringcast-sub", "--count '%s': expected a number of chunks > 0", arg);
         o->count = v;
         return 0;
     case 'r': return parse_size("--rx-buffer-size", arg, RC_SUB_MIN_RX_BUFFER, &o->rx_buffer_size);
     case 'm': return parse_size("--max-chunk-size", arg, 1, &o->max_chunk_size);
     case 's':
-        if (parse_u64(arg, &v) || v == 0 || v > 1000000)
-            return usage_error("--slow-us '%s': expected microseconds 1..1000000", arg);
+        if (rci_cli_parse_u64(arg, &v) || v == 0 || v > 1000000)
+            return rci_cli_usage_error("ringcast-sub", "--slow-us '%s': expected microseconds 1..1000000", arg);
         o->slow_us = (uint32_t)v;
         return 0;
     case 'Y':
@@ -310,22 +290,22 @@ static int parse_option(int c, const char *arg, struct options *o)
         else if (strcmp(arg, "rma") == 0)
             o->delivery = RC_SUB_DELIVERY_RMA;
         else
-            return usage_error("--delivery '%s': expected send or rma", arg);
+            return rci_cli_usage_error("ringcast-sub", "--delivery '%s': expected send or rma", arg);
         return 0;
     case 'Z':
-        if (parse_u64(arg, &v) || v % 8 || v < 65536 || v > (32ull << 30))
-            return usage_error("--rma-ring-size '%s': expected bytes, a multiple of 8, 65536..32 GiB", arg);
+        if (rci_cli_parse_u64(arg, &v) || v % 8 || v < 65536 || v > (32ull << 30))
+            return rci_cli_usage_error("ringcast-sub", "--rma-ring-size '%s': expected bytes, a multiple of 8, 65536..32 GiB", arg);
         o->rma_ring_size = v;
         return 0;
     case 'K': o->wrong_rma_key = true; return 0;
     case 'H':
-        if (parse_u64(arg, &v) || v == 0 || v > 4096)
-            return usage_error("--hold '%s': expected a number of chunks 1..4096", arg);
+        if (rci_cli_parse_u64(arg, &v) || v == 0 || v > 4096)
+            return rci_cli_usage_error("ringcast-sub", "--hold '%s': expected a number of chunks 1..4096", arg);
         o->hold = (uint32_t)v;
         return 0;
     case 'S':
-        if (parse_u64(arg, &v) || v == 0)
-            return usage_error("--stall-after '%s': expected a number of chunks > 0", arg);
+        if (rci_cli_parse_u64(arg, &v) || v == 0)
+            return rci_cli_usage_error("ringcast-sub", "--stall-after '%s': expected a number of chunks > 0", arg);
         o->stall_after = v;
         return 0;
     default: return -1;
@@ -366,26 +346,26 @@ static int parse_args(int argc, char **argv, struct options *o)
             return 1;
         }
         if (c == '?' || c == ':')
-            return usage_error("unknown option or missing argument: '%s'", argv[optind - 1]);
+            return rci_cli_usage_error("ringcast-sub", "unknown option or missing argument: '%s'", argv[optind - 1]);
         if (parse_option(c, optarg, o))
             return -1;
     }
     if (optind < argc)
-        return usage_error("unexpected argument '%s'", argv[optind]);
+        return rci_cli_usage_error("ringcast-sub", "unexpected argument '%s'", argv[optind]);
     if (!o->host[0] && !o->discover)
-        return usage_error("%s", "--connect HOST:PORT or --discover URL is required");
+        return rci_cli_usage_error("ringcast-sub", "%s", "--connect HOST:PORT or --discover URL is required");
     if (o->host[0] && o->discover)
-        return usage_error("%s", "--connect and --discover exclude each other");
+        return rci_cli_usage_error("ringcast-sub", "%s", "--connect and --discover exclude each other");
     if (!o->all_tags && o->ntags == 0)
-        return usage_error("%s", "--tags LIST is required ('all' for every tag)");
+        return rci_cli_usage_error("ringcast-sub", "%s", "--tags LIST is required ('all' for every tag)");
     if (o->latency && o->verify)
-        return usage_error("%s", "--latency and --verify exclude each other (a stamp is not the pattern)");
+        return rci_cli_usage_error("ringcast-sub", "%s", "--latency and --verify exclude each other (a stamp is not the pattern)");
     if (o->hold && o->discover)
-        return usage_error("%s", "--hold works with --connect only");
+        return rci_cli_usage_error("ringcast-sub", "%s", "--hold works with --connect only");
     /* Send delivery: every held chunk may hold its own receive buffer; with
      * all 64 held nothing more could arrive to release one. */
     if (o->hold >= RX_BUFFERS && o->delivery == RC_SUB_DELIVERY_SEND)
-        return usage_error("%s", "--hold with send delivery: at most 63 (64 receive buffers)");
+        return rci_cli_usage_error("ringcast-sub", "%s", "--hold with send delivery: at most 63 (64 receive buffers)");
     return 0;
 }
 

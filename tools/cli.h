@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* cli.h — what the programs' command lines share: a whole-string number and
+ * the one way a usage error is printed. Header-only and without library
+ * includes, so ringcast-sub (built as an outside program would be, against
+ * the public headers only: tests/check-includes.sh) may use it too. */
+#ifndef RCI_TOOLS_CLI_H
+#define RCI_TOOLS_CLI_H
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* A whole-string unsigned decimal or 0x-hex number: no sign, no space, no
+ * junk after it (strtoull alone takes " -1" as a huge number). 0 or -1. */
+static inline int rci_cli_parse_u64(const char *s, uint64_t *out)
+{
+    if (!*s || *s == '-' || *s == '+' || *s == ' ')
+        return -1;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 0);
+    if (errno || *end)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* "PROG: <fmt with arg>" and where to look, on stderr; returns -1 so that
+ * an option parser can `return rci_cli_usage_error(...)`. */
+static inline int rci_cli_usage_error(const char *prog, const char *fmt, const char *arg)
+{
+    fprintf(stderr, "%s: ", prog);
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\nTry '%s --help'.\n", prog);
+    return -1;
+}
+
+#endif
