@@ -47,6 +47,13 @@ for l in libringcast libringcast-client; do
         "$l.so.$major"
 done
 [ -f "$LIB/libringcast.a" ] || fail "libringcast.a not installed"
+# make deb fails on any lintian warning: each installed program needs a
+# manual page or its justified override in debian/ringcast.lintian-overrides.
+for p in "$ROOT"/bin/*; do
+    grep -qxF "ringcast: no-manual-page [usr/bin/$(basename "$p")]" debian/ringcast.lintian-overrides ||
+        fail "$(basename "$p") has no manual page and no override in debian/ringcast.lintian-overrides"
+done
+ok "every installed program has its no-manual-page override ($(ls "$ROOT/bin" | wc -l) programs)"
 
 # pkg-config files name the install's prefix and libdir (not DESTDIR); with
 # PKG_CONFIG_SYSROOT_DIR the flags point into DESTDIR.
