@@ -24,6 +24,12 @@ extern char **environ;
 #define TARGET_BUF_SIZE        64u      /* buffered at 64 B chunks ... */
 #define TARGET_BUF_RATE_FACTOR 10.0     /* ... at 10 x raw's message rate */
 #define TARGET_P99_US          200.0    /* zero copy p99 at half load */
+/* Issue 17, target 2: what mode auto picks, at every chunk size from 1 KiB
+ * to 1 MiB with 4 KiB blocks, >= 0.9 x the link's peak (the best raw row). */
+#define TARGET_BW_RATIO        0.90
+#define TARGET_BW_MIN_SIZE     1024u
+#define TARGET_BW_MAX_SIZE     (1u << 20)
+#define TARGET_BW_BLOCK        4096u
 
 /* ---- table and JSON ---------------------------------------------------------- */
 
@@ -184,9 +190,72 @@ static void target_latency(const struct rci_bench_report *r, FILE *out)
     fprintf(out, "%s\n", n ? "" : " not measured");
 }
 
+/* The link's peak: the best raw row of the run. */
+static const struct rci_bench_row *raw_peak(const struct rci_bench_report *r)
+{
+    const struct rci_bench_row *best = NULL;
+    for (unsigned i = 0; i < r->nrows; i++)
+        if (!strcmp(r->rows[i].test, "raw") && (!best || r->rows[i].gbytes_per_s > best->gbytes_per_s))
+            best = &r->rows[i];
+    return best;
+}
+
+static bool bandwidth_point(const struct rci_bench_row *w)
+{
+    return !strcmp(w->test, "auto") && w->fill && !strcmp(w->fill, "none") &&
+           w->chunk_size >= TARGET_BW_MIN_SIZE && w->chunk_size <= TARGET_BW_MAX_SIZE;
+}
+
+static void bandwidth_json(const struct rci_bench_report *r, const struct rci_bench_row *w,
+                           const struct rci_bench_row *peak, double ratio, bool pass)
+{
+    printf("{\"test\":\"target\",\"target\":\"bandwidth_auto\",\"chunk_size\":%" PRIu64
+           ",\"gbytes_per_s\":%.4f,\"peak_gbytes_per_s\":%.4f,\"peak_chunk_size\":%" PRIu64
+           ",\"ratio_to_peak\":%.4f,\"min_ratio\":%.2f,\"block_size\":%" PRIu64 ",\"pass\":%s}\n",
+           w->chunk_size, w->gbytes_per_s, peak->gbytes_per_s, peak->chunk_size, ratio, TARGET_BW_RATIO,
+           r->block_size, pass ? "true" : "false");
+    fflush(stdout);
+}
+
+/* Every auto row (fill none) from 1 KiB to 1 MiB against the best raw row;
+ * a point measured with other than 4 KiB blocks cannot pass. */
+static void target_bandwidth(const struct rci_bench_report *r, FILE *out)
+{
+    const struct rci_bench_row *peak = raw_peak(r);
+    char psize[32];
+    fprintf(out, "  bandwidth: what auto mode picks >= %.2f x the link's peak", TARGET_BW_RATIO);
+    if (peak)
+        fprintf(out, " (best raw row: %.3f GB/s at %s)", peak->gbytes_per_s,
+                rci_format_size(peak->chunk_size, psize, sizeof psize));
+    fprintf(out, " at every size 1 KiB..1 MiB, 4 KiB blocks (fill=none)");
+    if (r->block_size != TARGET_BW_BLOCK)
+        fprintf(out, " [this run: %" PRIu64 " B blocks, so no pass]", r->block_size);
+    fprintf(out, ":");
+    unsigned n = 0, passed = 0;
+    for (unsigned i = 0; peak && peak->gbytes_per_s > 0 && i < r->nrows; i++) {
+        const struct rci_bench_row *w = &r->rows[i];
+        if (!bandwidth_point(w))
+            continue;
+        double ratio = w->gbytes_per_s / peak->gbytes_per_s;
+        bool pass = ratio >= TARGET_BW_RATIO && r->block_size == TARGET_BW_BLOCK;
+        char size[32];
+        fprintf(out, "%s %s %.3f %s", n++ ? "," : "", rci_format_size(w->chunk_size, size, sizeof size), ratio,
+                verdict(pass));
+        passed += pass;
+        if (r->json)
+            bandwidth_json(r, w, peak, ratio, pass);
+    }
+    if (n)
+        fprintf(out, "; %u of %u points pass\n", passed, n);
+    else
+        fprintf(out, " not measured (needs raw rows and auto rows: pipeline or all without --mode, or --mode "
+                     "with auto)\n");
+}
+
 void rci_bench_print_targets(const struct rci_bench_report *r, FILE *out)
 {
     fprintf(out, "targets (benchmark issue; pass/MISS per measured point):\n");
+    target_bandwidth(r, out);
     target_zc_ratio(r, out);
     target_buffered_rate(r, out);
     target_hygiene(r, out);

@@ -47,6 +47,7 @@ struct rci_bench_row {
 
 struct rci_bench_report {
     bool json;
+    uint64_t block_size;           /* the simulated card's block size of the pipeline runs */
     bool header_printed;
     struct rci_bench_row rows[RCI_BENCH_MAX_ROWS];
     unsigned nrows;
@@ -58,7 +59,11 @@ void rci_bench_emit(struct rci_bench_report *r, const struct rci_bench_row *row)
 const struct rci_bench_row *rci_bench_find(const struct rci_bench_report *r, const char *test,
                                          uint64_t chunk_size, const char *fill);
 /* Each target of the issue: measured, pass or miss, or not measured in this
- * run. To out (the table's stream, or stderr with --json). */
+ * run. To out (the table's stream, or stderr with --json). With --json the
+ * bandwidth target (issue 17, 2) is also one object per measured point on
+ * stdout: {"test":"target","target":"bandwidth_auto","chunk_size",
+ * "gbytes_per_s","peak_gbytes_per_s","peak_chunk_size","ratio_to_peak",
+ * "min_ratio","block_size","pass"}. */
 void rci_bench_print_targets(const struct rci_bench_report *r, FILE *out);
 /* DIR/bench.csv (every row), and with gnuplot on PATH DIR/throughput.png and
  * DIR/chunk_rate.png (raw, zerocopy, buffered vs chunk size). Says on
