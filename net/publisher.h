@@ -99,6 +99,7 @@ struct rci_publisher_stats {
     uint64_t gather_sends;          /* accepted sends whose fragments were copied into bounce buffers */
     uint64_t gather_bytes;          /* payload bytes copied into bounce buffers */
     uint64_t again_no_bounce;       /* -EAGAIN (or a deferred fragment): no bounce buffer free */
+    uint64_t bounce_free;           /* bounce buffers free now (of [fabric] bounce_buffers) */
     uint64_t faults_send_error;     /* injected: ok completions reported as errors */
     uint64_t faults_eagain;         /* injected: posts refused with -FI_EAGAIN */
     uint64_t faults_eagain_streaks; /* injected: streaks of -FI_EAGAIN for one subscriber */
