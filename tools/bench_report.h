@@ -62,8 +62,9 @@ const struct rci_bench_row *rci_bench_find(const struct rci_bench_report *r, con
  * run. To out (the table's stream, or stderr with --json). With --json the
  * bandwidth target (issue 17, 2) is also one object per measured point on
  * stdout: {"test":"target","target":"bandwidth_auto","chunk_size",
- * "gbytes_per_s","peak_gbytes_per_s","peak_chunk_size","ratio_to_peak",
- * "min_ratio","block_size","pass"}. */
+ * "gbytes_per_s","peak_gbytes_per_s","peak_chunk_size","peak_valid",
+ * "ratio_to_peak","min_ratio","block_size","pass"}; peak_valid: the run has
+ * a raw row of 1 MiB messages or more (else no point passes). */
 void rci_bench_print_targets(const struct rci_bench_report *r, FILE *out);
 /* DIR/bench.csv (every row), and with gnuplot on PATH DIR/throughput.png and
  * DIR/chunk_rate.png (raw, zerocopy, buffered vs chunk size). Says on
