@@ -270,7 +270,7 @@ FUZZ_FLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=
 # (a reader of a freed version is a use-after-free); the daemon run below
 # still exercises the table under TSan.
 TSAN_TESTS := test_roundtrip test_dma_ring test_chunk_queue test_fanout test_card \
-              test_net_subscriber test_mem
+              test_net_subscriber test_mem test_views
 FUZZ_SRC   := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZERS    := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 FUZZ_TIME  ?= 20

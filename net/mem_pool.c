@@ -15,7 +15,7 @@ struct mem_class {
     uint32_t count;
     uint8_t *block;                /* count * size bytes, page aligned */
     struct rci_mem_buf *bufs;      /* headers, apart from the data */
-    struct __cds_lfs_stack free_stack;
+    struct cds_lfs_stack free_stack;  /* with liburcu's pop mutex: getters of any thread */
     struct rci_fabric_mr mr;       /* the block's one registration */
     bool virt_addr;                /* FI_MR_VIRT_ADDR when registered */
     atomic_uint in_use, high_water;
@@ -73,7 +73,7 @@ static int class_init(struct mem_class *c, enum rci_mem_class id, size_t size, u
 {
     c->size = size;
     c->count = count;
-    __cds_lfs_init(&c->free_stack);
+    cds_lfs_init(&c->free_stack);
     if (count == 0)
         return 0;
     size_t bytes = size * count;
@@ -132,6 +132,7 @@ void rci_mem_pool_destroy(struct rci_mem_pool *pool)
         return;
     rci_mem_pool_deregister(pool);
     for (unsigned c = 0; c < RCI_MEM_CLASSES; c++) {
+        cds_lfs_destroy(&pool->cls[c].free_stack);
         free(pool->cls[c].bufs);
         free(pool->cls[c].block);
     }
@@ -199,8 +200,9 @@ struct rci_mem_buf *rci_mem_pool_get_class(struct rci_mem_pool *pool, enum rci_m
     if ((unsigned)cls >= RCI_MEM_CLASSES || pool->cls[cls].count == 0)
         return NULL;
     struct mem_class *c = &pool->cls[cls];
-    /* Single consumer per class (mem_pool.h): no ABA, no lock. */
-    struct cds_lfs_node *n = __cds_lfs_pop(&c->free_stack);
+    /* Any thread (mem_pool.h): liburcu's pop for several poppers serialises
+     * the pops of this class with its mutex (no ABA); puts stay lock-free. */
+    struct cds_lfs_node *n = cds_lfs_pop_blocking(&c->free_stack);
     if (!n) {
         atomic_fetch_add_explicit(&c->exhausted, 1, memory_order_relaxed);
         return NULL;

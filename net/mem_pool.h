@@ -9,15 +9,19 @@
  *
  * Free buffers of a class sit on a liburcu lock-free stack (cds_lfs):
  *  - put: ANY thread, lock-free (one compare-and-swap push);
- *  - get: ONE thread at a time per class (the pool's owner: the subscriber
- *    thread, the publisher thread). liburcu's lock-free pop is safe only with
- *    a single popper (or a lock, or RCU grace periods before a node is
- *    reused); a single consumer keeps it lock-free and free of ABA. Threads
- *    that must get from the same class concurrently need one pool each.
+ *  - get: ANY thread, also several at once on one class. liburcu's
+ *    lock-free pop is safe only with a single popper (or RCU grace periods
+ *    before a node is reused, which a pool cannot wait for), so gets use its
+ *    multi-popper pop, cds_lfs_pop_blocking: the class's pop mutex is held
+ *    for the one compare-and-swap of the pop (no ABA). Uncontended (one
+ *    getter per class, as the subscriber's buffers at create) it costs an
+ *    atomic pair and no syscall; getters of one class only wait for each
+ *    other, never for a put.
  * Counters per class are atomics (in use, high-water, gets, puts,
  * exhausted, bad puts) and may be read from any thread.
  *
- * No malloc, lock or syscall after create: get and put are hot-path safe.
+ * No malloc or syscall after create (get's mutex is uncontended with one
+ * getter per class); put is lock-free.
  * A get from an empty class returns NULL and counts `exhausted`; it does not
  * borrow from a larger class (a caller that may use a larger buffer asks for
  * that class itself), so each class's figures say what that size needed.
@@ -91,7 +95,7 @@ uint64_t rci_mem_pool_registrations(const struct rci_mem_pool *pool);
 /* The smallest class with buffers of at least `size` bytes, or -1. */
 int  rci_mem_pool_class_for(const struct rci_mem_pool *pool, size_t size);
 /* A free buffer of class cls, or NULL (empty: counted as exhausted; or no
- * such class). One getter per class at a time (see above). */
+ * such class). Any thread (see above). */
 struct rci_mem_buf *rci_mem_pool_get_class(struct rci_mem_pool *pool, enum rci_mem_class cls);
 /* A free buffer of the smallest class holding size bytes, or NULL. */
 struct rci_mem_buf *rci_mem_pool_get(struct rci_mem_pool *pool, size_t size);

@@ -238,8 +238,9 @@ static void send_welcome(struct rci_publisher *p, struct rci_pub_peer *peer)
 {
     uint8_t msg[sizeof(struct rci_wire_welcome) + sizeof(struct rci_wire_welcome_rma)];
     uint64_t hb_ms = p->fab.params.heartbeat_ns / 1000000u;
-    ssize_t len = rci_wire_build_welcome(msg, sizeof msg, p->fab.params.max_tags_per_subscriber,
-                                         hb_ms ? (uint32_t)hb_ms : 1u, p->publisher_id);
+    ssize_t len = rci_wire_build_welcome_version(msg, sizeof msg, peer->version,
+                                                 p->fab.params.max_tags_per_subscriber,
+                                                 hb_ms ? (uint32_t)hb_ms : 1u, p->publisher_id);
     enqueue(p, peer, msg, rci_rma_welcome(peer, msg, sizeof msg, len));
 }
 
@@ -264,7 +265,8 @@ static void on_hello(struct rci_publisher *p, struct rci_pub_peer *peer, const u
         return;
     }
     char detail[64];
-    if (rci_wire_negotiate(h.min_version, h.max_version) == 0) {
+    peer->version = rci_wire_negotiate(h.min_version, h.max_version);
+    if (peer->version == 0) {
         snprintf(detail, sizeof detail, " (it speaks %u..%u)", h.min_version, h.max_version);
         rci_pub_refuse_peer(p, peer, RCI_REFUSED_VERSION, detail);
         return;
@@ -292,6 +294,29 @@ static void on_hello(struct rci_publisher *p, struct rci_pub_peer *peer, const u
     p->st.peers_active++;
     send_welcome(p, peer);
     peer_event(p, peer, RCI_PUB_PEER_JOINED);
+}
+
+/* An orderly leave. A version-3 subscriber says how many chunks it
+ * handled: kept for rci_publisher_peer_chunks_handled, which the BYE
+ * event's handler may call. */
+static void on_bye(struct rci_publisher *p, struct rci_pub_peer *peer, const uint8_t *buf, size_t len)
+{
+    peer->said_handled = rci_wire_bye_handled(buf, len, &peer->chunks_handled);
+    if (peer->said_handled)
+        pub_debug(p, "%s said BYE: %" PRIu64 " chunks handled", peer->name, peer->chunks_handled);
+    else
+        pub_debug(p, "%s said BYE", peer->name);
+    if (peer->joined)
+        peer_event(p, peer, RCI_PUB_PEER_BYE);
+}
+
+bool rci_publisher_peer_chunks_handled(struct rci_publisher *p, rci_peer_id id, uint64_t *chunks)
+{
+    struct rci_pub_peer *peer = rci_pub_peer_of(p, id);
+    if (!peer || !peer->said_handled)
+        return false;
+    *chunks = peer->chunks_handled;
+    return true;
 }
 
 static enum rci_sub_status edit_tags(struct rci_publisher *p, struct rci_pub_peer *peer,
@@ -496,9 +521,7 @@ void rci_pub_control_message(struct rci_publisher *p, struct rci_pub_peer *owner
             reject(p, who, RCI_WIRE_BAD_TYPE);  /* before HELLO */
         break;
     case RCI_MSG_BYE:
-        pub_debug(p, "%s said BYE", owner->name);
-        if (owner->joined)
-            peer_event(p, owner, RCI_PUB_PEER_BYE);
+        on_bye(p, owner, buf, len);
         rci_pub_peer_fail(p, (uint32_t)(owner - p->peers), RCI_DOOM_BYE);
         break;
     default:

@@ -153,6 +153,9 @@ struct rci_pub_peer {
     uint8_t decl[RCI_WIRE_MAX_ADDR];
     uint32_t rx_max;           /* HELLO.rx_buffer_size */
     uint64_t client_id;
+    uint8_t version;           /* negotiated at HELLO (WELCOME carries it) */
+    bool said_handled;         /* its BYE carried chunks_handled (version 3) */
+    uint64_t chunks_handled;   /* ... that count */
     bool joined;               /* HELLO accepted (counted in peers_active) */
     bool gone_due;             /* left the table; RCI_PUB_PEER_GONE(gone_id) not yet reported */
     rci_peer_id gone_id;

@@ -444,6 +444,9 @@ struct rci_pub_peer *rci_pub_new_peer(struct rci_publisher *p, uint64_t now)
         peer->has_addr = false;
         peer->rx_max = 0;
         peer->client_id = 0;
+        peer->version = RCI_WIRE_BASE_VERSION;
+        peer->said_handled = false;
+        peer->chunks_handled = 0;
         peer->joined = false;
         peer->connected = p->fab.rdm;
         peer->last_rx_ns = peer->last_hb_tx_ns = now;

@@ -50,7 +50,8 @@ enum rci_pub_peer_event {
     RCI_PUB_PEER_SUBSCRIPTIONS = 2,  /* its tag set changed */
     RCI_PUB_PEER_GONE = 3,           /* closed or dead; its keys were released */
     RCI_PUB_PEER_BYE = 4,            /* it said BYE (an orderly leave): its outstanding sends complete
-                                      * -ECONNRESET next (not a failure), then GONE */
+                                      * -ECONNRESET next (not a failure), then GONE;
+                                      * rci_publisher_peer_chunks_handled says what it read */
 };
 
 struct rci_publisher_callbacks {
@@ -274,6 +275,11 @@ uint64_t rci_publisher_peer_oldest_age(struct rci_publisher *p, rci_peer_id peer
  * (its HELLO asked and the provider can)? Such a subscriber gets every chunk
  * with rci_publisher_send (send_buffered says -EMSGSIZE). */
 bool rci_publisher_peer_rma(struct rci_publisher *p, rci_peer_id peer);
+/* The chunks a subscriber said it handled in its BYE (wire version 3: a
+ * subscriber of this build leaving in order): true and *chunks; false when
+ * it has not said BYE with a count (an older subscriber, or it did not
+ * leave in order). Valid in the RCI_PUB_PEER_BYE callback and until GONE. */
+bool rci_publisher_peer_chunks_handled(struct rci_publisher *p, rci_peer_id peer, uint64_t *chunks);
 
 /* Lowest number of free header slots since the previous call (watermark). */
 uint32_t rci_publisher_available_slots(struct rci_publisher *p);

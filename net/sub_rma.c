@@ -183,6 +183,11 @@ void rci_sub_rma_release(struct rci_sub_rma *r, uint64_t key)
     rci_dma_ring_release(r->ring, key);
 }
 
+bool rci_sub_rma_busy(struct rci_sub_rma *r)
+{
+    return rci_dma_ring_advance(r->ring) != rci_dma_ring_taken_pos(r->ring);
+}
+
 uint64_t rci_sub_rma_credit_due(struct rci_sub_rma *r, bool force)
 {
     uint64_t released = rci_dma_ring_advance(r->ring) - r->base;

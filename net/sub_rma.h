@@ -20,7 +20,7 @@
  *  - in turn, it starts exactly where the placement rule puts the record
  *    after the previous one (rci_rma_place), and it lies in released space.
  * Used by one thread (the subscriber's); only rci_sub_rma_release() may run
- * elsewhere. */
+ * elsewhere (a view released in another thread, net/sub_view.h). */
 #ifndef RCI_SUB_RMA_H
 #define RCI_SUB_RMA_H
 #include <stdbool.h>
@@ -80,6 +80,8 @@ int  rci_sub_rma_arrived(struct rci_sub_rma *r, uint64_t imm, uint32_t next_seq,
 int  rci_sub_rma_next_held(struct rci_sub_rma *r, uint32_t next_seq, struct rci_sub_rma_record *rec);
 /* Give a taken record's space back (any thread). */
 void rci_sub_rma_release(struct rci_sub_rma *r, uint64_t key);
+/* Space taken and not yet released (views of records still held). */
+bool rci_sub_rma_busy(struct rci_sub_rma *r);
 /* Released position (of this connection) to give back in a CREDIT, or 0
  * when not worth a message yet (less than a quarter of the ring more than
  * credit_sent; force: any progress). */

@@ -18,6 +18,7 @@
 #include "ringcast/sub.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -32,6 +33,7 @@
 #include "net/mem_pool.h"
 #include "net/sub_ranges.h"
 #include "net/sub_rma.h"
+#include "net/sub_view.h"
 #include "net/wire.h"
 
 _Static_assert(RC_SUB_MALFORMED_KINDS == RCI_WIRE_ERROR_KINDS, "malformed kinds follow wire.h");
@@ -40,7 +42,8 @@ _Static_assert(RC_SUB_MALFORMED_KINDS == RCI_WIRE_ERROR_KINDS, "malformed kinds 
 #define TX_SLOT_SIZE RCI_WIRE_MAX_CONTROL  /* the largest SUBSCRIBE */
 #define RESYNC_BIT 0x80000000u            /* request_id of a resubscription */
 #define BYE_FLUSH_NS 100000000ull         /* how long a BYE may take to leave */
-#define BYE_LINGER_NS 300000000ull        /* MSG: how long to wait for the publisher to close after it */
+#define BYE_LINGER_NS 300000000ull        /* how long to wait for the publisher to close (MSG) or go quiet (RDM) after it */
+#define BYE_RDM_QUIET_NS 100000000ull     /* RDM: the publisher is taken to have read our BYE after this long without a message */
 #define SHM_CONNREQ_WAIT_NS 1000000000ull /* shm: wait for the publisher to read our request */
 #define CQ_BATCH 32u
 #define KNOWN_LOST_MAX 8u                 /* truncated stream numbers remembered until their turn */
@@ -50,6 +53,7 @@ enum tx_state { TX_FREE, TX_QUEUED, TX_POSTED };
 
 struct rx_slot {
     uint8_t *buf;
+    atomic_uint refs;          /* views of this buffer still held: posted again only at 0 */
     bool posted;
     bool held;                 /* a DATA/PAGE that came before its turn */
     uint32_t seq;              /* held: its stream sequence number */
@@ -66,6 +70,7 @@ struct tx_slot {
  * chunk that is already counted as lost, so that it is counted once. */
 struct reassembly {
     bool active, discard;
+    struct rc_view *gather;    /* RMA with on_view: the records so far, not copied */
     uint64_t tag;
     uint32_t flags, chunk_len, next_offset;
     uint16_t frag_count, next_index;
@@ -76,7 +81,14 @@ struct rc_sub {
     uint64_t client_id;
 
     /* Buffers: allocated once. */
-    uint8_t *tx_pool, *reasm_buf;
+    uint8_t *tx_pool;
+    struct rci_reasm *reasm;              /* reassembly buffer (we hold one reference) */
+    struct rci_view_pool *views;          /* on_view's views */
+    /* What the stream message being handled lives in (views hold it). */
+    enum rci_view_kind src_kind;          /* RCI_VIEW_RX or RCI_VIEW_RMA */
+    struct rx_slot *src_slot;             /* RX */
+    uint64_t src_key;                     /* RMA: the record's ring key */
+    bool src_key_owned;                   /* RMA: not yet handed to a view */
     struct rx_slot *rx;
     struct rci_mem_pool *rx_pool;         /* receive buffers: one class (rx_pool_create) */
     struct rci_mem_buf **rx_mb;           /* rx[i].buf's pool buffer */
@@ -113,6 +125,10 @@ struct rc_sub {
     bool rma_announced;                   /* this connection's HELLO offered the ring */
     struct rci_wire_hello_rma rma_offer;  /* what it offered */
     struct rc_sub_stats st;
+    /* Leaving in order (leave_count_*): the chunks this connection handled,
+     * told in the BYE when the publisher's WELCOME said it takes the count. */
+    uint64_t conn_chunks_handled;
+    bool publisher_takes_count;
     bool ever_connected;
     int handled;                          /* messages handled in this rc_sub_poll */
     char err[256];
@@ -137,6 +153,7 @@ void rc_sub_params_default(struct rc_sub_params *p)
     p->malformed_limit = 16;
     p->delivery = RC_SUB_DELIVERY_SEND;
     p->rma_ring_size = 8u * 1024u * 1024u;
+    p->views = 1024;
 }
 
 static int check_params(const struct rc_sub_params *p, char *err, size_t errlen)
@@ -160,8 +177,10 @@ static int check_params(const struct rc_sub_params *p, char *err, size_t errlen)
         why = "heartbeat and reconnect_interval must be > 0";
     else if (p->peer_timeout_ns <= p->heartbeat_ns)
         why = "peer_timeout must be longer than heartbeat";
-    else if (!p->cb.on_data)
-        why = "on_data callback missing";
+    else if (!p->cb.on_data && !p->on_view)
+        why = "on_data or on_view callback missing";
+    else if (p->views > (1u << 20))
+        why = "views must be 0..1048576";
     else if (p->delivery != RC_SUB_DELIVERY_SEND && p->delivery != RC_SUB_DELIVERY_RMA)
         why = "delivery is neither send nor rma";
     /* %.*s: a host without its NUL is one of the defects reported here. */
@@ -236,9 +255,10 @@ int rc_sub_create(const struct rc_sub_params *params, struct rc_sub **out, char 
     s->p = *params;
     s->client_id = random_id();
     s->tx_pool = alloc_aligned((size_t)TX_SLOTS * TX_SLOT_SIZE);
-    s->reasm_buf = malloc(params->max_chunk_size);
+    s->reasm = rci_reasm_new(params->max_chunk_size);
+    s->views = params->on_view ? rci_view_pool_create(params->views) : NULL;
     s->rx = calloc(params->rx_buffers, sizeof *s->rx);
-    if (!s->tx_pool || !s->reasm_buf || !s->rx || rx_pool_create(s, NULL, 0))
+    if (!s->tx_pool || !s->reasm || (params->on_view && !s->views) || !s->rx || rx_pool_create(s, NULL, 0))
         goto nomem;
     for (uint32_t i = 0; i < TX_SLOTS; i++)
         s->tx[i].buf = s->tx_pool + (size_t)i * TX_SLOT_SIZE;
@@ -408,10 +428,17 @@ static bool stalled_on_purpose(const struct rc_sub *s)
     return s->p.test_stall_after_chunks && s->st.chunks >= s->p.test_stall_after_chunks;
 }
 
+/* Views of the buffer still held by the program (released from any thread:
+ * acquire, so that their reads are done before the buffer is reused). */
+static bool rx_held_by_views(struct rx_slot *r)
+{
+    return atomic_load_explicit(&r->refs, memory_order_acquire) != 0;
+}
+
 static int post_rx(struct rc_sub *s, struct rx_slot *r)
 {
-    if (stalled_on_purpose(s))
-        return 0;   /* not posted: nothing more is read */
+    if (stalled_on_purpose(s) || rx_held_by_views(r))
+        return 0;   /* not posted: nothing more is read (stall), or later (views) */
     ssize_t rc = fi_recv(s->ep, r->buf, s->p.rx_buffer_size, s->rx_desc, FI_ADDR_UNSPEC, r);
     if (rc == -FI_EAGAIN)
         return 0;   /* retried from poll */
@@ -425,7 +452,7 @@ static int post_all_rx(struct rc_sub *s)
 {
     int done = 0;
     for (uint32_t i = 0; i < s->p.rx_buffers; i++) {
-        if (s->rx[i].posted || s->rx[i].held)
+        if (s->rx[i].posted || s->rx[i].held || rx_held_by_views(&s->rx[i]))
             continue;
         int rc = post_rx(s, &s->rx[i]);
         if (rc)
@@ -487,6 +514,13 @@ static int offer_rma_ring(struct rc_sub *s)
                     "with 8 bytes of CQ data here", s->p.provider);
         return 0;
     }
+    if (rci_sub_rma_busy(&s->rma)) {   /* views of the last connection still hold ring space */
+        s->st.rma_fallbacks++;
+        s->st.rma_ring_busy++;
+        rci_set_err(s->err, sizeof s->err, "RMA delivery asked, served by send: views still hold "
+                    "ring space of the previous connection");
+        return 0;
+    }
     char why[200];
     int rc = rci_sub_rma_connect(&s->rma, &s->f, s->ep, &s->rma_offer, why, sizeof why);
     if (rc) {
@@ -494,6 +528,7 @@ static int offer_rma_ring(struct rc_sub *s)
                     (unsigned long long)s->rma.size, why);
         return rc;
     }
+    s->rma_offer.key ^= s->p.test_rma_key_xor;   /* 0 but in tests of a wrong key */
     s->rma_announced = true;
     return 0;
 }
@@ -586,6 +621,8 @@ static void close_connection(struct rc_sub *s)
         s->tx[i].state = TX_FREE;
     s->tx_queue_head = s->tx_queue_len = 0;
     s->ra.active = false;
+    rc_view_release(s->ra.gather);   /* a chunk cut by the disconnect: its records go back */
+    s->ra.gather = NULL;
     s->resync_active = false;
     s->resync_outstanding = s->user_outstanding = 0;
     s->lost = false;
@@ -602,16 +639,26 @@ static bool is_tx_context(const struct rc_sub *s, const void *ctx)
  * closing first, with its sends unread in our socket, resets the connection
  * (tcp), the publisher's sends fail before it sees the BYE and a normal
  * leave looks like a failure there. Nothing is delivered any more. */
-/* A receive completion while leaving: discarded, the buffer posted again
- * (MSG) so the publisher's sends go on completing. false: stop. */
-static bool discard_rx(struct rc_sub *s, const struct rci_fabric_cqe *c)
+static bool is_rx_context(const struct rc_sub *s, const void *ctx)
 {
-    uintptr_t ctx = (uintptr_t)c->context;
-    if (s->f.rdm || ctx < (uintptr_t)s->rx || ctx >= (uintptr_t)(s->rx + s->p.rx_buffers))
-        return true;
+    return (uintptr_t)ctx >= (uintptr_t)s->rx && (uintptr_t)ctx < (uintptr_t)(s->rx + s->p.rx_buffers);
+}
+
+/* A receive completion while leaving: discarded, the buffer posted again so
+ * the publisher's sends go on completing. false: stop. */
+static bool repost_rx(struct rc_sub *s, const struct rci_fabric_cqe *c)
+{
     struct rx_slot *r = (struct rx_slot *)c->context;
     r->posted = false;
     return !c->err && !r->held && post_rx(s, r) == 0;
+}
+
+/* The same while the BYE leaves (MSG only: RDM lingers afterwards). */
+static bool discard_rx(struct rc_sub *s, const struct rci_fabric_cqe *c)
+{
+    if (s->f.rdm || !is_rx_context(s, c->context))
+        return true;
+    return repost_rx(s, c);
 }
 
 static void linger_after_bye(struct rc_sub *s)
@@ -635,6 +682,51 @@ static void linger_after_bye(struct rc_sub *s)
     }
 }
 
+/* RDM, after a BYE left: the publisher does not answer it (net/README.md,
+ * "Dead peers"), so read and discard its sends until none came for
+ * BYE_RDM_QUIET_NS (at most BYE_LINGER_NS). Closing at once, with its sends
+ * in flight, made them fail at the publisher, which then ended us as dead
+ * before it read the BYE: a normal leave logged as a failure, its handled
+ * count lost. */
+static void linger_rdm_after_bye(struct rc_sub *s)
+{
+    uint64_t now = rci_now_ns();
+    uint64_t deadline = now + BYE_LINGER_NS, last_rx = now;
+    while (now < deadline && now - last_rx < BYE_RDM_QUIET_NS) {
+        struct rci_fabric_cqe c[CQ_BATCH];
+        int n = rci_fabric_cq_poll(&s->f, c, CQ_BATCH, NULL, 0);
+        if (n < 0)
+            return;
+        now = rci_now_ns();
+        for (int i = 0; i < n; i++) {
+            if (!is_rx_context(s, c[i].context))
+                continue;
+            last_rx = now;
+            if (!repost_rx(s, &c[i]))
+                return;
+        }
+    }
+}
+
+/* ---- the handled count of an orderly BYE (wire version 3) ----------------- */
+
+/* A new connection: nothing handled on it yet; its WELCOME says whether the
+ * publisher takes the count (a version-2 publisher rejects a 24-byte BYE). */
+static void leave_count_start(struct rc_sub *s, const uint8_t *welcome)
+{
+    s->conn_chunks_handled = 0;
+    s->publisher_takes_count = rci_wire_welcome_takes_bye_handled(welcome);
+}
+
+/* The BYE to send: with the count when leaving in order to a publisher that
+ * takes it, so that what it sent and we never read is counted there. */
+static size_t leave_count_bye(struct rc_sub *s, uint8_t *buf, enum rci_bye_reason reason)
+{
+    if (reason == RCI_BYE_NORMAL && s->publisher_takes_count)
+        return (size_t)rci_wire_build_bye_handled(buf, TX_SLOT_SIZE, s->conn_chunks_handled);
+    return (size_t)rci_wire_build_bye(buf, TX_SLOT_SIZE, reason);
+}
+
 /* Give a BYE a short chance to leave before the endpoint closes. Only send
  * completions are looked at: nothing is delivered any more. */
 static void say_bye(struct rc_sub *s, enum rci_bye_reason reason)
@@ -642,7 +734,7 @@ static void say_bye(struct rc_sub *s, enum rci_bye_reason reason)
     struct tx_slot *t = take_tx_slot(s);
     if (!t)
         return;
-    queue_tx(s, t, (size_t)rci_wire_build_bye(t->buf, TX_SLOT_SIZE, reason));
+    queue_tx(s, t, leave_count_bye(s, t->buf, reason));
     uint64_t deadline = rci_now_ns() + BYE_FLUSH_NS;
     while (t->state != TX_FREE && rci_now_ns() < deadline) {
         struct rci_fabric_cqe c[CQ_BATCH];
@@ -656,8 +748,12 @@ static void say_bye(struct rc_sub *s, enum rci_bye_reason reason)
                 discard_rx(s, &c[i]);
         flush_tx_queue(s);
     }
-    if (t->state == TX_FREE && !s->f.rdm && s->ep && reason == RCI_BYE_NORMAL)
-        linger_after_bye(s);
+    if (t->state == TX_FREE && s->ep && reason == RCI_BYE_NORMAL) {
+        if (s->f.rdm)
+            linger_rdm_after_bye(s);
+        else
+            linger_after_bye(s);
+    }
 }
 
 /* End the connection: callbacks, counters, next attempt. */
@@ -706,24 +802,83 @@ void rc_sub_destroy(struct rc_sub *s)
     rci_tag_ranges_free(&s->subs);
     if (s->p.delivery == RC_SUB_DELIVERY_RMA)
         rci_sub_rma_destroy(&s->rma);
-    free(s->rx);
     rx_pool_destroy(s);
+    free(s->rx);
     free(s->tx_pool);
-    free(s->reasm_buf);
+    rci_reasm_put(s->reasm);
+    rci_view_pool_destroy(s->views);
     free(s);
 }
 
 /* ---- receiving ------------------------------------------------------------- */
 
-static void deliver(struct rc_sub *s, uint64_t tag, uint32_t flags, const void *data, size_t len)
+static bool wanted(struct rc_sub *s, uint64_t tag)
 {
-    if (!rci_tag_ranges_contains(&s->subs, tag)) {
-        s->st.unwanted++;
+    s->conn_chunks_handled++;   /* read whole: handed on, or not wanted any more */
+    if (rci_tag_ranges_contains(&s->subs, tag))
+        return true;
+    s->st.unwanted++;
+    return false;
+}
+
+/* Hand a view to on_view; the library's own reference goes after the call. */
+static void hand_on_view(struct rc_sub *s, struct rc_view *v)
+{
+    s->st.chunks++;
+    s->st.bytes += v->len;
+    s->p.on_view(s->p.cb.ctx, v);
+    rc_view_release(v);
+}
+
+/* A view of one piece of the memory the message being handled lives in (or
+ * of the reassembly buffer): it holds that memory until released. NULL
+ * when no memory was left for the view (counted). */
+static struct rc_view *source_view(struct rc_sub *s, enum rci_view_kind kind, uint64_t tag, uint32_t flags,
+                                   const void *data, size_t len)
+{
+    struct rc_view *v = rci_view_get(s->views, kind, tag, flags);
+    if (!v) {
+        s->st.view_failures++;
+        return NULL;
+    }
+    rci_view_add_piece(v, data, len);
+    if (kind == RCI_VIEW_RX) {
+        v->hold.rx_refs = &s->src_slot->refs;
+        atomic_fetch_add_explicit(&s->src_slot->refs, 1, memory_order_relaxed);
+    } else if (kind == RCI_VIEW_RMA) {
+        v->hold.rma = &s->rma;
+        v->key[0] = s->src_key;
+        s->src_key_owned = false;
+    } else {
+        v->hold.reasm = s->reasm;
+        atomic_fetch_add_explicit(&s->reasm->refs, 1, memory_order_relaxed);
+    }
+    return v;
+}
+
+/* One chunk in one piece, from the current message's memory (kind RX or
+ * RMA) or from the reassembly buffer (REASM). */
+static void deliver(struct rc_sub *s, enum rci_view_kind kind, uint64_t tag, uint32_t flags,
+                    const void *data, size_t len)
+{
+    if (!wanted(s, tag))
+        return;
+    if (!s->p.on_view) {
+        s->st.chunks++;
+        s->st.bytes += len;
+        s->p.cb.on_data(s->p.cb.ctx, tag, flags, data, len);
         return;
     }
-    s->st.chunks++;
-    s->st.bytes += len;
-    s->p.cb.on_data(s->p.cb.ctx, tag, flags, data, len);
+    struct rc_view *v = source_view(s, kind, tag, flags, data, len);
+    if (v)
+        hand_on_view(s, v);
+}
+
+/* The reassembly is over (done or abandoned): a gathered view goes back. */
+static void drop_gather(struct rc_sub *s)
+{
+    rc_view_release(s->ra.gather);
+    s->ra.gather = NULL;
 }
 
 /* A fragment that does not continue the chunk under reassembly: that chunk
@@ -737,6 +892,7 @@ static void reassembly_broken(struct rc_sub *s, const struct rci_wire_data *d)
                       d->chunk_len == ra->chunk_len;
     if (ra->active && !ra->discard)
         s->st.reassembly_drops++;
+    drop_gather(s);
     if (d->frag_index == 0) {
         ra->active = false;
         return;
@@ -755,6 +911,23 @@ static bool continues(const struct reassembly *ra, const struct rci_wire_data *d
            (ra->discard || d->frag_offset == ra->next_offset);
 }
 
+/* A reassembly buffer of at least len bytes that no view holds: ours if
+ * free, else a new one (the held one is freed by its last view). */
+static bool reasm_ready(struct rc_sub *s, size_t len)
+{
+    if (atomic_load_explicit(&s->reasm->refs, memory_order_acquire) == 1 && s->reasm->size >= len)
+        return true;
+    struct rci_reasm *fresh = rci_reasm_new(len);
+    if (!fresh) {
+        s->st.view_failures++;
+        return false;
+    }
+    rci_reasm_put(s->reasm);
+    s->reasm = fresh;
+    s->st.views_allocated++;
+    return true;
+}
+
 static void start_reassembly(struct rc_sub *s, const struct rci_wire_data *d)
 {
     bool fits = d->chunk_len <= s->p.max_chunk_size;
@@ -762,6 +935,69 @@ static void start_reassembly(struct rc_sub *s, const struct rci_wire_data *d)
         s->st.too_big++;
     s->ra = (struct reassembly){.active = true, .discard = !fits, .tag = d->tag, .flags = d->flags,
                                 .chunk_len = d->chunk_len, .frag_count = d->frag_count};
+    /* RMA records of one chunk are handed on as one view, not copied. */
+    if (fits && s->p.on_view && s->src_kind == RCI_VIEW_RMA)
+        s->ra.gather = rci_view_get(s->views, RCI_VIEW_RMA, d->tag, d->flags);
+    if (s->ra.gather)
+        s->ra.gather->hold.rma = &s->rma;
+    else if (fits && !reasm_ready(s, d->chunk_len)) {
+        s->ra.discard = true;   /* counted in view_failures */
+        s->st.reassembly_drops++;
+    }
+}
+
+/* Add this record's payload to the gathered view. false when it is full, or
+ * when the chunk would hold more than half the ring (the publisher could
+ * then wait for space we cannot release before the chunk is complete). */
+static bool gather_add(struct rc_sub *s, const uint8_t *payload, uint32_t len)
+{
+    struct rc_view *v = s->ra.gather;
+    if (v->npieces == v->cap || s->ra.next_offset + (uint64_t)len > s->rma.size / 2)
+        return false;
+    v->key[v->npieces] = s->src_key;
+    rci_view_add_piece(v, payload, len);
+    s->src_key_owned = false;
+    return true;
+}
+
+/* The gathered records go into the reassembly buffer after all (their ring
+ * space goes back), the rest of the chunk is copied too. */
+static void gather_to_copy(struct rc_sub *s)
+{
+    struct rc_view *v = s->ra.gather;
+    if (!reasm_ready(s, s->ra.chunk_len)) {
+        s->ra.discard = true;   /* counted in view_failures */
+        s->st.reassembly_drops++;
+        drop_gather(s);
+        return;
+    }
+    rc_view_copy(v, 0, s->reasm->data, v->len);
+    drop_gather(s);
+}
+
+static void reassembly_done(struct rc_sub *s)
+{
+    struct reassembly *ra = &s->ra;
+    ra->active = false;
+    if (ra->discard) {
+        drop_gather(s);
+        return;
+    }
+    s->st.reassembled++;
+    if (!ra->gather) {
+        if (s->src_kind == RCI_VIEW_RMA)
+            s->st.rma_chunks_copied++;
+        deliver(s, RCI_VIEW_REASM, ra->tag, ra->flags, s->reasm->data, ra->chunk_len);
+        return;
+    }
+    struct rc_view *v = ra->gather;
+    ra->gather = NULL;
+    s->st.rma_chunks_gathered++;
+    v->flags = ra->flags;
+    if (wanted(s, ra->tag))
+        hand_on_view(s, v);
+    else
+        rc_view_release(v);
 }
 
 static void handle_fragment(struct rc_sub *s, const struct rci_wire_data *d, const uint8_t *payload,
@@ -776,18 +1012,16 @@ static void handle_fragment(struct rc_sub *s, const struct rci_wire_data *d, con
             start_reassembly(s, d);
     }
     if (!ra->discard) {
-        memcpy(s->reasm_buf + ra->next_offset, payload, len);
+        if (ra->gather && !gather_add(s, payload, len))
+            gather_to_copy(s);
+        if (!ra->gather && !ra->discard)
+            memcpy(s->reasm->data + ra->next_offset, payload, len);
         ra->flags |= d->flags;
     }
     ra->next_offset += len;
     ra->next_index++;
-    if (ra->next_index < ra->frag_count)
-        return;
-    ra->active = false;
-    if (!ra->discard) {
-        s->st.reassembled++;
-        deliver(s, ra->tag, ra->flags, s->reasm_buf, ra->chunk_len);
-    }
+    if (ra->next_index == ra->frag_count)
+        reassembly_done(s);
 }
 
 static void handle_data(struct rc_sub *s, const uint8_t *buf, size_t len)
@@ -804,7 +1038,8 @@ static void handle_data(struct rc_sub *s, const uint8_t *buf, size_t len)
     if (s->ra.active && !s->ra.discard)
         s->st.reassembly_drops++;   /* a whole chunk cut into a fragmented one */
     s->ra.active = false;
-    deliver(s, d.tag, d.flags, payload, plen);
+    drop_gather(s);
+    deliver(s, s->src_kind, d.tag, d.flags, payload, plen);
 }
 
 static void handle_page(struct rc_sub *s, const uint8_t *buf, size_t len)
@@ -814,7 +1049,7 @@ static void handle_page(struct rc_sub *s, const uint8_t *buf, size_t len)
     s->st.pages++;
     while (rci_wire_page_next(buf, len, &pos, &rec)) {
         s->st.records++;
-        deliver(s, rec.tag, rec.flags, rec.payload, rec.len);
+        deliver(s, s->src_kind, rec.tag, rec.flags, rec.payload, rec.len);
     }
 }
 
@@ -903,6 +1138,7 @@ static void handle_held_in_order(struct rc_sub *s)
             break;
         r->held = false;
         s->nheld--;
+        s->src_slot = r;
         handle_stream_message(s, r->buf, r->len);
     }
 }
@@ -969,6 +1205,7 @@ static bool sequence_stream_message(struct rc_sub *s, struct rx_slot *r, size_t 
 {
     uint32_t seq = rci_wire_stream_seq(r->buf);
     if (seq == s->next_seq) {
+        s->src_slot = r;
         handle_stream_message(s, r->buf, len);
         handle_held_in_order(s);
         return false;
@@ -1016,6 +1253,7 @@ static void handle_welcome(struct rc_sub *s, const uint8_t *buf, size_t len)
     uint64_t hb = (uint64_t)w.heartbeat_ms * 1000000ull;
     s->heartbeat_ns = hb < s->p.heartbeat_ns ? hb : s->p.heartbeat_ns;
     welcome_delivery(s, buf, len);
+    leave_count_start(s, buf);
     s->state = ST_ACTIVE;
     s->st.connected = 1;
     s->st.connects++;
@@ -1173,17 +1411,24 @@ static void rma_bad_record(struct rc_sub *s)
     lose(s, RC_SUB_DISC_PROTOCOL);
 }
 
-/* A record whose turn came (its space taken): handed on like a DATA message
- * (a chunk of several records is reassembled like fragments), then its
- * space is released. */
+/* A record whose turn came (its space taken): handed on like a DATA message.
+ * Its space goes back when the view that took its key is released, at once
+ * when none did (on_data, a tag not wanted, a chunk copied). With on_view a
+ * chunk of several records is gathered into one view of several pieces
+ * (reassembly above); with on_data it is copied like fragments. */
 static void rma_hand_on(struct rc_sub *s, const struct rci_sub_rma_record *rec)
 {
     s->st.messages++;
     s->st.rma_records++;
     s->st.rma_bytes += rec->len;
     s->st.rma_skipped_bytes = s->rma.skipped;
+    s->src_kind = RCI_VIEW_RMA;
+    s->src_key = rec->key;
+    s->src_key_owned = true;
     handle_stream_message(s, rec->buf, rec->len);
-    rci_sub_rma_release(&s->rma, rec->key);
+    s->src_kind = RCI_VIEW_RX;
+    if (s->src_key_owned)   /* no view took it */
+        rci_sub_rma_release(&s->rma, rec->key);
 }
 
 /* Give released ring space back (a quarter of the ring at a time; force:
@@ -1301,10 +1546,25 @@ static int poll_once(void *arg)
     }
     if (!s->lost && s->resync_active)
         continue_resync(s);
+    if (!s->lost && s->views)
+        rma_send_credit(s, false);   /* views released meanwhile, maybe in other threads */
     return s->lost ? 1 : work;
 }
 
 /* ---- timers and the poll loop ------------------------------------------- */
+
+/* No receive buffer is posted because the program holds views of them: the
+ * publisher cannot reach us, its silence is ours (as a stall on purpose). */
+static bool receiving_held_by_views(const struct rc_sub *s)
+{
+    bool held = false;
+    for (uint32_t i = 0; s->views && i < s->p.rx_buffers; i++) {
+        if (s->rx[i].posted)
+            return false;
+        held |= atomic_load_explicit(&s->rx[i].refs, memory_order_relaxed) != 0;
+    }
+    return held;
+}
 
 static void run_timers(struct rc_sub *s)
 {
@@ -1323,7 +1583,7 @@ static void run_timers(struct rc_sub *s)
                  (unsigned)s->p.port);
         lose(s, RC_SUB_DISC_TIMEOUT);
     } else if (s->state == ST_ACTIVE && now - s->last_rx_ns >= s->p.peer_timeout_ns &&
-               !stalled_on_purpose(s)) {
+               !stalled_on_purpose(s) && !receiving_held_by_views(s)) {
         rci_set_err(s->err, sizeof s->err, "publisher %s:%u silent for the peer timeout", s->p.host,
                  (unsigned)s->p.port);
         lose(s, RC_SUB_DISC_TIMEOUT);
@@ -1341,7 +1601,7 @@ static uint64_t until_next_timer(const struct rc_sub *s, uint64_t now)
         due = s->next_attempt_ns;
     else if (s->state == ST_CONNECTING || s->state == ST_HELLO_SENT)
         due = s->deadline_ns;
-    else if (stalled_on_purpose(s))
+    else if (stalled_on_purpose(s) || receiving_held_by_views(s))
         due = UINT64_MAX;
     else
         due = s->last_rx_ns + s->p.peer_timeout_ns;
@@ -1429,7 +1689,12 @@ int rc_sub_unsubscribe(struct rc_sub *s, const uint64_t *first, const uint64_t *
 
 /* ---- statistics ----------------------------------------------------------- */
 
-void rc_sub_get_stats(const struct rc_sub *s, struct rc_sub_stats *st) { *st = s->st; }
+void rc_sub_get_stats(const struct rc_sub *s, struct rc_sub_stats *st)
+{
+    *st = s->st;
+    st->views_outstanding = rci_view_pool_outstanding(s->views);
+    st->views_allocated += rci_view_pool_allocated(s->views);
+}
 
 const char *rc_sub_last_error(const struct rc_sub *s) { return s->err; }
 

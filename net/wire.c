@@ -76,18 +76,24 @@ static void encode_hdr(void *buf, uint8_t version, enum rci_msg_type type, uint3
     store32(buf, OFF(rci_wire_hdr, length), length);
 }
 
-/* Checks shared by every type: at least `fixed` bytes, right magic, version
- * and type, and a header length equal to the bytes received. HELLO passes
- * version 0 to skip the version check (it is done against its own fields). */
+static bool version_spoken(uint8_t version)
+{
+    return version >= RCI_WIRE_MIN_VERSION && version <= RCI_WIRE_VERSION;
+}
+
+/* Checks shared by every type: at least `fixed` bytes, right magic, a
+ * version this build speaks (check_version false: HELLO, whose versions are
+ * checked against its own fields), right type, and a header length equal
+ * to the bytes received. */
 static enum rci_wire_error check_hdr(const void *buf, size_t len, size_t fixed, enum rci_msg_type type,
-                                    uint8_t version, struct rci_wire_hdr *hdr)
+                                    bool check_version, struct rci_wire_hdr *hdr)
 {
     if (buf == NULL || len < sizeof(struct rci_wire_hdr))
         return RCI_WIRE_SHORT;
     decode_hdr(buf, hdr);
     if (hdr->magic != RCI_WIRE_MAGIC)
         return RCI_WIRE_BAD_MAGIC;
-    if (version != 0 && hdr->version != version)
+    if (check_version && !version_spoken(hdr->version))
         return RCI_WIRE_BAD_VERSION;
     if (hdr->type != type)
         return RCI_WIRE_BAD_TYPE;
@@ -102,7 +108,7 @@ static enum rci_wire_error check_hdr(const void *buf, size_t len, size_t fixed, 
 static enum rci_wire_error check_fixed(const void *buf, size_t len, size_t size, enum rci_msg_type type,
                                       struct rci_wire_hdr *hdr)
 {
-    enum rci_wire_error e = check_hdr(buf, len, size, type, RCI_WIRE_VERSION, hdr);
+    enum rci_wire_error e = check_hdr(buf, len, size, type, true, hdr);
     if (e == RCI_WIRE_OK && len != size)
         return RCI_WIRE_BAD_LENGTH;
     return e;
@@ -113,7 +119,7 @@ static enum rci_wire_error check_fixed(const void *buf, size_t len, size_t size,
 enum rci_wire_error rci_wire_check_hello(const void *buf, size_t len, struct rci_wire_hello *out)
 {
     struct rci_wire_hello h;
-    enum rci_wire_error e = check_hdr(buf, len, sizeof h, RCI_MSG_HELLO, 0, &h.hdr);
+    enum rci_wire_error e = check_hdr(buf, len, sizeof h, RCI_MSG_HELLO, false, &h.hdr);
     if (e != RCI_WIRE_OK)
         return e;
     const uint8_t *p = buf;
@@ -145,7 +151,7 @@ enum rci_wire_error rci_wire_check_hello(const void *buf, size_t len, struct rci
 enum rci_wire_error rci_wire_check_welcome(const void *buf, size_t len, struct rci_wire_welcome *out)
 {
     struct rci_wire_welcome w;
-    enum rci_wire_error e = check_hdr(buf, len, sizeof w, RCI_MSG_WELCOME, RCI_WIRE_VERSION, &w.hdr);
+    enum rci_wire_error e = check_hdr(buf, len, sizeof w, RCI_MSG_WELCOME, true, &w.hdr);
     if (e != RCI_WIRE_OK)
         return e;
     if (len != sizeof w && len != sizeof w + sizeof(struct rci_wire_welcome_rma))
@@ -178,7 +184,7 @@ enum rci_wire_error rci_wire_check_sub(const void *buf, size_t len, struct rci_w
         s.hdr.type = RCI_MSG_UNSUBSCRIBE;
     else
         s.hdr.type = RCI_MSG_SUBSCRIBE;
-    enum rci_wire_error e = check_hdr(buf, len, sizeof s, s.hdr.type, RCI_WIRE_VERSION, &s.hdr);
+    enum rci_wire_error e = check_hdr(buf, len, sizeof s, s.hdr.type, true, &s.hdr);
     if (e != RCI_WIRE_OK)
         return e;
     s.request_id = load32(buf, OFF(rci_wire_sub, request_id));
@@ -233,7 +239,7 @@ static int fragment_is_consistent(const struct rci_wire_data *d, uint64_t payloa
 enum rci_wire_error rci_wire_check_data(const void *buf, size_t len, struct rci_wire_data *out)
 {
     struct rci_wire_data d;
-    enum rci_wire_error e = check_hdr(buf, len, sizeof d, RCI_MSG_DATA, RCI_WIRE_VERSION, &d.hdr);
+    enum rci_wire_error e = check_hdr(buf, len, sizeof d, RCI_MSG_DATA, true, &d.hdr);
     if (e != RCI_WIRE_OK)
         return e;
     d.tag = load64(buf, OFF(rci_wire_data, tag));
@@ -279,7 +285,7 @@ static size_t walk_record(const uint8_t *p, size_t len, size_t pos, enum rci_wir
 enum rci_wire_error rci_wire_check_page(const void *buf, size_t len, struct rci_wire_page *out)
 {
     struct rci_wire_page pg;
-    enum rci_wire_error e = check_hdr(buf, len, sizeof pg, RCI_MSG_PAGE, RCI_WIRE_VERSION, &pg.hdr);
+    enum rci_wire_error e = check_hdr(buf, len, sizeof pg, RCI_MSG_PAGE, true, &pg.hdr);
     if (e != RCI_WIRE_OK)
         return e;
     pg.records = load32(buf, OFF(rci_wire_page, records));
@@ -368,17 +374,34 @@ bool rci_wire_welcome_rma(const void *buf, size_t len, struct rci_wire_welcome_r
 enum rci_wire_error rci_wire_check_bye(const void *buf, size_t len, struct rci_wire_bye *out)
 {
     struct rci_wire_bye b;
-    enum rci_wire_error e = check_fixed(buf, len, sizeof b, RCI_MSG_BYE, &b.hdr);
+    enum rci_wire_error e = check_hdr(buf, len, sizeof b, RCI_MSG_BYE, true, &b.hdr);
     if (e != RCI_WIRE_OK)
         return e;
+    /* The handled count only in a version-3 BYE: a version-2 BYE is 16 bytes. */
+    bool handled = len == sizeof b + sizeof(struct rci_wire_bye_handled);
+    if (len != sizeof b && !(handled && b.hdr.version >= RCI_WIRE_VERSION_BYE_HANDLED))
+        return RCI_WIRE_BAD_LENGTH;
     b.reason = load32(buf, OFF(rci_wire_bye, reason));
     b.detail = load32(buf, OFF(rci_wire_bye, detail));
     if (b.reason > RCI_BYE_PROTOCOL || (b.reason != RCI_BYE_REFUSED && b.detail != 0) ||
-        b.detail > RCI_REFUSED_MAX_DETAIL)
+        b.detail > RCI_REFUSED_MAX_DETAIL || (handled && b.reason != RCI_BYE_NORMAL))
         return RCI_WIRE_BAD_FIELD;
     if (out)
         *out = b;
     return RCI_WIRE_OK;
+}
+
+bool rci_wire_bye_handled(const void *buf, size_t len, uint64_t *chunks_handled)
+{
+    if (len != sizeof(struct rci_wire_bye) + sizeof(struct rci_wire_bye_handled))
+        return false;
+    *chunks_handled = load64(buf, sizeof(struct rci_wire_bye) + OFF(rci_wire_bye_handled, chunks_handled));
+    return true;
+}
+
+bool rci_wire_welcome_takes_bye_handled(const void *buf)
+{
+    return ((const uint8_t *)buf)[OFF(rci_wire_hdr, version)] >= RCI_WIRE_VERSION_BYE_HANDLED;
 }
 
 /* ---- generic checker --------------------------------------------------- */
@@ -433,7 +456,7 @@ int rci_wire_check(const void *buf, size_t len, enum rci_wire_dir dir, enum rci_
          * stray non-ringcast message is always "bad magic". */
         if (hdr.magic != RCI_WIRE_MAGIC)
             e = RCI_WIRE_BAD_MAGIC;
-        else if (hdr.type != RCI_MSG_HELLO && hdr.version != RCI_WIRE_VERSION)
+        else if (hdr.type != RCI_MSG_HELLO && !version_spoken(hdr.version))
             e = RCI_WIRE_BAD_VERSION;
         else if (!type_allowed(hdr.type, dir))
             e = RCI_WIRE_BAD_TYPE;
@@ -496,11 +519,18 @@ ssize_t rci_wire_build_hello(void *buf, size_t cap, uint64_t client_id, uint32_t
 ssize_t rci_wire_build_welcome(void *buf, size_t cap, uint32_t max_tags, uint32_t heartbeat_ms,
                               uint64_t publisher_id)
 {
-    if (heartbeat_ms == 0)
+    return rci_wire_build_welcome_version(buf, cap, RCI_WIRE_BASE_VERSION, max_tags, heartbeat_ms,
+                                          publisher_id);
+}
+
+ssize_t rci_wire_build_welcome_version(void *buf, size_t cap, uint8_t version, uint32_t max_tags,
+                                      uint32_t heartbeat_ms, uint64_t publisher_id)
+{
+    if (heartbeat_ms == 0 || !version_spoken(version))
         return -EINVAL;
     if (cap < sizeof(struct rci_wire_welcome))
         return -ENOSPC;
-    encode_hdr(buf, RCI_WIRE_VERSION, RCI_MSG_WELCOME, sizeof(struct rci_wire_welcome));
+    encode_hdr(buf, version, RCI_MSG_WELCOME, sizeof(struct rci_wire_welcome));
     store32(buf, OFF(rci_wire_welcome, max_tags), max_tags);
     store32(buf, OFF(rci_wire_welcome, heartbeat_ms), heartbeat_ms);
     store64(buf, OFF(rci_wire_welcome, publisher_id), publisher_id);
@@ -519,7 +549,7 @@ ssize_t rci_wire_build_sub(void *buf, size_t cap, enum rci_msg_type type, uint32
     size_t len = sizeof(struct rci_wire_sub) + (size_t)count * sizeof(struct rci_wire_range);
     if (cap < len)
         return -ENOSPC;
-    encode_hdr(buf, RCI_WIRE_VERSION, type, (uint32_t)len);
+    encode_hdr(buf, RCI_WIRE_BASE_VERSION, type, (uint32_t)len);
     store32(buf, OFF(rci_wire_sub, request_id), request_id);
     store32(buf, OFF(rci_wire_sub, count), count);
     for (uint32_t i = 0; i < count; i++) {
@@ -536,7 +566,7 @@ ssize_t rci_wire_build_sub_ack(void *buf, size_t cap, uint32_t request_id, enum 
         return -EINVAL;
     if (cap < sizeof(struct rci_wire_sub_ack))
         return -ENOSPC;
-    encode_hdr(buf, RCI_WIRE_VERSION, RCI_MSG_SUB_ACK, sizeof(struct rci_wire_sub_ack));
+    encode_hdr(buf, RCI_WIRE_BASE_VERSION, RCI_MSG_SUB_ACK, sizeof(struct rci_wire_sub_ack));
     store32(buf, OFF(rci_wire_sub_ack, request_id), request_id);
     store32(buf, OFF(rci_wire_sub_ack, status), (uint32_t)status);
     return sizeof(struct rci_wire_sub_ack);
@@ -553,7 +583,7 @@ ssize_t rci_wire_build_data_hdr(void *buf, size_t cap, uint64_t tag, uint32_t fl
         return -EINVAL;
     if (cap < sizeof d)
         return -ENOSPC;
-    encode_hdr(buf, RCI_WIRE_VERSION, RCI_MSG_DATA, (uint32_t)(sizeof d + payload_len));
+    encode_hdr(buf, RCI_WIRE_BASE_VERSION, RCI_MSG_DATA, (uint32_t)(sizeof d + payload_len));
     store64(buf, OFF(rci_wire_data, tag), tag);
     store32(buf, OFF(rci_wire_data, flags), flags);
     store32(buf, OFF(rci_wire_data, chunk_len), chunk_len);
@@ -569,7 +599,7 @@ ssize_t rci_wire_page_init(void *buf, size_t cap)
 {
     if (cap < sizeof(struct rci_wire_page))
         return -ENOSPC;
-    encode_hdr(buf, RCI_WIRE_VERSION, RCI_MSG_PAGE, sizeof(struct rci_wire_page));
+    encode_hdr(buf, RCI_WIRE_BASE_VERSION, RCI_MSG_PAGE, sizeof(struct rci_wire_page));
     store32(buf, OFF(rci_wire_page, records), 0);
     store32(buf, OFF(rci_wire_page, seq), 0);
     return sizeof(struct rci_wire_page);
@@ -629,7 +659,7 @@ ssize_t rci_wire_build_heartbeat(void *buf, size_t cap, uint64_t sent_ns)
 {
     if (cap < sizeof(struct rci_wire_heartbeat))
         return -ENOSPC;
-    encode_hdr(buf, RCI_WIRE_VERSION, RCI_MSG_HEARTBEAT, sizeof(struct rci_wire_heartbeat));
+    encode_hdr(buf, RCI_WIRE_BASE_VERSION, RCI_MSG_HEARTBEAT, sizeof(struct rci_wire_heartbeat));
     store64(buf, OFF(rci_wire_heartbeat, sent_ns), sent_ns);
     return sizeof(struct rci_wire_heartbeat);
 }
@@ -665,7 +695,7 @@ ssize_t rci_wire_build_credit(void *buf, size_t cap, uint64_t read_pos)
 {
     if (cap < sizeof(struct rci_wire_credit))
         return -ENOSPC;
-    encode_hdr(buf, RCI_WIRE_VERSION, RCI_MSG_CREDIT, sizeof(struct rci_wire_credit));
+    encode_hdr(buf, RCI_WIRE_BASE_VERSION, RCI_MSG_CREDIT, sizeof(struct rci_wire_credit));
     store64(buf, OFF(rci_wire_credit, read_pos), read_pos);
     return sizeof(struct rci_wire_credit);
 }
@@ -676,10 +706,22 @@ ssize_t rci_wire_build_bye(void *buf, size_t cap, enum rci_bye_reason reason)
         return -EINVAL;
     if (cap < sizeof(struct rci_wire_bye))
         return -ENOSPC;
-    encode_hdr(buf, RCI_WIRE_VERSION, RCI_MSG_BYE, sizeof(struct rci_wire_bye));
+    encode_hdr(buf, RCI_WIRE_BASE_VERSION, RCI_MSG_BYE, sizeof(struct rci_wire_bye));
     store32(buf, OFF(rci_wire_bye, reason), (uint32_t)reason);
     store32(buf, OFF(rci_wire_bye, detail), 0);
     return sizeof(struct rci_wire_bye);
+}
+
+ssize_t rci_wire_build_bye_handled(void *buf, size_t cap, uint64_t chunks_handled)
+{
+    size_t len = sizeof(struct rci_wire_bye) + sizeof(struct rci_wire_bye_handled);
+    if (cap < len)
+        return -ENOSPC;
+    rci_wire_build_bye(buf, cap, RCI_BYE_NORMAL);
+    ((uint8_t *)buf)[OFF(rci_wire_hdr, version)] = RCI_WIRE_VERSION_BYE_HANDLED;
+    store32(buf, OFF(rci_wire_hdr, length), (uint32_t)len);
+    store64(buf, sizeof(struct rci_wire_bye) + OFF(rci_wire_bye_handled, chunks_handled), chunks_handled);
+    return (ssize_t)len;
 }
 
 ssize_t rci_wire_build_bye_refused(void *buf, size_t cap, enum rci_refusal why)

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* wire.h — the ringcast wire protocol (version 2). Documented in net/README.md.
+/* wire.h — the ringcast wire protocol (versions 2 and 3). Documented in net/README.md.
  *
  * Every message starts with an 8-byte common header; all integers are
  * little-endian, all structs are packed with explicit sizes (checked by
  * static asserts), so the format does not depend on the compiler.
  *
- *   publisher <- subscriber : HELLO, SUBSCRIBE, UNSUBSCRIBE, HEARTBEAT, BYE
+ *   publisher <- subscriber : HELLO, SUBSCRIBE, UNSUBSCRIBE, HEARTBEAT, BYE, CREDIT
  *   publisher -> subscriber : WELCOME, SUB_ACK, DATA, PAGE, HEARTBEAT, BYE
  *
  * Every message from the network is validated with rci_wire_check_*() before
@@ -20,9 +20,19 @@
 #define RCI_WIRE_MAGIC        0x5243u   /* "RC" */
 /* Version 2 added the stream sequence number of DATA and PAGE. Version 1
  * peers are refused at HELLO: without the sequence number a subscriber
- * cannot restore the order some providers lose (net/README.md). */
-#define RCI_WIRE_VERSION      2u        /* the only version this build speaks */
+ * cannot restore the order some providers lose (net/README.md).
+ * Version 3 adds one thing: a subscriber's BYE may say how many chunks it
+ * handled (struct rci_wire_bye_handled). A publisher that speaks 3 says so
+ * with WELCOME's hdr.version = 3 (the negotiated version); only then does a
+ * subscriber send that BYE, so builds speaking only 2 (which reject a
+ * 24-byte BYE and a WELCOME of version 3) keep working with this one both
+ * ways. Every other message has the same layout in 2 and 3 and carries
+ * hdr.version 2 (RCI_WIRE_BASE_VERSION) whatever was negotiated: a version-2
+ * peer accepts it, and the data path needs no per-peer version. */
+#define RCI_WIRE_VERSION      3u        /* the highest version this build speaks */
 #define RCI_WIRE_MIN_VERSION  2u
+#define RCI_WIRE_BASE_VERSION 2u        /* hdr.version of messages laid out as in version 2 */
+#define RCI_WIRE_VERSION_BYE_HANDLED 3u /* first version with BYE's handled count */
 
 enum rci_msg_type {
     RCI_MSG_HELLO = 1,        /* sub -> pub: versions, rx buffer size, own address (RDM) */
@@ -164,6 +174,15 @@ struct __attribute__((packed)) rci_wire_bye {
     uint32_t reason;         /* 0 normal shutdown, 1 refused, 2 protocol error */
     uint32_t detail;         /* reason refused: enum rci_refusal (why); otherwise 0 */
 };
+/* Version 3, subscriber -> publisher, reason normal only, and only to a
+ * publisher whose WELCOME said version 3: BYE is then 24 bytes with
+ * hdr.version 3. Chunks the subscriber handed to its application on this
+ * connection (every whole chunk: a DATA chunk once reassembled, each PAGE
+ * record, each RMA record set); what the publisher counted as sent to it
+ * beyond that was never read (chunks_unread_at_leave). */
+struct __attribute__((packed)) rci_wire_bye_handled {
+    uint64_t chunks_handled;
+};
 
 _Static_assert(sizeof(struct rci_wire_hdr) == 8, "wire header size");
 _Static_assert(sizeof(struct rci_wire_hello) == 24, "hello size");
@@ -179,6 +198,7 @@ _Static_assert(sizeof(struct rci_wire_page) == 16, "page header size");
 _Static_assert(sizeof(struct rci_wire_record) == 16, "record header size");
 _Static_assert(sizeof(struct rci_wire_heartbeat) == 16, "heartbeat size");
 _Static_assert(sizeof(struct rci_wire_bye) == 16, "bye size");
+_Static_assert(sizeof(struct rci_wire_bye_handled) == 8, "bye handled part size");
 
 /* Why a message was rejected: counted per kind by both sides. */
 enum rci_wire_error {
@@ -227,7 +247,9 @@ enum rci_refusal {
 #define RCI_WIRE_MAX_CONTROL (sizeof(struct rci_wire_sub) + RCI_WIRE_MAX_RANGES * sizeof(struct rci_wire_range))
 
 /* Rules beyond the struct comments, enforced by the checkers:
- * - every type but HELLO carries hdr.version == RCI_WIRE_VERSION; HELLO's
+ * - every type but HELLO carries RCI_WIRE_MIN_VERSION <= hdr.version <=
+ *   RCI_WIRE_VERSION (this build sends RCI_WIRE_BASE_VERSION but in WELCOME
+ *   and in a BYE with its handled count); HELLO's
  *   layout never changes, its hdr.version must equal its max_version and
  *   1 <= min_version <= max_version (overlap with ours: rci_wire_negotiate);
  * - hdr.length equals the received byte count, fixed-size types have exactly
@@ -240,7 +262,8 @@ enum rci_refusal {
  *   carries at least one byte; reserved == 0;
  * - PAGE: records >= 1, every record header and payload inside
  *   the message, padding bytes zero, no bytes after the last record;
- * - BYE: reason <= RCI_BYE_PROTOCOL, reserved == 0;
+ * - BYE: reason <= RCI_BYE_PROTOCOL, detail 0 unless refused (<= 65535);
+ *   16 bytes, or 24 (the handled count) with hdr.version >= 3 and reason normal;
  * - HELLO may carry the RMA part (exactly 24 more bytes): len a multiple of 8
  *   in [RCI_WIRE_RMA_MIN_RING, RCI_WIRE_RMA_MAX_RING], base a multiple of 8;
  * - WELCOME may carry its RMA part (32 bytes): delivery <= RCI_DELIVERY_RMA,
@@ -267,6 +290,10 @@ enum rci_wire_error rci_wire_check_credit(const void *buf, size_t len, struct rc
 bool rci_wire_hello_rma(const void *buf, size_t len, struct rci_wire_hello_rma *out);
 /* The RMA part of a checked WELCOME: true and *out when it has one. */
 bool rci_wire_welcome_rma(const void *buf, size_t len, struct rci_wire_welcome_rma *out);
+/* The handled count of a checked BYE: true and *chunks_handled when it has one. */
+bool rci_wire_bye_handled(const void *buf, size_t len, uint64_t *chunks_handled);
+/* Does the publisher of this checked WELCOME take a BYE with the handled count? */
+bool rci_wire_welcome_takes_bye_handled(const void *buf);
 
 /* Short stable name of an error kind ("short", "bad_magic", ...) for
  * counters and JSON; "unknown" for values out of range. */
@@ -302,8 +329,12 @@ int rci_wire_page_next(const void *buf, size_t len, size_t *pos, struct rci_wire
  * reject). Integers are given in host order. */
 ssize_t rci_wire_build_hello(void *buf, size_t cap, uint64_t client_id, uint32_t rx_buffer_size,
                             const void *addr, uint16_t addr_len);
+/* WELCOME of version RCI_WIRE_BASE_VERSION; _version: of the negotiated
+ * version (rci_wire_negotiate), RCI_WIRE_MIN_VERSION..RCI_WIRE_VERSION. */
 ssize_t rci_wire_build_welcome(void *buf, size_t cap, uint32_t max_tags, uint32_t heartbeat_ms,
                               uint64_t publisher_id);
+ssize_t rci_wire_build_welcome_version(void *buf, size_t cap, uint8_t version, uint32_t max_tags,
+                                      uint32_t heartbeat_ms, uint64_t publisher_id);
 /* Append the RMA part to a built HELLO / WELCOME of length len; returns the new length. */
 ssize_t rci_wire_add_hello_rma(void *buf, size_t cap, size_t len, const struct rci_wire_hello_rma *rma);
 ssize_t rci_wire_add_welcome_rma(void *buf, size_t cap, size_t len, enum rci_delivery delivery,
@@ -331,6 +362,8 @@ ssize_t rci_wire_page_appendv(void *buf, size_t cap, uint64_t tag, uint32_t flag
 size_t rci_wire_page_length(const void *buf);
 ssize_t rci_wire_build_heartbeat(void *buf, size_t cap, uint64_t sent_ns);
 ssize_t rci_wire_build_bye(void *buf, size_t cap, enum rci_bye_reason reason);
+/* BYE(normal) of a subscriber with the chunks it handled (24 bytes, version 3). */
+ssize_t rci_wire_build_bye_handled(void *buf, size_t cap, uint64_t chunks_handled);
 /* BYE(refused) saying why. */
 ssize_t rci_wire_build_bye_refused(void *buf, size_t cap, enum rci_refusal why);
 /* "allow list", "max_subscribers reached", ... or "cause N" (buf) for a code unknown here. */

@@ -447,6 +447,7 @@ static void thread_totals(const struct rci_pipeline *pb, const struct publish_th
     t->chunks_dropped = rci_counter_get(&th->t.dropped);
     t->shares_failed = rci_counter_get(&th->t.failed);
     t->shares_unsent = rci_counter_get(&th->t.unsent);
+    t->chunks_unread_at_leave = rci_counter_get(&th->t.unread_at_leave);
     t->chunks_abandoned = rci_counter_get(&th->t.abandoned);
     t->blocked = rci_counter_get(&th->t.blocked);
     t->table_errors = rci_counter_get(&th->t.table_errors);
@@ -460,7 +461,8 @@ static void thread_totals(const struct rci_pipeline *pb, const struct publish_th
 /* Every field of struct rci_publish_totals: a thread's figures add up to the whole. */
 #define TOTALS_FIELDS(X)                                                                            \
     X(chunks_no_subscriber) X(chunks_published) X(shares) X(chunks_sent) X(bytes_sent)              \
-    X(chunks_dropped) X(shares_failed) X(shares_unsent) X(chunks_abandoned) X(queue_full) X(blocked) \
+    X(chunks_dropped) X(shares_failed) X(shares_unsent) X(chunks_unread_at_leave) X(chunks_abandoned) \
+    X(queue_full) X(blocked)                                                                        \
     X(subscriber_overflow) X(table_errors) X(subscribers_untracked) X(chunks_queued)                \
     X(chunks_dispatched) X(dispatch_errors) X(records_exhausted) X(fanout_refused) X(subscribers_cut_off) \
     X(subscribers_kicked) X(subscribers_cut_by_allow) X(doorbell_rings)
@@ -613,10 +615,12 @@ static void write_sub_json(FILE *f, const char *name, const char *tags, rci_peer
             ",\"peer\":%" PRIu64 ",\"publisher_thread\":%u,\"active\":%s,\"chunks_sent\":%" PRIu64
             ",\"bytes_sent\":%" PRIu64 ",\"chunks_dropped\":%" PRIu64 ",\"chunks_failed\":%" PRIu64
             ",\"shares_unsent\":%" PRIu64 ",\"dropped_by_age\":%" PRIu64 ",\"dropped_by_quota\":%" PRIu64
-            ",\"cut_off\":%" PRIu64 ",\"cut_off_age_ms\":%" PRIu64 "}",
+            ",\"cut_off\":%" PRIu64 ",\"cut_off_age_ms\":%" PRIu64 ",\"handled_reported\":%s"
+            ",\"chunks_handled\":%" PRIu64 ",\"chunks_unread_at_leave\":%" PRIu64 "}",
             peer, thread, active ? "true" : "false", c->chunks_sent, c->bytes_sent, c->chunks_dropped,
             c->chunks_failed, c->shares_unsent, c->dropped_by_age, c->dropped_by_quota, c->cut_off,
-            c->cut_off_age_ns / 1000000u);
+            c->cut_off_age_ns / 1000000u, c->handled_reported ? "true" : "false", c->chunks_handled,
+            c->chunks_unread_at_leave);
 }
 
 /* Every subscriber seen: per thread those that left (in that order), then the
@@ -678,14 +682,15 @@ static void write_totals_json(FILE *f, const struct rci_publish_totals *t)
     fprintf(f,
             ",\"chunks_sent\":%" PRIu64 ",\"bytes_sent\":%" PRIu64 ",\"chunks_dropped\":%" PRIu64
             ",\"chunks_no_subscriber\":%" PRIu64 ",\"chunks_published\":%" PRIu64 ",\"shares\":%" PRIu64
-            ",\"shares_failed\":%" PRIu64 ",\"shares_unsent\":%" PRIu64 ",\"chunks_abandoned\":%" PRIu64
-            ",\"queue_full\":%" PRIu64 ",\"publisher_blocked\":%" PRIu64 ",\"subscriber_overflow\":%" PRIu64
+            ",\"shares_failed\":%" PRIu64 ",\"shares_unsent\":%" PRIu64 ",\"chunks_unread_at_leave\":%" PRIu64
+            ",\"chunks_abandoned\":%" PRIu64 ",\"queue_full\":%" PRIu64 ",\"publisher_blocked\":%" PRIu64 ",\"subscriber_overflow\":%" PRIu64
             ",\"table_errors\":%" PRIu64 ",\"subscribers_untracked\":%" PRIu64 ",\"chunks_queued\":%" PRIu64
             ",\"fanout_refused\":%" PRIu64 ",\"subscribers_cut_off\":%" PRIu64
             ",\"subscribers_kicked\":%" PRIu64 ",\"subscribers_cut_by_allow\":%" PRIu64
             ",\"doorbell_rings\":%" PRIu64,
             t->chunks_sent, t->bytes_sent, t->chunks_dropped, t->chunks_no_subscriber, t->chunks_published,
-            t->shares, t->shares_failed, t->shares_unsent, t->chunks_abandoned, t->queue_full, t->blocked,
+            t->shares, t->shares_failed, t->shares_unsent, t->chunks_unread_at_leave, t->chunks_abandoned,
+            t->queue_full, t->blocked,
             t->subscriber_overflow, t->table_errors, t->subscribers_untracked, t->chunks_queued,
             t->fanout_refused, t->subscribers_cut_off, t->subscribers_kicked, t->subscribers_cut_by_allow,
             t->doorbell_rings);

@@ -125,6 +125,8 @@ struct rci_publish_totals {
     uint64_t chunks_dropped;        /* shares dropped by slow_policy = drop */
     uint64_t shares_failed;         /* shares refused or completed in error (dead subscriber, shutdown) */
     uint64_t shares_unsent;         /* shares not sent: subscriber gone, or queued at shutdown */
+    uint64_t chunks_unread_at_leave; /* of chunks_sent: never read by subscribers that left in order
+                                      * saying how many they handled (their sum) */
     uint64_t chunks_abandoned;      /* queued at shutdown, given back without a send */
     uint64_t queue_full;            /* sink backpressure: a thread's queue of the card was full */
     uint64_t blocked;               /* times a chunk waited for a subscriber (policy block) or resources */
@@ -203,6 +205,10 @@ struct rci_pipeline_sub_counters {
     uint64_t cut_off_age_ns;            /* that share's age when it was cut off */
     uint64_t chunks_failed;             /* refused or completed in error */
     uint64_t shares_unsent;             /* looked up for it, it had left before the send */
+    uint64_t handled_reported;          /* 1: its BYE said how many chunks it handled (wire version 3) */
+    uint64_t chunks_handled;            /* ... that count (0 if it said none) */
+    uint64_t chunks_unread_at_leave;    /* chunks_sent - chunks_handled when it left saying the count:
+                                         * sent (the provider had them) but never read by it */
 };
 
 /* A subscriber as another thread sees it: as of its thread's last refresh

@@ -99,7 +99,7 @@ struct send_token {
  * like every counter of this file: common/counter.h). */
 struct pub_totals {
     rci_counter no_subscriber, published, shares, sent, bytes_sent, dropped, failed,
-        unsent, blocked, table_errors, abandoned, cut_off, kicked, cut_by_allow;
+        unsent, unread_at_leave, blocked, table_errors, abandoned, cut_off, kicked, cut_by_allow;
 };
 
 /* A lane's queue element: the chunk with the key its shares give back when

@@ -184,6 +184,24 @@ static void keep_departed(struct publish_thread *th, const struct pub_sub *s)
     r->c = s->c;
 }
 
+/* At its GONE: a subscriber whose BYE said how many chunks it handled never
+ * read what it was sent beyond that (it sat in its socket or receive
+ * buffers, or it discarded it while leaving). Counted apart from chunks_sent
+ * (which stays what the provider took). Over MSG every send of it has
+ * completed by now; over RDM a send completing after GONE is not counted
+ * for the subscriber any more (its record is kept), so chunks_sent is then
+ * the figure of this moment. More handled than sent (never expected) counts
+ * no unread chunk. Returns whether the count was given. */
+static bool count_unread_at_leave(struct publish_thread *th, struct pub_sub *s)
+{
+    if (!s->c.handled_reported)
+        return false;
+    uint64_t unread = s->c.chunks_sent > s->c.chunks_handled ? s->c.chunks_sent - s->c.chunks_handled : 0;
+    s->c.chunks_unread_at_leave = unread;
+    rci_counter_add(&th->t.unread_at_leave, unread);
+    return true;
+}
+
 static void sub_leave(struct publish_thread *th, rci_peer_id peer)
 {
     struct pub_sub *s = sub_of_peer(th, peer);
@@ -196,11 +214,15 @@ static void sub_leave(struct publish_thread *th, rci_peer_id peer)
         rci_counter_add(&th->t.table_errors, 1);
         pl_warn(th->pb, "subscriber %s: removing it from the table failed: %s", s->name, strerror(-rc));
     }
+    char unread[96] = "";
+    if (count_unread_at_leave(th, s))
+        snprintf(unread, sizeof unread, "; never read %" PRIu64 " (it handled %" PRIu64 ")",
+                 s->c.chunks_unread_at_leave, s->c.chunks_handled);
     pl_info(th->pb, "subscriber %s left%s: sent %" PRIu64 ", dropped %" PRIu64 " (by age %" PRIu64 ", by quota %" PRIu64
-            "), failed %" PRIu64 ", not sent %" PRIu64 "; tags %s", s->name,
+            "), failed %" PRIu64 ", not sent %" PRIu64 "%s; tags %s", s->name,
             s->cut ? " (cut off)" : s->said_bye ? " (BYE)" : "", s->c.chunks_sent,
             s->c.chunks_dropped, s->c.dropped_by_age, s->c.dropped_by_quota, s->c.chunks_failed,
-            s->c.shares_unsent, s->tags[0] ? s->tags : "none");
+            s->c.shares_unsent, unread, s->tags[0] ? s->tags : "none");
     keep_departed(th, s);
     free(s->ranges);
     s->ranges = NULL;
@@ -219,8 +241,10 @@ static void on_peer_event(void *arg, rci_peer_id peer, enum rci_pub_peer_event e
     case RCI_PUB_PEER_GONE: sub_leave(th, peer); break;
     case RCI_PUB_PEER_BYE: {
         struct pub_sub *s = sub_of_peer(th, peer);
-        if (s)
-            s->said_bye = true;
+        if (!s)
+            break;
+        s->said_bye = true;
+        s->c.handled_reported = rci_publisher_peer_chunks_handled(th->pub, peer, &s->c.chunks_handled);
         break;
     }
     }

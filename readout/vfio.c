@@ -20,27 +20,12 @@
 #include <unistd.h>
 
 #include "common/errbuf.h"
+#include "common/symlink.h"
 #include "readout/wupper_regs.h"
 
 #define PCI_COMMAND_OFFSET   0x04
 #define PCI_COMMAND_MEMORY   0x2     /* respond to memory accesses (the BAR) */
 #define PCI_COMMAND_MASTER   0x4     /* bus mastering: the card may DMA */
-
-/* The last path element of the symlink at path ("" if it is none). */
-static int link_basename(const char *path, char *out, size_t outlen)
-{
-    char target[PATH_MAX];
-    ssize_t n = readlink(path, target, sizeof target - 1);
-    if (n < 0)
-        return -errno;
-    target[n] = '\0';
-    const char *slash = strrchr(target, '/');
-    const char *base = slash ? slash + 1 : target;
-    if (strlen(base) >= outlen)
-        return -ENAMETOOLONG;
-    memcpy(out, base, strlen(base) + 1);
-    return 0;
-}
 
 /* Everything that can be checked in sysfs before opening anything. */
 static int check_sysfs(const char *addr, char *group, size_t grouplen, char *err, size_t errlen)
@@ -59,7 +44,7 @@ static int check_sysfs(const char *addr, char *group, size_t grouplen, char *err
         return -ENODEV;
     }
     snprintf(path, sizeof path, "/sys/bus/pci/devices/%s/driver", addr);
-    int rc = link_basename(path, driver, sizeof driver);
+    int rc = rci_link_basename(path, driver, sizeof driver);
     if (rc != 0 || strcmp(driver, "vfio-pci") != 0) {
         rci_set_err(err, errlen, "PCI device %s is %s%s, not to vfio-pci: `echo vfio-pci > "
                     "/sys/bus/pci/devices/%s/driver_override; echo %s > /sys/bus/pci/drivers_probe` "
@@ -68,7 +53,7 @@ static int check_sysfs(const char *addr, char *group, size_t grouplen, char *err
         return -ENODEV;
     }
     snprintf(path, sizeof path, "/sys/bus/pci/devices/%s/iommu_group", addr);
-    if (link_basename(path, group, grouplen) != 0) {
+    if (rci_link_basename(path, group, grouplen) != 0) {
         rci_set_err(err, errlen, "PCI device %s has no IOMMU group: the IOMMU is off (boot with "
                     "intel_iommu=on or amd_iommu=on, and enable VT-d / AMD-Vi in the BIOS)", addr);
         return -ENODEV;

@@ -421,9 +421,10 @@ static pid_t start_subscriber(const struct rci_bench_pipe_params *p, const struc
      * makes it, and the subscriber reassembles only those. */
     uint32_t rx_size = p->chunk_size + SUB_RX_HEADROOM;
     snprintf(rx, sizeof rx, "%u", rx_size < SUB_RX_DEFAULT ? SUB_RX_DEFAULT : rx_size);
+    bool rma = p->delivery && !strcmp(p->delivery, "rma");
     char *argv[] = { exe, "--connect", connect, "--provider", (char *)p->provider, "--endpoint",
                      p->rdm ? "rdm" : "msg", "--tags", "all", "--json", "--rx-buffer-size", rx,
-                     p->latency ? "--latency" : NULL, NULL };
+                     "--delivery", rma ? "rma" : "send", p->latency ? "--latency" : NULL, NULL };
     return spawn(argv, fl->sub_json[i], fl->sub_log[i], NULL);
 }
 

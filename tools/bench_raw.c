@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <rdma/fi_rma.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -32,6 +33,9 @@ struct raw_run {
     atomic_bool abort;                 /* either side failed: the other stops */
     atomic_uint_fast64_t expected;     /* messages the sender got out; UINT64_MAX while sending */
     uint64_t received, bytes, last_rx_ns;
+    /* rma: the receiver's registered buffers, published before rma_ready. */
+    atomic_bool rma_ready;
+    uint64_t rma_base, rma_key, rma_len;
     int rx_rc;
     char rx_err[256];
 };
@@ -74,10 +78,23 @@ static int post_recv(struct raw_endpoint *e, uint32_t msg_size, uint32_t i)
                         (void *)(uintptr_t)(i + 1));
 }
 
+/* Where the sender may write (an offset where the provider does not use
+ * virtual addresses), told through memory: no wire protocol in the raw row. */
+static void publish_rma_region(struct raw_run *r, const struct raw_endpoint *e)
+{
+    r->rma_base = e->f.mr_virt_addr ? (uint64_t)(uintptr_t)e->mem : 0;
+    r->rma_key = fi_mr_key(e->mr.mr);
+    r->rma_len = e->mem_len;
+    atomic_store(&r->rma_ready, true);
+}
+
 static int post_all_recvs(struct raw_run *r, struct raw_endpoint *e, uint32_t n)
 {
-    int rc = rci_fabric_mr_reg(&e->f, e->mem, e->mem_len, FI_RECV, e->ep, &e->mr, r->rx_err,
+    uint64_t access = r->p->rma ? FI_RECV | FI_REMOTE_WRITE : FI_RECV;
+    int rc = rci_fabric_mr_reg(&e->f, e->mem, e->mem_len, access, e->ep, &e->mr, r->rx_err,
                               sizeof r->rx_err);
+    if (rc == 0 && r->p->rma)
+        publish_rma_region(r, e);
     for (uint32_t i = 0; rc == 0 && i < n; i++) {
         rc = post_recv(e, r->p->msg_size, i);
         if (rc)
@@ -149,8 +166,12 @@ static int receive_some(void *arg)
         if (cqe[i].err)
             return rci_fabric_error(&e->f, r->rx_err, sizeof r->rx_err, "raw: receive completion", cqe[i].err);
         r->received++;
-        r->bytes += cqe[i].len;
         r->last_rx_ns = now;
+        if (cqe[i].flags & FI_REMOTE_CQ_DATA) {   /* a write: its length is the immediate data */
+            r->bytes += cqe[i].data;
+            continue;
+        }
+        r->bytes += cqe[i].len;
         int rc = post_recv(e, r->p->msg_size, (uint32_t)((uintptr_t)cqe[i].context - 1));
         if (rc)
             return rci_fabric_error(&e->f, r->rx_err, sizeof r->rx_err, "fi_recv(again)", rc);
@@ -227,8 +248,12 @@ static int sender_open(struct raw_run *r, struct raw_endpoint *e, fi_addr_t *des
     } else {
         rc = rci_fabric_msg_ep_open(&e->f, NULL, NULL, &e->ep, err, errlen);
     }
+    if (rc == 0 && p->rma && !e->f.rma) {
+        rci_set_err(err, errlen, "raw-rma: %s grants no FI_RMA with remote CQ data", e->f.where);
+        rc = -ENOTSUP;
+    }
     if (rc == 0)
-        rc = rci_fabric_mr_reg(&e->f, e->mem, e->mem_len, FI_SEND, e->ep, &e->mr, err, errlen);
+        rc = rci_fabric_mr_reg(&e->f, e->mem, e->mem_len, p->rma ? FI_WRITE : FI_SEND, e->ep, &e->mr, err, errlen);
     if (rc == 0 && !e->f.rdm)
         rc = rci_fabric_msg_connect(&e->f, e->ep, RAW_SETUP_TIMEOUT_NS, err, errlen);
     return rc;
@@ -255,6 +280,17 @@ static int reap_sends(void *arg)
     return n;
 }
 
+/* One write of msg_size bytes into the receiver's next slot (slots reused
+ * in turn, as the send stream reuses its source buffer). */
+static ssize_t write_one(struct raw_run *r, struct send_state *s, fi_addr_t dest)
+{
+    const uint32_t size = r->p->msg_size;
+    uint64_t slots = r->rma_len / size;
+    uint64_t target = r->rma_base + (s->sent % slots) * size;
+    return fi_writedata(s->e->ep, s->e->mem + s->offset, size, s->e->mr.desc, size, dest, target, r->rma_key,
+                        NULL);
+}
+
 /* Keep the window full until the deadline; when it is full (or the
  * provider's queue is), wait for completions as the publisher does. */
 static int send_loop(struct raw_run *r, fi_addr_t dest, uint64_t deadline, struct send_state *s)
@@ -265,11 +301,12 @@ static int send_loop(struct raw_run *r, fi_addr_t dest, uint64_t deadline, struc
         while (s->outstanding < r->p->window) {
             if (s->offset + size > e->mem_len)
                 s->offset = 0;
-            ssize_t rc = fi_send(e->ep, e->mem + s->offset, size, e->mr.desc, dest, NULL);
+            ssize_t rc = r->p->rma ? write_one(r, s, dest) : fi_send(e->ep, e->mem + s->offset, size, e->mr.desc,
+                                                                     dest, NULL);
             if (rc == -FI_EAGAIN)
                 break;
             if (rc)
-                return rci_fabric_error(&e->f, s->err, s->errlen, "fi_send", (int)rc);
+                return rci_fabric_error(&e->f, s->err, s->errlen, r->p->rma ? "fi_writedata" : "fi_send", (int)rc);
             s->offset += size;
             s->outstanding++;
             s->sent++;
@@ -304,6 +341,15 @@ static bool wait_receiver_listening(struct raw_run *r)
     return atomic_load(&r->rx_state) == RX_LISTENING;
 }
 
+/* MSG: the receiver registers after it accepted the connection. */
+static bool wait_rma_region(struct raw_run *r)
+{
+    uint64_t deadline = rci_now_ns() + RAW_SETUP_TIMEOUT_NS;
+    while (!atomic_load(&r->rma_ready) && !atomic_load(&r->abort) && rci_now_ns() < deadline)
+        rci_sleep_ns(1000000);
+    return atomic_load(&r->rma_ready);
+}
+
 /* The caller closes e after the receiver finished: closing it earlier
  * would end the connection, and the receiver's posted receives would
  * complete as cancelled while the last messages may still be on their way. */
@@ -318,6 +364,10 @@ static int run_sender(struct raw_run *r, struct raw_endpoint *e, uint64_t *t0, c
     }
     if (rc == 0)
         rc = sender_open(r, e, &dest, err, errlen);
+    if (rc == 0 && r->p->rma && !wait_rma_region(r)) {
+        rci_set_err(err, errlen, "raw-rma: the receiver did not register its buffers within 10 s");
+        rc = -ECANCELED;
+    }
     *t0 = rci_now_ns();
     if (rc == 0)
         rc = send_loop(r, dest, *t0 + (uint64_t)(r->p->seconds * 1e9), &s);

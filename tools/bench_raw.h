@@ -9,9 +9,17 @@
  * the pipeline's DMA ring; one receiver thread keeps rx_buffers receives of
  * msg_size bytes posted and re-posts each as it completes. Both drive
  * progress by reading their completion queue. Over loopback in one process.
+ *
+ * With rma (the "raw-rma" row): the receiver registers its buffers for
+ * remote write instead and hands address, key and length to the sender in
+ * memory; the sender keeps up to `window` fi_writedata of msg_size bytes
+ * outstanding into them, slot after slot, each with FI_REMOTE_CQ_DATA
+ * carrying its length (tcp and rxm report len 0 at the target), and the
+ * receiver counts the remote completions: what RMA delivery can reach.
  */
 #ifndef RCI_BENCH_RAW_H
 #define RCI_BENCH_RAW_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "net/fabric_params.h"
@@ -22,6 +30,7 @@ struct rci_bench_raw_params {
     uint32_t window;                  /* sends outstanding at most (the pipeline's header slots) */
     uint64_t send_buffer_size;        /* registered source memory (the pipeline's ring size) */
     double seconds;                   /* sending time */
+    bool rma;                         /* fi_writedata stream instead of fi_send */
 };
 
 struct rci_bench_raw_result {

@@ -23,7 +23,6 @@ extern char **environ;
 #define TARGET_ZC_MIN_SIZE     8192u    /* ... at chunk sizes from 8 KiB */
 #define TARGET_BUF_SIZE        64u      /* buffered at 64 B chunks ... */
 #define TARGET_BUF_RATE_FACTOR 10.0     /* ... at 10 x raw's message rate */
-#define TARGET_P99_US          200.0    /* zero copy p99 at half load */
 /* Issue 17, target 2: what mode auto picks, at every chunk size from 1 KiB
  * to 1 MiB with 4 KiB blocks, >= 0.9 x the link's peak (the best raw row). */
 #define TARGET_BW_RATIO        0.90
@@ -31,6 +30,14 @@ extern char **environ;
 #define TARGET_BW_MAX_SIZE     (1u << 20)
 #define TARGET_BW_BLOCK        4096u
 #define TARGET_BW_PEAK_SIZE    (1u << 20)   /* the peak needs a raw row of 1 MiB messages or more */
+#define TARGET_PER_CHUNK       0.30     /* pipeline vs decoder chunk rate at 64 B, 256 B */
+#define TARGET_P50_US          50.0     /* p50 at half load ... */
+#define TARGET_P99_US          200.0    /* ... and p99, each mode ... */
+#define TARGET_LATENCY_MAX_SIZE 8192u   /* ... 64 B to 8 KiB */
+#define TARGET_FANOUT          0.80     /* k subscribers' bytes vs one's */
+#define TARGET_RMA_RATIO       0.95     /* RMA delivery vs raw-rma, blocks >= the chunk ... */
+#define TARGET_RMA_SIZE_MIN    8192u    /* ... at 8 KiB ... */
+#define TARGET_RMA_SIZE_MAX    65536u   /* ... and 64 KiB */
 
 /* ---- table and JSON ---------------------------------------------------------- */
 
@@ -78,6 +85,10 @@ static void print_json(FILE *f, const struct rci_bench_row *w)
         fprintf(f, ",\"fill\":\"%s\"", w->fill);
     if (w->mode)
         fprintf(f, ",\"mode\":\"%s\"", w->mode);
+    if (w->delivery)
+        fprintf(f, ",\"delivery\":\"%s\"", w->delivery);
+    if (w->block_size)
+        fprintf(f, ",\"block_size\":%u", w->block_size);
     if (w->has_cpu_split)
         fprintf(f, ",\"daemon_cpu_s_per_gb\":%.4f,\"sub_cpu_s_per_gb\":%.4f,\"sim_cpu_s_per_gb\":%.4f",
                 w->daemon_cpu_s_per_gb, w->sub_cpu_s_per_gb, w->sim_cpu_s_per_gb);
@@ -127,68 +138,214 @@ const struct rci_bench_row *rci_bench_find(const struct rci_bench_report *r, con
 
 /* ---- targets ------------------------------------------------------------------ */
 
-static const char *verdict(bool pass) { return pass ? "pass" : "MISS"; }
+/* One measured point of a target: a line's item in the table's summary, and
+ * with --json also one object on stdout:
+ * {"test":"target","target":ID,"point":P,"measured":M,"limit":L,"pass":B}. */
+struct target_line {
+    const struct rci_bench_report *r;
+    FILE *out;
+    const char *id;
+    unsigned points;
+};
+
+static void target_begin(struct target_line *t, const struct rci_bench_report *r, FILE *out, const char *id,
+                         const char *title)
+{
+    *t = (struct target_line){ .r = r, .out = out, .id = id };
+    fprintf(out, "  %s:", title);
+}
+
+/* shown: the point as the table shows it (a ratio, "540 us", ...). */
+static void target_point(struct target_line *t, const char *point, double measured, double limit, bool pass,
+                         const char *shown)
+{
+    fprintf(t->out, "%s %s %s %s", t->points++ ? "," : "", point, shown, pass ? "pass" : "MISS");
+    if (t->r->json)
+        fprintf(stdout, "{\"test\":\"target\",\"target\":\"%s\",\"point\":\"%s\",\"measured\":%.6g,"
+                        "\"limit\":%.6g,\"pass\":%s}\n", t->id, point, measured, limit, pass ? "true" : "false");
+}
+
+static void target_end(struct target_line *t)
+{
+    fprintf(t->out, "%s\n", t->points ? "" : " not measured");
+    fflush(stdout);
+}
+
+static bool is_pipeline_test(const char *test)
+{
+    return !strcmp(test, "zerocopy") || !strcmp(test, "buffered") || !strcmp(test, "auto");
+}
 
 static void target_zc_ratio(const struct rci_bench_report *r, FILE *out)
 {
-    fprintf(out, "  zero copy >= %.2f x raw at >= 8 KiB (fill=none):", TARGET_ZC_RATIO);
-    unsigned n = 0;
+    struct target_line t;
+    char title[96], size[32], shown[32];
+    snprintf(title, sizeof title, "zero copy >= %.2f x raw at >= 8 KiB (fill=none)", TARGET_ZC_RATIO);
+    target_begin(&t, r, out, "zero_copy_vs_raw", title);
     for (unsigned i = 0; i < r->nrows; i++) {
         const struct rci_bench_row *w = &r->rows[i];
         if (strcmp(w->test, "zerocopy") || !w->fill || strcmp(w->fill, "none") ||
-            w->chunk_size < TARGET_ZC_MIN_SIZE ||
-            !w->has_ratio)
+            w->chunk_size < TARGET_ZC_MIN_SIZE || !w->has_ratio || w->delivery_comparison)
             continue;
-        char size[32];
-        fprintf(out, "%s %s %.3f %s", n++ ? "," : "", rci_format_size(w->chunk_size, size, sizeof size),
-                w->ratio_to_raw, verdict(w->ratio_to_raw >= TARGET_ZC_RATIO));
+        snprintf(shown, sizeof shown, "%.3f", w->ratio_to_raw);
+        target_point(&t, rci_format_size(w->chunk_size, size, sizeof size), w->ratio_to_raw, TARGET_ZC_RATIO,
+                     w->ratio_to_raw >= TARGET_ZC_RATIO, shown);
     }
-    fprintf(out, "%s\n", n ? "" : " not measured");
+    target_end(&t);
+}
+
+/* Target 1: the pipeline's best chunk rate (any mode, fill none) against the
+ * decoder's on one core, at the same size in the same run. */
+static void target_per_chunk(const struct rci_bench_report *r, FILE *out)
+{
+    static const uint64_t sizes[] = { 64, 256 };
+    struct target_line t;
+    char title[96], size[32], shown[64];
+    snprintf(title, sizeof title, "per-chunk cost, pipeline >= %.2f x the decoder's chunk rate", TARGET_PER_CHUNK);
+    target_begin(&t, r, out, "per_chunk_cost", title);
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        const struct rci_bench_row *dec = rci_bench_find(r, "decode", sizes[k], NULL);
+        const struct rci_bench_row *best = NULL;
+        for (unsigned i = 0; i < r->nrows; i++) {
+            const struct rci_bench_row *w = &r->rows[i];
+            if (w->chunk_size == sizes[k] && is_pipeline_test(w->test) && w->fill && !strcmp(w->fill, "none") &&
+                !w->delivery_comparison && (!best || w->chunks_per_s > best->chunks_per_s))
+                best = w;
+        }
+        if (!dec || !best || dec->chunks_per_s <= 0)
+            continue;
+        double ratio = best->chunks_per_s / dec->chunks_per_s;
+        snprintf(shown, sizeof shown, "%.3f (%s %.2f M/s vs %.2f M/s)", ratio, best->test, best->chunks_per_s / 1e6,
+                 dec->chunks_per_s / 1e6);
+        target_point(&t, rci_format_size(sizes[k], size, sizeof size), ratio, TARGET_PER_CHUNK,
+                     ratio >= TARGET_PER_CHUNK, shown);
+    }
+    target_end(&t);
 }
 
 static void target_buffered_rate(const struct rci_bench_report *r, FILE *out)
 {
+    struct target_line t;
+    char title[96], shown[64];
+    snprintf(title, sizeof title, "buffered at 64 B >= %.0f x raw's message rate", TARGET_BUF_RATE_FACTOR);
+    target_begin(&t, r, out, "buffered_vs_raw_rate", title);
     const struct rci_bench_row *b = rci_bench_find(r, "buffered", TARGET_BUF_SIZE, "none");
     const struct rci_bench_row *raw = rci_bench_find(r, "raw", TARGET_BUF_SIZE, NULL);
-    fprintf(out, "  buffered at 64 B >= %.0f x raw's message rate:", TARGET_BUF_RATE_FACTOR);
-    if (!b || !raw || raw->chunks_per_s <= 0) {
-        fprintf(out, " not measured\n");
-        return;
+    if (b && raw && raw->chunks_per_s > 0) {
+        double factor = b->chunks_per_s / raw->chunks_per_s;
+        snprintf(shown, sizeof shown, "%.2f M/s vs %.2f M/s = %.1f x", b->chunks_per_s / 1e6,
+                 raw->chunks_per_s / 1e6, factor);
+        target_point(&t, "64", factor, TARGET_BUF_RATE_FACTOR, factor >= TARGET_BUF_RATE_FACTOR, shown);
     }
-    double factor = b->chunks_per_s / raw->chunks_per_s;
-    fprintf(out, " %.2f M/s vs %.2f M/s = %.1f x %s\n", b->chunks_per_s / 1e6, raw->chunks_per_s / 1e6, factor,
-            verdict(factor >= TARGET_BUF_RATE_FACTOR));
+    target_end(&t);
 }
 
 static void target_hygiene(const struct rci_bench_report *r, FILE *out)
 {
-    fprintf(out, "  zero copy steady state, 0 allocations and 0 payload bytes copied per chunk:");
-    unsigned n = 0;
+    struct target_line t;
+    char point[64], size[32];
+    target_begin(&t, r, out, "zero_copy_hygiene",
+                 "zero copy steady state, 0 allocations and 0 payload bytes copied per chunk");
     for (unsigned i = 0; i < r->nrows; i++) {
         const struct rci_bench_row *w = &r->rows[i];
-        if (strcmp(w->test, "zerocopy") || !w->has_hygiene)
+        if (strcmp(w->test, "zerocopy") || !w->has_hygiene || w->delivery_comparison)
             continue;
-        char size[32];
         bool pass = w->mallocs_counted && w->mallocs_per_chunk == 0 && w->copied_bytes_per_chunk == 0;
-        fprintf(out, "%s %s/%s %s", n++ ? "," : "", rci_format_size(w->chunk_size, size, sizeof size), w->fill,
-                verdict(pass));
+        snprintf(point, sizeof point, "%s/%s", rci_format_size(w->chunk_size, size, sizeof size), w->fill);
+        target_point(&t, point, w->mallocs_per_chunk + w->copied_bytes_per_chunk, 0, pass, "");
     }
-    fprintf(out, "%s\n", n ? "" : " not measured");
+    target_end(&t);
 }
 
-static void target_latency(const struct rci_bench_report *r, FILE *out)
+/* Target 3: p50 and p99 at half the maximum rate, 64 B to 8 KiB, each mode. */
+static void target_latency_pct(const struct rci_bench_report *r, FILE *out, bool p99)
 {
-    fprintf(out, "  zero copy p99 latency at half load <= %.0f us:", TARGET_P99_US);
-    unsigned n = 0;
+    struct target_line t;
+    char title[96], point[64], size[32], shown[32];
+    double limit = p99 ? TARGET_P99_US : TARGET_P50_US;
+    snprintf(title, sizeof title, "%s latency at half load <= %.0f us, 64 B to 8 KiB", p99 ? "p99" : "p50", limit);
+    target_begin(&t, r, out, p99 ? "latency_p99_us" : "latency_p50_us", title);
     for (unsigned i = 0; i < r->nrows; i++) {
         const struct rci_bench_row *w = &r->rows[i];
-        if (strcmp(w->test, "latency") || !w->mode || strcmp(w->mode, "zerocopy"))
+        if (strcmp(w->test, "latency") || !w->mode || w->chunk_size > TARGET_LATENCY_MAX_SIZE)
             continue;
-        char size[32];
-        fprintf(out, "%s %s %.0f us %s", n++ ? "," : "", rci_format_size(w->chunk_size, size, sizeof size),
-                w->p99_us, verdict(w->p99_us <= TARGET_P99_US));
+        double us = p99 ? w->p99_us : w->p50_us;
+        snprintf(point, sizeof point, "%s/%s", rci_format_size(w->chunk_size, size, sizeof size), w->mode);
+        snprintf(shown, sizeof shown, "%.0f us", us);
+        target_point(&t, point, us, limit, us <= limit, shown);
     }
-    fprintf(out, "%s\n", n ? "" : " not measured");
+    target_end(&t);
+}
+
+/* Target 4: all subscribers together keep >= 0.8 of one subscriber's bytes. */
+static void target_fanout(const struct rci_bench_report *r, FILE *out)
+{
+    struct target_line t;
+    char title[96], point[32], shown[32];
+    snprintf(title, sizeof title, "fan-out, k subscribers together >= %.2f x the bytes of k = 1", TARGET_FANOUT);
+    target_begin(&t, r, out, "fanout_vs_one", title);
+    const struct rci_bench_row *one = NULL;
+    for (unsigned i = 0; i < r->nrows && !one; i++)
+        if (!strcmp(r->rows[i].test, "fanout") && r->rows[i].subscribers == 1)
+            one = &r->rows[i];
+    for (unsigned i = 0; one && one->gbytes_per_s > 0 && i < r->nrows; i++) {
+        const struct rci_bench_row *w = &r->rows[i];
+        if (strcmp(w->test, "fanout") || w->subscribers < 2)
+            continue;
+        double ratio = w->gbytes_per_s / one->gbytes_per_s;
+        snprintf(point, sizeof point, "k=%u", w->subscribers);
+        snprintf(shown, sizeof shown, "%.3f", ratio);
+        target_point(&t, point, ratio, TARGET_FANOUT, ratio >= TARGET_FANOUT, shown);
+    }
+    target_end(&t);
+}
+
+/* The rma mode's row of this size and delivery (zero copy, fill none,
+ * blocks as large as the chunk). */
+static const struct rci_bench_row *delivery_row(const struct rci_bench_report *r, uint64_t size,
+                                                const char *delivery)
+{
+    for (unsigned i = 0; i < r->nrows; i++) {
+        const struct rci_bench_row *w = &r->rows[i];
+        if (w->chunk_size == size && w->delivery_comparison && w->delivery && !strcmp(w->delivery, delivery))
+            return w;
+    }
+    return NULL;
+}
+
+/* The RMA issue's targets: RMA delivery >= 0.95 x raw-rma at 8 KiB and
+ * 64 KiB (blocks as large as the chunk), and the subscriber's CPU per GB
+ * no higher with RMA than with send delivery. */
+static void target_rma(const struct rci_bench_report *r, FILE *out)
+{
+    struct target_line t;
+    char title[112], size[32], shown[64];
+    snprintf(title, sizeof title, "RMA delivery >= %.2f x raw-rma at 8 KiB and 64 KiB, blocks >= chunk",
+             TARGET_RMA_RATIO);
+    target_begin(&t, r, out, "rma_vs_raw_rma", title);
+    for (uint64_t sz = TARGET_RMA_SIZE_MIN; sz <= TARGET_RMA_SIZE_MAX; sz *= 8) {
+        const struct rci_bench_row *w = delivery_row(r, sz, "rma");
+        const struct rci_bench_row *raw = rci_bench_find(r, "raw-rma", sz, NULL);
+        if (!w || !raw || raw->gbytes_per_s <= 0)
+            continue;
+        double ratio = w->gbytes_per_s / raw->gbytes_per_s;
+        snprintf(shown, sizeof shown, "%.3f", ratio);
+        target_point(&t, rci_format_size(sz, size, sizeof size), ratio, TARGET_RMA_RATIO, ratio >= TARGET_RMA_RATIO,
+                     shown);
+    }
+    target_end(&t);
+    target_begin(&t, r, out, "rma_sub_cpu_vs_send", "subscriber CPU s/GB with RMA delivery <= with send");
+    for (uint64_t sz = TARGET_RMA_SIZE_MIN; sz <= TARGET_RMA_SIZE_MAX; sz *= 8) {
+        const struct rci_bench_row *rma = delivery_row(r, sz, "rma");
+        const struct rci_bench_row *send = delivery_row(r, sz, "send");
+        if (!rma || !send || !rma->has_cpu_split || !send->has_cpu_split || send->sub_cpu_s_per_gb <= 0)
+            continue;
+        double ratio = rma->sub_cpu_s_per_gb / send->sub_cpu_s_per_gb;
+        snprintf(shown, sizeof shown, "%.3f (%.2f vs %.2f s/GB)", ratio, rma->sub_cpu_s_per_gb,
+                 send->sub_cpu_s_per_gb);
+        target_point(&t, rci_format_size(sz, size, sizeof size), ratio, 1.0, ratio <= 1.0, shown);
+    }
+    target_end(&t);
 }
 
 /* The link's peak: the best raw row of the run. */
@@ -203,70 +360,61 @@ static const struct rci_bench_row *raw_peak(const struct rci_bench_report *r)
 
 static bool bandwidth_point(const struct rci_bench_row *w)
 {
-    return !strcmp(w->test, "auto") && w->fill && !strcmp(w->fill, "none") &&
+    return !strcmp(w->test, "auto") && w->fill && !strcmp(w->fill, "none") && !w->delivery_comparison &&
+           (!w->delivery || !strcmp(w->delivery, "send")) &&
            w->chunk_size >= TARGET_BW_MIN_SIZE && w->chunk_size <= TARGET_BW_MAX_SIZE;
 }
 
-static void bandwidth_json(const struct rci_bench_report *r, const struct rci_bench_row *w,
-                           const struct rci_bench_row *peak, bool peak_valid, double ratio, bool pass)
-{
-    printf("{\"test\":\"target\",\"target\":\"bandwidth_auto\",\"chunk_size\":%" PRIu64
-           ",\"gbytes_per_s\":%.4f,\"peak_gbytes_per_s\":%.4f,\"peak_chunk_size\":%" PRIu64
-           ",\"peak_valid\":%s,\"ratio_to_peak\":%.4f,\"min_ratio\":%.2f,\"block_size\":%" PRIu64
-           ",\"pass\":%s}\n", w->chunk_size, w->gbytes_per_s, peak->gbytes_per_s, peak->chunk_size,
-           peak_valid ? "true" : "false", ratio, TARGET_BW_RATIO, r->block_size, pass ? "true" : "false");
-    fflush(stdout);
-}
-
-/* Every auto row (fill none) from 1 KiB to 1 MiB against the best raw row;
- * a point measured with other than 4 KiB blocks, or in a run without a raw
- * row of 1 MiB messages (the peak is then not the link's), cannot pass. */
+/* Every auto row (fill none, send delivery) from 1 KiB to 1 MiB against the
+ * best raw row; a point measured with other than 4 KiB blocks, or in a run
+ * without a raw row of 1 MiB messages (the best raw row is then not the
+ * link's peak), cannot pass. JSON: target "bandwidth_auto", measured = the
+ * ratio to the peak. */
 static void target_bandwidth(const struct rci_bench_report *r, FILE *out)
 {
     const struct rci_bench_row *peak = raw_peak(r);
-    char psize[32];
-    fprintf(out, "  bandwidth: what auto mode picks >= %.2f x the link's peak", TARGET_BW_RATIO);
+    bool peak_valid = false;
+    for (unsigned i = 0; i < r->nrows; i++)
+        peak_valid |= !strcmp(r->rows[i].test, "raw") && r->rows[i].chunk_size >= TARGET_BW_PEAK_SIZE;
+    char title[256], psize[32], size[32], shown[64];
+    int len = snprintf(title, sizeof title, "bandwidth: what auto mode picks >= %.2f x the link's peak",
+                       TARGET_BW_RATIO);
     if (peak)
-        fprintf(out, " (best raw row: %.3f GB/s at %s)", peak->gbytes_per_s,
-                rci_format_size(peak->chunk_size, psize, sizeof psize));
-    fprintf(out, " at every size 1 KiB..1 MiB, 4 KiB blocks (fill=none)");
-    if (r->block_size != TARGET_BW_BLOCK)
-        fprintf(out, " [this run: %" PRIu64 " B blocks, so no pass]", r->block_size);
-    bool peak_valid = peak && peak->chunk_size >= TARGET_BW_PEAK_SIZE;
-    for (unsigned i = 0; !peak_valid && i < r->nrows; i++)
-        peak_valid = !strcmp(r->rows[i].test, "raw") && r->rows[i].chunk_size >= TARGET_BW_PEAK_SIZE;
-    if (peak && !peak_valid)
-        fprintf(out, " [no raw row of 1 MiB messages in this run: the peak is not the link's, so no pass]");
-    fprintf(out, ":");
-    unsigned n = 0, passed = 0;
+        len += snprintf(title + len, sizeof title - (size_t)len, " (best raw row: %.3f GB/s at %s%s)",
+                        peak->gbytes_per_s, rci_format_size(peak->chunk_size, psize, sizeof psize),
+                        peak_valid ? "" : "; no raw row of 1 MiB messages: not the link's peak, no pass");
+    snprintf(title + len, sizeof title - (size_t)len, " at every size 1 KiB..1 MiB, 4 KiB blocks (fill=none)");
+    struct target_line t;
+    target_begin(&t, r, out, "bandwidth_auto", title);
+    unsigned passed = 0;
     for (unsigned i = 0; peak && peak->gbytes_per_s > 0 && i < r->nrows; i++) {
         const struct rci_bench_row *w = &r->rows[i];
         if (!bandwidth_point(w))
             continue;
         double ratio = w->gbytes_per_s / peak->gbytes_per_s;
-        bool pass = ratio >= TARGET_BW_RATIO && r->block_size == TARGET_BW_BLOCK && peak_valid;
-        char size[32];
-        fprintf(out, "%s %s %.3f %s", n++ ? "," : "", rci_format_size(w->chunk_size, size, sizeof size), ratio,
-                verdict(pass));
+        bool blocks_ok = w->block_size ? w->block_size == TARGET_BW_BLOCK : r->block_size == TARGET_BW_BLOCK;
+        bool pass = ratio >= TARGET_BW_RATIO && blocks_ok && peak_valid;
+        snprintf(shown, sizeof shown, "%.3f%s", ratio, blocks_ok ? "" : " (not 4 KiB blocks)");
+        target_point(&t, rci_format_size(w->chunk_size, size, sizeof size), ratio, TARGET_BW_RATIO, pass, shown);
         passed += pass;
-        if (r->json)
-            bandwidth_json(r, w, peak, peak_valid, ratio, pass);
     }
-    if (n)
-        fprintf(out, "; %u of %u points pass\n", passed, n);
-    else
-        fprintf(out, " not measured (needs raw rows and auto rows: pipeline or all without --mode, or --mode "
-                     "with auto)\n");
+    if (t.points)
+        fprintf(out, "; %u of %u points pass", passed, t.points);
+    target_end(&t);   /* none: "not measured" (auto rows come from pipeline/all without --mode, or --mode auto) */
 }
 
 void rci_bench_print_targets(const struct rci_bench_report *r, FILE *out)
 {
     fprintf(out, "targets (benchmark issue; pass/MISS per measured point):\n");
     target_bandwidth(r, out);
+    target_per_chunk(r, out);
     target_zc_ratio(r, out);
     target_buffered_rate(r, out);
     target_hygiene(r, out);
-    target_latency(r, out);
+    target_latency_pct(r, out, false);
+    target_latency_pct(r, out, true);
+    target_fanout(r, out);
+    target_rma(r, out);
 }
 
 /* ---- CSV and plots ------------------------------------------------------------ */

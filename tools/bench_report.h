@@ -13,7 +13,15 @@
  *   p50_us, p99_us, p999_us, max_us (latency rows); subscribers (fanout rows);
  * and, to tell rows of the same test and size apart: fill (pipeline,
  * latency, fanout rows: the simulator's payload) and mode (latency rows:
- * zerocopy or buffered). GB = 1e9 bytes.
+ * zerocopy or buffered); delivery ("send" or "rma") and block_size on pipeline
+ * rows; "raw-rma" rows are the fi_writedata stream (bench_raw.h). GB = 1e9 bytes.
+ *
+ * After the rows, with --json, one object per measured point of each target
+ * of the benchmark issue: {"test":"target","target":ID,"point":P,
+ * "measured":M,"limit":L,"pass":true|false}, ID one of per_chunk_cost,
+ * zero_copy_vs_raw, buffered_vs_raw_rate, zero_copy_hygiene, latency_p50_us,
+ * latency_p99_us, fanout_vs_one, rma_vs_raw_rma, rma_sub_cpu_vs_send (the
+ * same points as the text summary).
  */
 #ifndef RCI_BENCH_REPORT_H
 #define RCI_BENCH_REPORT_H
@@ -34,6 +42,9 @@ struct rci_bench_row {
     double daemon_cpu_s_per_gb, sub_cpu_s_per_gb, sim_cpu_s_per_gb;
     const char *fill;              /* NULL: no fill field */
     const char *mode;              /* latency rows: zerocopy / buffered */
+    const char *delivery;          /* pipeline rows: "send" or "rma" (ringcast-sub --delivery) */
+    uint32_t block_size;           /* pipeline rows: the card's block size; 0 = not said */
+    bool delivery_comparison;      /* a row of the rma mode (64 KiB blocks): only the RMA targets use it */
     bool has_ratio;
     double ratio_to_raw;
     bool has_latency;
@@ -59,12 +70,7 @@ void rci_bench_emit(struct rci_bench_report *r, const struct rci_bench_row *row)
 const struct rci_bench_row *rci_bench_find(const struct rci_bench_report *r, const char *test,
                                          uint64_t chunk_size, const char *fill);
 /* Each target of the issue: measured, pass or miss, or not measured in this
- * run. To out (the table's stream, or stderr with --json). With --json the
- * bandwidth target (issue 17, 2) is also one object per measured point on
- * stdout: {"test":"target","target":"bandwidth_auto","chunk_size",
- * "gbytes_per_s","peak_gbytes_per_s","peak_chunk_size","peak_valid",
- * "ratio_to_peak","min_ratio","block_size","pass"}; peak_valid: the run has
- * a raw row of 1 MiB messages or more (else no point passes). */
+ * run. To out (the table's stream, or stderr with --json). */
 void rci_bench_print_targets(const struct rci_bench_report *r, FILE *out);
 /* DIR/bench.csv (every row), and with gnuplot on PATH DIR/throughput.png and
  * DIR/chunk_rate.png (raw, zerocopy, buffered vs chunk size). Says on

@@ -305,6 +305,7 @@ static const struct totals_row totals_rows[] = {
     {"shares", "shares", P(shares), "Shares begun (one per chunk and subscriber)"},
     {"shares_failed", "shares_failed", P(shares_failed), "Shares refused or completed in error"},
     {"shares_unsent", "shares_unsent", P(shares_unsent), "Shares not sent: the subscriber had left, or shutdown"},
+    {"chunks_unread_at_leave", "chunks_unread_at_leave", P(chunks_unread_at_leave), "Of the chunks sent, those subscribers that left in order never read (by their BYE's count)"},
     {"chunks_abandoned", "chunks_abandoned", P(chunks_abandoned), "Chunks queued at shutdown, given back without a send"},
     {"queue_full", "queue_full", P(queue_full), "Times the readout found this thread's queue full (backpressure)"},
     {"blocked", "publisher_blocked", P(blocked), "Times a chunk waited for a subscriber or resources"},
@@ -405,6 +406,9 @@ static const struct sub_row sub_rows[] = {
     {"ringcast_subscriber_cut_off", V_GAUGE, "cut_off", "1 if it was cut off by the slow policy's age bound"},
     {"ringcast_subscriber_cut_off_age_seconds", V_GAUGE_NS, "cut_off_age_ms", "Its oldest share's age when it was cut off"},
     {"ringcast_subscriber_connected", V_GAUGE, "active", "1 while connected, 0 once it left"},
+    {"ringcast_subscriber_handled_reported", V_GAUGE, "handled_reported", "1 if its BYE said how many chunks it handled"},
+    {"ringcast_subscriber_chunks_handled", V_GAUGE, "chunks_handled", "Chunks its BYE said it handled (0 if it said none)"},
+    {"ringcast_subscriber_chunks_unread_at_leave_total", V_COUNT, "chunks_unread_at_leave", "Chunks sent to it that it never read, by its BYE's count"},
     {"ringcast_subscriber_outstanding_shares", V_GAUGE, NULL, "Zero-copy shares posted to it, not completed: its backlog"},
     {"ringcast_subscriber_oldest_send_age_seconds", V_GAUGE_NS, NULL, "Age of its oldest outstanding send"},
 };
@@ -428,7 +432,10 @@ static uint64_t sub_value(const struct rci_pipeline_sub_view *s, size_t row)
     case 7: return s->c.cut_off;
     case 8: return s->c.cut_off_age_ns;
     case 9: return s->active;
-    case 10: return s->outstanding;
+    case 10: return s->c.handled_reported;
+    case 11: return s->c.chunks_handled;
+    case 12: return s->c.chunks_unread_at_leave;
+    case 13: return s->outstanding;
     default: return s->oldest_age_ns;
     }
 }
@@ -499,6 +506,17 @@ static int collect_process(const struct rci_daemon_metrics *m, struct rci_prom *
         rc = rci_prom_gauge(p, l, 1, i == now);
     }
     return rc;
+}
+
+const char *rci_daemon_state_name(int state)
+{
+    static const char *const names[] = {
+        [RCI_DAEMON_STARTING] = "starting", [RCI_DAEMON_WAITING] = "waiting for subscribers",
+        [RCI_DAEMON_RUNNING] = "running", [RCI_DAEMON_STOPPING] = "stopping", [RCI_DAEMON_STOPPED] = "stopped",
+    };
+    if (state < 0 || state >= (int)(sizeof names / sizeof names[0]))
+        return "unknown";
+    return names[state];
 }
 
 int rci_daemon_metrics_collect(void *ctx, struct rci_prom *p)

@@ -29,6 +29,10 @@ struct rci_metrics_card_src {
 enum rci_daemon_state {
     RCI_DAEMON_STARTING = 0, RCI_DAEMON_WAITING, RCI_DAEMON_RUNNING, RCI_DAEMON_STOPPING, RCI_DAEMON_STOPPED
 };
+/* The state as `ringcast-ctl status` says it: "starting", "waiting for
+ * subscribers", "running", "stopping", "stopped" ("unknown" out of range).
+ * The metric's label values are shorter ("waiting"). */
+const char *rci_daemon_state_name(int state);
 
 /* Filled by the daemon before the server starts; the pointers stay valid
  * until it stops. The atomics are the daemon's to update. */

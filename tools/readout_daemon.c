@@ -62,7 +62,6 @@ struct daemon {
     uint64_t end_ns;                   /* run over (finished or stop requested) */
     /* Control socket and reload (the main thread's). */
     struct rci_control *control;
-    const char *state;                 /* "starting", "waiting for subscribers", "running", "stopping" */
     uint64_t reloads, reloads_refused, reload_keys_kept;
     struct rci_daemon_metrics metrics; /* what /metrics reads ([metrics] listen) */
     struct rci_metrics_http *http;
@@ -674,7 +673,7 @@ static int control_status(struct daemon *d, json_t *answer)
     rci_pipeline_get_totals(d->publish, &pt);
     struct rci_control_stats cs;
     rci_control_get_stats(d->control, &cs);
-    json_object_set_new(answer, "state", json_string(d->state));
+    json_object_set_new(answer, "state", json_string(rci_daemon_state_name(atomic_load(&d->metrics.state))));
     json_object_set_new(answer, "version", json_string(RCI_VERSION));
     json_object_set_new(answer, "config", json_string(running.source));
     json_object_set_new(answer, "seconds", json_real(d->start_ns ? run_seconds(d) : 0.0));
@@ -683,10 +682,11 @@ static int control_status(struct daemon *d, json_t *answer)
     json_object_set_new(answer, "subscribers", json_integer(rci_pipeline_subscribed(d->publish)));
     json_object_set_new(answer, "cards", cards);
     json_object_set_new(answer, "publish",
-        json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "chunks_sent", (json_int_t)pt.chunks_sent,
+        json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "chunks_sent", (json_int_t)pt.chunks_sent,
                   "bytes_sent", (json_int_t)pt.bytes_sent, "chunks_dropped", (json_int_t)pt.chunks_dropped,
                   "chunks_no_subscriber", (json_int_t)pt.chunks_no_subscriber,
                   "shares_failed", (json_int_t)pt.shares_failed, "shares_unsent", (json_int_t)pt.shares_unsent,
+                  "chunks_unread_at_leave", (json_int_t)pt.chunks_unread_at_leave,
                   "subscribers_cut_off", (json_int_t)pt.subscribers_cut_off,
                   "subscribers_kicked", (json_int_t)pt.subscribers_kicked,
                   "subscribers_cut_by_allow", (json_int_t)pt.subscribers_cut_by_allow));
@@ -1006,9 +1006,11 @@ static void log_summary(struct daemon *d, const struct totals *t)
     rci_pipeline_get_totals(d->publish, &pt);
     rci_log_summary("summary: %" PRIu64 " chunks sent to subscribers (%.3f GB, %.3f GB/s), %" PRIu64
             " without subscriber, %" PRIu64 " dropped (slow subscriber), %" PRIu64 " failed, %" PRIu64
-            " not sent (subscriber gone or shutdown)",
+            " not sent (subscriber gone or shutdown); of those sent, %" PRIu64 " never read by subscribers"
+            " that left (their BYE's count)",
             pt.chunks_sent, (double)pt.bytes_sent / 1e9, secs > 0 ? (double)pt.bytes_sent / 1e9 / secs : 0.0,
-            pt.chunks_no_subscriber, pt.chunks_dropped, pt.shares_failed, pt.shares_unsent);
+            pt.chunks_no_subscriber, pt.chunks_dropped, pt.shares_failed, pt.shares_unsent,
+            pt.chunks_unread_at_leave);
 }
 
 /* ,"elinks_lost":[{"elink":E,...}]: every e-link that lost a chunk or saw a
@@ -1180,7 +1182,7 @@ int rci_daemon_run(const struct rci_config *cfg, FILE *stats, const char *stats_
     running = *cfg;   /* reloads change its live keys */
     started_max_subscribers = cfg->fabric.max_subscribers;
     d.cfg = &running;
-    d.state = "starting";
+    atomic_store(&d.metrics.state, RCI_DAEMON_STARTING);
     d.ncards = cfg->ncards;
     if (d.ncards == 0) {
         rci_error("%s: no [card.N] section: nothing to read out", cfg->source[0] ? cfg->source : "configuration");
@@ -1200,7 +1202,6 @@ int rci_daemon_run(const struct rci_config *cfg, FILE *stats, const char *stats_
         d.publishers_listening = rc == 0;
         if (rc == 0)   /* the publishers listen: say where */
             d.announce = rci_daemon_announce_start(&running, rci_pipeline_threads(d.publish));
-        d.state = "waiting for subscribers";
         atomic_store(&d.metrics.state, RCI_DAEMON_WAITING);
         if (rc != 0)
             rci_error("cannot start the publisher threads: %s", strerror(-rc));
@@ -1208,7 +1209,6 @@ int rci_daemon_run(const struct rci_config *cfg, FILE *stats, const char *stats_
             status = stop_requested ? 0 : 1;
         else {
             d.start_ns = d.last_stats_ns = rci_now_ns();
-            d.state = "running";
             atomic_store(&d.metrics.run_start_ns, d.start_ns);
             atomic_store(&d.metrics.state, RCI_DAEMON_RUNNING);
             if (start_cards(&d) == 0) {
@@ -1220,7 +1220,6 @@ int rci_daemon_run(const struct rci_config *cfg, FILE *stats, const char *stats_
                 status = 0;
             }
         }
-        d.state = "stopping";
         if (d.start_ns == 0)
             d.start_ns = rci_now_ns();
         d.end_ns = rci_now_ns();

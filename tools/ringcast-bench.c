@@ -59,6 +59,8 @@ struct bench_opts {
     const char *modes[3];             /* readout.mode of pipeline, latency and model runs */
     unsigned nmodes;
     bool modes_given;                 /* --mode on the command line */
+    const char *deliveries[2];        /* ringcast-sub --delivery of pipeline runs: send, rma */
+    unsigned ndeliveries;
     struct model_target { char text[64]; struct rci_rate rate; uint64_t size; } targets[8];
     unsigned ntargets;
 };
@@ -321,11 +323,14 @@ static double per_gb(double cpu_s, uint64_t bytes) { return bytes ? cpu_s / ((do
 /* One raw libfabric stream of messages of `size` (bench_raw.h) with the
  * pipeline's [fabric] settings: window = header_slots, source memory = the
  * DMA ring's size. */
-static int measure_raw(struct bench *b, uint64_t size)
+/* raw: a fi_send stream; raw-rma (rma): a fi_writedata stream (bench_raw.h). */
+static int measure_raw_kind(struct bench *b, uint64_t size, bool rma)
 {
     struct rci_bench_raw_params p = { .fabric = b->cfg.fabric, .msg_size = (uint32_t)size,
                                      .window = b->cfg.fabric.header_slots,
-                                     .send_buffer_size = b->cfg.card[0].ring_size, .seconds = b->o.seconds };
+                                     .send_buffer_size = b->cfg.card[0].ring_size, .seconds = b->o.seconds,
+                                     .rma = rma };
+    p.fabric.rma = rma;
     snprintf(p.fabric.address, sizeof p.fabric.address, "127.0.0.1");
     p.fabric.port = rci_bench_free_port();
     struct rci_bench_raw_result r;
@@ -336,10 +341,11 @@ static int measure_raw(struct bench *b, uint64_t size)
         rc = -EPROTO;
     }
     if (rc != 0) {
-        fprintf(stderr, "ringcast-bench: raw %" PRIu64 " B: %s\n", size, err[0] ? err : strerror(-rc));
+        fprintf(stderr, "ringcast-bench: %s %" PRIu64 " B: %s\n", rma ? "raw-rma" : "raw", size,
+                err[0] ? err : strerror(-rc));
         return rc;
     }
-    struct rci_bench_row row = { .test = "raw", .chunk_size = size,
+    struct rci_bench_row row = { .test = rma ? "raw-rma" : "raw", .chunk_size = size,
                                 .gbytes_per_s = (double)r.bytes / r.seconds / 1e9,
                                 .chunks_per_s = (double)r.messages / r.seconds,
                                 .cpu_s_per_gb = per_gb(r.cpu_seconds, r.bytes) };
@@ -347,6 +353,8 @@ static int measure_raw(struct bench *b, uint64_t size)
     rci_bench_emit(&b->report, &row);
     return 0;
 }
+
+static int measure_raw(struct bench *b, uint64_t size) { return measure_raw_kind(b, size, false); }
 
 /* raw: the transport's limit at every size (bench_raw.h). */
 static int run_raw(struct bench *b)
@@ -444,33 +452,47 @@ static int measure_hygiene(struct bench *b, const struct rci_bench_pipe_params *
     return 0;
 }
 
-/* One pipeline point: zero copy or buffered, fill none or pattern, one
- * subscriber, unlimited rate; with its raw ratio and hygiene figures. */
-static int measure_pipeline(struct bench *b, uint64_t size, const char *mode, enum rci_sim_fill fill)
+/* One pipeline point of p (one subscriber, the --rate); with its ratio to
+ * the raw row of its size (raw-rma for RMA delivery) and, with hygiene,
+ * the allocations per chunk (a second, shorter run). */
+static int measure_point(struct bench *b, struct rci_bench_pipe_params *p, bool hygiene, bool comparison)
 {
-    struct rci_bench_pipe_params p = pipe_params(b, size, mode, fill);
-    p.alloc_shim = b->shim[0] ? b->shim : NULL;
+    p->alloc_shim = hygiene && b->shim[0] ? b->shim : NULL;
     struct rci_bench_pipe_result r;
-    int rc = pipe_run(b, &p, &r);
+    int rc = pipe_run(b, p, &r);
     if (rc)
         return rc;
-    struct rci_bench_row row = { .test = mode, .chunk_size = size,
-                                .fill = rci_bench_fill_name(fill), .gbytes_per_s = (double)r.bytes_sent / r.seconds / 1e9,
+    bool rma = p->delivery && !strcmp(p->delivery, "rma");
+    const char *mode = p->mode;
+    uint64_t size = p->chunk_size;
+    struct rci_bench_row row = { .test = mode, .chunk_size = size, .delivery = rma ? "rma" : "send",
+                                .block_size = p->block_size, .delivery_comparison = comparison,
+                                .fill = rci_bench_fill_name(p->fill), .gbytes_per_s = (double)r.bytes_sent / r.seconds / 1e9,
                                 .chunks_per_s = (double)r.chunks_sent / r.seconds,
                                 .cpu_s_per_gb = per_gb(r.cpu_seconds, r.bytes_sent) };
     split_cpu(&row, &r);
-    const struct rci_bench_row *raw = rci_bench_find(&b->report, "raw", size, NULL);
+    const struct rci_bench_row *raw = rci_bench_find(&b->report, rma ? "raw-rma" : "raw", size, NULL);
     if (raw && raw->gbytes_per_s > 0) {
         row.has_ratio = true;
         row.ratio_to_raw = row.gbytes_per_s / raw->gbytes_per_s;
     }
-    rc = measure_hygiene(b, &p, &r, &row);
+    if (rma)
+        snprintf(row.note, sizeof row.note, "RMA delivery (ratio to raw-rma), %u B blocks", p->block_size);
+    rc = measure_hygiene(b, p, &r, &row);   /* without the counter (no hygiene): copied bytes only */
     if (rc)
         return rc;
     if (!strcmp(mode, "buffered") && r.buffered_records == 0 && !row.note[0])
         snprintf(row.note, sizeof row.note, "no record fits a buffered page: all sent zero copy");
     rci_bench_emit(&b->report, &row);
     return 0;
+}
+
+static int measure_pipeline(struct bench *b, uint64_t size, const char *mode, enum rci_sim_fill fill,
+                            const char *delivery)
+{
+    struct rci_bench_pipe_params p = pipe_params(b, size, mode, fill);
+    p.delivery = delivery;
+    return measure_point(b, &p, true, false);
 }
 
 /* pipeline: at every size, raw (unless measured already in this run), then
@@ -482,13 +504,43 @@ static int run_pipeline(struct bench *b)
     for (unsigned i = 0; i < b->o.nsizes; i++) {
         uint64_t size = b->o.sizes[i];
         int rc = rci_bench_find(&b->report, "raw", size, NULL) ? 0 : measure_raw(b, size);
-        for (unsigned m = 0; rc == 0 && m < b->o.nmodes; m++) {
-            rc = measure_pipeline(b, size, b->o.modes[m], RCI_FILL_NONE);
-            if (rc == 0)
-                rc = measure_pipeline(b, size, b->o.modes[m], RCI_FILL_PATTERN);
+        for (unsigned d = 0; rc == 0 && d < b->o.ndeliveries; d++) {
+            const char *delivery = b->o.deliveries[d];
+            if (!strcmp(delivery, "rma") && !rci_bench_find(&b->report, "raw-rma", size, NULL))
+                rc = measure_raw_kind(b, size, true);
+            for (unsigned m = 0; rc == 0 && m < b->o.nmodes; m++) {
+                rc = measure_pipeline(b, size, b->o.modes[m], RCI_FILL_NONE, delivery);
+                if (rc == 0)
+                    rc = measure_pipeline(b, size, b->o.modes[m], RCI_FILL_PATTERN, delivery);
+            }
         }
         if (rc == 0 && !b->o.modes_given && size >= 1024 && size <= (1u << 20))
-            rc = measure_pipeline(b, size, "auto", RCI_FILL_NONE);
+            rc = measure_pipeline(b, size, "auto", RCI_FILL_NONE, "send");
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* rma: RMA delivery beside send delivery, zero copy, fill none, at 8 KiB and
+ * 64 KiB with 64 KiB blocks (each chunk one piece: what is compared is the
+ * delivery, not the piece count), with the raw and raw-rma streams of the
+ * same sizes; no allocation count (the pipeline mode has it). */
+#define RMA_BLOCK_SIZE 65536u
+static int run_rma(struct bench *b)
+{
+    static const uint64_t sizes[] = { 8192, 65536 };
+    static const char *const deliveries[] = { "send", "rma" };
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        int rc = rci_bench_find(&b->report, "raw", sizes[i], NULL) ? 0 : measure_raw(b, sizes[i]);
+        if (rc == 0 && !rci_bench_find(&b->report, "raw-rma", sizes[i], NULL))
+            rc = measure_raw_kind(b, sizes[i], true);
+        for (size_t d = 0; rc == 0 && d < 2; d++) {
+            struct rci_bench_pipe_params p = pipe_params(b, sizes[i], "zerocopy", RCI_FILL_NONE);
+            p.block_size = RMA_BLOCK_SIZE;
+            p.delivery = deliveries[d];
+            rc = measure_point(b, &p, false, true);
+        }
         if (rc)
             return rc;
     }
@@ -727,6 +779,8 @@ static const struct bench_mode bench_modes[] = {
                   "with allocations and copied bytes per chunk (runs raw too, for the ratio)", run_pipeline },
     { "latency", "card-write-to-callback latency at half the maximum rate, every --mode", run_latency },
     { "fanout", "1, 2, 4, 8 subscribers of every tag (--fanout-size)", run_fanout },
+    { "rma", "RMA delivery beside send delivery (zero copy) at 8 KiB and 64 KiB with 64 KiB blocks, "
+             "with the raw and raw-rma (fi_writedata) streams", run_rma },
     { "idle", "the daemon's CPU and latency at 100 chunks/s from a sim-process card, card.0.wait = poll "
               "and interrupt", run_idle },
     { "model", "CPU per chunk and per GB of each stage (decode, dispatch, send+completion, subscriber) "
@@ -841,6 +895,8 @@ static void usage(FILE *f)
                "  --mode LIST       readout.mode of pipeline and latency runs: zerocopy, buffered,\n"
                "                    auto, comma-separated (default zerocopy,buffered); model uses\n"
                "                    the first; fanout and idle are always zerocopy\n"
+               "  --delivery LIST   ringcast-sub --delivery of pipeline runs: send, rma, comma-\n"
+               "                    separated (default send); rma adds the raw-rma row of each size\n"
                "  --publisher-threads P  readout.publisher_threads, 1..16 (default 1); subscriber i\n"
                "                    connects to port + i %% P\n"
                "  --target R,SIZE   model: also the cores for rate R (as --rate) of SIZE chunks\n"
@@ -890,6 +946,21 @@ static int option_error(const char *what, const char *arg)
 {
     fprintf(stderr, "ringcast-bench: %s: \"%s\"\n(try --help)\n", what, arg);
     return -EINVAL;
+}
+
+static int parse_deliveries(const char *arg, struct bench_opts *o)
+{
+    if (!strcmp(arg, "send") || !strcmp(arg, "rma")) {
+        o->deliveries[0] = !strcmp(arg, "send") ? "send" : "rma";
+        o->ndeliveries = 1;
+    } else if (!strcmp(arg, "send,rma") || !strcmp(arg, "rma,send")) {
+        o->deliveries[0] = "send";
+        o->deliveries[1] = "rma";
+        o->ndeliveries = 2;
+    } else {
+        return option_error("--delivery: expected send and/or rma, each once, separated by a comma", arg);
+    }
+    return 0;
 }
 
 static int parse_modes(const char *arg, struct bench_opts *o)
@@ -977,6 +1048,8 @@ static int parse_option(int c, const char *arg, struct bench_opts *o)
     }
     case 'm':
         return parse_modes(arg, o);
+    case 'D':
+        return parse_deliveries(arg, o);
     case 'T':
         v = strtoull(arg, &end, 10);
         if (*end || end == arg || arg[0] == '-' || v < 1 || v > 16)
@@ -1016,14 +1089,15 @@ static int parse_args(int argc, char **argv, struct bench_opts *o, size_t *mode)
         { "plot", required_argument, NULL, 'P' },     { "help", no_argument, NULL, 'h' },
         { "block-size", required_argument, NULL, 'b' },
         { "elinks", required_argument, NULL, 'E' },   { "rate", required_argument, NULL, 'r' },
-        { "mode", required_argument, NULL, 'm' },     { "publisher-threads", required_argument, NULL, 'T' },
+        { "mode", required_argument, NULL, 'm' },     { "delivery", required_argument, NULL, 'D' },     { "publisher-threads", required_argument, NULL, 'T' },
         { "target", required_argument, NULL, 't' },   { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
     };
     static const uint64_t default_sizes[] = { 64, 256, 1024, 8192, 65536, 1048576 };
     *o = (struct bench_opts){ .seconds = 2.0, .provider = "tcp", .fanout_size = 8192,
                               .nsizes = sizeof default_sizes / sizeof default_sizes[0], .elinks = 8,
-                              .publisher_threads = 1, .modes = { "zerocopy", "buffered" }, .nmodes = 2 };
+                              .publisher_threads = 1, .modes = { "zerocopy", "buffered" }, .nmodes = 2,
+                              .deliveries = { "send" }, .ndeliveries = 1 };
     memcpy(o->sizes, default_sizes, sizeof default_sizes);
     int c;
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "common/cpus.h"
+#include "common/symlink.h"
 #include "config/config.h"
 
 #define EXIT_FAILED 1
@@ -84,18 +85,6 @@ static long read_long(const char *path, long dflt)
     if (read_line(path, buf, sizeof buf) != 0 || !buf[0])
         return dflt;
     return strtol(buf, NULL, 0);
-}
-
-static int link_base(const char *path, char *out, size_t len)
-{
-    char target[PATH_MAX];
-    ssize_t n = readlink(path, target, sizeof target - 1);
-    if (n < 0)
-        return -errno;
-    target[n] = '\0';
-    const char *slash = strrchr(target, '/');
-    snprintf(out, len, "%.*s", (int)(len - 1), slash ? slash + 1 : target);
-    return 0;
 }
 
 static unsigned count_entries(const char *dir)
@@ -190,7 +179,7 @@ static bool group_viable(const char *group, char *bad, size_t len)
         if (e->d_name[0] == '.')
             continue;
         snprintf(path, sizeof path, "%s/%s/driver", dir, e->d_name);
-        if (link_base(path, drv, sizeof drv) == 0 && strcmp(drv, "vfio-pci") != 0) {
+        if (rci_link_basename(path, drv, sizeof drv) == 0 && strcmp(drv, "vfio-pci") != 0) {
             snprintf(bad, len, "%.64s (bound to %.32s)", e->d_name, drv);
             ok = false;
         }
@@ -214,14 +203,14 @@ static void check_one_card(unsigned i, const char *addr)
         return;
     }
     snprintf(path, sizeof path, "/sys/bus/pci/devices/%s/driver", addr);
-    if (link_base(path, drv, sizeof drv) != 0 || strcmp(drv, "vfio-pci") != 0) {
+    if (rci_link_basename(path, drv, sizeof drv) != 0 || strcmp(drv, "vfio-pci") != 0) {
         snprintf(fix, sizeof fix, "echo vfio-pci > /sys/bus/pci/devices/%s/driver_override; echo %s > "
                  "/sys/bus/pci/drivers_probe (unbind it from its driver first)", addr, addr);
         add(name, FAIL, fix, "%s is not bound to vfio-pci", addr);
         return;
     }
     snprintf(path, sizeof path, "/sys/bus/pci/devices/%s/iommu_group", addr);
-    if (link_base(path, group, sizeof group) != 0) {
+    if (rci_link_basename(path, group, sizeof group) != 0) {
         add(name, FAIL, "turn the IOMMU on (see the iommu check)", "%s has no IOMMU group", addr);
         return;
     }

@@ -45,6 +45,26 @@ static void sleep_ns(uint64_t ns)
 
 #define EXIT_USAGE 2
 #define MAX_TAG_ITEMS 4096u
+#define RX_BUFFERS 64u   /* receive buffers of the subscriber (the library's default) */
+
+/* A chunk's payload as the pieces of its view (one piece from on_data). */
+struct payload {
+    struct rc_view_piece piece[RC_VIEW_MAX_PIECES];
+    unsigned n;
+    size_t len;
+};
+
+/* Copy up to len bytes from the start of the payload; returns how many. */
+static size_t payload_head(const struct payload *pl, uint8_t *dst, size_t len)
+{
+    size_t done = 0;
+    for (unsigned i = 0; i < pl->n && done < len; i++) {
+        size_t k = pl->piece[i].len < len - done ? pl->piece[i].len : len - done;
+        memcpy(dst + done, pl->piece[i].data, k);
+        done += k;
+    }
+    return done;
+}
 
 static volatile sig_atomic_t stop_requested;
 
@@ -77,6 +97,8 @@ struct options {
     uint64_t stall_after; /* stop reading after this many chunks, keep heartbeating; 0 = never */
     enum rc_sub_delivery delivery;
     uint64_t rma_ring_size;   /* 0: the library's default */
+    uint32_t hold;            /* --hold N: keep the last N views, release them late and out of order */
+    bool wrong_rma_key;       /* --test-wrong-rma-key: announce a key that is not the ring's */
 };
 
 static void usage(FILE *f)
@@ -113,6 +135,15 @@ static void usage(FILE *f)
             "                          write (falls back to send, said, where the provider\n"
             "                          has no RMA)\n"
             "  --rma-ring-size B       the RMA ring (default 8388608; multiple of 8, >= 65536)\n"
+            "  --hold N                keep the last N chunks' views (1..63 with send delivery,\n"
+            "                          1..4096 with rma; not with --discover): when a new one\n"
+            "                          comes, one of the 8 oldest is released at random (the\n"
+            "                          oldest once 2N newer came), so receive buffers or ring\n"
+            "                          space are given back late and out of order; --verify\n"
+            "                          checks each again at release. With rma, N chunks must\n"
+            "                          take well under half the ring, or the flow stops\n"
+            "  --test-wrong-rma-key    with --delivery rma: announce a wrong key for the ring\n"
+            "                          (tests of the publisher's handling of it)\n"
             "  -h, --help              print this help\n"
             "  --version               print the version\n");
 }
@@ -286,6 +317,12 @@ static int parse_option(int c, const char *arg, struct options *o)
             return usage_error("--rma-ring-size '%s': expected bytes, a multiple of 8, 65536..32 GiB", arg);
         o->rma_ring_size = v;
         return 0;
+    case 'K': o->wrong_rma_key = true; return 0;
+    case 'H':
+        if (parse_u64(arg, &v) || v == 0 || v > 4096)
+            return usage_error("--hold '%s': expected a number of chunks 1..4096", arg);
+        o->hold = (uint32_t)v;
+        return 0;
     case 'S':
         if (parse_u64(arg, &v) || v == 0)
             return usage_error("--stall-after '%s': expected a number of chunks > 0", arg);
@@ -310,6 +347,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"exit-on-close", no_argument, NULL, 'X'},
         {"discover", required_argument, NULL, 'D'}, {"discover-prefix", required_argument, NULL, 'P'},
         {"delivery", required_argument, NULL, 'Y'}, {"rma-ring-size", required_argument, NULL, 'Z'},
+        {"hold", required_argument, NULL, 'H'},     {"test-wrong-rma-key", no_argument, NULL, 'K'},
         {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof *o);
@@ -342,6 +380,12 @@ static int parse_args(int argc, char **argv, struct options *o)
         return usage_error("%s", "--tags LIST is required ('all' for every tag)");
     if (o->latency && o->verify)
         return usage_error("%s", "--latency and --verify exclude each other (a stamp is not the pattern)");
+    if (o->hold && o->discover)
+        return usage_error("%s", "--hold works with --connect only");
+    /* Send delivery: every held chunk may hold its own receive buffer; with
+     * all 64 held nothing more could arrive to release one. */
+    if (o->hold >= RX_BUFFERS && o->delivery == RC_SUB_DELIVERY_SEND)
+        return usage_error("%s", "--hold with send delivery: at most 63 (64 receive buffers)");
     return 0;
 }
 
@@ -436,14 +480,14 @@ static uint64_t lat_bucket_top(unsigned i)
     return lo + ((1ull << shift) - 1u);
 }
 
-static void lat_record(struct latency_hist *h, uint32_t flags, const uint8_t *data, size_t len)
+static void lat_record(struct latency_hist *h, uint32_t flags, const struct payload *pl)
 {
-    if (flags || len < RC_PATTERN_STAMP_BYTES) {
+    if (flags || pl->len < RC_PATTERN_STAMP_BYTES) {
         h->skipped++;
         return;
     }
     uint64_t le;
-    memcpy(&le, data, sizeof le);
+    payload_head(pl, (uint8_t *)&le, sizeof le);
     uint64_t stamp = le64toh(le), now = now_ns();
     if (stamp > now) {
         h->future++;
@@ -579,9 +623,11 @@ static int record_file_open(struct record_file *rf, const char *path)
     return 0;
 }
 
-static void record_file_add(struct record_file *rf, uint64_t tag, uint32_t flags, const void *data,
-                            size_t len)
+/* Writes a record straight from the view's pieces (no copy of the chunk
+ * before it goes into the file buffer, or to write(2) when larger). */
+static void record_file_add(struct record_file *rf, uint64_t tag, uint32_t flags, const struct payload *pl)
 {
+    size_t len = pl->len;
     if (rf->error) {
         rf->lost++;
         return;
@@ -603,8 +649,10 @@ static void record_file_add(struct record_file *rf, uint64_t tag, uint32_t flags
     if (size > OUT_BUF_SIZE) { /* a record larger than the buffer goes on its own */
         static const uint8_t zeros[8];
         size_t pad = size - len - sizeof hdr;
-        if (write_all(rf->fd, hdr, sizeof hdr) < sizeof hdr || write_all(rf->fd, data, len) < len ||
-            write_all(rf->fd, zeros, pad) < pad) {
+        bool ok = write_all(rf->fd, hdr, sizeof hdr) == sizeof hdr;
+        for (unsigned i = 0; ok && i < pl->n; i++)
+            ok = write_all(rf->fd, pl->piece[i].data, pl->piece[i].len) == pl->piece[i].len;
+        if (!ok || write_all(rf->fd, zeros, pad) < pad) {
             record_file_fail(rf, "write", errno); /* a part of it may be in: cut at the end */
             rf->lost++;
         } else {
@@ -615,7 +663,7 @@ static void record_file_add(struct record_file *rf, uint64_t tag, uint32_t flags
     }
     uint8_t *p = rf->buf + rf->buf_len;
     memcpy(p, hdr, sizeof hdr);
-    memcpy(p + sizeof hdr, data, len);
+    payload_head(pl, p + sizeof hdr, len);
     memset(p + sizeof hdr + len, 0, size - len - sizeof hdr);
     rf->buf_len += size;
     rf->buf_records++;
@@ -658,6 +706,7 @@ static int record_file_close(struct record_file *rf)
 struct results {
     uint64_t chunks, bytes;
     uint64_t gaps, missing, corrupt, duplicates, flagged;
+    uint64_t held, held_corrupt;   /* --hold: views kept; of them, changed while kept */
     uint64_t table_errors;
     uint64_t first_corrupt_tag;
     long first_corrupt_offset;
@@ -671,6 +720,10 @@ struct app {
     struct record_file out;
     struct rc_sub *sub;
     struct rc_discover *disc;  /* --discover */
+    struct rc_view **held;     /* --hold: o->hold slots, a FIFO from held_head */
+    uint64_t *held_seq;        /* each one's number among the views kept (its age) */
+    uint32_t nheld, held_head;
+    uint64_t rng;              /* --hold: which one goes (xorshift) */
     bool have_publisher_id;
     uint64_t publisher_id;
 };
@@ -713,37 +766,62 @@ static void follow_sequence(struct results *r, struct tag_state *ts, uint64_t se
         check_sequence(r, ts, seq);
 }
 
+/* The first wrong byte of the payload against the pattern of (tag, seq),
+ * or -1: each piece checked in place. */
+static long pattern_check(const struct payload *pl, uint64_t tag, uint64_t seq)
+{
+    size_t from = 0;
+    for (unsigned i = 0; i < pl->n; i++) {
+        long bad = rc_pattern_check(pl->piece[i].data, from, pl->piece[i].len, tag, seq);
+        if (bad >= 0)
+            return bad;
+        from += pl->piece[i].len;
+    }
+    return -1;
+}
+
+static uint64_t payload_seq(const struct payload *pl)
+{
+    uint8_t head[8];
+    size_t n = payload_head(pl, head, sizeof head);
+    return rc_pattern_seq(head, n);
+}
+
+static void count_corrupt(struct app *a, uint64_t tag, long bad)
+{
+    if (a->r.corrupt++ == 0) {
+        a->r.first_corrupt_tag = tag;
+        a->r.first_corrupt_offset = bad;
+    }
+}
+
 /* Flagged chunks (truncated, error, CRC error, busy) are counted and their
  * sequence number is followed, but their bytes are not checked: the card
  * said they are damaged. */
 static void verify_chunk(struct app *a, struct tag_state *ts, uint64_t tag, uint32_t flags,
-                         const uint8_t *data, size_t len)
+                         const struct payload *pl)
 {
-    uint64_t seq = rc_pattern_seq(data, len);
+    uint64_t seq = payload_seq(pl);
     if (flags) {   /* counted in on_data, with or without --verify */
-        follow_sequence(&a->r, ts, seq, len);
+        follow_sequence(&a->r, ts, seq, pl->len);
         return;
     }
-    long bad = rc_pattern_check(data, 0, len, tag, seq);
+    long bad = pattern_check(pl, tag, seq);
     if (bad >= 0) {
-        if (a->r.corrupt++ == 0) {
-            a->r.first_corrupt_tag = tag;
-            a->r.first_corrupt_offset = bad;
-        }
+        count_corrupt(a, tag, bad);
         /* Count it as the expected chunk: its sequence bytes may be the
          * damaged ones, and a second error (a gap) would be invented. */
         if (ts->seen_seq)
             ts->next_seq++;
         return;
     }
-    follow_sequence(&a->r, ts, seq, len);
+    follow_sequence(&a->r, ts, seq, pl->len);
 }
 
-static void on_data(void *ctx, uint64_t tag, uint32_t flags, const void *data, size_t len)
+static void handle_chunk(struct app *a, uint64_t tag, uint32_t flags, const struct payload *pl)
 {
-    struct app *a = ctx;
     a->r.chunks++;
-    a->r.bytes += len;
+    a->r.bytes += pl->len;
     if (flags)
         a->r.flagged++;   /* the card marked it damaged (truncated, error, CRC, busy) */
     struct tag_state *ts = tag_get(&a->tags, tag);
@@ -752,16 +830,101 @@ static void on_data(void *ctx, uint64_t tag, uint32_t flags, const void *data, s
     } else {
         ts->chunks++;
         if (a->o->verify)
-            verify_chunk(a, ts, tag, flags, data, len);
+            verify_chunk(a, ts, tag, flags, pl);
     }
     if (a->o->latency)
-        lat_record(&a->lat, flags, data, len);
+        lat_record(&a->lat, flags, pl);
     if (a->out.fd >= 0)
-        record_file_add(&a->out, tag, flags, data, len);
+        record_file_add(&a->out, tag, flags, pl);
     if (a->o->count && a->r.chunks >= a->o->count)
         stop_requested = 1;
     if (a->o->slow_us)
         sleep_ns((uint64_t)a->o->slow_us * 1000u);
+}
+
+/* --discover hands chunks as (pointer, length). */
+static void on_data(void *ctx, uint64_t tag, uint32_t flags, const void *data, size_t len)
+{
+    struct payload pl = { .piece = { { data, len } }, .n = 1, .len = len };
+    handle_chunk(ctx, tag, flags, &pl);
+}
+
+static void view_payload(struct rc_view *v, struct payload *pl)
+{
+    pl->n = rc_view_piece_count(v);
+    if (pl->n > RC_VIEW_MAX_PIECES)
+        pl->n = RC_VIEW_MAX_PIECES;   /* never: the library's bound */
+    for (unsigned i = 0; i < pl->n; i++)
+        pl->piece[i] = rc_view_piece(v, i);
+    pl->len = rc_view_len(v);
+}
+
+/* --hold: a held view is released; with --verify its bytes must still be
+ * what they were (the library must not have reused the memory behind it). */
+static void release_held(struct app *a, struct rc_view *v)
+{
+    if (a->o->verify && rc_view_flags(v) == 0) {
+        struct payload pl;
+        view_payload(v, &pl);
+        long bad = pattern_check(&pl, rc_view_tag(v), payload_seq(&pl));
+        if (bad >= 0) {
+            a->r.held_corrupt++;
+            count_corrupt(a, rc_view_tag(v), bad);
+        }
+    }
+    rc_view_release(v);
+}
+
+static uint32_t next_random(struct app *a, uint32_t below)
+{
+    a->rng ^= a->rng << 13;
+    a->rng ^= a->rng >> 7;
+    a->rng ^= a->rng << 17;
+    return (uint32_t)(a->rng % below);
+}
+
+/* Keep v; once o->hold are kept, one of the HOLD_WINDOW oldest goes, chosen
+ * at random (out of order), or the oldest when it has waited for 2 x hold
+ * newer chunks. The age is bounded because a ring gives space back only
+ * over its released prefix: one view kept forever would stop the RMA flow. */
+#define HOLD_WINDOW 8u
+static void hold_view(struct app *a, struct rc_view *v)
+{
+    uint32_t cap = a->o->hold;
+    if (a->nheld == cap) {
+        uint32_t head = a->held_head;
+        uint32_t pick = head;
+        if (a->r.held - a->held_seq[head] < 2ull * cap) {
+            uint32_t window = cap < HOLD_WINDOW ? cap : HOLD_WINDOW;
+            pick = (head + next_random(a, window)) % cap;
+        }
+        release_held(a, a->held[pick]);
+        a->held[pick] = a->held[head];   /* the oldest takes the freed place */
+        a->held_seq[pick] = a->held_seq[head];
+        a->held_head = (head + 1) % cap;
+        a->nheld--;
+    }
+    uint32_t tail = (a->held_head + a->nheld) % cap;
+    a->held[tail] = rc_view_retain(v);
+    a->held_seq[tail] = a->r.held++;
+    a->nheld++;
+}
+
+static void release_all_held(struct app *a)
+{
+    for (uint32_t i = 0; i < a->nheld; i++)
+        release_held(a, a->held[(a->held_head + i) % a->o->hold]);
+    a->nheld = 0;
+}
+
+static void on_view(void *ctx, struct rc_view *v)
+{
+    struct app *a = ctx;
+    struct payload pl;
+    view_payload(v, &pl);
+    handle_chunk(a, rc_view_tag(v), rc_view_flags(v), &pl);
+    if (a->o->hold)
+        hold_view(a, v);
 }
 
 /* A restarted publisher starts every tag's sequence anew: what came before
@@ -963,6 +1126,11 @@ static void print_json(const struct app *a, const struct rc_sub_stats *st, doubl
            a->o->delivery == RC_SUB_DELIVERY_RMA ? "rma" : "send", st->rma_records, st->rma_bytes,
            st->rma_fallbacks, st->rma_bad_records, st->rma_reordered, st->rma_credits_sent,
            st->rma_skipped_bytes);
+    printf(",\"hold\":%u,\"held\":%" PRIu64 ",\"held_corrupt\":%" PRIu64 ",\"views_outstanding\":%" PRIu64
+           ",\"views_allocated\":%" PRIu64 ",\"view_failures\":%" PRIu64 ",\"rma_chunks_gathered\":%" PRIu64
+           ",\"rma_chunks_copied\":%" PRIu64 ",\"rma_ring_busy\":%" PRIu64,
+           (unsigned)a->o->hold, r->held, r->held_corrupt, st->views_outstanding, st->views_allocated,
+           st->view_failures, st->rma_chunks_gathered, st->rma_chunks_copied, st->rma_ring_busy);
     printf(",\"malformed\":{");
     for (unsigned k = 1; k < RC_SUB_MALFORMED_KINDS; k++)
         printf("%s\"%s\":%" PRIu64, k > 1 ? "," : "", rc_sub_malformed_name(k), st->malformed[k]);
@@ -1020,6 +1188,13 @@ static void print_text(const struct app *a, const struct rc_sub_stats *st, doubl
         printf("rma: %" PRIu64 " records (%" PRIu64 " bytes) from our ring, %" PRIu64 " bad, %" PRIu64
                " fallbacks to send, %" PRIu64 " credits sent\n", st->rma_records, st->rma_bytes,
                st->rma_bad_records, st->rma_fallbacks, st->rma_credits_sent);
+    if (a->o->delivery == RC_SUB_DELIVERY_RMA && !a->disc)
+        printf("rma: %" PRIu64 " chunks of several records as one view (no copy), %" PRIu64 " copied\n",
+               st->rma_chunks_gathered, st->rma_chunks_copied);
+    if (a->o->hold)
+        printf("hold: %" PRIu64 " views kept (last %u, released out of order), %" PRIu64
+               " changed while kept; %" PRIu64 " views still out at the end\n", r->held,
+               (unsigned)a->o->hold, r->held_corrupt, st->views_outstanding);
     if (a->disc) {
         struct rc_discover_stats ms;
         rc_discover_get_stats(a->disc, &ms);
@@ -1094,12 +1269,25 @@ static int setup(struct app *a, const struct options *o)
         p.max_chunk_size = o->max_chunk_size;
     p.test_stall_after_chunks = o->stall_after;
     p.delivery = o->delivery;
+    if (o->wrong_rma_key)
+        p.test_rma_key_xor = 0x5a5a5a5a00000000ull;   /* far from the keys asked for (1, 2, ...) */
     if (o->rma_ring_size)
         p.rma_ring_size = o->rma_ring_size;
     if (o->discover)
         return setup_discover(a, o, &p);
-    p.cb = (struct rc_sub_callbacks){.ctx = a, .on_data = on_data, .on_connect = on_connect,
+    p.cb = (struct rc_sub_callbacks){.ctx = a, .on_connect = on_connect,
                                      .on_disconnect = on_disconnect, .on_resubscribed = on_resubscribed};
+    p.on_view = on_view;   /* chunks as views: --out and --verify read their pieces in place */
+    p.rx_buffers = RX_BUFFERS;
+    if (o->hold) {
+        a->held = calloc(o->hold, sizeof *a->held);
+        a->held_seq = calloc(o->hold, sizeof *a->held_seq);
+        if (!a->held || !a->held_seq) {
+            rci_error("--hold %u: out of memory", (unsigned)o->hold);
+            return -1;
+        }
+        a->rng = 0x9e3779b97f4a7c15ull;
+    }
     char err[256];
     if (rc_sub_create(&p, &a->sub, err, sizeof err)) {
         rci_error("%s", err);
@@ -1164,7 +1352,12 @@ int main(int argc, char **argv)
             status = 1;
         }
     }
+    release_all_held(&a);   /* every view goes back before the subscriber */
+    if (a.sub)
+        rc_sub_get_stats(a.sub, &st);   /* again: views_outstanding is 0 now */
     rc_sub_destroy(a.sub);
+    free(a.held);
+    free(a.held_seq);
     if (record_file_close(&a.out) != 0)
         status = 1;
     rci_log_flush(true);

@@ -5,11 +5,14 @@
  *
  * A subscriber connects to one publisher over libfabric (MSG connection or
  * RDM endpoint), says HELLO, subscribes to tag ranges and receives chunks
- * through on_data(). It is single-threaded: the application calls
- * rc_sub_poll() in a loop; every callback runs inside rc_sub_poll() (or
- * rc_sub_destroy() for the last on_disconnect), and no function may be
- * called from two threads at once. From inside a callback the application
- * may call rc_sub_subscribe/unsubscribe/get_stats, not poll or destroy.
+ * through on_data() or on_view(). It is single-threaded: the application
+ * calls rc_sub_poll() in a loop; every callback runs inside rc_sub_poll()
+ * (or rc_sub_destroy() for the last on_disconnect), and no rc_sub_*
+ * function may be called from two threads at once. From inside a callback
+ * the application may call rc_sub_subscribe/unsubscribe/get_stats, not poll
+ * or destroy. The one exception: the rc_view_* calls (ringcast/view.h) may
+ * run in any thread at any time, concurrently with rc_sub_poll(); they never
+ * run callbacks.
  *
  * Lifecycle (as libuv documents its handles):
  *   create   rc_sub_params_default(), rc_sub_create(): allocates every
@@ -22,9 +25,10 @@
  *            calls (no thread of its own).
  *   stop     stop polling (or unsubscribe); there is no separate stop call.
  *   destroy  rc_sub_destroy(): BYE, close, free; the last
- *            on_disconnect(RC_SUB_DISC_CLOSED) runs inside it. A subscriber
- *            holds no keys: on_data()'s payload is valid only during the
- *            call, so nothing is outstanding at destroy.
+ *            on_disconnect(RC_SUB_DISC_CLOSED) runs inside it.
+ *            on_data()'s payload is valid only during the call; views kept
+ *            with rc_view_retain() must be released before destroy
+ *            (stats.views_outstanding counts them).
  * Callbacks run only inside rc_sub_poll() and rc_sub_destroy().
  *
  * Connection life: rc_sub_create() only prepares; rc_sub_poll() connects,
@@ -36,8 +40,13 @@
  *
  * Data: on_data() gets one chunk: its tag, its flags (RC_CHUNK_FLAG_*:
  * truncated, error, CRC error, busy; ringcast/common.h) and the payload, valid
- * only during the call. Fragmented chunks are reassembled into one buffer of max_chunk_size
- * bytes allocated at create. A fragment that does not continue the chunk
+ * only during the call. With params.on_view set, on_view() gets each chunk
+ * as a view instead (ringcast/view.h): the same bytes as one or more pieces,
+ * which the program may keep (rc_view_retain) and release later from any
+ * thread. Fragmented chunks (send delivery) are reassembled into one buffer of max_chunk_size
+ * bytes allocated at create (a view of one kept while the next fragmented
+ * chunk comes makes the subscriber allocate another, counted in
+ * views_allocated). A fragment that does not continue the chunk
  * being reassembled (other tag, index or offset, or a chunk bigger than
  * max_chunk_size) makes the subscriber drop the incomplete chunk and count it
  * (reassembly_drops / too_big): it never delivers a chunk with a hole. The
@@ -50,6 +59,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "ringcast/common.h"
+#include "ringcast/view.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -120,6 +130,18 @@ struct rc_sub_params {
      * in stats.rma_fallbacks and said in rc_sub_last_error()). */
     enum rc_sub_delivery delivery;
     uint64_t rma_ring_size;        /* RMA ring bytes: a multiple of 8, 64 KiB .. 32 GiB (default 8 MiB) */
+    /* Views (ringcast/view.h): when set, every chunk goes to on_view()
+     * instead of on_data() (cb.ctx is its first argument), as a view the
+     * program may keep with rc_view_retain() and give back with
+     * rc_view_release() from any thread. The memory behind a kept view is
+     * reposted (send) or credited (RMA) only after its release. */
+    void (*on_view)(void *ctx, struct rc_view *view);
+    uint32_t views;                /* views allocated at create (default 1024; more are
+                                    * malloc'd while the program holds these, counted) */    /* For tests of the publisher's handling of a bad RMA announcement; 0 =
+     * off. The key announced in HELLO is the ring's key XOR this: the
+     * publisher's writes then carry a key the provider rejects at our end
+     * (tcp drops the connection, shm drops the write silently). */
+    uint64_t test_rma_key_xor;
 };
 
 /* Error kinds of malformed messages (index 0 is unused; names from
@@ -128,8 +150,8 @@ struct rc_sub_params {
 
 struct rc_sub_stats {
     uint64_t messages;             /* valid messages received */
-    uint64_t chunks;               /* on_data() calls */
-    uint64_t bytes;                /* payload bytes passed to on_data() */
+    uint64_t chunks;               /* on_data() / on_view() calls */
+    uint64_t bytes;                /* payload bytes passed to them */
     uint64_t data_messages, pages, records;
     uint64_t fragments;            /* DATA messages that were one fragment of several */
     uint64_t reassembled;          /* chunks delivered from fragments */
@@ -176,11 +198,23 @@ struct rc_sub_stats {
                                     * handed on; the connection ends (and reconnects) */
     uint64_t rma_credits_sent;     /* CREDIT messages (released ring space given back) */
     uint64_t rma_skipped_bytes;    /* ring ends skipped (records never straddle the end) */
+    /* Views (params.on_view) */
+    uint64_t views_outstanding;    /* views handed out and not yet released (now) */
+    uint64_t views_allocated;      /* views and reassembly buffers malloc'd because the program
+                                    * held the ones allocated at create */
+    uint64_t view_failures;        /* chunks not handed on: no memory for their view (counted,
+                                    * also in reassembly_drops for a fragmented chunk) */
+    uint64_t rma_chunks_gathered;  /* chunks of several records handed on as one view of
+                                    * several pieces, without copying */
+    uint64_t rma_chunks_copied;    /* chunks of several records copied into one piece (on_data,
+                                    * or more than RC_VIEW_MAX_PIECES records or half the ring) */
+    uint64_t rma_ring_busy;        /* connections served by send because views still held
+                                    * ring space of an earlier connection */
 };
 
 /* Defaults: tcp msg 127.0.0.1:RC_SUB_DEFAULT_PORT (12345, the daemon's), 64 x 64 KiB rx buffers, 16 MiB max
  * chunk, heartbeat 1 s, peer timeout 5 s, reconnect 1 s, spin 50 us,
- * malformed_limit 16. Callbacks zero. */
+ * malformed_limit 16, 1024 views. Callbacks zero. */
 RC_API void rc_sub_params_default(struct rc_sub_params *p);
 
 /* Validate params and allocate every buffer (none is allocated later).

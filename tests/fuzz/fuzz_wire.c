@@ -4,7 +4,7 @@
  * subscriber (RCI_WIRE_TO_SUBSCRIBER) receive them: rci_wire_check() both
  * ways, every rci_wire_check_*(), and for accepted messages the decoders of
  * their variable parts (rci_wire_sub_range, rci_wire_page_next walk, HELLO
- * address). Only the public checker API is used, so the harness follows the
+ * address, BYE's handled count). Only the public checker API is used, so the harness follows the
  * protocol as net/wire.c defines it.
  *
  * libFuzzer hands over a heap copy of exactly `size` bytes, so AddressSanitizer
@@ -146,6 +146,20 @@ static void walk_data(const uint8_t *buf, size_t len)
              d.frag_offset, payload, d.chunk_len);
 }
 
+/* BYE: the handled count (version 3) only in a 24-byte orderly BYE. */
+static void walk_bye(const uint8_t *buf, size_t len)
+{
+    struct rci_wire_bye b;
+    if (rci_wire_check_bye(buf, len, &b) != RCI_WIRE_OK)
+        return;
+    uint64_t handled = 0;
+    bool has_count = rci_wire_bye_handled(buf, len, &handled);
+    FZ_CHECK(len == sizeof b + (has_count ? sizeof(struct rci_wire_bye_handled) : 0), "BYE of %zu bytes", len);
+    FZ_CHECK(!has_count || (b.reason == RCI_BYE_NORMAL && b.hdr.version >= RCI_WIRE_VERSION_BYE_HANDLED),
+             "handled count in a BYE of reason %u, version %u", b.reason, b.hdr.version);
+    sink += handled;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -159,5 +173,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     walk_sub(data, size);
     walk_data(data, size);
     walk_page(data, size);
+    walk_bye(data, size);
     return 0;
 }

@@ -63,7 +63,7 @@ static ssize_t data_message(uint8_t *buf, uint64_t tag, uint32_t flags, uint32_t
                             uint32_t payload, uint8_t fill)
 {
     struct rci_wire_data d = {
-        .hdr = { .magic = RCI_WIRE_MAGIC, .version = RCI_WIRE_VERSION, .type = RCI_MSG_DATA,
+        .hdr = { .magic = RCI_WIRE_MAGIC, .version = RCI_WIRE_BASE_VERSION, .type = RCI_MSG_DATA,
                  .length = (uint32_t)(sizeof d + payload) },
         .tag = tag, .flags = flags, .chunk_len = chunk_len, .frag_offset = frag_offset, .frag_index = frag_index,
         .frag_count = frag_count };
@@ -86,7 +86,7 @@ static ssize_t page_message(uint8_t *buf)
         at += padded;
     }
     struct rci_wire_page p = {
-        .hdr = { .magic = RCI_WIRE_MAGIC, .version = RCI_WIRE_VERSION, .type = RCI_MSG_PAGE,
+        .hdr = { .magic = RCI_WIRE_MAGIC, .version = RCI_WIRE_BASE_VERSION, .type = RCI_MSG_PAGE,
                  .length = (uint32_t)at },
         .records = records };
     memcpy(buf, &p, sizeof p);
@@ -117,6 +117,8 @@ static void wire_corpus(void)
     put_msg("page", buf, page_message(buf));
     put_msg("heartbeat", buf, rci_wire_build_heartbeat(buf, sizeof buf, 123456789));
     put_msg("bye", buf, rci_wire_build_bye(buf, sizeof buf, RCI_BYE_PROTOCOL));
+    put_msg("bye_handled", buf, rci_wire_build_bye_handled(buf, sizeof buf, 1234567));
+    put_msg("welcome_v3", buf, rci_wire_build_welcome_version(buf, sizeof buf, RCI_WIRE_VERSION, 100000, 1000, 42));
 }
 
 /* One decoder seed: header, then WRITE + block for each simulator block,

@@ -59,11 +59,11 @@ run_case() {
     regex=$(printf '%s' "$expect" | sed "s|FILE|$(regex_quote "$path" | sed 's/[|&]/\\&/g')|g")
     if [ "$mode" = check ]; then
         # shellcheck disable=SC2086  # args are words on purpose
-        $as timeout 20 "$BIN/ringcast-readout" --check-config "$path" $args \
+        $as timeout --foreground -k 30 20 "$BIN/ringcast-readout" --check-config "$path" $args \
             >"$WORK/$name.out" 2>"$WORK/$name.err"; st=$?
     else
         # shellcheck disable=SC2086
-        $as timeout 20 "$BIN/ringcast-readout" -c "$path" $args \
+        $as timeout --foreground -k 30 20 "$BIN/ringcast-readout" -c "$path" $args \
             >"$WORK/$name.out" 2>"$WORK/$name.err"; st=$?
     fi
     show() { echo "--- stderr:"; cat "$WORK/$name.err"; echo "--- expected: $regex"; }

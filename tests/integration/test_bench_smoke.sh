@@ -14,7 +14,7 @@
 
 BENCH="$BIN/ringcast-bench"
 out="$WORK/bench.jsonl"
-TMPDIR="$WORK" timeout 300 "$BENCH" all --sizes 1k --seconds 0.3 --fanout-size 1k --json \
+TMPDIR="$WORK" timeout --foreground -k 10 300 "$BENCH" all --sizes 1k --seconds 0.3 --fanout-size 1k --json \
     --plot "$WORK/plot" >"$out" 2>"$WORK/bench.err" || {
     cat "$WORK/bench.err"
     find "$WORK" -name daemon.log -exec tail -n 20 {} \;   # the failed run's (kept) daemon log
@@ -22,22 +22,35 @@ TMPDIR="$WORK" timeout 300 "$BENCH" all --sizes 1k --seconds 0.3 --fanout-size 1
 }
 ok "ringcast-bench all --json exit 0"
 
-# One JSON object per line.
+# One JSON object per line: the rows, then the targets' points.
 lines=$(wc -l <"$out")
 objects=$(jq -s 'length' "$out") || fail "output is not JSON"
 expect_eq "JSON objects = lines" "$objects" "$lines"
+targets=$(jq -s '[.[] | select(.test == "target")] | length' "$out")
+expect_eq "target objects with id, point, measured, limit, pass" \
+    "$(jq -s '[.[] | select(.test == "target" and (.target | type) == "string" and (.point | type) == "string"
+              and (.measured | type) == "number" and (.limit | type) == "number" and (.pass | type) == "boolean")]
+              | length' "$out")" "$targets"
+# At 1 KiB only: the latency targets (both modes) and fan-out (k = 2, 4, 8).
+for id in latency_p50_us latency_p99_us; do
+    expect_eq "$id points (1k/zerocopy, 1k/buffered)" \
+        "$(jq -s -c "[.[] | select(.target == \"$id\") | .point]" "$out")" '["1k/zerocopy","1k/buffered"]'
+done
+expect_eq "fanout_vs_one points" "$(jq -s -c '[.[] | select(.target == "fanout_vs_one") | .point]' "$out")" \
+    '["k=2","k=4","k=8"]'
+lines=$((lines - targets))
 
-count() { jq -s "[.[] | select($1)] | length" "$out"; }
+count() { jq -s "[.[] | select(.test != \"target\" and ($1))] | length" "$out"; }
 expect_eq "rows without a positive rate or cpu_s_per_gb" \
-    "$(count '.test != "target" and ((.chunk_size > 0 and .gbytes_per_s > 0 and .chunks_per_s > 0 and .cpu_s_per_gb > 0) | not)')" 0
+    "$(count '(.chunk_size > 0 and .gbytes_per_s > 0 and .chunks_per_s > 0 and .cpu_s_per_gb > 0) | not')" 0
 # The bandwidth target (issue 17): all without --mode measures auto (fill none) at 1 KiB and
-# reports it against the best raw row, as text on stderr and one JSON object on stdout.
+# reports it against the best raw row, as text on stderr and one target object on stdout (no raw row
+# of 1 MiB messages at --sizes 1k: the best raw row is not the link's peak, so no pass).
 expect_eq "auto fill=none row at 1 KiB (all without --mode)" "$(count '.test == "auto" and .fill == "none" and .chunk_size == 1024')" 1
-expect_eq "bandwidth_auto target object at 1 KiB with its ratio to the raw peak and a verdict" \
-    "$(count '.test == "target" and .target == "bandwidth_auto" and .chunk_size == 1024 and .ratio_to_peak > 0
-              and .peak_gbytes_per_s > 0 and .min_ratio == 0.9 and .block_size == 4096
-              and .peak_valid == false and .pass == false')" 1   # no raw row of 1 MiB at --sizes 1k: no pass
-grep -q "bandwidth: what auto mode picks >= 0.90 x the link's peak .* 1k [0-9.]* \(pass\|MISS\)" "$WORK/bench.err" ||
+expect_eq "bandwidth_auto target point 1k: ratio to the raw peak, limit 0.9, no pass without a 1 MiB raw row" \
+    "$(jq -s '[.[] | select(.test == "target" and .target == "bandwidth_auto" and .point == "1k" and .measured > 0
+              and .limit == 0.9 and .pass == false)] | length' "$out")" 1
+grep -q "bandwidth: what auto mode picks >= 0.90 x the link's peak .*: 1k [0-9.]* \(pass\|MISS\)" "$WORK/bench.err" ||
     fail "no bandwidth target line with the 1k ratio on stderr"
 ok "bandwidth target line on stderr"
 for t in decode memcpy raw; do
@@ -74,10 +87,24 @@ expect_eq "idle rows (poll, interrupt) with latency" \
 expect_eq "fanout rows with 1, 2, 4, 8 subscribers" \
     "$(jq -s -c '[.[] | select(.test == "fanout") | .subscribers]' "$out")" "[1,2,4,8]"
 
+# mode rma (in all): raw-rma beside raw, and zero copy with send and RMA
+# delivery, at 8 KiB and 64 KiB with 64 KiB blocks; its two targets.
+for size in 8192 65536; do
+    expect_eq "raw-rma row at $size B" "$(count ".test == \"raw-rma\" and .chunk_size == $size")" 1
+    for d in send rma; do
+        expect_eq "zerocopy $d-delivery row at $size B with 64 KiB blocks and the subscriber's CPU" \
+            "$(count ".test == \"zerocopy\" and .delivery == \"$d\" and .block_size == 65536 and .chunk_size == $size
+                      and .sub_cpu_s_per_gb > 0")" 1
+    done
+done
+expect_eq "pipeline rows without a delivery" "$(count '(.test == "zerocopy" or .test == "buffered") and (.delivery | not)')" 0
+for id in rma_vs_raw_rma rma_sub_cpu_vs_send; do
+    expect_eq "$id points" "$(jq -s -c "[.[] | select(.target == \"$id\") | .point]" "$out")" '["8k","64k"]'
+done
+
 grep -q "^targets" "$WORK/bench.err" || fail "no targets summary on stderr"
 ok "targets summary on stderr"
-expect_eq "CSV rows (header + one per JSON row, target objects aside)" "$(wc -l <"$WORK/plot/bench.csv")" \
-    $((lines - $(count '.test == "target"') + 1))
+expect_eq "CSV rows (header + one per JSON line)" "$(wc -l <"$WORK/plot/bench.csv")" $((lines + 1))
 if command -v gnuplot >/dev/null 2>&1; then
     [ -s "$WORK/plot/throughput.png" ] && [ -s "$WORK/plot/chunk_rate.png" ] || fail "gnuplot installed but no PNG"
     ok "PNG plots written"
@@ -90,7 +117,7 @@ expect_eq "working directories left behind" "$(find "$WORK" -maxdepth 1 -name 'r
 # The new knobs reach the daemon: auto mode (at 256 B below buffered_threshold,
 # so buffered), a limited rate, 4 e-links, 2 publisher threads.
 out2="$WORK/bench-knobs.jsonl"
-TMPDIR="$WORK" timeout 120 "$BENCH" pipeline --sizes 256 --seconds 0.3 --mode auto --rate 20Mchunks/s \
+TMPDIR="$WORK" timeout --foreground -k 10 120 "$BENCH" pipeline --sizes 256 --seconds 0.3 --mode auto --rate 20Mchunks/s \
     --elinks 4 --publisher-threads 2 --json >"$out2" 2>"$WORK/bench-knobs.err" ||
     { cat "$WORK/bench-knobs.err"; fail "ringcast-bench pipeline --mode auto ... failed"; }
 expect_eq "auto rows (fill none, pattern) copying the 256 B chunks (auto buffers below 16 KiB)" \
@@ -103,7 +130,7 @@ expect_eq "auto rows: only the two of --mode auto (no extra fill=none row with -
 # model: two sizes, an extra target; stage rows for every stage and size,
 # target rows with positive cores.
 out3="$WORK/bench-model.jsonl"
-TMPDIR="$WORK" timeout 120 "$BENCH" model --sizes 256,8k --seconds 0.3 --target 1GB/s,1k --json \
+TMPDIR="$WORK" timeout --foreground -k 10 120 "$BENCH" model --sizes 256,8k --seconds 0.3 --target 1GB/s,1k --json \
     >"$out3" 2>"$WORK/bench-model.err" || { cat "$WORK/bench-model.err"; fail "ringcast-bench model failed"; }
 expect_eq "model_stage rows (5 stages x 2 sizes) with cpu_s_per_chunk and cpu_s_per_gb" \
     "$(jq -s '[.[] | select(.test == "model_stage" and .cpu_s_per_chunk >= 0 and .cpu_s_per_gb >= 0)] | length' "$out3")" 10
@@ -118,14 +145,15 @@ expect_eq "model's 8 KiB target chunk rate (400 Gb/s / 8 / 8192)" \
 
 "$BENCH" --version | grep -q "^ringcast-bench [0-9]" || fail "--version"
 ok "--version prints the version"
-for opt in --elinks --rate --mode --publisher-threads --target --version model; do
+for opt in --elinks --rate --mode --delivery --publisher-threads --target --version model rma; do
     "$BENCH" --help | grep -q -- "$opt" || fail "--help does not mention $opt"
 done
 ok "--help names the new options and model"
 
 for bad in "--sizes 4" "--sizes 1k,,2k" "--seconds 0" "--endpoint udp" "nosuchmode" "raw extra" \
            "--elinks 0" "--elinks 2049" "--rate fast" "--mode copy" "--mode auto,auto" \
-           "--publisher-threads 17" "--target 1GB/s" "--target unlimited,1k"; do
+           "--publisher-threads 17" "--target 1GB/s" "--target unlimited,1k" "--delivery write" \
+           "--delivery rma,rma"; do
     # shellcheck disable=SC2086
     "$BENCH" $bad >/dev/null 2>&1 && fail "ringcast-bench $bad accepted"
     [ $? -eq 2 ] || fail "ringcast-bench $bad: exit status not 2"

@@ -51,7 +51,7 @@ mount -t hugetlbfs -o pagesize=2M nodev "$HUGE" || fail "cannot mount hugetlbfs"
 CARD="-o card.0.type=pcie -o card.0.memory=hugetlbfs -o card.0.shm_name=$SHM -o card.0.ring_size=4M -o card.0.rd_update_bytes=512k"
 n=40000
 start_daemon huge $CARD -o card.0.bar_file="$BAR" -o readout.wait_subscribers=1
-timeout 60 "$BIN/ringcast-sim" --bar-file "$BAR" -c deploy/ringcast.ini $CARD --run-chunks $n \
+timeout --foreground -k 10 60 "$BIN/ringcast-sim" --bar-file "$BAR" -c deploy/ringcast.ini $CARD --run-chunks $n \
     --chunk-size 16-4000 >"$WORK/sim.out" 2>&1 &
 sim=$!
 i=0

@@ -33,7 +33,7 @@ check_run() { # check_run NAME CHUNKS
 n=3000
 CARD="-o card.0.type=sim-process -o card.0.memory=shm -o card.0.shm_name=$SHM -o card.0.wait=interrupt"
 start_daemon proc $CARD -o readout.wait_subscribers=1
-timeout 60 "$BIN/ringcast-sim" -c deploy/ringcast.ini $CARD --rate 2000chunks/s --run-chunks $n \
+timeout --foreground -k 10 60 "$BIN/ringcast-sim" -c deploy/ringcast.ini $CARD --rate 2000chunks/s --run-chunks $n \
     >"$WORK/sim.out" 2>&1 &
 sim=$!
 start_sub proc-a tcp msg --verify --count $n; sub_a=$sub

@@ -34,7 +34,7 @@ check_sub_exact() { # check_sub_exact NAME CHUNKS
 # start_sim NAME OPTIONS...: ringcast-sim --bar-file in the background ($sim); waits until it serves.
 start_sim() {
     simname=$1; shift
-    timeout 60 "$BIN/ringcast-sim" --bar-file "$BAR" -c deploy/ringcast.ini $CARD "$@" \
+    timeout --foreground -k 10 60 "$BIN/ringcast-sim" --bar-file "$BAR" -c deploy/ringcast.ini $CARD "$@" \
         >"$WORK/$simname.out" 2>&1 &
     sim=$!
     i=0

@@ -21,7 +21,7 @@ connections() { # connections PROVIDER ENDPOINT FROM TO: short subscribers, one 
         slow=""; n=2000
         [ $((c % 4)) -eq 0 ] && { slow="--slow-us 200"; n=5000; }
         # shellcheck disable=SC2086  # $slow is two words or none
-        timeout 60 "$BIN/ringcast-sub" --connect "127.0.0.1:$PORT" --provider "$1" --endpoint "$2" \
+        timeout --foreground -k 10 60 "$BIN/ringcast-sub" --connect "127.0.0.1:$PORT" --provider "$1" --endpoint "$2" \
             --tags all --count "$n" $slow --json >"$WORK/conn.json" 2>>"$WORK/conn.log" \
             || { st=$?; cat "$WORK/conn.log"; kill "$daemon"; fail "connection $c: ringcast-sub exit status $st"; }
         got=$(json_num chunks "$WORK/conn.json")   # --count stops at N, a few more may have come

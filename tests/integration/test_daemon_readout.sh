@@ -10,7 +10,7 @@ run_daemon() { # run_daemon NAME OVERRIDES...
     name=$1; shift
     stats="$WORK/$name.json"
     set -- -c deploy/ringcast.ini -o readout.stats_interval=0 "$@"
-    timeout 60 "$BIN/ringcast-readout" "$@" --stats-json "$stats" 2>"$WORK/$name.log" \
+    timeout --foreground -k 30 60 "$BIN/ringcast-readout" "$@" --stats-json "$stats" 2>"$WORK/$name.log" \
         || { cat "$WORK/$name.log"; fail "$name: daemon exit status $?"; }
 }
 
@@ -42,9 +42,9 @@ check_exact_run twocards 50000
 shm="rc-it-$$"
 printf '[readout]\nstats_interval = 0\n[card.0]\ntype = sim-process\nmemory = shm\nshm_name = %s\nring_size = 4M\n[sim.0]\nrun_chunks = 100000\nchunk_size_max = 5000\n' \
     "$shm" > "$WORK/proc.ini"
-timeout 60 "$BIN/ringcast-readout" -c "$WORK/proc.ini" --stats-json "$WORK/proc.json" 2>"$WORK/proc.log" &
+timeout --foreground -k 30 60 "$BIN/ringcast-readout" -c "$WORK/proc.ini" --stats-json "$WORK/proc.json" 2>"$WORK/proc.log" &
 daemon=$!
-timeout 60 "$BIN/ringcast-sim" -c "$WORK/proc.ini" --card 0 >"$WORK/sim.log" 2>&1 \
+timeout --foreground -k 10 60 "$BIN/ringcast-sim" -c "$WORK/proc.ini" --card 0 >"$WORK/sim.log" 2>&1 \
     || { cat "$WORK/sim.log"; fail "ringcast-sim exit status $?"; }
 wait "$daemon" || { cat "$WORK/proc.log"; fail "daemon with sim-process: exit status $?"; }
 check_exact_run proc 100000
@@ -77,7 +77,7 @@ expect_eq "SIGTERM keys_outstanding" "$(json_num keys_outstanding "$WORK/sigterm
 expect_gt "SIGTERM chunks_decoded" "$(json_num chunks_decoded "$WORK/sigterm.json")" 0
 
 # Statistics are logged every readout.stats_interval while running.
-timeout 60 "$BIN/ringcast-readout" -c deploy/ringcast.ini -o readout.stats_interval=100ms \
+timeout --foreground -k 30 60 "$BIN/ringcast-readout" -c deploy/ringcast.ini -o readout.stats_interval=100ms \
     -o sim.0.run_time=1s 2>"$WORK/stats.log" || { cat "$WORK/stats.log"; fail "stats run"; }
 lines=$(grep -c "card.0: .* Mchunk/s .* GB/s | produced" "$WORK/stats.log")
 expect_gt "statistics lines in 1 s at 100 ms" "$lines" 3

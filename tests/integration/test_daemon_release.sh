@@ -119,7 +119,7 @@ streak_run() { # streak_run PROVIDER ENDPOINT
 # (without it a removed subscriber's sends could go on reading the ring).
 cleanup_refused() {
     name=nocleanup
-    FI_AV_REMOVE_CLEANUP=0 timeout 30 "$BIN/ringcast-readout" -c deploy/ringcast.ini -o fabric.port="$PORT" \
+    FI_AV_REMOVE_CLEANUP=0 timeout --foreground -k 30 30 "$BIN/ringcast-readout" -c deploy/ringcast.ini -o fabric.port="$PORT" \
         -o fabric.provider="tcp;ofi_rxm" -o fabric.endpoint=rdm 2>"$WORK/$name.log"
     st=$?
     [ "$st" -ne 0 ] && [ "$st" -ne 124 ] || { cat "$WORK/$name.log"; fail "$name: exit status $st"; }

@@ -21,10 +21,10 @@ printf '[readout]\nstats_interval = 0\nwait_subscribers = 2\nlinger = 30s\n[fabr
     "$PORT" "$shm" "$N" > "$WORK/capture.ini"
 "$BIN/ringcast-readout" -c "$WORK/capture.ini" --stats-json "$WORK/capture.json" 2>"$WORK/capture.log" &
 daemon=$!
-timeout 60 "$BIN/ringcast-sub" --connect "127.0.0.1:$PORT" --tags "$TAGS" --verify --json --count "$N" \
+timeout --foreground -k 10 60 "$BIN/ringcast-sub" --connect "127.0.0.1:$PORT" --tags "$TAGS" --verify --json --count "$N" \
     --out "$WORK/expected.out" >"$WORK/expected.json" 2>"$WORK/expected.log" &
 sub_a=$!
-timeout 60 "$BIN/ringcast-sub" --connect "127.0.0.1:$PORT" --tags "$TAGS" --duration 50 \
+timeout --foreground -k 10 60 "$BIN/ringcast-sub" --connect "127.0.0.1:$PORT" --tags "$TAGS" --duration 50 \
     >/dev/null 2>"$WORK/keeper.log" &
 keeper=$!
 i=0
@@ -32,7 +32,7 @@ until grep -q "starting the cards" "$WORK/capture.log"; do
     i=$((i + 1)); [ $i -lt 300 ] || { cat "$WORK/capture.log"; fail "capture: subscribers never subscribed"; }
     sleep 0.05
 done
-timeout 60 "$BIN/ringcast-sim" -c "$WORK/capture.ini" --card 0 >"$WORK/sim.log" 2>&1 \
+timeout --foreground -k 10 60 "$BIN/ringcast-sim" -c "$WORK/capture.ini" --card 0 >"$WORK/sim.log" 2>&1 \
     || { cat "$WORK/sim.log"; fail "ringcast-sim exit status $?"; }
 wait "$sub_a" || { cat "$WORK/expected.log" "$WORK/expected.json"; fail "capture subscriber failed"; }
 grep -q '"verified":true' "$WORK/expected.json" || fail "capture: subscriber did not verify"
@@ -51,7 +51,7 @@ PORT=$((PORT + 1))
     -o readout.wait_subscribers=1 -o readout.linger=20s -o sim.0.replay_file="$WORK/blocks.bin" \
     --stats-json "$WORK/replay.json" 2>"$WORK/replay.log" &
 daemon=$!
-timeout 60 "$BIN/ringcast-sub" --connect "127.0.0.1:$PORT" --tags "$TAGS" --json --count "$N" \
+timeout --foreground -k 10 60 "$BIN/ringcast-sub" --connect "127.0.0.1:$PORT" --tags "$TAGS" --json --count "$N" \
     --out "$WORK/replayed.out" >"$WORK/replayed.json" 2>"$WORK/replayed.log" \
     || { cat "$WORK/replayed.log"; fail "replay subscriber failed"; }
 wait "$daemon" || { cat "$WORK/replay.log"; fail "replay daemon exit status"; }

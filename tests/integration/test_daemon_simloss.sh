@@ -25,10 +25,10 @@ wait_log() { # wait_log FILE PATTERN WHAT
 produced_values() { grep -o 'produced [0-9]*' "$1" | cut -d' ' -f2; }
 
 # -- wait: a successor takes over ---------------------------------------------
-timeout 60 "$BIN/ringcast-readout" -c "$ini" --stats-json "$WORK/wait.json" 2>"$WORK/wait.log" &
+timeout --foreground -k 30 60 "$BIN/ringcast-readout" -c "$ini" --stats-json "$WORK/wait.json" 2>"$WORK/wait.log" &
 daemon=$!
 wait_log "$WORK/wait.log" "waiting for .ringcast-sim" "wait: the daemon never set up the card"
-timeout 60 "$BIN/ringcast-sim" -c "$ini" --card 0 >"$WORK/sim-a.log" 2>&1 &
+timeout --foreground -k 10 60 "$BIN/ringcast-sim" -c "$ini" --card 0 >"$WORK/sim-a.log" 2>&1 &
 sim_a=$!
 wait_log "$WORK/wait.log" "produced [1-9]" "wait: nothing produced"
 sleep 0.5
@@ -36,7 +36,7 @@ pkill -KILL -P "$sim_a" ringcast-sim || fail "wait: no ringcast-sim to kill"
 wait "$sim_a" 2>/dev/null
 wait_log "$WORK/wait.log" "card.0: firmware lost: ringcast-sim pid [0-9]* died" "wait: the loss was not reported"
 ok "wait: the daemon reported the dead simulator, naming the card"
-timeout 60 "$BIN/ringcast-sim" -c "$ini" --card 0 --run-chunks 20000 >"$WORK/sim-b.log" 2>&1 \
+timeout --foreground -k 10 60 "$BIN/ringcast-sim" -c "$ini" --card 0 --run-chunks 20000 >"$WORK/sim-b.log" 2>&1 \
     || { cat "$WORK/sim-b.log" "$WORK/wait.log"; fail "wait: the new ringcast-sim failed"; }
 ok "wait: a new ringcast-sim took over and finished its run"
 wait "$daemon" || { cat "$WORK/wait.log"; fail "wait: daemon exit status $?"; }
@@ -52,11 +52,11 @@ expect_eq "wait keys_outstanding" "$(json_num keys_outstanding "$f")" 0
 
 # -- stop: a hung simulator (SIGSTOP) is noticed by its silent heartbeat; the
 # card is stopped and the daemon ends by itself --------------------------------
-timeout 60 "$BIN/ringcast-readout" -c "$ini" -o card.0.on_firmware_loss=stop \
+timeout --foreground -k 30 60 "$BIN/ringcast-readout" -c "$ini" -o card.0.on_firmware_loss=stop \
     --stats-json "$WORK/stop.json" 2>"$WORK/stop.log" &
 daemon=$!
 wait_log "$WORK/stop.log" "waiting for .ringcast-sim" "stop: the daemon never set up the card"
-timeout 60 "$BIN/ringcast-sim" -c "$ini" --card 0 >"$WORK/sim-c.log" 2>&1 &
+timeout --foreground -k 10 60 "$BIN/ringcast-sim" -c "$ini" --card 0 >"$WORK/sim-c.log" 2>&1 &
 sim_c=$!
 wait_log "$WORK/stop.log" "produced [1-9]" "stop: nothing produced"
 pkill -STOP -P "$sim_c" ringcast-sim || fail "stop: no ringcast-sim to stop"
@@ -73,7 +73,7 @@ expect_eq "stop keys_outstanding" "$(json_num keys_outstanding "$WORK/stop.json"
 "$BIN/ringcast-readout" -c "$ini" 2>"$WORK/orphan.log" &
 daemon=$!
 wait_log "$WORK/orphan.log" "waiting for .ringcast-sim" "orphan: the daemon never set up the card"
-timeout 60 "$BIN/ringcast-sim" -c "$ini" --card 0 >"$WORK/sim-d.log" 2>&1 &
+timeout --foreground -k 10 60 "$BIN/ringcast-sim" -c "$ini" --card 0 >"$WORK/sim-d.log" 2>&1 &
 sim_d=$!
 wait_log "$WORK/orphan.log" "produced [1-9]" "orphan: nothing produced"
 kill -KILL "$daemon"

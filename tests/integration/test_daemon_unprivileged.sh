@@ -43,7 +43,7 @@ run_unprivileged() {
     expect_eq "$name: uid" "$(awk '/^Uid:/ {print $3}' "$status")" 65534
     cap_eff=$(awk '/^CapEff:/ {print $2}' "$status")
     # shellcheck disable=SC2086
-    $NOBODY timeout 60 "$BIN/ringcast-sub" --connect "127.0.0.1:$PORT" --tags "$TAGS" --verify \
+    $NOBODY timeout --foreground -k 10 60 "$BIN/ringcast-sub" --connect "127.0.0.1:$PORT" --tags "$TAGS" --verify \
         --count 5000 --json >"$WORK/$name-sub.json" 2>"$WORK/$name-sub.log"; st=$?
     [ "$st" -eq 0 ] || { cat "$WORK/$name-sub.log"; fail "$name: subscriber exit status $st"; }
     # Read once the subscriber got its chunks: the cards (and their locked

@@ -79,7 +79,7 @@ daemon() {
 # subscriber HOST NAME URL OPTIONS...: ringcast-sub --discover in the background ($sub).
 subscriber() {
     h=$1; sname=$2; url=$3; shift 3
-    ip netns exec "$NS$h" timeout 90 "$BIN/ringcast-sub" --discover "$url" --json "$@" \
+    ip netns exec "$NS$h" timeout --foreground -k 10 90 "$BIN/ringcast-sub" --discover "$url" --json "$@" \
         >"$WORK/$sname.json" 2>"$WORK/$sname.log" &
     sub=$!; PIDS="$PIDS $sub"
 }

@@ -16,7 +16,7 @@ DUMP="$BIN/ringcast-dump"
     -o readout.wait_subscribers=1 -o readout.linger=10s -o sim.0.run_chunks=2000 -o sim.0.err_crc=0.01 \
     -o sim.0.chunk_size_min=10 -o sim.0.chunk_size_max=300 2>"$WORK/d.log" &
 daemon=$!
-timeout 60 "$BIN/ringcast-sub" --connect "127.0.0.1:$PORT" --tags all --count 2000 --out "$WORK/out.rec" \
+timeout --foreground -k 10 60 "$BIN/ringcast-sub" --connect "127.0.0.1:$PORT" --tags all --count 2000 --out "$WORK/out.rec" \
     --json >"$WORK/sub.json" 2>"$WORK/sub.log" || { cat "$WORK/sub.log"; fail "ringcast-sub"; }
 wait_daemon d
 F="$WORK/out.rec"

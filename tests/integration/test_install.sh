@@ -83,7 +83,7 @@ api_functions() {
 }
 exports() { nm -D --defined-only "$1" | awk '{print $NF}' | sort -u; }
 inc="$ROOT/include/ringcast"
-api_functions "$inc/version.h" "$inc/sub.h" "$inc/discover.h" "$inc/pub.h" "$inc/pattern.h" > "$WORK/client.api"
+api_functions "$inc/version.h" "$inc/sub.h" "$inc/view.h" "$inc/discover.h" "$inc/pub.h" "$inc/pattern.h" > "$WORK/client.api"
 api_functions "$inc"/*.h > "$WORK/full.api"
 # rc_mem_forget (pub.h: before the program frees memory sent through the
 # registration cache) is part of both.
@@ -147,10 +147,10 @@ ok "examples load the installed libraries"
 # end of the run loses it when the daemon exits.
 N=40000
 start_daemon d -o readout.wait_subscribers=2 -o readout.linger=30s -o sim.0.run_chunks=$N
-timeout 90 "$ROOT/bin/ringcast-sub" --connect "127.0.0.1:$PORT" --tags all --count $N --out "$WORK/run.rec" \
+timeout --foreground -k 10 90 "$ROOT/bin/ringcast-sub" --connect "127.0.0.1:$PORT" --tags all --count $N --out "$WORK/run.rec" \
     --json >"$WORK/rsub.json" 2>"$WORK/rsub.log" &
 rsub=$!
-timeout 90 "$WORK/examples/count_tags/count_tags" 127.0.0.1 "$PORT" $N >"$WORK/count.out" 2>"$WORK/count.err" \
+timeout --foreground -k 10 90 "$WORK/examples/count_tags/count_tags" 127.0.0.1 "$PORT" $N >"$WORK/count.out" 2>"$WORK/count.err" \
     || { cat "$WORK/count.out" "$WORK/count.err" "$WORK/d.log"; fail "count_tags exit status"; }
 wait "$rsub" || { cat "$WORK/rsub.log"; fail "installed ringcast-sub --out: exit status"; }
 wait_daemon d
@@ -170,9 +170,9 @@ expect_eq "read_records on ringcast-sub --out" "$(cat "$WORK/records.out")" \
 # ---- run: the zero-copy publisher and its subscriber --------------------------
 PORT=$((PORT + 1))
 Z=5000
-timeout 90 "$WORK/examples/zero_copy/publish" "$PORT" $Z 3000 >"$WORK/pub.out" 2>"$WORK/pub.err" &
+timeout --foreground -k 10 90 "$WORK/examples/zero_copy/publish" "$PORT" $Z 3000 >"$WORK/pub.out" 2>"$WORK/pub.err" &
 pub=$!
-timeout 90 "$WORK/examples/zero_copy/receive" 127.0.0.1 "$PORT" $Z >"$WORK/recv.out" 2>"$WORK/recv.err" \
+timeout --foreground -k 10 90 "$WORK/examples/zero_copy/receive" 127.0.0.1 "$PORT" $Z >"$WORK/recv.out" 2>"$WORK/recv.err" \
     || { cat "$WORK/recv.out" "$WORK/recv.err"; kill $pub; fail "receive exit status"; }
 wait $pub || { cat "$WORK/pub.out" "$WORK/pub.err"; fail "publish exit status"; }
 cat "$WORK/pub.out" "$WORK/recv.out"

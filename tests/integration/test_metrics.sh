@@ -42,10 +42,10 @@ ok "state waiting before the subscribers came"
 
 # A slow subscriber of e-links 0-3 on port 0 (the ring fills behind it),
 # one of every tag on port 1.
-timeout 60 "$BIN/ringcast-sub" --connect "127.0.0.1:$PORT" --tags 0-3 --verify --slow-us 100 \
+timeout --foreground -k 10 60 "$BIN/ringcast-sub" --connect "127.0.0.1:$PORT" --tags 0-3 --verify --slow-us 100 \
     --count 15000 --json >"$WORK/a.json" 2>"$WORK/a.log" &
 suba=$!
-timeout 60 "$BIN/ringcast-sub" --connect "127.0.0.1:$((PORT + 1))" --tags all --count 30000 --json \
+timeout --foreground -k 10 60 "$BIN/ringcast-sub" --connect "127.0.0.1:$((PORT + 1))" --tags all --count 30000 --json \
     >"$WORK/b.json" 2>"$WORK/b.log" &
 subb=$!
 wait_cards_started d

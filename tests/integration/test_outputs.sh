@@ -16,7 +16,7 @@ N=20000
 
 # --- 1. --stats-json checked at start ---------------------------------------
 stats_refused() { # stats_refused NAME PATH
-    timeout 20 "$BIN/ringcast-readout" -c deploy/ringcast.ini -o readout.stats_interval=0 \
+    timeout --foreground -k 30 20 "$BIN/ringcast-readout" -c deploy/ringcast.ini -o readout.stats_interval=0 \
         -o fabric.port="$PORT" -o sim.0.run_chunks=1000 --stats-json "$2" 2>"$WORK/$1.log"; st=$?
     [ "$st" -eq 2 ] || { cat "$WORK/$1.log"; fail "$1: exit status $st, expected 2"; }
     grep -q "^ringcast-readout: --stats-json $2: cannot write: " "$WORK/$1.log" \
@@ -37,7 +37,7 @@ out_run() { # out_run NAME OUTPATH [ULIMIT_F]: a fixed run of N chunks into --ou
     start_daemon "$run-daemon" -o readout.wait_subscribers=1 -o readout.linger=20s \
         -o sim.0.run_chunks=$N -o sim.0.chunk_size_min=1024 -o sim.0.chunk_size_max=1024
     limit=${3:-unlimited}
-    ( ulimit -f "$limit" && exec timeout 60 "$BIN/ringcast-sub" --connect "127.0.0.1:$PORT" \
+    ( ulimit -f "$limit" && exec timeout --foreground -k 10 60 "$BIN/ringcast-sub" --connect "127.0.0.1:$PORT" \
         --tags "$TAGS" --json --count "$N" --out "$2" ) >"$WORK/$run.json" 2>"$WORK/$run.log"
     sub_st=$?
     wait_daemon "$run-daemon"

@@ -35,7 +35,7 @@ pings() { grep -c ' WATCHDOG=1$' "$WORK/notify.txt"; }
 
 # -- 1 and 2: a simulated card, then a stuck publisher thread ---------------------
 : >"$WORK/notify.txt"
-NOTIFY_SOCKET="$SOCK" WATCHDOG_USEC=1000000 timeout 60 "$BIN/ringcast-readout" -c deploy/ringcast.ini \
+NOTIFY_SOCKET="$SOCK" WATCHDOG_USEC=1000000 timeout --foreground -k 30 60 "$BIN/ringcast-readout" -c deploy/ringcast.ini \
     -o fabric.port="$PORT" -o readout.stats_interval=300ms -o sim.0.rate=20000chunks/s \
     -o readout.fault_publisher_hang_after=4s --stats-json "$WORK/d.json" 2>"$WORK/d.log" &
 daemon=$!
@@ -64,11 +64,11 @@ shm="rc-itnotify-$$"
 ini="$WORK/proc.ini"
 printf '[readout]\nstats_interval = 300ms\n[fabric]\nport = %s\n[card.0]\ntype = sim-process\nmemory = shm\nshm_name = %s\nring_size = 4M\n[sim.0]\nrate = 20000chunks/s\n' \
     "$PORT" "$shm" > "$ini"
-NOTIFY_SOCKET="$SOCK" WATCHDOG_USEC=1000000 timeout 60 "$BIN/ringcast-readout" -c "$ini" \
+NOTIFY_SOCKET="$SOCK" WATCHDOG_USEC=1000000 timeout --foreground -k 30 60 "$BIN/ringcast-readout" -c "$ini" \
     --stats-json "$WORK/p.json" 2>"$WORK/p.log" &
 daemon=$!
 wait_log "$WORK/p.log" "waiting for .ringcast-sim" "the daemon never set up the sim-process card"
-timeout 60 "$BIN/ringcast-sim" -c "$ini" --card 0 >"$WORK/sim.log" 2>&1 &
+timeout --foreground -k 10 60 "$BIN/ringcast-sim" -c "$ini" --card 0 >"$WORK/sim.log" 2>&1 &
 sim=$!
 wait_log "$WORK/p.log" "produced [1-9]" "nothing produced"
 simpid=$(pgrep -P "$sim" ringcast-sim || echo "$sim")

@@ -172,8 +172,7 @@ static void test_pool_registered_once_per_block(void)
 
 /* ---- the pool under threads ------------------------------------------------ */
 
-/* One getter thread per class (the pool's rule: one getter per class), three
- * putter threads, and a hand-off queue (a mutex: test code) from getters to
+/* One getter thread per class, three putter threads, and a hand-off queue (a mutex: test code) from getters to
  * putters. Each buffer carries a marker word claimed with an atomic exchange
  * at get and cleared before put: a buffer handed out twice at once would
  * find it claimed. */
@@ -797,12 +796,113 @@ static void test_pub_destroy_with_cached_sends_outstanding(void)
     rc_sub_destroy(pc.sub);
 }
 
+/* Two threads get from the same class of 4 buffers at once (any thread may
+ * get: mem_pool.h) and hand every buffer to the other thread to put. Each
+ * buffer's marker word is claimed with an atomic exchange at get and cleared
+ * before put: one handed out twice at once would find it claimed. */
+#define SAME_GETS 40000u
+#define SAME_SLOTS 64u
+
+struct same_class {
+    struct rci_mem_pool *pool;
+    /* to_put[i]: buffers thread i got for thread 1 - i to put (SPSC rings) */
+    struct rci_mem_buf *ring[2][SAME_SLOTS];
+    atomic_uint head[2], tail[2];
+    atomic_uint double_handout, gets_done;
+};
+
+struct same_thread { struct same_class *sc; unsigned id; };
+
+static void same_put_one(struct same_class *sc, unsigned from)
+{
+    unsigned t = atomic_load_explicit(&sc->tail[from], memory_order_relaxed);
+    if (t == atomic_load_explicit(&sc->head[from], memory_order_acquire))
+        return;
+    struct rci_mem_buf *b = sc->ring[from][t % SAME_SLOTS];
+    _Atomic uint64_t *mark = (_Atomic uint64_t *)(void *)b->data;
+    if (atomic_exchange(mark, 0) != 0x2000u + from)
+        atomic_fetch_add(&sc->double_handout, 1);
+    rci_mem_pool_put(sc->pool, b);
+    atomic_store_explicit(&sc->tail[from], t + 1, memory_order_release);
+}
+
+static void *same_main(void *arg)
+{
+    struct same_thread *st = arg;
+    struct same_class *sc = st->sc;
+    unsigned me = st->id, other = 1 - me;
+    for (unsigned got = 0; got < SAME_GETS;) {
+        same_put_one(sc, other);   /* the other thread's buffers come back through us */
+        unsigned h = atomic_load_explicit(&sc->head[me], memory_order_relaxed);
+        if (h - atomic_load_explicit(&sc->tail[me], memory_order_acquire) == SAME_SLOTS) {
+            sched_yield();
+            continue;
+        }
+        struct rci_mem_buf *b = rci_mem_pool_get_class(sc->pool, RCI_MEM_SMALL);
+        if (!b) {
+            sched_yield();
+            continue;
+        }
+        _Atomic uint64_t *mark = (_Atomic uint64_t *)(void *)b->data;
+        if (atomic_exchange(mark, 0x2000u + me) != 0)
+            atomic_fetch_add(&sc->double_handout, 1);
+        sc->ring[me][h % SAME_SLOTS] = b;
+        atomic_store_explicit(&sc->head[me], h + 1, memory_order_release);
+        got++;
+    }
+    atomic_fetch_add(&sc->gets_done, 1);
+    /* Put what the other thread still gets, until it is done too. */
+    while (atomic_load(&sc->gets_done) < 2 ||
+           atomic_load(&sc->tail[other]) != atomic_load(&sc->head[other]))
+        same_put_one(sc, other);
+    return NULL;
+}
+
+static void test_pool_two_getters_one_class(void)
+{
+    struct rci_mem_pool_params p;
+    rci_mem_pool_params_default(&p);
+    p.count[RCI_MEM_SMALL] = 4;   /* few buffers: the getters fight over each one */
+    static struct same_class sc;
+    memset(&sc, 0, sizeof sc);
+    char err[200];
+    CU_ASSERT_EQUAL_FATAL(rci_mem_pool_create(&p, &sc.pool, err, sizeof err), 0);
+    struct same_thread th[2] = { { &sc, 0 }, { &sc, 1 } };
+    pthread_t t[2];
+    for (unsigned i = 0; i < 2; i++)
+        CU_ASSERT_EQUAL_FATAL(pthread_create(&t[i], NULL, same_main, &th[i]), 0);
+    for (unsigned i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    struct rci_mem_class_stats st;
+    rci_mem_pool_class_stats(sc.pool, RCI_MEM_SMALL, &st);
+    CU_ASSERT_EQUAL(sc.double_handout, 0);
+    CU_ASSERT_EQUAL(st.gets, 2ull * SAME_GETS);
+    CU_ASSERT_EQUAL(st.puts, 2ull * SAME_GETS);
+    CU_ASSERT_EQUAL(st.in_use, 0);
+    CU_ASSERT_EQUAL(st.bad_puts, 0);
+    CU_ASSERT(st.high_water <= 4);
+    /* Every buffer is on the stack again, exactly once. */
+    struct rci_mem_buf *all[5];
+    for (unsigned i = 0; i < 5; i++)
+        all[i] = rci_mem_pool_get_class(sc.pool, RCI_MEM_SMALL);
+    CU_ASSERT_PTR_NULL(all[4]);
+    for (unsigned i = 0; i < 4; i++) {
+        CU_ASSERT_PTR_NOT_NULL(all[i]);
+        for (unsigned j = 0; j < i; j++)
+            CU_ASSERT_PTR_NOT_EQUAL(all[i], all[j]);
+    }
+    for (unsigned i = 0; i < 4; i++)
+        rci_mem_pool_put(sc.pool, all[i]);
+    rci_mem_pool_destroy(sc.pool);
+}
+
 static void register_tests(void)
 {
     RCI_SUITE("mem_pool", {"refuses bad params", test_pool_refuses_bad_params},
               {"classes and counters", test_pool_classes_and_counters},
               {"registered once per block (tcp)", test_pool_registered_once_per_block},
-              {"get/put storm under threads", test_pool_get_put_storm});
+              {"get/put storm under threads", test_pool_get_put_storm},
+              {"two getters of one class", test_pool_two_getters_one_class});
     RCI_SUITE("mr_cache", {"hits, misses, merge", test_cache_hits_misses_merge},
               {"evicts least recently used", test_cache_evicts_least_recently_used},
               {"forget, same address reused", test_cache_forget_and_reuse_same_address},

@@ -1398,6 +1398,16 @@ static void *raw_main(void *arg)
     RAW_STEP(n > 0 && raw_send(&r, (size_t)n) == 0, "send HELLO");
     struct rci_wire_welcome w;
     RAW_STEP(raw_expect(&r, RCI_MSG_WELCOME, &w, sizeof w) == 0, "no WELCOME");
+    /* Our HELLO offered 2..3: WELCOME says 3, so a BYE may carry the handled count. */
+    RAW_STEP(rci_wire_welcome_takes_bye_handled(&w), "WELCOME not of version 3");
+    /* A BYE with its count cut short, and one whose version-2 header cannot
+     * carry a count: rejected (bad length), counted, and the peer stays. */
+    n = rci_wire_build_bye_handled(r.tx, 65536, 5);
+    ((struct rci_wire_hdr *)r.tx)->length = (uint32_t)n - 4;
+    RAW_STEP(raw_send(&r, (size_t)n - 4) == 0, "send truncated BYE");
+    n = rci_wire_build_bye_handled(r.tx, 65536, 5);
+    r.tx[2] = 2;
+    RAW_STEP(raw_send(&r, (size_t)n) == 0, "send version-2 BYE with a count");
     /* Garbage: short, bad magic, a type not allowed towards the publisher. */
     memset(r.tx, 0xab, 64);
     RAW_STEP(raw_send(&r, 4) == 0, "send short");
@@ -1453,7 +1463,7 @@ static void malformed_test(const struct prov *pv)
     CU_ASSERT(st.malformed[RCI_WIRE_SHORT] >= 1);
     CU_ASSERT(st.malformed[RCI_WIRE_BAD_MAGIC] >= 1);
     CU_ASSERT(st.malformed[RCI_WIRE_BAD_TYPE] >= 1);
-    CU_ASSERT(st.malformed[RCI_WIRE_BAD_LENGTH] >= 1);
+    CU_ASSERT(st.malformed[RCI_WIRE_BAD_LENGTH] >= 3);   /* bad length, and two bad BYEs */
     if (pv->ep == RCI_EP_RDM)
         CU_ASSERT_EQUAL(st.malformed[RCI_WIRE_BAD_FIELD], 1);
     CU_ASSERT_EQUAL(st.connections, 1);

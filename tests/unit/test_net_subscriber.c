@@ -458,6 +458,8 @@ static struct fake {
     unsigned tx_done, tx_posted;
     unsigned hellos, subs, byes, heartbeats;
     uint32_t last_sub_request, bye_reason;
+    bool bye_has_count;           /* the last BYE carried chunks_handled (version 3) */
+    uint64_t bye_handled;
     uint64_t ranges_total;        /* ranges in every SUBSCRIBE received */
     uint32_t unacked[64];         /* request ids still to answer */
     unsigned nunacked;
@@ -486,6 +488,7 @@ static void fake_handle(const uint8_t *buf, size_t len)
         rci_wire_check_bye(buf, len, &b);
         F.byes++;
         F.bye_reason = b.reason;
+        F.bye_has_count = rci_wire_bye_handled(buf, len, &F.bye_handled);
     } else if (type == RCI_MSG_HEARTBEAT) {
         F.heartbeats++;
     }
@@ -606,8 +609,9 @@ static void send_numbered(uint32_t seq, uint64_t tag)
     CU_ASSERT(fake_send(m, len));
 }
 
-/* Bring the subscriber through HELLO/WELCOME/SUBSCRIBE with the fake. */
-static bool fake_session(uint32_t max_chunk)
+/* Bring the subscriber through HELLO/WELCOME/SUBSCRIBE with the fake, whose
+ * WELCOME says `version`. */
+static bool fake_session_version(uint32_t max_chunk, uint8_t version)
 {
     env_reset();
     if (!fake_open() || sub_open(max_chunk))
@@ -617,12 +621,14 @@ static bool fake_session(uint32_t max_chunk)
     if (!PUMP_UNTIL(F.hellos == 1))
         return false;
     uint8_t m[64];
-    if (!fake_send(m, (size_t)rci_wire_build_welcome(m, sizeof m, 0, 100, 1234)))
+    if (!fake_send(m, (size_t)rci_wire_build_welcome_version(m, sizeof m, version, 0, 100, 1234)))
         return false;
     if (!PUMP_UNTIL(E.connects == 1 && F.subs == 1))
         return false;
     return fake_send(m, (size_t)rci_wire_build_sub_ack(m, sizeof m, F.last_sub_request, RCI_SUB_OK));
 }
+
+static bool fake_session(uint32_t max_chunk) { return fake_session_version(max_chunk, RCI_WIRE_BASE_VERSION); }
 
 static void test_hello_contents(void)
 {
@@ -873,6 +879,32 @@ static void test_bye_from_publisher(void)
     fake_close();
 }
 
+/* Closing in order: to a publisher whose WELCOME says version 3 the BYE
+ * carries the chunks handled on this connection (not one held for order);
+ * to a version-2 publisher it is the 16-byte BYE it knows. */
+static void bye_count_case(uint8_t version)
+{
+    CU_ASSERT_FATAL(fake_session_version(1u << 20, version));
+    for (uint32_t seq = 0; seq < 5; seq++)
+        send_numbered(seq, 5);
+    send_numbered(7, 5);   /* 5 and 6 never come: held for order, not handled */
+    CU_ASSERT(PUMP_UNTIL(E.ngot == 5));
+    pump_for(0.05);
+    CU_ASSERT_EQUAL(E.ngot, 5);
+    rc_sub_destroy(E.sub);   /* says BYE; the fake reads it below */
+    E.sub = NULL;
+    CU_ASSERT(PUMP_UNTIL(F.byes == 1));
+    CU_ASSERT_EQUAL(F.bye_reason, RCI_BYE_NORMAL);
+    CU_ASSERT_EQUAL(F.bye_has_count, version >= 3);
+    if (version >= 3)
+        CU_ASSERT_EQUAL(F.bye_handled, 5);
+    env_close();
+    fake_close();
+}
+
+static void test_bye_count_v3(void) { bye_count_case(3); }
+static void test_bye_count_v2(void) { bye_count_case(2); }
+
 /* ---- no network ---------------------------------------------------------------- */
 
 static void test_params_rejected(void)
@@ -967,6 +999,8 @@ static void register_tests(void)
         CU_add_test(fake, "fragment rules", test_fragment_rules);
         CU_add_test(fake, "stream order restored, losses counted", test_stream_order);
         CU_add_test(fake, "bye from publisher", test_bye_from_publisher);
+        CU_add_test(fake, "bye with the handled count (publisher of version 3)", test_bye_count_v3);
+        CU_add_test(fake, "plain bye to a publisher of version 2", test_bye_count_v2);
         CU_add_test(fake, "resubscribe in batches", test_resubscribe_in_batches);
     }
 }

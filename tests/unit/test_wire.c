@@ -80,6 +80,7 @@ static size_t make_page(void)
 }
 static size_t make_heartbeat(void) { return (size_t)rci_wire_build_heartbeat(msg, sizeof msg, 123456789); }
 static size_t make_bye(void) { return (size_t)rci_wire_build_bye(msg, sizeof msg, RCI_BYE_NORMAL); }
+static size_t make_bye_handled(void) { return (size_t)rci_wire_build_bye_handled(msg, sizeof msg, 123456); }
 
 struct fixture {
     const char *name;
@@ -87,6 +88,7 @@ struct fixture {
     enum rci_wire_dir dir;
     size_t (*make)(void);
     int resizable;  /* a middle DATA fragment stays valid at any payload size */
+    size_t valid_prefix;  /* an optional tail: cut here (length patched) it is still valid */
 };
 
 static const struct fixture fixtures[] = {
@@ -98,6 +100,7 @@ static const struct fixture fixtures[] = {
     {"page", RCI_MSG_PAGE, RCI_WIRE_TO_SUBSCRIBER, make_page, 0},
     {"heartbeat", RCI_MSG_HEARTBEAT, RCI_WIRE_TO_SUBSCRIBER, make_heartbeat, 0},
     {"bye", RCI_MSG_BYE, RCI_WIRE_TO_PUBLISHER, make_bye, 0},
+    {"bye with handled count", RCI_MSG_BYE, RCI_WIRE_TO_PUBLISHER, make_bye_handled, 0, 16},
 };
 #define NFIX (sizeof fixtures / sizeof fixtures[0])
 
@@ -209,7 +212,7 @@ static void test_truncated_at_every_length(void)
                 memcpy(msg, copy, full);
                 set_len(msg, (uint32_t)len);
                 e = why_of(msg, len, f->dir);
-                if (f->resizable && len > sizeof(struct rci_wire_data)) {
+                if ((f->resizable && len > sizeof(struct rci_wire_data)) || len == f->valid_prefix) {
                     CU_ASSERT_EQUAL(e, RCI_WIRE_OK);
                 } else {
                     CU_ASSERT_NOT_EQUAL(e, RCI_WIRE_OK);
@@ -477,6 +480,73 @@ static void test_heartbeat_and_bye_fields(void)
     CU_ASSERT_EQUAL(rci_wire_build_bye_refused(msg, sizeof msg, (enum rci_refusal)0x10000), -EINVAL);
 }
 
+/* Version 3: WELCOME says which version was negotiated; a subscriber's
+ * orderly BYE carries the chunks it handled only in version 3. */
+static void test_bye_handled_count(void)
+{
+    size_t len = make_bye_handled();
+    CU_ASSERT_EQUAL(len, 24);
+    CU_ASSERT_EQUAL(msg[2], 3);
+    struct rci_wire_bye b;
+    CU_ASSERT_EQUAL(rci_wire_check_bye(guarded(msg, len), len, &b), RCI_WIRE_OK);
+    CU_ASSERT_EQUAL(b.reason, RCI_BYE_NORMAL);
+    uint64_t handled = 0;
+    CU_ASSERT(rci_wire_bye_handled(guarded(msg, len), len, &handled));
+    CU_ASSERT_EQUAL(handled, 123456);
+    put64(msg, 16, UINT64_MAX);   /* any count is valid: the publisher bounds it by what it sent */
+    CU_ASSERT_EQUAL(rci_wire_check_bye(guarded(msg, len), len, NULL), RCI_WIRE_OK);
+    /* A version-2 header cannot carry the count: what a 2-only peer expects. */
+    msg[2] = 2;
+    CU_ASSERT_EQUAL(why_of(msg, len, RCI_WIRE_TO_PUBLISHER), RCI_WIRE_BAD_LENGTH);
+    msg[2] = 3;
+    /* Only an orderly leave has a count. */
+    put32(msg, 8, RCI_BYE_PROTOCOL);
+    CU_ASSERT_EQUAL(why_of(msg, len, RCI_WIRE_TO_PUBLISHER), RCI_WIRE_BAD_FIELD);
+    put32(msg, 8, RCI_BYE_REFUSED);
+    put32(msg, 12, RCI_REFUSED_FULL);
+    CU_ASSERT_EQUAL(why_of(msg, len, RCI_WIRE_TO_PUBLISHER), RCI_WIRE_BAD_FIELD);
+    /* Garbage lengths around it. */
+    make_bye_handled();
+    for (size_t n = 17; n < 24; n++) {
+        set_len(msg, (uint32_t)n);
+        CU_ASSERT_EQUAL(why_of(msg, n, RCI_WIRE_TO_PUBLISHER), RCI_WIRE_BAD_LENGTH);
+    }
+    msg[24] = 0;
+    set_len(msg, 25);
+    CU_ASSERT_EQUAL(why_of(msg, 25, RCI_WIRE_TO_PUBLISHER), RCI_WIRE_BAD_LENGTH);
+    msg[2] = RCI_WIRE_VERSION + 1;
+    set_len(msg, 24);
+    CU_ASSERT_EQUAL(why_of(msg, 24, RCI_WIRE_TO_PUBLISHER), RCI_WIRE_BAD_VERSION);
+    /* A plain BYE has no count (version 2 or 3). */
+    len = make_bye();
+    CU_ASSERT_EQUAL(msg[2], RCI_WIRE_BASE_VERSION);
+    CU_ASSERT(!rci_wire_bye_handled(msg, len, &handled));
+    msg[2] = 3;
+    CU_ASSERT_EQUAL(why_of(msg, len, RCI_WIRE_TO_PUBLISHER), RCI_WIRE_OK);
+    uint8_t small[23];
+    CU_ASSERT_EQUAL(rci_wire_build_bye_handled(small, sizeof small, 1), -ENOSPC);
+
+    /* WELCOME of each version; only 3 takes the count. */
+    len = (size_t)rci_wire_build_welcome_version(msg, sizeof msg, 3, 0, 100, 5);
+    CU_ASSERT_EQUAL(len, 24);
+    struct rci_wire_welcome w;
+    CU_ASSERT_EQUAL(rci_wire_check_welcome(guarded(msg, len), len, &w), RCI_WIRE_OK);
+    CU_ASSERT_EQUAL(w.hdr.version, 3);
+    CU_ASSERT(rci_wire_welcome_takes_bye_handled(msg));
+    len = (size_t)rci_wire_build_welcome(msg, sizeof msg, 0, 100, 5);
+    CU_ASSERT_EQUAL(msg[2], 2);
+    CU_ASSERT_EQUAL(why_of(msg, len, RCI_WIRE_TO_SUBSCRIBER), RCI_WIRE_OK);
+    CU_ASSERT(!rci_wire_welcome_takes_bye_handled(msg));
+    CU_ASSERT_EQUAL(rci_wire_build_welcome_version(msg, sizeof msg, 1, 0, 100, 5), -EINVAL);
+    CU_ASSERT_EQUAL(rci_wire_build_welcome_version(msg, sizeof msg, RCI_WIRE_VERSION + 1, 0, 100, 5), -EINVAL);
+    /* HELLO offers up to 3 (a 2-only publisher negotiates 2 from it). */
+    len = make_hello();
+    struct rci_wire_hello h;
+    CU_ASSERT_EQUAL(rci_wire_check_hello(msg, len, &h), RCI_WIRE_OK);
+    CU_ASSERT_EQUAL(h.min_version, 2);
+    CU_ASSERT_EQUAL(h.max_version, 3);
+}
+
 /* ---- tests: encoders, negotiation, names -------------------------------- */
 
 static void test_encoder_limits(void)
@@ -510,19 +580,22 @@ static void test_encoder_limits(void)
 static void test_byte_order_is_little_endian(void)
 {
     rci_wire_build_heartbeat(msg, sizeof msg, 0x0102030405060708ull);
-    const uint8_t want[16] = {0x43, 0x52, RCI_WIRE_VERSION, RCI_MSG_HEARTBEAT, 16, 0, 0, 0,
+    const uint8_t want[16] = {0x43, 0x52, RCI_WIRE_BASE_VERSION, RCI_MSG_HEARTBEAT, 16, 0, 0, 0,
                               8, 7, 6, 5, 4, 3, 2, 1};
     CU_ASSERT_EQUAL(memcmp(msg, want, sizeof want), 0);
 }
 
 static void test_negotiate(void)
 {
-    /* Version 2 only: a version-1 peer (no stream sequence numbers) is refused. */
+    /* Versions 2 and 3: a version-1 peer (no stream sequence numbers) is
+     * refused; a version-2 peer gets 2 (no BYE count), a newer one 3. */
     CU_ASSERT_EQUAL(rci_wire_negotiate(1, 1), 0);
     CU_ASSERT_EQUAL(rci_wire_negotiate(1, 2), 2);
+    CU_ASSERT_EQUAL(rci_wire_negotiate(2, 2), 2);
     CU_ASSERT_EQUAL(rci_wire_negotiate(1, 5), RCI_WIRE_VERSION);
-    CU_ASSERT_EQUAL(rci_wire_negotiate(2, 5), 2);
-    CU_ASSERT_EQUAL(rci_wire_negotiate(3, 5), 0);
+    CU_ASSERT_EQUAL(rci_wire_negotiate(2, 5), 3);
+    CU_ASSERT_EQUAL(rci_wire_negotiate(3, 5), 3);
+    CU_ASSERT_EQUAL(rci_wire_negotiate(4, 5), 0);
     CU_ASSERT_EQUAL(rci_wire_negotiate(0, 0), 0);
     CU_ASSERT_EQUAL(rci_wire_negotiate(3, 1), 0);
 }
@@ -633,6 +706,7 @@ static void register_tests(void)
              {"data fields", test_data_fields},
              {"page fields and walk", test_page_fields_and_walk},
              {"heartbeat and bye fields", test_heartbeat_and_bye_fields},
+             {"bye with the handled count (version 3)", test_bye_handled_count},
              {"encoder limits", test_encoder_limits},
              {"little-endian on the wire", test_byte_order_is_little_endian},
              {"version negotiation", test_negotiate},
