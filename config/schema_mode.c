@@ -71,8 +71,8 @@ static const struct rci_cfg_key mode_keys[] = {
      .help = "Required: the tags of this rule, first-last (inclusive) or one tag, decimal or 0x hex."},
     {.key = "mode", .type = RCI_CFG_ENUM, .def = "zerocopy", .choices = "zerocopy|buffered|auto",
      RCI_CFG_FIELD(T, mode), .example = "buffered",
-     .help = "Required: send these tags from the ring (zerocopy), copied into pages (buffered), or buffered below buffered_threshold (auto)."},
-    {.key = "buffered_threshold", .type = RCI_CFG_SIZE, .def = "512", .min = 1, .max = 64ull << 20,
+     .help = "Required: from the ring (zerocopy), copied into pages (buffered), or auto: buffered below buffered_threshold, else zero copy or gather-copied (bounce_buffers)."},
+    {.key = "buffered_threshold", .type = RCI_CFG_SIZE, .def = "16k", .min = 1, .max = 64ull << 20,
      RCI_CFG_FIELD(T, buffered_threshold),
      .help = "With mode = auto: chunks of these tags smaller than this are sent buffered."},
 };

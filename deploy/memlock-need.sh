@@ -10,7 +10,8 @@
 #                  (and any provider that does not pin memory) this is all
 #                  (measured: VmLck in /proc/PID/status equals it).
 #   registered N   what the publisher registers with libfabric: the rings, the
-#                  zero-copy header slots, the buffered pages, and the control
+#                  zero-copy header slots, the buffered pages, the gather-copy
+#                  bounce buffers (bounce_buffers x buffered_page_size), and the control
 #                  receive/send buffers (sizes as in net/pub_internal.h and
 #                  net/wire.h: 4 receives of 16400 bytes per subscriber slot
 #                  plus 4 spare, 4 sends of 32 bytes per slot plus 8), each
@@ -49,12 +50,13 @@ section == "[fabric]" && $1 == "header_slots" { slots = $3 }
 section == "[fabric]" && $1 == "header_slot_size" { slot_size = bytes($3) }
 section == "[fabric]" && $1 == "buffered_pages" { npages = $3 }
 section == "[fabric]" && $1 == "buffered_page_size" { page_size = bytes($3) }
+section == "[fabric]" && $1 == "bounce_buffers" { nbounce = $3 }
 section == "[fabric]" && $1 == "max_subscribers" { subs = $3 }
 section == "[fabric]" && $1 == "endpoint" { rdm = ($3 == "rdm") }
 END {
     rx = 4 * (subs + rdm) * 16400
     ctrl = (4 * subs + 8) * 32
-    registered = rings + pages(slots * slot_size) + pages(npages * page_size) + pages(rx) + pages(ctrl)
+    registered = rings + pages(slots * slot_size) + pages(npages * page_size) + pages(nbounce * page_size) + pages(rx) + pages(ctrl)
     printf "rings %.0f\nregistered %.0f\nlimit_mib %d\n", rings, registered,
            int((registered * 1.25 + 1048575) / 1048576)
 }'

@@ -30,6 +30,9 @@ struct rci_fabric_params {
     uint32_t header_slot_size;
     uint32_t buffered_pages;      /* buffered-mode page pool */
     uint32_t buffered_page_size;
+    /* Gather-copy bounce buffers (net/bounce.c), each buffered_page_size
+     * bytes; 0 = none. Used only by rci_publisher_send_gather(). */
+    uint32_t bounce_buffers;
     uint64_t flush_timeout_ns;    /* buffered page sent at latest after this */
     uint32_t rx_buffers;          /* subscriber receive buffers */
     uint32_t rx_buffer_size;

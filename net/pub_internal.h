@@ -73,6 +73,7 @@ struct rci_pub_txop {
     uint64_t since_ns;         /* POSTED: when posted; FILLING: first record */
     uint64_t key;              /* slot without record: the key it completes */
     uint32_t record;           /* slot of a fragmented send: its record */
+    uint32_t bounce;           /* slot of a gathered fragment: its bounce buffer, or RCI_PUB_NONE */
 };
 
 /* A fragmented send: the key completes after its last fragment. */
@@ -102,6 +103,7 @@ struct rci_pub_resume {
     struct rci_pub_frag_cursor c;   /* over iov[0..n-1] */
     unsigned n;
     struct iovec *iov;         /* RCI_PUB_RESUME_PIECES, allocated at create */
+    bool gather;               /* its fragments are gather-copied into bounce buffers */
     bool has_desc;             /* sent with the caller's descriptors (send_desc): */
     void **desc;               /* ... one per iov, RCI_PUB_RESUME_PIECES, allocated at create */
 };
@@ -198,6 +200,10 @@ struct rci_publisher {
     struct rci_pub_txop *ops;   /* nslots + npages */
     uint32_t *slot_free, nslot_free, min_free_slots;
     uint32_t *page_free, npage_free;
+    uint8_t *bounce_mem;       /* gather-copy bounce buffers (bounce.c) */
+    struct rci_fabric_mr bounce_mr;
+    uint32_t nbounce, bounce_size, nbounce_free;
+    uint32_t *bounce_free;
     struct rci_pub_sendrec *recs;
     uint32_t *rec_free, nrec_free;
     struct rci_pub_rxbuf *rx;
@@ -289,6 +295,20 @@ void rci_zc_fini(struct rci_publisher *p);
 /* A txop completed (status 0 or -errno) or was released (peer dead). */
 void rci_zc_slot_done(struct rci_publisher *p, uint32_t slot, int status, uint64_t *pulled_key,
                      bool *pulled);
+
+/* bounce.c: gather-copy bounce buffers for chunks whose pieces need more
+ * messages than their bytes do (rci_publisher_send_gather). */
+int  rci_bounce_init(struct rci_publisher *p, char *err, size_t errlen);
+void rci_bounce_fini(struct rci_publisher *p);
+/* A free buffer's index, or RCI_PUB_NONE when none is free. */
+uint32_t rci_bounce_take(struct rci_publisher *p);
+void rci_bounce_give(struct rci_publisher *p, uint32_t b);
+uint8_t *rci_bounce_addr(const struct rci_publisher *p, uint32_t b);
+/* Copy the next fragment's payload (at most max bytes, from the cursor on)
+ * into buffer b; advances the cursor like the zero-copy plan. Returns the
+ * bytes copied. */
+uint32_t rci_bounce_gather(struct rci_publisher *p, uint32_t b, const struct iovec *src, unsigned n,
+                           struct rci_pub_frag_cursor *c, uint64_t max);
 
 /* Post what deferred fragmented sends still have to post (from progress). */
 void rci_zc_resume_all(struct rci_publisher *p);

@@ -1299,6 +1299,7 @@ void rci_publisher_get_stats(const struct rci_publisher *p, struct rci_publisher
     *s = p->st;
     s->slots_free = p->nslot_free;
     s->pages_free = p->npage_free;
+    s->bounce_free = p->nbounce_free;
 }
 
 const struct rci_fabric *rci_publisher_fabric(const struct rci_publisher *p)

@@ -96,6 +96,11 @@ struct rci_publisher_stats {
                                      * rest was posted from progress */
     uint64_t fragments_abandoned;   /* deferred fragments never posted: their peer left */
     uint64_t again_resuming;        /* -EAGAIN: the peer's previous chunk is still being posted */
+    /* gather-copy (rci_publisher_send_gather, net/README.md "Gather-copy") */
+    uint64_t gather_sends;          /* accepted sends whose fragments were copied into bounce buffers */
+    uint64_t gather_bytes;          /* payload bytes copied into bounce buffers */
+    uint64_t again_no_bounce;       /* -EAGAIN (or a deferred fragment): no bounce buffer free */
+    uint64_t bounce_free;           /* bounce buffers free now (of [fabric] bounce_buffers) */
     uint64_t faults_send_error;     /* injected: ok completions reported as errors */
     uint64_t faults_eagain;         /* injected: posts refused with -FI_EAGAIN */
     uint64_t faults_eagain_streaks; /* injected: streaks of -FI_EAGAIN for one subscriber */
@@ -207,6 +212,19 @@ int  rci_publisher_send(struct rci_publisher *p, rci_peer_id peer, uint64_t tag,
 int  rci_publisher_send_desc(struct rci_publisher *p, rci_peer_id peer, uint64_t tag,
                             uint32_t flags, const struct iovec *iov, void *const *desc, unsigned n,
                             uint64_t key);
+/* rci_publisher_send(), except for a chunk whose pieces need more messages
+ * than its bytes do (more pieces than iov_limit - 1 per message): its
+ * fragments are copied into registered bounce buffers ([fabric]
+ * bounce_buffers of buffered_page_size bytes), one message of up to a
+ * buffer (and the subscriber's receive buffer) each, and sent from there.
+ * The key is the caller's until on_send_complete, as for rci_publisher_send
+ * (the payload is copied at post time, so the key could go earlier; keeping
+ * one rule keeps the caller simple). Counted: gather_sends, gather_bytes.
+ * Without bounce buffers, or for a chunk whose pieces fit a message, it is
+ * rci_publisher_send(). -EAGAIN also when no bounce buffer is free
+ * (again_no_bounce). */
+int  rci_publisher_send_gather(struct rci_publisher *p, rci_peer_id peer, uint64_t tag, uint32_t flags,
+                              const struct iovec *iov, unsigned n, uint64_t key);
 /* The descriptor of the registered region (rci_publisher_register) holding
  * [addr, addr + len); *found false (and NULL) when none does. */
 void *rci_publisher_region_desc(const struct rci_publisher *p, const void *addr, size_t len,

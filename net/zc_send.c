@@ -26,15 +26,18 @@ int rci_zc_init(struct rci_publisher *p, char *err, size_t errlen)
         p->slot_free[i] = p->nslots - 1 - i;   /* pop order 0, 1, 2 ... */
         p->rec_free[i] = p->nslots - 1 - i;
         p->ops[i].record = RCI_PUB_NONE;
+        p->ops[i].bounce = RCI_PUB_NONE;
     }
     p->nslot_free = p->min_free_slots = p->nslots;
     p->nrec_free = p->nslots;
-    return rci_fabric_mr_reg(&p->fab, p->slot_mem, bytes, FI_SEND, p->fab.ep, &p->slot_mr,
-                            err, errlen);
+    int rc = rci_fabric_mr_reg(&p->fab, p->slot_mem, bytes, FI_SEND, p->fab.ep, &p->slot_mr,
+                               err, errlen);
+    return rc ? rc : rci_bounce_init(p, err, errlen);
 }
 
 void rci_zc_fini(struct rci_publisher *p)
 {
+    rci_bounce_fini(p);
     rci_fabric_mr_close(&p->slot_mr);
     free(p->slot_mem);
     free(p->slot_free);
@@ -84,6 +87,10 @@ void rci_zc_slot_done(struct rci_publisher *p, uint32_t slot, int status, uint64
     op->state = RCI_TXOP_FREE;
     op->gen++;
     p->slot_free[p->nslot_free++] = slot;
+    if (op->bounce != RCI_PUB_NONE) {   /* a gathered fragment: its buffer goes back with it */
+        rci_bounce_give(p, op->bounce);
+        op->bounce = RCI_PUB_NONE;
+    }
     uint32_t rec = op->record;
     op->record = RCI_PUB_NONE;
     if (rec != RCI_PUB_NONE)
@@ -160,6 +167,12 @@ static unsigned next_fragment(const struct rci_publisher *p, const struct iovec 
     return k;
 }
 
+/* Fragments of a gathered send: each carries a bounce buffer's worth. */
+static uint64_t gather_payload(const struct rci_publisher *p, uint64_t max_payload)
+{
+    return max_payload < p->bounce_size ? max_payload : p->bounce_size;
+}
+
 static uint64_t count_fragments(const struct rci_publisher *p, const struct iovec *iov, unsigned n,
                                 uint64_t total, uint64_t max_payload)
 {
@@ -198,6 +211,7 @@ static int check_pieces(struct rci_publisher *p, const struct iovec *iov, void *
 
 struct zc_send {
     struct rci_pub_peer *peer;
+    bool gather;               /* fragments copied into bounce buffers (bounce.c) */
     uint32_t peer_index;
     uint64_t tag, key;
     uint32_t flags, total;
@@ -217,8 +231,17 @@ static int post_fragment(struct rci_publisher *p, const struct zc_send *s, const
     struct rci_pub_frag_cursor before = *c;
     uint32_t payload;
     uint32_t offset = (uint32_t)c->done;
-    unsigned k = next_fragment(p, src, s->desc, n, c, p->iov_max, s->max_payload, iov, desc,
-                               &payload);
+    uint32_t bounce = RCI_PUB_NONE;
+    unsigned k;
+    if (s->gather) {   /* the caller checked that a buffer is free */
+        bounce = rci_bounce_take(p);
+        payload = rci_bounce_gather(p, bounce, src, n, c, s->max_payload);
+        iov[1] = (struct iovec){ .iov_base = rci_bounce_addr(p, bounce), .iov_len = payload };
+        desc[1] = p->bounce_mr.desc;
+        k = 2;
+    } else {
+        k = next_fragment(p, src, s->desc, n, c, p->iov_max, s->max_payload, iov, desc, &payload);
+    }
     uint32_t slot = take_slot(p);
     struct rci_pub_txop *op = &p->ops[slot];
     uint8_t *hdr = p->slot_mem + (size_t)slot * p->slot_size;
@@ -226,6 +249,8 @@ static int post_fragment(struct rci_publisher *p, const struct zc_send *s, const
                                           index, s->frag_count, payload);
     if (hlen < 0) {  /* a plan the checker would reject: a bug, never sent */
         give_back_slot(p, slot);
+        if (bounce != RCI_PUB_NONE)
+            rci_bounce_give(p, bounce);
         *c = before;
         return -FI_EINVAL;
     }
@@ -237,6 +262,8 @@ static int post_fragment(struct rci_publisher *p, const struct zc_send *s, const
                              : rci_pub_post(p, s->peer, iov, desc, k, ctx);
     if (rc) {
         give_back_slot(p, slot);
+        if (bounce != RCI_PUB_NONE)
+            rci_bounce_give(p, bounce);
         *c = before;
         return rc;
     }
@@ -245,6 +272,7 @@ static int post_fragment(struct rci_publisher *p, const struct zc_send *s, const
     op->state = RCI_TXOP_POSTED;
     op->key = s->key;
     op->record = s->record;
+    op->bounce = bounce;
     rci_pub_op_link(p, s->peer_index, slot, rci_now_ns());
     p->st.messages++;
     return 0;
@@ -263,6 +291,7 @@ static bool defer_rest(struct rci_publisher *p, const struct zc_send *s, const s
     r->n = n - c->piece;
     memcpy(r->iov, src + c->piece, r->n * sizeof *src);
     r->has_desc = s->desc != NULL;
+    r->gather = s->gather;
     if (s->desc)
         memcpy(r->desc, s->desc + c->piece, r->n * sizeof *s->desc);
     r->c = (struct rci_pub_frag_cursor){ .piece = 0, .off = c->off, .done = c->done };
@@ -280,6 +309,15 @@ static bool defer_rest(struct rci_publisher *p, const struct zc_send *s, const s
     return true;
 }
 
+/* A gathered send's next fragment finds no free bounce buffer (counted). */
+static bool no_bounce(struct rci_publisher *p, const struct zc_send *s)
+{
+    if (!s->gather || p->nbounce_free)
+        return false;
+    p->st.again_no_bounce++;
+    return true;
+}
+
 /* Post fragment 0 now; later fragments as long as the provider takes them.
  * One that meets -FI_EAGAIN is deferred with the rest (posted from
  * progress, rci_zc_resume_all): this never waits, so the thread's timers,
@@ -294,13 +332,17 @@ static int send_fragmented(struct rci_publisher *p, struct zc_send *s, const str
     *rec = (struct rci_pub_sendrec){ .key = s->key, .remaining = 1, .status = 0 };
     struct rci_pub_frag_cursor c = {0};
     for (uint16_t i = 0; i < s->frag_count; i++) {
-        int rc = post_fragment(p, s, iov, n, &c, i);
+        /* A later fragment without a free bounce buffer waits like one the
+         * provider refused (fragment 0 has one: rci_publisher_send checked). */
+        bool starved = no_bounce(p, s);
+        int rc = starved ? -FI_EAGAIN : post_fragment(p, s, iov, n, &c, i);
         if (rc && i == 0) {
             p->rec_free[p->nrec_free++] = s->record;
             return rc;
         }
         if (rc == -FI_EAGAIN) {
-            p->st.again_provider++;
+            if (!starved)
+                p->st.again_provider++;
             if (defer_rest(p, s, iov, n, &c, i)) {
                 pub_debug(p, "%s: fragments %u..%u of a chunk deferred (-FI_EAGAIN)", s->peer->name, i,
                           s->frag_count - 1u);
@@ -335,11 +377,11 @@ static void resume_peer(struct rci_publisher *p, struct rci_pub_peer *peer)
         .peer = peer, .peer_index = (uint32_t)(peer - p->peers), .tag = r->tag,
         .key = p->recs[r->record].key, .flags = r->flags, .total = r->total,
         .frag_count = r->frag_count, .record = r->record, .max_payload = r->max_payload,
-        .desc = r->has_desc ? r->desc : NULL,
+        .desc = r->has_desc ? r->desc : NULL, .gather = r->gather,
     };
     struct rci_pub_sendrec *rec = &p->recs[r->record];
     while (r->next_index < r->frag_count) {
-        if (p->nslot_free == 0)
+        if (p->nslot_free == 0 || no_bounce(p, &s))
             return;
         int rc = post_fragment(p, &s, r->iov, r->n, &r->c, r->next_index);
         if (rc == -FI_EAGAIN) {
@@ -399,9 +441,21 @@ int rci_publisher_send(struct rci_publisher *p, rci_peer_id peer_id, uint64_t ta
     return rci_publisher_send_desc(p, peer_id, tag, flags, iov, NULL, n, key);
 }
 
-int rci_publisher_send_desc(struct rci_publisher *p, rci_peer_id peer_id, uint64_t tag,
-                           uint32_t flags, const struct iovec *iov, void *const *desc, unsigned n,
-                           uint64_t key)
+/* Gather-copy this chunk? Only when its pieces cost more messages than its
+ * bytes do, and the pool could ever hold all its fragments (a larger one
+ * goes zero copy rather than wait forever). */
+static bool want_gather(const struct rci_publisher *p, uint64_t zc_frags, uint64_t total, uint64_t max_payload,
+                        uint64_t *gather_frags)
+{
+    if (p->nbounce == 0)
+        return false;
+    uint64_t per = gather_payload(p, max_payload);
+    *gather_frags = total ? (total + per - 1) / per : 1;
+    return *gather_frags < zc_frags && *gather_frags <= p->nbounce;
+}
+
+static int send_chunk(struct rci_publisher *p, rci_peer_id peer_id, uint64_t tag, uint32_t flags,
+                      const struct iovec *iov, void *const *desc, unsigned n, uint64_t key, bool may_gather)
 {
     struct rci_pub_peer *peer = rci_pub_peer_of(p, peer_id);
     if (!peer || peer->state != RCI_PEER_ACTIVE || peer->doom != RCI_DOOM_NONE || !peer->connected)
@@ -419,7 +473,16 @@ int rci_publisher_send_desc(struct rci_publisher *p, rci_peer_id peer_id, uint64
         .flags = flags, .total = (uint32_t)total, .record = RCI_PUB_NONE,
         .max_payload = peer->rx_max - sizeof(struct rci_wire_data), .desc = desc,
     };
-    uint64_t frags = count_fragments(p, iov, n, total, s.max_payload);
+    uint64_t frags = count_fragments(p, iov, n, total, s.max_payload), gather_frags;
+    if (may_gather && want_gather(p, frags, total, s.max_payload, &gather_frags)) {
+        if (gather_frags > p->nbounce_free) {
+            p->st.again_no_bounce++;
+            return -EAGAIN;
+        }
+        s.gather = true;
+        s.max_payload = gather_payload(p, s.max_payload);
+        frags = gather_frags;
+    }
     if (frags > RCI_WIRE_MAX_FRAGS || frags > p->nslots) {
         /* This subscriber's buffer cannot take the chunk in the fragments we
          * have: it would lose this tag's chunks one by one (a WARN each);
@@ -467,7 +530,21 @@ int rci_publisher_send_desc(struct rci_publisher *p, rci_peer_id peer_id, uint64
     }
     p->st.sends++;
     p->st.send_bytes += total;
+    p->st.gather_sends += s.gather;
     return 0;
+}
+
+int rci_publisher_send_desc(struct rci_publisher *p, rci_peer_id peer_id, uint64_t tag,
+                           uint32_t flags, const struct iovec *iov, void *const *desc, unsigned n,
+                           uint64_t key)
+{
+    return send_chunk(p, peer_id, tag, flags, iov, desc, n, key, false);
+}
+
+int rci_publisher_send_gather(struct rci_publisher *p, rci_peer_id peer_id, uint64_t tag, uint32_t flags,
+                             const struct iovec *iov, unsigned n, uint64_t key)
+{
+    return send_chunk(p, peer_id, tag, flags, iov, NULL, n, key, true);
 }
 
 uint32_t rci_publisher_available_slots(struct rci_publisher *p)

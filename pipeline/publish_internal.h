@@ -134,6 +134,7 @@ struct publish_lane {
     uint64_t cur_first;                 /* fan-out handle of share 0 */
     uint32_t cur_k, cur_next;           /* shares, next share to send */
     bool cur_buffered;                  /* its send mode, decided once when it is begun */
+    bool cur_gather;                    /* mode auto: zero-copy sends may gather-copy it */
     uint32_t cur_nsubs;                 /* its subscribers on this thread (lane_entry) */
     uint32_t cur_subs[RCI_FANOUT_MAX_SENDS];
 };

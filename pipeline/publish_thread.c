@@ -320,12 +320,15 @@ static unsigned build_iov(struct publish_thread *th, const struct rci_chunk *chu
 }
 
 /* The first rule whose range holds the tag decides (at most 17 compares;
- * the last rule holds every tag). */
-static bool use_buffered(const struct publish_thread *th, const struct rci_chunk *chunk)
+ * the last rule holds every tag). *gather: mode auto, whose zero-copy sends
+ * may gather-copy a chunk of more pieces than a message carries
+ * (rci_publisher_send_gather). */
+static bool use_buffered(const struct publish_thread *th, const struct rci_chunk *chunk, bool *gather)
 {
     const struct mode_range *m = th->live.modes;
     while (chunk->tag < m->first || chunk->tag > m->last)
         m++;
+    *gather = m->mode == RCI_MODE_AUTO;
     switch (m->mode) {
     case RCI_MODE_BUFFERED: return true;
     case RCI_MODE_AUTO: return chunk->length < m->buffered_threshold;
@@ -359,6 +362,8 @@ static int post_share(struct publish_thread *th, struct publish_lane *lane, stru
             return rc;
         s->page_filling = false;
     }
+    if (lane->cur_gather)
+        return rci_publisher_send_gather(th->pub, s->peer, chunk->tag, chunk->flags, th->iov, n, tok_index);
     return rci_publisher_send(th->pub, s->peer, chunk->tag, chunk->flags, th->iov, n, tok_index);
 }
 
@@ -539,7 +544,7 @@ static int begin_chunk(struct publish_thread *th, struct publish_lane *lane)
     if (rci_fanout_begin(lane->fanout, lane->cur_key, k, &lane->cur_first) != 0)
         return -EAGAIN;
     lane->cur_begun = true;
-    lane->cur_buffered = use_buffered(th, chunk);
+    lane->cur_buffered = use_buffered(th, chunk, &lane->cur_gather);
     lane->cur_k = k;
     lane->cur_next = 0;
     rci_counter_add(&th->t.published, 1);

@@ -495,10 +495,14 @@ static int read_daemon(const struct rci_bench_pipe_params *p, const struct run_f
               json_u64(j, "buffered_records", &out->buffered_records) &&
               json_u64(j, "decode_errors", &errors) && json_u64(j, "chunks_dropped", &dropped);
     /* The publisher's buffered_bytes counts exactly the payload bytes copied
-     * into pages; where the daemon's JSON does not carry it, every record is
-     * one chunk of the run's fixed size. */
+     * into pages, gather_bytes those copied into bounce buffers (mode auto);
+     * where the daemon's JSON does not carry them, every record is one chunk
+     * of the run's fixed size. */
+    uint64_t gathered = 0;
     if (ok && !json_u64(j, "buffered_bytes", &out->copied_bytes))
         out->copied_bytes = out->buffered_records * p->chunk_size;
+    if (ok && json_u64(j, "gather_bytes", &gathered))
+        out->copied_bytes += gathered;
     free(j);
     if (!ok) {
         rci_set_err(err, errlen, "pipeline: %s is missing or incomplete; see %s", fl->daemon_json, fl->daemon_log);

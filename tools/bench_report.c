@@ -23,6 +23,13 @@ extern char **environ;
 #define TARGET_ZC_MIN_SIZE     8192u    /* ... at chunk sizes from 8 KiB */
 #define TARGET_BUF_SIZE        64u      /* buffered at 64 B chunks ... */
 #define TARGET_BUF_RATE_FACTOR 10.0     /* ... at 10 x raw's message rate */
+/* Issue 17, target 2: what mode auto picks, at every chunk size from 1 KiB
+ * to 1 MiB with 4 KiB blocks, >= 0.9 x the link's peak (the best raw row). */
+#define TARGET_BW_RATIO        0.90
+#define TARGET_BW_MIN_SIZE     1024u
+#define TARGET_BW_MAX_SIZE     (1u << 20)
+#define TARGET_BW_BLOCK        4096u
+#define TARGET_BW_PEAK_SIZE    (1u << 20)   /* the peak needs a raw row of 1 MiB messages or more */
 #define TARGET_PER_CHUNK       0.30     /* pipeline vs decoder chunk rate at 64 B, 256 B */
 #define TARGET_P50_US          50.0     /* p50 at half load ... */
 #define TARGET_P99_US          200.0    /* ... and p99, each mode ... */
@@ -341,9 +348,65 @@ static void target_rma(const struct rci_bench_report *r, FILE *out)
     target_end(&t);
 }
 
+/* The link's peak: the best raw row of the run. */
+static const struct rci_bench_row *raw_peak(const struct rci_bench_report *r)
+{
+    const struct rci_bench_row *best = NULL;
+    for (unsigned i = 0; i < r->nrows; i++)
+        if (!strcmp(r->rows[i].test, "raw") && (!best || r->rows[i].gbytes_per_s > best->gbytes_per_s))
+            best = &r->rows[i];
+    return best;
+}
+
+static bool bandwidth_point(const struct rci_bench_row *w)
+{
+    return !strcmp(w->test, "auto") && w->fill && !strcmp(w->fill, "none") && !w->delivery_comparison &&
+           (!w->delivery || !strcmp(w->delivery, "send")) &&
+           w->chunk_size >= TARGET_BW_MIN_SIZE && w->chunk_size <= TARGET_BW_MAX_SIZE;
+}
+
+/* Every auto row (fill none, send delivery) from 1 KiB to 1 MiB against the
+ * best raw row; a point measured with other than 4 KiB blocks, or in a run
+ * without a raw row of 1 MiB messages (the best raw row is then not the
+ * link's peak), cannot pass. JSON: target "bandwidth_auto", measured = the
+ * ratio to the peak. */
+static void target_bandwidth(const struct rci_bench_report *r, FILE *out)
+{
+    const struct rci_bench_row *peak = raw_peak(r);
+    bool peak_valid = false;
+    for (unsigned i = 0; i < r->nrows; i++)
+        peak_valid |= !strcmp(r->rows[i].test, "raw") && r->rows[i].chunk_size >= TARGET_BW_PEAK_SIZE;
+    char title[256], psize[32], size[32], shown[64];
+    int len = snprintf(title, sizeof title, "bandwidth: what auto mode picks >= %.2f x the link's peak",
+                       TARGET_BW_RATIO);
+    if (peak)
+        len += snprintf(title + len, sizeof title - (size_t)len, " (best raw row: %.3f GB/s at %s%s)",
+                        peak->gbytes_per_s, rci_format_size(peak->chunk_size, psize, sizeof psize),
+                        peak_valid ? "" : "; no raw row of 1 MiB messages: not the link's peak, no pass");
+    snprintf(title + len, sizeof title - (size_t)len, " at every size 1 KiB..1 MiB, 4 KiB blocks (fill=none)");
+    struct target_line t;
+    target_begin(&t, r, out, "bandwidth_auto", title);
+    unsigned passed = 0;
+    for (unsigned i = 0; peak && peak->gbytes_per_s > 0 && i < r->nrows; i++) {
+        const struct rci_bench_row *w = &r->rows[i];
+        if (!bandwidth_point(w))
+            continue;
+        double ratio = w->gbytes_per_s / peak->gbytes_per_s;
+        bool blocks_ok = w->block_size ? w->block_size == TARGET_BW_BLOCK : r->block_size == TARGET_BW_BLOCK;
+        bool pass = ratio >= TARGET_BW_RATIO && blocks_ok && peak_valid;
+        snprintf(shown, sizeof shown, "%.3f%s", ratio, blocks_ok ? "" : " (not 4 KiB blocks)");
+        target_point(&t, rci_format_size(w->chunk_size, size, sizeof size), ratio, TARGET_BW_RATIO, pass, shown);
+        passed += pass;
+    }
+    if (t.points)
+        fprintf(out, "; %u of %u points pass", passed, t.points);
+    target_end(&t);   /* none: "not measured" (auto rows come from pipeline/all without --mode, or --mode auto) */
+}
+
 void rci_bench_print_targets(const struct rci_bench_report *r, FILE *out)
 {
     fprintf(out, "targets (benchmark issue; pass/MISS per measured point):\n");
+    target_bandwidth(r, out);
     target_per_chunk(r, out);
     target_zc_ratio(r, out);
     target_buffered_rate(r, out);

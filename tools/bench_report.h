@@ -58,6 +58,7 @@ struct rci_bench_row {
 
 struct rci_bench_report {
     bool json;
+    uint64_t block_size;           /* the simulated card's block size of the pipeline runs */
     bool header_printed;
     struct rci_bench_row rows[RCI_BENCH_MAX_ROWS];
     unsigned nrows;

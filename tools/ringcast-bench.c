@@ -58,6 +58,7 @@ struct bench_opts {
     unsigned publisher_threads;       /* readout.publisher_threads */
     const char *modes[3];             /* readout.mode of pipeline, latency and model runs */
     unsigned nmodes;
+    bool modes_given;                 /* --mode on the command line */
     const char *deliveries[2];        /* ringcast-sub --delivery of pipeline runs: send, rma */
     unsigned ndeliveries;
     struct model_target { char text[64]; struct rci_rate rate; uint64_t size; } targets[8];
@@ -496,7 +497,8 @@ static int measure_pipeline(struct bench *b, uint64_t size, const char *mode, en
 
 /* pipeline: at every size, raw (unless measured already in this run), then
  * every --mode (zero copy and buffered by default) with fill none and
- * pattern (bench_pipeline.h). */
+ * pattern (bench_pipeline.h). Without --mode also auto, fill none, from 1 KiB
+ * to 1 MiB: the bandwidth target's points (bench_report.c). */
 static int run_pipeline(struct bench *b)
 {
     for (unsigned i = 0; i < b->o.nsizes; i++) {
@@ -512,6 +514,8 @@ static int run_pipeline(struct bench *b)
                     rc = measure_pipeline(b, size, b->o.modes[m], RCI_FILL_PATTERN, delivery);
             }
         }
+        if (rc == 0 && !b->o.modes_given && size >= 1024 && size <= (1u << 20))
+            rc = measure_pipeline(b, size, "auto", RCI_FILL_NONE, "send");
         if (rc)
             return rc;
     }
@@ -963,6 +967,7 @@ static int parse_modes(const char *arg, struct bench_opts *o)
 {
     static const char *const known[] = { "zerocopy", "buffered", "auto" };
     o->nmodes = 0;
+    o->modes_given = true;
     for (const char *at = arg;;) {
         size_t len = strcspn(at, ",");
         size_t k = 0;
@@ -1154,6 +1159,7 @@ int main(int argc, char **argv)
     if (rc == 0)
         rc = load_defaults(&b);
     FILE *notes = b.o.json ? stderr : stdout;
+    b.report.block_size = b.cfg.card[0].block_size;
     if (rc == 0) {
         print_conditions(&b, notes, "start");
         rc = bench_modes[mode].run(&b);

@@ -43,6 +43,16 @@ lines=$((lines - targets))
 count() { jq -s "[.[] | select(.test != \"target\" and ($1))] | length" "$out"; }
 expect_eq "rows without a positive rate or cpu_s_per_gb" \
     "$(count '(.chunk_size > 0 and .gbytes_per_s > 0 and .chunks_per_s > 0 and .cpu_s_per_gb > 0) | not')" 0
+# The bandwidth target (issue 17): all without --mode measures auto (fill none) at 1 KiB and
+# reports it against the best raw row, as text on stderr and one target object on stdout (no raw row
+# of 1 MiB messages at --sizes 1k: the best raw row is not the link's peak, so no pass).
+expect_eq "auto fill=none row at 1 KiB (all without --mode)" "$(count '.test == "auto" and .fill == "none" and .chunk_size == 1024')" 1
+expect_eq "bandwidth_auto target point 1k: ratio to the raw peak, limit 0.9, no pass without a 1 MiB raw row" \
+    "$(jq -s '[.[] | select(.test == "target" and .target == "bandwidth_auto" and .point == "1k" and .measured > 0
+              and .limit == 0.9 and .pass == false)] | length' "$out")" 1
+grep -q "bandwidth: what auto mode picks >= 0.90 x the link's peak .*: 1k [0-9.]* \(pass\|MISS\)" "$WORK/bench.err" ||
+    fail "no bandwidth target line with the 1k ratio on stderr"
+ok "bandwidth target line on stderr"
 for t in decode memcpy raw; do
     expect_gt "$t rows" "$(count ".test == \"$t\"")" 0
 done
@@ -110,10 +120,12 @@ out2="$WORK/bench-knobs.jsonl"
 TMPDIR="$WORK" timeout --foreground -k 10 120 "$BENCH" pipeline --sizes 256 --seconds 0.3 --mode auto --rate 20Mchunks/s \
     --elinks 4 --publisher-threads 2 --json >"$out2" 2>"$WORK/bench-knobs.err" ||
     { cat "$WORK/bench-knobs.err"; fail "ringcast-bench pipeline --mode auto ... failed"; }
-expect_eq "auto rows (fill none, pattern) copying the 256 B chunks (auto buffers below 512 B)" \
+expect_eq "auto rows (fill none, pattern) copying the 256 B chunks (auto buffers below 16 KiB)" \
     "$(jq -s '[.[] | select(.test == "auto" and .chunk_size == 256 and .copied_bytes_per_chunk == 256)] | length' "$out2")" 2
 expect_eq "zerocopy/buffered rows without --mode naming them" \
     "$(jq -s '[.[] | select(.test == "zerocopy" or .test == "buffered")] | length' "$out2")" 0
+expect_eq "auto rows: only the two of --mode auto (no extra fill=none row with --mode given)" \
+    "$(jq -s '[.[] | select(.test == "auto")] | length' "$out2")" 2
 
 # model: two sizes, an extra target; stage rows for every stage and size,
 # target rows with positive cores.

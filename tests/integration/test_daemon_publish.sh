@@ -77,6 +77,13 @@ fixed_run rxm-rdm "tcp;ofi_rxm" rdm 50000 -o sim.0.chunk_size_min=16 -o sim.0.ch
 fixed_run buffered tcp msg 100000 -o readout.mode=buffered -o sim.0.chunk_size_min=8 -o sim.0.chunk_size_max=600
 fixed_run auto tcp msg 100000 -o readout.mode=auto -o readout.buffered_threshold=256 \
     -o sim.0.chunk_size_min=8 -o sim.0.chunk_size_max=600
+# Auto mode above buffered_threshold: chunks of 20-200 KiB span 5-50 blocks, more pieces than a tcp
+# message carries, so they are gather-copied into bounce buffers (net/README.md, "Gather-copy"),
+# verified byte for byte by both subscribers; the copied bytes are counted.
+fixed_run auto-gather tcp msg 3000 -o readout.mode=auto -o card.0.max_chunk_pieces=64 \
+    -o sim.0.chunk_size_min=20000 -o sim.0.chunk_size_max=200000
+expect_gt "auto-gather gather_sends" "$(json_num gather_sends "$WORK/auto-gather.json")" 3000
+expect_gt "auto-gather gather_bytes" "$(json_num gather_bytes "$WORK/auto-gather.json")" $((2 * 3000 * 20000 - 1))
 # Over rxm, receives of 64 KiB pages (past rxm's 16 KiB eager size) complete out of order; the
 # subscribers restore the order from the stream sequence numbers (net/README.md, "Order").
 fixed_run buffered-rdm "tcp;ofi_rxm" rdm 40000 -o readout.mode=buffered \

@@ -733,7 +733,7 @@ static void test_mode_rules(void)
     CU_ASSERT_EQUAL(r[1].buffered_threshold, 1024);
     CU_ASSERT(r[2].first == 32 && r[2].last == 32 && r[2].mode == RCI_MODE_ZEROCOPY);
     CU_ASSERT(r[3].first == 0 && r[3].last == UINT64_MAX);
-    CU_ASSERT_EQUAL(r[3].buffered_threshold, 512);
+    CU_ASSERT_EQUAL(r[3].buffered_threshold, 16384);
     CU_ASSERT_STRING_EQUAL(r[1].tags, "0x10 - 0x1f"); /* kept as written */
     /* overrides create rules and beat the file */
     const char *ov[] = {"mode.0.tags=0-3", "mode.1.tags=4-7", "mode.1.mode=buffered"};

@@ -191,7 +191,8 @@ struct sub_thread {
     unsigned max_pieces;
     uint32_t max_size;
     uint64_t tag_base;             /* tag = tag_base + seq */
-    unsigned odd_pieces;           /* ODD_TAG: odd_pieces x 16 B at src + 1000 i */
+    unsigned odd_pieces;           /* ODD_TAG: odd_pieces x odd_len (0: 16) B at src + 1000 i */
+    uint32_t odd_len;
     atomic_bool stop;
     atomic_bool started;
     atomic_int create_rc;
@@ -207,11 +208,12 @@ static void sub_on_data(void *ctx, uint64_t tag, uint32_t flags, const void *dat
     struct sub_thread *t = ctx;
     struct layout l;
     if (tag == ODD_TAG && t->odd_pieces) {
+        uint32_t each = t->odd_len ? t->odd_len : 16;
         l.n = t->odd_pieces;
-        l.total = 16 * l.n;
+        l.total = each * l.n;
         for (unsigned i = 0; i < l.n; i++) {
             l.off[i] = 1000 * i;
-            l.len[i] = 16;
+            l.len[i] = each;
         }
     } else {
         make_layout(tag - t->tag_base, t->max_pieces, t->max_size, &l);
@@ -795,6 +797,193 @@ static void deferred_fragments_test(const struct prov *pv)
 
 static void test_deferred_msg(void) { deferred_fragments_test(&PROVS[0]); }
 static void test_deferred_rdm(void) { deferred_fragments_test(&PROVS[1]); }
+
+/* ---- 3b'. gather-copy (rci_publisher_send_gather, net/bounce.c) --------------------
+ * A chunk of more pieces than one message carries: copied into bounce
+ * buffers (8 KiB here), one message per buffer instead of one per
+ * iov_limit - 1 pieces; it arrives byte-exact, its bytes are counted as
+ * copied, its key comes back exactly once (also when its completion is an
+ * error or a later fragment is deferred), and the buffers come back with
+ * the completions: a send that finds the pool empty gets -EAGAIN
+ * (again_no_bounce) without running a callback. A chunk whose pieces fit
+ * a message, and rci_publisher_send, stay zero copy. */
+#define GATHER_PIECES 16u
+#define GATHER_BOUNCE 8192u
+
+struct gather_run { struct pubctx c; struct sub_thread t; rci_peer_id peer; struct iovec iov[MAX_PIECES]; };
+
+static bool gather_open(struct gather_run *g, const struct prov *pv, struct rci_fabric_params *fp,
+                        uint32_t piece_len, uint64_t nkeys)
+{
+    fp->buffered_page_size = GATHER_BOUNCE;
+    fp->bounce_buffers = 4;
+    if (pub_open(&g->c, fp, nkeys) != 0)
+        return false;
+    sub_start(&g->t, pv, fp->port, 65536, MAX_PIECES, 65536, 0);
+    g->t.odd_pieces = GATHER_PIECES;
+    g->t.odd_len = piece_len;
+    for (unsigned i = 0; i < GATHER_PIECES; i++)
+        g->iov[i] = (struct iovec){ .iov_base = src_buf + 1000 * i, .iov_len = piece_len };
+    return wait_subscribers(&g->c, 1, &g->peer) == 1;
+}
+
+/* Every bounce buffer is back in the pool. */
+static void expect_pool_whole(struct gather_run *g)
+{
+    struct rci_publisher_stats st;
+    rci_publisher_get_stats(g->c.p, &st);
+    CU_ASSERT_EQUAL(st.bounce_free, 4);
+}
+
+static void gather_test(const struct prov *pv)
+{
+    enum { KEYS = 16 };
+    struct rci_fabric_params fp;
+    pub_params(&fp, pv, next_port());
+    struct gather_run g;
+    CU_ASSERT_FATAL(gather_open(&g, pv, &fp, 1000, KEYS));   /* 16 x 1000 B: 2 bounce buffers */
+    unsigned per = (unsigned)rci_publisher_fabric(g.c.p)->tx_iov_limit - 1;
+    struct rci_publisher_stats a, b;
+    rci_publisher_get_stats(g.c.p, &a);
+    in_send = true;
+    CU_ASSERT_EQUAL(rci_publisher_send_gather(g.c.p, g.peer, ODD_TAG, 0, g.iov, GATHER_PIECES, 0), 0);
+    CU_ASSERT_EQUAL(rci_publisher_send_gather(g.c.p, g.peer, ODD_TAG, 0, g.iov, GATHER_PIECES, 1), 0);
+    /* 4 buffers, both sends hold 2 until progress reads their completions */
+    CU_ASSERT_EQUAL(rci_publisher_send_gather(g.c.p, g.peer, ODD_TAG, 0, g.iov, GATHER_PIECES, 2), -EAGAIN);
+    in_send = false;
+    CU_ASSERT_EQUAL(callbacks_in_send, 0);
+    rci_publisher_get_stats(g.c.p, &b);
+    CU_ASSERT_EQUAL(b.gather_sends - a.gather_sends, 2);
+    CU_ASSERT_EQUAL(b.gather_bytes - a.gather_bytes, 2 * GATHER_PIECES * 1000);
+    CU_ASSERT_EQUAL(b.again_no_bounce - a.again_no_bounce, 1);
+    CU_ASSERT_EQUAL(b.messages - a.messages, 4);   /* 2 per chunk, not ceil(16 / per) */
+    uint64_t want = 2;
+    CU_ASSERT(pump_until(&g.c, keys_reached, &want, 10 * SEC));
+    expect_pool_whole(&g);
+    /* zero copy stays zero copy: send() and a chunk whose pieces fit a message */
+    rci_publisher_get_stats(g.c.p, &a);
+    CU_ASSERT_EQUAL(rci_publisher_send(g.c.p, g.peer, ODD_TAG, 0, g.iov, GATHER_PIECES, 2), 0);
+    struct iovec fits[1] = { { .iov_base = src_buf + 50000, .iov_len = 16 } };
+    CU_ASSERT_EQUAL(rci_publisher_send_gather(g.c.p, g.peer, 7, 7, fits, 1, 3), 0);
+    rci_publisher_get_stats(g.c.p, &b);
+    CU_ASSERT_EQUAL(b.gather_sends, a.gather_sends);
+    CU_ASSERT_EQUAL(b.gather_bytes, a.gather_bytes);
+    CU_ASSERT_EQUAL(b.messages - a.messages, (GATHER_PIECES + per - 1) / per + 1);
+    want = 4;
+    CU_ASSERT(pump_until(&g.c, keys_reached, &want, 10 * SEC));
+    CU_ASSERT_EQUAL(g.c.keys.ok, 4);
+    CU_ASSERT_EQUAL(g.c.keys.dup + g.c.keys.err + g.c.keys.out_of_range, 0);
+    struct chunks_goal cg = { &g.t, 4 };   /* tag 7's chunk is not an ODD_TAG layout: counted as bad */
+    CU_ASSERT(pump_until(&g.c, chunks_reached, &cg, 10 * SEC));
+    sub_stop(&g.t);
+    CU_ASSERT_EQUAL(atomic_load(&g.t.chunks), 4);
+    CU_ASSERT_EQUAL(atomic_load(&g.t.bad), 1);
+    pub_close(&g.c);
+}
+
+/* Error completions: the 3rd successful completion is reported as an
+ * error, which fails the subscriber (as a real error completion does).
+ * Every accepted gathered key still comes back exactly once, with the
+ * error where one of its fragments failed, and every buffer goes back. */
+static void gather_error_test(const struct prov *pv)
+{
+    enum { N = 64 };
+    struct rci_fabric_params fp;
+    pub_params(&fp, pv, next_port());
+    fp.faults.send_error_every = 3;
+    struct gather_run g;
+    CU_ASSERT_FATAL(gather_open(&g, pv, &fp, 1000, N));
+    uint64_t accepted = 0;
+    for (uint64_t k = 0; k < N; k++) {
+        int rc;
+        while ((rc = rci_publisher_send_gather(g.c.p, g.peer, ODD_TAG, 0, g.iov, GATHER_PIECES, k)) == -EAGAIN)
+            rci_publisher_progress(g.c.p);
+        if (rc == -ENOTCONN)
+            break;   /* the error completion failed it */
+        CU_ASSERT_EQUAL(rc, 0);
+        accepted++;
+    }
+    CU_ASSERT(accepted >= 2 && accepted < N);
+    CU_ASSERT(pump_until(&g.c, keys_reached, &accepted, 10 * SEC));
+    CU_ASSERT_EQUAL(keys_back(&g.c.keys), accepted);
+    CU_ASSERT(g.c.keys.err > 0);
+    CU_ASSERT_EQUAL(g.c.keys.dup + g.c.keys.out_of_range, 0);
+    struct rci_publisher_stats st;
+    rci_publisher_get_stats(g.c.p, &st);
+    CU_ASSERT_EQUAL(st.gather_sends, accepted);
+    CU_ASSERT_EQUAL(st.keys_completed_error, g.c.keys.err);
+    expect_pool_whole(&g);
+    sub_stop(&g.t);
+    pub_close(&g.c);
+}
+
+/* A later fragment meets -FI_EAGAIN (an injected streak, as in the deferred
+ * test): the rest is gathered and posted by progress, the chunk arrives
+ * intact, the key once. */
+static void gather_deferred_test(const struct prov *pv)
+{
+    struct rci_fabric_params fp;
+    pub_params(&fp, pv, next_port());
+    fp.faults.eagain_every = 2;
+    fp.faults.eagain_streak_ns = 300 * MS;
+    struct gather_run g;
+    CU_ASSERT_FATAL(gather_open(&g, pv, &fp, 1500, 1));   /* 24000 B: 3 bounce buffers */
+    CU_ASSERT_EQUAL(rci_publisher_send_gather(g.c.p, g.peer, ODD_TAG, 0, g.iov, GATHER_PIECES, 0), 0);
+    struct rci_publisher_stats st;
+    rci_publisher_get_stats(g.c.p, &st);
+    CU_ASSERT_EQUAL(st.fragments_deferred, 1);
+    CU_ASSERT_EQUAL(g.c.keys.ok + g.c.keys.err, 0);
+    uint64_t want = 1;
+    CU_ASSERT(pump_until(&g.c, keys_reached, &want, 10 * SEC));
+    rci_publisher_get_stats(g.c.p, &st);
+    CU_ASSERT_EQUAL(st.gather_sends, 1);
+    CU_ASSERT(st.gather_bytes >= GATHER_PIECES * 1500);   /* a refused fragment is copied again */
+    CU_ASSERT_EQUAL(g.c.keys.ok, 1);
+    CU_ASSERT_EQUAL(g.c.keys.dup + g.c.keys.err, 0);
+    struct chunks_goal cg = { &g.t, 1 };
+    CU_ASSERT(pump_until(&g.c, chunks_reached, &cg, 10 * SEC));
+    sub_stop(&g.t);
+    CU_ASSERT_EQUAL(atomic_load(&g.t.bad), 0);
+    CU_ASSERT_EQUAL(atomic_load(&g.t.reassembled), 1);
+    pub_close(&g.c);
+}
+
+/* The subscriber leaves with gathered sends outstanding: every key comes
+ * back exactly once (from completions or the peer's release). */
+static void gather_peer_gone_test(const struct prov *pv)
+{
+    enum { N = 200 };
+    struct rci_fabric_params fp;
+    pub_params(&fp, pv, next_port());
+    struct gather_run g;
+    CU_ASSERT_FATAL(gather_open(&g, pv, &fp, 1000, N));
+    uint64_t sent = 0;
+    for (; sent < N; sent++) {
+        int rc;
+        while ((rc = rci_publisher_send_gather(g.c.p, g.peer, ODD_TAG, 0, g.iov, GATHER_PIECES, sent)) == -EAGAIN)
+            rci_publisher_progress(g.c.p);
+        if (rc)
+            break;
+        if (sent == N / 2)
+            sub_stop(&g.t);   /* gone mid-stream: later sends may be refused */
+    }
+    CU_ASSERT(sent > N / 2);
+    uint64_t want = sent;
+    CU_ASSERT(pump_until(&g.c, keys_reached, &want, 20 * SEC));
+    CU_ASSERT_EQUAL(keys_back(&g.c.keys), sent);
+    CU_ASSERT_EQUAL(g.c.keys.dup + g.c.keys.out_of_range, 0);
+    expect_pool_whole(&g);
+    pub_close(&g.c);
+}
+
+static void test_gather_msg(void) { gather_test(&PROVS[0]); }
+static void test_gather_rdm(void) { gather_test(&PROVS[1]); }
+static void test_gather_error_msg(void) { gather_error_test(&PROVS[0]); }
+static void test_gather_error_rdm(void) { gather_error_test(&PROVS[1]); }
+static void test_gather_deferred_msg(void) { gather_deferred_test(&PROVS[0]); }
+static void test_gather_deferred_rdm(void) { gather_deferred_test(&PROVS[1]); }
+static void test_gather_gone_msg(void) { gather_peer_gone_test(&PROVS[0]); }
+static void test_gather_gone_rdm(void) { gather_peer_gone_test(&PROVS[1]); }
 
 /* ---- 3c. callbacks run only from progress ----------------------------------------
  * Sends that meet a full pool (no header slot, no free page) return -EAGAIN
@@ -1449,6 +1638,10 @@ static void register_tests(void)
         { "close_peer and pending_sends, tcp msg", test_pending_msg },
         { "iov_limit / rx buffer fragments, tcp msg", test_fragments_msg },
         { "later fragment deferred on -FI_EAGAIN, tcp msg", test_deferred_msg },
+        { "gather-copy into bounce buffers, tcp msg", test_gather_msg },
+        { "gather-copy with error completions, tcp msg", test_gather_error_msg },
+        { "gather-copy fragment deferred, tcp msg", test_gather_deferred_msg },
+        { "gather-copy, subscriber gone, tcp msg", test_gather_gone_msg },
         { "buffered pages, tcp msg", test_buffered_msg },
         { "no callback inside a send that meets -EAGAIN, tcp msg", test_no_callback_in_send_msg },
         { "subscriber leaves mid-stream, tcp msg", test_disconnect_msg },
@@ -1465,6 +1658,10 @@ static void register_tests(void)
         { "close_peer and pending_sends, tcp;ofi_rxm rdm", test_pending_rdm },
         { "iov_limit / rx buffer fragments, tcp;ofi_rxm rdm", test_fragments_rdm },
         { "later fragment deferred on -FI_EAGAIN, tcp;ofi_rxm rdm", test_deferred_rdm },
+        { "gather-copy into bounce buffers, tcp;ofi_rxm rdm", test_gather_rdm },
+        { "gather-copy with error completions, tcp;ofi_rxm rdm", test_gather_error_rdm },
+        { "gather-copy fragment deferred, tcp;ofi_rxm rdm", test_gather_deferred_rdm },
+        { "gather-copy, subscriber gone, tcp;ofi_rxm rdm", test_gather_gone_rdm },
         { "buffered pages, tcp;ofi_rxm rdm", test_buffered_rdm },
         { "no callback inside a send that meets -EAGAIN, tcp;ofi_rxm rdm", test_no_callback_in_send_rdm },
         { "subscriber leaves mid-stream, tcp;ofi_rxm rdm", test_disconnect_rdm },
