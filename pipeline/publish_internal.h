@@ -89,8 +89,9 @@ struct publish_lane;
 
 /* One posted share: the publisher's key for it is the token's index. */
 struct send_token {
-    uint64_t handle;                    /* fan-out handle of the share in its lane's pool */
+    uint64_t handle;                    /* fan-out handle of the share in its lane's pool; direct: the key */
     struct publish_lane *lane;
+    bool direct;                        /* the chunk's only share on this thread: no fan-out record */
     uint32_t table_id, bytes;
     uint32_t next_free;
 };
@@ -131,7 +132,8 @@ struct publish_lane {
     const struct rci_chunk *cur;         /* the chunk being sent, NULL: none */
     uint64_t cur_key;                   /* what its shares give back */
     bool cur_begun;
-    uint64_t cur_first;                 /* fan-out handle of share 0 */
+    uint64_t cur_first;                 /* fan-out handle of share 0 (not direct) */
+    bool cur_direct;                    /* one share: it gives cur_key back itself, no fan-out record */
     uint32_t cur_k, cur_next;           /* shares, next share to send */
     bool cur_buffered;                  /* its send mode, decided once when it is begun */
     bool cur_gather;                    /* mode auto: zero-copy sends may gather-copy it */

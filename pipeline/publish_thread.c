@@ -262,9 +262,14 @@ void rci_publish_lane_release(void *ctx, uint64_t key)
         rci_readout_release(c->readout, key);
 }
 
+/* Share i of the lane's current chunk is done (sent, copied, dropped or
+ * not sent). A chunk with one share here gives its key back at once. */
 static void share_done(struct publish_lane *lane, unsigned i)
 {
-    rci_fanout_done(lane->fanout, rci_fanout_send_handle(lane->cur_first, i));
+    if (lane->cur_direct)
+        rci_publish_lane_release(lane, lane->cur_key);
+    else
+        rci_fanout_done(lane->fanout, rci_fanout_send_handle(lane->cur_first, i));
 }
 
 /* A share that reached its subscriber's page (buffered) or came back from
@@ -304,7 +309,10 @@ static void on_send_complete(void *arg, uint64_t key, int status)
     count_share(th, s, tok->bytes, status);
     if (s)
         s->outstanding--;
-    rci_fanout_done(tok->lane->fanout, tok->handle);
+    if (tok->direct)
+        rci_publish_lane_release(tok->lane, tok->handle);
+    else
+        rci_fanout_done(tok->lane->fanout, tok->handle);
     tok->next_free = th->free_token;
     th->free_token = (uint32_t)key;
 }
@@ -425,7 +433,8 @@ static int send_share(struct publish_thread *th, struct publish_lane *lane, unsi
     if (rc == 0) {
         struct send_token *tok = &th->tokens[k];
         th->free_token = tok->next_free;
-        tok->handle = rci_fanout_send_handle(lane->cur_first, i);
+        tok->direct = lane->cur_direct;
+        tok->handle = lane->cur_direct ? lane->cur_key : rci_fanout_send_handle(lane->cur_first, i);
         tok->lane = lane;
         tok->table_id = s->table_id;
         tok->bytes = lane->cur->length;
@@ -529,9 +538,9 @@ static void log_new_refusals(struct publish_thread *th, uint64_t now)
 }
 
 /* The sink's lookup gave the chunk's subscribers on this thread (one that
- * left since is skipped at its send); the record of k shares is taken
- * before the first send. 1: given back at once (none), 0: begun, -EAGAIN:
- * no fan-out record free (retry). */
+ * left since is skipped at its send); with k > 1 the record of k shares is
+ * taken before the first send. 1: given back at once (none), 0: begun,
+ * -EAGAIN: no fan-out record free (retry). */
 static int begin_chunk(struct publish_thread *th, struct publish_lane *lane)
 {
     const struct rci_chunk *chunk = lane->cur;
@@ -541,7 +550,12 @@ static int begin_chunk(struct publish_thread *th, struct publish_lane *lane)
         rci_publish_lane_release(lane, lane->cur_key);
         return 1;
     }
-    if (rci_fanout_begin(lane->fanout, lane->cur_key, k, &lane->cur_first) != 0)
+    /* One share (the common case: one subscriber of the tag on this
+     * thread) needs no record: its completion gives the key back itself,
+     * which saves the record's two compare-and-swaps on the free list and
+     * the one of the completion per chunk (issue 17, per-chunk cost). */
+    lane->cur_direct = k == 1;
+    if (!lane->cur_direct && rci_fanout_begin(lane->fanout, lane->cur_key, k, &lane->cur_first) != 0)
         return -EAGAIN;
     lane->cur_begun = true;
     lane->cur_buffered = use_buffered(th, chunk, &lane->cur_gather);
