@@ -245,6 +245,10 @@ struct publish_thread {
     int doorbell_fd;                    /* -1: none (eventfd failed; short sleeps then) */
     alignas(RCI_CACHE_LINE) atomic_bool sleeping;
     rci_shared_counter doorbell_rings;  /* eventfd writes (any thread) */
+    /* Idle backoff for a provider without a CQ wait fd (shm): the bound of
+     * the next idle sleep, and the loop turn the last idle sleep ended in. */
+    uint64_t idle_backoff_ns;
+    uint64_t idle_backoff_turn;
     pthread_t tid;
     bool started;
     bool fabric_failed;
