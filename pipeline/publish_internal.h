@@ -11,6 +11,7 @@
 #ifndef RCI_PIPELINE_PUBLISH_INTERNAL_H
 #define RCI_PIPELINE_PUBLISH_INTERNAL_H
 #include <pthread.h>
+#include <sched.h>
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -277,6 +278,8 @@ struct rci_pipeline {
     _Atomic uint64_t live_gen;
 
     uint64_t linger_ns;                 /* set before stop */
+    bool pinned;                        /* fabric.cpus given: the threads start on cpuset */
+    cpu_set_t cpuset;
     atomic_bool stop;
     /* Main thread: the previous totals for the interval rate of the log. */
     uint64_t last_log_sent, last_log_bytes;
