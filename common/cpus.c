@@ -66,6 +66,60 @@ int rci_cpus_first_missing(const cpu_set_t *set)
     return -1;
 }
 
+int rci_cpus_first_not_allowed(const cpu_set_t *set)
+{
+    cpu_set_t allowed;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0)
+        return -2;
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, set) && !CPU_ISSET(c, &allowed))
+            return c;
+    return -1;
+}
+
+void rci_cpus_format(const cpu_set_t *set, char *buf, size_t len)
+{
+    size_t used = 0;
+    if (len)
+        buf[0] = '\0';
+    for (int c = 0; c < CPU_SETSIZE && len; c++) {
+        if (!CPU_ISSET(c, set))
+            continue;
+        int last = c;
+        while (last + 1 < CPU_SETSIZE && CPU_ISSET(last + 1, set))
+            last++;
+        int n = last > c ? snprintf(buf + used, len - used, "%s%d-%d", used ? "," : "", c, last)
+                         : snprintf(buf + used, len - used, "%s%d", used ? "," : "", c);
+        if (n < 0 || (size_t)n >= len - used) {
+            if (len >= 4)
+                snprintf(buf + len - 4, 4, "...");
+            return;
+        }
+        used += (size_t)n;
+        c = last;
+    }
+}
+
+int rci_cpus_parse_allowed(const char *s, cpu_set_t *set, char *why, size_t whylen)
+{
+    int rc = rci_cpus_parse(s, set, why, whylen);
+    if (rc != 0)
+        return rc;
+    int bad = rci_cpus_first_not_allowed(set);
+    if (bad == -1)
+        return 0;
+    cpu_set_t allowed;
+    char list[128] = "?";
+    if (bad == -2 || sched_getaffinity(0, sizeof allowed, &allowed) != 0) {
+        rci_set_err(why, whylen, "'%s': cannot read this process's CPUs (sched_getaffinity: %s)", s,
+                    strerror(errno));
+        return -EINVAL;
+    }
+    rci_cpus_format(&allowed, list, sizeof list);
+    rci_set_err(why, whylen, "CPU %d is not one this process may run on (it may use %s)", bad, list);
+    return -EINVAL;
+}
+
 int rci_numa_node_exists(int n)
 {
     char path[64];

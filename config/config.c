@@ -931,6 +931,8 @@ static void check_card_cpus(struct loader *ld, unsigned i)
     if (missing >= 0)
         key_error(ld, &rci_cfg_section_card, i, "cpus", "CPU %d does not exist on this host (%ld "
                   "configured)", missing, sysconf(_SC_NPROCESSORS_CONF));
+    else if (rci_cpus_parse_allowed(c->cpus, &set, why, sizeof why) != 0)   /* taskset, cgroup cpuset */
+        key_error(ld, &rci_cfg_section_card, i, "cpus", "%s", why);
 }
 
 static void check_sim(struct loader *ld, unsigned i)

@@ -11,6 +11,7 @@
  * default fails every load (and test_config). Checks that involve two keys go
  * into check_fabric() in config.c. Then run `make config-example`. */
 #include "config/schema.h"
+#include "common/cpus.h"
 #include "net/allow_list.h"
 
 #include <arpa/inet.h>
@@ -76,6 +77,14 @@ static int validate_allow(const char *text, char *why, size_t whylen)
 {
     struct rci_allow_list list;
     return rci_allow_list_parse(text, &list, why, whylen);
+}
+
+/* Checked at load so that the line is named; the pipeline checks it again
+ * when it pins its threads. */
+static int validate_cpus(const char *text, char *why, size_t whylen)
+{
+    cpu_set_t set;
+    return rci_cpus_parse_allowed(text, &set, why, whylen);
 }
 
 static const struct rci_cfg_key fabric_keys[] = {
@@ -144,6 +153,10 @@ static const struct rci_cfg_key fabric_keys[] = {
      RCI_CFG_FIELD(T, allow), .validate = validate_allow,
      .help = "Subscriber networks accepted, comma-separated CIDR (127.0.0.0/8, 10.1.0.0/16, fd00::/8;"
              " at most 16); empty = everyone. Others are refused and counted."},
+    {.key = "cpus", .type = RCI_CFG_STRING, .def = "", .min = 0, .max = 63,
+     RCI_CFG_FIELD(T, cpus), .validate = validate_cpus,
+     .help = "Pin the daemon's publisher threads to these CPUs (e.g. 2 or 2,3 or 4-7), each one this"
+             " process may run on; empty = not pinned. Best on the NIC's NUMA node."},
     /* Fault injection: for tests of the error paths, never for production. */
     {.key = "fault_send_error_every", .type = RCI_CFG_UINT, .def = "0", .min = 0, .max = UINT64_MAX,
      RCI_CFG_FIELD(T, faults.send_error_every),

@@ -22,7 +22,6 @@
 #include "common/errbuf.h"
 
 #define RCI_FABRIC_EQ_SIZE 256u
-#define RCI_FABRIC_NOFD_SLEEP_NS 50000u
 #define RCI_FABRIC_CQ_BATCH 64u
 
 int rci_fabric_error(const struct rci_fabric *f, char *err, size_t errlen, const char *call, int rc)
@@ -617,6 +616,11 @@ int rci_fabric_eq_poll(struct rci_fabric *f, struct rci_fabric_event *ev, char *
 
 bool rci_fabric_wait_with(struct rci_fabric *f, int extra_fd, uint64_t timeout_ns)
 {
+    return rci_fabric_wait_bounded(f, extra_fd, timeout_ns, RCI_FABRIC_NOFD_SLEEP_NS);
+}
+
+bool rci_fabric_wait_bounded(struct rci_fabric *f, int extra_fd, uint64_t timeout_ns, uint64_t nofd_max_ns)
+{
     struct pollfd pfd[3];
     struct fid *fids[2];
     int n = 0;
@@ -631,8 +635,8 @@ bool rci_fabric_wait_with(struct rci_fabric *f, int extra_fd, uint64_t timeout_n
     /* Without a fabric fd the provider only makes progress when polled: a
      * long sleep would stall it, so sleep briefly (still woken by extra_fd). */
     bool on_fds = f->cq == NULL || f->cq_fd >= 0;
-    if (!on_fds && timeout_ns > RCI_FABRIC_NOFD_SLEEP_NS)
-        timeout_ns = RCI_FABRIC_NOFD_SLEEP_NS;
+    if (!on_fds && timeout_ns > nofd_max_ns)
+        timeout_ns = nofd_max_ns;
     /* trywait: work is pending (or the provider must be polled): no block. */
     if (n > 0 && fi_trywait(f->fabric, fids, n) != FI_SUCCESS)
         return on_fds;

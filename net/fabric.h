@@ -207,6 +207,11 @@ void rci_fabric_wait(struct rci_fabric *f, uint64_t timeout_ns);
  * fd (the provider has none) it sleeps at most 50 us and returns false (the
  * caller counts those short sleeps); true when it could sleep on fds. */
 bool rci_fabric_wait_with(struct rci_fabric *f, int extra_fd, uint64_t timeout_ns);
+/* The same with the bound for a provider without a CQ wait fd given
+ * (rci_fabric_wait_with: RCI_FABRIC_NOFD_SLEEP_NS): an idle caller that
+ * knows nothing of its own is in flight may back off further. */
+#define RCI_FABRIC_NOFD_SLEEP_NS 50000u
+bool rci_fabric_wait_bounded(struct rci_fabric *f, int extra_fd, uint64_t timeout_ns, uint64_t nofd_max_ns);
 /* Adaptive wait: call poll_fn(arg) in a loop for params.poll_spin_ns; if it
  * did nothing, alternate rci_fabric_wait() and poll_fn until timeout_ns. Stops
  * as soon as poll_fn returns non-zero and returns that value (>0 work done,

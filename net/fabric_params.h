@@ -46,6 +46,9 @@ struct rci_fabric_params {
      * effective configuration prints back as written; the publisher parses
      * it at create (and config/ at load, to report a bad entry at its line). */
     char allow[192];
+    /* The daemon's publisher threads run on these CPUs ("2,3", "4-7"; "" =
+     * not pinned): pipeline/ applies it, net/ does not use it. */
+    char cpus[64];
     struct rci_fault_params faults;
     /* Not a [fabric] key: set by the caller (the daemon does). Each subscriber
      * may hold only its fair share of header slots, pages and tx queue

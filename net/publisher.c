@@ -876,6 +876,11 @@ static bool nothing_in_flight(const struct rci_publisher *p)
 
 int rci_publisher_sleep(struct rci_publisher *p, int wake_fd, uint64_t timeout_ns)
 {
+    return rci_publisher_sleep_nofd(p, wake_fd, timeout_ns, RCI_FABRIC_NOFD_SLEEP_NS);
+}
+
+int rci_publisher_sleep_nofd(struct rci_publisher *p, int wake_fd, uint64_t timeout_ns, uint64_t nofd_max_ns)
+{
     int rc = rci_publisher_progress(p);
     if (rc)
         return rc;
@@ -886,8 +891,12 @@ int rci_publisher_sleep(struct rci_publisher *p, int wake_fd, uint64_t timeout_n
         timeout_ns = to_due;
     if (timeout_ns == 0)
         return 0;
+    /* Posted operations complete only when the provider is polled: keep
+     * the short bound for them; the caller's longer one only when idle. */
+    if (ops_posted(p) > 0 && nofd_max_ns > RCI_FABRIC_NOFD_SLEEP_NS)
+        nofd_max_ns = RCI_FABRIC_NOFD_SLEEP_NS;
     p->st.idle_sleeps++;
-    if (!rci_fabric_wait_with(&p->fab, wake_fd, timeout_ns))
+    if (!rci_fabric_wait_bounded(&p->fab, wake_fd, timeout_ns, nofd_max_ns))
         p->st.idle_sleeps_short++;
     /* Asleep on the wait fds this thread was listening: the pause is no
      * starvation (note_progress_gap). */

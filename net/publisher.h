@@ -261,6 +261,11 @@ int  rci_publisher_wait(struct rci_publisher *p, uint64_t timeout_ns);
  * period. A provider without a wait fd sleeps at most 50 us (counted in
  * idle_sleeps_short). Returns what progress returned (>0 work, 0 none). */
 int  rci_publisher_sleep(struct rci_publisher *p, int wake_fd, uint64_t timeout_ns);
+/* The same, but a provider without a CQ wait fd sleeps up to nofd_max_ns
+ * (not 50 us) while no operation of the publisher is posted: the caller's
+ * idle backoff (pipeline/publish_thread.c). Still counted in
+ * idle_sleeps_short. */
+int  rci_publisher_sleep_nofd(struct rci_publisher *p, int wake_fd, uint64_t timeout_ns, uint64_t nofd_max_ns);
 
 /* How long the peer's oldest outstanding send (DATA, PAGE or control) had
  * been waiting for its completion when progress last read the CQ, or, for an

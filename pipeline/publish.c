@@ -5,6 +5,7 @@
  * the thread rules are in publish.h. */
 #include "pipeline/publish.h"
 #include "pipeline/publish_internal.h"
+#include "common/cpus.h"
 #include "common/errbuf.h"
 #include "common/monotonic.h"
 
@@ -194,6 +195,26 @@ static void copy_modes(struct rci_pipeline *pb, const struct rci_pipeline_params
 /* Thread i listens on fabric.port + i: every one must be a port. (The
  * schema holds publisher_threads to 1..RCI_MAX_PUBLISHER_THREADS and the port
  * to 1..65535, each alone.) */
+/* fabric.cpus: the publisher threads' CPUs (config/ checked it at load; an
+ * embedding program's params are checked here). */
+static int parse_cpus(struct rci_pipeline *pb, char *err, size_t errlen)
+{
+    const char *cpus = pb->params.fabric.cpus;
+    if (!memchr(cpus, '\0', sizeof pb->params.fabric.cpus)) {
+        rci_set_err(err, errlen, "fabric.cpus: not a terminated string");
+        return -EINVAL;
+    }
+    if (!cpus[0])
+        return 0;
+    char why[192];
+    if (rci_cpus_parse_allowed(cpus, &pb->cpuset, why, sizeof why) != 0) {
+        rci_set_err(err, errlen, "fabric.cpus: %s", why);
+        return -EINVAL;
+    }
+    pb->pinned = true;
+    return 0;
+}
+
 static int check_ports(const struct rci_pipeline_params *params, char *err, size_t errlen)
 {
     unsigned n = params->publisher_threads, last = params->fabric.port + n - 1;
@@ -240,7 +261,9 @@ int rci_pipeline_create(const struct rci_pipeline_params *params, struct rci_pip
     for (unsigned i = 0; i < RCI_MAX_PUBLISHER_THREADS; i++)
         pb->threads[i].doorbell_fd = -1;   /* fini closes only what init opened */
     struct rci_sub_table_params tp = {.max_subs_per_tag = RCI_FANOUT_MAX_SENDS};
-    rc = rci_sub_table_create(&tp, &pb->table, err, errlen);
+    rc = parse_cpus(pb, err, errlen);
+    if (rc == 0)
+        rc = rci_sub_table_create(&tp, &pb->table, err, errlen);
     for (unsigned i = 0; rc == 0 && i < pb->nthreads; i++)
         rc = rci_publish_thread_init(&pb->threads[i], pb, i, err, errlen);
     if (rc != 0) {
@@ -355,11 +378,28 @@ int rci_pipeline_set_readout(struct rci_publish_card *c, struct rci_readout *r, 
     return 0;
 }
 
+/* Each thread starts on its CPUs (its first pages land on their node). */
+static int start_thread(struct rci_pipeline *pb, struct publish_thread *th)
+{
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    int rc = pb->pinned ? pthread_attr_setaffinity_np(&attr, sizeof pb->cpuset, &pb->cpuset) : 0;
+    if (rc == 0)
+        rc = pthread_create(&th->tid, &attr, rci_publish_thread_main, th);
+    pthread_attr_destroy(&attr);
+    return rc;
+}
+
 int rci_pipeline_start(struct rci_pipeline *pb)
 {
+    if (pb->pinned) {
+        char list[128];
+        rci_cpus_format(&pb->cpuset, list, sizeof list);
+        pl_info(pb, "publisher threads pinned to CPUs %s (fabric.cpus)", list);
+    }
     for (unsigned i = 0; i < pb->nthreads; i++) {
         struct publish_thread *th = &pb->threads[i];
-        int rc = pthread_create(&th->tid, NULL, rci_publish_thread_main, th);
+        int rc = start_thread(pb, th);
         if (rc != 0)
             return -rc; /* stop() joins those already started */
         th->started = true;

@@ -11,6 +11,7 @@
 #ifndef RCI_PIPELINE_PUBLISH_INTERNAL_H
 #define RCI_PIPELINE_PUBLISH_INTERNAL_H
 #include <pthread.h>
+#include <sched.h>
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -248,6 +249,10 @@ struct publish_thread {
     int doorbell_fd;                    /* -1: none (eventfd failed; short sleeps then) */
     alignas(RCI_CACHE_LINE) atomic_bool sleeping;
     rci_shared_counter doorbell_rings;  /* eventfd writes (any thread) */
+    /* Idle backoff for a provider without a CQ wait fd (shm): the bound of
+     * the next idle sleep, and the loop turn the last idle sleep ended in. */
+    uint64_t idle_backoff_ns;
+    uint64_t idle_backoff_turn;
     pthread_t tid;
     bool started;
     bool fabric_failed;
@@ -276,6 +281,8 @@ struct rci_pipeline {
     _Atomic uint64_t live_gen;
 
     uint64_t linger_ns;                 /* set before stop */
+    bool pinned;                        /* fabric.cpus given: the threads start on cpuset */
+    cpu_set_t cpuset;
     atomic_bool stop;
     /* Main thread: the previous totals for the interval rate of the log. */
     uint64_t last_log_sent, last_log_bytes;

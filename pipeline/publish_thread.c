@@ -980,6 +980,40 @@ static uint64_t next_thread_timer(const struct publish_thread *th, uint64_t now,
     return due > now ? due : now;
 }
 
+/* ---- the idle backoff (a provider without a CQ wait fd) ------------------------ */
+
+/* libfabric 1.17's shm CQ has no wait fd: its idle sleep is a timed one. It
+ * starts at the fabric layer's 50 us and doubles with each idle sleep that
+ * ended with nothing to do, up to IDLE_BACKOFF_MAX_NS. The doorbell still
+ * ends it at once (a chunk or request queued: the eventfd is in the same
+ * poll), and while a send is posted the fabric layer keeps 50 us (its
+ * completion needs the provider polled). A provider with a wait fd sleeps
+ * on it and never meets the bound. */
+#define IDLE_BACKOFF_MAX_NS (2000ull * 1000)
+
+/* The bound of this idle sleep. Back to the shortest when the loop turned
+ * more than once since the last idle sleep ended: it had work (or waited for
+ * a subscriber) in between. */
+static uint64_t idle_backoff_bound(struct publish_thread *th)
+{
+    uint64_t turn = rci_counter_get(&th->heartbeat);
+    if (turn != th->idle_backoff_turn + 1 || th->idle_backoff_ns < RCI_FABRIC_NOFD_SLEEP_NS)
+        th->idle_backoff_ns = RCI_FABRIC_NOFD_SLEEP_NS;
+    return th->idle_backoff_ns;
+}
+
+/* After an idle sleep: work found (a completion, a message) or the doorbell
+ * resets the bound; nothing doubles it. */
+static void idle_backoff_after(struct publish_thread *th, bool woken_for_work)
+{
+    th->idle_backoff_turn = rci_counter_get(&th->heartbeat);
+    if (woken_for_work)
+        th->idle_backoff_ns = RCI_FABRIC_NOFD_SLEEP_NS;
+    else if (th->idle_backoff_ns < IDLE_BACKOFF_MAX_NS)
+        th->idle_backoff_ns = th->idle_backoff_ns * 2 < IDLE_BACKOFF_MAX_NS ? th->idle_backoff_ns * 2
+                                                                          : IDLE_BACKOFF_MAX_NS;
+}
+
 /* Nothing queued: sleep on the fabric's wait fds and the doorbell until a
  * completion, connection event or message arrives, a chunk or request is
  * queued (the doorbell), or a timer of the thread or its publisher is due.
@@ -994,8 +1028,10 @@ static int sleep_idle(struct publish_thread *th, uint64_t hang_at)
         return rci_publisher_progress(th->pub);
     }
     uint64_t now = rci_now_ns();
-    int rc = rci_publisher_sleep(th->pub, th->doorbell_fd, next_thread_timer(th, now, hang_at) - now);
-    if (!atomic_exchange_explicit(&th->sleeping, false, memory_order_acq_rel)) {
+    int rc = rci_publisher_sleep_nofd(th->pub, th->doorbell_fd, next_thread_timer(th, now, hang_at) - now,
+                                      idle_backoff_bound(th));
+    bool rung = !atomic_exchange_explicit(&th->sleeping, false, memory_order_acq_rel);
+    if (rung) {
         /* A waker cleared the flag: it wrote (or is about to write) the
          * eventfd; read it now. Should the write come after this read, the
          * next sleep wakes at once, reads it, and sleeps again. */
@@ -1004,6 +1040,7 @@ static int sleep_idle(struct publish_thread *th, uint64_t hang_at)
             /* EAGAIN: that late write; nothing to do */
         }
     }
+    idle_backoff_after(th, rung || rc != 0);
     return rc;
 }
 

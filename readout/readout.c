@@ -123,6 +123,7 @@ int rci_readout_create(const struct rci_card_params *p, struct rci_dma_ring *rin
     atomic_init(&r->stop_requested, false);
     atomic_init(&r->loop_iter, 0);
     atomic_init(&r->drained_iter, 0);
+    atomic_init(&r->drain_waiters, 0);
     atomic_init(&r->shared.releases, 0);
     atomic_init(&r->st.taken, rci_dma_ring_taken_pos(ring));
     rci_counter_set(&r->st.written_seen, rci_dma_ring_written_pos(ring));

@@ -138,6 +138,8 @@ struct rci_readout {
     _Atomic bool stop_requested;
     _Atomic uint64_t loop_iter;             /* iterations started */
     _Atomic uint64_t drained_iter;          /* last iteration that ended drained */
+    _Atomic unsigned drain_waiters;         /* rci_readout_wait_drained calls under way */
+    bool irq_spin;                          /* interrupt mode: spin poll_spin before the wait (thread) */
 
     _Alignas(64) struct rci_shared_counters shared;
 };

@@ -4,7 +4,10 @@
  *
  * Adaptive polling: while blocks keep coming the loop spins (a PCIe register
  * read per poll, no syscall); after poll_spin_ns without progress it sleeps
- * poll_sleep_ns between polls, trading latency for an idle core. */
+ * poll_sleep_ns between polls, trading latency for an idle core. With
+ * card.N.wait = interrupt it sleeps on the card's interrupt instead whenever
+ * only the card can bring the next work (only_card_brings_work), and spins
+ * first only while spinning pays (idle_on_interrupt). */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -14,6 +17,9 @@
 #include "readout/readout_internal.h"
 
 #define IRQ_WAIT_MAX_MS 100   /* safety: a lost interrupt costs at most this; stop kicks */
+/* An interrupt that ends a wait within this many poll_spin periods means the
+ * card writes densely: spin again before the next wait. */
+#define IRQ_DENSE_SPINS 4u
 
 /* One poll: read the write pointer, decode, give space back. True if
  * anything moved (new blocks, chunks emitted, read pointer written). */
@@ -33,27 +39,50 @@ static bool poll_once(struct rci_readout *r)
     return took || more || emitted > 0 || r->rd_sent != rd_before;
 }
 
-/* Nothing written is unreleased: only the card can bring work. (While
- * chunks are in flight their releases move the read pointer, which must
- * reach the card: keep polling then.) */
+/* Nothing written is unreleased: only the card can bring work. */
 static bool ring_idle(const struct rci_readout *r)
 {
     return rci_dma_ring_read_pos(r->ring) == rci_dma_ring_written_pos(r->ring);
 }
 
+/* Interrupt mode: the next thing worth a poll is the card's. Everything it
+ * wrote is decoded and the sink took it (a block or chunk held over waits for
+ * the descriptor pool or the sink, not for the card), and the card has at
+ * least half the ring free. Chunks still in flight then need no watching:
+ * their releases give back room the card does not need yet, and reach it with
+ * the poll the card's next interrupt brings (it raises one for the blocks it
+ * writes, within its moderation timeout, so it cannot fill the other half
+ * unseen). A drain waiter wants every release seen: then only an empty ring
+ * counts. */
+static bool only_card_brings_work(const struct rci_readout *r)
+{
+    if (r->cur.active || r->nburst > 0)
+        return false;
+    uint64_t written = rci_dma_ring_written_pos(r->ring);
+    if (written - atomic_load_explicit(&r->st.taken, memory_order_relaxed) >= r->p.block_size)
+        return false;
+    if (atomic_load_explicit(&r->drain_waiters, memory_order_acquire) > 0)
+        return ring_idle(r);
+    return written - r->rd_sent <= r->ring_size / 2;
+}
+
 /* Sleep until the card's data interrupt (or a kick from stop / wait_drained,
  * or the safety timeout: an interrupt lost would otherwise stall the ring),
  * then reset the eventfd. A block the card published after the last poll
- * but before this sleep has raised it, or will within its irq timeout. */
-static void wait_for_interrupt(struct rci_readout *r)
+ * but before this sleep has raised it, or will within its irq timeout.
+ * Returns true if an interrupt (or a kick) ended the sleep. */
+static bool wait_for_interrupt(struct rci_readout *r)
 {
     struct pollfd p = { .fd = r->irq_fd, .events = POLLIN };
     rci_counter_add(&r->st.irq_waits, 1);
     if (poll(&p, 1, IRQ_WAIT_MAX_MS) > 0) {
         uint64_t count;
-        if (read(r->irq_fd, &count, sizeof count) == sizeof count)
+        if (read(r->irq_fd, &count, sizeof count) == sizeof count) {
             rci_counter_add(&r->st.interrupts, 1);
+            return true;
+        }
     }
+    return false;
 }
 
 /* Wake a thread sleeping in wait_for_interrupt. */
@@ -65,30 +94,60 @@ static void kick(struct rci_readout *r)
     }
 }
 
+/* Interrupt mode, nothing to poll for: sleep on the interrupt. Spinning
+ * first (poll_spin) pays only while the card writes densely; at a low rate it
+ * is most of the idle thread's CPU. So the thread spins only while the last
+ * spin found data or the last interrupt came within IRQ_DENSE_SPINS spin
+ * periods of going to sleep. Returns true if it went to sleep (false: keep
+ * spinning). */
+static bool idle_on_interrupt(struct rci_readout *r, uint64_t idle_for)
+{
+    if (r->irq_spin && idle_for < r->p.poll_spin_ns)
+        return false;
+    r->irq_spin = false;   /* this spin (if any) found nothing */
+    uint64_t t0 = rci_now_ns();
+    if (wait_for_interrupt(r) && rci_now_ns() - t0 < IRQ_DENSE_SPINS * r->p.poll_spin_ns)
+        r->irq_spin = true;
+    return true;
+}
+
+/* Nothing moved in the last poll. Returns true if the thread slept (the
+ * next poll starts a new idle period). */
+static bool idle_step(struct rci_readout *r, uint64_t idle_since, uint64_t now)
+{
+    uint64_t idle_for = now - idle_since;
+    if (r->irq_fd >= 0 && only_card_brings_work(r))
+        return idle_on_interrupt(r, idle_for);
+    if (idle_for >= r->p.poll_spin_ns && r->p.poll_sleep_ns > 0) {
+        rci_counter_add(&r->st.sleeps, 1);
+        rci_sleep_ns(r->p.poll_sleep_ns);
+        return false;   /* still idle: the spin is over */
+    }
+    caa_cpu_relax();
+    return false;
+}
+
 static void *readout_main(void *arg)
 {
     struct rci_readout *r = arg;
     uint64_t idle_since = 0;
+    r->irq_spin = true;
     while (!atomic_load_explicit(&r->stop_requested, memory_order_acquire)) {
         uint64_t iter = atomic_fetch_add_explicit(&r->loop_iter, 1, memory_order_acq_rel) + 1;
         bool progress = poll_once(r);
         if (rci_readout_drained(r))
             atomic_store_explicit(&r->drained_iter, iter, memory_order_release);
         if (progress) {
+            if (idle_since != 0 && r->irq_fd >= 0)
+                r->irq_spin = true;   /* a spin (or a poll_sleep) found data */
             idle_since = 0;
             continue;
         }
         uint64_t now = rci_now_ns();
         if (idle_since == 0)
             idle_since = now;
-        if (now - idle_since >= r->p.poll_spin_ns && r->irq_fd >= 0 && ring_idle(r)) {
-            wait_for_interrupt(r);
-        } else if (now - idle_since >= r->p.poll_spin_ns && r->p.poll_sleep_ns > 0) {
-            rci_counter_add(&r->st.sleeps, 1);
-            rci_sleep_ns(r->p.poll_sleep_ns);
-        } else {
-            caa_cpu_relax();
-        }
+        if (idle_step(r, idle_since, now))
+            idle_since = 0;
     }
     return NULL;
 }
@@ -158,11 +217,18 @@ int rci_readout_wait_drained(struct rci_readout *r, uint64_t timeout_ns)
     /* Iteration `start` may have begun before this call; a later one has not. */
     uint64_t start = atomic_load_explicit(&r->loop_iter, memory_order_acquire);
     uint64_t deadline = rci_now_ns() + timeout_ns;
+    /* Before the kick: the woken thread then watches the releases (polls)
+     * instead of sleeping on the interrupt while chunks are in flight. */
+    atomic_fetch_add_explicit(&r->drain_waiters, 1, memory_order_acq_rel);
     kick(r);
+    int rc = 0;
     while (atomic_load_explicit(&r->drained_iter, memory_order_acquire) <= start) {
-        if (rci_now_ns() >= deadline)
-            return -ETIMEDOUT;
+        if (rci_now_ns() >= deadline) {
+            rc = -ETIMEDOUT;
+            break;
+        }
         rci_sleep_ns(100000);
     }
-    return 0;
+    atomic_fetch_sub_explicit(&r->drain_waiters, 1, memory_order_acq_rel);
+    return rc;
 }

@@ -5,24 +5,25 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
-#include <stdatomic.h>
-#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include "common/errbuf.h"
 
-#define ACCEPT_POLL_MS 100
 #define FETCH_TIMEOUT_S 2
 
+/* The server thread blocks in poll() on the listening socket and stop_fd
+ * (an eventfd the stop writes): no timer, so an idle daemon's rc-irq thread
+ * never wakes (it used to every 100 ms to look at a stop flag). */
 struct rci_sim_irq_server {
-    int listen_fd, evfd;
+    int listen_fd, evfd, stop_fd;
     pthread_t thread;
-    atomic_bool stop;
 };
 
 /* Abstract address "\0ringcast-irq-<name>"; returns its length. */
@@ -55,17 +56,18 @@ static void send_fd(int conn, int fd)
 static void *serve(void *arg)
 {
     struct rci_sim_irq_server *s = arg;
-    while (!atomic_load(&s->stop)) {
-        struct pollfd p = { .fd = s->listen_fd, .events = POLLIN };
-        if (poll(&p, 1, ACCEPT_POLL_MS) <= 0)
-            continue;
+    for (;;) {
+        struct pollfd p[2] = { { .fd = s->listen_fd, .events = POLLIN }, { .fd = s->stop_fd, .events = POLLIN } };
+        if (poll(p, 2, -1) <= 0)
+            continue;   /* EINTR */
+        if (p[1].revents)
+            return NULL;
         int conn = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
         if (conn < 0)
             continue;
         send_fd(conn, s->evfd);
         close(conn);
     }
-    return NULL;
 }
 
 int rci_sim_irq_server_start(const char *shm_name, int evfd, struct rci_sim_irq_server **out,
@@ -75,6 +77,13 @@ int rci_sim_irq_server_start(const char *shm_name, int evfd, struct rci_sim_irq_
     if (!s)
         return -ENOMEM;
     s->evfd = evfd;
+    s->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (s->stop_fd < 0) {
+        int e = errno;
+        rci_set_err(err, errlen, "interrupt socket @ringcast-irq-%s: eventfd: %s", shm_name, strerror(e));
+        free(s);
+        return -e;
+    }
     struct sockaddr_un a;
     socklen_t len = irq_address(shm_name, &a);
     s->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -84,13 +93,16 @@ int rci_sim_irq_server_start(const char *shm_name, int evfd, struct rci_sim_irq_
         rci_set_err(err, errlen, "interrupt socket @ringcast-irq-%s: %s", shm_name, strerror(e));
         if (s->listen_fd >= 0)
             close(s->listen_fd);
+        close(s->stop_fd);
         free(s);
         return -e;
     }
     int rc = pthread_create(&s->thread, NULL, serve, s);
     if (rc != 0) {
         close(s->listen_fd);
+        close(s->stop_fd);
         free(s);
+        rci_set_err(err, errlen, "interrupt socket @ringcast-irq-%s: thread: %s", shm_name, strerror(rc));
         return -rc;
     }
     pthread_setname_np(s->thread, "rc-irq");
@@ -102,9 +114,13 @@ void rci_sim_irq_server_stop(struct rci_sim_irq_server *s)
 {
     if (!s)
         return;
-    atomic_store(&s->stop, true);
+    uint64_t one = 1;
+    if (write(s->stop_fd, &one, sizeof one) != (ssize_t)sizeof one) {
+        /* cannot fail on a fresh eventfd (EAGAIN only at its maximum) */
+    }
     pthread_join(s->thread, NULL);
     close(s->listen_fd);
+    close(s->stop_fd);
     free(s);
 }
 

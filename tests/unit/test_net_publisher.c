@@ -377,6 +377,39 @@ static void idle_sleep_wake_test(const struct prov *pv)
     pub_close(&c);
 }
 
+/* A provider without a CQ wait fd (shm): with nothing posted,
+ * rci_publisher_sleep_nofd sleeps up to the caller's bound (the publisher
+ * thread's idle backoff, 2 ms at most): 20 sleeps take at least 40 ms (with
+ * rci_publisher_sleep's 50 us they took about 1 ms), each counted in
+ * idle_sleeps_short; a readable wake fd still ends each at once (20 sleeps of
+ * a 2 s bound in far less than 40 s). */
+static void test_idle_sleep_nofd_shm(void)
+{
+    static const struct prov shm = { "shm", RCI_EP_RDM, RC_SUB_EP_RDM };
+    struct rci_fabric_params fp;
+    pub_params(&fp, &shm, next_port());
+    fp.heartbeat_ns = 10 * SEC;
+    fp.peer_timeout_ns = 30 * SEC;
+    struct pubctx c = {0};
+    CU_ASSERT_FATAL(pub_open(&c, &fp, 16) == 0);
+    uint64_t start = rci_now_ns();
+    for (int i = 0; i < 20; i++)
+        rci_publisher_sleep_nofd(c.p, -1, 10 * SEC, 2 * MS);
+    CU_ASSERT(rci_now_ns() - start >= 40 * MS);
+    struct rci_publisher_stats st;
+    rci_publisher_get_stats(c.p, &st);
+    CU_ASSERT_EQUAL(st.idle_sleeps, 20);
+    CU_ASSERT_EQUAL(st.idle_sleeps_short, 20);   /* shm has no CQ wait fd */
+    int fd = eventfd(1, EFD_NONBLOCK | EFD_CLOEXEC);
+    CU_ASSERT_FATAL(fd >= 0);
+    start = rci_now_ns();
+    for (int i = 0; i < 20; i++)
+        rci_publisher_sleep_nofd(c.p, fd, 10 * SEC, 2 * SEC);
+    CU_ASSERT(rci_now_ns() - start < 20 * SEC);
+    close(fd);
+    pub_close(&c);
+}
+
 static void test_idle_sleep_timer_msg(void) { idle_sleep_timer_test(&PROVS[0]); }
 static void test_idle_sleep_timer_rdm(void) { idle_sleep_timer_test(&PROVS[1]); }
 static void test_idle_sleep_wake_msg(void) { idle_sleep_wake_test(&PROVS[0]); }
@@ -1670,6 +1703,7 @@ static void register_tests(void)
         { "ringcast-sub SIGKILLed, tcp;ofi_rxm rdm", test_sigkill_rdm },
         { "idle sleep bounded by heartbeat, not flush period, tcp;ofi_rxm rdm", test_idle_sleep_timer_rdm },
         { "idle sleep ends on the wake fd, tcp;ofi_rxm rdm", test_idle_sleep_wake_rdm },
+        { "idle sleep up to the caller's bound without a CQ wait fd, shm rdm", test_idle_sleep_nofd_shm },
     };
     add_suite("net_publisher_msg", msg, sizeof msg / sizeof msg[0]);
     add_suite("net_publisher_rdm", rdm, sizeof rdm / sizeof rdm[0]);
