@@ -77,12 +77,13 @@ int rci_cpus_first_not_allowed(const cpu_set_t *set)
     return -1;
 }
 
-void rci_cpus_format(const cpu_set_t *set, char *buf, size_t len)
+int rci_cpus_format(const cpu_set_t *set, char *buf, size_t len)
 {
     size_t used = 0;
-    if (len)
-        buf[0] = '\0';
-    for (int c = 0; c < CPU_SETSIZE && len; c++) {
+    if (len == 0)
+        return -ENOSPC;
+    buf[0] = '\0';
+    for (int c = 0; c < CPU_SETSIZE; c++) {
         if (!CPU_ISSET(c, set))
             continue;
         int last = c;
@@ -93,11 +94,12 @@ void rci_cpus_format(const cpu_set_t *set, char *buf, size_t len)
         if (n < 0 || (size_t)n >= len - used) {
             if (len >= 4)
                 snprintf(buf + len - 4, 4, "...");
-            return;
+            return -ENOSPC;
         }
         used += (size_t)n;
         c = last;
     }
+    return used ? 0 : -EINVAL;
 }
 
 int rci_cpus_parse_allowed(const char *s, cpu_set_t *set, char *why, size_t whylen)

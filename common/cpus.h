@@ -17,9 +17,10 @@ int rci_cpus_first_missing(const cpu_set_t *set);
  * outside a taskset or cgroup cpuset), -1 if it may run on them all, -2 if
  * the mask cannot be read. */
 int rci_cpus_first_not_allowed(const cpu_set_t *set);
-/* set as a CPU list ("0-3,8") into buf ("" for an empty set; truncated
- * lists end in "..."). */
-void rci_cpus_format(const cpu_set_t *set, char *buf, size_t len);
+/* set as a CPU list ("0-3,6,8-9") into buf. 0; -EINVAL for an empty set
+ * (buf ""); -ENOSPC when it does not fit (buf ends in "...": fine for a
+ * message, not for an argument such as DPDK's -l). */
+int rci_cpus_format(const cpu_set_t *set, char *buf, size_t len);
 /* rci_cpus_parse, then every CPU must be one this process may run on:
  * 0, or -EINVAL with the reason in why ("CPU 5 is not one this process may
  * run on (it may use 0-1)"). For keys that pin threads. */

@@ -16,6 +16,7 @@
 #include <rte_eal.h>
 #include <rte_errno.h>
 
+#include "common/cpus.h"
 #include "common/errbuf.h"
 
 #define HUGEPAGES_SYSFS "/sys/kernel/mm/hugepages"
@@ -91,27 +92,6 @@ static enum rci_dpdk_memory resolve_mode(enum rci_dpdk_memory mode)
 
 /* ---- arguments ---------------------------------------------------------- */
 
-/* "0-3,6,8-9": the CPUs of set, compressed into ranges. */
-static int format_cpu_list(const cpu_set_t *set, char *buf, size_t len)
-{
-    size_t used = 0;
-    buf[0] = '\0';
-    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
-        if (!CPU_ISSET(cpu, set))
-            continue;
-        int last = cpu;
-        while (last + 1 < CPU_SETSIZE && CPU_ISSET(last + 1, set))
-            last++;
-        int n = last > cpu ? snprintf(buf + used, len - used, "%s%d-%d", used ? "," : "", cpu, last)
-                           : snprintf(buf + used, len - used, "%s%d", used ? "," : "", cpu);
-        if (n < 0 || (size_t)n >= len - used)
-            return -ENOSPC;
-        used += (size_t)n;
-        cpu = last;
-    }
-    return used ? 0 : -EINVAL;
-}
-
 static int add_arg(struct eal_args *a, const char *fmt, const char *value)
 {
     if (a->argc >= MAX_EAL_ARGS)
@@ -131,7 +111,7 @@ static int build_args(enum rci_dpdk_memory mode, struct eal_args *a)
     char cpu_list[EAL_ARG_LEN - 32], prefix[64];
     if (sched_getaffinity(0, sizeof cpus, &cpus) != 0)
         return -errno;
-    int rc = format_cpu_list(&cpus, cpu_list, sizeof cpu_list);
+    int rc = rci_cpus_format(&cpus, cpu_list, sizeof cpu_list);
     if (rc != 0)
         return rc;
     snprintf(prefix, sizeof prefix, "ringcast-%ld", (long)getpid());

@@ -61,6 +61,19 @@ expect_eq() { [ "$2" = "$3" ] || fail "$1: got '$2', expected '$3'"; ok "$1 = $3
 # expect_gt WHAT ACTUAL MIN
 expect_gt() { [ -n "$2" ] && [ "$2" -gt "$3" ] || fail "$1: got '$2', expected > $3"; ok "$1 = $2 > $3"; }
 
+# check_sub_exact NAME CHUNKS [KEY...]: ringcast-sub --verify --json's
+# $WORK/NAME.json got exactly CHUNKS chunks, verified, with no gap, no
+# corruption, no duplicate, nothing lost or late in the stream and no bad RMA
+# record; each further KEY must be 0 too.
+check_sub_exact() {   # (sh has no locals: cse_* names, so the caller's $name and $n stay)
+    cse_f="$WORK/$1.json"; cse_name=$1; cse_n=$2; shift 2
+    grep -q '"verified":true' "$cse_f" || { cat "$cse_f"; fail "$cse_name: not verified"; }
+    expect_eq "$cse_name chunks" "$(json_num chunks "$cse_f")" "$cse_n"
+    for cse_k in gaps corrupt duplicates seq_lost seq_late rma_bad_records "$@"; do
+        expect_eq "$cse_name $cse_k" "$(json_num "$cse_k" "$cse_f")" 0
+    done
+}
+
 # For tests with subscribers ($PORT, $TAGS set by the test):
 # start_sub NAME PROVIDER ENDPOINT OPTIONS...: a subscriber in the background ($sub).
 start_sub() {

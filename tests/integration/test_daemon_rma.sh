@@ -15,15 +15,6 @@
 PORT=$(port_base 13000)
 TAGS=0-0xffff
 
-check_sub_exact() { # check_sub_exact NAME CHUNKS
-    f="$WORK/$1.json"
-    grep -q '"verified":true' "$f" || { cat "$f"; fail "$1: not verified"; }
-    expect_eq "$1 chunks" "$(json_num chunks "$f")" "$2"
-    for k in gaps corrupt duplicates seq_lost seq_late rma_bad_records; do
-        expect_eq "$1 $k" "$(json_num $k "$f")" 0
-    done
-}
-
 check_daemon_clean() { # check_daemon_clean NAME
     f="$WORK/$1.json"
     expect_eq "$1 keys_outstanding" "$(json_num keys_outstanding "$f")" 0
