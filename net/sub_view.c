@@ -117,6 +117,34 @@ struct rc_view *rci_view_get(struct rci_view_pool *p, enum rci_view_kind kind, u
     return v;
 }
 
+struct rc_view *rci_view_get_unheld(struct rci_view_pool *p, uint64_t tag, uint32_t flags)
+{
+    struct rc_view *v = pool_take(p);
+    if (!v)
+        return NULL;
+    atomic_init(&v->refs, 1);
+    v->kind = RCI_VIEW_RX;
+    v->tag = tag;
+    v->flags = flags;
+    v->len = 0;
+    v->npieces = 0;
+    v->hold.rx_refs = NULL;
+    return v;
+}
+
+void rci_view_put_unheld(struct rci_view_pool *p, struct rc_view *v)
+{
+    v->node.next = p->mine;
+    p->mine = &v->node;
+}
+
+void rci_view_hold_rx(struct rci_view_pool *p, struct rc_view *v, atomic_uint *rx_refs)
+{
+    atomic_fetch_add_explicit(&p->outstanding, 1, memory_order_relaxed);
+    v->hold.rx_refs = rx_refs;
+    atomic_fetch_add_explicit(rx_refs, 1, memory_order_relaxed);
+}
+
 bool rci_view_add_piece(struct rc_view *v, const void *data, size_t len)
 {
     if (v->npieces == v->cap)

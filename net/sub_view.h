@@ -66,6 +66,25 @@ void rci_view_pool_destroy(struct rci_view_pool *p);
  * malloc failed too. */
 struct rc_view *rci_view_get(struct rci_view_pool *p, enum rci_view_kind kind, uint64_t tag,
                              uint32_t flags);
+/* The subscriber's per-record fast path (issue 17, per-chunk cost): most
+ * views handed to on_view are not retained, so the holds a view takes (its
+ * receive buffer, the pool's outstanding count: three atomic read-modify-
+ * writes and a compare-and-swap per record) are taken only for one that
+ * is. Subscriber's thread:
+ *   v = rci_view_get_unheld(...)   a pool view of kind RX with refs 1 and
+ *                                  no hold (NULL: the pool is empty: use
+ *                                  rci_view_get instead);
+ *   on_view(v);
+ *   refs still 1 (nobody retained it; only the subscriber's thread may
+ *   have, during the call): rci_view_put_unheld(p, v) puts it straight
+ *   back on the private list; otherwise rci_view_hold_rx(p, v, rx_refs)
+ *   takes the holds before the subscriber's own reference goes
+ *   (rc_view_release): a retained view then holds its buffer as any other.
+ * A release by another thread cannot free the view before that: the
+ * subscriber's reference is still there. */
+struct rc_view *rci_view_get_unheld(struct rci_view_pool *p, uint64_t tag, uint32_t flags);
+void rci_view_put_unheld(struct rci_view_pool *p, struct rc_view *v);
+void rci_view_hold_rx(struct rci_view_pool *p, struct rc_view *v, atomic_uint *rx_refs);
 /* Add a piece (false: the view is full). */
 bool rci_view_add_piece(struct rc_view *v, const void *data, size_t len);
 /* Views handed out and not yet released; views malloc'd because the pool was empty. */

@@ -857,6 +857,27 @@ static struct rc_view *source_view(struct rc_sub *s, enum rci_view_kind kind, ui
     return v;
 }
 
+/* A chunk of the current message to on_view through a view that takes its
+ * holds only if the program retained it (sub_view.h, rci_view_get_unheld).
+ * False: the pool had no view free, nothing was done. */
+static bool deliver_unheld(struct rc_sub *s, uint64_t tag, uint32_t flags, const void *data, size_t len)
+{
+    struct rc_view *v = rci_view_get_unheld(s->views, tag, flags);
+    if (!v)
+        return false;
+    rci_view_add_piece(v, data, len);
+    s->st.chunks++;
+    s->st.bytes += len;
+    s->p.on_view(s->p.cb.ctx, v);
+    if (atomic_load_explicit(&v->refs, memory_order_acquire) == 1) {
+        rci_view_put_unheld(s->views, v);
+        return true;
+    }
+    rci_view_hold_rx(s->views, v, &s->src_slot->refs);
+    rc_view_release(v);
+    return true;
+}
+
 /* One chunk in one piece, from the current message's memory (kind RX or
  * RMA) or from the reassembly buffer (REASM). */
 static void deliver(struct rc_sub *s, enum rci_view_kind kind, uint64_t tag, uint32_t flags,
@@ -870,6 +891,8 @@ static void deliver(struct rc_sub *s, enum rci_view_kind kind, uint64_t tag, uin
         s->p.cb.on_data(s->p.cb.ctx, tag, flags, data, len);
         return;
     }
+    if (kind == RCI_VIEW_RX && deliver_unheld(s, tag, flags, data, len))
+        return;
     struct rc_view *v = source_view(s, kind, tag, flags, data, len);
     if (v)
         hand_on_view(s, v);
