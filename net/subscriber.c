@@ -90,6 +90,7 @@ struct rc_sub {
     uint64_t src_key;                     /* RMA: the record's ring key */
     bool src_key_owned;                   /* RMA: not yet handed to a view */
     struct rx_slot *rx;
+    uint32_t rx_posted;                  /* slots posted now: post_all_rx scans only when some are not */
     struct rci_mem_pool *rx_pool;         /* receive buffers: one class (rx_pool_create) */
     struct rci_mem_buf **rx_mb;           /* rx[i].buf's pool buffer */
     void *rx_desc;                        /* their class block's descriptor (connection) */
@@ -446,12 +447,26 @@ static int post_rx(struct rc_sub *s, struct rx_slot *r)
     if (rc)
         return rci_fabric_error(&s->f, s->err, sizeof s->err, "fi_recv", (int)rc);
     r->posted = true;
+    s->rx_posted++;
     return 0;
+}
+
+/* A slot's receive completed (or the endpoint closed): no longer posted. */
+static void rx_unposted(struct rc_sub *s, struct rx_slot *r)
+{
+    if (r->posted)
+        s->rx_posted--;
+    r->posted = false;
 }
 
 static int post_all_rx(struct rc_sub *s)
 {
     int done = 0;
+    /* Every poll (also each turn of the spin) comes here: the scan of
+     * every slot is for the ones not posted only (issue 17: with 8
+     * subscribers on 2 cores the empty scans took 8 % of a subscriber). */
+    if (s->rx_posted == s->p.rx_buffers)
+        return 0;
     for (uint32_t i = 0; i < s->p.rx_buffers; i++) {
         if (s->rx[i].posted || s->rx[i].held || rx_held_by_views(&s->rx[i]))
             continue;
@@ -614,6 +629,7 @@ static void close_connection(struct rc_sub *s)
     /* Nothing posted on a closed endpoint completes: every slot is ours. */
     for (uint32_t i = 0; i < s->p.rx_buffers; i++)
         s->rx[i].posted = s->rx[i].held = false;
+    s->rx_posted = 0;
     s->st.held_dropped += s->nheld;   /* received, but an earlier one never came */
     s->nheld = 0;
     s->nknown_lost = 0;
@@ -650,7 +666,7 @@ static bool is_rx_context(const struct rc_sub *s, const void *ctx)
 static bool repost_rx(struct rc_sub *s, const struct rci_fabric_cqe *c)
 {
     struct rx_slot *r = (struct rx_slot *)c->context;
-    r->posted = false;
+    rx_unposted(s, r);
     return !c->err && !r->held && post_rx(s, r) == 0;
 }
 
@@ -1397,7 +1413,7 @@ static bool handle_message(struct rc_sub *s, struct rx_slot *r, size_t len)
 
 static void rx_completion(struct rc_sub *s, struct rx_slot *r, const struct rci_fabric_cqe *c)
 {
-    r->posted = false;
+    rx_unposted(s, r);
     if (c->err == FI_ETRUNC) {
         s->st.truncated++;   /* the peer ignored our rx_buffer_size */
         count_malformed(s, RCI_WIRE_BAD_LENGTH);
