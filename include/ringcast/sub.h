@@ -199,7 +199,9 @@ struct rc_sub_stats {
     uint64_t rma_credits_sent;     /* CREDIT messages (released ring space given back) */
     uint64_t rma_skipped_bytes;    /* ring ends skipped (records never straddle the end) */
     /* Views (params.on_view) */
-    uint64_t views_outstanding;    /* views handed out and not yet released (now) */
+    uint64_t views_outstanding;    /* views handed out and not yet released (now); a view of a
+                                    * received message counts once its on_view call returned
+                                    * with it retained */
     uint64_t views_allocated;      /* views and reassembly buffers malloc'd because the program
                                     * held the ones allocated at create */
     uint64_t view_failures;        /* chunks not handed on: no memory for their view (counted,
