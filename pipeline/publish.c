@@ -76,63 +76,29 @@ static uint32_t look_up(struct rci_publish_card *c, uint64_t tag, struct lane_en
     return threads;
 }
 
-/* The sink's burst (issue 17, per-chunk cost): each lane's free room is read
- * once per burst, the chunks are looked up one by one and staged per lane,
- * and each lane's queue takes its staged entries in one enqueue: the queue's
- * indices (shared with the publisher thread's core), its counters and the
- * wake-up are touched once per burst, not per chunk. The sink is each
- * queue's only producer, so room seen at the start is still there at the
- * enqueue (the consumer only makes more). */
-static void burst_begin(struct rci_publish_card *c)
-{
-    for (unsigned t = 0; t < c->pb->nthreads; t++) {
-        struct publish_lane *lane = &c->lanes[t];
-        unsigned count = rci_chunk_queue_count(lane->queue);
-        lane->room = count < c->pb->queue_capacity ? c->pb->queue_capacity - count : 0;
-        lane->nstaged = 0;
-    }
-}
-
-/* The first lane of the set that has no room left in this burst, or NULL:
- * a chunk goes into all its queues or into none. */
+/* The first lane of the set whose queue is full, or NULL. The sink is each
+ * queue's only producer, so room seen here is still there at the enqueue
+ * (the consumer only makes more): a chunk goes into all its queues or none. */
 static struct publish_lane *full_lane(struct rci_publish_card *c, uint32_t threads)
 {
     for (uint32_t m = threads; m; m &= m - 1) {
         struct publish_lane *lane = &c->lanes[__builtin_ctz(m)];
-        if (lane->nstaged >= lane->room)
+        if (rci_chunk_queue_count(lane->queue) >= c->pb->queue_capacity)
             return lane;
     }
     return NULL;
 }
 
-static void stage(struct publish_lane *lane, const struct rci_chunk *chunk, uint64_t key,
-                  const struct lane_entry *subs)
+static void lane_push(struct publish_lane *lane, const struct lane_entry *e)
 {
-    struct lane_entry *e = &lane->staged[lane->nstaged++];
-    e->chunk = chunk;
-    e->key = key;
-    e->nsubs = subs->nsubs;
-    memcpy(e->subs, subs->subs, subs->nsubs * sizeof subs->subs[0]);
-}
-
-/* Each lane's staged entries into its queue at once. */
-static void burst_end(struct rci_publish_card *c)
-{
-    for (unsigned t = 0; t < c->pb->nthreads; t++) {
-        struct publish_lane *lane = &c->lanes[t];
-        if (lane->nstaged == 0)
-            continue;
-        unsigned done = rci_chunk_queue_enqueue(lane->queue, lane->staged, lane->nstaged);
-        rci_counter_add(&lane->produced, done);
-        /* Not while the room seen at burst_begin holds; should it fail,
-         * this thread's shares go back at once (counted) instead of being
-         * kept forever. */
-        for (unsigned i = done; i < lane->nstaged; i++) {
-            rci_counter_add(&c->dispatch_errors, 1);
-            rci_publish_lane_release(lane, lane->staged[i].key);
-        }
-        lane->nstaged = 0;
+    if (rci_chunk_queue_enqueue(lane->queue, e, 1) == 1) {
+        rci_counter_add(&lane->produced, 1);
+        return;
     }
+    /* Not while the room check above holds; should it fail, this thread's
+     * share goes back at once (counted) instead of being kept forever. */
+    rci_counter_add(&lane->card->dispatch_errors, 1);
+    rci_publish_lane_release(lane, e->key);
 }
 
 /* The publisher threads are behind. The readout thread will offer the rest
@@ -144,8 +110,8 @@ static void backpressure(void)
     sched_yield();
 }
 
-/* One chunk: 0 (staged, or released for want of a subscriber) or -EAGAIN;
- * *woke gets the threads it was staged for. */
+/* One chunk: 0 (queued, or released for want of a subscriber) or -EAGAIN;
+ * *woke gets the threads it was queued to. */
 static int dispatch(struct rci_publish_card *c, const struct rci_chunk *chunk, uint32_t *woke)
 {
     struct lane_entry e[RCI_MAX_PUBLISHER_THREADS];
@@ -161,7 +127,10 @@ static int dispatch(struct rci_publish_card *c, const struct rci_chunk *chunk, u
         return -EAGAIN;
     }
     if (!c->fanout) { /* one publisher thread: its shares give the ring key back */
-        stage(&c->lanes[0], chunk, chunk->key, &e[0]);
+        e[0].chunk = chunk;
+        e[0].key = chunk->key;
+        lane_push(&c->lanes[0], &e[0]);
+        rci_counter_add(&c->dispatched, 1);
         *woke |= 1u;
         return 0;
     }
@@ -173,8 +142,11 @@ static int dispatch(struct rci_publish_card *c, const struct rci_chunk *chunk, u
     unsigned share = 0;
     for (uint32_t m = threads; m; m &= m - 1) {
         unsigned t = (unsigned)__builtin_ctz(m);
-        stage(&c->lanes[t], chunk, rci_fanout_send_handle(first, share++), &e[t]);
+        e[t].chunk = chunk;
+        e[t].key = rci_fanout_send_handle(first, share++);
+        lane_push(&c->lanes[t], &e[t]);
     }
+    rci_counter_add(&c->dispatched, 1);
     *woke |= threads;
     return 0;
 }
@@ -184,19 +156,10 @@ unsigned rci_pipeline_sink(void *ctx, const struct rci_chunk *const *chunks, uns
     struct rci_publish_card *c = ctx;
     ensure_rcu_reader();
     uint32_t woke = 0;
-    unsigned i = 0, dispatched = 0;
-    if (n > RCI_READOUT_BURST)
-        n = RCI_READOUT_BURST;   /* the readout's contract; the rest is offered again */
-    burst_begin(c);
-    for (; i < n; i++) {
-        uint32_t threads = 0;
-        if (dispatch(c, chunks[i], &threads) != 0)
+    unsigned i = 0;
+    for (; i < n; i++)
+        if (dispatch(c, chunks[i], &woke) != 0)
             break;
-        dispatched += threads != 0;
-        woke |= threads;
-    }
-    burst_end(c);
-    rci_counter_add(&c->dispatched, dispatched);
     /* Once per burst, never per chunk: a syscall only for a thread asleep. */
     for (uint32_t m = woke; m; m &= m - 1)
         rci_publish_thread_wake(&c->pb->threads[__builtin_ctz(m)]);

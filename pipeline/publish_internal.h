@@ -25,7 +25,6 @@
 #include "pipeline/chunk_queue.h"
 #include "pipeline/fanout.h"
 #include "pipeline/publish.h"
-#include "readout/readout.h"
 
 /* The pipeline's messages go to the hook of its params (common/log_hook.h). */
 #define pl_say(pb, level, unlimited, ...) \
@@ -128,8 +127,6 @@ struct publish_lane {
     /* Producer: the card's readout thread. */
     alignas(RCI_CACHE_LINE) rci_counter produced;   /* entries enqueued so far */
     rci_counter queue_full;             /* times the sink stopped a burst because this queue was full */
-    unsigned room, nstaged;             /* during one sink call: free entries seen, entries staged */
-    struct lane_entry staged[RCI_READOUT_BURST];   /* the sink's burst for this lane, enqueued at once */
     /* Consumer: the publisher thread. */
     alignas(RCI_CACHE_LINE) struct lane_entry batch[BURST];
     unsigned batch_pos, batch_len;
@@ -143,10 +140,6 @@ struct publish_lane {
     bool cur_gather;                    /* mode auto: zero-copy sends may gather-copy it */
     uint32_t cur_nsubs;                 /* its subscribers on this thread (lane_entry) */
     uint32_t cur_subs[RCI_FANOUT_MAX_SENDS];
-    /* Keys this thread is done with, given back BURST at a time and at
-     * least once per turn of its loop (lane_release_soon). */
-    uint64_t rel[BURST];
-    unsigned nrel;
 };
 
 struct rci_publish_card {
@@ -156,11 +149,8 @@ struct rci_publish_card {
     /* Several publisher threads: one record per chunk with one share per
      * thread it was queued to. NULL with one thread. */
     struct rci_fanout *fanout;
-    /* Written by the card's readout thread, on their own cache line: the
-     * fields above are read by the publisher threads per chunk (a key's
-     * release), which a counter in the same line would make a miss each. */
-    alignas(RCI_CACHE_LINE) rci_counter no_subscriber, dispatched, dispatch_errors, records_exhausted,
-        subscriber_overflow;
+    /* Written by the card's readout thread. */
+    rci_counter no_subscriber, dispatched, dispatch_errors, records_exhausted, subscriber_overflow;
     struct publish_lane lanes[RCI_MAX_PUBLISHER_THREADS];
 };
 

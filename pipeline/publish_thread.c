@@ -262,43 +262,12 @@ void rci_publish_lane_release(void *ctx, uint64_t key)
         rci_readout_release(c->readout, key);
 }
 
-/* The keys of the lane's done chunks go back to the readout together
- * (rci_readout_release_burst: one compare-and-swap and one count for the
- * lot instead of a few atomics per chunk on lines the readout thread also
- * writes). With several publisher threads a key is this thread's share of
- * the card-level record, given back at once. */
-static void lane_flush_releases(struct publish_lane *lane)
-{
-    if (lane->nrel == 0)
-        return;
-    rci_readout_release_burst(lane->card->readout, lane->rel, lane->nrel);
-    lane->nrel = 0;
-}
-
-static void lane_release_soon(struct publish_lane *lane, uint64_t key)
-{
-    if (lane->card->fanout) {
-        rci_fanout_done(lane->card->fanout, key);
-        return;
-    }
-    lane->rel[lane->nrel++] = key;
-    if (lane->nrel == BURST)
-        lane_flush_releases(lane);
-}
-
-/* Every turn of the loop, before it may sleep, and at the end. */
-static void flush_releases(struct publish_thread *th)
-{
-    for (unsigned i = 0; i < th->pb->ncards; i++)
-        lane_flush_releases(&th->pb->cards[i].lanes[th->index]);
-}
-
 /* Share i of the lane's current chunk is done (sent, copied, dropped or
  * not sent). A chunk with one share here gives its key back at once. */
 static void share_done(struct publish_lane *lane, unsigned i)
 {
     if (lane->cur_direct)
-        lane_release_soon(lane, lane->cur_key);
+        rci_publish_lane_release(lane, lane->cur_key);
     else
         rci_fanout_done(lane->fanout, rci_fanout_send_handle(lane->cur_first, i));
 }
@@ -341,7 +310,7 @@ static void on_send_complete(void *arg, uint64_t key, int status)
     if (s)
         s->outstanding--;
     if (tok->direct)
-        lane_release_soon(tok->lane, tok->handle);
+        rci_publish_lane_release(tok->lane, tok->handle);
     else
         rci_fanout_done(tok->lane->fanout, tok->handle);
     tok->next_free = th->free_token;
@@ -619,18 +588,6 @@ static int advance_chunk(struct publish_thread *th, struct publish_lane *lane)
     return 0;
 }
 
-/* The chunk descriptors were written by the readout thread on another core:
- * each first read is a cache miss (measured with perf: most of this
- * thread's time at 64 B chunks went to the loads of the descriptor and of
- * its first piece). They are asked for PREFETCH_AHEAD chunks ahead of their
- * turn (rci_chunk_prefetch: a hint, never a fault). */
-#define PREFETCH_AHEAD 4u
-static void prefetch_entry(const struct publish_lane *lane, unsigned i)
-{
-    if (i < lane->batch_len)
-        rci_chunk_prefetch(lane->batch[i].chunk);
-}
-
 /* Take the next queued chunk with the key its shares give back. */
 static bool next_chunk(struct publish_lane *lane)
 {
@@ -639,10 +596,7 @@ static bool next_chunk(struct publish_lane *lane)
         lane->batch_pos = 0;
         if (lane->batch_len == 0)
             return false;
-        for (unsigned i = 0; i < PREFETCH_AHEAD; i++)
-            prefetch_entry(lane, i);
     }
-    prefetch_entry(lane, lane->batch_pos + PREFETCH_AHEAD);
     const struct lane_entry *e = &lane->batch[lane->batch_pos++];
     lane->cur_key = e->key;
     lane->cur = e->chunk;
@@ -811,16 +765,12 @@ static void publisher_finish(struct publish_thread *th)
     struct rci_pipeline *pb = th->pb;
     for (unsigned i = 0; i < pb->ncards; i++)
         abandon_queued(th, &pb->cards[i].lanes[th->index]);
-    flush_releases(th);
     flush_pages(th);
-    flush_releases(th);
     linger(th);
-    flush_releases(th);
     rci_publisher_get_stats(th->pub, &th->final_stats);
     /* Outstanding sends complete here with -ECANCELED, releasing their keys. */
     rci_publisher_destroy(th->pub);
     th->pub = NULL;
-    flush_releases(th);
     view_refresh(th, rci_now_ns(), true);
     pl_info(th->pb, "publisher %u (port %u): %" PRIu64 " chunks sent, %" PRIu64 " dropped, %" PRIu64
             " failed, %" PRIu64 " not sent", th->index, th->port, rci_counter_get(&th->t.sent), rci_counter_get(&th->t.dropped),
@@ -1119,9 +1069,7 @@ void *rci_publish_thread_main(void *arg)
         unsigned work = 0;
         for (unsigned i = 0; i < pb->ncards; i++)
             work += pump_lane(th, &pb->cards[i].lanes[th->index]);
-        flush_releases(th);
         int rc = work ? rci_publisher_progress(th->pub) : sleep_or_wait(th, hang_at);
-        flush_releases(th);
         if (rc < 0 && !th->fabric_failed) {
             th->fabric_failed = true;
             pl_error(th->pb, "publisher %u: the fabric failed: %s (%s)", th->index, strerror(-rc),

@@ -31,17 +31,4 @@ struct rci_chunk {
     const struct rci_piece *pieces;
 };
 
-/* A hint, before the descriptor is read on another thread than the one that
- * wrote it (the thread that will also release it): ask for its cache lines.
- * A descriptor of the readout's pool (readout/chunk_pool.h) is followed by
- * its first piece within the same 128 bytes, so both lines come without
- * reading the pieces pointer first; the first line also holds what the
- * release writes, hence asked for writing. Never faults; harmless for a
- * descriptor that lives elsewhere. */
-static inline void rci_chunk_prefetch(const struct rci_chunk *c)
-{
-    __builtin_prefetch(c, 1);
-    __builtin_prefetch((const char *)c + 64);
-}
-
 #endif

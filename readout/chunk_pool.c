@@ -8,18 +8,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <urcu/uatomic.h>
 
 #define KEY_INDEX_MASK 0xffffffffull
 
 
-/* Make every page of the pool resident now. The pieces (max_chunks_in_flight
- * x max_chunk_pieces x 16 B: 64 MiB at the defaults) would otherwise be
- * touched record by record as more chunks are in flight at once than ever
- * before, so the daemon's RSS grew with each subscriber that made chunks pile
- * up (issue 12 item 8) until the whole pool was in; now it is in from the
- * start and RSS stays flat. A volatile store per page: the compiler may drop
- * a memset of fresh memory (as calloc). */
+/* Make every page of a fresh allocation resident now. The piece store
+ * (max_chunks_in_flight x max_chunk_pieces x 16 B: 64 MiB at the defaults) is
+ * otherwise touched record by record as more chunks are in flight at once than
+ * ever before, so the daemon's RSS grew with each subscriber that made chunks
+ * pile up (issue 12 item 8) until the whole pool was in; now it is in from the
+ * start and RSS stays flat. A volatile store per page: the compiler may not drop
+ * it as a write of zeros to calloc'ed memory. */
 static void prefault(void *mem, size_t bytes)
 {
     volatile char *p = mem;
@@ -36,26 +35,23 @@ int rci_chunk_pool_init(struct rci_chunk_pool *pool, uint32_t count, uint32_t ma
                  "must be at least 1", count, max_pieces);
         return -EINVAL;
     }
-    size_t stride = RCI_CHUNK_REC_HEAD + (size_t)max_pieces * sizeof(struct rci_piece);
-    stride = (stride + RCI_CHUNK_REC_ALIGN - 1) & ~(size_t)(RCI_CHUNK_REC_ALIGN - 1);
-    size_t bytes = (size_t)count * stride;
-    pool->recs = bytes / stride == count ? aligned_alloc(RCI_CHUNK_REC_ALIGN, bytes) : NULL;
-    if (!pool->recs) {
+    pool->recs = calloc(count, sizeof *pool->recs);
+    pool->piece_store = calloc((size_t)count * max_pieces, sizeof *pool->piece_store);
+    if (!pool->recs || !pool->piece_store) {
         rci_set_err(err, errlen, "chunk pool: cannot allocate %u descriptors of %u pieces",
                  count, max_pieces);
+        rci_chunk_pool_fini(pool);
         return -ENOMEM;
     }
-    memset(pool->recs, 0, bytes);
-    prefault(pool->recs, bytes);
-    pool->rec_stride = stride;
+    prefault(pool->piece_store, (size_t)count * max_pieces * sizeof *pool->piece_store);
     pool->count = count;
     pool->max_pieces = max_pieces;
     __cds_lfs_init(&pool->free_stack);
     /* Push in reverse so that the first records come out first (nicer to debug). */
     for (uint32_t i = count; i-- > 0;) {
-        struct rci_chunk_rec *rec = rci_chunk_pool_rec(pool, i);
+        struct rci_chunk_rec *rec = &pool->recs[i];
         rec->index = i;
-        rec->chunk.pieces = rci_chunk_rec_pieces(rec);
+        rec->chunk.pieces = &pool->piece_store[(size_t)i * max_pieces];
         atomic_init(&rec->live_key, 0);
         cds_lfs_node_init(&rec->node);
         cds_lfs_push(&pool->free_stack, &rec->node);
@@ -66,7 +62,9 @@ int rci_chunk_pool_init(struct rci_chunk_pool *pool, uint32_t count, uint32_t ma
 void rci_chunk_pool_fini(struct rci_chunk_pool *pool)
 {
     free(pool->recs);
+    free(pool->piece_store);
     pool->recs = NULL;
+    pool->piece_store = NULL;
 }
 
 struct rci_chunk_rec *rci_chunk_pool_get(struct rci_chunk_pool *pool)
@@ -81,14 +79,6 @@ struct rci_chunk_rec *rci_chunk_pool_get(struct rci_chunk_pool *pool)
     struct cds_lfs_node *node = pool->taken_free;
     pool->taken_free = node->next;
     struct rci_chunk_rec *rec = caa_container_of(node, struct rci_chunk_rec, node);
-    /* The next record was last written by the thread that released it (on
-     * another core): ask for its line pair now, for writing, so that the
-     * next call does not wait for it. */
-    if (pool->taken_free) {
-        const struct rci_chunk_rec *next = caa_container_of(pool->taken_free, struct rci_chunk_rec, node);
-        __builtin_prefetch(next, 1);
-        __builtin_prefetch((const uint8_t *)next + RCI_CHUNK_REC_ALIGN / 2, 1);
-    }
     /* Generation 0 is skipped so that no key is ever 0 (0 means "not live"). */
     if (++rec->gen == 0)
         rec->gen = 1;
@@ -106,30 +96,12 @@ void rci_chunk_pool_put(struct rci_chunk_pool *pool, struct rci_chunk_rec *rec)
     cds_lfs_push(&pool->free_stack, &rec->node);
 }
 
-/* liburcu's push (urcu/static/lfstack.h, _cds_lfs_push) for a chain: the
- * same compare-and-swap of the head, with the chain's last node linked to
- * the old head. Safe with the one consumer, which only pops all at once. */
-void rci_chunk_pool_put_chain(struct rci_chunk_pool *pool, struct cds_lfs_node *first,
-                              struct cds_lfs_node *last)
-{
-    RCI_TSAN_RELEASE(&pool->free_stack);
-    struct cds_lfs_head *new_head = caa_container_of(first, struct cds_lfs_head, node);
-    struct cds_lfs_head *head = NULL;
-    for (;;) {
-        struct cds_lfs_head *old_head = head;
-        last->next = head ? &head->node : NULL;
-        head = uatomic_cmpxchg(&pool->free_stack.head, old_head, new_head);
-        if (old_head == head)
-            break;
-    }
-}
-
 struct rci_chunk_rec *rci_chunk_pool_claim(struct rci_chunk_pool *pool, uint64_t key)
 {
     uint64_t index = key & KEY_INDEX_MASK;
     if (key == 0 || index >= pool->count)
         return NULL;
-    struct rci_chunk_rec *rec = rci_chunk_pool_rec(pool, (uint32_t)index);
+    struct rci_chunk_rec *rec = &pool->recs[index];
     uint64_t expected = key;
     /* Acquire: the decoder's writes to the chunk and its pieces happened
      * before it made the key live (release). */

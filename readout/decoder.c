@@ -94,63 +94,6 @@ void rci_readout_release(struct rci_readout *r, uint64_t key)
     atomic_fetch_add_explicit(&r->shared.releases, 1, memory_order_release);
 }
 
-/* Consecutive pieces in one block: one atomic subtraction for the run. */
-struct block_run {
-    uint32_t block, n;
-};
-
-static void run_flush(struct rci_readout *r, struct block_run *run)
-{
-    if (run->n)
-        block_unref_n(r, run->block, run->n);
-    run->n = 0;
-}
-
-static void run_add_pieces(struct rci_readout *r, struct block_run *run, const struct rci_chunk *c)
-{
-    for (uint32_t i = 0; i < c->npieces; i++) {
-        if (c->pieces[i].ring_offset == RCI_PIECE_SPILLED)
-            continue;
-        uint32_t block = c->pieces[i].ring_offset / r->p.block_size;
-        if (run->n && block != run->block)
-            run_flush(r, run);
-        run->block = block;
-        run->n++;
-    }
-}
-
-void rci_readout_release_burst(struct rci_readout *r, const uint64_t *keys, unsigned n)
-{
-    struct cds_lfs_node *first = NULL, *last = NULL;
-    struct block_run run = {0, 0};
-    unsigned pushed = 0;
-    for (unsigned i = 0; i < n; i++) {
-        struct rci_chunk_rec *rec = rci_chunk_pool_claim(&r->pool, keys[i]);
-        if (!rec) {
-            rci_shared_counter_add(&r->shared.bad_releases, 1);
-            continue;
-        }
-        run_add_pieces(r, &run, &rec->chunk);   /* read before the record goes back */
-        if (decoding_here == r) {
-            run_flush(r, &run);
-            rci_chunk_pool_put_local(&r->pool, rec);
-            rci_counter_add(&r->st.releases_local, 1);
-            continue;
-        }
-        rec->node.next = first;
-        first = &rec->node;
-        if (!last)
-            last = first;
-        pushed++;
-    }
-    run_flush(r, &run);
-    if (!first)
-        return;
-    rci_chunk_pool_put_chain(&r->pool, first, last);
-    /* After the put, as in rci_readout_release. */
-    atomic_fetch_add_explicit(&r->shared.releases, pushed, memory_order_release);
-}
-
 void rci_readout_refuse(struct rci_readout *r, uint64_t key)
 {
     struct rci_chunk_rec *rec = rci_chunk_pool_claim(&r->pool, key);
@@ -252,8 +195,7 @@ empty:
 
 static struct rci_piece *rec_pieces(struct rci_readout *r, struct rci_chunk_rec *rec)
 {
-    (void)r;
-    return rci_chunk_rec_pieces(rec);
+    return &r->pool.piece_store[(size_t)rec->index * r->pool.max_pieces];
 }
 
 /* Add a subchunk of the current block to a chunk; false if the chunk would

@@ -149,12 +149,6 @@ void rci_readout_spill_area(const struct rci_readout *r, void **addr, size_t *le
 /* Any thread: the chunk with this key is done. Lock-free. A stale,
  * duplicate or corrupt key is rejected and counted in bad_releases. */
 void rci_readout_release(struct rci_readout *r, uint64_t key);
-/* Any thread: rci_readout_release of n keys at once, for a thread that
- * collects the keys it gives back (a publisher thread): the records go back
- * to the pool with one compare-and-swap, consecutive pieces in one block
- * drop their references with one atomic subtraction, and the release count
- * is one atomic add. Each key is checked as by rci_readout_release. */
-void rci_readout_release_burst(struct rci_readout *r, const uint64_t *keys, unsigned n);
 /* Any thread: the sink took the chunk but refuses it for good (it is
  * dropped): released like rci_readout_release() and counted in sink_errors.
  * Refused inside the sink call, the chunk is not counted as decoded (chunks,
