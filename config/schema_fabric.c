@@ -172,6 +172,10 @@ static const struct rci_cfg_key fabric_keys[] = {
      RCI_CFG_FIELD(T, faults.eagain_streak_ns),
      .help = "TESTING ONLY: every Nth data send (fault_eagain_every) starts a streak this long"
              " refusing sends to that subscriber only; 0 = storms instead."},
+    {.key = "fault_hold_after", .type = RCI_CFG_UINT, .def = "0", .min = 0, .max = UINT64_MAX,
+     RCI_CFG_FIELD(T, faults.hold_after),
+     .help = "TESTING ONLY: the Nth data send is reported posted but never handed to the provider,"
+             " as a provider that keeps a send unwritten (net/README.md, Stalled sends); 0 = off."},
 };
 
 /* Set by the program, not by a key: the daemon turns fair shares on

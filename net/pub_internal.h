@@ -138,7 +138,17 @@ enum rci_peer_state {
 };
 
 enum rci_peer_doom { RCI_DOOM_NONE = 0, RCI_DOOM_BYE, RCI_DOOM_SHUTDOWN, RCI_DOOM_SILENCE,
-                    RCI_DOOM_STUCK, RCI_DOOM_ERROR, RCI_DOOM_LOCAL };
+                    RCI_DOOM_STUCK, RCI_DOOM_ERROR, RCI_DOOM_LOCAL, RCI_DOOM_PROVIDER };
+
+/* tcp MSG: the watch over a peer's oldest outstanding send (publisher.c,
+ * check_send_stall; net/README.md "Stalled sends"). */
+struct rci_pub_stall {
+    uint32_t op, gen;           /* the op watched, RCI_PUB_NONE: none */
+    uint64_t since_ns;          /* when the watch began (a timer after it became the oldest) */
+    uint64_t starved_base_ns;   /* p->starved_ns when the watch began */
+    uint32_t probes;            /* probes run on it */
+    uint32_t held;              /* ... that found its socket's send queue empty */
+};
 
 struct rci_pub_ctrl_msg { uint8_t len; uint8_t bytes[RCI_PUB_CTRL_MAX]; };
 
@@ -147,6 +157,7 @@ struct rci_pub_peer {
     enum rci_peer_state state;
     enum rci_peer_doom doom;    /* set by handlers; teardown happens in progress */
     struct fid_ep *ep;         /* MSG */
+    struct rci_pub_stall stall; /* MSG: its oldest send, watched */
     fi_addr_t addr;            /* RDM */
     bool has_addr;
     uint16_t decl_len;         /* RDM: the address its HELLO declared (decl) */
@@ -231,6 +242,7 @@ struct rci_publisher {
 
     struct rci_pub_fault_state {
         uint64_t posts, completions;   /* data/page posts and ok completions seen */
+        uint64_t hold_posts;           /* data/page posts seen by fault_hold_after */
         uint32_t storm_left;           /* -FI_EAGAIN refusals still to give */
         uint32_t streak_peer;          /* peer index of the current streak */
         uint64_t streak_until_ns;      /* posts to it are refused until then */
@@ -286,6 +298,9 @@ void rci_pub_bye_address(struct rci_publisher *p, fi_addr_t addr, enum rci_bye_r
 /* true: refuse this post to peer index `peer` (op_context ctx) with
  * -FI_EAGAIN (a storm or that peer's streak is on). */
 bool rci_pub_fault_refuse_post(struct rci_publisher *p, uint32_t peer, void *ctx);
+/* true: report this post as done without handing it to the provider
+ * (fault_hold_after): it never completes, as a send the provider keeps. */
+bool rci_pub_fault_hold_post(struct rci_publisher *p, void *ctx);
 /* Turn a successful completion into an error one when it is due. */
 void rci_pub_fault_completion(struct rci_publisher *p, struct rci_fabric_cqe *e);
 

@@ -15,6 +15,7 @@
 #include "net/allow_list.h"
 #include "net/half_open.h"
 #include "net/pub_internal.h"
+#include "net/stall_probe.h"
 
 #define RCI_PUB_TIMER_MIN_NS 100000u      /* 100 us */
 #define RCI_PUB_TIMER_MAX_NS 10000000u    /* 10 ms */
@@ -179,6 +180,8 @@ int rci_pub_post(struct rci_publisher *p, struct rci_pub_peer *peer, const struc
         return -FI_ENOTCONN;
     if (rci_pub_fault_refuse_post(p, (uint32_t)(peer - p->peers), ctx))
         return -FI_EAGAIN;
+    if (rci_pub_fault_hold_post(p, ctx))
+        return 0;   /* injected: "posted", never handed to the provider */
     return (int)fi_sendv(ep, iov, desc, n, peer->has_addr ? peer->addr : FI_ADDR_UNSPEC, ctx);
 }
 
@@ -277,6 +280,7 @@ static void count_doom(struct rci_publisher *p, enum rci_peer_doom why)
     case RCI_DOOM_SILENCE: p->st.dead_by_silence++; break;
     case RCI_DOOM_STUCK: p->st.dead_by_stuck_send++; break;
     case RCI_DOOM_ERROR: p->st.dead_by_error++; break;
+    case RCI_DOOM_PROVIDER: p->st.dead_by_provider_stall++; break;
     }
     p->st.peers_dead++;
 }
@@ -448,6 +452,7 @@ struct rci_pub_peer *rci_pub_new_peer(struct rci_publisher *p, uint64_t now)
         peer->said_handled = false;
         peer->chunks_handled = 0;
         peer->joined = false;
+        peer->stall = (struct rci_pub_stall){ .op = RCI_PUB_NONE };
         peer->connected = p->fab.rdm;
         peer->last_rx_ns = peer->last_hb_tx_ns = now;
         peer->rx_seen_ns = 0;
@@ -772,6 +777,68 @@ static void reap_half_open(struct rci_publisher *p, uint64_t now)
     p->st.fds_in_use = h->fds_in_use;
 }
 
+/* Probe the socket of a peer whose oldest send is being watched; returns
+ * true when its send queue was empty (the provider holds the send). */
+static bool probe_held(struct rci_publisher *p, struct rci_pub_peer *peer)
+{
+    struct sockaddr_storage local, remote;
+    size_t llen = sizeof local, rlen = sizeof remote;
+    struct rci_stall_probe pr;
+    if (fi_getname(&peer->ep->fid, &local, &llen) || fi_getpeer(peer->ep, &remote, &rlen) ||
+        rci_stall_probe_tcp((struct sockaddr *)&local, (struct sockaddr *)&remote, p->fab.cq_fd, &pr) ||
+        !pr.found || pr.outq != 0)
+        return false;   /* not found, or bytes in flight: the subscriber is behind, not the provider */
+    bool no_pollout = pr.watched == RCI_STALL_NOT_WATCHED || (pr.watched >= 0 && !(pr.watched & 0x4));
+    if (peer->stall.held == 0) {
+        p->st.stalls_provider_held++;
+        p->st.stalls_no_pollout += no_pollout;
+    }
+    rci_log_hook_say(&p->cb.log, RCI_LOG_WARN, false, __FILE__, __LINE__,
+                     "%s: a send waited %s without the provider writing it: socket %d has 0 bytes to send "
+                     "and %d unread, the CQ's wait set watches it for %s", peer->name,
+                     peer->stall.held ? "twice peer_timeout" : "peer_timeout", pr.fd, pr.inq,
+                     pr.watched == RCI_STALL_NOT_WATCHED ? "nothing (not in the set)"
+                     : pr.watched == RCI_STALL_WATCH_UNKNOWN ? "? (unknown)"
+                     : (pr.watched & 0x4) ? "reading and writing" : "reading only");
+    return true;
+}
+
+/* tcp MSG: a send the provider keeps without writing it would hold its key
+ * (and, under slow_policy = block, the card) for ever. Once the peer's
+ * oldest send has waited peer_timeout of the time this thread ran, its
+ * socket is examined (stall_probe.h); an empty send queue means the kernel
+ * has nothing of ours for the subscriber, so it is not a slow subscriber.
+ * Held so again a peer_timeout later, the connection is closed like a dead
+ * peer's: its keys come back and the subscriber reconnects (net/README.md,
+ * "Stalled sends"). */
+static void check_send_stall(struct rci_publisher *p, struct rci_pub_peer *peer, uint64_t now)
+{
+    struct rci_pub_stall *w = &peer->stall;
+    uint32_t op = peer->op_head;
+    if (op == RCI_PUB_NONE || !peer->ep) {
+        w->op = RCI_PUB_NONE;
+        return;
+    }
+    if (w->op != op || w->gen != p->ops[op].gen) {   /* a new oldest send */
+        *w = (struct rci_pub_stall){ .op = op, .gen = p->ops[op].gen, .since_ns = now,
+                                     .starved_base_ns = p->starved_ns };
+        return;
+    }
+    uint64_t limit = p->fab.params.peer_timeout_ns;
+    uint64_t away = p->starved_ns - w->starved_base_ns;
+    uint64_t waited = now > w->since_ns + away ? now - w->since_ns - away : 0;
+    if (waited < (uint64_t)(w->probes + 1) * limit)
+        return;
+    w->probes++;
+    p->st.stall_probes++;
+    if (!probe_held(p, peer)) {
+        w->held = 0;
+        return;
+    }
+    if (++w->held >= 2)
+        rci_pub_peer_fail(p, (uint32_t)(peer - p->peers), RCI_DOOM_PROVIDER);
+}
+
 static void run_timers(struct rci_publisher *p, uint64_t now)
 {
     for (uint32_t i = 0; i < p->npeers; i++) {
@@ -779,6 +846,8 @@ static void run_timers(struct rci_publisher *p, uint64_t now)
         if (peer->state == RCI_PEER_FREE || peer->state == RCI_PEER_CLOSED || peer->state == RCI_PEER_DRAINING)
             continue;
         check_liveness(p, peer, now);
+        if (!p->fab.rdm && peer->state == RCI_PEER_ACTIVE && !peer->doom)
+            check_send_stall(p, peer, now);
         if (peer->state == RCI_PEER_ACTIVE && now - peer->last_hb_tx_ns >= p->fab.params.heartbeat_ns) {
             peer->last_hb_tx_ns = now;
             rci_pub_send_heartbeat(p, peer, now);

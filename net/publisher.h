@@ -104,6 +104,7 @@ struct rci_publisher_stats {
     uint64_t faults_send_error;     /* injected: ok completions reported as errors */
     uint64_t faults_eagain;         /* injected: posts refused with -FI_EAGAIN */
     uint64_t faults_eagain_streaks; /* injected: streaks of -FI_EAGAIN for one subscriber */
+    uint64_t faults_held;           /* injected: posts reported done, never handed to the provider */
     /* RMA delivery (net/README.md, "RMA delivery") */
     uint64_t rma_subscribers;       /* HELLOs served by RMA writes into the subscriber's ring */
     uint64_t rma_fallbacks;         /* HELLOs that asked for RMA, served by send (no FI_RMA here) */
@@ -142,6 +143,13 @@ struct rci_publisher_stats {
                                      * never accepted (not slowness as such: the caller's
                                      * policy cuts slow ones off with close_peer) */
     uint64_t dead_by_shutdown, dead_by_silence, dead_by_stuck_send, dead_by_error;
+    /* tcp MSG: sends the provider holds without writing them (net/README.md "Stalled sends") */
+    uint64_t stall_probes;          /* a peer's oldest send waited peer_timeout: its socket examined */
+    uint64_t stalls_provider_held;  /* ... and its send queue was empty: the provider, not the
+                                     * subscriber, held the send (counted once per send) */
+    uint64_t stalls_no_pollout;     /* ... of those, the CQ's wait set did not watch the socket
+                                     * for EPOLLOUT (nothing would wake the provider to write) */
+    uint64_t dead_by_provider_stall; /* peers closed: held so at two probes peer_timeout apart */
     uint64_t keys_released_by_peer_death;
     uint64_t drained_peers;         /* cut-off peers whose sends were let complete (RDM: told BYE,
                                      * address removed after a heartbeat at the latest) */

@@ -246,8 +246,9 @@ int rci_pipeline_get_publisher_stats(const struct rci_pipeline *pb, unsigned thr
     X(peers_dead) X(keys_released_by_peer_death) X(drained_peers) X(drain_timeouts) X(drain_no_proof) \
     X(completions_error) X(subscriptions_refused)                                                   \
     X(control_dropped) X(rx_errors) X(connection_errors) X(unknown_sender)                         \
-    X(faults_send_error) X(faults_eagain) X(faults_eagain_streaks) X(fragments_deferred) X(fragments_abandoned)             \
-    X(again_resuming) X(gather_sends) X(gather_bytes) X(again_no_bounce) X(liveness_restarts) X(idle_sleeps) X(idle_sleeps_short)                                                      \
+    X(faults_send_error) X(faults_eagain) X(faults_eagain_streaks) X(faults_held) X(fragments_deferred) X(fragments_abandoned)             \
+    X(again_resuming) X(gather_sends) X(gather_bytes) X(again_no_bounce) X(bounce_free) X(stall_probes)    \
+    X(stalls_provider_held) X(stalls_no_pollout) X(dead_by_provider_stall) X(dead_by_stuck_send) X(liveness_restarts) X(idle_sleeps) X(idle_sleeps_short)                                                      \
     X(rma_subscribers) X(rma_fallbacks) X(rma_refused_region) X(rma_records) X(rma_bytes)         \
     X(rma_again_credit) X(rma_wait_credit) X(rma_credits) X(rma_bad_credits)
 
