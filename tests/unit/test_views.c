@@ -3,8 +3,9 @@
  * retain, release in any order and from another thread, slices (inside,
  * outside, of several pieces, keeping their parent alive), copy across
  * pieces, the pool running out (malloc'd views, freed at release), a
- * reassembly buffer outliving its subscriber's reference, and RMA ring keys
- * released only with the last view. */
+ * reassembly buffer outliving its subscriber's reference, and what each
+ * piece holds (its receive buffer, its RMA ring key) given back once, only
+ * with the last view. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
