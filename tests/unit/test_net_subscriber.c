@@ -74,11 +74,12 @@ struct got {
 /* How sub_open makes the subscriber: on_data (default) or on_view, keeping
  * each view (E.held) or not, and its receive buffers. The view tests set
  * it; env_close puts the default back. */
-static const struct sub_mode {
+struct sub_mode {
     bool views, retain;
     uint32_t rx_buffers;
-} DEFAULT_MODE = {.rx_buffers = 16};
-static struct sub_mode M = DEFAULT_MODE;
+};
+#define DEFAULT_MODE ((struct sub_mode){.rx_buffers = 16})
+static struct sub_mode M = {.rx_buffers = 16};
 
 static struct env {
     struct rci_publisher *pub;
