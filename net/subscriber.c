@@ -1012,7 +1012,8 @@ static bool gather_add(struct rc_sub *s, const uint8_t *payload, uint32_t len)
         return false;
     if (v->kind == RCI_VIEW_RX)
         return rci_view_add_rx_piece(v, payload, len, &s->src_slot->refs);
-    if (s->ra.next_offset + (uint64_t)len > s->rma.size / 2 || !rci_view_add_rma_piece(v, payload, len, s->src_key))
+    if (s->ra.next_offset + (uint64_t)len > s->rma.size / 2 ||
+        !rci_view_add_rma_piece(v, payload, len, s->src_key))
         return false;
     s->src_key_owned = false;
     return true;
