@@ -57,7 +57,7 @@ struct rci_msub {
     X(held_dropped) X(malformed_total) X(truncated) X(unexpected) X(connects) X(connect_failures)         \
     X(reconnects) X(disconnects) X(publisher_restarts) X(garbage_disconnects) X(heartbeats_sent)          \
     X(heartbeats_received) X(sub_requests) X(sub_refused) X(rx_errors) X(tx_errors) X(send_again)        \
-    X(refused) X(shm_stale_removed)
+    X(refused) X(shm_stale_removed) X(chunks_gathered) X(chunks_reassembled_copied)
 
 static void add_stats(struct rc_sub_stats *to, const struct rc_sub_stats *from)
 {

@@ -67,10 +67,14 @@ struct tx_slot {
 };
 
 /* Reassembly of one fragmented chunk. `discard` follows the fragments of a
- * chunk that is already counted as lost, so that it is counted once. */
+ * chunk that is already counted as lost, so that it is counted once. With
+ * on_view a chunk is gathered, not copied: `gather` is the view of its
+ * fragments so far, one piece per fragment, each holding the receive buffer
+ * (send) or ring record (RMA) it lies in ("Gathering" below). */
 struct reassembly {
     bool active, discard;
-    struct rc_view *gather;    /* RMA with on_view: the records so far, not copied */
+    enum rci_view_kind src_kind;   /* where fragment 0 came from: RCI_VIEW_RX or RCI_VIEW_RMA */
+    struct rc_view *gather;    /* on_view: the fragments so far, not copied (NULL: copied) */
     uint64_t tag;
     uint32_t flags, chunk_len, next_offset;
     uint16_t frag_count, next_index;
@@ -859,15 +863,14 @@ static struct rc_view *source_view(struct rc_sub *s, enum rci_view_kind kind, ui
         s->st.view_failures++;
         return NULL;
     }
-    rci_view_add_piece(v, data, len);
     if (kind == RCI_VIEW_RX) {
-        v->hold.rx_refs = &s->src_slot->refs;
-        atomic_fetch_add_explicit(&s->src_slot->refs, 1, memory_order_relaxed);
+        rci_view_add_rx_piece(v, data, len, &s->src_slot->refs);
     } else if (kind == RCI_VIEW_RMA) {
         v->hold.rma = &s->rma;
-        v->key[0] = s->src_key;
+        rci_view_add_rma_piece(v, data, len, s->src_key);
         s->src_key_owned = false;
     } else {
+        rci_view_add_piece(v, data, len);
         v->hold.reasm = s->reasm;
         atomic_fetch_add_explicit(&s->reasm->refs, 1, memory_order_relaxed);
     }
@@ -946,40 +949,95 @@ static bool reasm_ready(struct rc_sub *s, size_t len)
     return true;
 }
 
+/* ---- gathering: a fragmented chunk as one view of its fragments ------------
+ * With on_view a chunk that came in several messages (send delivery: it is
+ * larger than one receive buffer) or records (RMA) is handed on as one view
+ * of one piece per fragment, each piece inside the receive buffer or ring
+ * record it arrived in, not copied. Each piece holds its buffer (record)
+ * until the view's last release (sub_view.h), so an incomplete chunk holds
+ * the buffers of its fragments so far. What bounds that:
+ *  - send: a chunk is gathered only when it has at most RC_VIEW_MAX_PIECES
+ *    fragments and, with it, at most half the receive buffers are busy
+ *    (held by views or for order): its last fragment always finds a
+ *    buffer, and a program keeping at most rx_buffers / 2 views never holds
+ *    them all. While it is gathered, if no buffer can be posted any more
+ *    (the program or the stream order took the rest), it is copied after
+ *    all, and its buffers go back (gather_keep_receiving);
+ *  - RMA: at most RC_VIEW_MAX_PIECES records and half the ring (gather_add).
+ * Otherwise, and always with on_data, the chunk is copied into the
+ * reassembly buffer, counted (chunks_reassembled_copied, rma_chunks_copied).
+ * A reassembly that ends without a chunk (a gap, another chunk's fragment,
+ * a disconnect) releases the gathered view: each buffer or record it holds
+ * goes back once. */
+
+/* Receive buffers that cannot take a message now: held by views (the
+ * program's, or a chunk being gathered) or holding a message for order. */
+static uint32_t rx_buffers_busy(const struct rc_sub *s)
+{
+    uint32_t busy = 0;
+    for (uint32_t i = 0; i < s->p.rx_buffers; i++)
+        busy += s->rx[i].held || atomic_load_explicit(&s->rx[i].refs, memory_order_relaxed) != 0;
+    return busy;
+}
+
+/* A receive buffer is posted, or free to be posted. Stops at the first
+ * one: while receiving goes on that is one of the first few. */
+static bool rx_can_receive(struct rc_sub *s)
+{
+    for (uint32_t i = 0; i < s->p.rx_buffers; i++)
+        if (s->rx[i].posted || (!s->rx[i].held && !rx_held_by_views(&s->rx[i])))
+            return true;
+    return false;
+}
+
+/* Send delivery: may a chunk of frag_count fragments hold its buffers? */
+static bool rx_gather_fits(const struct rc_sub *s, uint32_t frag_count)
+{
+    return frag_count <= RC_VIEW_MAX_PIECES && rx_buffers_busy(s) + frag_count <= s->p.rx_buffers / 2;
+}
+
 static void start_reassembly(struct rc_sub *s, const struct rci_wire_data *d)
 {
     bool fits = d->chunk_len <= s->p.max_chunk_size;
     if (!fits)
         s->st.too_big++;
-    s->ra = (struct reassembly){.active = true, .discard = !fits, .tag = d->tag, .flags = d->flags,
-                                .chunk_len = d->chunk_len, .frag_count = d->frag_count};
-    /* RMA records of one chunk are handed on as one view, not copied. */
-    if (fits && s->p.on_view && s->src_kind == RCI_VIEW_RMA)
-        s->ra.gather = rci_view_get(s->views, RCI_VIEW_RMA, d->tag, d->flags);
-    if (s->ra.gather)
-        s->ra.gather->hold.rma = &s->rma;
-    else if (fits && !reasm_ready(s, d->chunk_len)) {
+    s->ra = (struct reassembly){.active = true, .discard = !fits, .src_kind = s->src_kind, .tag = d->tag,
+                                .flags = d->flags, .chunk_len = d->chunk_len, .frag_count = d->frag_count};
+    /* RMA records are gathered optimistically (gather_add bounds them);
+     * receive buffers only when the whole chunk fits the rule above. */
+    bool gather = s->src_kind == RCI_VIEW_RMA || rx_gather_fits(s, d->frag_count);
+    if (fits && s->p.on_view && gather)
+        s->ra.gather = rci_view_get(s->views, s->src_kind, d->tag, d->flags);
+    if (s->ra.gather) {
+        if (s->src_kind == RCI_VIEW_RMA)
+            s->ra.gather->hold.rma = &s->rma;
+    } else if (fits && !reasm_ready(s, d->chunk_len)) {
         s->ra.discard = true;   /* counted in view_failures */
         s->st.reassembly_drops++;
     }
 }
 
-/* Add this record's payload to the gathered view. false when it is full, or
- * when the chunk would hold more than half the ring (the publisher could
- * then wait for space we cannot release before the chunk is complete). */
+/* Add this fragment's payload to the gathered view, holding the buffer or
+ * record it lies in. false when it cannot be: the view is full, the
+ * fragment came the other way (send vs RMA) than fragment 0, or, RMA, the
+ * chunk would hold more than half the ring (the publisher could then wait
+ * for space we cannot release before the chunk is complete). */
 static bool gather_add(struct rc_sub *s, const uint8_t *payload, uint32_t len)
 {
     struct rc_view *v = s->ra.gather;
-    if (v->npieces == v->cap || s->ra.next_offset + (uint64_t)len > s->rma.size / 2)
+    if (v->kind != s->src_kind)
         return false;
-    v->key[v->npieces] = s->src_key;
-    rci_view_add_piece(v, payload, len);
+    if (v->kind == RCI_VIEW_RX)
+        return rci_view_add_rx_piece(v, payload, len, &s->src_slot->refs);
+    if (s->ra.next_offset + (uint64_t)len > s->rma.size / 2 ||
+        !rci_view_add_rma_piece(v, payload, len, s->src_key))
+        return false;
     s->src_key_owned = false;
     return true;
 }
 
-/* The gathered records go into the reassembly buffer after all (their ring
- * space goes back), the rest of the chunk is copied too. */
+/* The gathered fragments go into the reassembly buffer after all (their
+ * buffers or ring space go back), the rest of the chunk is copied too. */
 static void gather_to_copy(struct rc_sub *s)
 {
     struct rc_view *v = s->ra.gather;
@@ -993,6 +1051,17 @@ static void gather_to_copy(struct rc_sub *s)
     drop_gather(s);
 }
 
+/* After a receive: a chunk being gathered from receive buffers must not
+ * leave none to receive its next fragment with (the program's views or
+ * messages held for order took the others): copy it instead. */
+static void gather_keep_receiving(struct rc_sub *s)
+{
+    if (s->lost || !s->ra.gather || s->ra.gather->kind != RCI_VIEW_RX || stalled_on_purpose(s))
+        return;
+    if (!rx_can_receive(s))
+        gather_to_copy(s);
+}
+
 static void reassembly_done(struct rc_sub *s)
 {
     struct reassembly *ra = &s->ra;
@@ -1003,14 +1072,19 @@ static void reassembly_done(struct rc_sub *s)
     }
     s->st.reassembled++;
     if (!ra->gather) {
-        if (s->src_kind == RCI_VIEW_RMA)
+        if (ra->src_kind == RCI_VIEW_RMA)
             s->st.rma_chunks_copied++;
+        else
+            s->st.chunks_reassembled_copied++;
         deliver(s, RCI_VIEW_REASM, ra->tag, ra->flags, s->reasm->data, ra->chunk_len);
         return;
     }
     struct rc_view *v = ra->gather;
     ra->gather = NULL;
-    s->st.rma_chunks_gathered++;
+    if (v->kind == RCI_VIEW_RMA)
+        s->st.rma_chunks_gathered++;
+    else
+        s->st.chunks_gathered++;
     v->flags = ra->flags;
     if (wanted(s, ra->tag))
         hand_on_view(s, v);
@@ -1403,11 +1477,14 @@ static void rx_completion(struct rc_sub *s, struct rx_slot *r, const struct rci_
         return;
     } else {
         s->handled++;
-        if (handle_message(s, r, c->len))
+        if (handle_message(s, r, c->len)) {
+            gather_keep_receiving(s);
             return;   /* held for order: reposted once handled */
+        }
     }
     if (!s->lost && post_rx(s, r))
         lose(s, RC_SUB_DISC_SHUTDOWN);
+    gather_keep_receiving(s);
 }
 
 static void tx_completion(struct rc_sub *s, struct tx_slot *t, const struct rci_fabric_cqe *c)
@@ -1710,6 +1787,9 @@ int rc_sub_unsubscribe(struct rc_sub *s, const uint64_t *first, const uint64_t *
 void rc_sub_get_stats(const struct rc_sub *s, struct rc_sub_stats *st)
 {
     *st = s->st;
+    st->rx_buffers_held = 0;
+    for (uint32_t i = 0; i < s->p.rx_buffers; i++)
+        st->rx_buffers_held += atomic_load_explicit(&s->rx[i].refs, memory_order_relaxed) != 0;
     st->views_outstanding = rci_view_pool_outstanding(s->views);
     st->views_allocated += rci_view_pool_allocated(s->views);
 }

@@ -48,6 +48,15 @@ static void sleep_ns(uint64_t ns)
 #define MAX_TAG_ITEMS 4096u
 #define RX_BUFFERS 64u   /* receive buffers of the subscriber (the library's default) */
 
+/* Receive buffers with --hold N on send delivery: a view of a chunk larger
+ * than one buffer holds one buffer per fragment, and the library gathers
+ * such a chunk only while at most half the buffers are busy; with 2N + 2
+ * the N kept views (and the one being handed on) never hold them all. */
+static uint32_t rx_buffers_for(uint32_t hold)
+{
+    return 2 * hold + 2 > RX_BUFFERS ? 2 * hold + 2 : RX_BUFFERS;
+}
+
 /* A chunk's payload as the pieces of its view (one piece from on_data). */
 struct payload {
     struct rc_view_piece piece[RC_VIEW_MAX_PIECES];
@@ -141,8 +150,11 @@ static void usage(FILE *f)
             "                          comes, one of the 8 oldest is released at random (the\n"
             "                          oldest once 2N newer came), so receive buffers or ring\n"
             "                          space are given back late and out of order; --verify\n"
-            "                          checks each again at release. With rma, N chunks must\n"
-            "                          take well under half the ring, or the flow stops\n"
+            "                          checks each again at release. With send, max(64, 2N+2)\n"
+            "                          receive buffers are posted (a chunk larger than one is\n"
+            "                          one view holding a buffer per fragment). With rma, N\n"
+            "                          chunks must take well under half the ring, or the flow\n"
+            "                          stops\n"
             "  --test-wrong-rma-key    with --delivery rma: announce a wrong key for the ring\n"
             "                          (tests of the publisher's handling of it)\n"
             "  -h, --help              print this help\n"
@@ -362,10 +374,10 @@ static int parse_args(int argc, char **argv, struct options *o)
         return rci_cli_usage_error("ringcast-sub", "%s", "--latency and --verify exclude each other (a stamp is not the pattern)");
     if (o->hold && o->discover)
         return rci_cli_usage_error("ringcast-sub", "%s", "--hold works with --connect only");
-    /* Send delivery: every held chunk may hold its own receive buffer; with
-     * all 64 held nothing more could arrive to release one. */
+    /* Send delivery: every held chunk holds a receive buffer or more; with
+     * all held nothing more could arrive to release one (rx_buffers_for). */
     if (o->hold >= RX_BUFFERS && o->delivery == RC_SUB_DELIVERY_SEND)
-        return rci_cli_usage_error("ringcast-sub", "%s", "--hold with send delivery: at most 63 (64 receive buffers)");
+        return rci_cli_usage_error("ringcast-sub", "%s", "--hold with send delivery: at most 63");
     return 0;
 }
 
@@ -1111,6 +1123,8 @@ static void print_json(const struct app *a, const struct rc_sub_stats *st, doubl
            ",\"rma_chunks_copied\":%" PRIu64 ",\"rma_ring_busy\":%" PRIu64,
            (unsigned)a->o->hold, r->held, r->held_corrupt, st->views_outstanding, st->views_allocated,
            st->view_failures, st->rma_chunks_gathered, st->rma_chunks_copied, st->rma_ring_busy);
+    printf(",\"chunks_gathered\":%" PRIu64 ",\"chunks_reassembled_copied\":%" PRIu64 ",\"rx_buffers_held\":%" PRIu64,
+           st->chunks_gathered, st->chunks_reassembled_copied, st->rx_buffers_held);
     printf(",\"malformed\":{");
     for (unsigned k = 1; k < RC_SUB_MALFORMED_KINDS; k++)
         printf("%s\"%s\":%" PRIu64, k > 1 ? "," : "", rc_sub_malformed_name(k), st->malformed[k]);
@@ -1171,6 +1185,9 @@ static void print_text(const struct app *a, const struct rc_sub_stats *st, doubl
     if (a->o->delivery == RC_SUB_DELIVERY_RMA && !a->disc)
         printf("rma: %" PRIu64 " chunks of several records as one view (no copy), %" PRIu64 " copied\n",
                st->rma_chunks_gathered, st->rma_chunks_copied);
+    if (!a->disc && (st->chunks_gathered || st->chunks_reassembled_copied))
+        printf("fragments: %" PRIu64 " chunks larger than a receive buffer as one view (no copy), %" PRIu64
+               " copied\n", st->chunks_gathered, st->chunks_reassembled_copied);
     if (a->o->hold)
         printf("hold: %" PRIu64 " views kept (last %u, released out of order), %" PRIu64
                " changed while kept; %" PRIu64 " views still out at the end\n", r->held,
@@ -1258,7 +1275,7 @@ static int setup(struct app *a, const struct options *o)
     p.cb = (struct rc_sub_callbacks){.ctx = a, .on_connect = on_connect,
                                      .on_disconnect = on_disconnect, .on_resubscribed = on_resubscribed};
     p.on_view = on_view;   /* chunks as views: --out and --verify read their pieces in place */
-    p.rx_buffers = RX_BUFFERS;
+    p.rx_buffers = o->delivery == RC_SUB_DELIVERY_SEND ? rx_buffers_for(o->hold) : RX_BUFFERS;
     if (o->hold) {
         a->held = calloc(o->hold, sizeof *a->held);
         a->held_seq = calloc(o->hold, sizeof *a->held_seq);

@@ -210,6 +210,14 @@ struct rc_sub_stats {
                                     * or more than RC_VIEW_MAX_PIECES records or half the ring) */
     uint64_t rma_ring_busy;        /* connections served by send because views still held
                                     * ring space of an earlier connection */
+    /* Send delivery: chunks larger than one receive buffer (several fragments) */
+    uint64_t chunks_gathered;      /* handed on (on_view) as one view of one piece per fragment,
+                                    * each in its own receive buffer, without copying */
+    uint64_t chunks_reassembled_copied; /* copied into the reassembly buffer instead: on_data, more
+                                    * than RC_VIEW_MAX_PIECES fragments, receive buffers more than
+                                    * half busy with the chunk, or none left to receive its rest */
+    uint64_t rx_buffers_held;      /* receive buffers held by views now (and by a chunk being
+                                    * gathered): posted again only at their last view's release */
 };
 
 /* Defaults: tcp msg 127.0.0.1:RC_SUB_DEFAULT_PORT (12345, the daemon's), 64 x 64 KiB rx buffers, 16 MiB max
