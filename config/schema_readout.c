@@ -35,7 +35,7 @@ static const struct rci_cfg_key readout_keys[] = {
      .help = "block: a subscriber whose oldest share is this old is cut off (counted, logged): how long one subscriber may stall the card; 0 = no bound."},
     {.key = "block_backlog", .type = RCI_CFG_UINT, .def = "1024", .min = 0, .max = 65536,
      RCI_CFG_FIELD(T, block_backlog),
-     .help = "block: shares kept per subscriber that cannot take them now (it holds all it may), so that the other subscribers of its publisher thread go on; when full its lane waits (the ring fills, the card stalls). Memory: max_subscribers x this x 40 bytes per thread, allocated at start; 0 = none (one holder stalls every subscriber of its thread). Not changed by a reload."},
+     .help = "block: shares kept per subscriber that cannot take them now, so the other subscribers go on; when full its lane waits. 32 B x max_subscribers each, per thread; 0 = none."},
     {.key = "mode", .type = RCI_CFG_ENUM, .def = "zerocopy", .choices = "zerocopy|buffered|auto",
      RCI_CFG_FIELD(T, publish_mode),
      .help = "Send chunks from the ring (zerocopy), copied into pages (buffered), or auto: buffered below buffered_threshold, else zero copy or gather-copied (bounce_buffers)."},
