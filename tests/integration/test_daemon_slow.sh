@@ -5,6 +5,9 @@
 # other subscriber nothing; a slow subscriber under slow_policy = drop loses
 # chunks (counted exactly) while the other gets all of them; under block
 # (the default) nobody loses anything and the card is stalled instead.
+# Subscribers holding views (ringcast-sub --hold-ms) beside a normal one on
+# the same port: under block only their own flow stalls (their shares wait in
+# their backlogs), under drop only they lose chunks, counted exactly.
 . "$(dirname "$0")/lib.sh"
 
 PORT=$(port_base 7919)
