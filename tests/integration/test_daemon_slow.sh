@@ -126,7 +126,7 @@ PORT=$((PORT + 1))
 
 # -- subscribers holding views: only their own flow stalls (block), only their own chunks go (drop) --
 # Two holders (ringcast-sub --hold 1 --hold-ms MS: every view kept MS ms, so
-# a send subscriber's 64 receive buffers, and an RMA subscriber's 4 MiB ring,
+# a send subscriber's 64 receive buffers, and an RMA subscriber's 2 MiB ring,
 # are all held for that long) and a normal subscriber of the same tags on the
 # SAME publisher port. 32 KiB chunks in 64 KiB blocks: one message each, one
 # receive buffer each (no reassembly copy that would free the buffer).
@@ -144,9 +144,11 @@ ctl_subs() { "$BIN/ringcast-ctl" --socket "$WORK/$1.sock" --compact subscribers;
 # whose bound was never reached (the lane never waited for a holder).
 hold_n=400
 hold_daemon hold-block
-start_sub hold-block-send tcp msg --verify --count $hold_n --hold 1 --hold-ms 1500; sub_a=$sub
-start_sub hold-block-rma tcp msg --verify --count $hold_n --hold 1 --hold-ms 1500 --delivery rma \
-    --rma-ring-size 4194304; sub_b=$sub
+# Each holder takes at least 12 s for the run (about 64 views per 2 s); the
+# normal one about 2 (the run lasts 1 s): a wide margin on a loaded machine.
+start_sub hold-block-send tcp msg --verify --count $hold_n --hold 1 --hold-ms 2000; sub_a=$sub
+start_sub hold-block-rma tcp msg --verify --count $hold_n --hold 1 --hold-ms 2000 --delivery rma \
+    --rma-ring-size 2097152; sub_b=$sub
 start_sub hold-block-norm tcp msg --verify --count $hold_n; sub_c=$sub
 wait_sub hold-block-norm "$sub_c"
 ctl_subs hold-block >"$WORK/hold-block-mid.json" || fail "hold-block: ringcast-ctl subscribers"
@@ -182,7 +184,7 @@ hold_n=800
 hold_daemon hold-drop -o readout.slow_policy=drop -o readout.slow_cut_after=0
 start_sub hold-drop-send tcp msg --verify --duration 10 --hold 1 --hold-ms 500; sub_a=$sub
 start_sub hold-drop-rma tcp msg --verify --duration 10 --hold 1 --hold-ms 500 --delivery rma \
-    --rma-ring-size 4194304; sub_b=$sub
+    --rma-ring-size 2097152; sub_b=$sub
 start_sub hold-drop-norm tcp msg --verify --count $hold_n; sub_c=$sub
 wait_sub hold-drop-norm "$sub_c"
 wait "$sub_a"; wait "$sub_b"   # gaps: exit status 1 is expected
