@@ -231,6 +231,7 @@ struct publish_thread {
     uint32_t ndeparted;
     rci_counter departed_untracked;
     _Atomic unsigned subscribed, connected;
+    unsigned nsubscribed;               /* subscribed, for this thread's own reads */
 
     struct send_token *tokens;
     uint32_t ntokens, free_token;

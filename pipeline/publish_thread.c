@@ -55,6 +55,7 @@ static void update_subscribed(struct publish_thread *th)
         connected += th->subs[i].in_use;
         subscribed += th->subs[i].in_use && th->subs[i].nranges > 0;
     }
+    th->nsubscribed = subscribed;
     atomic_store_explicit(&th->subscribed, subscribed, memory_order_release);
     atomic_store_explicit(&th->connected, connected, memory_order_release);
 }
@@ -538,12 +539,14 @@ static void deferred_changed(struct publish_thread *th, uint32_t now)
 /* slow_policy = block, share i of the lane's current chunk: its subscriber
  * cannot take it now (send_share said -ENOBUFS). Put it in the subscriber's
  * backlog so the lane goes on with the others; false when the backlog is full
- * (or there is none, block_backlog = 0): the lane waits for it as before.
+ * (or there is none, block_backlog = 0, or it is the only subscriber of the
+ * thread): the lane waits for it as before.
  * A full backlog's wait is counted once until the backlog moves again. */
 static bool defer_share(struct publish_thread *th, struct publish_lane *lane, unsigned i)
 {
     struct pub_sub *s = sub_of_table_id(th, lane->cur_subs[i]);
-    if (!s || s->backlog.cap == 0)
+    /* Alone on its thread nobody would gain: waiting costs less. */
+    if (!s || s->backlog.cap == 0 || th->nsubscribed < 2)
         return false;
     struct rci_deferred_share d = {
         .chunk = lane->cur, .lane = lane, .direct = lane->cur_direct,
