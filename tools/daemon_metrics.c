@@ -318,6 +318,14 @@ static const struct totals_row totals_rows[] = {
     {"subscribers_kicked", "subscribers_kicked", P(subscribers_kicked), "Subscribers closed by ringcast-ctl kick"},
     {"subscribers_cut_by_allow", "subscribers_cut_by_allow", P(subscribers_cut_by_allow), "Subscribers closed because a reloaded allow list excludes them"},
     {"doorbell_rings", "doorbell_rings", P(doorbell_rings), "Wake-ups of this thread from its idle sleep by a queued chunk or request"},
+    {"shares_deferred", "shares_deferred", P(shares_deferred), "slow_policy = block: shares put in their subscriber's backlog while it could not take them (the others went on)"},
+    {"backlog_full_waits", "backlog_full_waits", P(backlog_full_waits), "slow_policy = block: times a subscriber's full backlog made its lane wait"},
+};
+
+/* A thread's gauges (json: publishers[] only: the totals have no sum of them). */
+static const struct totals_row thread_gauge_rows[] = {
+    {"deferred_shares", "shares_deferred_now", P(shares_deferred_now), "Shares in the thread's block backlogs now"},
+    {"deferred_high_water", "deferred_high_water", P(deferred_high_water), "The most shares in the thread's block backlogs at once"},
 };
 #undef P
 
@@ -353,6 +361,18 @@ static int collect_threads(const struct rci_daemon_metrics *m, struct rci_prom *
             uint64_t v;
             memcpy(&v, (const char *)&t[i] + totals_rows[r].offset, sizeof v);
             rc = rci_prom_counter(p, l, 2, v);
+        }
+    }
+    for (size_t r = 0; rc == 0 && r < sizeof thread_gauge_rows / sizeof thread_gauge_rows[0]; r++) {
+        char name[128], help[256];
+        snprintf(name, sizeof name, "ringcast_publisher_%s", thread_gauge_rows[r].name);
+        snprintf(help, sizeof help, "%s (json: publishers[].%s)", thread_gauge_rows[r].help, thread_gauge_rows[r].json);
+        rc = family(p, name, RCI_PROM_GAUGE, help);
+        for (unsigned i = 0; rc == 0 && i < n; i++) {
+            struct rci_prom_label l[] = {{"thread", thread[i]}, {"port", port[i]}};
+            uint64_t v;
+            memcpy(&v, (const char *)&t[i] + thread_gauge_rows[r].offset, sizeof v);
+            rc = rci_prom_gauge(p, l, 2, (double)v);
         }
     }
     if (rc == 0)
@@ -411,6 +431,10 @@ static const struct sub_row sub_rows[] = {
     {"ringcast_subscriber_chunks_unread_at_leave_total", V_COUNT, "chunks_unread_at_leave", "Chunks sent to it that it never read, by its BYE's count"},
     {"ringcast_subscriber_outstanding_shares", V_GAUGE, NULL, "Zero-copy shares posted to it, not completed: its backlog"},
     {"ringcast_subscriber_oldest_send_age_seconds", V_GAUGE_NS, NULL, "Age of its oldest outstanding send"},
+    {"ringcast_subscriber_shares_deferred_total", V_COUNT, "shares_deferred", "slow_policy = block: shares put in its backlog while it could not take them"},
+    {"ringcast_subscriber_deferred_high_water", V_GAUGE, "deferred_high_water", "The most shares in its block backlog at once"},
+    {"ringcast_subscriber_backlog_full_waits_total", V_COUNT, "backlog_full_waits", "Times its full block backlog made its lane wait"},
+    {"ringcast_subscriber_deferred_shares", V_GAUGE, NULL, "Shares in its block backlog now (not posted yet)"},
 };
 
 struct sub_walk {
@@ -436,7 +460,11 @@ static uint64_t sub_value(const struct rci_pipeline_sub_view *s, size_t row)
     case 11: return s->c.chunks_handled;
     case 12: return s->c.chunks_unread_at_leave;
     case 13: return s->outstanding;
-    default: return s->oldest_age_ns;
+    case 14: return s->oldest_age_ns;
+    case 15: return s->c.shares_deferred;
+    case 16: return s->c.deferred_high_water;
+    case 17: return s->c.backlog_full_waits;
+    default: return s->deferred;
     }
 }
 
