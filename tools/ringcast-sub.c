@@ -48,7 +48,7 @@ static void sleep_ns(uint64_t ns)
 #define MAX_TAG_ITEMS 4096u
 #define RX_BUFFERS 64u   /* receive buffers of the subscriber (the library's default) */
 
-/* A chunk's payload as the pieces of its view (one piece from on_data). */
+/* A chunk's payload as the pieces of its view. */
 struct payload {
     struct rc_view_piece piece[RC_VIEW_MAX_PIECES];
     unsigned n;
@@ -137,7 +137,7 @@ static void usage(FILE *f)
             "                          has no RMA)\n"
             "  --rma-ring-size B       the RMA ring (default 8388608; multiple of 8, >= 65536)\n"
             "  --hold N                keep the last N chunks' views (1..63 with send delivery,\n"
-            "                          1..4096 with rma; not with --discover): when a new one\n"
+            "                          1..4096 with rma; also with --discover): when a new one\n"
             "                          comes, one of the 8 oldest is released at random (the\n"
             "                          oldest once 2N newer came), so receive buffers or ring\n"
             "                          space are given back late and out of order; --verify\n"
@@ -360,8 +360,6 @@ static int parse_args(int argc, char **argv, struct options *o)
         return rci_cli_usage_error("ringcast-sub", "%s", "--tags LIST is required ('all' for every tag)");
     if (o->latency && o->verify)
         return rci_cli_usage_error("ringcast-sub", "%s", "--latency and --verify exclude each other (a stamp is not the pattern)");
-    if (o->hold && o->discover)
-        return rci_cli_usage_error("ringcast-sub", "%s", "--hold works with --connect only");
     /* Send delivery: every held chunk may hold its own receive buffer; with
      * all 64 held nothing more could arrive to release one. */
     if (o->hold >= RX_BUFFERS && o->delivery == RC_SUB_DELIVERY_SEND)
@@ -822,13 +820,6 @@ static void handle_chunk(struct app *a, uint64_t tag, uint32_t flags, const stru
         sleep_ns((uint64_t)a->o->slow_us * 1000u);
 }
 
-/* --discover hands chunks as (pointer, length). */
-static void on_data(void *ctx, uint64_t tag, uint32_t flags, const void *data, size_t len)
-{
-    struct payload pl = { .piece = { { data, len } }, .n = 1, .len = len };
-    handle_chunk(ctx, tag, flags, &pl);
-}
-
 static void view_payload(struct rc_view *v, struct payload *pl)
 {
     pl->n = rc_view_piece_count(v);
@@ -1010,7 +1001,7 @@ static int setup_discover(struct app *a, const struct options *o, const struct r
     rc_discover_params_default(&dp);
     dp.sub = *sp;
     dp.ctx = a;
-    dp.on_data = on_data;
+    dp.on_view = on_view;   /* as with --connect: --out, --verify and --hold read the views */
     dp.on_event = on_discover_event;
     snprintf(dp.url, sizeof dp.url, "%s", o->discover);
     snprintf(dp.prefix, sizeof dp.prefix, "%s", o->discover_prefix);
@@ -1253,11 +1244,6 @@ static int setup(struct app *a, const struct options *o)
         p.test_rma_key_xor = 0x5a5a5a5a00000000ull;   /* far from the keys asked for (1, 2, ...) */
     if (o->rma_ring_size)
         p.rma_ring_size = o->rma_ring_size;
-    if (o->discover)
-        return setup_discover(a, o, &p);
-    p.cb = (struct rc_sub_callbacks){.ctx = a, .on_connect = on_connect,
-                                     .on_disconnect = on_disconnect, .on_resubscribed = on_resubscribed};
-    p.on_view = on_view;   /* chunks as views: --out and --verify read their pieces in place */
     p.rx_buffers = RX_BUFFERS;
     if (o->hold) {
         a->held = calloc(o->hold, sizeof *a->held);
@@ -1268,6 +1254,11 @@ static int setup(struct app *a, const struct options *o)
         }
         a->rng = 0x9e3779b97f4a7c15ull;
     }
+    if (o->discover)
+        return setup_discover(a, o, &p);
+    p.cb = (struct rc_sub_callbacks){.ctx = a, .on_connect = on_connect,
+                                     .on_disconnect = on_disconnect, .on_resubscribed = on_resubscribed};
+    p.on_view = on_view;   /* chunks as views: --out and --verify read their pieces in place */
     char err[256];
     if (rc_sub_create(&p, &a->sub, err, sizeof err)) {
         rci_error("%s", err);
@@ -1335,6 +1326,11 @@ int main(int argc, char **argv)
     release_all_held(&a);   /* every view goes back before the subscriber */
     if (a.sub)
         rc_sub_get_stats(a.sub, &st);   /* again: views_outstanding is 0 now */
+    if (a.disc) {
+        struct rc_discover_stats ms;
+        rc_discover_get_stats(a.disc, &ms);
+        st.views_outstanding = ms.total.views_outstanding;
+    }
     rc_sub_destroy(a.sub);
     free(a.held);
     free(a.held_seq);
