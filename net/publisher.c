@@ -1001,8 +1001,8 @@ static int init_pool(struct rci_publisher *p, char *err, size_t errlen)
     p->nrx = rx_count(p);
     uint32_t nctrl = RCI_PUB_CTRL_PER_PEER * p->npeers + RCI_PUB_CTRL_SPARE;
     struct rci_mem_use uses[RCI_PUB_USES] = {
-        [RCI_PUB_USE_CTRL] = { "control send", RCI_PUB_CTRL_MAX, nctrl },
-        [RCI_PUB_USE_RX] = { "control receive", p->rx_size, p->nrx },
+        [RCI_PUB_USE_CTRL] = { "control_send", RCI_PUB_CTRL_MAX, nctrl },
+        [RCI_PUB_USE_RX] = { "control_receive", p->rx_size, p->nrx },
         [RCI_PUB_USE_PAGES] = { "pages", p->fab.params.buffered_page_size, p->npages },
     };
     p->op_buf = calloc((size_t)p->npages + nctrl, sizeof *p->op_buf);

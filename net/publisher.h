@@ -168,7 +168,7 @@ struct rci_publisher_stats {
     uint64_t pages_total, pages_free;
     uint64_t peers_active;
     /* The registered pool the control send and receive buffers and the
-     * buffered pages come from: per class its use ("control send", "control
+     * buffered pages come from: per class its use ("control_send", "control
      * receive", "pages"; "" for a class without buffers), size, count, in use
      * now, high-water, gets, exhausted gets (net/mem_pool.h). */
     struct rci_mem_class_stats pool[RCI_MEM_CLASSES];

@@ -215,7 +215,7 @@ static int pool_create(struct rc_sub *s, char *err, size_t errlen)
 {
     struct rci_mem_use uses[SUB_USES] = {
         [SUB_USE_RX] = { "receive", s->p.rx_buffer_size, s->p.rx_buffers },
-        [SUB_USE_TX] = { "control send", TX_SLOT_SIZE, TX_SLOTS },
+        [SUB_USE_TX] = { "control_send", TX_SLOT_SIZE, TX_SLOTS },
     };
     int rc = rci_mem_pool_create_uses(uses, SUB_USES, &s->pool, s->pool_cls, err, errlen);
     s->rx_mb = rc ? NULL : calloc(s->p.rx_buffers, sizeof *s->rx_mb);

@@ -1068,6 +1068,24 @@ static struct tag_state *sorted_tags(const struct tag_table *t, size_t *n)
     return v;
 }
 
+/* The subscriber's registered pool, per class with buffers (--connect: the
+ * one connection's; --discover sums no pools, each connection has its own). */
+static void print_pool_json(const struct rc_sub_stats *st)
+{
+    printf(",\"pool\":[");
+    const char *sep = "";
+    for (unsigned c = 0; c < RC_SUB_POOL_CLASSES; c++) {
+        const struct rc_sub_pool_class *k = &st->pool[c];
+        if (!k->count)
+            continue;
+        printf("%s{\"use\":\"%s\",\"size\":%" PRIu64 ",\"count\":%" PRIu64 ",\"in_use\":%" PRIu64
+               ",\"high_water\":%" PRIu64 ",\"gets\":%" PRIu64 ",\"exhausted\":%" PRIu64 "}",
+               sep, k->use, k->size, k->count, k->in_use, k->high_water, k->gets, k->exhausted);
+        sep = ",";
+    }
+    printf("]");
+}
+
 static void print_json(const struct app *a, const struct rc_sub_stats *st, double seconds)
 {
     const struct results *r = &a->r;
@@ -1102,6 +1120,7 @@ static void print_json(const struct app *a, const struct rc_sub_stats *st, doubl
            ",\"rma_chunks_copied\":%" PRIu64 ",\"rma_ring_busy\":%" PRIu64,
            (unsigned)a->o->hold, r->held, r->held_corrupt, st->views_outstanding, st->views_allocated,
            st->view_failures, st->rma_chunks_gathered, st->rma_chunks_copied, st->rma_ring_busy);
+    print_pool_json(st);
     printf(",\"malformed\":{");
     for (unsigned k = 1; k < RC_SUB_MALFORMED_KINDS; k++)
         printf("%s\"%s\":%" PRIu64, k > 1 ? "," : "", rc_sub_malformed_name(k), st->malformed[k]);
@@ -1162,6 +1181,13 @@ static void print_text(const struct app *a, const struct rc_sub_stats *st, doubl
     if (a->o->delivery == RC_SUB_DELIVERY_RMA && !a->disc)
         printf("rma: %" PRIu64 " chunks of several records as one view (no copy), %" PRIu64 " copied\n",
                st->rma_chunks_gathered, st->rma_chunks_copied);
+    for (unsigned c = 0; c < RC_SUB_POOL_CLASSES; c++) {
+        const struct rc_sub_pool_class *k = &st->pool[c];
+        if (k->count)
+            printf("pool %s: %" PRIu64 " x %" PRIu64 " B, %" PRIu64 " in use, high-water %" PRIu64
+                   ", %" PRIu64 " gets, %" PRIu64 " exhausted\n", k->use, k->count, k->size, k->in_use,
+                   k->high_water, k->gets, k->exhausted);
+    }
     if (a->o->hold)
         printf("hold: %" PRIu64 " views kept (last %u, released out of order), %" PRIu64
                " changed while kept; %" PRIu64 " views still out at the end\n", r->held,

@@ -215,7 +215,7 @@ struct rc_sub_stats {
     /* The registered memory pool the receive and control send buffers come
      * from, per size class (classes without buffers: use "" and count 0). */
     struct rc_sub_pool_class {
-        char use[24];              /* "receive" (got at create, kept) or "control send"
+        char use[24];              /* "receive" (got at create, kept) or "control_send"
                                     * (taken per message, back at its completion) */
         uint64_t size, count;      /* buffer size and buffers of the class */
         uint64_t in_use;           /* buffers handed out now */

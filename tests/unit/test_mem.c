@@ -64,7 +64,7 @@ static void test_pool_refuses_bad_params(void)
 static void test_pool_for_uses(void)
 {
     const struct rci_mem_use uses[] = {
-        { "control send", 32, 24 }, { "control receive", 16400, 20 }, { "pages", 8192, 16 },
+        { "control_send", 32, 24 }, { "control_receive", 16400, 20 }, { "pages", 8192, 16 },
         { "spare", 100, 0 },
     };
     int cls[4];
@@ -77,11 +77,11 @@ static void test_pool_for_uses(void)
     CU_ASSERT_EQUAL(cls[3], -1);
     struct rci_mem_class_stats st;
     rci_mem_pool_class_stats(pool, RCI_MEM_SMALL, &st);
-    CU_ASSERT_STRING_EQUAL(st.use, "control send");
+    CU_ASSERT_STRING_EQUAL(st.use, "control_send");
     CU_ASSERT_EQUAL(st.size, 64);
     CU_ASSERT_EQUAL(st.count, 24);
     rci_mem_pool_class_stats(pool, RCI_MEM_LARGE, &st);
-    CU_ASSERT_STRING_EQUAL(st.use, "control receive");
+    CU_ASSERT_STRING_EQUAL(st.use, "control_receive");
     CU_ASSERT_EQUAL(st.size, 16448);
     rci_mem_pool_class_stats(pool, RCI_MEM_HUGE, &st);
     CU_ASSERT_STRING_EQUAL(st.use, "");
@@ -92,7 +92,7 @@ static void test_pool_for_uses(void)
     rci_mem_pool_put(pool, b);
     rci_mem_pool_destroy(pool);
 
-    const struct rci_mem_use same[] = { { "receive", 16400, 4 }, { "control send", 16400, 16 } };
+    const struct rci_mem_use same[] = { { "receive", 16400, 4 }, { "control_send", 16400, 16 } };
     CU_ASSERT_EQUAL_FATAL(rci_mem_pool_create_uses(same, 2, &pool, cls, err, sizeof err), 0);
     CU_ASSERT_EQUAL(cls[0], RCI_MEM_SMALL);
     CU_ASSERT_EQUAL(cls[1], RCI_MEM_MEDIUM);

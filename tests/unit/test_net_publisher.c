@@ -1177,7 +1177,7 @@ static bool pages_all_free(struct pubctx *c, void *arg)
 static bool ctrl_all_back(struct pubctx *c, void *arg)
 {
     (void)arg;
-    return pool_now(c, "control send").in_use == 0;
+    return pool_now(c, "control_send").in_use == 0;
 }
 
 /* Every page filling or in flight holds one buffer of the pool's page class
@@ -1198,8 +1198,8 @@ static void pool_test(const struct prov *pv)
     CU_ASSERT_EQUAL_FATAL(pub_open(&c, &fp, N), 0);
     struct rci_publisher_stats st;
     rci_publisher_get_stats(c.p, &st);
-    const struct rci_mem_class_stats *pg = pool_class(&st, "pages"), *cs = pool_class(&st, "control send"),
-                                     *cr = pool_class(&st, "control receive");
+    const struct rci_mem_class_stats *pg = pool_class(&st, "pages"), *cs = pool_class(&st, "control_send"),
+                                     *cr = pool_class(&st, "control_receive");
     CU_ASSERT_FATAL(pg && cs && cr);
     CU_ASSERT_EQUAL(pg->count, fp.buffered_pages);
     CU_ASSERT_EQUAL(pg->size, fp.buffered_page_size);
@@ -1211,9 +1211,9 @@ static void pool_test(const struct prov *pv)
     sub_start(&t, pv, port, 64 * 1024, 3, 256, 0);
     rci_peer_id peer;
     CU_ASSERT_EQUAL_FATAL(wait_subscribers(&c, 1, &peer), 1);
-    CU_ASSERT(pool_now(&c, "control send").gets >= 2);   /* WELCOME, SUB_ACK */
+    CU_ASSERT(pool_now(&c, "control_send").gets >= 2);   /* WELCOME, SUB_ACK */
     if (pv->ep == RCI_EP_MSG)
-        CU_ASSERT_EQUAL(pool_now(&c, "control receive").in_use, 4);
+        CU_ASSERT_EQUAL(pool_now(&c, "control_receive").in_use, 4);
     /* No progress between the sends: completed pages are not taken back. */
     for (uint64_t seq = 0; seq < N; seq++) {
         struct layout l;
@@ -1246,9 +1246,9 @@ static void pool_test(const struct prov *pv)
         uint64_t end = rci_now_ns() + 10 * SEC;
         while (c.gone < gone && rci_now_ns() < end)
             rci_publisher_wait(c.p, 1 * MS);
-        CU_ASSERT_EQUAL(pool_now(&c, "control receive").in_use, 0);
+        CU_ASSERT_EQUAL(pool_now(&c, "control_receive").in_use, 0);
     }
-    struct rci_mem_class_stats k = pool_now(&c, "control send");
+    struct rci_mem_class_stats k = pool_now(&c, "control_send");
     CU_ASSERT_EQUAL(k.exhausted, 0);
     CU_ASSERT_EQUAL(k.bad_puts, 0);
     pub_close(&c);

@@ -351,7 +351,7 @@ static const struct rc_sub_pool_class *pool_class(const struct rc_sub_stats *st,
 static uint64_t tx_in_use(void)
 {
     struct rc_sub_stats st = sub_stats();
-    const struct rc_sub_pool_class *k = pool_class(&st, "control send");
+    const struct rc_sub_pool_class *k = pool_class(&st, "control_send");
     return k ? k->in_use : UINT64_MAX;
 }
 
@@ -363,7 +363,7 @@ static void test_buffers_from_the_pool(void)
 {
     CU_ASSERT_FATAL(env_open(1u << 20));
     struct rc_sub_stats st = sub_stats();
-    const struct rc_sub_pool_class *rx = pool_class(&st, "receive"), *tx = pool_class(&st, "control send");
+    const struct rc_sub_pool_class *rx = pool_class(&st, "receive"), *tx = pool_class(&st, "control_send");
     CU_ASSERT_FATAL(rx != NULL && tx != NULL);
     CU_ASSERT_EQUAL(rx->count, 16);
     CU_ASSERT_EQUAL(rx->size, (SUB_RX_SIZE + 63) / 64 * 64);
@@ -372,18 +372,18 @@ static void test_buffers_from_the_pool(void)
     CU_ASSERT(tx->size >= RCI_WIRE_MAX_CONTROL);
     CU_ASSERT(tx->gets >= 1);   /* HELLO */
     CU_ASSERT(PUMP_UNTIL(tx_in_use() == 0));
-    uint64_t before = pool_class((st = sub_stats(), &st), "control send")->gets;
+    uint64_t before = pool_class((st = sub_stats(), &st), "control_send")->gets;
     for (uint64_t i = 0; i < 5; i++) {   /* five SUBSCRIBE messages at once: five buffers */
         const uint64_t f = 100 * i, l = 100 * i + 9;
         CU_ASSERT_EQUAL(rc_sub_subscribe(E.sub, &f, &l, 1), 0);
     }
     st = sub_stats();
-    tx = pool_class(&st, "control send");
+    tx = pool_class(&st, "control_send");
     CU_ASSERT(tx->gets >= before + 5);
     CU_ASSERT(tx->high_water >= 1);
     CU_ASSERT(PUMP_UNTIL(subscribers_of(405) == 1 && tx_in_use() == 0));
     st = sub_stats();
-    tx = pool_class(&st, "control send");
+    tx = pool_class(&st, "control_send");
     CU_ASSERT_EQUAL(tx->exhausted, 0);
     CU_ASSERT_EQUAL(pool_class(&st, "receive")->in_use, 16);
     env_close();
