@@ -710,6 +710,30 @@ static uint64_t malformed_total(const struct rci_publisher_stats *s)
     return sum;
 }
 
+/* The registered pool of the control buffers and pages (net/README.md,
+ * "Registered memory"), per class with buffers: "pool_USE_count", "_in_use",
+ * "_high_water", "_exhausted", summed over the threads (every thread has the
+ * same classes; a sum of high-waters is at least the most held at once). */
+static void write_pool_json(FILE *f, const struct publish_thread *threads, unsigned n)
+{
+    for (unsigned c = 0; n && c < RCI_MEM_CLASSES; c++) {
+        const struct rci_mem_class_stats *k0 = &threads[0].final_stats.pool[c];
+        if (!k0->count || !k0->use)
+            continue;
+        uint64_t count = 0, in_use = 0, high_water = 0, exhausted = 0;
+        for (unsigned i = 0; i < n; i++) {
+            const struct rci_mem_class_stats *k = &threads[i].final_stats.pool[c];
+            count += k->count;
+            in_use += k->in_use;
+            high_water += k->high_water;
+            exhausted += k->exhausted;
+        }
+        fprintf(f, ",\"pool_%s_count\":%" PRIu64 ",\"pool_%s_in_use\":%" PRIu64 ",\"pool_%s_high_water\":%" PRIu64
+                ",\"pool_%s_exhausted\":%" PRIu64, k0->use, count, k0->use, in_use, k0->use, high_water, k0->use,
+                exhausted);
+    }
+}
+
 static void write_publisher_json(FILE *f, const struct publish_thread *threads, unsigned n)
 {
     const char *sep = "";
@@ -727,7 +751,9 @@ static void write_publisher_json(FILE *f, const struct publish_thread *threads, 
     uint64_t malformed = 0;
     for (unsigned i = 0; i < n; i++)
         malformed += malformed_total(&threads[i].final_stats);
-    fprintf(f, ",\"malformed_total\":%" PRIu64 "}", malformed);
+    fprintf(f, ",\"malformed_total\":%" PRIu64, malformed);
+    write_pool_json(f, threads, n);
+    fputc('}', f);
 }
 
 /* The counters a thread and the whole have in common, each with a leading comma. */

@@ -335,6 +335,51 @@ static void thread_labels(const struct rci_pipeline *pb, unsigned t, char *threa
     snprintf(port, 12, "%u", rci_pipeline_thread_port(pb, t));
 }
 
+/* The publisher threads' registered pools (control buffers, pages): per
+ * thread and class (label use), as the JSON's publisher.pool_USE_* figures. */
+static uint64_t pool_count(const struct rci_mem_class_stats *k) { return k->count; }
+static uint64_t pool_in_use(const struct rci_mem_class_stats *k) { return k->in_use; }
+static uint64_t pool_high_water(const struct rci_mem_class_stats *k) { return k->high_water; }
+static uint64_t pool_exhausted(const struct rci_mem_class_stats *k) { return k->exhausted; }
+
+static const struct pool_row {
+    const char *name, *json, *help;
+    enum rci_prom_type type;
+    uint64_t (*get)(const struct rci_mem_class_stats *k);
+} pool_rows[] = {
+    {"ringcast_fabric_pool_buffers", "count", "Buffers of this class of the publisher's registered pool",
+     RCI_PROM_GAUGE, pool_count},
+    {"ringcast_fabric_pool_in_use", "in_use", "Buffers of the class handed out now (pages filling or in flight, "
+     "control messages in flight, control receives posted)", RCI_PROM_GAUGE, pool_in_use},
+    {"ringcast_fabric_pool_high_water", "high_water", "Most buffers of the class handed out at once",
+     RCI_PROM_GAUGE, pool_high_water},
+    {"ringcast_fabric_pool_exhausted_total", "exhausted", "Gets that found the class empty",
+     RCI_PROM_COUNTER, pool_exhausted},
+};
+
+static int collect_pool(struct rci_prom *p, unsigned n, const struct rci_publisher_stats *ps,
+                        char thread[][12], char port[][12])
+{
+    int rc = 0;
+    for (size_t r = 0; rc == 0 && r < sizeof pool_rows / sizeof pool_rows[0]; r++) {
+        char help[320];
+        snprintf(help, sizeof help, "%s (json: publishers[].publisher.pool_{use}_%s; sum publisher.pool_{use}_%s)",
+                 pool_rows[r].help, pool_rows[r].json, pool_rows[r].json);
+        rc = family(p, pool_rows[r].name, pool_rows[r].type, help);
+        for (unsigned i = 0; rc == 0 && i < n; i++)
+            for (unsigned c = 0; rc == 0 && c < RCI_MEM_CLASSES; c++) {
+                const struct rci_mem_class_stats *k = &ps[i].pool[c];
+                if (!k->count || !k->use)
+                    continue;
+                struct rci_prom_label l[] = {{"thread", thread[i]}, {"port", port[i]}, {"use", k->use}};
+                uint64_t v = pool_rows[r].get(k);
+                rc = pool_rows[r].type == RCI_PROM_COUNTER ? rci_prom_counter(p, l, 3, v)
+                                                          : rci_prom_gauge(p, l, 3, (double)v);
+            }
+    }
+    return rc;
+}
+
 static int collect_threads(const struct rci_daemon_metrics *m, struct rci_prom *p)
 {
     const struct rci_pipeline *pb = m->pipeline;
@@ -393,6 +438,8 @@ static int collect_threads(const struct rci_daemon_metrics *m, struct rci_prom *
     }
     RCI_PUBLISHER_JSON_FIELDS(FABRIC_FAMILY)
 #undef FABRIC_FAMILY
+    if (rc == 0)
+        rc = collect_pool(p, n, ps, thread, port);
     if (rc == 0)
         rc = family(p, "ringcast_fabric_malformed_total", RCI_PROM_COUNTER,
                     "Rejected incoming messages, every kind (json: publishers[].publisher.malformed_total; sum publisher.malformed_total)");

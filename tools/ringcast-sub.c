@@ -57,7 +57,7 @@ static uint32_t rx_buffers_for(uint32_t hold)
     return 2 * hold + 2 > RX_BUFFERS ? 2 * hold + 2 : RX_BUFFERS;
 }
 
-/* A chunk's payload as the pieces of its view (one piece from on_data). */
+/* A chunk's payload as the pieces of its view. */
 struct payload {
     struct rc_view_piece piece[RC_VIEW_MAX_PIECES];
     unsigned n;
@@ -147,7 +147,7 @@ static void usage(FILE *f)
             "                          has no RMA)\n"
             "  --rma-ring-size B       the RMA ring (default 8388608; multiple of 8, >= 65536)\n"
             "  --hold N                keep the last N chunks' views (1..63 with send delivery,\n"
-            "                          1..4096 with rma; not with --discover): when a new one\n"
+            "                          1..4096 with rma; also with --discover): when a new one\n"
             "                          comes, one of the 8 oldest is released at random (the\n"
             "                          oldest once 2N newer came), so receive buffers or ring\n"
             "                          space are given back late and out of order; --verify\n"
@@ -385,8 +385,6 @@ static int parse_args(int argc, char **argv, struct options *o)
         return rci_cli_usage_error("ringcast-sub", "%s", "--tags LIST is required ('all' for every tag)");
     if (o->latency && o->verify)
         return rci_cli_usage_error("ringcast-sub", "%s", "--latency and --verify exclude each other (a stamp is not the pattern)");
-    if (o->hold && o->discover)
-        return rci_cli_usage_error("ringcast-sub", "%s", "--hold works with --connect only");
     if (o->hold_ms && !o->hold)
         return rci_cli_usage_error("ringcast-sub", "%s", "--hold-ms needs --hold N");
     /* Send delivery: every held chunk holds a receive buffer or more; with
@@ -852,13 +850,6 @@ static void handle_chunk(struct app *a, uint64_t tag, uint32_t flags, const stru
         sleep_ns((uint64_t)a->o->slow_us * 1000u);
 }
 
-/* --discover hands chunks as (pointer, length). */
-static void on_data(void *ctx, uint64_t tag, uint32_t flags, const void *data, size_t len)
-{
-    struct payload pl = { .piece = { { data, len } }, .n = 1, .len = len };
-    handle_chunk(ctx, tag, flags, &pl);
-}
-
 static void view_payload(struct rc_view *v, struct payload *pl)
 {
     pl->n = rc_view_piece_count(v);
@@ -1110,7 +1101,7 @@ static int setup_discover(struct app *a, const struct options *o, const struct r
     rc_discover_params_default(&dp);
     dp.sub = *sp;
     dp.ctx = a;
-    dp.on_data = on_data;
+    dp.on_view = on_view;   /* as with --connect: --out, --verify and --hold read the views */
     dp.on_event = on_discover_event;
     snprintf(dp.url, sizeof dp.url, "%s", o->discover);
     snprintf(dp.prefix, sizeof dp.prefix, "%s", o->discover_prefix);
@@ -1177,6 +1168,24 @@ static struct tag_state *sorted_tags(const struct tag_table *t, size_t *n)
     return v;
 }
 
+/* The subscriber's registered pool, per class with buffers (--connect: the
+ * one connection's; --discover sums no pools, each connection has its own). */
+static void print_pool_json(const struct rc_sub_stats *st)
+{
+    printf(",\"pool\":[");
+    const char *sep = "";
+    for (unsigned c = 0; c < RC_SUB_POOL_CLASSES; c++) {
+        const struct rc_sub_pool_class *k = &st->pool[c];
+        if (!k->count)
+            continue;
+        printf("%s{\"use\":\"%s\",\"size\":%" PRIu64 ",\"count\":%" PRIu64 ",\"in_use\":%" PRIu64
+               ",\"high_water\":%" PRIu64 ",\"gets\":%" PRIu64 ",\"exhausted\":%" PRIu64 "}",
+               sep, k->use, k->size, k->count, k->in_use, k->high_water, k->gets, k->exhausted);
+        sep = ",";
+    }
+    printf("]");
+}
+
 static void print_json(const struct app *a, const struct rc_sub_stats *st, double seconds)
 {
     const struct results *r = &a->r;
@@ -1215,6 +1224,7 @@ static void print_json(const struct app *a, const struct rc_sub_stats *st, doubl
            st->view_failures, st->rma_chunks_gathered, st->rma_chunks_copied, st->rma_ring_busy);
     printf(",\"chunks_gathered\":%" PRIu64 ",\"chunks_reassembled_copied\":%" PRIu64 ",\"rx_buffers_held\":%" PRIu64,
            st->chunks_gathered, st->chunks_reassembled_copied, st->rx_buffers_held);
+    print_pool_json(st);
     printf(",\"malformed\":{");
     for (unsigned k = 1; k < RC_SUB_MALFORMED_KINDS; k++)
         printf("%s\"%s\":%" PRIu64, k > 1 ? "," : "", rc_sub_malformed_name(k), st->malformed[k]);
@@ -1278,6 +1288,13 @@ static void print_text(const struct app *a, const struct rc_sub_stats *st, doubl
     if (!a->disc && (st->chunks_gathered || st->chunks_reassembled_copied))
         printf("fragments: %" PRIu64 " chunks larger than a receive buffer as one view (no copy), %" PRIu64
                " copied\n", st->chunks_gathered, st->chunks_reassembled_copied);
+    for (unsigned c = 0; c < RC_SUB_POOL_CLASSES; c++) {
+        const struct rc_sub_pool_class *k = &st->pool[c];
+        if (k->count)
+            printf("pool %s: %" PRIu64 " x %" PRIu64 " B, %" PRIu64 " in use, high-water %" PRIu64
+                   ", %" PRIu64 " gets, %" PRIu64 " exhausted\n", k->use, k->count, k->size, k->in_use,
+                   k->high_water, k->gets, k->exhausted);
+    }
     if (a->o->hold)
         printf("hold: %" PRIu64 " views kept (last %u, released out of order), %" PRIu64
                " changed while kept; %" PRIu64 " views still out at the end\n", r->held,
@@ -1362,11 +1379,6 @@ static int setup(struct app *a, const struct options *o)
         p.test_rma_key_xor = 0x5a5a5a5a00000000ull;   /* far from the keys asked for (1, 2, ...) */
     if (o->rma_ring_size)
         p.rma_ring_size = o->rma_ring_size;
-    if (o->discover)
-        return setup_discover(a, o, &p);
-    p.cb = (struct rc_sub_callbacks){.ctx = a, .on_connect = on_connect,
-                                     .on_disconnect = on_disconnect, .on_resubscribed = on_resubscribed};
-    p.on_view = on_view;   /* chunks as views: --out and --verify read their pieces in place */
     p.rx_buffers = o->delivery == RC_SUB_DELIVERY_SEND ? rx_buffers_for(o->hold) : RX_BUFFERS;
     if (o->hold) {
         a->held_cap = o->hold;
@@ -1379,6 +1391,11 @@ static int setup(struct app *a, const struct options *o)
         }
         a->rng = 0x9e3779b97f4a7c15ull;
     }
+    if (o->discover)
+        return setup_discover(a, o, &p);
+    p.cb = (struct rc_sub_callbacks){.ctx = a, .on_connect = on_connect,
+                                     .on_disconnect = on_disconnect, .on_resubscribed = on_resubscribed};
+    p.on_view = on_view;   /* chunks as views: --out and --verify read their pieces in place */
     char err[256];
     if (rc_sub_create(&p, &a->sub, err, sizeof err)) {
         rci_error("%s", err);
@@ -1450,6 +1467,11 @@ int main(int argc, char **argv)
     release_all_held(&a);   /* every view goes back before the subscriber */
     if (a.sub)
         rc_sub_get_stats(a.sub, &st);   /* again: views_outstanding is 0 now */
+    if (a.disc) {
+        struct rc_discover_stats ms;
+        rc_discover_get_stats(a.disc, &ms);
+        st.views_outstanding = ms.total.views_outstanding;
+    }
     rc_sub_destroy(a.sub);
     free(a.held);
     free(a.held_seq);

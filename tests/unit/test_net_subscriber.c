@@ -383,6 +383,55 @@ static void test_subscribe_and_unsubscribe(void)
     env_close();
 }
 
+static const struct rc_sub_pool_class *pool_class(const struct rc_sub_stats *st, const char *use)
+{
+    for (unsigned c = 0; c < RC_SUB_POOL_CLASSES; c++)
+        if (strcmp(st->pool[c].use, use) == 0)
+            return &st->pool[c];
+    return NULL;
+}
+
+static uint64_t tx_in_use(void)
+{
+    struct rc_sub_stats st = sub_stats();
+    const struct rc_sub_pool_class *k = pool_class(&st, "control_send");
+    return k ? k->in_use : UINT64_MAX;
+}
+
+/* The receive buffers and the control send buffers come from the
+ * subscriber's pool: the receive class holds rx_buffers of rx_buffer_size,
+ * all got at create; each HELLO, SUBSCRIBE, heartbeat ... takes a control
+ * send buffer and gives it back at its completion (in use 0 once quiet). */
+static void test_buffers_from_the_pool(void)
+{
+    CU_ASSERT_FATAL(env_open(1u << 20));
+    struct rc_sub_stats st = sub_stats();
+    const struct rc_sub_pool_class *rx = pool_class(&st, "receive"), *tx = pool_class(&st, "control_send");
+    CU_ASSERT_FATAL(rx != NULL && tx != NULL);
+    CU_ASSERT_EQUAL(rx->count, 16);
+    CU_ASSERT_EQUAL(rx->size, (SUB_RX_SIZE + 63) / 64 * 64);
+    CU_ASSERT_EQUAL(rx->in_use, 16);
+    CU_ASSERT_EQUAL(tx->count, 16);
+    CU_ASSERT(tx->size >= RCI_WIRE_MAX_CONTROL);
+    CU_ASSERT(tx->gets >= 1);   /* HELLO */
+    CU_ASSERT(PUMP_UNTIL(tx_in_use() == 0));
+    uint64_t before = pool_class((st = sub_stats(), &st), "control_send")->gets;
+    for (uint64_t i = 0; i < 5; i++) {   /* five SUBSCRIBE messages at once: five buffers */
+        const uint64_t f = 100 * i, l = 100 * i + 9;
+        CU_ASSERT_EQUAL(rc_sub_subscribe(E.sub, &f, &l, 1), 0);
+    }
+    st = sub_stats();
+    tx = pool_class(&st, "control_send");
+    CU_ASSERT(tx->gets >= before + 5);
+    CU_ASSERT(tx->high_water >= 1);
+    CU_ASSERT(PUMP_UNTIL(subscribers_of(405) == 1 && tx_in_use() == 0));
+    st = sub_stats();
+    tx = pool_class(&st, "control_send");
+    CU_ASSERT_EQUAL(tx->exhausted, 0);
+    CU_ASSERT_EQUAL(pool_class(&st, "receive")->in_use, 16);
+    env_close();
+}
+
 /* Run with on_data (M default) and with on_view (views released in the
  * callback): the same bytes either way. */
 static void data_byte_exact_case(void)
@@ -1373,6 +1422,7 @@ static void register_tests(void)
 
     static const struct { const char *n; CU_TestFunc f; } real[] = {
         {"subscribe and unsubscribe", test_subscribe_and_unsubscribe},
+        {"receive and control send buffers from the pool", test_buffers_from_the_pool},
         {"data byte-exact and fragments", test_data_byte_exact_and_fragments},
         {"data byte-exact and fragments, as views", test_data_byte_exact_views},
         {"views of chunks larger than a receive buffer", test_views_of_large_chunks},
