@@ -61,7 +61,7 @@ hold_run views-hold-rxm "tcp;ofi_rxm" rdm 10000
 # wrong_key NAME PROVIDER ENDPOINT SECONDS
 wrong_key() {
     name=$1; prov=$2; ep=$3; secs=$4; n=20000
-    start_daemon "$name" -o "fabric.provider=$prov" -o "fabric.endpoint=$ep" -o readout.wait_subscribers=2 \
+    start_daemon "$name" -o "fabric.provider=$prov" -o "fabric.endpoint=$ep" -o readout.wait_subscribers=2 -o readout.linger=20s \
         -o fabric.peer_timeout=1s -o fabric.heartbeat=200ms -o sim.0.run_chunks=$n -o sim.0.rate=5000chunks/s
     start_sub "$name-bad" "$prov" "$ep" --duration "$secs" --delivery rma --test-wrong-rma-key; sub_a=$sub
     start_sub "$name-send" "$prov" "$ep" --verify --count $n; sub_b=$sub
