@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include "net/fabric.h"
 #include "net/half_open.h"
+#include "net/mem_pool.h"
 #include "net/publisher.h"
 #include "net/wire.h"
 
@@ -152,6 +153,9 @@ struct rci_pub_stall {
 
 struct rci_pub_ctrl_msg { uint8_t len; uint8_t bytes[RCI_PUB_CTRL_MAX]; };
 
+/* The pool's uses (publisher.c, init_pool). */
+enum rci_pub_use { RCI_PUB_USE_CTRL, RCI_PUB_USE_RX, RCI_PUB_USE_PAGES, RCI_PUB_USES };
+
 struct rci_pub_peer {
     uint32_t gen;
     enum rci_peer_state state;
@@ -189,6 +193,7 @@ struct rci_pub_peer {
 };
 
 struct rci_pub_rxbuf {
+    struct rci_mem_buf *mb;    /* its pool buffer while posted (NULL while on rx_free) */
     uint32_t gen;
     uint32_t peer;             /* MSG: owner; RDM: RCI_PUB_NONE */
     bool posted;
@@ -202,8 +207,15 @@ struct rci_publisher {
     unsigned nregions;
     unsigned iov_max;          /* usable iovs per message, header included */
 
-    uint8_t *slot_mem, *page_mem, *rx_mem, *ctrl_mem;
-    struct rci_fabric_mr slot_mr, page_mr, rx_mr, ctrl_mr;
+    uint8_t *slot_mem;
+    struct rci_fabric_mr slot_mr;
+    /* Control send and receive buffers and buffered pages come from one
+     * registered pool (net/mem_pool.h), a class each (pool_cls[RCI_PUB_USE_*]),
+     * registered once per class block; taken when a page opens, a control
+     * message is posted or a receive is posted, given back when done. */
+    struct rci_mem_pool *pool;
+    int pool_cls[RCI_PUB_USES];
+    struct rci_mem_buf **op_buf;   /* page and control ops' buffers (index op - nslots), NULL while free */
     uint32_t nslots, slot_size, npages, page_size, nrx, rx_size, nctrl;
     uint32_t *ctrl_free, nctrl_free;
     uint32_t ctrl_peerless;    /* refusals in flight (at most RCI_PUB_CTRL_SPARE) */
@@ -256,6 +268,8 @@ struct rci_publisher {
 };
 
 /* publisher.c */
+/* A buffer of the pool's class for `use`, or NULL (counted exhausted by the pool). */
+struct rci_mem_buf *rci_pub_buf_get(struct rci_publisher *p, enum rci_pub_use use);
 struct rci_pub_peer *rci_pub_peer_of(struct rci_publisher *p, rci_peer_id id);
 int  rci_pub_poll_cq(struct rci_publisher *p);
 void rci_pub_peer_fail(struct rci_publisher *p, uint32_t peer, enum rci_peer_doom why);

@@ -38,6 +38,7 @@
 #include <sys/uio.h>
 #include "net/fabric.h"
 #include "net/fabric_params.h"
+#include "net/mem_pool.h"
 #include "common/log_hook.h"
 #include "net/wire.h"
 
@@ -174,12 +175,17 @@ struct rci_publisher_stats {
     uint64_t slots_total, slots_free;
     uint64_t pages_total, pages_free;
     uint64_t peers_active;
+    /* The registered pool the control send and receive buffers and the
+     * buffered pages come from: per class its use ("control_send", "control
+     * receive", "pages"; "" for a class without buffers), size, count, in use
+     * now, high-water, gets, exhausted gets (net/mem_pool.h). */
+    struct rci_mem_class_stats pool[RCI_MEM_CLASSES];
 };
 
 struct rci_publisher;
 
-/* Open the fabric (listening), register the header-slot, page and receive
- * buffers once each. Returns 0 or -errno with the reason in err. */
+/* Open the fabric (listening), register the header slots and the pool of
+ * control buffers and pages (once per class block). Returns 0 or -errno with the reason in err. */
 int  rci_publisher_create(const struct rci_fabric_params *params,
                          const struct rci_publisher_callbacks *cb,
                          struct rci_publisher **out, char *err, size_t errlen);
