@@ -159,7 +159,7 @@ void rc_sub_params_default(struct rc_sub_params *p)
     p->delivery = RC_SUB_DELIVERY_SEND;
     /* 2 MiB: the ring is where the kernel copies every record, and a ring
      * that stays in cache costs the subscriber less CPU per GB than a larger
-     * one (net/README.md, "RMA delivery", "Ring size"). */
+     * one (net/README.md, "RMA delivery", "Ring size and speed"). */
     p->rma_ring_size = 2u * 1024u * 1024u;
     p->views = 1024;
 }
