@@ -145,7 +145,7 @@ static void usage(FILE *f)
             "                          writes chunks into a ring registered here for remote\n"
             "                          write (falls back to send, said, where the provider\n"
             "                          has no RMA)\n"
-            "  --rma-ring-size B       the RMA ring (default 8388608; multiple of 8, >= 65536)\n"
+            "  --rma-ring-size B       the RMA ring (default 2097152; multiple of 8, >= 65536)\n"
             "  --hold N                keep the last N chunks' views (1..63 with send delivery,\n"
             "                          1..4096 with rma; also with --discover): when a new one\n"
             "                          comes, one of the 8 oldest is released at random (the\n"

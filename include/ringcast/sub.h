@@ -129,7 +129,7 @@ struct rc_sub_params {
      * does; a provider without RMA at either end falls back to send, counted
      * in stats.rma_fallbacks and said in rc_sub_last_error()). */
     enum rc_sub_delivery delivery;
-    uint64_t rma_ring_size;        /* RMA ring bytes: a multiple of 8, 64 KiB .. 32 GiB (default 8 MiB) */
+    uint64_t rma_ring_size;        /* RMA ring bytes: a multiple of 8, 64 KiB .. 32 GiB (default 2 MiB) */
     /* Views (ringcast/view.h): when set, every chunk goes to on_view()
      * instead of on_data() (cb.ctx is its first argument), as a view the
      * program may keep with rc_view_retain() and give back with
