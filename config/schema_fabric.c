@@ -126,7 +126,8 @@ static const struct rci_cfg_key fabric_keys[] = {
      .help = "mode = auto: copy chunks of more pieces than a message carries into these (buffered_page_size each); 0 = off (default: an unexplained stall, net/README.md)."},
     {.key = "flush_timeout", .type = RCI_CFG_DURATION, .def = "1ms", .min = 1000, .max = 10 * S,
      RCI_CFG_FIELD(T, flush_timeout_ns),
-     .help = "A buffered page that is not full is sent at the latest after this."},
+     .help = "A buffered page that is not full is sent at the latest after this (the daemon sends it"
+             " at once when its queues run empty)."},
     {.key = "rx_buffers", .type = RCI_CFG_UINT, .def = "64", .min = 1, .max = 65536,
      RCI_CFG_FIELD(T, rx_buffers),
      .help = "Receive buffers of a subscriber."},

@@ -225,6 +225,7 @@ struct publish_thread {
     rci_counter departed_untracked;
     _Atomic unsigned subscribed, connected;
 
+    bool pages_filling;                 /* some subscriber's page_filling is set */
     struct send_token *tokens;
     uint32_t ntokens, free_token;
     uint32_t sub_send_limit;            /* zero-copy shares outstanding per subscriber */
