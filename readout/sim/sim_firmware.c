@@ -23,6 +23,7 @@
 #define STALL_SLEEP_MAX_NS 500000ull     /* ... at most this */
 #define IDLE_SLEEP_NS      1000000ull
 #define RATE_MAX_SLEEP_NS  1000000ull
+#define RATE_MIN_SLEEP_NS  50000ull      /* blocks of a moderate rate gather this long's chunks */
 #define RATE_BURST_S       1e-3          /* the bucket holds this much time's worth ... */
 #define RATE_BURST_BLOCKS  2.0           /* ... or this many full blocks' worth, if more */
 #define FW_TIMER_SLACK_NS  1000ul        /* a card's timers are exact: sleeps overshoot by at most this */
@@ -541,9 +542,15 @@ static void idle_wait(struct rci_sim_fw *fw, uint64_t *idle_since)
          * for the whole run, taking it from the host's threads (a real card
          * costs the host nothing). Oversleeping loses no rate: the tokens
          * keep coming into the bucket, which holds RATE_BURST_S of them, and
-         * the next tick writes them. */
+         * the next tick writes them. At least RATE_MIN_SLEEP_NS (what the
+         * kernel's default timer slack made of shorter sleeps before this
+         * thread's slack was cut for the interrupt timeout): a block per
+         * token would cost a wake-up per chunk. A chunk's stamp (fill =
+         * timestamp) is taken when it is written, so this adds no latency
+         * the host measures. */
     {
-        uint64_t ns = fw->wait_hint_ns < RATE_MAX_SLEEP_NS ? fw->wait_hint_ns : RATE_MAX_SLEEP_NS;
+        uint64_t ns = fw->wait_hint_ns < RATE_MIN_SLEEP_NS ? RATE_MIN_SLEEP_NS
+                    : fw->wait_hint_ns < RATE_MAX_SLEEP_NS ? fw->wait_hint_ns : RATE_MAX_SLEEP_NS;
         if (fw->irq_fd >= 0 && fw->irq_pending) {   /* wake for the interrupt's timeout */
             uint64_t due = fw->irq_pending_since + fw->irq_timeout_ns, now = rci_now_ns();
             ns = due <= now ? 0 : due - now < ns ? due - now : ns;
