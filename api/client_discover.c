@@ -58,6 +58,13 @@ static void on_data(void *ctx, const struct rci_msub_publisher *p, uint64_t tag,
     d->p.on_data(d->p.ctx, tag, flags, data, len);
 }
 
+static void on_view(void *ctx, const struct rci_msub_publisher *p, struct rc_view *view)
+{
+    (void)p;
+    struct rc_discover *d = ctx;
+    d->p.on_view(d->p.ctx, view);
+}
+
 static void on_event(void *ctx, enum rci_msub_event ev, const struct rci_msub_publisher *p)
 {
     struct rc_discover *d = ctx;
@@ -72,15 +79,16 @@ int rc_discover_create(const struct rc_discover_params *p, const uint64_t *first
                        size_t count, struct rc_discover **out, char *err, size_t errlen)
 {
     *out = NULL;
-    if (!p || !p->on_data || !first || !last) {
-        rci_set_err(err, errlen, "rc_discover_create: params, on_data and the tag ranges are required");
+    if (!p || (!p->on_data && !p->on_view) || !first || !last) {
+        rci_set_err(err, errlen, "rc_discover_create: params, on_data or on_view, and the tag ranges are required");
         return -EINVAL;
     }
     struct rc_discover *d = calloc(1, sizeof *d);
     if (!d)
         return -ENOMEM;
     d->p = *p;
-    struct rci_msub_params mp = {.sub = p->sub, .refresh_ns = p->refresh_ns, .ctx = d, .on_data = on_data,
+    struct rci_msub_params mp = {.sub = p->sub, .refresh_ns = p->refresh_ns, .ctx = d,
+                                 .on_data = p->on_data ? on_data : NULL, .on_view = p->on_view ? on_view : NULL,
                                  .on_event = on_event};
     snprintf(mp.disc.url, sizeof mp.disc.url, "%s", p->url);
     snprintf(mp.disc.prefix, sizeof mp.disc.prefix, "%s", p->prefix);

@@ -17,6 +17,7 @@ void rci_config_pipeline_params(const struct rci_config *cfg, struct rci_pipelin
     p->slow_drop_after_ns = d->slow_drop_after_ns;
     p->slow_cut_after_ns = d->slow_cut_after_ns;
     p->block_cut_after_ns = d->block_cut_after_ns;
+    p->block_backlog = d->block_backlog;
     p->stats_interval_ns = d->stats_interval_ns;
     p->fault_hang_after_ns = d->fault_publisher_hang_after_ns;
     p->nmodes = cfg->nmodes < RCI_MAX_MODE_RULES ? cfg->nmodes : RCI_MAX_MODE_RULES;

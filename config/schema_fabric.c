@@ -121,9 +121,10 @@ static const struct rci_cfg_key fabric_keys[] = {
     {.key = "buffered_page_size", .type = RCI_CFG_SIZE, .def = "64k", .min = 1024,
      .max = 64ull << 20, RCI_CFG_FIELD(T, buffered_page_size),
      .help = "Bytes of one buffered-mode page; at most rx_buffer_size."},
-    {.key = "bounce_buffers", .type = RCI_CFG_UINT, .def = "0", .min = 0, .max = 65536,
+    {.key = "bounce_buffers", .type = RCI_CFG_UINT, .def = "32", .min = 0, .max = 65536,
      RCI_CFG_FIELD(T, bounce_buffers),
-     .help = "mode = auto: copy chunks of more pieces than a message carries into these (buffered_page_size each); 0 = off (default: an unexplained stall, net/README.md)."},
+     .help = "mode = auto: copy chunks of more pieces than a message carries into these registered"
+             " buffers of buffered_page_size (32 x 64k = 2 MiB per publisher thread); 0 = off."},
     {.key = "flush_timeout", .type = RCI_CFG_DURATION, .def = "1ms", .min = 1000, .max = 10 * S,
      RCI_CFG_FIELD(T, flush_timeout_ns),
      .help = "A buffered page that is not full is sent at the latest after this (the daemon sends it"
@@ -173,6 +174,10 @@ static const struct rci_cfg_key fabric_keys[] = {
      RCI_CFG_FIELD(T, faults.eagain_streak_ns),
      .help = "TESTING ONLY: every Nth data send (fault_eagain_every) starts a streak this long"
              " refusing sends to that subscriber only; 0 = storms instead."},
+    {.key = "fault_hold_after", .type = RCI_CFG_UINT, .def = "0", .min = 0, .max = UINT64_MAX,
+     RCI_CFG_FIELD(T, faults.hold_after),
+     .help = "TESTING ONLY: the Nth data send is reported posted but never handed to the provider"
+             " (a send the provider keeps unwritten); 0 = off."},
 };
 
 /* Set by the program, not by a key: the daemon turns fair shares on

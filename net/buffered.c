@@ -14,37 +14,31 @@
 
 #include "net/pub_internal.h"
 
-#define RCI_PAGE_ALIGN 4096u
-
+/* The page op's pool buffer (taken by open_page, given back by recycle). */
 static uint8_t *page_addr(const struct rci_publisher *p, uint32_t op)
 {
-    return p->page_mem + (size_t)(op - p->nslots) * p->page_size;
+    return p->op_buf[op - p->nslots]->data;
 }
 
+/* Page op ids only: the pages themselves come from the publisher's pool
+ * (class pool_cls[RCI_PUB_USE_PAGES], made and registered by publisher.c). */
 int rci_buf_init(struct rci_publisher *p, char *err, size_t errlen)
 {
     if (p->npages == 0)
         return 0;  /* buffered mode off */
     p->page_size = p->fab.params.buffered_page_size;
-    size_t bytes = (size_t)p->npages * p->page_size;
-    p->page_mem = aligned_alloc(RCI_PAGE_ALIGN, (bytes + RCI_PAGE_ALIGN - 1) & ~(size_t)(RCI_PAGE_ALIGN - 1));
     p->page_free = calloc(p->npages, sizeof *p->page_free);
-    if (!p->page_mem || !p->page_free)
+    if (!p->page_free)
         return rci_fabric_error(&p->fab, err, errlen, "rci_buf_init(alloc)", -FI_ENOMEM);
-    memset(p->page_mem, 0, bytes);
     for (uint32_t i = 0; i < p->npages; i++)
         p->page_free[i] = p->nslots + p->npages - 1 - i;
     p->npage_free = p->npages;
-    return rci_fabric_mr_reg(&p->fab, p->page_mem, bytes, FI_SEND, p->fab.ep, &p->page_mr,
-                            err, errlen);
+    return 0;
 }
 
 void rci_buf_fini(struct rci_publisher *p)
 {
-    rci_fabric_mr_close(&p->page_mr);
-    free(p->page_mem);
     free(p->page_free);
-    p->page_mem = NULL;
     p->page_free = NULL;
 }
 
@@ -56,6 +50,8 @@ static void recycle(struct rci_publisher *p, uint32_t op_id)
     op->peer = RCI_PUB_NONE;
     op->state = RCI_TXOP_FREE;
     op->gen++;
+    rci_mem_pool_put(p->pool, p->op_buf[op_id - p->nslots]);
+    p->op_buf[op_id - p->nslots] = NULL;
     p->page_free[p->npage_free++] = op_id;
 }
 
@@ -89,7 +85,7 @@ static int post_page(struct rci_publisher *p, struct rci_pub_peer *peer)
     struct rci_pub_txop *op = &p->ops[op_id];
     uint8_t *buf = page_addr(p, op_id);
     struct iovec iov = { .iov_base = buf, .iov_len = rci_wire_page_length(buf) };
-    void *desc = p->page_mr.desc;
+    void *desc = rci_mem_pool_desc(p->pool, p->op_buf[op_id - p->nslots]);
     rci_wire_set_stream_seq(buf, peer->data_seq);
     int rc = rci_pub_post(p, peer, &iov, &desc, 1, rci_pub_ctx(RCI_CTX_TXOP, op_id, op->gen));
     if (rc == -FI_EAGAIN)
@@ -119,8 +115,16 @@ static int open_page(struct rci_publisher *p, struct rci_pub_peer *peer)
         p->st.again_no_page++;
         return -EAGAIN;
     }
+    /* One pool get per page, on the publisher's thread (like every call
+     * here); the pool holds npages pages, so a free page op finds one. */
+    struct rci_mem_buf *mb = rci_pub_buf_get(p, RCI_PUB_USE_PAGES);
+    if (!mb) {
+        p->st.again_no_page++;
+        return -EAGAIN;
+    }
     uint32_t op_id = p->page_free[--p->npage_free];
     struct rci_pub_txop *op = &p->ops[op_id];
+    p->op_buf[op_id - p->nslots] = mb;
     rci_wire_page_init(page_addr(p, op_id), p->page_size);
     op->state = RCI_TXOP_FILLING;
     op->peer = (uint32_t)(peer - p->peers);

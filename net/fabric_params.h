@@ -16,6 +16,8 @@ struct rci_fault_params {
     uint32_t eagain_burst;        /* ... refusing this many posts in a row */
     uint64_t eagain_streak_ns;    /* nonzero: instead, every Nth post starts a streak of this
                                    * long in which posts to that one subscriber are refused */
+    uint64_t hold_after;          /* the Nth data/page post (1-based) is reported posted and never
+                                   * handed to the provider: a send the provider keeps unwritten */
 };
 
 struct rci_fabric_params {

@@ -24,6 +24,7 @@ struct mem_class {
 
 struct rci_mem_pool {
     struct mem_class cls[RCI_MEM_CLASSES];
+    const char *use[RCI_MEM_CLASSES];   /* rci_mem_pool_create_uses: what each class holds */
     bool registered;
     uint64_t registrations;
 };
@@ -124,6 +125,44 @@ int rci_mem_pool_create(const struct rci_mem_pool_params *params, struct rci_mem
     }
     *out = pool;
     return 0;
+}
+
+int rci_mem_pool_create_uses(const struct rci_mem_use *uses, unsigned n, struct rci_mem_pool **out,
+                            int *cls_of, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (n > RCI_MEM_CLASSES) {
+        rci_set_err(err, errlen, "mem pool: %u uses, at most %u", n, (unsigned)RCI_MEM_CLASSES);
+        return -EINVAL;
+    }
+    /* Order the uses with buffers by size (insertion sort of at most 4). */
+    unsigned order[RCI_MEM_CLASSES], k = 0;
+    for (unsigned i = 0; i < n; i++) {
+        cls_of[i] = -1;
+        if (uses[i].count == 0)
+            continue;
+        unsigned j = k++;
+        for (; j > 0 && uses[order[j - 1]].size > uses[i].size; j--)
+            order[j] = order[j - 1];
+        order[j] = i;
+    }
+    struct rci_mem_pool_params mp;
+    memset(&mp, 0, sizeof mp);
+    size_t prev = 0;
+    for (unsigned c = 0; c < k; c++) {
+        const struct rci_mem_use *u = &uses[order[c]];
+        size_t size = u->size > SIZE_MAX - 127 ? 0 : (u->size + 63) / 64 * 64;
+        if (size && size <= prev)
+            size = prev + 64;   /* as large as the class below: a class must be larger */
+        mp.size[c] = size;
+        mp.count[c] = u->count;
+        prev = size;
+        cls_of[order[c]] = (int)c;
+    }
+    int rc = rci_mem_pool_create(&mp, out, err, errlen);
+    for (unsigned c = 0; rc == 0 && c < k; c++)
+        (*out)->use[c] = uses[order[c]].name;
+    return rc;
 }
 
 void rci_mem_pool_destroy(struct rci_mem_pool *pool)
@@ -258,9 +297,11 @@ void rci_mem_pool_class_stats(const struct rci_mem_pool *pool, enum rci_mem_clas
                              struct rci_mem_class_stats *st)
 {
     memset(st, 0, sizeof *st);
-    if ((unsigned)cls >= RCI_MEM_CLASSES)
+    st->use = "";
+    if (!pool || (unsigned)cls >= RCI_MEM_CLASSES)
         return;
     const struct mem_class *c = &pool->cls[cls];
+    st->use = pool->use[cls] ? pool->use[cls] : "";
     st->size = c->size;
     st->count = c->count;
     st->in_use = atomic_load(&c->in_use);

@@ -61,6 +61,7 @@ struct rci_mem_buf {
 };
 
 struct rci_mem_class_stats {
+    const char *use;               /* what the class holds (rci_mem_pool_create_uses), or "" */
     size_t size;                   /* buffer size */
     uint32_t count;                /* buffers */
     uint32_t in_use;               /* handed out now */
@@ -76,6 +77,20 @@ struct rci_mem_pool;
  * with the reason in err ("mem pool: class medium: size 1000 is not ..."). */
 int  rci_mem_pool_create(const struct rci_mem_pool_params *params, struct rci_mem_pool **out,
                         char *err, size_t errlen);
+/* A pool for a program's fixed uses (the publisher: control send and
+ * receive buffers, buffered pages; the subscriber: receive and control send
+ * buffers): each use with a count gets a class of its own, the classes in
+ * the order of the uses' sizes (each rounded up to 64 B; a use as large as
+ * the one before it gets 64 B more, since each class must be larger than
+ * the one below). cls_of[i] is use i's class, -1 for a use of count 0. At
+ * most RCI_MEM_CLASSES uses; `name` must outlive the pool (a literal). */
+struct rci_mem_use {
+    const char *name;
+    size_t size;
+    uint32_t count;
+};
+int  rci_mem_pool_create_uses(const struct rci_mem_use *uses, unsigned n, struct rci_mem_pool **out,
+                             int *cls_of, char *err, size_t errlen);
 /* Deregisters if registered. Buffers still handed out become invalid. */
 void rci_mem_pool_destroy(struct rci_mem_pool *pool);
 

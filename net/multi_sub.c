@@ -26,6 +26,10 @@ struct rci_msub {
     uint64_t *want_first, *want_last;
     size_t npub;
     struct rci_msub_publisher *pub[RCI_MSUB_MAX_PUBLISHERS];
+    /* Dropped publishers' connections whose views the program still holds
+     * (on_view): not polled, destroyed once their last view is released. */
+    size_t nparked;
+    struct rc_sub *parked[RCI_MSUB_MAX_PUBLISHERS];
     struct rci_disc_entry *entries;       /* the lookup being applied (poll thread) */
     /* The lookup thread: discovery reads block (an etcd host that is down
      * costs a connect timeout), so they run beside the connections, never in
@@ -57,7 +61,8 @@ struct rci_msub {
     X(held_dropped) X(malformed_total) X(truncated) X(unexpected) X(connects) X(connect_failures)         \
     X(reconnects) X(disconnects) X(publisher_restarts) X(garbage_disconnects) X(heartbeats_sent)          \
     X(heartbeats_received) X(sub_requests) X(sub_refused) X(rx_errors) X(tx_errors) X(send_again)        \
-    X(refused) X(shm_stale_removed)
+    X(refused) X(shm_stale_removed) X(chunks_gathered) X(chunks_reassembled_copied) X(views_allocated)      \
+    X(view_failures)
 
 static void add_stats(struct rc_sub_stats *to, const struct rc_sub_stats *from)
 {
@@ -75,10 +80,17 @@ void rci_msub_get_stats(const struct rci_msub *m, struct rci_msub_stats *st)
     st->publishers = m->npub;
     st->total = m->retired;
     st->total.connected = 0;
+    st->total.views_outstanding = 0;
     for (size_t i = 0; i < m->npub; i++) {
         struct rc_sub_stats s;
         rc_sub_get_stats(m->pub[i]->sub, &s);
         add_stats(&st->total, &s);
+        st->total.views_outstanding += s.views_outstanding;
+    }
+    for (size_t i = 0; i < m->nparked; i++) {
+        struct rc_sub_stats s;
+        rc_sub_get_stats(m->parked[i], &s);
+        st->total.views_outstanding += s.views_outstanding;
     }
 }
 
@@ -102,6 +114,12 @@ static void slot_data(void *ctx, uint64_t tag, uint32_t flags, const void *data,
 {
     struct pub_slot *s = ctx;
     s->m->p.on_data(s->m->p.ctx, &s->pub, tag, flags, data, len);
+}
+
+static void slot_view(void *ctx, struct rc_view *view)
+{
+    struct pub_slot *s = ctx;
+    s->m->p.on_view(s->m->p.ctx, &s->pub, view);
 }
 
 static void slot_event(struct pub_slot *s, enum rci_msub_event ev)
@@ -226,7 +244,10 @@ static void drop_publisher(struct rci_msub *m, size_t i, bool say)
     add_stats(&m->retired, &st);
     host_port(&s->pub.entry, m->history[m->history_next], sizeof m->history[0]);
     m->history_next = (m->history_next + 1) % MSUB_HISTORY;
-    rc_sub_destroy(s->pub.sub);
+    if (st.views_outstanding && m->nparked < RCI_MSUB_MAX_PUBLISHERS)
+        m->parked[m->nparked++] = s->pub.sub;   /* its views' memory stays until they are released */
+    else
+        rc_sub_destroy(s->pub.sub);
     free(s->pub.first);
     free(s);
     m->pub[i] = m->pub[--m->npub];
@@ -252,8 +273,9 @@ static int add_publisher(struct rci_msub *m, const struct rci_disc_entry *e)
     sp.endpoint = strcmp(e->endpoint, "rdm") == 0 ? RC_SUB_EP_RDM : RC_SUB_EP_MSG;
     snprintf(sp.host, sizeof sp.host, "%s", e->host);
     sp.port = e->port;
-    sp.cb = (struct rc_sub_callbacks){.ctx = s, .on_data = slot_data, .on_connect = slot_connect,
-                                     .on_disconnect = slot_disconnect};
+    sp.cb = (struct rc_sub_callbacks){.ctx = s, .on_data = m->p.on_data ? slot_data : NULL,
+                                     .on_connect = slot_connect, .on_disconnect = slot_disconnect};
+    sp.on_view = m->p.on_view ? slot_view : NULL;
     int rc = rc_sub_create(&sp, &s->pub.sub, m->err, sizeof m->err);
     if (rc == 0)   /* not connected yet: recorded, sent after WELCOME */
         rc = rc_sub_subscribe(s->pub.sub, s->pub.first, s->pub.last, s->pub.nranges);
@@ -420,9 +442,26 @@ static void lookup(struct rci_msub *m)
     }
 }
 
+/* Destroy the parked connections whose views are all released. */
+static void unpark(struct rci_msub *m)
+{
+    for (size_t i = 0; i < m->nparked;) {
+        struct rc_sub_stats st;
+        rc_sub_get_stats(m->parked[i], &st);
+        if (st.views_outstanding) {
+            i++;
+            continue;
+        }
+        rc_sub_destroy(m->parked[i]);
+        m->parked[i] = m->parked[--m->nparked];
+    }
+}
+
 int rci_msub_poll(struct rci_msub *m, uint64_t timeout_ns)
 {
     uint64_t now = rci_now_ns(), until = now + timeout_ns;
+    if (m->nparked)
+        unpark(m);
     if (now >= m->next_lookup_ns) {
         lookup(m);
         m->next_lookup_ns = rci_now_ns() + MSUB_TAKE_EVERY_NS;
@@ -451,8 +490,8 @@ int rci_msub_create(const struct rci_msub_params *p, const uint64_t *first, cons
                     size_t nranges, struct rci_msub **out, char *err, size_t errlen)
 {
     *out = NULL;
-    if (!p->on_data || nranges == 0 || nranges > RCI_MSUB_MAX_RANGES) {
-        rci_set_err(err, errlen, "need on_data and 1..%u tag ranges", RCI_MSUB_MAX_RANGES);
+    if ((!p->on_data && !p->on_view) || nranges == 0 || nranges > RCI_MSUB_MAX_RANGES) {
+        rci_set_err(err, errlen, "need on_data or on_view and 1..%u tag ranges", RCI_MSUB_MAX_RANGES);
         return -EINVAL;
     }
     for (size_t i = 0; i < nranges; i++)
@@ -514,6 +553,8 @@ void rci_msub_destroy(struct rci_msub *m)
     pthread_cond_destroy(&m->wake);
     while (m->npub)
         drop_publisher(m, m->npub - 1, false);
+    for (size_t i = 0; i < m->nparked; i++)
+        rc_sub_destroy(m->parked[i]);   /* views still held now are the program's error (multi_sub.h) */
     rci_disc_close(m->disc);
     free(m->want_first);
     free(m->entries);

@@ -52,6 +52,12 @@ struct rci_msub_params {
     void *ctx;
     void (*on_data)(void *ctx, const struct rci_msub_publisher *p, uint64_t tag, uint32_t flags,
                     const void *data, size_t len);
+    /* Set: every chunk goes here as a view instead (rc_sub_params.on_view,
+     * ringcast/view.h). A publisher dropped while the program still holds
+     * views of it keeps its connection object, no longer polled, until the
+     * last of them is released (checked at every poll); every view must be
+     * released before rci_msub_destroy. */
+    void (*on_view)(void *ctx, const struct rci_msub_publisher *p, struct rc_view *view);
     void (*on_event)(void *ctx, enum rci_msub_event ev, const struct rci_msub_publisher *p);
 };
 
@@ -67,7 +73,8 @@ struct rci_msub_stats {
 
 struct rci_msub;
 
-/* Copies params and the wanted ranges; opens discovery (no I/O yet). */
+/* Copies params and the wanted ranges; opens discovery (no I/O yet). Needs
+ * on_data or on_view. */
 int  rci_msub_create(const struct rci_msub_params *p, const uint64_t *first, const uint64_t *last,
                      size_t nranges, struct rci_msub **out, char *err, size_t errlen);
 /* Look up discovery when due, then drive every connection; waits up to

@@ -21,28 +21,25 @@
 
 /* ---- control sends --------------------------------------------------------- */
 
+/* Control op ids only: their buffers come from the publisher's pool (class
+ * pool_cls[RCI_PUB_USE_CTRL], made and registered by publisher.c), taken per
+ * message and given back at its completion or release. */
 int rci_pub_ctrl_init(struct rci_publisher *p, char *err, size_t errlen)
 {
     p->nctrl = RCI_PUB_CTRL_PER_PEER * p->npeers + RCI_PUB_CTRL_SPARE;
-    size_t bytes = (size_t)p->nctrl * RCI_PUB_CTRL_MAX;
-    p->ctrl_mem = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
     p->ctrl_free = calloc(p->nctrl, sizeof *p->ctrl_free);
-    if (!p->ctrl_mem || !p->ctrl_free)
+    if (!p->ctrl_free)
         return rci_fabric_error(&p->fab, err, errlen, "control buffers(alloc)", -FI_ENOMEM);
     uint32_t first = p->nslots + p->npages;
     for (uint32_t i = 0; i < p->nctrl; i++)
         p->ctrl_free[i] = first + p->nctrl - 1 - i;
     p->nctrl_free = p->nctrl;
-    return rci_fabric_mr_reg(&p->fab, p->ctrl_mem, bytes, FI_SEND, p->fab.ep, &p->ctrl_mr, err,
-                            errlen);
+    return 0;
 }
 
 void rci_pub_ctrl_fini(struct rci_publisher *p)
 {
-    rci_fabric_mr_close(&p->ctrl_mr);
-    free(p->ctrl_mem);
     free(p->ctrl_free);
-    p->ctrl_mem = NULL;
     p->ctrl_free = NULL;
 }
 
@@ -54,6 +51,8 @@ void rci_pub_ctrl_done(struct rci_publisher *p, uint32_t op_id)
     rci_pub_op_unlink(p, op_id);
     op->state = RCI_TXOP_FREE;
     op->gen++;
+    rci_mem_pool_put(p->pool, p->op_buf[op_id - p->nslots]);
+    p->op_buf[op_id - p->nslots] = NULL;
     p->ctrl_free[p->nctrl_free++] = op_id;
 }
 
@@ -70,14 +69,20 @@ static int ctrl_post(struct rci_publisher *p, struct rci_pub_peer *peer, fi_addr
         return -FI_ENOTCONN;
     uint32_t op_id = p->ctrl_free[p->nctrl_free - 1];
     struct rci_pub_txop *op = &p->ops[op_id];
-    uint8_t *buf = p->ctrl_mem + (size_t)(op_id - p->nslots - p->npages) * RCI_PUB_CTRL_MAX;
-    memcpy(buf, msg, len);
-    struct iovec iov = { .iov_base = buf, .iov_len = len };
-    void *desc = p->ctrl_mr.desc;
+    struct rci_mem_buf *mb = rci_pub_buf_get(p, RCI_PUB_USE_CTRL);
+    if (!mb)
+        return -FI_EAGAIN;   /* not expected: the class holds a buffer per control op */
+    memcpy(mb->data, msg, len);
+    struct iovec iov = { .iov_base = mb->data, .iov_len = len };
+    void *desc = rci_mem_pool_desc(p->pool, mb);
     void *ctx = rci_pub_ctx(RCI_CTX_TXOP, op_id, op->gen);
+    p->op_buf[op_id - p->nslots] = mb;
     int rc = (int)fi_sendv(ep, &iov, &desc, 1, addr, ctx);
-    if (rc)
+    if (rc) {
+        p->op_buf[op_id - p->nslots] = NULL;
+        rci_mem_pool_put(p->pool, mb);
         return rc;
+    }
     p->nctrl_free--;
     op->state = RCI_TXOP_POSTED;
     op->peer = RCI_PUB_NONE;

@@ -2,7 +2,7 @@
 /* pub_faults.c — fault injection for the error-path tests ([fabric] fault_*
  * keys, struct rci_fault_params).
  *
- * Two faults a real provider produces and loopback tcp almost never does:
+ * Faults a real provider produces and loopback tcp almost never does:
  * - error completions: every Nth successful completion of a data or page send
  *   is handed on as an FI_EIO error completion (the data did go out; the
  *   publisher must treat it like any failed send: the subscriber is declared
@@ -11,7 +11,10 @@
  *   posts refused with -FI_EAGAIN, as a full provider queue does;
  * - -FI_EAGAIN streaks (fault_eagain_streak): every Nth post starts a time
  *   in which the posts to that one subscriber are refused, as a congested
- *   connection does (a later fragment of a chunk then meets it).
+ *   connection does (a later fragment of a chunk then meets it);
+ * - a held send (fault_hold_after): one data post is reported done and never
+ *   handed to the provider, as a provider that keeps a send unwritten (the
+ *   stall the tcp MSG probe finds: net/README.md, "Stalled sends").
  * Counters, not randomness, decide, so a test knows exactly what it caused.
  * Control messages are never touched: their paths are tested elsewhere. When
  * off (the default) each hook costs one predictable branch. */
@@ -61,6 +64,15 @@ bool rci_pub_fault_refuse_post(struct rci_publisher *p, uint32_t peer, void *ctx
         return false;
     p->fault.storm_left--;
     p->st.faults_eagain++;
+    return true;
+}
+
+bool rci_pub_fault_hold_post(struct rci_publisher *p, void *ctx)
+{
+    const struct rci_fault_params *f = &p->fab.params.faults;
+    if (f->hold_after == 0 || !is_data_op(p, ctx) || ++p->fault.hold_posts != f->hold_after)
+        return false;
+    p->st.faults_held++;
     return true;
 }
 

@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include "net/fabric.h"
 #include "net/half_open.h"
+#include "net/mem_pool.h"
 #include "net/publisher.h"
 #include "net/wire.h"
 
@@ -138,15 +139,29 @@ enum rci_peer_state {
 };
 
 enum rci_peer_doom { RCI_DOOM_NONE = 0, RCI_DOOM_BYE, RCI_DOOM_SHUTDOWN, RCI_DOOM_SILENCE,
-                    RCI_DOOM_STUCK, RCI_DOOM_ERROR, RCI_DOOM_LOCAL };
+                    RCI_DOOM_STUCK, RCI_DOOM_ERROR, RCI_DOOM_LOCAL, RCI_DOOM_PROVIDER };
+
+/* tcp MSG: the watch over a peer's oldest outstanding send (publisher.c,
+ * check_send_stall; net/README.md "Stalled sends"). */
+struct rci_pub_stall {
+    uint32_t op, gen;           /* the op watched, RCI_PUB_NONE: none */
+    uint64_t since_ns;          /* when the watch began (a timer after it became the oldest) */
+    uint64_t starved_base_ns;   /* p->starved_ns when the watch began */
+    uint32_t probes;            /* probes run on it */
+    uint32_t held;              /* ... that found its socket's send queue empty */
+};
 
 struct rci_pub_ctrl_msg { uint8_t len; uint8_t bytes[RCI_PUB_CTRL_MAX]; };
+
+/* The pool's uses (publisher.c, init_pool). */
+enum rci_pub_use { RCI_PUB_USE_CTRL, RCI_PUB_USE_RX, RCI_PUB_USE_PAGES, RCI_PUB_USES };
 
 struct rci_pub_peer {
     uint32_t gen;
     enum rci_peer_state state;
     enum rci_peer_doom doom;    /* set by handlers; teardown happens in progress */
     struct fid_ep *ep;         /* MSG */
+    struct rci_pub_stall stall; /* MSG: its oldest send, watched */
     fi_addr_t addr;            /* RDM */
     bool has_addr;
     uint16_t decl_len;         /* RDM: the address its HELLO declared (decl) */
@@ -178,6 +193,7 @@ struct rci_pub_peer {
 };
 
 struct rci_pub_rxbuf {
+    struct rci_mem_buf *mb;    /* its pool buffer while posted (NULL while on rx_free) */
     uint32_t gen;
     uint32_t peer;             /* MSG: owner; RDM: RCI_PUB_NONE */
     bool posted;
@@ -191,8 +207,15 @@ struct rci_publisher {
     unsigned nregions;
     unsigned iov_max;          /* usable iovs per message, header included */
 
-    uint8_t *slot_mem, *page_mem, *rx_mem, *ctrl_mem;
-    struct rci_fabric_mr slot_mr, page_mr, rx_mr, ctrl_mr;
+    uint8_t *slot_mem;
+    struct rci_fabric_mr slot_mr;
+    /* Control send and receive buffers and buffered pages come from one
+     * registered pool (net/mem_pool.h), a class each (pool_cls[RCI_PUB_USE_*]),
+     * registered once per class block; taken when a page opens, a control
+     * message is posted or a receive is posted, given back when done. */
+    struct rci_mem_pool *pool;
+    int pool_cls[RCI_PUB_USES];
+    struct rci_mem_buf **op_buf;   /* page and control ops' buffers (index op - nslots), NULL while free */
     uint32_t nslots, slot_size, npages, page_size, nrx, rx_size, nctrl;
     uint32_t *ctrl_free, nctrl_free;
     uint32_t ctrl_peerless;    /* refusals in flight (at most RCI_PUB_CTRL_SPARE) */
@@ -231,6 +254,7 @@ struct rci_publisher {
 
     struct rci_pub_fault_state {
         uint64_t posts, completions;   /* data/page posts and ok completions seen */
+        uint64_t hold_posts;           /* data/page posts seen by fault_hold_after */
         uint32_t storm_left;           /* -FI_EAGAIN refusals still to give */
         uint32_t streak_peer;          /* peer index of the current streak */
         uint64_t streak_until_ns;      /* posts to it are refused until then */
@@ -244,6 +268,8 @@ struct rci_publisher {
 };
 
 /* publisher.c */
+/* A buffer of the pool's class for `use`, or NULL (counted exhausted by the pool). */
+struct rci_mem_buf *rci_pub_buf_get(struct rci_publisher *p, enum rci_pub_use use);
 struct rci_pub_peer *rci_pub_peer_of(struct rci_publisher *p, rci_peer_id id);
 int  rci_pub_poll_cq(struct rci_publisher *p);
 void rci_pub_peer_fail(struct rci_publisher *p, uint32_t peer, enum rci_peer_doom why);
@@ -286,6 +312,9 @@ void rci_pub_bye_address(struct rci_publisher *p, fi_addr_t addr, enum rci_bye_r
 /* true: refuse this post to peer index `peer` (op_context ctx) with
  * -FI_EAGAIN (a storm or that peer's streak is on). */
 bool rci_pub_fault_refuse_post(struct rci_publisher *p, uint32_t peer, void *ctx);
+/* true: report this post as done without handing it to the provider
+ * (fault_hold_after): it never completes, as a send the provider keeps. */
+bool rci_pub_fault_hold_post(struct rci_publisher *p, void *ctx);
 /* Turn a successful completion into an error one when it is due. */
 void rci_pub_fault_completion(struct rci_publisher *p, struct rci_fabric_cqe *e);
 

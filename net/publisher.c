@@ -15,6 +15,7 @@
 #include "net/allow_list.h"
 #include "net/half_open.h"
 #include "net/pub_internal.h"
+#include "net/stall_probe.h"
 
 #define RCI_PUB_TIMER_MIN_NS 100000u      /* 100 us */
 #define RCI_PUB_TIMER_MAX_NS 10000000u    /* 10 ms */
@@ -179,6 +180,8 @@ int rci_pub_post(struct rci_publisher *p, struct rci_pub_peer *peer, const struc
         return -FI_ENOTCONN;
     if (rci_pub_fault_refuse_post(p, (uint32_t)(peer - p->peers), ctx))
         return -FI_EAGAIN;
+    if (rci_pub_fault_hold_post(p, ctx))
+        return 0;   /* injected: "posted", never handed to the provider */
     return (int)fi_sendv(ep, iov, desc, n, peer->has_addr ? peer->addr : FI_ADDR_UNSPEC, ctx);
 }
 
@@ -215,6 +218,7 @@ static void release_ops(struct rci_publisher *p, struct rci_pub_peer *peer, int 
 }
 
 static void post_rdm_receives(struct rci_publisher *p);
+static void rx_to_free(struct rci_publisher *p, uint32_t i);
 
 /* Give a MSG peer's receive buffers back: its endpoint is closed, so the
  * provider no longer owns them; late completions fail the generation check. */
@@ -227,7 +231,7 @@ static void reclaim_peer_rx(struct rci_publisher *p, uint32_t idx)
         b->posted = false;
         b->gen++;
         b->peer = RCI_PUB_NONE;
-        p->rx_free[p->nrx_free++] = i;
+        rx_to_free(p, i);
     }
 }
 
@@ -277,6 +281,7 @@ static void count_doom(struct rci_publisher *p, enum rci_peer_doom why)
     case RCI_DOOM_SILENCE: p->st.dead_by_silence++; break;
     case RCI_DOOM_STUCK: p->st.dead_by_stuck_send++; break;
     case RCI_DOOM_ERROR: p->st.dead_by_error++; break;
+    case RCI_DOOM_PROVIDER: p->st.dead_by_provider_stall++; break;
     }
     p->st.peers_dead++;
 }
@@ -448,6 +453,7 @@ struct rci_pub_peer *rci_pub_new_peer(struct rci_publisher *p, uint64_t now)
         peer->said_handled = false;
         peer->chunks_handled = 0;
         peer->joined = false;
+        peer->stall = (struct rci_pub_stall){ .op = RCI_PUB_NONE };
         peer->connected = p->fab.rdm;
         peer->last_rx_ns = peer->last_hb_tx_ns = now;
         peer->rx_seen_ns = 0;
@@ -466,18 +472,34 @@ struct rci_pub_peer *rci_pub_new_peer(struct rci_publisher *p, uint64_t now)
 
 /* ---- receive buffers ----------------------------------------------------- */
 
-static uint8_t *rx_addr(const struct rci_publisher *p, uint32_t i)
+/* A receive buffer goes back to the pool when its index goes back on
+ * rx_free (nothing posted in it any more). */
+static void rx_to_free(struct rci_publisher *p, uint32_t i)
 {
-    return p->rx_mem + (size_t)i * p->rx_size;
+    struct rci_pub_rxbuf *b = &p->rx[i];
+    if (b->mb)
+        rci_mem_pool_put(p->pool, b->mb);
+    b->mb = NULL;
+    p->rx_free[p->nrx_free++] = i;
 }
 
+/* Post receive i (taking its pool buffer if it has none yet). On failure a
+ * buffer taken here goes back at once. */
 static int post_rx(struct rci_publisher *p, struct fid_ep *ep, uint32_t i, uint32_t owner)
 {
     struct rci_pub_rxbuf *b = &p->rx[i];
-    int rc = (int)fi_recv(ep, rx_addr(p, i), p->rx_size, p->rx_mr.desc, FI_ADDR_UNSPEC,
+    bool taken = !b->mb;
+    if (taken && !(b->mb = rci_pub_buf_get(p, RCI_PUB_USE_RX)))
+        return -FI_EAGAIN;   /* not expected: the class holds a buffer per receive */
+    int rc = (int)fi_recv(ep, b->mb->data, p->rx_size, rci_mem_pool_desc(p->pool, b->mb), FI_ADDR_UNSPEC,
                           rci_pub_ctx(RCI_CTX_RX, i, b->gen));
-    if (rc)
+    if (rc) {
+        if (taken) {
+            rci_mem_pool_put(p->pool, b->mb);
+            b->mb = NULL;
+        }
         return rc;
+    }
     b->posted = true;
     b->peer = owner;
     return 0;
@@ -518,14 +540,14 @@ static void repost_rx(struct rci_publisher *p, uint32_t i, struct rci_pub_peer *
     b->gen++;
     if (p->fab.rdm) {
         if (post_rx(p, p->fab.ep, i, RCI_PUB_NONE))
-            p->rx_free[p->nrx_free++] = i;  /* the timer posts it again */
+            rx_to_free(p, i);  /* the timer posts it again */
         return;
     }
     if (owner && owner->ep && owner->state != RCI_PEER_CLOSED &&
         post_rx(p, owner->ep, i, (uint32_t)(owner - p->peers)) == 0)
         return;
     b->peer = RCI_PUB_NONE;
-    p->rx_free[p->nrx_free++] = i;
+    rx_to_free(p, i);
     if (owner && owner->state != RCI_PEER_CLOSED)  /* it would starve of receives */
         rci_pub_peer_fail(p, (uint32_t)(owner - p->peers), RCI_DOOM_ERROR);
 }
@@ -562,7 +584,7 @@ static void on_rx(struct rci_publisher *p, const struct rci_fabric_cqe *e)
         if (e->err != FI_ETRUNC && e->err != FI_ECANCELED && owner)
             rci_pub_peer_fail(p, (uint32_t)(owner - p->peers), RCI_DOOM_ERROR);
     } else {
-        rci_pub_control_message(p, owner, rx_addr(p, i), e->len);
+        rci_pub_control_message(p, owner, b->mb->data, e->len);
     }
     repost_rx(p, i, owner);
 }
@@ -772,6 +794,68 @@ static void reap_half_open(struct rci_publisher *p, uint64_t now)
     p->st.fds_in_use = h->fds_in_use;
 }
 
+/* Probe the socket of a peer whose oldest send is being watched; returns
+ * true when its send queue was empty (the provider holds the send). */
+static bool probe_held(struct rci_publisher *p, struct rci_pub_peer *peer)
+{
+    struct sockaddr_storage local, remote;
+    size_t llen = sizeof local, rlen = sizeof remote;
+    struct rci_stall_probe pr;
+    if (fi_getname(&peer->ep->fid, &local, &llen) || fi_getpeer(peer->ep, &remote, &rlen) ||
+        rci_stall_probe_tcp((struct sockaddr *)&local, (struct sockaddr *)&remote, p->fab.cq_fd, &pr) ||
+        !pr.found || pr.outq != 0)
+        return false;   /* not found, or bytes in flight: the subscriber is behind, not the provider */
+    bool no_pollout = pr.watched == RCI_STALL_NOT_WATCHED || (pr.watched >= 0 && !(pr.watched & 0x4));
+    if (peer->stall.held == 0) {
+        p->st.stalls_provider_held++;
+        p->st.stalls_no_pollout += no_pollout;
+    }
+    rci_log_hook_say(&p->cb.log, RCI_LOG_WARN, false, __FILE__, __LINE__,
+                     "%s: a send waited %s without the provider writing it: socket %d has 0 bytes to send "
+                     "and %d unread, the CQ's wait set watches it for %s", peer->name,
+                     peer->stall.held ? "twice peer_timeout" : "peer_timeout", pr.fd, pr.inq,
+                     pr.watched == RCI_STALL_NOT_WATCHED ? "nothing (not in the set)"
+                     : pr.watched == RCI_STALL_WATCH_UNKNOWN ? "? (unknown)"
+                     : (pr.watched & 0x4) ? "reading and writing" : "reading only");
+    return true;
+}
+
+/* tcp MSG: a send the provider keeps without writing it would hold its key
+ * (and, under slow_policy = block, the card) for ever. Once the peer's
+ * oldest send has waited peer_timeout of the time this thread ran, its
+ * socket is examined (stall_probe.h); an empty send queue means the kernel
+ * has nothing of ours for the subscriber, so it is not a slow subscriber.
+ * Held so again a peer_timeout later, the connection is closed like a dead
+ * peer's: its keys come back and the subscriber reconnects (net/README.md,
+ * "Stalled sends"). */
+static void check_send_stall(struct rci_publisher *p, struct rci_pub_peer *peer, uint64_t now)
+{
+    struct rci_pub_stall *w = &peer->stall;
+    uint32_t op = peer->op_head;
+    if (op == RCI_PUB_NONE || !peer->ep) {
+        w->op = RCI_PUB_NONE;
+        return;
+    }
+    if (w->op != op || w->gen != p->ops[op].gen) {   /* a new oldest send */
+        *w = (struct rci_pub_stall){ .op = op, .gen = p->ops[op].gen, .since_ns = now,
+                                     .starved_base_ns = p->starved_ns };
+        return;
+    }
+    uint64_t limit = p->fab.params.peer_timeout_ns;
+    uint64_t away = p->starved_ns - w->starved_base_ns;
+    uint64_t waited = now > w->since_ns + away ? now - w->since_ns - away : 0;
+    if (waited < (uint64_t)(w->probes + 1) * limit)
+        return;
+    w->probes++;
+    p->st.stall_probes++;
+    if (!probe_held(p, peer)) {
+        w->held = 0;
+        return;
+    }
+    if (++w->held >= 2)
+        rci_pub_peer_fail(p, (uint32_t)(peer - p->peers), RCI_DOOM_PROVIDER);
+}
+
 static void run_timers(struct rci_publisher *p, uint64_t now)
 {
     for (uint32_t i = 0; i < p->npeers; i++) {
@@ -779,6 +863,8 @@ static void run_timers(struct rci_publisher *p, uint64_t now)
         if (peer->state == RCI_PEER_FREE || peer->state == RCI_PEER_CLOSED || peer->state == RCI_PEER_DRAINING)
             continue;
         check_liveness(p, peer, now);
+        if (!p->fab.rdm && peer->state == RCI_PEER_ACTIVE && !peer->doom)
+            check_send_stall(p, peer, now);
         if (peer->state == RCI_PEER_ACTIVE && now - peer->last_hb_tx_ns >= p->fab.params.heartbeat_ns) {
             peer->last_hb_tx_ns = now;
             rci_pub_send_heartbeat(p, peer, now);
@@ -943,33 +1029,63 @@ static int check_params(const struct rci_fabric_params *fp, char *err, size_t er
     return -EINVAL;
 }
 
+/* Control receives: RCI_PUB_RX_PER_PEER per subscriber (MSG: posted on its
+ * endpoint at accept; RDM: shared, RCI_PUB_RX_PER_PEER more). RDM: never
+ * more receives than the endpoint's rx queue. shm fails fi_recv past it
+ * ("not enough space to post recv"), and with rx_queue 256 and 64
+ * subscribers (260 receives) the publisher stopped hearing its subscribers
+ * and timed them out. */
+static uint32_t rx_count(const struct rci_publisher *p)
+{
+    uint32_t n = RCI_PUB_RX_PER_PEER * p->npeers + (p->fab.rdm ? RCI_PUB_RX_PER_PEER : 0);
+    if (p->fab.rdm && p->fab.rx_size && n > p->fab.rx_size)
+        n = (uint32_t)p->fab.rx_size;
+    return n;
+}
+
 static int init_rx(struct rci_publisher *p, char *err, size_t errlen)
 {
-    p->rx_size = (uint32_t)RCI_WIRE_MAX_CONTROL;
-    p->nrx = RCI_PUB_RX_PER_PEER * p->npeers + (p->fab.rdm ? RCI_PUB_RX_PER_PEER : 0);
-    /* RDM: never more receives than the endpoint's rx queue. shm fails
-     * fi_recv past it ("not enough space to post recv"), and with rx_queue
-     * 256 and 64 subscribers (260 receives) the publisher stopped hearing
-     * its subscribers and timed them out. */
-    if (p->fab.rdm && p->fab.rx_size && p->nrx > p->fab.rx_size)
-        p->nrx = (uint32_t)p->fab.rx_size;
-    size_t bytes = (size_t)p->nrx * p->rx_size;
-    p->rx_mem = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
     p->rx = calloc(p->nrx, sizeof *p->rx);
     p->rx_free = calloc(p->nrx, sizeof *p->rx_free);
-    if (!p->rx_mem || !p->rx || !p->rx_free)
+    if (!p->rx || !p->rx_free)
         return rci_fabric_error(&p->fab, err, errlen, "init_rx(alloc)", -FI_ENOMEM);
     for (uint32_t i = 0; i < p->nrx; i++) {
         p->rx[i].peer = RCI_PUB_NONE;
         p->rx_free[i] = p->nrx - 1 - i;
     }
     p->nrx_free = p->nrx;
-    int rc = rci_fabric_mr_reg(&p->fab, p->rx_mem, bytes, FI_RECV, p->fab.ep, &p->rx_mr, err, errlen);
-    if (rc)
-        return rc;
     if (p->fab.rdm)
         post_rdm_receives(p);
     return 0;
+}
+
+/* One registered pool for the control send buffers (RCI_PUB_CTRL_MAX each,
+ * one per control op), the control receive buffers (RCI_WIRE_MAX_CONTROL,
+ * one per receive) and the buffered pages (buffered_page_size, one per page
+ * op): a class each, each class's block registered once (FI_SEND | FI_RECV,
+ * and FI_WRITE with RMA like every FI_SEND region here: rci_fabric_mr_reg). */
+static int init_pool(struct rci_publisher *p, char *err, size_t errlen)
+{
+    p->rx_size = (uint32_t)RCI_WIRE_MAX_CONTROL;
+    p->nrx = rx_count(p);
+    uint32_t nctrl = RCI_PUB_CTRL_PER_PEER * p->npeers + RCI_PUB_CTRL_SPARE;
+    struct rci_mem_use uses[RCI_PUB_USES] = {
+        [RCI_PUB_USE_CTRL] = { "control_send", RCI_PUB_CTRL_MAX, nctrl },
+        [RCI_PUB_USE_RX] = { "control_receive", p->rx_size, p->nrx },
+        [RCI_PUB_USE_PAGES] = { "pages", p->fab.params.buffered_page_size, p->npages },
+    };
+    p->op_buf = calloc((size_t)p->npages + nctrl, sizeof *p->op_buf);
+    if (!p->op_buf)
+        return rci_fabric_error(&p->fab, err, errlen, "publisher pool(alloc)", -FI_ENOMEM);
+    int rc = rci_mem_pool_create_uses(uses, RCI_PUB_USES, &p->pool, p->pool_cls, err, errlen);
+    if (!rc)
+        rc = rci_mem_pool_register(p->pool, &p->fab, p->fab.ep, FI_SEND | FI_RECV, err, errlen);
+    return rc;
+}
+
+struct rci_mem_buf *rci_pub_buf_get(struct rci_publisher *p, enum rci_pub_use use)
+{
+    return p->pool_cls[use] < 0 ? NULL : rci_mem_pool_get_class(p->pool, (enum rci_mem_class)p->pool_cls[use]);
 }
 
 static int init_peers(struct rci_publisher *p)
@@ -1035,7 +1151,9 @@ static int setup(struct rci_publisher *p, const struct rci_fabric_params *fp, ch
     p->scratch = calloc(RCI_WIRE_MAX_RANGES, sizeof *p->scratch);
     if (!p->ops || !p->scratch || init_peers(p))
         return rci_fabric_error(&p->fab, err, errlen, "publisher(alloc)", -FI_ENOMEM);
-    rc = rci_zc_init(p, err, errlen);
+    rc = init_pool(p, err, errlen);
+    if (!rc)
+        rc = rci_zc_init(p, err, errlen);
     if (!rc)
         rc = rci_buf_init(p, err, errlen);
     if (!rc)
@@ -1153,14 +1271,14 @@ void rci_publisher_destroy(struct rci_publisher *p)
         p->cb.on_closing(p->cb.arg);
     for (unsigned i = 0; i < p->nregions; i++)
         rci_fabric_mr_close(&p->region[i]);
-    rci_fabric_mr_close(&p->rx_mr);
     if (p->slot_free)
         rci_zc_fini(p);
     rci_buf_fini(p);
     rci_pub_ctrl_fini(p);
     rci_half_open_fini(&p->half_open);
+    rci_mem_pool_destroy(p->pool);   /* its MRs close before the domain */
+    free(p->op_buf);
     rci_fabric_close(&p->fab);
-    free(p->rx_mem);
     free(p->rx);
     free(p->rx_free);
     free(p->ops);
@@ -1309,6 +1427,8 @@ void rci_publisher_get_stats(const struct rci_publisher *p, struct rci_publisher
     s->slots_free = p->nslot_free;
     s->pages_free = p->npage_free;
     s->bounce_free = p->nbounce_free;
+    for (unsigned c = 0; c < RCI_MEM_CLASSES; c++)
+        rci_mem_pool_class_stats(p->pool, (enum rci_mem_class)c, &s->pool[c]);
 }
 
 const struct rci_fabric *rci_publisher_fabric(const struct rci_publisher *p)

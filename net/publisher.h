@@ -38,6 +38,7 @@
 #include <sys/uio.h>
 #include "net/fabric.h"
 #include "net/fabric_params.h"
+#include "net/mem_pool.h"
 #include "common/log_hook.h"
 #include "net/wire.h"
 
@@ -104,6 +105,7 @@ struct rci_publisher_stats {
     uint64_t faults_send_error;     /* injected: ok completions reported as errors */
     uint64_t faults_eagain;         /* injected: posts refused with -FI_EAGAIN */
     uint64_t faults_eagain_streaks; /* injected: streaks of -FI_EAGAIN for one subscriber */
+    uint64_t faults_held;           /* injected: posts reported done, never handed to the provider */
     /* RMA delivery (net/README.md, "RMA delivery") */
     uint64_t rma_subscribers;       /* HELLOs served by RMA writes into the subscriber's ring */
     uint64_t rma_fallbacks;         /* HELLOs that asked for RMA, served by send (no FI_RMA here) */
@@ -143,6 +145,13 @@ struct rci_publisher_stats {
                                      * never accepted (not slowness as such: the caller's
                                      * policy cuts slow ones off with close_peer) */
     uint64_t dead_by_shutdown, dead_by_silence, dead_by_stuck_send, dead_by_error;
+    /* tcp MSG: sends the provider holds without writing them (net/README.md "Stalled sends") */
+    uint64_t stall_probes;          /* a peer's oldest send waited peer_timeout: its socket examined */
+    uint64_t stalls_provider_held;  /* ... and its send queue was empty: the provider, not the
+                                     * subscriber, held the send (counted once per send) */
+    uint64_t stalls_no_pollout;     /* ... of those, the CQ's wait set did not watch the socket
+                                     * for EPOLLOUT (nothing would wake the provider to write) */
+    uint64_t dead_by_provider_stall; /* peers closed: held so at two probes peer_timeout apart */
     uint64_t keys_released_by_peer_death;
     uint64_t drained_peers;         /* cut-off peers whose sends were let complete (RDM: told BYE,
                                      * address removed after a heartbeat at the latest) */
@@ -167,12 +176,17 @@ struct rci_publisher_stats {
     uint64_t slots_total, slots_free;
     uint64_t pages_total, pages_free;
     uint64_t peers_active;
+    /* The registered pool the control send and receive buffers and the
+     * buffered pages come from: per class its use ("control_send", "control
+     * receive", "pages"; "" for a class without buffers), size, count, in use
+     * now, high-water, gets, exhausted gets (net/mem_pool.h). */
+    struct rci_mem_class_stats pool[RCI_MEM_CLASSES];
 };
 
 struct rci_publisher;
 
-/* Open the fabric (listening), register the header-slot, page and receive
- * buffers once each. Returns 0 or -errno with the reason in err. */
+/* Open the fabric (listening), register the header slots and the pool of
+ * control buffers and pages (once per class block). Returns 0 or -errno with the reason in err. */
 int  rci_publisher_create(const struct rci_fabric_params *params,
                          const struct rci_publisher_callbacks *cb,
                          struct rci_publisher **out, char *err, size_t errlen);

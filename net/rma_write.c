@@ -103,6 +103,12 @@ void rci_rma_credit(struct rci_publisher *p, struct rci_pub_peer *peer, const ui
     }
     peer->rma.credit = c.read_pos;
     p->st.rma_credits++;
+    /* It released space: its ring is no longer "full since" then. Without
+     * this only a send attempt (rci_rma_room) cleared it, and under
+     * slow_policy = drop the pipeline makes none while the age says the
+     * subscriber is behind: one full ring dropped all its later chunks for
+     * good. The next rci_rma_room without room starts the age anew. */
+    peer->rma.full_since_ns = 0;
 }
 
 bool rci_rma_room(struct rci_publisher *p, struct rci_pub_peer *peer, uint64_t len)

@@ -12,7 +12,7 @@ struct rci_view_pool {
     struct cds_lfs_node *mine;         /* the subscriber thread's private free list */
     struct rc_view *views;             /* count of them */
     struct rc_view_piece *pieces;      /* count * RC_VIEW_MAX_PIECES */
-    uint64_t *keys;                    /* count * RC_VIEW_MAX_PIECES */
+    union rci_view_piece_hold *holds;  /* count * RC_VIEW_MAX_PIECES */
     uint32_t count;
     atomic_uint_fast64_t outstanding, allocated;
 };
@@ -25,8 +25,8 @@ struct rci_view_pool *rci_view_pool_create(uint32_t count)
     p->count = count;
     p->views = calloc(count ? count : 1, sizeof *p->views);
     p->pieces = calloc((size_t)(count ? count : 1) * RC_VIEW_MAX_PIECES, sizeof *p->pieces);
-    p->keys = calloc((size_t)(count ? count : 1) * RC_VIEW_MAX_PIECES, sizeof *p->keys);
-    if (!p->views || !p->pieces || !p->keys) {
+    p->holds = calloc((size_t)(count ? count : 1) * RC_VIEW_MAX_PIECES, sizeof *p->holds);
+    if (!p->views || !p->pieces || !p->holds) {
         rci_view_pool_destroy(p);
         return NULL;
     }
@@ -36,7 +36,7 @@ struct rci_view_pool *rci_view_pool_create(uint32_t count)
         v->pool = p;
         v->cap = RC_VIEW_MAX_PIECES;
         v->piece = &p->pieces[(size_t)i * RC_VIEW_MAX_PIECES];
-        v->key = &p->keys[(size_t)i * RC_VIEW_MAX_PIECES];
+        v->piece_hold = &p->holds[(size_t)i * RC_VIEW_MAX_PIECES];
         cds_lfs_node_init(&v->node);
         v->node.next = p->mine;
         p->mine = &v->node;
@@ -50,7 +50,7 @@ void rci_view_pool_destroy(struct rci_view_pool *p)
         return;
     free(p->views);
     free(p->pieces);
-    free(p->keys);
+    free(p->holds);
     free(p);
 }
 
@@ -64,18 +64,19 @@ uint64_t rci_view_pool_allocated(const struct rci_view_pool *p)
     return p ? atomic_load_explicit(&p->allocated, memory_order_relaxed) : 0;
 }
 
-/* A malloc'd view with its pieces and keys behind it (cap of each). */
-static struct rc_view *view_alloc(unsigned cap, bool keys)
+/* A malloc'd view with its pieces and per-piece holds behind it (cap of
+ * each; slices hold their parent, not pieces: no holds). */
+static struct rc_view *view_alloc(unsigned cap, bool holds)
 {
     size_t size = sizeof(struct rc_view) + cap * sizeof(struct rc_view_piece) +
-                  (keys ? cap * sizeof(uint64_t) : 0);
+                  (holds ? cap * sizeof(union rci_view_piece_hold) : 0);
     struct rc_view *v = calloc(1, size);
     if (!v)
         return NULL;
     v->cap = cap;
     v->heap = true;
     v->piece = (struct rc_view_piece *)(v + 1);
-    v->key = keys ? (uint64_t *)(v->piece + cap) : NULL;
+    v->piece_hold = holds ? (union rci_view_piece_hold *)(v->piece + cap) : NULL;
     return v;
 }
 
@@ -123,6 +124,23 @@ bool rci_view_add_piece(struct rc_view *v, const void *data, size_t len)
         return false;
     v->piece[v->npieces++] = (struct rc_view_piece){ data, len };
     v->len += len;
+    return true;
+}
+
+bool rci_view_add_rx_piece(struct rc_view *v, const void *data, size_t len, atomic_uint *rx_refs)
+{
+    if (!rci_view_add_piece(v, data, len))
+        return false;
+    v->piece_hold[v->npieces - 1].rx_refs = rx_refs;
+    atomic_fetch_add_explicit(rx_refs, 1, memory_order_relaxed);
+    return true;
+}
+
+bool rci_view_add_rma_piece(struct rc_view *v, const void *data, size_t len, uint64_t key)
+{
+    if (!rci_view_add_piece(v, data, len))
+        return false;
+    v->piece_hold[v->npieces - 1].key = key;
     return true;
 }
 
@@ -183,15 +201,16 @@ static void view_free(struct rc_view *v)
 {
     struct rci_view_pool *pool = v->pool;
     switch (v->kind) {
-    case RCI_VIEW_RX:
-        atomic_fetch_sub_explicit(v->hold.rx_refs, 1, memory_order_release);
+    case RCI_VIEW_RX:   /* each piece's buffer, once: it is posted again at 0 */
+        for (unsigned i = 0; i < v->npieces; i++)
+            atomic_fetch_sub_explicit(v->piece_hold[i].rx_refs, 1, memory_order_release);
         break;
     case RCI_VIEW_REASM:
         rci_reasm_put(v->hold.reasm);
         break;
     case RCI_VIEW_RMA:
         for (unsigned i = 0; i < v->npieces; i++)
-            rci_sub_rma_release(v->hold.rma, v->key[i]);
+            rci_sub_rma_release(v->hold.rma, v->piece_hold[i].key);
         break;
     case RCI_VIEW_SLICE:
         rc_view_release(v->hold.parent);

@@ -50,6 +50,7 @@ _Static_assert(RC_SUB_MALFORMED_KINDS == RCI_WIRE_ERROR_KINDS, "malformed kinds 
 
 enum sub_state { ST_IDLE, ST_CONNECTING, ST_HELLO_SENT, ST_ACTIVE };
 enum tx_state { TX_FREE, TX_QUEUED, TX_POSTED };
+enum sub_use { SUB_USE_RX, SUB_USE_TX, SUB_USES };   /* the pool's uses (pool_create) */
 
 struct rx_slot {
     uint8_t *buf;
@@ -61,16 +62,21 @@ struct rx_slot {
 };
 
 struct tx_slot {
+    struct rci_mem_buf *mb;    /* its pool buffer while taken (NULL while TX_FREE) */
     uint8_t *buf;
     size_t len;
     enum tx_state state;
 };
 
 /* Reassembly of one fragmented chunk. `discard` follows the fragments of a
- * chunk that is already counted as lost, so that it is counted once. */
+ * chunk that is already counted as lost, so that it is counted once. With
+ * on_view a chunk is gathered, not copied: `gather` is the view of its
+ * fragments so far, one piece per fragment, each holding the receive buffer
+ * (send) or ring record (RMA) it lies in ("Gathering" below). */
 struct reassembly {
     bool active, discard;
-    struct rc_view *gather;    /* RMA with on_view: the records so far, not copied */
+    enum rci_view_kind src_kind;   /* where fragment 0 came from: RCI_VIEW_RX or RCI_VIEW_RMA */
+    struct rc_view *gather;    /* on_view: the fragments so far, not copied (NULL: copied) */
     uint64_t tag;
     uint32_t flags, chunk_len, next_offset;
     uint16_t frag_count, next_index;
@@ -81,7 +87,6 @@ struct rc_sub {
     uint64_t client_id;
 
     /* Buffers: allocated once. */
-    uint8_t *tx_pool;
     struct rci_reasm *reasm;              /* reassembly buffer (we hold one reference) */
     struct rci_view_pool *views;          /* on_view's views */
     /* What the stream message being handled lives in (views hold it). */
@@ -90,7 +95,8 @@ struct rc_sub {
     uint64_t src_key;                     /* RMA: the record's ring key */
     bool src_key_owned;                   /* RMA: not yet handed to a view */
     struct rx_slot *rx;
-    struct rci_mem_pool *rx_pool;         /* receive buffers: one class (rx_pool_create) */
+    struct rci_mem_pool *pool;            /* receive and control send buffers (pool_create) */
+    int pool_cls[SUB_USES];               /* their classes */
     struct rci_mem_buf **rx_mb;           /* rx[i].buf's pool buffer */
     void *rx_desc;                        /* their class block's descriptor (connection) */
     struct tx_slot tx[TX_SLOTS];
@@ -102,7 +108,6 @@ struct rc_sub {
     bool fabric_open;
     struct rci_fabric f;
     struct fid_ep *ep;                    /* MSG: own endpoint; RDM: f.ep */
-    struct rci_fabric_mr tx_mr;
     fi_addr_t peer;                       /* RDM: the publisher */
     uint64_t next_attempt_ns, deadline_ns, last_rx_ns, last_hb_ns, heartbeat_ns;
     uint32_t conn_malformed;
@@ -200,48 +205,40 @@ static uint64_t random_id(void)
     return id;
 }
 
-static void *alloc_aligned(size_t len)
+/* Receive buffers and control send buffers come from one registered pool
+ * (net/mem_pool.h), a class each: rx_buffers receive buffers of exactly
+ * rx_buffer_size (rounded up to 64 B), got once here and kept, and TX_SLOTS
+ * control send buffers of TX_SLOT_SIZE, taken per message (take_tx_slot) and
+ * given back at its completion (tx_release). Exactly rx_buffer_size, not a
+ * default class size: 64 KiB chunks with --rx-buffer-size 69632 got 1 MiB
+ * buffers, 64 MiB touched round-robin by the receives instead of 4.4 MiB
+ * (ringcast-sub VmHWM 77 MB, 7 MB before the pool; tcp loopback 64 KiB zero
+ * copy slowed). The pool is registered once per connection (one MR per class
+ * block) when the provider asks for FI_MR_LOCAL. */
+static int pool_create(struct rc_sub *s, char *err, size_t errlen)
 {
-    void *p = NULL;
-    return posix_memalign(&p, 4096, len) ? NULL : p;
-}
-
-/* Receive buffers come from a registered pool (net/mem_pool.h): rx_buffers
- * buffers in the smallest of the default classes (4 KiB, 16 KiB, 64 KiB,
- * 1 MiB) holding rx_buffer_size, and no others, that class made exactly
- * rx_buffer_size (rounded up to 64 B). Not the class's own size: 64 KiB
- * chunks with --rx-buffer-size 69632 got 1 MiB buffers, 64 MiB touched
- * round-robin by the receives instead of 4.4 MiB (ringcast-sub VmHWM
- * 77 MB, 7 MB before the pool; tcp loopback 64 KiB zero copy slowed). The
- * pool is registered once per connection (one MR for the class's block). */
-static int rx_pool_create(struct rc_sub *s, char *err, size_t errlen)
-{
-    struct rci_mem_pool_params mp;
-    rci_mem_pool_params_default(&mp);
-    size_t want = s->p.rx_buffer_size;
-    unsigned cls = RCI_MEM_SMALL;
-    while (cls < RCI_MEM_HUGE && mp.size[cls] < want)
-        cls++;
-    mp.size[cls] = (want + 63) / 64 * 64;
-    mp.count[cls] = s->p.rx_buffers;
-    int rc = rci_mem_pool_create(&mp, &s->rx_pool, err, errlen);
+    struct rci_mem_use uses[SUB_USES] = {
+        [SUB_USE_RX] = { "receive", s->p.rx_buffer_size, s->p.rx_buffers },
+        [SUB_USE_TX] = { "control_send", TX_SLOT_SIZE, TX_SLOTS },
+    };
+    int rc = rci_mem_pool_create_uses(uses, SUB_USES, &s->pool, s->pool_cls, err, errlen);
     s->rx_mb = rc ? NULL : calloc(s->p.rx_buffers, sizeof *s->rx_mb);
     if (rc || !s->rx_mb)
         return rc ? rc : -ENOMEM;
     for (uint32_t i = 0; i < s->p.rx_buffers; i++) {
-        s->rx_mb[i] = rci_mem_pool_get_class(s->rx_pool, (enum rci_mem_class)cls);
+        s->rx_mb[i] = rci_mem_pool_get_class(s->pool, (enum rci_mem_class)s->pool_cls[SUB_USE_RX]);
         s->rx[i].buf = s->rx_mb[i]->data;   /* the class holds exactly rx_buffers */
     }
     return 0;
 }
 
-static void rx_pool_destroy(struct rc_sub *s)
+static void pool_destroy(struct rc_sub *s)
 {
-    for (uint32_t i = 0; s->rx_pool && s->rx_mb && i < s->p.rx_buffers; i++)
+    for (uint32_t i = 0; s->pool && s->rx_mb && i < s->p.rx_buffers; i++)
         if (s->rx_mb[i])
-            rci_mem_pool_put(s->rx_pool, s->rx_mb[i]);
+            rci_mem_pool_put(s->pool, s->rx_mb[i]);
     free(s->rx_mb);
-    rci_mem_pool_destroy(s->rx_pool);
+    rci_mem_pool_destroy(s->pool);
 }
 
 int rc_sub_create(const struct rc_sub_params *params, struct rc_sub **out, char *err, size_t errlen)
@@ -255,14 +252,11 @@ int rc_sub_create(const struct rc_sub_params *params, struct rc_sub **out, char 
         goto nomem;
     s->p = *params;
     s->client_id = random_id();
-    s->tx_pool = alloc_aligned((size_t)TX_SLOTS * TX_SLOT_SIZE);
     s->reasm = rci_reasm_new(params->max_chunk_size);
     s->views = params->on_view ? rci_view_pool_create(params->views) : NULL;
     s->rx = calloc(params->rx_buffers, sizeof *s->rx);
-    if (!s->tx_pool || !s->reasm || (params->on_view && !s->views) || !s->rx || rx_pool_create(s, NULL, 0))
+    if (!s->reasm || (params->on_view && !s->views) || !s->rx || pool_create(s, NULL, 0))
         goto nomem;
-    for (uint32_t i = 0; i < TX_SLOTS; i++)
-        s->tx[i].buf = s->tx_pool + (size_t)i * TX_SLOT_SIZE;
     if (params->delivery == RC_SUB_DELIVERY_RMA) {
         char why[200];
         rc = rci_sub_rma_create(&s->rma, params->rma_ring_size, why, sizeof why);
@@ -308,12 +302,30 @@ static uint32_t free_tx_slots(const struct rc_sub *s)
     return n;
 }
 
+/* A free control send slot with a pool buffer (one get; the class holds a
+ * buffer per slot), or NULL. Queue it (queue_tx) or give it back (tx_release). */
 static struct tx_slot *take_tx_slot(struct rc_sub *s)
 {
-    for (uint32_t i = 0; i < TX_SLOTS; i++)
-        if (s->tx[i].state == TX_FREE)
-            return &s->tx[i];
+    for (uint32_t i = 0; i < TX_SLOTS; i++) {
+        struct tx_slot *t = &s->tx[i];
+        if (t->state != TX_FREE)
+            continue;
+        if (!t->mb && !(t->mb = rci_mem_pool_get_class(s->pool, (enum rci_mem_class)s->pool_cls[SUB_USE_TX])))
+            return NULL;
+        t->buf = t->mb->data;
+        return t;
+    }
     return NULL;
+}
+
+/* The slot is free again: its buffer goes back to the pool. */
+static void tx_release(struct rc_sub *s, struct tx_slot *t)
+{
+    t->state = TX_FREE;
+    if (t->mb)
+        rci_mem_pool_put(s->pool, t->mb);
+    t->mb = NULL;
+    t->buf = NULL;
 }
 
 /* Post queued sends in order; stop at the first the provider cannot take yet
@@ -323,7 +335,7 @@ static int flush_tx_queue(struct rc_sub *s)
     int posted = 0;
     while (s->tx_queue_len > 0) {
         struct tx_slot *t = &s->tx[s->tx_queue[s->tx_queue_head]];
-        ssize_t rc = fi_send(s->ep, t->buf, t->len, s->tx_mr.desc, s->peer, t);
+        ssize_t rc = fi_send(s->ep, t->buf, t->len, rci_mem_pool_desc(s->pool, t->mb), s->peer, t);
         if (rc == -FI_EAGAIN)
             break;
         s->tx_queue_head = (s->tx_queue_head + 1) % TX_SLOTS;
@@ -331,7 +343,7 @@ static int flush_tx_queue(struct rc_sub *s)
         if (rc) {
             rci_fabric_error(&s->f, s->err, sizeof s->err, "fi_send", (int)rc);
             s->st.tx_errors++;
-            t->state = TX_FREE;
+            tx_release(s, t);
             lose(s, RC_SUB_DISC_SHUTDOWN);
             return posted;
         }
@@ -370,8 +382,11 @@ static bool send_ranges(struct rc_sub *s, enum rci_msg_type type, uint32_t reque
 {
     struct tx_slot *t = take_tx_slot(s);
     ssize_t len = t ? rci_wire_build_sub(t->buf, TX_SLOT_SIZE, type, request_id, r, count) : -ENOSPC;
-    if (len < 0)
+    if (len < 0) {
+        if (t)
+            tx_release(s, t);
         return false;
+    }
     s->st.sub_requests++;
     queue_tx(s, t, (size_t)len);
     return true;
@@ -467,11 +482,8 @@ static int register_buffers(struct rc_sub *s)
 {
     if (!s->f.mr_local)
         return 0;   /* descriptors stay NULL: the provider needs none */
-    int rc = rci_mem_pool_register(s->rx_pool, &s->f, s->ep, FI_RECV, s->err, sizeof s->err);
-    s->rx_desc = rc ? NULL : rci_mem_pool_desc(s->rx_pool, s->rx_mb[0]);
-    if (!rc)
-        rc = rci_fabric_mr_reg(&s->f, s->tx_pool, (size_t)TX_SLOTS * TX_SLOT_SIZE, FI_SEND, s->ep,
-                              &s->tx_mr, s->err, sizeof s->err);
+    int rc = rci_mem_pool_register(s->pool, &s->f, s->ep, FI_RECV | FI_SEND, s->err, sizeof s->err);
+    s->rx_desc = rc ? NULL : rci_mem_pool_desc(s->pool, s->rx_mb[0]);
     return rc;
 }
 
@@ -492,8 +504,10 @@ static int send_hello(struct rc_sub *s)
                                       (uint16_t)addr_len);
     if (len > 0 && s->rma_announced)
         len = rci_wire_add_hello_rma(t->buf, TX_SLOT_SIZE, (size_t)len, &s->rma_offer);
-    if (len < 0)
+    if (len < 0) {
+        tx_release(s, t);
         return (int)len;
+    }
     queue_tx(s, t, (size_t)len);
     if (s->lost)
         return -EIO;
@@ -595,18 +609,34 @@ static void let_shm_connreq_land(struct rc_sub *s)
     }
 }
 
+/* The endpoint goes before the memory registrations its operations use (as
+ * in rci_publisher_destroy): tcp;ofi_rxm completes or flushes receives and
+ * rendezvous reads while it closes, through the descriptors they were posted
+ * with, and a registration closed first sent fi_close into freed memory
+ * (test_net_publisher's disconnect test, about 1 run in 10 under load). */
+static void close_endpoint(struct rc_sub *s)
+{
+    if (!s->fabric_open)
+        return;
+    if (s->f.rdm) {
+        rci_fabric_ep_close(s->f.ep);
+        s->f.ep = NULL;
+    } else {
+        rci_fabric_ep_close(s->ep);
+    }
+    s->ep = NULL;
+}
+
 static void close_connection(struct rc_sub *s)
 {
     let_shm_connreq_land(s);
-    rci_mem_pool_deregister(s->rx_pool);
+    close_endpoint(s);
+    rci_mem_pool_deregister(s->pool);
     s->rx_desc = NULL;
-    rci_fabric_mr_close(&s->tx_mr);
     if (s->p.delivery == RC_SUB_DELIVERY_RMA)
         rci_sub_rma_disconnect(&s->rma);   /* nothing posted is ours to wait for: writes land or not */
     s->rma_announced = false;
     s->st.rma_active = 0;
-    if (s->fabric_open && !s->f.rdm)
-        rci_fabric_ep_close(s->ep);
     if (s->fabric_open)
         rci_fabric_close(&s->f);
     s->fabric_open = false;
@@ -619,7 +649,7 @@ static void close_connection(struct rc_sub *s)
     s->nknown_lost = 0;
     s->next_seq = 0;   /* each connection numbers its stream from 0 */
     for (uint32_t i = 0; i < TX_SLOTS; i++)
-        s->tx[i].state = TX_FREE;
+        tx_release(s, &s->tx[i]);
     s->tx_queue_head = s->tx_queue_len = 0;
     s->ra.active = false;
     rc_view_release(s->ra.gather);   /* a chunk cut by the disconnect: its records go back */
@@ -744,7 +774,7 @@ static void say_bye(struct rc_sub *s, enum rci_bye_reason reason)
             break;
         for (int i = 0; i < n; i++)
             if (is_tx_context(s, c[i].context))
-                ((struct tx_slot *)c[i].context)->state = TX_FREE;
+                tx_release(s, (struct tx_slot *)c[i].context);
             else if (reason == RCI_BYE_NORMAL)
                 discard_rx(s, &c[i]);
         flush_tx_queue(s);
@@ -803,9 +833,8 @@ void rc_sub_destroy(struct rc_sub *s)
     rci_tag_ranges_free(&s->subs);
     if (s->p.delivery == RC_SUB_DELIVERY_RMA)
         rci_sub_rma_destroy(&s->rma);
-    rx_pool_destroy(s);
+    pool_destroy(s);
     free(s->rx);
-    free(s->tx_pool);
     rci_reasm_put(s->reasm);
     rci_view_pool_destroy(s->views);
     free(s);
@@ -842,15 +871,14 @@ static struct rc_view *source_view(struct rc_sub *s, enum rci_view_kind kind, ui
         s->st.view_failures++;
         return NULL;
     }
-    rci_view_add_piece(v, data, len);
     if (kind == RCI_VIEW_RX) {
-        v->hold.rx_refs = &s->src_slot->refs;
-        atomic_fetch_add_explicit(&s->src_slot->refs, 1, memory_order_relaxed);
+        rci_view_add_rx_piece(v, data, len, &s->src_slot->refs);
     } else if (kind == RCI_VIEW_RMA) {
         v->hold.rma = &s->rma;
-        v->key[0] = s->src_key;
+        rci_view_add_rma_piece(v, data, len, s->src_key);
         s->src_key_owned = false;
     } else {
+        rci_view_add_piece(v, data, len);
         v->hold.reasm = s->reasm;
         atomic_fetch_add_explicit(&s->reasm->refs, 1, memory_order_relaxed);
     }
@@ -929,40 +957,95 @@ static bool reasm_ready(struct rc_sub *s, size_t len)
     return true;
 }
 
+/* ---- gathering: a fragmented chunk as one view of its fragments ------------
+ * With on_view a chunk that came in several messages (send delivery: it is
+ * larger than one receive buffer) or records (RMA) is handed on as one view
+ * of one piece per fragment, each piece inside the receive buffer or ring
+ * record it arrived in, not copied. Each piece holds its buffer (record)
+ * until the view's last release (sub_view.h), so an incomplete chunk holds
+ * the buffers of its fragments so far. What bounds that:
+ *  - send: a chunk is gathered only when it has at most RC_VIEW_MAX_PIECES
+ *    fragments and, with it, at most half the receive buffers are busy
+ *    (held by views or for order): its last fragment always finds a
+ *    buffer, and a program keeping at most rx_buffers / 2 views never holds
+ *    them all. While it is gathered, if no buffer can be posted any more
+ *    (the program or the stream order took the rest), it is copied after
+ *    all, and its buffers go back (gather_keep_receiving);
+ *  - RMA: at most RC_VIEW_MAX_PIECES records and half the ring (gather_add).
+ * Otherwise, and always with on_data, the chunk is copied into the
+ * reassembly buffer, counted (chunks_reassembled_copied, rma_chunks_copied).
+ * A reassembly that ends without a chunk (a gap, another chunk's fragment,
+ * a disconnect) releases the gathered view: each buffer or record it holds
+ * goes back once. */
+
+/* Receive buffers that cannot take a message now: held by views (the
+ * program's, or a chunk being gathered) or holding a message for order. */
+static uint32_t rx_buffers_busy(const struct rc_sub *s)
+{
+    uint32_t busy = 0;
+    for (uint32_t i = 0; i < s->p.rx_buffers; i++)
+        busy += s->rx[i].held || atomic_load_explicit(&s->rx[i].refs, memory_order_relaxed) != 0;
+    return busy;
+}
+
+/* A receive buffer is posted, or free to be posted. Stops at the first
+ * one: while receiving goes on that is one of the first few. */
+static bool rx_can_receive(struct rc_sub *s)
+{
+    for (uint32_t i = 0; i < s->p.rx_buffers; i++)
+        if (s->rx[i].posted || (!s->rx[i].held && !rx_held_by_views(&s->rx[i])))
+            return true;
+    return false;
+}
+
+/* Send delivery: may a chunk of frag_count fragments hold its buffers? */
+static bool rx_gather_fits(const struct rc_sub *s, uint32_t frag_count)
+{
+    return frag_count <= RC_VIEW_MAX_PIECES && rx_buffers_busy(s) + frag_count <= s->p.rx_buffers / 2;
+}
+
 static void start_reassembly(struct rc_sub *s, const struct rci_wire_data *d)
 {
     bool fits = d->chunk_len <= s->p.max_chunk_size;
     if (!fits)
         s->st.too_big++;
-    s->ra = (struct reassembly){.active = true, .discard = !fits, .tag = d->tag, .flags = d->flags,
-                                .chunk_len = d->chunk_len, .frag_count = d->frag_count};
-    /* RMA records of one chunk are handed on as one view, not copied. */
-    if (fits && s->p.on_view && s->src_kind == RCI_VIEW_RMA)
-        s->ra.gather = rci_view_get(s->views, RCI_VIEW_RMA, d->tag, d->flags);
-    if (s->ra.gather)
-        s->ra.gather->hold.rma = &s->rma;
-    else if (fits && !reasm_ready(s, d->chunk_len)) {
+    s->ra = (struct reassembly){.active = true, .discard = !fits, .src_kind = s->src_kind, .tag = d->tag,
+                                .flags = d->flags, .chunk_len = d->chunk_len, .frag_count = d->frag_count};
+    /* RMA records are gathered optimistically (gather_add bounds them);
+     * receive buffers only when the whole chunk fits the rule above. */
+    bool gather = s->src_kind == RCI_VIEW_RMA || rx_gather_fits(s, d->frag_count);
+    if (fits && s->p.on_view && gather)
+        s->ra.gather = rci_view_get(s->views, s->src_kind, d->tag, d->flags);
+    if (s->ra.gather) {
+        if (s->src_kind == RCI_VIEW_RMA)
+            s->ra.gather->hold.rma = &s->rma;
+    } else if (fits && !reasm_ready(s, d->chunk_len)) {
         s->ra.discard = true;   /* counted in view_failures */
         s->st.reassembly_drops++;
     }
 }
 
-/* Add this record's payload to the gathered view. false when it is full, or
- * when the chunk would hold more than half the ring (the publisher could
- * then wait for space we cannot release before the chunk is complete). */
+/* Add this fragment's payload to the gathered view, holding the buffer or
+ * record it lies in. false when it cannot be: the view is full, the
+ * fragment came the other way (send vs RMA) than fragment 0, or, RMA, the
+ * chunk would hold more than half the ring (the publisher could then wait
+ * for space we cannot release before the chunk is complete). */
 static bool gather_add(struct rc_sub *s, const uint8_t *payload, uint32_t len)
 {
     struct rc_view *v = s->ra.gather;
-    if (v->npieces == v->cap || s->ra.next_offset + (uint64_t)len > s->rma.size / 2)
+    if (v->kind != s->src_kind)
         return false;
-    v->key[v->npieces] = s->src_key;
-    rci_view_add_piece(v, payload, len);
+    if (v->kind == RCI_VIEW_RX)
+        return rci_view_add_rx_piece(v, payload, len, &s->src_slot->refs);
+    if (s->ra.next_offset + (uint64_t)len > s->rma.size / 2 ||
+        !rci_view_add_rma_piece(v, payload, len, s->src_key))
+        return false;
     s->src_key_owned = false;
     return true;
 }
 
-/* The gathered records go into the reassembly buffer after all (their ring
- * space goes back), the rest of the chunk is copied too. */
+/* The gathered fragments go into the reassembly buffer after all (their
+ * buffers or ring space go back), the rest of the chunk is copied too. */
 static void gather_to_copy(struct rc_sub *s)
 {
     struct rc_view *v = s->ra.gather;
@@ -976,6 +1059,17 @@ static void gather_to_copy(struct rc_sub *s)
     drop_gather(s);
 }
 
+/* After a receive: a chunk being gathered from receive buffers must not
+ * leave none to receive its next fragment with (the program's views or
+ * messages held for order took the others): copy it instead. */
+static void gather_keep_receiving(struct rc_sub *s)
+{
+    if (s->lost || !s->ra.gather || s->ra.gather->kind != RCI_VIEW_RX || stalled_on_purpose(s))
+        return;
+    if (!rx_can_receive(s))
+        gather_to_copy(s);
+}
+
 static void reassembly_done(struct rc_sub *s)
 {
     struct reassembly *ra = &s->ra;
@@ -986,14 +1080,19 @@ static void reassembly_done(struct rc_sub *s)
     }
     s->st.reassembled++;
     if (!ra->gather) {
-        if (s->src_kind == RCI_VIEW_RMA)
+        if (ra->src_kind == RCI_VIEW_RMA)
             s->st.rma_chunks_copied++;
+        else
+            s->st.chunks_reassembled_copied++;
         deliver(s, RCI_VIEW_REASM, ra->tag, ra->flags, s->reasm->data, ra->chunk_len);
         return;
     }
     struct rc_view *v = ra->gather;
     ra->gather = NULL;
-    s->st.rma_chunks_gathered++;
+    if (v->kind == RCI_VIEW_RMA)
+        s->st.rma_chunks_gathered++;
+    else
+        s->st.chunks_gathered++;
     v->flags = ra->flags;
     if (wanted(s, ra->tag))
         hand_on_view(s, v);
@@ -1386,16 +1485,19 @@ static void rx_completion(struct rc_sub *s, struct rx_slot *r, const struct rci_
         return;
     } else {
         s->handled++;
-        if (handle_message(s, r, c->len))
+        if (handle_message(s, r, c->len)) {
+            gather_keep_receiving(s);
             return;   /* held for order: reposted once handled */
+        }
     }
     if (!s->lost && post_rx(s, r))
         lose(s, RC_SUB_DISC_SHUTDOWN);
+    gather_keep_receiving(s);
 }
 
 static void tx_completion(struct rc_sub *s, struct tx_slot *t, const struct rci_fabric_cqe *c)
 {
-    t->state = TX_FREE;
+    tx_release(s, t);
     if (c->err) {
         s->st.tx_errors++;
         rci_fabric_error(&s->f, s->err, sizeof s->err, "fi_send(completion)", c->err);
@@ -1693,8 +1795,24 @@ int rc_sub_unsubscribe(struct rc_sub *s, const uint64_t *first, const uint64_t *
 void rc_sub_get_stats(const struct rc_sub *s, struct rc_sub_stats *st)
 {
     *st = s->st;
+    st->rx_buffers_held = 0;
+    for (uint32_t i = 0; i < s->p.rx_buffers; i++)
+        st->rx_buffers_held += atomic_load_explicit(&s->rx[i].refs, memory_order_relaxed) != 0;
     st->views_outstanding = rci_view_pool_outstanding(s->views);
     st->views_allocated += rci_view_pool_allocated(s->views);
+    _Static_assert(RC_SUB_POOL_CLASSES == RCI_MEM_CLASSES, "pool classes follow mem_pool.h");
+    for (unsigned c = 0; c < RC_SUB_POOL_CLASSES; c++) {
+        struct rci_mem_class_stats k;
+        rci_mem_pool_class_stats(s->pool, (enum rci_mem_class)c, &k);
+        struct rc_sub_pool_class *o = &st->pool[c];
+        snprintf(o->use, sizeof o->use, "%s", k.use);
+        o->size = k.size;
+        o->count = k.count;
+        o->in_use = k.in_use;
+        o->high_water = k.high_water;
+        o->gets = k.gets;
+        o->exhausted = k.exhausted;
+    }
 }
 
 const char *rc_sub_last_error(const struct rc_sub *s) { return s->err; }

@@ -52,6 +52,9 @@ struct rci_pipeline_params {
     uint64_t slow_drop_after_ns;  /* drop: its new chunks are dropped while its oldest share is older */
     uint64_t slow_cut_after_ns;   /* drop: older still: it is cut off */
     uint64_t block_cut_after_ns;  /* block: older: it is cut off (the card stalled that long for it) */
+    uint32_t block_backlog;       /* block: shares deferred per subscriber while it cannot take them,
+                                     so the others go on (pipeline/share_backlog.h); 0 = none: its
+                                     lane waits for it (head-of-line) */
     uint64_t stats_interval_ns;   /* each publisher thread logs its rates this often; 0 = never */
     uint64_t fault_hang_after_ns; /* tests only: publisher thread 0 stops going round its loop this
                                      long after its start, until stop (0 = never) */

@@ -294,9 +294,13 @@ static int lane_create(struct rci_publish_card *c, struct publish_thread *th, ch
     int rc = rci_chunk_queue_create(&qp, &lane->queue, err, errlen);
     if (rc != 0)
         return rc;
-    /* A lane's records in use: its current chunk's, and one per chunk with a
-     * posted zero-copy share, which holds one of the thread's tokens. */
-    return rci_fanout_create(th->ntokens + 1, rci_publish_lane_release, lane, &lane->fanout, err, errlen);
+    /* A lane's records in use: its current chunk's, one per chunk with a
+     * posted zero-copy share, which holds one of the thread's tokens, and one
+     * per chunk deferred in a block backlog: room for one subscriber's full
+     * backlog (several holders of different chunks may empty the pool first;
+     * then the lane waits, as for a full backlog). */
+    return rci_fanout_create(th->ntokens + 1 + th->backlog_cap, rci_publish_lane_release, lane, &lane->fanout,
+                             err, errlen);
 }
 
 static void card_fini(struct rci_publish_card *c)
@@ -496,6 +500,10 @@ static void thread_totals(const struct rci_pipeline *pb, const struct publish_th
     t->subscribers_kicked = rci_counter_get(&th->t.kicked);
     t->subscribers_cut_by_allow = rci_counter_get(&th->t.cut_by_allow);
     t->doorbell_rings = rci_shared_counter_get(&th->doorbell_rings);
+    t->shares_deferred = rci_counter_get(&th->t.deferred);
+    t->backlog_full_waits = rci_counter_get(&th->t.backlog_full_waits);
+    t->shares_deferred_now = rci_counter_get(&th->t.deferred_now);
+    t->deferred_high_water = rci_counter_get(&th->t.deferred_high_water);
 }
 
 /* Every field of struct rci_publish_totals: a thread's figures add up to the whole. */
@@ -505,7 +513,8 @@ static void thread_totals(const struct rci_pipeline *pb, const struct publish_th
     X(queue_full) X(blocked)                                                                        \
     X(subscriber_overflow) X(table_errors) X(subscribers_untracked) X(chunks_queued)                \
     X(chunks_dispatched) X(dispatch_errors) X(records_exhausted) X(fanout_refused) X(subscribers_cut_off) \
-    X(subscribers_kicked) X(subscribers_cut_by_allow) X(doorbell_rings)
+    X(subscribers_kicked) X(subscribers_cut_by_allow) X(doorbell_rings) X(shares_deferred)           \
+    X(backlog_full_waits) X(shares_deferred_now) X(deferred_high_water)
 #define COUNT_FIELD(field) +1
 _Static_assert(sizeof(struct rci_publish_totals) == (0 TOTALS_FIELDS(COUNT_FIELD)) * sizeof(uint64_t),
                "TOTALS_FIELDS must name every field");
@@ -521,11 +530,15 @@ static void add_totals(struct rci_publish_totals *sum, const struct rci_publish_
 void rci_pipeline_get_totals(const struct rci_pipeline *pb, struct rci_publish_totals *t)
 {
     memset(t, 0, sizeof *t);
+    uint64_t high_water = 0;
     for (unsigned i = 0; i < pb->nthreads; i++) {
         struct rci_publish_totals one;
         thread_totals(pb, &pb->threads[i], &one);
         add_totals(t, &one);
+        if (one.deferred_high_water > high_water)
+            high_water = one.deferred_high_water;
     }
+    t->deferred_high_water = high_water;   /* a high-water mark is not a sum */
     for (unsigned i = 0; i < pb->ncards; i++) {
         const struct rci_publish_card *c = &pb->cards[i];
         t->chunks_no_subscriber += rci_counter_get(&c->no_subscriber);
@@ -587,7 +600,7 @@ void rci_pipeline_for_each_subscriber(const struct rci_pipeline *pb, rci_pipelin
                 if (v->active != (pass == 1))
                     continue;
                 struct rci_pipeline_sub_view sv = {.address = v->r.name, .tags = v->r.tags, .peer = v->r.peer,
-                    .thread = t, .active = v->active, .outstanding = v->outstanding,
+                    .thread = t, .active = v->active, .outstanding = v->outstanding, .deferred = v->deferred,
                     .oldest_age_ns = v->oldest_age_ns, .c = v->r.c};
                 fn(ctx, &sv);
             }
@@ -656,11 +669,12 @@ static void write_sub_json(FILE *f, const char *name, const char *tags, rci_peer
             ",\"bytes_sent\":%" PRIu64 ",\"chunks_dropped\":%" PRIu64 ",\"chunks_failed\":%" PRIu64
             ",\"shares_unsent\":%" PRIu64 ",\"dropped_by_age\":%" PRIu64 ",\"dropped_by_quota\":%" PRIu64
             ",\"cut_off\":%" PRIu64 ",\"cut_off_age_ms\":%" PRIu64 ",\"handled_reported\":%s"
-            ",\"chunks_handled\":%" PRIu64 ",\"chunks_unread_at_leave\":%" PRIu64 "}",
+            ",\"chunks_handled\":%" PRIu64 ",\"chunks_unread_at_leave\":%" PRIu64
+            ",\"shares_deferred\":%" PRIu64 ",\"deferred_high_water\":%" PRIu64 ",\"backlog_full_waits\":%" PRIu64 "}",
             peer, thread, active ? "true" : "false", c->chunks_sent, c->bytes_sent, c->chunks_dropped,
             c->chunks_failed, c->shares_unsent, c->dropped_by_age, c->dropped_by_quota, c->cut_off,
             c->cut_off_age_ns / 1000000u, c->handled_reported ? "true" : "false", c->chunks_handled,
-            c->chunks_unread_at_leave);
+            c->chunks_unread_at_leave, c->shares_deferred, c->deferred_high_water, c->backlog_full_waits);
 }
 
 /* Every subscriber seen: per thread those that left (in that order), then the
@@ -696,6 +710,30 @@ static uint64_t malformed_total(const struct rci_publisher_stats *s)
     return sum;
 }
 
+/* The registered pool of the control buffers and pages (net/README.md,
+ * "Registered memory"), per class with buffers: "pool_USE_count", "_in_use",
+ * "_high_water", "_exhausted", summed over the threads (every thread has the
+ * same classes; a sum of high-waters is at least the most held at once). */
+static void write_pool_json(FILE *f, const struct publish_thread *threads, unsigned n)
+{
+    for (unsigned c = 0; n && c < RCI_MEM_CLASSES; c++) {
+        const struct rci_mem_class_stats *k0 = &threads[0].final_stats.pool[c];
+        if (!k0->count || !k0->use)
+            continue;
+        uint64_t count = 0, in_use = 0, high_water = 0, exhausted = 0;
+        for (unsigned i = 0; i < n; i++) {
+            const struct rci_mem_class_stats *k = &threads[i].final_stats.pool[c];
+            count += k->count;
+            in_use += k->in_use;
+            high_water += k->high_water;
+            exhausted += k->exhausted;
+        }
+        fprintf(f, ",\"pool_%s_count\":%" PRIu64 ",\"pool_%s_in_use\":%" PRIu64 ",\"pool_%s_high_water\":%" PRIu64
+                ",\"pool_%s_exhausted\":%" PRIu64, k0->use, count, k0->use, in_use, k0->use, high_water, k0->use,
+                exhausted);
+    }
+}
+
 static void write_publisher_json(FILE *f, const struct publish_thread *threads, unsigned n)
 {
     const char *sep = "";
@@ -713,7 +751,9 @@ static void write_publisher_json(FILE *f, const struct publish_thread *threads, 
     uint64_t malformed = 0;
     for (unsigned i = 0; i < n; i++)
         malformed += malformed_total(&threads[i].final_stats);
-    fprintf(f, ",\"malformed_total\":%" PRIu64 "}", malformed);
+    fprintf(f, ",\"malformed_total\":%" PRIu64, malformed);
+    write_pool_json(f, threads, n);
+    fputc('}', f);
 }
 
 /* The counters a thread and the whole have in common, each with a leading comma. */
@@ -727,13 +767,13 @@ static void write_totals_json(FILE *f, const struct rci_publish_totals *t)
             ",\"table_errors\":%" PRIu64 ",\"subscribers_untracked\":%" PRIu64 ",\"chunks_queued\":%" PRIu64
             ",\"fanout_refused\":%" PRIu64 ",\"subscribers_cut_off\":%" PRIu64
             ",\"subscribers_kicked\":%" PRIu64 ",\"subscribers_cut_by_allow\":%" PRIu64
-            ",\"doorbell_rings\":%" PRIu64,
+            ",\"doorbell_rings\":%" PRIu64 ",\"shares_deferred\":%" PRIu64 ",\"backlog_full_waits\":%" PRIu64,
             t->chunks_sent, t->bytes_sent, t->chunks_dropped, t->chunks_no_subscriber, t->chunks_published,
             t->shares, t->shares_failed, t->shares_unsent, t->chunks_unread_at_leave, t->chunks_abandoned,
             t->queue_full, t->blocked,
             t->subscriber_overflow, t->table_errors, t->subscribers_untracked, t->chunks_queued,
             t->fanout_refused, t->subscribers_cut_off, t->subscribers_kicked, t->subscribers_cut_by_allow,
-            t->doorbell_rings);
+            t->doorbell_rings, t->shares_deferred, t->backlog_full_waits);
 }
 
 static void write_threads_json(const struct rci_pipeline *pb, FILE *f)
@@ -744,6 +784,9 @@ static void write_threads_json(const struct rci_pipeline *pb, FILE *f)
         thread_totals(pb, th, &t);
         fprintf(f, "%s{\"thread\":%u,\"port\":%u", i ? "," : "", i, th->port);
         write_totals_json(f, &t);
+        /* Gauges of one thread (the JSON's totals have no sum of them). */
+        fprintf(f, ",\"shares_deferred_now\":%" PRIu64 ",\"deferred_high_water\":%" PRIu64, t.shares_deferred_now,
+                t.deferred_high_water);
         fputs(",\"publisher\":", f);
         write_publisher_json(f, th, 1);
         fputc('}', f);

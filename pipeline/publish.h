@@ -34,9 +34,14 @@
  *   the card-level record (P > 1).
  * A subscriber that cannot take a share now (it holds all it may: its
  * outstanding shares at the limit, or its fair share of the publisher's
- * header slots, pages or tx queue): policy block keeps the chunk and
- * retries it, taking nothing else from that card meanwhile (the thread's
- * queue, the ring fill, the card stalls, and with it the other threads);
+ * header slots, pages or tx queue, or an RMA ring full of what it has not
+ * released): policy block puts the share in that subscriber's backlog
+ * (pipeline/share_backlog.h, block_backlog entries) and goes on with the
+ * others; its later shares queue behind it, and each turn of the loop sends
+ * from the backlogs first. Only when its backlog is full does block keep the
+ * chunk and retry it, taking nothing else from that card meanwhile (the
+ * thread's queue, the ring fill, the card stalls, and with it the other
+ * threads);
  * policy drop counts a drop for that subscriber and goes on, unless it is
  * only a moment behind (its oldest share younger than slow_drop_after / 2:
  * then it is waited for), and also drops while its oldest share is older
@@ -143,6 +148,13 @@ struct rci_publish_totals {
     uint64_t subscribers_cut_by_allow; /* closed by a reload whose allow list excludes them */
     uint64_t doorbell_rings;        /* wake-ups of a sleeping publisher thread (eventfd writes): at
                                      * full rate far fewer than chunks_queued */
+    uint64_t shares_deferred;       /* block: shares put in their subscriber's backlog (it could not
+                                     * take them; the lane went on to the others) */
+    uint64_t backlog_full_waits;    /* block: times a full backlog made the lane wait (once per
+                                     * subscriber until its backlog moves again) */
+    uint64_t shares_deferred_now;   /* in backlogs now (the totals: the sum over threads) */
+    uint64_t deferred_high_water;   /* most shares in a thread's backlogs at once (the totals: the
+                                     * largest of the threads') */
 };
 void rci_pipeline_get_totals(const struct rci_pipeline *pb, struct rci_publish_totals *t);
 
@@ -156,6 +168,7 @@ struct rci_sub_info {
     uint32_t nranges;               /* tag ranges subscribed (the first RCI_SUB_INFO_RANGES below) */
     uint64_t first[RCI_SUB_INFO_RANGES], last[RCI_SUB_INFO_RANGES];
     uint32_t outstanding;           /* backlog: zero-copy shares posted, not completed */
+    uint32_t deferred;              /* shares in its block backlog (not posted yet) */
     uint64_t oldest_age_ns;         /* age of its oldest outstanding share */
     uint64_t chunks_sent, bytes_sent, chunks_dropped, chunks_failed;
     bool cut;                       /* cut off or kicked, its GONE not seen yet */
@@ -209,6 +222,9 @@ struct rci_pipeline_sub_counters {
     uint64_t chunks_handled;            /* ... that count (0 if it said none) */
     uint64_t chunks_unread_at_leave;    /* chunks_sent - chunks_handled when it left saying the count:
                                          * sent (the provider had them) but never read by it */
+    uint64_t shares_deferred;           /* block: shares put in its backlog while it could not take them */
+    uint64_t deferred_high_water;       /* the most of them in its backlog at once */
+    uint64_t backlog_full_waits;        /* times its full backlog made its lane wait (everyone stalled) */
 };
 
 /* A subscriber as another thread sees it: as of its thread's last refresh
@@ -220,6 +236,7 @@ struct rci_pipeline_sub_view {
     unsigned thread;
     bool active;                        /* connected (false: it left) */
     uint32_t outstanding;               /* zero-copy shares posted, not completed */
+    uint32_t deferred;                  /* shares in its block backlog now */
     uint64_t oldest_age_ns;             /* age of its oldest outstanding send */
     struct rci_pipeline_sub_counters c;
 };
@@ -246,8 +263,9 @@ int rci_pipeline_get_publisher_stats(const struct rci_pipeline *pb, unsigned thr
     X(peers_dead) X(keys_released_by_peer_death) X(drained_peers) X(drain_timeouts) X(drain_no_proof) \
     X(completions_error) X(subscriptions_refused)                                                   \
     X(control_dropped) X(rx_errors) X(connection_errors) X(unknown_sender)                         \
-    X(faults_send_error) X(faults_eagain) X(faults_eagain_streaks) X(fragments_deferred) X(fragments_abandoned)             \
-    X(again_resuming) X(gather_sends) X(gather_bytes) X(again_no_bounce) X(liveness_restarts) X(idle_sleeps) X(idle_sleeps_short)                                                      \
+    X(faults_send_error) X(faults_eagain) X(faults_eagain_streaks) X(faults_held) X(fragments_deferred) X(fragments_abandoned)             \
+    X(again_resuming) X(gather_sends) X(gather_bytes) X(again_no_bounce) X(bounce_free) X(stall_probes)    \
+    X(stalls_provider_held) X(stalls_no_pollout) X(dead_by_provider_stall) X(dead_by_stuck_send) X(liveness_restarts) X(idle_sleeps) X(idle_sleeps_short)                                                      \
     X(rma_subscribers) X(rma_fallbacks) X(rma_refused_region) X(rma_records) X(rma_bytes)         \
     X(rma_again_credit) X(rma_wait_credit) X(rma_credits) X(rma_bad_credits)
 

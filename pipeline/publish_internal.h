@@ -25,6 +25,7 @@
 #include "pipeline/chunk_queue.h"
 #include "pipeline/fanout.h"
 #include "pipeline/publish.h"
+#include "pipeline/share_backlog.h"
 
 /* The pipeline's messages go to the hook of its params (common/log_hook.h). */
 #define pl_say(pb, level, unlimited, ...) \
@@ -77,6 +78,10 @@ struct pub_sub {
     char tags[TAGS_TEXT];               /* its ranges as text ("" none) */
     struct rci_pipeline_sub_counters c;
     uint64_t last_sent;                 /* for the interval rate */
+    /* Block: shares it could not take, in order (storage: the thread's
+     * backlog_store, slot * backlog_cap; set at its join). */
+    struct rci_share_backlog backlog;
+    bool backlog_full_counted;          /* this wait on its full backlog is counted */
 };
 
 struct sub_record {
@@ -101,7 +106,8 @@ struct send_token {
  * like every counter of this file: common/counter.h). */
 struct pub_totals {
     rci_counter no_subscriber, published, shares, sent, bytes_sent, dropped, failed,
-        unsent, unread_at_leave, blocked, table_errors, abandoned, cut_off, kicked, cut_by_allow;
+        unsent, unread_at_leave, blocked, table_errors, abandoned, cut_off, kicked, cut_by_allow,
+        deferred, backlog_full_waits, deferred_now, deferred_high_water;
 };
 
 /* A lane's queue element: the chunk with the key its shares give back when
@@ -199,6 +205,7 @@ struct view_sub {
     struct sub_record r;
     bool active;
     uint32_t outstanding;
+    uint32_t deferred;
     uint64_t oldest_age_ns;
 };
 struct thread_view {
@@ -224,11 +231,18 @@ struct publish_thread {
     uint32_t ndeparted;
     rci_counter departed_untracked;
     _Atomic unsigned subscribed, connected;
+    unsigned nsubscribed;               /* subscribed, for this thread's own reads */
 
     bool pages_filling;                 /* some subscriber's page_filling is set */
     struct send_token *tokens;
     uint32_t ntokens, free_token;
     uint32_t sub_send_limit;            /* zero-copy shares outstanding per subscriber */
+    /* Block backlogs (pipeline/share_backlog.h): backlog_cap entries per
+     * subscriber slot, allocated at init; deferred_now: entries in all of
+     * them (0: the per-share check is one compare of this plain field). */
+    struct rci_deferred_share *backlog_store;
+    uint32_t backlog_cap;
+    uint32_t deferred_now;
     enum { BEHIND_LIMIT, BEHIND_AGE, BEHIND_QUOTA } behind;  /* why send_share last said -EAGAIN */
     uint64_t last_stall_check_ns;
 

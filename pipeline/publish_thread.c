@@ -27,6 +27,8 @@
 
 /* ---- subscribers ----------------------------------------------------------- */
 
+static void backlog_settle_all(struct publish_thread *th, struct pub_sub *s);
+
 static struct pub_sub *sub_of_peer(struct publish_thread *th, rci_peer_id peer)
 {
     for (uint32_t i = 0; i < th->nsubs_max; i++)
@@ -53,6 +55,7 @@ static void update_subscribed(struct publish_thread *th)
         connected += th->subs[i].in_use;
         subscribed += th->subs[i].in_use && th->subs[i].nranges > 0;
     }
+    th->nsubscribed = subscribed;
     atomic_store_explicit(&th->subscribed, subscribed, memory_order_release);
     atomic_store_explicit(&th->connected, connected, memory_order_release);
 }
@@ -65,6 +68,8 @@ static void sub_join(struct publish_thread *th, rci_peer_id peer)
         if (s->in_use)
             continue;
         memset(s, 0, sizeof *s);
+        rci_share_backlog_init(&s->backlog, th->backlog_store ? th->backlog_store + (size_t)slot * th->backlog_cap : NULL,
+                               th->backlog_cap);
         s->in_use = true;
         s->peer = peer;
         th->slot_gen[slot] = (th->slot_gen[slot] + 1) & SUB_GEN_MASK;
@@ -214,15 +219,18 @@ static void sub_leave(struct publish_thread *th, rci_peer_id peer)
         rci_counter_add(&th->t.table_errors, 1);
         pl_warn(th->pb, "subscriber %s: removing it from the table failed: %s", s->name, strerror(-rc));
     }
+    backlog_settle_all(th, s);   /* before its record is kept: they count as not sent */
     char unread[96] = "";
     if (count_unread_at_leave(th, s))
         snprintf(unread, sizeof unread, "; never read %" PRIu64 " (it handled %" PRIu64 ")",
                  s->c.chunks_unread_at_leave, s->c.chunks_handled);
     pl_info(th->pb, "subscriber %s left%s: sent %" PRIu64 ", dropped %" PRIu64 " (by age %" PRIu64 ", by quota %" PRIu64
-            "), failed %" PRIu64 ", not sent %" PRIu64 "%s; tags %s", s->name,
+            "), failed %" PRIu64 ", not sent %" PRIu64 "%s, deferred %" PRIu64 " (at most %" PRIu64
+            " at once); tags %s", s->name,
             s->cut ? " (cut off)" : s->said_bye ? " (BYE)" : "", s->c.chunks_sent,
             s->c.chunks_dropped, s->c.dropped_by_age, s->c.dropped_by_quota, s->c.chunks_failed,
-            s->c.shares_unsent, unread, s->tags[0] ? s->tags : "none");
+            s->c.shares_unsent, unread, s->c.shares_deferred, s->c.deferred_high_water,
+            s->tags[0] ? s->tags : "none");
     keep_departed(th, s);
     free(s->ranges);
     s->ranges = NULL;
@@ -260,6 +268,16 @@ void rci_publish_lane_release(void *ctx, uint64_t key)
         rci_fanout_done(c->fanout, key);   /* this thread's share of the card-level record */
     else
         rci_readout_release(c->readout, key);
+}
+
+/* A share is done whose lane may have moved on: `direct` (the chunk's only
+ * share on this thread) gives the key back, else its fan-out send handle. */
+static void settle_handle(struct publish_lane *lane, bool direct, uint64_t handle)
+{
+    if (direct)
+        rci_publish_lane_release(lane, handle);
+    else
+        rci_fanout_done(lane->fanout, handle);
 }
 
 /* Share i of the lane's current chunk is done (sent, copied, dropped or
@@ -309,10 +327,7 @@ static void on_send_complete(void *arg, uint64_t key, int status)
     count_share(th, s, tok->bytes, status);
     if (s)
         s->outstanding--;
-    if (tok->direct)
-        rci_publish_lane_release(tok->lane, tok->handle);
-    else
-        rci_fanout_done(tok->lane->fanout, tok->handle);
+    settle_handle(tok->lane, tok->direct, tok->handle);
     tok->next_free = th->free_token;
     th->free_token = (uint32_t)key;
 }
@@ -344,16 +359,16 @@ static bool use_buffered(const struct publish_thread *th, const struct rci_chunk
     }
 }
 
-/* Send the lane's current chunk to s under key `tok_index`. 0: the
+/* Send chunk to s under key `tok_index`, buffered or zero copy (gather:
+ * mode auto's gather-copy allowed) as decided when it was begun. 0: the
  * publisher holds the share (it completes through on_send_complete); 1: the
  * chunk was copied into the subscriber's page (buffered): the share is done;
  * <0: nothing sent. */
-static int post_share(struct publish_thread *th, struct publish_lane *lane, struct pub_sub *s,
-                      uint32_t tok_index)
+static int post_share(struct publish_thread *th, struct pub_sub *s, const struct rci_chunk *chunk,
+                      bool buffered, bool gather, uint32_t tok_index)
 {
-    const struct rci_chunk *chunk = lane->cur;
     unsigned n = build_iov(th, chunk);
-    if (lane->cur_buffered) {
+    if (buffered) {
         int rc = rci_publisher_send_buffered(th->pub, s->peer, chunk->tag, chunk->flags, th->iov, n);
         if (rc == 0) {
             s->page_filling = true;
@@ -371,7 +386,7 @@ static int post_share(struct publish_thread *th, struct publish_lane *lane, stru
             return rc;
         s->page_filling = false;
     }
-    if (lane->cur_gather)
+    if (gather)
         return rci_publisher_send_gather(th->pub, s->peer, chunk->tag, chunk->flags, th->iov, n, tok_index);
     return rci_publisher_send(th->pub, s->peer, chunk->tag, chunk->flags, th->iov, n, tok_index);
 }
@@ -401,56 +416,89 @@ static bool behind_at_limit(struct publish_thread *th, const struct pub_sub *s)
            rci_publisher_peer_oldest_age(th->pub, s->peer) >= d->slow_drop_after_ns / 2;
 }
 
+/* May s take a share now? 0: yes; -EAGAIN: it is behind (th->behind says
+ * why: its oldest share is older than slow_drop_after, or it holds all it
+ * may and behind_at_limit); -ENOBUFS: it holds all it may (sub_send_limit
+ * shares) but is not behind: wait for it, or under block defer the share to
+ * its backlog; -EBUSY: no token free (everyone waits a moment). */
+static int sub_can_take(struct publish_thread *th, const struct pub_sub *s)
+{
+    th->behind = BEHIND_LIMIT;
+    if (s->outstanding >= th->sub_send_limit)
+        return behind_at_limit(th, s) ? -EAGAIN : -ENOBUFS;
+    th->behind = BEHIND_AGE;
+    if (behind_by_age(th, s))
+        return -EAGAIN;
+    th->behind = BEHIND_QUOTA;
+    return th->free_token == UINT32_MAX ? -EBUSY : 0;
+}
+
+/* The publisher refused a share to s (rc < 0 from post_share): -ENOBUFS, it
+ * holds its fair share of slots, pages, tx queue or RMA ring: as at its
+ * limit (behind, or only busy); -EAGAIN, a pool or the provider's queue is
+ * empty for everyone: -EBUSY. */
+static int publisher_refusal(struct publish_thread *th, const struct pub_sub *s, int rc)
+{
+    if (rc == -ENOBUFS)
+        return behind_at_limit(th, s) ? -EAGAIN : -ENOBUFS;
+    return rc == -EAGAIN ? -EBUSY : rc;
+}
+
+/* The publisher holds a zero-copy share under token k: remember how it
+ * settles (on_send_complete). */
+static void track_share(struct publish_thread *th, struct pub_sub *s, uint32_t k, struct publish_lane *lane,
+                        bool direct, uint64_t handle, uint32_t bytes)
+{
+    struct send_token *tok = &th->tokens[k];
+    th->free_token = tok->next_free;
+    tok->direct = direct;
+    tok->handle = handle;
+    tok->lane = lane;
+    tok->table_id = s->table_id;
+    tok->bytes = bytes;
+    s->outstanding++;
+}
+
 /* Send share i of the lane's current chunk. 0: posted (it completes through
  * on_send_complete); -ENOTCONN: its subscriber left; -EAGAIN: that
- * subscriber is behind (th->behind says why: its oldest share is older
- * than slow_drop_after, or it holds all it may, behind_at_limit); -EBUSY:
- * wait a moment: the publisher said -EAGAIN (a pool or the provider's queue
- * is empty), or the subscriber holds all it may but keeps up; other:
- * refused. Only on 0 does the share belong to the publisher. */
+ * subscriber is behind (th->behind says why); -ENOBUFS: it holds all it
+ * may but keeps up (wait, or under block defer it: defer_share), or it has
+ * deferred shares, which go first; -EBUSY: wait a moment: a pool or the
+ * provider's queue is empty; other: refused. Only on 0 does the share
+ * belong to the publisher. */
 static int send_share(struct publish_thread *th, struct publish_lane *lane, unsigned i)
 {
     struct pub_sub *s = sub_of_table_id(th, lane->cur_subs[i]);
     if (!s || s->cut)
         return -ENOTCONN;
-    th->behind = BEHIND_LIMIT;
-    if (s->outstanding >= th->sub_send_limit)
-        return behind_at_limit(th, s) ? -EAGAIN : -EBUSY;
-    th->behind = BEHIND_AGE;
-    if (behind_by_age(th, s))
-        return -EAGAIN;
-    th->behind = BEHIND_QUOTA;
-    if (th->free_token == UINT32_MAX)
-        return -EBUSY;
+    /* Its deferred shares go first (its order is kept). One compare of a
+     * plain field while no backlog holds anything. */
+    if (th->deferred_now && !rci_share_backlog_empty(&s->backlog))
+        return -ENOBUFS;
+    int rc = sub_can_take(th, s);
+    if (rc != 0)
+        return rc;
     /* No callback runs inside a send (net/publisher.h): the token is taken
      * only once the publisher holds the share. */
     uint32_t k = th->free_token;
-    int rc = post_share(th, lane, s, k);
+    rc = post_share(th, s, lane->cur, lane->cur_buffered, lane->cur_gather, k);
     if (rc == 1) {  /* copied: lane->cur may be released by this share_done */
         count_share(th, s, lane->cur->length, 0);
         share_done(lane, i);
         return 0;
     }
     if (rc == 0) {
-        struct send_token *tok = &th->tokens[k];
-        th->free_token = tok->next_free;
-        tok->direct = lane->cur_direct;
-        tok->handle = lane->cur_direct ? lane->cur_key : rci_fanout_send_handle(lane->cur_first, i);
-        tok->lane = lane;
-        tok->table_id = s->table_id;
-        tok->bytes = lane->cur->length;
-        s->outstanding++;
+        track_share(th, s, k, lane, lane->cur_direct,
+                    lane->cur_direct ? lane->cur_key : rci_fanout_send_handle(lane->cur_first, i),
+                    lane->cur->length);
         return 0;
     }
-    if (rc == -ENOBUFS)
-        return behind_at_limit(th, s) ? -EAGAIN : -EBUSY;
-    return rc == -EAGAIN ? -EBUSY : rc;
+    return publisher_refusal(th, s, rc);
 }
 
-/* A share that will not be sent: count it against its subscriber, complete it. */
-static void share_not_sent(struct publish_thread *th, struct publish_lane *lane, unsigned i, int why)
+/* A share that will not be sent: count it against its subscriber (s may be NULL). */
+static void count_not_sent(struct publish_thread *th, struct pub_sub *s, int why)
 {
-    struct pub_sub *s = sub_of_table_id(th, lane->cur_subs[i]);
     if (why == -EAGAIN) {
         rci_counter_add(&th->t.dropped, 1);
         if (s) {
@@ -470,7 +518,132 @@ static void share_not_sent(struct publish_thread *th, struct publish_lane *lane,
                     rci_publisher_last_error(th->pub));
         }
     }
+}
+
+/* Share i of the lane's current chunk will not be sent: count it, complete it. */
+static void share_not_sent(struct publish_thread *th, struct publish_lane *lane, unsigned i, int why)
+{
+    count_not_sent(th, sub_of_table_id(th, lane->cur_subs[i]), why);
     share_done(lane, i);
+}
+
+/* ---- block backlogs (pipeline/share_backlog.h) ------------------------------ */
+
+static void deferred_changed(struct publish_thread *th, uint32_t now)
+{
+    th->deferred_now = now;
+    rci_counter_set(&th->t.deferred_now, now);
+    if (now > rci_counter_get(&th->t.deferred_high_water))
+        rci_counter_set(&th->t.deferred_high_water, now);
+}
+
+/* slow_policy = block, share i of the lane's current chunk: its subscriber
+ * cannot take it now (send_share said -ENOBUFS). Put it in the subscriber's
+ * backlog so the lane goes on with the others; false when the backlog is full
+ * (or there is none, block_backlog = 0, or it is the only subscriber of the
+ * thread): the lane waits for it as before.
+ * A full backlog's wait is counted once until the backlog moves again. */
+static bool defer_share(struct publish_thread *th, struct publish_lane *lane, unsigned i)
+{
+    struct pub_sub *s = sub_of_table_id(th, lane->cur_subs[i]);
+    /* Alone on its thread nobody would gain: waiting costs less. */
+    if (!s || s->backlog.cap == 0 || th->nsubscribed < 2)
+        return false;
+    struct rci_deferred_share d = {
+        .chunk = lane->cur, .lane = lane, .direct = lane->cur_direct,
+        .handle = lane->cur_direct ? lane->cur_key : rci_fanout_send_handle(lane->cur_first, i),
+        .buffered = lane->cur_buffered, .gather = lane->cur_gather,
+    };
+    if (!rci_share_backlog_push(&s->backlog, &d)) {
+        if (!s->backlog_full_counted) {
+            s->backlog_full_counted = true;
+            s->c.backlog_full_waits++;
+            rci_counter_add(&th->t.backlog_full_waits, 1);
+        }
+        return false;
+    }
+    s->c.shares_deferred++;
+    s->c.deferred_high_water = s->backlog.high_water;
+    rci_counter_add(&th->t.deferred, 1);
+    deferred_changed(th, th->deferred_now + 1);
+    return true;
+}
+
+/* Post the oldest deferred share of s. Results as send_share's. */
+static int post_deferred(struct publish_thread *th, struct pub_sub *s, const struct rci_deferred_share *d)
+{
+    if (s->cut)
+        return -ENOTCONN;
+    int rc = sub_can_take(th, s);
+    if (rc != 0)
+        return rc;
+    uint32_t k = th->free_token;
+    rc = post_share(th, s, d->chunk, d->buffered, d->gather, k);
+    if (rc == 1) {
+        count_share(th, s, d->chunk->length, 0);
+        settle_handle(d->lane, d->direct, d->handle);
+        return 0;
+    }
+    if (rc == 0) {
+        track_share(th, s, k, d->lane, d->direct, d->handle, d->chunk->length);
+        return 0;
+    }
+    return publisher_refusal(th, s, rc);
+}
+
+static void backlog_pop(struct publish_thread *th, struct pub_sub *s)
+{
+    rci_share_backlog_pop(&s->backlog);
+    s->backlog_full_counted = false;
+    deferred_changed(th, th->deferred_now - 1);
+}
+
+/* Send from s's backlog, oldest first, until it cannot take more. Under drop
+ * (a reload changed the policy) what it cannot take now is dropped, counted,
+ * as a new share would be; congestion (-EBUSY) waits either way. A share
+ * refused or for a subscriber cut off is settled and counted as today. */
+static unsigned drain_backlog(struct publish_thread *th, struct pub_sub *s)
+{
+    bool drop = th->live.slow_policy == RCI_SLOW_DROP;
+    unsigned moved = 0;
+    struct rci_deferred_share *d;
+    while ((d = rci_share_backlog_head(&s->backlog)) != NULL) {
+        int rc = post_deferred(th, s, d);
+        if (rc == -EBUSY || (rc == -ENOBUFS && !drop))
+            break;
+        if (rc == -ENOBUFS)
+            rc = -EAGAIN;   /* drop: behind at its limit */
+        if (rc != 0) {
+            count_not_sent(th, s, rc);
+            settle_handle(d->lane, d->direct, d->handle);
+        }
+        backlog_pop(th, s);
+        moved++;
+    }
+    return moved;
+}
+
+/* Each turn of the loop, before new chunks: the backlogs. */
+static unsigned drain_backlogs(struct publish_thread *th)
+{
+    unsigned moved = 0;
+    for (uint32_t i = 0; th->deferred_now && i < th->nsubs_max; i++)
+        if (th->subs[i].in_use && !rci_share_backlog_empty(&th->subs[i].backlog))
+            moved += drain_backlog(th, &th->subs[i]);
+    return moved;
+}
+
+/* s was cut off, closed, left, or the thread ends: its deferred shares will
+ * not be sent. Each is counted as not sent (shares_unsent) and settled once,
+ * so its key comes back. */
+static void backlog_settle_all(struct publish_thread *th, struct pub_sub *s)
+{
+    struct rci_deferred_share *d;
+    while ((d = rci_share_backlog_head(&s->backlog)) != NULL) {
+        count_not_sent(th, s, -ENOTCONN);
+        settle_handle(d->lane, d->direct, d->handle);
+        backlog_pop(th, s);
+    }
 }
 
 /* The age bound of the slow policy: a subscriber whose oldest share has
@@ -502,13 +675,15 @@ static void cut_stalled(struct publish_thread *th, uint64_t now)
         s->c.cut_off_age_ns = age;
         rci_counter_add(&th->t.cut_off, 1);
         pl_warn(th->pb, "subscriber %s cut off: its oldest share waited %.0f ms for the provider, more than "
-                "%s = %.0f ms (slow_policy = %s); sent %" PRIu64 ", dropped %" PRIu64 ", outstanding %u",
+                "%s = %.0f ms (slow_policy = %s); sent %" PRIu64 ", dropped %" PRIu64 ", outstanding %u"
+                ", deferred %u (not sent)",
                 s->name, (double)age / 1e6, drop ? "slow_cut_after" : "block_cut_after",
                 (double)limit / 1e6, drop ? "drop" : "block", s->c.chunks_sent, s->c.chunks_dropped,
-                s->outstanding);
+                s->outstanding, s->backlog.count);
         int rc = rci_publisher_close_peer(th->pub, s->peer);
         if (rc != 0)
             pl_warn(th->pb, "subscriber %s: closing it failed: %s", s->name, strerror(-rc));
+        backlog_settle_all(th, s);
     }
 }
 
@@ -580,7 +755,9 @@ static int advance_chunk(struct publish_thread *th, struct publish_lane *lane)
     while (lane->cur_next < lane->cur_k) {
         unsigned i = lane->cur_next;
         int rc = send_share(th, lane, i);
-        if (rc == -EBUSY || (rc == -EAGAIN && block))
+        if (rc == -ENOBUFS && block && defer_share(th, lane, i))
+            rc = 0;   /* in its subscriber's backlog now: the others go on */
+        if (rc == -EBUSY || rc == -ENOBUFS || (rc == -EAGAIN && block))
             return -EAGAIN;
         if (rc != 0)
             share_not_sent(th, lane, i, rc);
@@ -649,9 +826,9 @@ static void log_thread_stats(struct publish_thread *th, uint64_t now)
         if (!s->in_use)
             continue;
         pl_info_unlimited(th->pb, "subscriber %s: %.3f Mchunk/s | sent %" PRIu64 " dropped %" PRIu64 " (by age %" PRIu64
-                ", by quota %" PRIu64 ") failed %" PRIu64 " | outstanding %u, oldest %.1f ms | tags %s", s->name,
-                (double)(s->c.chunks_sent - s->last_sent) / dt / 1e6, s->c.chunks_sent, s->c.chunks_dropped,
-                s->c.dropped_by_age, s->c.dropped_by_quota, s->c.chunks_failed, s->outstanding,
+                ", by quota %" PRIu64 ") failed %" PRIu64 " | outstanding %u, deferred %u, oldest %.1f ms | tags %s",
+                s->name, (double)(s->c.chunks_sent - s->last_sent) / dt / 1e6, s->c.chunks_sent, s->c.chunks_dropped,
+                s->c.dropped_by_age, s->c.dropped_by_quota, s->c.chunks_failed, s->outstanding, s->backlog.count,
                 (double)rci_publisher_peer_oldest_age(th->pub, s->peer) / 1e6, s->nranges ? s->tags : "none");
         s->last_sent = s->c.chunks_sent;
     }
@@ -681,6 +858,7 @@ static void view_copy(struct publish_thread *th, struct thread_view *v)
         o->r.c = s->c;
         o->active = true;
         o->outstanding = s->outstanding;
+        o->deferred = s->backlog.count;
         o->oldest_age_ns = th->pub ? rci_publisher_peer_oldest_age(th->pub, s->peer) : 0;
     }
 }
@@ -766,6 +944,9 @@ static void publisher_finish(struct publish_thread *th)
     struct rci_pipeline *pb = th->pb;
     for (unsigned i = 0; i < pb->ncards; i++)
         abandon_queued(th, &pb->cards[i].lanes[th->index]);
+    for (uint32_t i = 0; i < th->nsubs_max; i++)
+        if (th->subs[i].in_use)
+            backlog_settle_all(th, &th->subs[i]);
     flush_pages(th);
     linger(th);
     rci_publisher_get_stats(th->pub, &th->final_stats);
@@ -813,6 +994,7 @@ static void close_by_control(struct publish_thread *th, struct pub_sub *s, const
     int rc = rci_publisher_close_peer(th->pub, s->peer);
     if (rc != 0)
         pl_warn(th->pb, "subscriber %s: closing it failed: %s", s->name, strerror(-rc));
+    backlog_settle_all(th, s);
 }
 
 /* A new allow list: new connections are checked against it, subscribers it
@@ -871,6 +1053,7 @@ static void list_subscribers(struct publish_thread *th, struct ctl_request *r)
             o->last[k] = s->ranges[k].last;
         }
         o->outstanding = s->outstanding;
+        o->deferred = s->backlog.count;
         o->oldest_age_ns = rci_publisher_peer_oldest_age(th->pub, s->peer);
         o->chunks_sent = s->c.chunks_sent;
         o->bytes_sent = s->c.bytes_sent;
@@ -934,10 +1117,13 @@ void rci_publish_thread_wake(struct publish_thread *th)
         rci_shared_counter_add(&th->doorbell_rings, 1);
 }
 
-/* A chunk queued or being sent (perhaps waiting for its subscriber). */
+/* A chunk queued or being sent (perhaps waiting for its subscriber, or
+ * deferred in a subscriber's backlog). */
 static bool lanes_hold_chunks(struct publish_thread *th)
 {
     struct rci_pipeline *pb = th->pb;
+    if (th->deferred_now)
+        return true;
     for (unsigned i = 0; i < pb->ncards; i++) {
         const struct publish_lane *lane = &pb->cards[i].lanes[th->index];
         if (lane->cur || lane->batch_pos < lane->batch_len || rci_chunk_queue_count(lane->queue) > 0)
@@ -1097,7 +1283,7 @@ void *rci_publish_thread_main(void *arg)
         rci_counter_add(&th->heartbeat, 1);
         serve_control(th);
         uint64_t interval = th->live.stats_interval_ns;
-        unsigned work = 0;
+        unsigned work = drain_backlogs(th);
         for (unsigned i = 0; i < pb->ncards; i++)
             work += pump_lane(th, &pb->cards[i].lanes[th->index]);
         int rc = work ? rci_publisher_progress(th->pub) : sleep_or_wait(th, hang_at);
@@ -1165,6 +1351,16 @@ int rci_publish_thread_init(struct publish_thread *th, struct rci_pipeline *pb, 
     th->doorbell_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (th->doorbell_fd < 0)   /* the thread then waits as before: at most IDLE_WAIT_NS */
         pl_warn(pb, "publisher %u: no doorbell (eventfd: %s): its idle waits stay short", index, strerror(errno));
+    /* Block backlogs, allocated once (pipeline/share_backlog.h). */
+    th->backlog_cap = pb->params.block_backlog;
+    if (th->backlog_cap)
+        th->backlog_store = calloc((size_t)th->nsubs_max * th->backlog_cap, sizeof *th->backlog_store);
+    if (th->backlog_cap && !th->backlog_store) {
+        rci_set_err(err, errlen, "publisher %u: out of memory for block backlogs (%u subscribers x "
+                    "block_backlog = %u shares of %zu bytes)", index, th->nsubs_max, th->backlog_cap,
+                    sizeof *th->backlog_store);
+        return -ENOMEM;
+    }
     if (!th->subs || !th->slot_gen || !th->departed || !th->view.subs || create_tokens(th, fp) != 0) {
         rci_set_err(err, errlen, "publisher %u: out of memory", index);
         return -ENOMEM;
@@ -1195,6 +1391,8 @@ void rci_publish_thread_fini(struct publish_thread *th)
     free(th->view.subs);
     th->view.subs = NULL;
     free(th->tokens);
+    free(th->backlog_store);
+    th->backlog_store = NULL;
     free(th->iov);
     if (th->doorbell_fd >= 0)
         close(th->doorbell_fd);

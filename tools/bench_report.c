@@ -243,7 +243,7 @@ static void target_buffered_rate(const struct rci_bench_report *r, FILE *out)
 static void target_hygiene(const struct rci_bench_report *r, FILE *out)
 {
     struct target_line t;
-    char point[64], size[32];
+    char point[64], size[32], shown[64];
     target_begin(&t, r, out, "zero_copy_hygiene",
                  "zero copy steady state, 0 allocations and 0 payload bytes copied per chunk");
     for (unsigned i = 0; i < r->nrows; i++) {
@@ -252,7 +252,12 @@ static void target_hygiene(const struct rci_bench_report *r, FILE *out)
             continue;
         bool pass = w->mallocs_counted && w->mallocs_per_chunk == 0 && w->copied_bytes_per_chunk == 0;
         snprintf(point, sizeof point, "%s/%s", rci_format_size(w->chunk_size, size, sizeof size), w->fill);
-        target_point(&t, point, w->mallocs_per_chunk + w->copied_bytes_per_chunk, 0, pass, "");
+        if (w->mallocs_counted)
+            snprintf(shown, sizeof shown, "%.4g mallocs %.4g B copied", w->mallocs_per_chunk,
+                     w->copied_bytes_per_chunk);
+        else
+            snprintf(shown, sizeof shown, "mallocs not counted, %.4g B copied", w->copied_bytes_per_chunk);
+        target_point(&t, point, w->mallocs_per_chunk + w->copied_bytes_per_chunk, 0, pass, shown);
     }
     target_end(&t);
 }

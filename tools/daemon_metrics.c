@@ -318,6 +318,14 @@ static const struct totals_row totals_rows[] = {
     {"subscribers_kicked", "subscribers_kicked", P(subscribers_kicked), "Subscribers closed by ringcast-ctl kick"},
     {"subscribers_cut_by_allow", "subscribers_cut_by_allow", P(subscribers_cut_by_allow), "Subscribers closed because a reloaded allow list excludes them"},
     {"doorbell_rings", "doorbell_rings", P(doorbell_rings), "Wake-ups of this thread from its idle sleep by a queued chunk or request"},
+    {"shares_deferred", "shares_deferred", P(shares_deferred), "slow_policy = block: shares put in their subscriber's backlog while it could not take them (the others went on)"},
+    {"backlog_full_waits", "backlog_full_waits", P(backlog_full_waits), "slow_policy = block: times a subscriber's full backlog made its lane wait"},
+};
+
+/* A thread's gauges (json: publishers[] only: the totals have no sum of them). */
+static const struct totals_row thread_gauge_rows[] = {
+    {"deferred_shares", "shares_deferred_now", P(shares_deferred_now), "Shares in the thread's block backlogs now"},
+    {"deferred_high_water", "deferred_high_water", P(deferred_high_water), "The most shares in the thread's block backlogs at once"},
 };
 #undef P
 
@@ -325,6 +333,51 @@ static void thread_labels(const struct rci_pipeline *pb, unsigned t, char *threa
 {
     snprintf(thread, 12, "%u", t);
     snprintf(port, 12, "%u", rci_pipeline_thread_port(pb, t));
+}
+
+/* The publisher threads' registered pools (control buffers, pages): per
+ * thread and class (label use), as the JSON's publisher.pool_USE_* figures. */
+static uint64_t pool_count(const struct rci_mem_class_stats *k) { return k->count; }
+static uint64_t pool_in_use(const struct rci_mem_class_stats *k) { return k->in_use; }
+static uint64_t pool_high_water(const struct rci_mem_class_stats *k) { return k->high_water; }
+static uint64_t pool_exhausted(const struct rci_mem_class_stats *k) { return k->exhausted; }
+
+static const struct pool_row {
+    const char *name, *json, *help;
+    enum rci_prom_type type;
+    uint64_t (*get)(const struct rci_mem_class_stats *k);
+} pool_rows[] = {
+    {"ringcast_fabric_pool_buffers", "count", "Buffers of this class of the publisher's registered pool",
+     RCI_PROM_GAUGE, pool_count},
+    {"ringcast_fabric_pool_in_use", "in_use", "Buffers of the class handed out now (pages filling or in flight, "
+     "control messages in flight, control receives posted)", RCI_PROM_GAUGE, pool_in_use},
+    {"ringcast_fabric_pool_high_water", "high_water", "Most buffers of the class handed out at once",
+     RCI_PROM_GAUGE, pool_high_water},
+    {"ringcast_fabric_pool_exhausted_total", "exhausted", "Gets that found the class empty",
+     RCI_PROM_COUNTER, pool_exhausted},
+};
+
+static int collect_pool(struct rci_prom *p, unsigned n, const struct rci_publisher_stats *ps,
+                        char thread[][12], char port[][12])
+{
+    int rc = 0;
+    for (size_t r = 0; rc == 0 && r < sizeof pool_rows / sizeof pool_rows[0]; r++) {
+        char help[320];
+        snprintf(help, sizeof help, "%s (json: publishers[].publisher.pool_{use}_%s; sum publisher.pool_{use}_%s)",
+                 pool_rows[r].help, pool_rows[r].json, pool_rows[r].json);
+        rc = family(p, pool_rows[r].name, pool_rows[r].type, help);
+        for (unsigned i = 0; rc == 0 && i < n; i++)
+            for (unsigned c = 0; rc == 0 && c < RCI_MEM_CLASSES; c++) {
+                const struct rci_mem_class_stats *k = &ps[i].pool[c];
+                if (!k->count || !k->use)
+                    continue;
+                struct rci_prom_label l[] = {{"thread", thread[i]}, {"port", port[i]}, {"use", k->use}};
+                uint64_t v = pool_rows[r].get(k);
+                rc = pool_rows[r].type == RCI_PROM_COUNTER ? rci_prom_counter(p, l, 3, v)
+                                                          : rci_prom_gauge(p, l, 3, (double)v);
+            }
+    }
+    return rc;
 }
 
 static int collect_threads(const struct rci_daemon_metrics *m, struct rci_prom *p)
@@ -355,6 +408,18 @@ static int collect_threads(const struct rci_daemon_metrics *m, struct rci_prom *
             rc = rci_prom_counter(p, l, 2, v);
         }
     }
+    for (size_t r = 0; rc == 0 && r < sizeof thread_gauge_rows / sizeof thread_gauge_rows[0]; r++) {
+        char name[128], help[256];
+        snprintf(name, sizeof name, "ringcast_publisher_%s", thread_gauge_rows[r].name);
+        snprintf(help, sizeof help, "%s (json: publishers[].%s)", thread_gauge_rows[r].help, thread_gauge_rows[r].json);
+        rc = family(p, name, RCI_PROM_GAUGE, help);
+        for (unsigned i = 0; rc == 0 && i < n; i++) {
+            struct rci_prom_label l[] = {{"thread", thread[i]}, {"port", port[i]}};
+            uint64_t v;
+            memcpy(&v, (const char *)&t[i] + thread_gauge_rows[r].offset, sizeof v);
+            rc = rci_prom_gauge(p, l, 2, (double)v);
+        }
+    }
     if (rc == 0)
         rc = family(p, "ringcast_publisher_loops_total", RCI_PROM_COUNTER,
                     "Turns of the publisher thread's loop: its sign of life for the watchdog");
@@ -373,6 +438,8 @@ static int collect_threads(const struct rci_daemon_metrics *m, struct rci_prom *
     }
     RCI_PUBLISHER_JSON_FIELDS(FABRIC_FAMILY)
 #undef FABRIC_FAMILY
+    if (rc == 0)
+        rc = collect_pool(p, n, ps, thread, port);
     if (rc == 0)
         rc = family(p, "ringcast_fabric_malformed_total", RCI_PROM_COUNTER,
                     "Rejected incoming messages, every kind (json: publishers[].publisher.malformed_total; sum publisher.malformed_total)");
@@ -411,6 +478,10 @@ static const struct sub_row sub_rows[] = {
     {"ringcast_subscriber_chunks_unread_at_leave_total", V_COUNT, "chunks_unread_at_leave", "Chunks sent to it that it never read, by its BYE's count"},
     {"ringcast_subscriber_outstanding_shares", V_GAUGE, NULL, "Zero-copy shares posted to it, not completed: its backlog"},
     {"ringcast_subscriber_oldest_send_age_seconds", V_GAUGE_NS, NULL, "Age of its oldest outstanding send"},
+    {"ringcast_subscriber_shares_deferred_total", V_COUNT, "shares_deferred", "slow_policy = block: shares put in its backlog while it could not take them"},
+    {"ringcast_subscriber_deferred_high_water", V_GAUGE, "deferred_high_water", "The most shares in its block backlog at once"},
+    {"ringcast_subscriber_backlog_full_waits_total", V_COUNT, "backlog_full_waits", "Times its full block backlog made its lane wait"},
+    {"ringcast_subscriber_deferred_shares", V_GAUGE, NULL, "Shares in its block backlog now (not posted yet)"},
 };
 
 struct sub_walk {
@@ -436,7 +507,11 @@ static uint64_t sub_value(const struct rci_pipeline_sub_view *s, size_t row)
     case 11: return s->c.chunks_handled;
     case 12: return s->c.chunks_unread_at_leave;
     case 13: return s->outstanding;
-    default: return s->oldest_age_ns;
+    case 14: return s->oldest_age_ns;
+    case 15: return s->c.shares_deferred;
+    case 16: return s->c.deferred_high_water;
+    case 17: return s->c.backlog_full_waits;
+    default: return s->deferred;
     }
 }
 

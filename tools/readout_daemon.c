@@ -720,9 +720,10 @@ static int control_subscribers(struct daemon *d, json_t *answer, char *err, size
                 snprintf(range, sizeof range, "0x%" PRIx64 "-0x%" PRIx64, s->first[k], s->last[k]);
             json_array_append_new(tags, json_string(range));
         }
-        json_array_append_new(list, json_pack("{s:s, s:i, s:i, s:i, s:o, s:i, s:f, s:I, s:I, s:I, s:I, s:b}",
+        json_array_append_new(list, json_pack("{s:s, s:i, s:i, s:i, s:o, s:i, s:i, s:f, s:I, s:I, s:I, s:I, s:b}",
             "address", s->name, "thread", (int)s->thread, "port", (int)(d->cfg->fabric.port + s->thread),
             "tag_ranges", (int)s->nranges, "tags", tags, "backlog", (int)s->outstanding,
+            "deferred", (int)s->deferred,
             "oldest_ms", (double)s->oldest_age_ns / 1e6, "chunks_sent", (json_int_t)s->chunks_sent,
             "bytes_sent", (json_int_t)s->bytes_sent, "chunks_dropped", (json_int_t)s->chunks_dropped,
             "chunks_failed", (json_int_t)s->chunks_failed, "closing", s->cut));

@@ -48,7 +48,16 @@ static void sleep_ns(uint64_t ns)
 #define MAX_TAG_ITEMS 4096u
 #define RX_BUFFERS 64u   /* receive buffers of the subscriber (the library's default) */
 
-/* A chunk's payload as the pieces of its view (one piece from on_data). */
+/* Receive buffers with --hold N on send delivery: a view of a chunk larger
+ * than one buffer holds one buffer per fragment, and the library gathers
+ * such a chunk only while at most half the buffers are busy; with 2N + 2
+ * the N kept views (and the one being handed on) never hold them all. */
+static uint32_t rx_buffers_for(uint32_t hold)
+{
+    return 2 * hold + 2 > RX_BUFFERS ? 2 * hold + 2 : RX_BUFFERS;
+}
+
+/* A chunk's payload as the pieces of its view. */
 struct payload {
     struct rc_view_piece piece[RC_VIEW_MAX_PIECES];
     unsigned n;
@@ -99,6 +108,7 @@ struct options {
     enum rc_sub_delivery delivery;
     uint64_t rma_ring_size;   /* 0: the library's default */
     uint32_t hold;            /* --hold N: keep the last N views, release them late and out of order */
+    uint32_t hold_ms;         /* --hold-ms MS: none of them goes before it was kept MS ms */
     bool wrong_rma_key;       /* --test-wrong-rma-key: announce a key that is not the ring's */
 };
 
@@ -137,12 +147,21 @@ static void usage(FILE *f)
             "                          has no RMA)\n"
             "  --rma-ring-size B       the RMA ring (default 8388608; multiple of 8, >= 65536)\n"
             "  --hold N                keep the last N chunks' views (1..63 with send delivery,\n"
-            "                          1..4096 with rma; not with --discover): when a new one\n"
+            "                          1..4096 with rma; also with --discover): when a new one\n"
             "                          comes, one of the 8 oldest is released at random (the\n"
             "                          oldest once 2N newer came), so receive buffers or ring\n"
             "                          space are given back late and out of order; --verify\n"
-            "                          checks each again at release. With rma, N chunks must\n"
-            "                          take well under half the ring, or the flow stops\n"
+            "                          checks each again at release. With send, max(64, 2N+2)\n"
+            "                          receive buffers are posted (a chunk larger than one is\n"
+            "                          one view holding a buffer per fragment). With rma, N\n"
+            "                          chunks must take well under half the ring, or the flow\n"
+            "                          stops\n"
+            "  --hold-ms MS            with --hold: a kept view goes only once it was kept MS ms\n"
+            "                          (1..600000): with N kept, a new one is kept as well when\n"
+            "                          the one to go is younger; views beyond N that are old\n"
+            "                          enough go at the next chunk or poll (at most 100 ms\n"
+            "                          apart). So a subscriber holds its buffers or ring for\n"
+            "                          seconds and its flow stops meanwhile (slow-policy tests)\n"
             "  --test-wrong-rma-key    with --delivery rma: announce a wrong key for the ring\n"
             "                          (tests of the publisher's handling of it)\n"
             "  -h, --help              print this help\n"
@@ -303,6 +322,11 @@ static int parse_option(int c, const char *arg, struct options *o)
             return rci_cli_usage_error("ringcast-sub", "--hold '%s': expected a number of chunks 1..4096", arg);
         o->hold = (uint32_t)v;
         return 0;
+    case 'M':
+        if (rci_cli_parse_u64(arg, &v) || v == 0 || v > 600000)
+            return rci_cli_usage_error("ringcast-sub", "--hold-ms '%s': expected milliseconds 1..600000", arg);
+        o->hold_ms = (uint32_t)v;
+        return 0;
     case 'S':
         if (rci_cli_parse_u64(arg, &v) || v == 0)
             return rci_cli_usage_error("ringcast-sub", "--stall-after '%s': expected a number of chunks > 0", arg);
@@ -328,6 +352,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"discover", required_argument, NULL, 'D'}, {"discover-prefix", required_argument, NULL, 'P'},
         {"delivery", required_argument, NULL, 'Y'}, {"rma-ring-size", required_argument, NULL, 'Z'},
         {"hold", required_argument, NULL, 'H'},     {"test-wrong-rma-key", no_argument, NULL, 'K'},
+        {"hold-ms", required_argument, NULL, 'M'},
         {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof *o);
@@ -360,12 +385,12 @@ static int parse_args(int argc, char **argv, struct options *o)
         return rci_cli_usage_error("ringcast-sub", "%s", "--tags LIST is required ('all' for every tag)");
     if (o->latency && o->verify)
         return rci_cli_usage_error("ringcast-sub", "%s", "--latency and --verify exclude each other (a stamp is not the pattern)");
-    if (o->hold && o->discover)
-        return rci_cli_usage_error("ringcast-sub", "%s", "--hold works with --connect only");
-    /* Send delivery: every held chunk may hold its own receive buffer; with
-     * all 64 held nothing more could arrive to release one. */
+    if (o->hold_ms && !o->hold)
+        return rci_cli_usage_error("ringcast-sub", "%s", "--hold-ms needs --hold N");
+    /* Send delivery: every held chunk holds a receive buffer or more; with
+     * all held nothing more could arrive to release one (rx_buffers_for). */
     if (o->hold >= RX_BUFFERS && o->delivery == RC_SUB_DELIVERY_SEND)
-        return rci_cli_usage_error("ringcast-sub", "%s", "--hold with send delivery: at most 63 (64 receive buffers)");
+        return rci_cli_usage_error("ringcast-sub", "%s", "--hold with send delivery: at most 63");
     return 0;
 }
 
@@ -687,6 +712,8 @@ struct results {
     uint64_t chunks, bytes;
     uint64_t gaps, missing, corrupt, duplicates, flagged;
     uint64_t held, held_corrupt;   /* --hold: views kept; of them, changed while kept */
+    uint64_t held_max;             /* --hold: the most kept at once (above N only with --hold-ms) */
+    uint64_t hold_errors;          /* --hold-ms: no memory to keep one more (it went at once) */
     uint64_t table_errors;
     uint64_t first_corrupt_tag;
     long first_corrupt_offset;
@@ -700,9 +727,10 @@ struct app {
     struct record_file out;
     struct rc_sub *sub;
     struct rc_discover *disc;  /* --discover */
-    struct rc_view **held;     /* --hold: o->hold slots, a FIFO from held_head */
+    struct rc_view **held;     /* --hold: held_cap slots (o->hold, more with --hold-ms), a FIFO from held_head */
     uint64_t *held_seq;        /* each one's number among the views kept (its age) */
-    uint32_t nheld, held_head;
+    uint64_t *held_ns;         /* when each was kept (--hold-ms) */
+    uint32_t nheld, held_head, held_cap;
     uint64_t rng;              /* --hold: which one goes (xorshift) */
     bool have_publisher_id;
     uint64_t publisher_id;
@@ -822,13 +850,6 @@ static void handle_chunk(struct app *a, uint64_t tag, uint32_t flags, const stru
         sleep_ns((uint64_t)a->o->slow_us * 1000u);
 }
 
-/* --discover hands chunks as (pointer, length). */
-static void on_data(void *ctx, uint64_t tag, uint32_t flags, const void *data, size_t len)
-{
-    struct payload pl = { .piece = { { data, len } }, .n = 1, .len = len };
-    handle_chunk(ctx, tag, flags, &pl);
-}
-
 static void view_payload(struct rc_view *v, struct payload *pl)
 {
     pl->n = rc_view_piece_count(v);
@@ -863,37 +884,107 @@ static uint32_t next_random(struct app *a, uint32_t below)
     return (uint32_t)(a->rng % below);
 }
 
-/* Keep v; once o->hold are kept, one of the HOLD_WINDOW oldest goes, chosen
- * at random (out of order), or the oldest when it has waited for 2 x hold
- * newer chunks. The age is bounded because a ring gives space back only
- * over its released prefix: one view kept forever would stop the RMA flow. */
+/* Once o->hold are kept, one of the HOLD_WINDOW oldest goes, chosen at
+ * random (out of order), or the oldest when it has waited for 2 x hold newer
+ * chunks. The age is bounded because a ring gives space back only over its
+ * released prefix: one view kept forever would stop the RMA flow. With
+ * --hold-ms none goes before it was kept that long: the pick, else the
+ * oldest, else none (UINT32_MAX). */
 #define HOLD_WINDOW 8u
+static bool kept_long_enough(const struct app *a, uint32_t slot, uint64_t now)
+{
+    return !a->o->hold_ms || now - a->held_ns[slot] >= (uint64_t)a->o->hold_ms * 1000000u;
+}
+
+static uint32_t pick_release(struct app *a, uint64_t now)
+{
+    uint32_t head = a->held_head, pick = head;
+    if (a->r.held - a->held_seq[head] < 2ull * a->o->hold) {
+        uint32_t window = a->nheld < HOLD_WINDOW ? a->nheld : HOLD_WINDOW;
+        pick = (head + next_random(a, window)) % a->held_cap;
+    }
+    if (kept_long_enough(a, pick, now))
+        return pick;
+    return kept_long_enough(a, head, now) ? head : UINT32_MAX;
+}
+
+static void release_slot(struct app *a, uint32_t pick)
+{
+    uint32_t head = a->held_head;
+    release_held(a, a->held[pick]);
+    a->held[pick] = a->held[head];   /* the oldest takes the freed place */
+    a->held_seq[pick] = a->held_seq[head];
+    a->held_ns[pick] = a->held_ns[head];
+    a->held_head = (head + 1) % a->held_cap;
+    a->nheld--;
+}
+
+/* --hold-ms: room for one more view (the FIFO doubles, in order from 0). */
+static bool grow_held(struct app *a)
+{
+    uint32_t cap = a->held_cap * 2;
+    struct rc_view **v = calloc(cap, sizeof *v);
+    uint64_t *seq = calloc(cap, sizeof *seq), *ns = calloc(cap, sizeof *ns);
+    if (!v || !seq || !ns) {
+        free(v);
+        free(seq);
+        free(ns);
+        return false;
+    }
+    for (uint32_t i = 0; i < a->nheld; i++) {
+        uint32_t from = (a->held_head + i) % a->held_cap;
+        v[i] = a->held[from];
+        seq[i] = a->held_seq[from];
+        ns[i] = a->held_ns[from];
+    }
+    free(a->held);
+    free(a->held_seq);
+    free(a->held_ns);
+    a->held = v;
+    a->held_seq = seq;
+    a->held_ns = ns;
+    a->held_head = 0;
+    a->held_cap = cap;
+    return true;
+}
+
+/* Keep v (see pick_release for which one goes to make room). */
 static void hold_view(struct app *a, struct rc_view *v)
 {
-    uint32_t cap = a->o->hold;
-    if (a->nheld == cap) {
-        uint32_t head = a->held_head;
-        uint32_t pick = head;
-        if (a->r.held - a->held_seq[head] < 2ull * cap) {
-            uint32_t window = cap < HOLD_WINDOW ? cap : HOLD_WINDOW;
-            pick = (head + next_random(a, window)) % cap;
-        }
-        release_held(a, a->held[pick]);
-        a->held[pick] = a->held[head];   /* the oldest takes the freed place */
-        a->held_seq[pick] = a->held_seq[head];
-        a->held_head = (head + 1) % cap;
-        a->nheld--;
+    uint64_t now = a->o->hold_ms ? now_ns() : 0;
+    if (a->nheld >= a->o->hold) {
+        uint32_t pick = pick_release(a, now);
+        if (pick != UINT32_MAX)
+            release_slot(a, pick);
     }
-    uint32_t tail = (a->held_head + a->nheld) % cap;
+    if (a->nheld == a->held_cap && !grow_held(a)) {
+        a->r.hold_errors++;   /* not kept: it goes when on_view returns */
+        return;
+    }
+    uint32_t tail = (a->held_head + a->nheld) % a->held_cap;
     a->held[tail] = rc_view_retain(v);
     a->held_seq[tail] = a->r.held++;
-    a->nheld++;
+    a->held_ns[tail] = now;
+    if (++a->nheld > a->r.held_max)
+        a->r.held_max = a->nheld;
+}
+
+/* --hold-ms, between polls: the views beyond N kept long enough go. */
+static void release_aged(struct app *a)
+{
+    uint64_t now = now_ns();
+    while (a->nheld > a->o->hold) {
+        uint32_t pick = pick_release(a, now);
+        if (pick == UINT32_MAX)
+            return;
+        release_slot(a, pick);
+    }
 }
 
 static void release_all_held(struct app *a)
 {
     for (uint32_t i = 0; i < a->nheld; i++)
-        release_held(a, a->held[(a->held_head + i) % a->o->hold]);
+        release_held(a, a->held[(a->held_head + i) % a->held_cap]);
     a->nheld = 0;
 }
 
@@ -1010,7 +1101,7 @@ static int setup_discover(struct app *a, const struct options *o, const struct r
     rc_discover_params_default(&dp);
     dp.sub = *sp;
     dp.ctx = a;
-    dp.on_data = on_data;
+    dp.on_view = on_view;   /* as with --connect: --out, --verify and --hold read the views */
     dp.on_event = on_discover_event;
     snprintf(dp.url, sizeof dp.url, "%s", o->discover);
     snprintf(dp.prefix, sizeof dp.prefix, "%s", o->discover_prefix);
@@ -1077,6 +1168,24 @@ static struct tag_state *sorted_tags(const struct tag_table *t, size_t *n)
     return v;
 }
 
+/* The subscriber's registered pool, per class with buffers (--connect: the
+ * one connection's; --discover sums no pools, each connection has its own). */
+static void print_pool_json(const struct rc_sub_stats *st)
+{
+    printf(",\"pool\":[");
+    const char *sep = "";
+    for (unsigned c = 0; c < RC_SUB_POOL_CLASSES; c++) {
+        const struct rc_sub_pool_class *k = &st->pool[c];
+        if (!k->count)
+            continue;
+        printf("%s{\"use\":\"%s\",\"size\":%" PRIu64 ",\"count\":%" PRIu64 ",\"in_use\":%" PRIu64
+               ",\"high_water\":%" PRIu64 ",\"gets\":%" PRIu64 ",\"exhausted\":%" PRIu64 "}",
+               sep, k->use, k->size, k->count, k->in_use, k->high_water, k->gets, k->exhausted);
+        sep = ",";
+    }
+    printf("]");
+}
+
 static void print_json(const struct app *a, const struct rc_sub_stats *st, double seconds)
 {
     const struct results *r = &a->r;
@@ -1106,11 +1215,16 @@ static void print_json(const struct app *a, const struct rc_sub_stats *st, doubl
            a->o->delivery == RC_SUB_DELIVERY_RMA ? "rma" : "send", st->rma_records, st->rma_bytes,
            st->rma_fallbacks, st->rma_bad_records, st->rma_reordered, st->rma_credits_sent,
            st->rma_skipped_bytes);
+    printf(",\"hold_ms\":%u,\"held_max\":%" PRIu64 ",\"hold_errors\":%" PRIu64, (unsigned)a->o->hold_ms,
+           r->held_max, r->hold_errors);
     printf(",\"hold\":%u,\"held\":%" PRIu64 ",\"held_corrupt\":%" PRIu64 ",\"views_outstanding\":%" PRIu64
            ",\"views_allocated\":%" PRIu64 ",\"view_failures\":%" PRIu64 ",\"rma_chunks_gathered\":%" PRIu64
            ",\"rma_chunks_copied\":%" PRIu64 ",\"rma_ring_busy\":%" PRIu64,
            (unsigned)a->o->hold, r->held, r->held_corrupt, st->views_outstanding, st->views_allocated,
            st->view_failures, st->rma_chunks_gathered, st->rma_chunks_copied, st->rma_ring_busy);
+    printf(",\"chunks_gathered\":%" PRIu64 ",\"chunks_reassembled_copied\":%" PRIu64 ",\"rx_buffers_held\":%" PRIu64,
+           st->chunks_gathered, st->chunks_reassembled_copied, st->rx_buffers_held);
+    print_pool_json(st);
     printf(",\"malformed\":{");
     for (unsigned k = 1; k < RC_SUB_MALFORMED_KINDS; k++)
         printf("%s\"%s\":%" PRIu64, k > 1 ? "," : "", rc_sub_malformed_name(k), st->malformed[k]);
@@ -1171,6 +1285,16 @@ static void print_text(const struct app *a, const struct rc_sub_stats *st, doubl
     if (a->o->delivery == RC_SUB_DELIVERY_RMA && !a->disc)
         printf("rma: %" PRIu64 " chunks of several records as one view (no copy), %" PRIu64 " copied\n",
                st->rma_chunks_gathered, st->rma_chunks_copied);
+    if (!a->disc && (st->chunks_gathered || st->chunks_reassembled_copied))
+        printf("fragments: %" PRIu64 " chunks larger than a receive buffer as one view (no copy), %" PRIu64
+               " copied\n", st->chunks_gathered, st->chunks_reassembled_copied);
+    for (unsigned c = 0; c < RC_SUB_POOL_CLASSES; c++) {
+        const struct rc_sub_pool_class *k = &st->pool[c];
+        if (k->count)
+            printf("pool %s: %" PRIu64 " x %" PRIu64 " B, %" PRIu64 " in use, high-water %" PRIu64
+                   ", %" PRIu64 " gets, %" PRIu64 " exhausted\n", k->use, k->count, k->size, k->in_use,
+                   k->high_water, k->gets, k->exhausted);
+    }
     if (a->o->hold)
         printf("hold: %" PRIu64 " views kept (last %u, released out of order), %" PRIu64
                " changed while kept; %" PRIu64 " views still out at the end\n", r->held,
@@ -1223,6 +1347,8 @@ static void run(struct app *a)
             rc_discover_poll(a->disc, 100000000ull);
         else
             rc_sub_poll(a->sub, 100000000ull);   /* connection trouble is retried inside */
+        if (o->hold_ms)
+            release_aged(a);
         double now = now_s();
         if (o->duration > 0 && now - start >= o->duration)
             break;
@@ -1253,21 +1379,23 @@ static int setup(struct app *a, const struct options *o)
         p.test_rma_key_xor = 0x5a5a5a5a00000000ull;   /* far from the keys asked for (1, 2, ...) */
     if (o->rma_ring_size)
         p.rma_ring_size = o->rma_ring_size;
-    if (o->discover)
-        return setup_discover(a, o, &p);
-    p.cb = (struct rc_sub_callbacks){.ctx = a, .on_connect = on_connect,
-                                     .on_disconnect = on_disconnect, .on_resubscribed = on_resubscribed};
-    p.on_view = on_view;   /* chunks as views: --out and --verify read their pieces in place */
-    p.rx_buffers = RX_BUFFERS;
+    p.rx_buffers = o->delivery == RC_SUB_DELIVERY_SEND ? rx_buffers_for(o->hold) : RX_BUFFERS;
     if (o->hold) {
+        a->held_cap = o->hold;
         a->held = calloc(o->hold, sizeof *a->held);
         a->held_seq = calloc(o->hold, sizeof *a->held_seq);
-        if (!a->held || !a->held_seq) {
+        a->held_ns = calloc(o->hold, sizeof *a->held_ns);
+        if (!a->held || !a->held_seq || !a->held_ns) {
             rci_error("--hold %u: out of memory", (unsigned)o->hold);
             return -1;
         }
         a->rng = 0x9e3779b97f4a7c15ull;
     }
+    if (o->discover)
+        return setup_discover(a, o, &p);
+    p.cb = (struct rc_sub_callbacks){.ctx = a, .on_connect = on_connect,
+                                     .on_disconnect = on_disconnect, .on_resubscribed = on_resubscribed};
+    p.on_view = on_view;   /* chunks as views: --out and --verify read their pieces in place */
     char err[256];
     if (rc_sub_create(&p, &a->sub, err, sizeof err)) {
         rci_error("%s", err);
@@ -1332,12 +1460,22 @@ int main(int argc, char **argv)
             status = 1;
         }
     }
+    if (a.r.hold_errors) {
+        rci_error("--hold-ms: %" PRIu64 " views could not be kept (out of memory)", a.r.hold_errors);
+        status = 1;
+    }
     release_all_held(&a);   /* every view goes back before the subscriber */
     if (a.sub)
         rc_sub_get_stats(a.sub, &st);   /* again: views_outstanding is 0 now */
+    if (a.disc) {
+        struct rc_discover_stats ms;
+        rc_discover_get_stats(a.disc, &ms);
+        st.views_outstanding = ms.total.views_outstanding;
+    }
     rc_sub_destroy(a.sub);
     free(a.held);
     free(a.held_seq);
+    free(a.held_ns);
     if (record_file_close(&a.out) != 0)
         status = 1;
     rci_log_flush(true);

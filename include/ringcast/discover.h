@@ -63,6 +63,13 @@ struct rc_discover_params {
     void *ctx;                     /* first argument of the callbacks */
     void (*on_data)(void *ctx, uint64_t tag, uint32_t flags, const void *data, size_t len);
     void (*on_event)(void *ctx, enum rc_discover_event ev, const struct rc_discover_publisher *p);
+    /* Views (ringcast/view.h), as rc_sub_params.on_view: when set, every
+     * chunk goes to on_view() instead of on_data(), as a view the program
+     * may keep (rc_view_retain) and release later from any thread. A
+     * publisher dropped (its entry vanished) while views of it are held
+     * keeps its connection's memory, no longer polled, until the last is
+     * released; release every view before rc_discover_destroy(). */
+    void (*on_view)(void *ctx, struct rc_view *view);
 };
 
 struct rc_discover_stats {
@@ -78,7 +85,8 @@ struct rc_discover_stats {
  * refresh 1 s, callbacks NULL. */
 RC_API void rc_discover_params_default(struct rc_discover_params *p);
 /* Wanted inclusive tag ranges [first[i], last[i]] (copied). No I/O yet.
- * -EINVAL for a bad URL, no on_data or a bad range, with a message in err. */
+ * -EINVAL for a bad URL, neither on_data nor on_view, or a bad range, with a
+ * message in err. */
 RC_API int rc_discover_create(const struct rc_discover_params *p, const uint64_t *first, const uint64_t *last,
                               size_t count, struct rc_discover **out, char *err, size_t errlen);
 /* Look discovery up when due, drive every connection; wait up to

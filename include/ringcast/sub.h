@@ -148,6 +148,8 @@ struct rc_sub_params {
  * rc_sub_malformed_name()). */
 #define RC_SUB_MALFORMED_KINDS 7
 
+#define RC_SUB_POOL_CLASSES 4      /* size classes of the subscriber's memory pool */
+
 struct rc_sub_stats {
     uint64_t messages;             /* valid messages received */
     uint64_t chunks;               /* on_data() / on_view() calls */
@@ -210,6 +212,25 @@ struct rc_sub_stats {
                                     * or more than RC_VIEW_MAX_PIECES records or half the ring) */
     uint64_t rma_ring_busy;        /* connections served by send because views still held
                                     * ring space of an earlier connection */
+    /* Send delivery: chunks larger than one receive buffer (several fragments) */
+    uint64_t chunks_gathered;      /* handed on (on_view) as one view of one piece per fragment,
+                                    * each in its own receive buffer, without copying */
+    uint64_t chunks_reassembled_copied; /* copied into the reassembly buffer instead: on_data, more
+                                    * than RC_VIEW_MAX_PIECES fragments, receive buffers more than
+                                    * half busy with the chunk, or none left to receive its rest */
+    uint64_t rx_buffers_held;      /* receive buffers held by views now (and by a chunk being
+                                    * gathered): posted again only at their last view's release */
+    /* The registered memory pool the receive and control send buffers come
+     * from, per size class (classes without buffers: use "" and count 0). */
+    struct rc_sub_pool_class {
+        char use[24];              /* "receive" (got at create, kept) or "control_send"
+                                    * (taken per message, back at its completion) */
+        uint64_t size, count;      /* buffer size and buffers of the class */
+        uint64_t in_use;           /* buffers handed out now */
+        uint64_t high_water;       /* most handed out at once */
+        uint64_t gets;             /* buffers handed out so far */
+        uint64_t exhausted;        /* gets that found the class empty */
+    } pool[RC_SUB_POOL_CLASSES];
 };
 
 /* Defaults: tcp msg 127.0.0.1:RC_SUB_DEFAULT_PORT (12345, the daemon's), 64 x 64 KiB rx buffers, 16 MiB max

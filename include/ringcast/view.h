@@ -4,18 +4,22 @@
  *
  * A subscriber with rc_sub_params.on_view set hands each chunk to on_view()
  * as a view: tag, flags and the payload as one or more (pointer, length)
- * pieces that point into the subscriber's own memory (a receive buffer on
+ * pieces that point into the subscriber's own memory (receive buffers on
  * send delivery, ring space on RMA delivery, the reassembly buffer for a
- * chunk sent in fragments). The pieces, in order, are the chunk's bytes.
+ * chunk sent in fragments that had to be copied). The pieces, in order,
+ * are the chunk's bytes.
  *
- * Why several pieces: on RMA delivery a chunk larger than one record (or
- * with more card-ring pieces than one remote write carries) arrives as
- * several records, each with its own header in the ring. The subscriber
- * hands such a chunk on as one view whose pieces are the records'
- * payloads, without copying (up to RC_VIEW_MAX_PIECES records; a chunk of
- * more records, or one taking more than half the ring, is copied into one
- * piece, counted in rc_sub_stats.rma_chunks_copied). Every other view has
- * exactly one piece.
+ * Why several pieces: a chunk larger than one receive buffer (send
+ * delivery) arrives as several messages, each in its own buffer; on RMA
+ * delivery a chunk larger than one record (or with more card-ring pieces
+ * than one remote write carries) arrives as several records, each with its
+ * own header in the ring. The subscriber hands such a chunk on as one view
+ * of one piece per fragment, without copying (up to RC_VIEW_MAX_PIECES
+ * fragments). It copies into one piece instead, counted in
+ * rc_sub_stats.chunks_reassembled_copied / rma_chunks_copied, a chunk of
+ * more fragments, one that would make more than half the receive buffers
+ * busy (or leave none to receive its rest), or one taking more than half
+ * the ring. Every other view has exactly one piece.
  *
  * Lifetime: a view passed to on_view() is valid until on_view() returns,
  * unless the program takes a reference with rc_view_retain(); it then stays
@@ -24,10 +28,11 @@
  * slice, which retains its parent) needs one release. The memory behind a
  * view is given back (a receive buffer posted again, RMA ring space
  * credited to the publisher) only after the last reference to it is
- * released, in any order. A program that holds views therefore holds the
- * subscriber's receive capacity: once every receive buffer (send) or the
+ * released, in any order (a view of several fragments holds all their
+ * receive buffers until then). A program that holds views therefore holds
+ * the subscriber's receive capacity: once every receive buffer (send) or the
  * ring (RMA) is held, that subscriber receives nothing more until a
- * release; the publisher treats it as any slow subscriber (its
+ * release (keeping at most rx_buffers / 2 views never holds them all); the publisher treats it as any slow subscriber (its
  * slow_policy: block stalls only this subscriber's flow, drop loses only
  * its chunks, counted at the publisher). Every view must be released
  * before rc_sub_destroy(): memory behind a view held then is freed with

@@ -149,9 +149,10 @@ def compare(mpath, jpath):
     for name, f in fams.items():
         for tag in tags_of(f['help']):
             if tag.startswith('sum '):
-                key = tag[4:]
-                sums[key] = sums.get(key, 0.0) + sum(v for _, v in f['samples'])
-                covered.add(('top', key))
+                for labels, v in f['samples']:   # a {label} in the key: one sum per label value
+                    key = re.sub(r'\{(\w+)\}', lambda m: labels[m.group(1)], tag[4:])
+                    sums[key] = sums.get(key, 0.0) + v
+                    covered.add(('top', key))
                 continue
             where, _, key = tag.rpartition('.') if '[]' in tag else ('top', '', tag)
             for labels, v in f['samples']:

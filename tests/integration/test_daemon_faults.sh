@@ -70,6 +70,7 @@ error_run() { # error_run PROVIDER ENDPOINT
     [ "$(pub "$name" peers_dead)" -ge "$injected" ] || fail "$name: fewer dead peers than errors"
     ok "$name: every error completion declared its subscriber dead"
     expect_gt "$name subscriber reconnects" "$(json_num reconnects "$f")" 0
+    expect_gt "$name subscriber chunks (after the reconnect too)" "$(json_num chunks "$f")" 64
     expect_gt "$name subscriber chunks" "$(json_num chunks "$f")" 0
     expect_eq "$name corrupt chunks" "$(json_num corrupt "$f")" 0
     expect_eq "$name duplicate chunks" "$(json_num duplicates "$f")" 0
@@ -169,6 +170,44 @@ bad_peer_run() { # bad_peer_run PROVIDER ENDPOINT
     PORT=$((PORT + 1))
 }
 
+# A send the provider keeps without writing it (tcp msg; net/README.md,
+# "Stalled sends"): the 100th data message (a gather-copied fragment of a
+# 1 MiB chunk) is reported posted and never handed to the provider. Under
+# slow_policy = block with block_cut_after = 0 its key would hold the card for
+# ever once the ring is full (64 x 1 MiB); the publisher finds the socket's
+# send queue empty at two probes peer_timeout apart and closes the
+# connection: the key comes back, the subscriber reconnects and gets the
+# rest of the run (200 chunks at 50/s), and the daemon exits.
+held_run() {
+    name="held-msg"; n=200
+    start_daemon "$name" -o readout.wait_subscribers=1 -o sim.0.run_chunks=$n -o readout.mode=auto \
+        -o fabric.bounce_buffers=32 -o card.0.max_chunk_pieces=300 -o sim.0.chunk_size_min=1048576 \
+        -o sim.0.chunk_size_max=1048576 -o card.0.ring_size=64M -o readout.slow_policy=block \
+        -o readout.block_cut_after=0 -o fabric.peer_timeout=1s -o fabric.heartbeat=200ms \
+        -o fabric.fault_hold_after=100 -o sim.0.rate=50chunks/s
+    start_sub "$name-sub" tcp msg --verify --duration 40; s=$sub
+    i=0   # without the rule the held key stops the card for ever: 30 s at most
+    while kill -0 "$daemon" 2>/dev/null; do
+        i=$((i + 1)); [ $i -lt 300 ] || { kill -KILL "$daemon" "$s"; cat "$WORK/$name.log"; fail "$name: the run never ended"; }
+        sleep 0.1
+    done
+    wait_daemon "$name"
+    kill -TERM "$s" 2>/dev/null; wait "$s"
+    f="$WORK/$name.json"
+    expect_eq "$name chunks_produced" "$(json_num chunks_produced "$f")" $n
+    expect_eq "$name faults_held" "$(pub "$name" faults_held)" 1
+    expect_eq "$name stalls_provider_held" "$(pub "$name" stalls_provider_held)" 1
+    expect_eq "$name dead_by_provider_stall" "$(pub "$name" dead_by_provider_stall)" 1
+    expect_gt "$name stall_probes" "$(pub "$name" stall_probes)" 1
+    expect_eq "$name bounce buffers back" "$(pub "$name" bounce_free)" 32
+    check_keys_back "$name"
+    f="$WORK/$name-sub.json"
+    expect_gt "$name subscriber reconnects" "$(json_num reconnects "$f")" 0
+    expect_eq "$name subscriber corrupt" "$(json_num corrupt "$f")" 0
+    PORT=$((PORT + 1))
+}
+
+held_run
 for v in "tcp msg" "tcp;ofi_rxm rdm"; do
     set -- $v
     storm_run "$1" "$2"

@@ -79,8 +79,9 @@ fixed_run auto tcp msg 100000 -o readout.mode=auto -o readout.buffered_threshold
     -o sim.0.chunk_size_min=8 -o sim.0.chunk_size_max=600
 # Auto mode above buffered_threshold: chunks of 20-200 KiB span 5-50 blocks, more pieces than a tcp
 # message carries, so they are gather-copied into bounce buffers (net/README.md, "Gather-copy"),
-# verified byte for byte by both subscribers; the copied bytes are counted.
-fixed_run auto-gather tcp msg 3000 -o readout.mode=auto -o fabric.bounce_buffers=32 -o card.0.max_chunk_pieces=64 \
+# verified byte for byte by both subscribers; the copied bytes are counted. (Gather-copy is on by
+# default: [fabric] bounce_buffers = 32.)
+fixed_run auto-gather tcp msg 3000 -o readout.mode=auto -o card.0.max_chunk_pieces=64 \
     -o sim.0.chunk_size_min=20000 -o sim.0.chunk_size_max=200000
 expect_gt "auto-gather gather_sends" "$(json_num gather_sends "$WORK/auto-gather.json")" 3000
 expect_gt "auto-gather gather_bytes" "$(json_num gather_bytes "$WORK/auto-gather.json")" $((2 * 3000 * 20000 - 1))

@@ -5,6 +5,9 @@
 # other subscriber nothing; a slow subscriber under slow_policy = drop loses
 # chunks (counted exactly) while the other gets all of them; under block
 # (the default) nobody loses anything and the card is stalled instead.
+# Subscribers holding views (ringcast-sub --hold-ms) beside a normal one on
+# the same port: under block only their own flow stalls (their shares wait in
+# their backlogs), under drop only they lose chunks, counted exactly.
 . "$(dirname "$0")/lib.sh"
 
 PORT=$(port_base 7919)
@@ -118,5 +121,94 @@ check_accounting block
 expect_eq "block chunks_sent" "$(json_num chunks_sent "$WORK/block.json")" $((2 * n))
 expect_eq "block chunks_dropped" "$(json_num chunks_dropped "$WORK/block.json")" 0
 expect_gt "block card_stall_ns (backpressure)" "$(json_num card_stall_ns "$WORK/block.json")" 0
+
+PORT=$((PORT + 1))
+
+# -- subscribers holding views: only their own flow stalls (block), only their own chunks go (drop) --
+# Two holders (ringcast-sub --hold 1 --hold-ms MS: every view kept MS ms, so
+# a send subscriber's 64 receive buffers, and an RMA subscriber's 2 MiB ring,
+# are all held for that long) and a normal subscriber of the same tags on the
+# SAME publisher port. 32 KiB chunks in 64 KiB blocks: one message each, one
+# receive buffer each (no reassembly copy that would free the buffer).
+hold_daemon() { # hold_daemon NAME OVERRIDES...
+    hname=$1; shift
+    start_daemon "$hname" -o fabric.provider=tcp -o fabric.endpoint=msg -o readout.wait_subscribers=3 \
+        -o readout.linger=40s -o sim.0.run_chunks=$hold_n -o sim.0.chunk_size_min=32k -o sim.0.chunk_size_max=32k \
+        -o card.0.block_size=64k -o sim.0.rate=400chunks/s -o control.socket="$WORK/$hname.sock" "$@"
+}
+# ctl_subs NAME: the daemon's subscribers now (ringcast-ctl subscribers: chunks_sent, backlog, deferred).
+ctl_subs() { "$BIN/ringcast-ctl" --socket "$WORK/$1.sock" --compact subscribers; }
+
+# Block: the normal one finishes its count while both holders still hold;
+# all three end bit-exact, the holders' shares went through their backlogs,
+# whose bound was never reached (the lane never waited for a holder).
+hold_n=400
+hold_daemon hold-block
+# Each holder takes at least 12 s for the run (about 64 views per 2 s); the
+# normal one about 2 (the run lasts 1 s): a wide margin on a loaded machine.
+start_sub hold-block-send tcp msg --verify --count $hold_n --hold 1 --hold-ms 2000; sub_a=$sub
+start_sub hold-block-rma tcp msg --verify --count $hold_n --hold 1 --hold-ms 2000 --delivery rma \
+    --rma-ring-size 2097152; sub_b=$sub
+start_sub hold-block-norm tcp msg --verify --count $hold_n; sub_c=$sub
+wait_sub hold-block-norm "$sub_c"
+ctl_subs hold-block >"$WORK/hold-block-mid.json" || fail "hold-block: ringcast-ctl subscribers"
+# Both holders are still behind when the normal one has everything.
+behind=$(python3 -c "
+import json,sys
+d=json.load(open(sys.argv[1]))
+print(sum(1 for s in d['subscribers'] if s['chunks_sent'] < int(sys.argv[2]) and s['deferred'] + s['backlog'] > 0))" \
+    "$WORK/hold-block-mid.json" $hold_n)
+expect_eq "hold-block: holders still holding when the normal subscriber finished" "$behind" 2
+wait_sub hold-block-send "$sub_a"
+wait_sub hold-block-rma "$sub_b"
+wait_daemon hold-block
+for s in send rma norm; do
+    check_sub_exact "hold-block-$s" $hold_n
+done
+expect_gt "hold-block-send views kept at once" "$(json_num held_max "$WORK/hold-block-send.json")" 32
+expect_eq "hold-block-rma rma_fallbacks" "$(json_num rma_fallbacks "$WORK/hold-block-rma.json")" 0
+check_accounting hold-block
+expect_eq "hold-block chunks_sent" "$(json_num chunks_sent "$WORK/hold-block.json")" $((3 * hold_n))
+expect_eq "hold-block chunks_dropped" "$(json_num chunks_dropped "$WORK/hold-block.json")" 0
+expect_gt "hold-block shares_deferred" "$(json_num shares_deferred "$WORK/hold-block.json")" 0
+expect_eq "hold-block backlog_full_waits (no lane waited for a holder)" \
+    "$(json_num backlog_full_waits "$WORK/hold-block.json")" 0
+PORT=$((PORT + 1))
+
+# Drop: the holders lose chunks, each counted exactly: sent + dropped = the
+# run; it read all it was sent (its BYE's count: unread 0) and missed exactly
+# what was dropped (n - received; its --verify gaps cover all but trailing
+# drops); the normal one loses nothing. The holders leave after 10 s (the
+# run takes about 2), having read the tail of what they were sent.
+hold_n=800
+hold_daemon hold-drop -o readout.slow_policy=drop -o readout.slow_cut_after=0
+start_sub hold-drop-send tcp msg --verify --duration 10 --hold 1 --hold-ms 500; sub_a=$sub
+start_sub hold-drop-rma tcp msg --verify --duration 10 --hold 1 --hold-ms 500 --delivery rma \
+    --rma-ring-size 2097152; sub_b=$sub
+start_sub hold-drop-norm tcp msg --verify --count $hold_n; sub_c=$sub
+wait_sub hold-drop-norm "$sub_c"
+wait "$sub_a"; wait "$sub_b"   # gaps: exit status 1 is expected
+wait_daemon hold-drop
+check_sub_exact hold-drop-norm $hold_n
+check_accounting hold-drop
+drops=0
+for s in send rma; do
+    f="$WORK/hold-drop-$s.json"
+    expect_eq "hold-drop-$s corrupt" "$(json_num corrupt "$f")" 0
+    expect_eq "hold-drop-$s duplicates" "$(json_num duplicates "$f")" 0
+    got=$(json_num chunks "$f"); missing=$(json_num missing "$f")
+    rec=$(sub_records hold-drop | grep "\"chunks_handled\":$got," | head -n 1)
+    [ -n "$rec" ] || { sub_records hold-drop; fail "hold-drop-$s: no daemon record with chunks_handled $got"; }
+    sent=$(echo "$rec" | grep -o '"chunks_sent":[0-9]*' | cut -d: -f2)
+    dropped=$(echo "$rec" | grep -o '"chunks_dropped":[0-9]*' | cut -d: -f2)
+    expect_gt "hold-drop-$s chunks_dropped" "$dropped" 0
+    expect_eq "hold-drop-$s sent + dropped" $((sent + dropped)) $hold_n
+    expect_eq "hold-drop-$s received = sent (nothing unread)" "$got" "$sent"
+    expect_eq "hold-drop-$s missed = dropped" $((hold_n - got)) "$dropped"
+    [ "$missing" -le "$dropped" ] || fail "hold-drop-$s: --verify missing $missing > dropped $dropped"
+    ok "hold-drop-$s: --verify gaps miss $missing of the $dropped dropped (the rest trail its last chunk)"
+    drops=$((drops + dropped))
+done
+expect_eq "hold-drop chunks_dropped (the holders' only)" "$(json_num chunks_dropped "$WORK/hold-drop.json")" $drops
 
 echo "daemon_slow: $checks checks passed"

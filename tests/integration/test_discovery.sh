@@ -5,8 +5,11 @@
 # host E, readout hosts A and B (simulated cards with tag_base 0 and 0x10000),
 # subscriber hosts S and T. Traffic stays inside these namespaces.
 #   1. etcd (started after the first daemons: unreachable at their start),
-#      tcp and tcp;ofi_rxm: one subscriber of tags of both cards gets
-#      fixed runs of both, bit-exact and gap-free, and ringcast-ls lists both.
+#      tcp and tcp;ofi_rxm: two subscribers of tags of both cards get
+#      fixed runs of both, bit-exact and gap-free (S by on_view; T also with
+#      --hold: it keeps views of both publishers' connections and releases
+#      them late and out of order, checked again at release, and writes
+#      --out from the views), and ringcast-ls lists both.
 #   2. etcd: SIGKILL daemon B while A and B stream: within the ttl B's entry
 #      is gone and the subscriber says so, A's data goes on without a gap (S
 #      and T verify it); B restarted: the subscriber finds it and gets its new
@@ -115,9 +118,9 @@ for prov in tcp "tcp;ofi_rxm"; do
     ep=msg; [ "$prov" = tcp ] || ep=rdm
     tag=$(echo "$prov" | tr -c 'a-z\n' _)
     daemon a "fixed-a-$tag" "$ETCD_URL" -o fabric.provider="$prov" -o fabric.endpoint=$ep \
-        -o readout.wait_subscribers=1 -o readout.linger=20s -o sim.0.run_chunks=$N; da=$daemon
+        -o readout.wait_subscribers=2 -o readout.linger=20s -o sim.0.run_chunks=$N; da=$daemon
     daemon b "fixed-b-$tag" "$ETCD_URL" -o fabric.provider="$prov" -o fabric.endpoint=$ep \
-        -o readout.wait_subscribers=1 -o readout.linger=20s -o sim.0.run_chunks=$N; db=$daemon
+        -o readout.wait_subscribers=2 -o readout.linger=20s -o sim.0.run_chunks=$N; db=$daemon
     if [ "$prov" = tcp ]; then
         wait_log "$WORK/fixed-a-$tag.log" "discovery: cannot announce" "A says etcd is unreachable" 15
         ok "A started without etcd and says so"
@@ -129,9 +132,20 @@ for prov in tcp "tcp;ofi_rxm"; do
     expect_eq "$prov: ringcast-ls lists A and B" "$(grep -c "$prov" "$WORK/ls-$tag.txt")" 2
     grep -q "^$NET.3 .*0x10000-0x107ff" "$WORK/ls-$tag.txt" || { cat "$WORK/ls-$tag.txt"; fail "B's tags"; }
     on s "$BIN/ringcast-ls" "$ETCD_URL" --json | grep -q "\"host\":\"$NET.2\"" || fail "ringcast-ls --json"
-    subscriber s "fixed-s-$tag" "$ETCD_URL" --tags "$TAGS" --verify --count $((2 * N))
-    wait_sub "fixed-s-$tag" "$sub"
+    subscriber s "fixed-s-$tag" "$ETCD_URL" --tags "$TAGS" --verify --count $((2 * N)); sub_s=$sub
+    subscriber t "fixed-t-$tag" "$ETCD_URL" --tags "$TAGS" --verify --count $((2 * N)) --hold 16 \
+        --out "$WORK/fixed-t-$tag.rec"
+    wait_sub "fixed-t-$tag" "$sub"
+    wait_sub "fixed-s-$tag" "$sub_s"
     check_exact "fixed-s-$tag" $((2 * N))
+    check_exact "fixed-t-$tag" $((2 * N))
+    f="$WORK/fixed-t-$tag.json"
+    expect_eq "$prov: --discover --hold views kept" "$(json_num held "$f")" $((2 * N))
+    for k in held_corrupt views_outstanding out_lost; do expect_eq "$prov: --discover --hold $k" "$(json_num $k "$f")" 0; done
+    expect_eq "$prov: --discover --out records" "$(json_num out_records "$f")" $((2 * N))
+    expect_eq "$prov: --out file size" "$(stat -c %s "$WORK/fixed-t-$tag.rec")" "$(json_num out_bytes "$f")"
+    "$BIN/ringcast-dump" --json "$WORK/fixed-t-$tag.rec" >"$WORK/fixed-t-$tag.dump" || fail "$prov: --out file damaged"
+    expect_eq "$prov: --out file records (ringcast-dump)" "$(wc -l <"$WORK/fixed-t-$tag.dump")" $((2 * N))
     expect_eq "$prov: chunks from A" "$(publisher_chunks "fixed-s-$tag" $NET.2)" $N
     expect_eq "$prov: chunks from B" "$(publisher_chunks "fixed-s-$tag" $NET.3)" $N
     daemon=$da; wait_daemon "fixed-a-$tag"

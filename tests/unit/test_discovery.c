@@ -4,6 +4,7 @@
  * (announce, list, stale and dead entries, withdraw). The etcd backend and
  * the whole path across hosts: tests/integration/test_discovery.sh. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "common/monotonic.h"
 #include "ringcast/discover.h"
 #include "ringcast/pub.h"
+#include "ringcast/view.h"
 
 static struct rci_disc_entry sample(unsigned thread)
 {
@@ -242,6 +244,7 @@ struct two_pubs {
     unsigned received[2], bad;
     unsigned found, gone, connected;
     uint64_t found_first, found_last;
+    struct rc_view *kept;          /* on_view: the view of tag 100, kept past its publisher's end */
 };
 
 static void tp_complete(void *ctx, uint64_t key, int status)
@@ -279,6 +282,20 @@ static void tp_data(void *ctx, uint64_t tag, uint32_t flags, const void *data, s
         t->bad++;
 }
 
+/* on_view: the same checks on the view's one piece; tag 100's view is kept. */
+static void tp_view(void *ctx, struct rc_view *v)
+{
+    struct two_pubs *t = ctx;
+    struct rc_view_piece pc = rc_view_piece(v, 0);
+    if (rc_view_piece_count(v) != 1) {
+        t->bad++;
+        return;
+    }
+    tp_data(ctx, rc_view_tag(v), rc_view_flags(v), pc.data, pc.len);
+    if (rc_view_tag(v) == 100 && !t->kept)
+        t->kept = rc_view_retain(v);
+}
+
 static void tp_disc_event(void *ctx, enum rc_discover_event ev, const struct rc_discover_publisher *p)
 {
     struct two_pubs *t = ctx;
@@ -301,7 +318,10 @@ static void tp_poll(struct two_pubs *t, struct rc_discover *d)
     rc_discover_poll(d, 1000000);
 }
 
-static void test_discover_two_publishers(void)
+/* views: chunks come to on_view; the view of publisher 1's chunk is kept
+ * while publisher 1 goes away (its entry withdrawn): its bytes stay intact,
+ * views_outstanding says 1, and after the release 0. */
+static void discover_two_publishers(bool views)
 {
     static struct two_pubs t;
     memset(&t, 0, sizeof t);
@@ -341,7 +361,10 @@ static void test_discover_two_publishers(void)
     snprintf(p.url, sizeof p.url, "%s", dp.url);
     p.refresh_ns = 100000000ull;
     p.ctx = &t;
-    p.on_data = tp_data;
+    if (views)
+        p.on_view = tp_view;
+    else
+        p.on_data = tp_data;
     p.on_event = tp_disc_event;
     const uint64_t first[] = {2, 100, 500}, last[] = {3, 101, 600};   /* nobody serves 500..600 */
     struct rc_discover *d;
@@ -387,6 +410,18 @@ static void test_discover_two_publishers(void)
     CU_ASSERT_EQUAL(st.gone, 1);
     CU_ASSERT_EQUAL(st.total.chunks, 2);   /* the dropped connection's chunk stays in the total */
     CU_ASSERT(st.lookups > 0 && st.lookup_failures == 0);
+    CU_ASSERT_EQUAL(st.total.views_outstanding, views ? 1 : 0);
+    if (views) {
+        CU_ASSERT_PTR_NOT_NULL_FATAL(t.kept);
+        for (int i = 0; i < 5; i++)
+            tp_poll(&t, d);   /* polls that must not free the dropped connection's memory */
+        struct rc_view_piece pc = rc_view_piece(t.kept, 0);
+        CU_ASSERT(pc.len == 16 && memcmp(pc.data, t.region + 16, 16) == 0);
+        rc_view_release(t.kept);
+        tp_poll(&t, d);
+        rc_discover_get_stats(d, &st);
+        CU_ASSERT_EQUAL(st.total.views_outstanding, 0);
+    }
     rc_discover_destroy(d);
     rci_disc_withdraw(announcer[0], err, sizeof err);
     for (int i = 0; i < 2; i++)
@@ -396,6 +431,9 @@ static void test_discover_two_publishers(void)
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpl);
     CU_ASSERT_EQUAL(system(cmd), 0);
 }
+
+static void test_discover_two_publishers(void) { discover_two_publishers(false); }
+static void test_discover_two_publishers_views(void) { discover_two_publishers(true); }
 
 static void test_discover_refuses(void)
 {
@@ -422,6 +460,7 @@ static void register_tests(void)
               {"base64", test_base64}, {"urls", test_urls});
     RCI_SUITE("backends", {"dir", test_dir_backend}, {"etcd unreachable", test_etcd_unreachable});
     RCI_SUITE("rc_discover", {"two publishers over dir:", test_discover_two_publishers},
+              {"two publishers over dir:, views kept past a publisher's end", test_discover_two_publishers_views},
               {"refuses bad parameters", test_discover_refuses});
 }
 

@@ -58,6 +58,53 @@ static void test_pool_refuses_bad_params(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "larger"));
 }
 
+/* A pool made for uses (the publisher's and the subscriber's): a class per
+ * use with buffers, in the order of the sizes; equal sizes get 64 B more;
+ * a use of count 0 gets none; each class says its use. */
+static void test_pool_for_uses(void)
+{
+    const struct rci_mem_use uses[] = {
+        { "control_send", 32, 24 }, { "control_receive", 16400, 20 }, { "pages", 8192, 16 },
+        { "spare", 100, 0 },
+    };
+    int cls[4];
+    struct rci_mem_pool *pool = NULL;
+    char err[200];
+    CU_ASSERT_EQUAL_FATAL(rci_mem_pool_create_uses(uses, 4, &pool, cls, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(cls[0], RCI_MEM_SMALL);
+    CU_ASSERT_EQUAL(cls[2], RCI_MEM_MEDIUM);
+    CU_ASSERT_EQUAL(cls[1], RCI_MEM_LARGE);
+    CU_ASSERT_EQUAL(cls[3], -1);
+    struct rci_mem_class_stats st;
+    rci_mem_pool_class_stats(pool, RCI_MEM_SMALL, &st);
+    CU_ASSERT_STRING_EQUAL(st.use, "control_send");
+    CU_ASSERT_EQUAL(st.size, 64);
+    CU_ASSERT_EQUAL(st.count, 24);
+    rci_mem_pool_class_stats(pool, RCI_MEM_LARGE, &st);
+    CU_ASSERT_STRING_EQUAL(st.use, "control_receive");
+    CU_ASSERT_EQUAL(st.size, 16448);
+    rci_mem_pool_class_stats(pool, RCI_MEM_HUGE, &st);
+    CU_ASSERT_STRING_EQUAL(st.use, "");
+    CU_ASSERT_EQUAL(st.count, 0);
+    struct rci_mem_buf *b = rci_mem_pool_get_class(pool, (enum rci_mem_class)cls[2]);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    CU_ASSERT_EQUAL(b->size, 8192);
+    rci_mem_pool_put(pool, b);
+    rci_mem_pool_destroy(pool);
+
+    const struct rci_mem_use same[] = { { "receive", 16400, 4 }, { "control_send", 16400, 16 } };
+    CU_ASSERT_EQUAL_FATAL(rci_mem_pool_create_uses(same, 2, &pool, cls, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(cls[0], RCI_MEM_SMALL);
+    CU_ASSERT_EQUAL(cls[1], RCI_MEM_MEDIUM);
+    rci_mem_pool_class_stats(pool, RCI_MEM_MEDIUM, &st);
+    CU_ASSERT_EQUAL(st.size, 16448 + 64);   /* as large as the class below: 64 B more */
+    rci_mem_pool_destroy(pool);
+
+    const struct rci_mem_use zero[] = { { "empty", 0, 4 } };
+    CU_ASSERT_EQUAL(rci_mem_pool_create_uses(zero, 1, &pool, cls, err, sizeof err), -EINVAL);
+    CU_ASSERT_PTR_NULL(pool);
+}
+
 static void test_pool_classes_and_counters(void)
 {
     struct rci_mem_pool *pool = pool_with(8, 4, 2, 1);
@@ -900,6 +947,7 @@ static void register_tests(void)
 {
     RCI_SUITE("mem_pool", {"refuses bad params", test_pool_refuses_bad_params},
               {"classes and counters", test_pool_classes_and_counters},
+              {"a class per use", test_pool_for_uses},
               {"registered once per block (tcp)", test_pool_registered_once_per_block},
               {"get/put storm under threads", test_pool_get_put_storm},
               {"two getters of one class", test_pool_two_getters_one_class});

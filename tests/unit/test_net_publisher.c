@@ -1186,6 +1186,116 @@ static void test_buffered_flush_idle(void)
 static void test_buffered_msg(void) { buffered_test(&PROVS[0]); }
 static void test_buffered_rdm(void) { buffered_test(&PROVS[1]); }
 
+/* ---- 4b. pages and control buffers come from the registered pool --------------- */
+
+static const struct rci_mem_class_stats *pool_class(const struct rci_publisher_stats *st, const char *use)
+{
+    for (unsigned c = 0; c < RCI_MEM_CLASSES; c++)
+        if (strcmp(st->pool[c].use, use) == 0)
+            return &st->pool[c];
+    return NULL;
+}
+
+static struct rci_mem_class_stats pool_now(struct pubctx *c, const char *use)
+{
+    struct rci_publisher_stats st;
+    rci_publisher_get_stats(c->p, &st);
+    const struct rci_mem_class_stats *k = pool_class(&st, use);
+    struct rci_mem_class_stats none = { .use = "missing" };
+    return k ? *k : none;
+}
+
+static bool pages_all_free(struct pubctx *c, void *arg)
+{
+    (void)arg;
+    struct rci_publisher_stats st;
+    rci_publisher_get_stats(c->p, &st);
+    return st.pages_free == st.pages_total && pool_class(&st, "pages")->in_use == 0;
+}
+
+static bool ctrl_all_back(struct pubctx *c, void *arg)
+{
+    (void)arg;
+    return pool_now(c, "control_send").in_use == 0;
+}
+
+/* Every page filling or in flight holds one buffer of the pool's page class
+ * (in_use = pages_total - pages_free while the CQ is not read), and each
+ * comes back at its completion: in_use 0 after. Control messages
+ * (WELCOME, SUB_ACK, heartbeats) take a buffer of the control send class
+ * each and give it back; control receives hold one of the receive class
+ * while posted (MSG: 4 per connected subscriber, none after it left; RDM:
+ * the shared receives, all posted from create). */
+static void pool_test(const struct prov *pv)
+{
+    enum { N = 160 };   /* about 60 KB of records: 8 of the 16 pages of 8 KiB */
+    struct rci_fabric_params fp;
+    uint16_t port = next_port();
+    pub_params(&fp, pv, port);
+    fp.flush_timeout_ns = 10 * SEC;   /* pages leave full or flushed, not by time */
+    struct pubctx c;
+    CU_ASSERT_EQUAL_FATAL(pub_open(&c, &fp, N), 0);
+    struct rci_publisher_stats st;
+    rci_publisher_get_stats(c.p, &st);
+    const struct rci_mem_class_stats *pg = pool_class(&st, "pages"), *cs = pool_class(&st, "control_send"),
+                                     *cr = pool_class(&st, "control_receive");
+    CU_ASSERT_FATAL(pg && cs && cr);
+    CU_ASSERT_EQUAL(pg->count, fp.buffered_pages);
+    CU_ASSERT_EQUAL(pg->size, fp.buffered_page_size);
+    CU_ASSERT_EQUAL(pg->in_use, 0);
+    CU_ASSERT_EQUAL(cs->count, 4 * fp.max_subscribers + 8);
+    CU_ASSERT(cr->size >= RCI_WIRE_MAX_CONTROL);
+    CU_ASSERT_EQUAL(cr->in_use, pv->ep == RCI_EP_RDM ? cr->count : 0);
+    struct sub_thread t;
+    sub_start(&t, pv, port, 64 * 1024, 3, 256, 0);
+    rci_peer_id peer;
+    CU_ASSERT_EQUAL_FATAL(wait_subscribers(&c, 1, &peer), 1);
+    CU_ASSERT(pool_now(&c, "control_send").gets >= 2);   /* WELCOME, SUB_ACK */
+    if (pv->ep == RCI_EP_MSG)
+        CU_ASSERT_EQUAL(pool_now(&c, "control_receive").in_use, 4);
+    /* No progress between the sends: completed pages are not taken back. */
+    for (uint64_t seq = 0; seq < N; seq++) {
+        struct layout l;
+        struct iovec iov[MAX_PIECES];
+        make_layout(seq, 3, 256, &l);
+        int rc = rci_publisher_send_buffered(c.p, peer, seq, (uint32_t)(seq & 0xf), iov, to_iov(&l, iov));
+        CU_ASSERT_EQUAL_FATAL(rc, 0);
+    }
+    rci_publisher_get_stats(c.p, &st);
+    pg = pool_class(&st, "pages");
+    CU_ASSERT(st.pages_sent >= 2);
+    CU_ASSERT_EQUAL(pg->in_use, st.pages_total - st.pages_free);
+    CU_ASSERT(pg->in_use >= st.pages_sent && pg->in_use <= st.pages_sent + 1);   /* posted, filling */
+    CU_ASSERT(pg->high_water >= pg->in_use);
+    CU_ASSERT_EQUAL(pg->exhausted, 0);
+    CU_ASSERT_EQUAL(rci_publisher_flush(c.p, peer), 0);
+    struct chunks_goal g = { &t, N };
+    CU_ASSERT(pump_until(&c, chunks_reached, &g, 20 * SEC));
+    CU_ASSERT(pump_until(&c, pages_all_free, NULL, 10 * SEC));
+    rci_publisher_get_stats(c.p, &st);
+    pg = pool_class(&st, "pages");
+    CU_ASSERT_EQUAL(pg->in_use, 0);
+    CU_ASSERT_EQUAL(pg->gets, pg->puts);
+    CU_ASSERT_EQUAL(pg->gets, st.pages_sent);
+    CU_ASSERT_EQUAL(atomic_load(&t.bad), 0);
+    CU_ASSERT(pump_until(&c, ctrl_all_back, NULL, 5 * SEC));
+    sub_stop(&t);
+    if (pv->ep == RCI_EP_MSG) {   /* its receives go back when its endpoint closes */
+        unsigned gone = c.gone + 1;
+        uint64_t end = rci_now_ns() + 10 * SEC;
+        while (c.gone < gone && rci_now_ns() < end)
+            rci_publisher_wait(c.p, 1 * MS);
+        CU_ASSERT_EQUAL(pool_now(&c, "control_receive").in_use, 0);
+    }
+    struct rci_mem_class_stats k = pool_now(&c, "control_send");
+    CU_ASSERT_EQUAL(k.exhausted, 0);
+    CU_ASSERT_EQUAL(k.bad_puts, 0);
+    pub_close(&c);
+}
+
+static void test_pool_msg(void) { pool_test(&PROVS[0]); }
+static void test_pool_rdm(void) { pool_test(&PROVS[1]); }
+
 /* ---- 5. a subscriber leaves mid-stream ------------------------------------------ */
 
 struct gone { rci_peer_id peer; };
@@ -1716,6 +1826,7 @@ static void register_tests(void)
         { "gather-copy, subscriber gone, tcp msg", test_gather_gone_msg },
         { "buffered pages, tcp msg", test_buffered_msg },
         { "buffered page sent when idle (flush_idle)", test_buffered_flush_idle },
+        { "pages and control buffers from the pool, tcp msg", test_pool_msg },
         { "no callback inside a send that meets -EAGAIN, tcp msg", test_no_callback_in_send_msg },
         { "subscriber leaves mid-stream, tcp msg", test_disconnect_msg },
         { "malformed control messages, tcp msg", test_malformed_msg },
@@ -1736,6 +1847,7 @@ static void register_tests(void)
         { "gather-copy fragment deferred, tcp;ofi_rxm rdm", test_gather_deferred_rdm },
         { "gather-copy, subscriber gone, tcp;ofi_rxm rdm", test_gather_gone_rdm },
         { "buffered pages, tcp;ofi_rxm rdm", test_buffered_rdm },
+        { "pages and control buffers from the pool, tcp;ofi_rxm rdm", test_pool_rdm },
         { "no callback inside a send that meets -EAGAIN, tcp;ofi_rxm rdm", test_no_callback_in_send_rdm },
         { "subscriber leaves mid-stream, tcp;ofi_rxm rdm", test_disconnect_rdm },
         { "malformed control messages, tcp;ofi_rxm rdm", test_malformed_rdm },

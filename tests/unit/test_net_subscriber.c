@@ -2,7 +2,9 @@
 /* test_net_subscriber.c — the subscriber library (net/subscriber.c) against
  * the real publisher (net/publisher.h) over tcp MSG and tcp;ofi_rxm RDM, and
  * against a fake publisher built from raw libfabric calls (net/fabric.h)
- * that sends malformed and awkward messages on purpose.
+ * that sends malformed and awkward messages on purpose. With on_view, a
+ * chunk larger than one receive buffer comes as one view of one piece per
+ * fragment, each holding its own receive buffer ("views" below).
  *
  * Everything runs on one thread: the publisher's progress and rc_sub_poll()
  * are called in turn (neither blocks). Waits are bounded by generous
@@ -17,9 +19,13 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #define WAIT_S 10.0
@@ -62,7 +68,18 @@ struct got {
     uint64_t tag;
     uint32_t flags, len;
     size_t off;   /* payload copy in arena */
+    unsigned pieces;   /* on_view: the view's pieces */
 };
+
+/* How sub_open makes the subscriber: on_data (default) or on_view, keeping
+ * each view (E.held) or not, and its receive buffers. The view tests set
+ * it; env_close puts the default back. */
+struct sub_mode {
+    bool views, retain;
+    uint32_t rx_buffers;
+};
+#define DEFAULT_MODE ((struct sub_mode){.rx_buffers = 16})
+static struct sub_mode M = {.rx_buffers = 16};
 
 static struct env {
     struct rci_publisher *pub;
@@ -76,6 +93,8 @@ static struct env {
     size_t arena_used;
     unsigned completed, completed_bad;
     uint64_t next_key;
+    struct rc_view *held[64];   /* M.retain: views kept, released by the test */
+    unsigned nheld;
 } E;
 
 static uint8_t *src;   /* the publisher's registered source memory */
@@ -91,6 +110,25 @@ static void on_data(void *ctx, uint64_t tag, uint32_t flags, const void *data, s
     memcpy(E.arena + E.arena_used, data, len);
     E.arena_used += len;
 }
+/* on_view: the bytes are copied like on_data's (the tests compare them the
+ * same way), the view kept when M.retain. */
+static void on_view(void *ctx, struct rc_view *v)
+{
+    (void)ctx;
+    size_t len = rc_view_len(v);
+    if (E.ngot == sizeof E.got / sizeof E.got[0] || E.arena_used + len > sizeof E.arena ||
+        (M.retain && E.nheld == sizeof E.held / sizeof E.held[0])) {
+        CU_FAIL("test buffer full");
+        return;
+    }
+    E.got[E.ngot++] = (struct got){rc_view_tag(v), rc_view_flags(v), (uint32_t)len, E.arena_used,
+                                   rc_view_piece_count(v)};
+    CU_ASSERT_EQUAL(rc_view_copy(v, 0, E.arena + E.arena_used, len), len);
+    E.arena_used += len;
+    if (M.retain)
+        E.held[E.nheld++] = rc_view_retain(v);
+}
+
 static void on_connect(void *ctx) { (void)ctx; E.connects++; }
 static void on_disconnect(void *ctx, enum rc_sub_disconnect_reason r)
 {
@@ -201,7 +239,7 @@ static int sub_open(uint32_t max_chunk)
     p.endpoint = cur->ep == RCI_EP_RDM ? RC_SUB_EP_RDM : RC_SUB_EP_MSG;
     snprintf(p.host, sizeof p.host, "127.0.0.1");
     p.port = E.port;
-    p.rx_buffers = 16;
+    p.rx_buffers = M.rx_buffers;
     p.rx_buffer_size = SUB_RX_SIZE;
     p.max_chunk_size = max_chunk;
     p.heartbeat_ns = 100000000ull;
@@ -209,8 +247,9 @@ static int sub_open(uint32_t max_chunk)
     p.reconnect_interval_ns = 50000000ull;
     p.poll_spin_ns = 0;
     p.malformed_limit = 8;
-    p.cb = (struct rc_sub_callbacks){.on_data = on_data, .on_connect = on_connect,
+    p.cb = (struct rc_sub_callbacks){.on_data = M.views ? NULL : on_data, .on_connect = on_connect,
                                      .on_disconnect = on_disconnect, .on_resubscribed = on_resubscribed};
+    p.on_view = M.views ? on_view : NULL;
     char err[256];
     int rc = rc_sub_create(&p, &E.sub, err, sizeof err);
     if (rc)
@@ -227,6 +266,10 @@ static void env_reset(void)
 
 static void env_close(void)
 {
+    for (unsigned i = 0; i < E.nheld; i++)   /* a test that failed half way */
+        rc_view_release(E.held[i]);
+    E.nheld = 0;
+    M = DEFAULT_MODE;
     rc_sub_destroy(E.sub);
     E.sub = NULL;
     if (E.pub)
@@ -340,7 +383,58 @@ static void test_subscribe_and_unsubscribe(void)
     env_close();
 }
 
-static void test_data_byte_exact_and_fragments(void)
+static const struct rc_sub_pool_class *pool_class(const struct rc_sub_stats *st, const char *use)
+{
+    for (unsigned c = 0; c < RC_SUB_POOL_CLASSES; c++)
+        if (strcmp(st->pool[c].use, use) == 0)
+            return &st->pool[c];
+    return NULL;
+}
+
+static uint64_t tx_in_use(void)
+{
+    struct rc_sub_stats st = sub_stats();
+    const struct rc_sub_pool_class *k = pool_class(&st, "control_send");
+    return k ? k->in_use : UINT64_MAX;
+}
+
+/* The receive buffers and the control send buffers come from the
+ * subscriber's pool: the receive class holds rx_buffers of rx_buffer_size,
+ * all got at create; each HELLO, SUBSCRIBE, heartbeat ... takes a control
+ * send buffer and gives it back at its completion (in use 0 once quiet). */
+static void test_buffers_from_the_pool(void)
+{
+    CU_ASSERT_FATAL(env_open(1u << 20));
+    struct rc_sub_stats st = sub_stats();
+    const struct rc_sub_pool_class *rx = pool_class(&st, "receive"), *tx = pool_class(&st, "control_send");
+    CU_ASSERT_FATAL(rx != NULL && tx != NULL);
+    CU_ASSERT_EQUAL(rx->count, 16);
+    CU_ASSERT_EQUAL(rx->size, (SUB_RX_SIZE + 63) / 64 * 64);
+    CU_ASSERT_EQUAL(rx->in_use, 16);
+    CU_ASSERT_EQUAL(tx->count, 16);
+    CU_ASSERT(tx->size >= RCI_WIRE_MAX_CONTROL);
+    CU_ASSERT(tx->gets >= 1);   /* HELLO */
+    CU_ASSERT(PUMP_UNTIL(tx_in_use() == 0));
+    uint64_t before = pool_class((st = sub_stats(), &st), "control_send")->gets;
+    for (uint64_t i = 0; i < 5; i++) {   /* five SUBSCRIBE messages at once: five buffers */
+        const uint64_t f = 100 * i, l = 100 * i + 9;
+        CU_ASSERT_EQUAL(rc_sub_subscribe(E.sub, &f, &l, 1), 0);
+    }
+    st = sub_stats();
+    tx = pool_class(&st, "control_send");
+    CU_ASSERT(tx->gets >= before + 5);
+    CU_ASSERT(tx->high_water >= 1);
+    CU_ASSERT(PUMP_UNTIL(subscribers_of(405) == 1 && tx_in_use() == 0));
+    st = sub_stats();
+    tx = pool_class(&st, "control_send");
+    CU_ASSERT_EQUAL(tx->exhausted, 0);
+    CU_ASSERT_EQUAL(pool_class(&st, "receive")->in_use, 16);
+    env_close();
+}
+
+/* Run with on_data (M default) and with on_view (views released in the
+ * callback): the same bytes either way. */
+static void data_byte_exact_case(void)
 {
     CU_ASSERT_FATAL(env_open(1u << 20));
     const uint64_t f = 0, l = 99;
@@ -371,10 +465,214 @@ static void test_data_byte_exact_and_fragments(void)
     struct rc_sub_stats st = sub_stats();
     CU_ASSERT(st.reassembled >= 2);   /* 4065 and 20000 bytes do not fit 4096 */
     CU_ASSERT(st.fragments >= 2 + 5);
+    if (M.views) {   /* gathered: one piece per fragment, every buffer back */
+        CU_ASSERT_EQUAL(st.chunks_gathered, st.reassembled);
+        CU_ASSERT_EQUAL(st.chunks_reassembled_copied, 0);
+        CU_ASSERT_EQUAL(E.got[4].pieces, 5);   /* 20000 B in 4056-byte fragments */
+        CU_ASSERT_EQUAL(st.rx_buffers_held, 0);
+        CU_ASSERT_EQUAL(st.views_outstanding, 0);
+    } else {         /* on_data: one contiguous piece, copied */
+        CU_ASSERT_EQUAL(st.chunks_reassembled_copied, st.reassembled);
+        CU_ASSERT_EQUAL(st.chunks_gathered, 0);
+    }
     CU_ASSERT_EQUAL(st.reassembly_drops, 0);
     CU_ASSERT_EQUAL(st.chunks, n);
     CU_ASSERT_EQUAL(E.completed_bad, 0);
     CU_ASSERT_EQUAL(st.malformed_total, 0);
+    env_close();
+}
+
+static void test_data_byte_exact_and_fragments(void) { data_byte_exact_case(); }
+
+static void test_data_byte_exact_views(void)
+{
+    M = (struct sub_mode){.views = true, .rx_buffers = 16};
+    data_byte_exact_case();
+}
+
+/* ---- views of chunks larger than one receive buffer ---------------------------- */
+
+/* Fragments of a chunk of len bytes: 4096-byte receive buffers less the
+ * 40-byte DATA header. */
+static unsigned frags_of(uint32_t len)
+{
+    const uint32_t payload = SUB_RX_SIZE - sizeof(struct rci_wire_data);
+    return (len + payload - 1) / payload;
+}
+
+/* The view's pieces, in order, are src[off, off + len). */
+static bool view_is_src(const struct rc_view *v, size_t off, size_t len)
+{
+    size_t pos = 0;
+    for (unsigned i = 0; i < rc_view_piece_count(v); i++) {
+        struct rc_view_piece pc = rc_view_piece(v, i);
+        if (pos + pc.len > len || memcmp(pc.data, src + off + pos, pc.len) != 0)
+            return false;
+        pos += pc.len;
+    }
+    return pos == len && rc_view_len(v) == len;
+}
+
+/* Every piece lies in a receive buffer of its own (one fragment each). */
+static bool pieces_in_own_buffers(const struct rc_view *v)
+{
+    for (unsigned i = 0; i < rc_view_piece_count(v); i++) {
+        struct rc_view_piece a = rc_view_piece(v, i);
+        if (a.len > SUB_RX_SIZE - sizeof(struct rci_wire_data))
+            return false;
+        for (unsigned j = 0; j < i; j++) {
+            const uint8_t *b = rc_view_piece(v, j).data;
+            if ((const uint8_t *)a.data < b + SUB_RX_SIZE && b < (const uint8_t *)a.data + SUB_RX_SIZE)
+                return false;
+        }
+    }
+    return true;
+}
+
+/* Another thread checks each kept view's bytes once more and releases it,
+ * in the order given, while the subscriber receives more. */
+struct late_release {
+    struct rc_view *v[8];
+    size_t off[8], len[8];
+    unsigned order[8], n, bad;
+    atomic_bool go;
+    atomic_uint released;
+};
+
+static void *release_late(void *arg)
+{
+    struct late_release *r = arg;
+    while (!atomic_load(&r->go))
+        sched_yield();
+    for (unsigned i = 0; i < r->n; i++) {
+        struct timespec pause = {0, 2000000};
+        nanosleep(&pause, NULL);
+        unsigned k = r->order[i];
+        r->bad += !view_is_src(r->v[k], r->off[k], r->len[k]);
+        rc_view_release(r->v[k]);
+        atomic_fetch_add(&r->released, 1);
+    }
+    return NULL;
+}
+
+static bool send_one(uint64_t tag, uint32_t off, uint32_t len, struct piece_spec *ps)
+{
+    *ps = (struct piece_spec){off, len};
+    return send_chunk(false, tag, 0, ps, 1) == 0;
+}
+
+/* Chunks of 1..5 receive buffers (2..6 fragments) on_view: each is one view
+ * of one piece per fragment, each piece inside its own receive buffer, the
+ * buffers held until the view's last release (also by a slice of it), and
+ * released out of order from another thread while more chunks come; a chunk
+ * that would make more than half the 64 buffers busy, or has more fragments
+ * than that, is copied, counted. Bit-exact throughout; at the end every
+ * view and receive buffer is back. */
+static void test_views_of_large_chunks(void)
+{
+    M = (struct sub_mode){.views = true, .retain = true, .rx_buffers = 64};
+    CU_ASSERT_FATAL(env_open(1u << 20));
+    CU_ASSERT_EQUAL(rc_sub_subscribe_all(E.sub), 0);
+    CU_ASSERT_FATAL(PUMP_UNTIL(subscribers_of(0) == 1));
+
+    struct piece_spec ps[32];
+    unsigned bufs = 0;
+    for (unsigned k = 1; k <= 5; k++) {
+        CU_ASSERT(send_one(k, k * 10007, k * SUB_RX_SIZE, &ps[k - 1]));
+        bufs += frags_of(k * SUB_RX_SIZE);
+    }
+    CU_ASSERT_FATAL(PUMP_UNTIL(E.ngot == 5));
+    struct rc_sub_stats st = sub_stats();
+    CU_ASSERT_EQUAL(bufs, 20);
+    CU_ASSERT_EQUAL(st.chunks_gathered, 5);
+    CU_ASSERT_EQUAL(st.chunks_reassembled_copied, 0);
+    CU_ASSERT_EQUAL(st.rx_buffers_held, bufs);
+    for (unsigned i = 0; i < 5; i++) {
+        CU_ASSERT(got_equals(i, i + 1, 0, &ps[i], 1));
+        CU_ASSERT_EQUAL(E.got[i].pieces, frags_of(ps[i].len));
+        CU_ASSERT(pieces_in_own_buffers(E.held[i]));
+        CU_ASSERT(view_is_src(E.held[i], ps[i].off, ps[i].len));
+    }
+
+    /* A slice across three fragments of the 4-fragment view, and copies
+     * across their boundaries; the slice keeps all four buffers. */
+    const size_t frag = SUB_RX_SIZE - sizeof(struct rci_wire_data);
+    size_t s_off = frag - 5, s_len = frag + 10;
+    struct rc_view *slice = rc_view_slice(E.held[2], s_off, s_len);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(slice);
+    CU_ASSERT_EQUAL(rc_view_piece_count(slice), 3);
+    CU_ASSERT(view_is_src(slice, ps[2].off + s_off, s_len));
+    CU_ASSERT_PTR_NULL(rc_view_slice(E.held[2], ps[2].len - 3, 4));
+    uint8_t tmp[2 * SUB_RX_SIZE];
+    CU_ASSERT_EQUAL(rc_view_copy(E.held[2], frag - 7, tmp, sizeof tmp), sizeof tmp);
+    CU_ASSERT_EQUAL(memcmp(tmp, src + ps[2].off + frag - 7, sizeof tmp), 0);
+    CU_ASSERT_EQUAL(rc_view_copy(slice, 0, tmp, sizeof tmp), s_len);
+    CU_ASSERT_EQUAL(memcmp(tmp, src + ps[2].off + s_off, s_len), 0);
+    rc_view_release(E.held[2]);
+    CU_ASSERT_EQUAL(sub_stats().rx_buffers_held, bufs);
+
+    /* Out of order, from another thread, while ten more chunks come (those
+     * released in on_view). */
+    static struct late_release r;
+    memset(&r, 0, sizeof r);
+    static const unsigned order[] = {3, 0, 4, 2, 1};
+    r.n = 5;
+    for (unsigned i = 0; i < 5; i++) {
+        r.v[i] = E.held[i];
+        r.off[i] = ps[i].off;
+        r.len[i] = ps[i].len;
+        r.order[i] = order[i];
+    }
+    r.v[2] = slice;
+    r.off[2] = ps[2].off + s_off;
+    r.len[2] = s_len;
+    E.nheld = 0;
+    M.retain = false;
+    pthread_t t;
+    CU_ASSERT_FATAL(pthread_create(&t, NULL, release_late, &r) == 0);
+    atomic_store(&r.go, true);
+    for (unsigned i = 0; i < 10; i++)
+        CU_ASSERT(send_one(100 + i, 50000 + i * 3001, (i % 5 + 1) * SUB_RX_SIZE, &ps[5 + i]));
+    CU_ASSERT(PUMP_UNTIL(E.ngot == 15 && atomic_load(&r.released) == 5));
+    pthread_join(t, NULL);
+    CU_ASSERT_EQUAL(r.bad, 0);
+    for (unsigned i = 5; i < 15; i++)
+        CU_ASSERT(got_equals(i, 100 + i - 5, 0, &ps[i], 1));
+    st = sub_stats();
+    CU_ASSERT_EQUAL(st.rx_buffers_held, 0);
+    CU_ASSERT_EQUAL(st.chunks_gathered, 15);   /* at most 20 + 6 of 64 busy: all gathered */
+    CU_ASSERT_EQUAL(st.chunks_reassembled_copied, 0);
+
+    /* Kept 6-fragment chunks: the sixth would make 36 of 64 buffers busy. */
+    M.retain = true;
+    for (unsigned i = 0; i < 7; i++)
+        CU_ASSERT(send_one(200 + i, 200000 + i * 20011, 5 * SUB_RX_SIZE, &ps[15 + i]));
+    CU_ASSERT(PUMP_UNTIL(E.ngot == 22));
+    st = sub_stats();
+    CU_ASSERT_EQUAL(st.chunks_gathered, 20);
+    CU_ASSERT_EQUAL(st.chunks_reassembled_copied, 2);
+    CU_ASSERT_EQUAL(st.rx_buffers_held, 5 * 6);
+    CU_ASSERT(E.got[19].pieces == 6 && E.got[20].pieces == 1 && E.got[21].pieces == 1);
+    for (unsigned i = 15; i < 22; i++)
+        CU_ASSERT(got_equals(i, 200 + i - 15, 0, &ps[i], 1) && view_is_src(E.held[i - 15], ps[i].off, ps[i].len));
+    while (E.nheld)
+        rc_view_release(E.held[--E.nheld]);
+    CU_ASSERT_EQUAL(sub_stats().rx_buffers_held, 0);
+
+    /* 40 fragments: more than half the buffers even with all free. */
+    CU_ASSERT(send_one(300, 1000, 40 * (uint32_t)frag, &ps[22]));
+    CU_ASSERT(PUMP_UNTIL(E.ngot == 23));
+    CU_ASSERT(got_equals(22, 300, 0, &ps[22], 1));
+    CU_ASSERT_EQUAL(E.got[22].pieces, 1);
+    rc_view_release(E.held[--E.nheld]);
+    st = sub_stats();
+    CU_ASSERT_EQUAL(st.chunks_reassembled_copied, 3);
+    CU_ASSERT_EQUAL(st.reassembled, 23);
+    CU_ASSERT_EQUAL(st.chunks, 23);
+    CU_ASSERT_EQUAL(st.reassembly_drops, 0);
+    CU_ASSERT_EQUAL(st.rx_buffers_held, 0);
+    CU_ASSERT_EQUAL(st.views_outstanding, 0);
+    CU_ASSERT_EQUAL(E.completed_bad, 0);
     env_close();
 }
 
@@ -827,6 +1125,149 @@ static bool fake_ack_all(void)
     return ok;
 }
 
+/* A DATA fragment with an explicit stream number. */
+static void send_data_numbered(uint32_t seq, uint64_t tag, uint32_t chunk_len, uint32_t off, uint16_t idx,
+                               uint16_t cnt, const char *payload, uint32_t len)
+{
+    uint8_t m[4096];
+    size_t n = build_data(m, sizeof m, tag, chunk_len, off, idx, cnt, payload, len);
+    rci_wire_set_stream_seq(m, seq);
+    CU_ASSERT(fake_send(m, n));
+}
+
+/* Gathered views whose chunk breaks (a gap, another chunk's fragment, a
+ * whole chunk, the publisher leaving): the fragments gathered so far give
+ * their receive buffers back, each once; kept views hold exactly theirs;
+ * after a reconnection every buffer is free again. */
+static void test_gathered_views_broken(void)
+{
+    M = (struct sub_mode){.views = true, .retain = true, .rx_buffers = 16};
+    CU_ASSERT_FATAL(fake_session(1024));
+    const char *abc = "aaaaaaaaaabbbbbbbbbbcccccccccc";
+    send_data(9, 30, 0, 0, 3, abc, 10);
+    send_data(9, 30, 10, 1, 3, abc + 10, 10);
+    send_data(9, 30, 20, 2, 3, abc + 20, 10);
+    CU_ASSERT_FATAL(PUMP_UNTIL(E.ngot == 1));
+    CU_ASSERT(E.got[0].pieces == 3 && E.got[0].len == 30 && memcmp(E.arena + E.got[0].off, abc, 30) == 0);
+    CU_ASSERT_EQUAL(sub_stats().rx_buffers_held, 3);
+    /* A gap: fragment 2 of 4 never comes. */
+    send_data(8, 40, 0, 0, 4, abc, 10);
+    send_data(8, 40, 10, 1, 4, abc + 10, 10);
+    send_data(8, 40, 30, 3, 4, abc, 10);
+    /* Another chunk's fragment 0 cuts chunk 10; 10's fragment 1 is then an orphan. */
+    send_data(10, 20, 0, 0, 2, abc, 10);
+    send_data(11, 20, 0, 0, 2, abc, 10);
+    send_data(11, 20, 10, 1, 2, abc + 10, 10);
+    send_data(10, 20, 10, 1, 2, abc + 10, 10);
+    /* A whole chunk cuts chunk 12. */
+    send_data(12, 30, 0, 0, 3, abc, 10);
+    send_data(13, 5, 0, 0, 1, "whole", 5);
+    CU_ASSERT(PUMP_UNTIL(sub_stats().data_messages == 12));
+    struct rc_sub_stats st = sub_stats();
+    CU_ASSERT_EQUAL(E.ngot, 3);
+    CU_ASSERT(E.got[1].tag == 11 && E.got[1].pieces == 2 && E.got[2].tag == 13 && E.got[2].pieces == 1);
+    CU_ASSERT_EQUAL(st.reassembly_drops, 4);   /* chunk 8, chunk 10, 10's orphan, chunk 12 */
+    CU_ASSERT_EQUAL(st.chunks_gathered, 2);
+    CU_ASSERT_EQUAL(st.rx_buffers_held, 3 + 2 + 1);   /* the kept views' only */
+    CU_ASSERT_EQUAL(st.views_outstanding, 3);
+    rc_view_release(E.held[0]);
+    CU_ASSERT_EQUAL(sub_stats().rx_buffers_held, 3);
+
+    /* The publisher leaves with a chunk half gathered. */
+    send_data(14, 30, 0, 0, 3, abc, 10);
+    send_data(14, 30, 10, 1, 3, abc + 10, 10);
+    CU_ASSERT(PUMP_UNTIL(sub_stats().data_messages == 14));
+    CU_ASSERT_EQUAL(sub_stats().rx_buffers_held, 5);
+    uint8_t m[64];
+    CU_ASSERT(fake_send(m, (size_t)rci_wire_build_bye(m, sizeof m, RCI_BYE_NORMAL)));
+    CU_ASSERT(PUMP_UNTIL(E.disconnects == 1));
+    st = sub_stats();
+    CU_ASSERT_EQUAL(st.rx_buffers_held, 3);
+    CU_ASSERT_EQUAL(st.views_outstanding, 2);
+    rc_view_release(E.held[2]);
+    rc_view_release(E.held[1]);
+    E.nheld = 0;
+    CU_ASSERT_EQUAL(sub_stats().rx_buffers_held, 0);
+
+    /* Reconnected: all 16 buffers are free, so an 8-fragment chunk (half of
+     * them) is gathered. */
+    CU_ASSERT_FATAL(PUMP_UNTIL(F.hellos == 2 && F.ep != NULL));
+    CU_ASSERT(fake_send(m, (size_t)rci_wire_build_welcome(m, sizeof m, 0, 100, 1234)));
+    CU_ASSERT_FATAL(PUMP_UNTIL(E.connects == 2 && F.subs == 2));
+    CU_ASSERT(fake_send(m, (size_t)rci_wire_build_sub_ack(m, sizeof m, F.last_sub_request, RCI_SUB_OK)));
+    F.next_seq = 0;   /* each connection numbers its stream from 0 */
+    char eight[80];
+    for (unsigned i = 0; i < 80; i++)
+        eight[i] = (char)('A' + i % 26);
+    for (uint16_t i = 0; i < 8; i++)
+        send_data(15, 80, i * 10u, i, 8, eight + i * 10, 10);
+    CU_ASSERT(PUMP_UNTIL(E.ngot == 4));
+    CU_ASSERT(E.got[3].pieces == 8 && E.got[3].len == 80 && memcmp(E.arena + E.got[3].off, eight, 80) == 0);
+    st = sub_stats();
+    CU_ASSERT_EQUAL(st.chunks_gathered, 3);
+    CU_ASSERT_EQUAL(st.rx_buffers_held, 8);
+    rc_view_release(E.held[--E.nheld]);
+    st = sub_stats();
+    CU_ASSERT_EQUAL(st.rx_buffers_held, 0);
+    CU_ASSERT_EQUAL(st.views_outstanding, 0);
+    CU_ASSERT_EQUAL(st.chunks_reassembled_copied, 0);
+    env_close();
+    fake_close();
+}
+
+/* Gathering never leaves no receive buffer: 9 fragments (more than half of
+ * 16 buffers) are copied; and a chunk half gathered when later messages,
+ * held for stream order, take every other buffer is copied after all, so
+ * that its missing fragments can still arrive. */
+static void test_gather_keeps_a_buffer(void)
+{
+    M = (struct sub_mode){.views = true, .rx_buffers = 16};
+    CU_ASSERT_FATAL(fake_session(1u << 20));
+    const char *abc = "aaaaaaaaaabbbbbbbbbbccccccccccdddddddddd";
+    char nine[90];
+    for (unsigned i = 0; i < 90; i++)
+        nine[i] = (char)('a' + i % 26);
+    for (uint16_t i = 0; i < 9; i++)
+        send_data(30, 90, i * 10u, i, 9, nine + i * 10, 10);
+    CU_ASSERT_FATAL(PUMP_UNTIL(E.ngot == 1));
+    CU_ASSERT(E.got[0].pieces == 1 && E.got[0].len == 90 && memcmp(E.arena + E.got[0].off, nine, 90) == 0);
+    struct rc_sub_stats st = sub_stats();
+    CU_ASSERT_EQUAL(st.chunks_reassembled_copied, 1);
+    CU_ASSERT_EQUAL(st.chunks_gathered, 0);
+
+    /* Fragments 0 and 1 of 4 gathered (2 buffers), then 14 later messages
+     * held for order (fragment 2 is slow): 16 of 16 busy. */
+    uint32_t base = F.next_seq;
+    send_data_numbered(base, 40, 40, 0, 0, 4, abc, 10);
+    send_data_numbered(base + 1, 40, 40, 10, 1, 4, abc + 10, 10);
+    for (uint32_t i = 0; i < 14; i++)
+        send_numbered(base + 4 + i, 41 + i);
+    CU_ASSERT_FATAL(PUMP_UNTIL(sub_stats().reordered == 14));
+    send_data_numbered(base + 2, 40, 40, 20, 2, 4, abc + 20, 10);
+    send_data_numbered(base + 3, 40, 40, 30, 3, 4, abc + 30, 10);
+    F.next_seq = base + 18;
+    CU_ASSERT(PUMP_UNTIL(E.ngot == 1 + 1 + 14));
+    CU_ASSERT(E.got[1].tag == 40 && E.got[1].len == 40 && E.got[1].pieces == 1 &&
+              memcmp(E.arena + E.got[1].off, abc, 40) == 0);
+    CU_ASSERT(got_tags_in_order(2, 41, 14));
+    st = sub_stats();
+    CU_ASSERT_EQUAL(st.chunks_reassembled_copied, 2);
+    CU_ASSERT_EQUAL(st.chunks_gathered, 0);
+    CU_ASSERT_EQUAL(st.seq_lost, 0);
+    CU_ASSERT_EQUAL(st.reassembly_drops, 0);
+    CU_ASSERT_EQUAL(st.rx_buffers_held, 0);
+    CU_ASSERT_EQUAL(st.views_outstanding, 0);
+    /* Everything free again: 8 fragments are gathered. */
+    for (uint16_t i = 0; i < 8; i++)
+        send_data(31, 80, i * 10u, i, 8, nine + i * 10, 10);
+    CU_ASSERT(PUMP_UNTIL(E.ngot == 17));
+    CU_ASSERT(E.got[16].pieces == 8 && memcmp(E.arena + E.got[16].off, nine, 80) == 0);
+    CU_ASSERT_EQUAL(sub_stats().chunks_gathered, 1);
+    CU_ASSERT_EQUAL(E.disconnects, 0);
+    env_close();
+    fake_close();
+}
+
 /* 2500 disjoint ranges go out in messages of at most 1024, after the first
  * WELCOME and again after a reconnection to a restarted publisher; the
  * resubscribed callback waits for every acknowledgement. */
@@ -981,7 +1422,10 @@ static void register_tests(void)
 
     static const struct { const char *n; CU_TestFunc f; } real[] = {
         {"subscribe and unsubscribe", test_subscribe_and_unsubscribe},
+        {"receive and control send buffers from the pool", test_buffers_from_the_pool},
         {"data byte-exact and fragments", test_data_byte_exact_and_fragments},
+        {"data byte-exact and fragments, as views", test_data_byte_exact_views},
+        {"views of chunks larger than a receive buffer", test_views_of_large_chunks},
         {"buffered pages", test_buffered_pages},
         {"publisher restart", test_publisher_restart},
         {"publisher gone, then back", test_publisher_gone_then_back},
@@ -997,6 +1441,8 @@ static void register_tests(void)
         CU_add_test(fake, "hello contents and heartbeats", test_hello_contents);
         CU_add_test(fake, "malformed counted and survived", test_malformed_counted_and_survived);
         CU_add_test(fake, "fragment rules", test_fragment_rules);
+        CU_add_test(fake, "gathered views: broken chunks give buffers back once", test_gathered_views_broken);
+        CU_add_test(fake, "gathering always leaves a receive buffer", test_gather_keeps_a_buffer);
         CU_add_test(fake, "stream order restored, losses counted", test_stream_order);
         CU_add_test(fake, "bye from publisher", test_bye_from_publisher);
         CU_add_test(fake, "bye with the handled count (publisher of version 3)", test_bye_count_v3);

@@ -3,8 +3,9 @@
  * retain, release in any order and from another thread, slices (inside,
  * outside, of several pieces, keeping their parent alive), copy across
  * pieces, the pool running out (malloc'd views, freed at release), a
- * reassembly buffer outliving its subscriber's reference, and RMA ring keys
- * released only with the last view. */
+ * reassembly buffer outliving its subscriber's reference, and what each
+ * piece holds (its receive buffer, its RMA ring key) given back once, only
+ * with the last view. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -16,26 +17,32 @@
 
 static const uint8_t DATA[] = "0123456789abcdefghijklmnopqrstuvwxyz";
 
-/* A root view of the receive-buffer kind holding *refs, with the pieces
- * [0,10), [10,20), [20,36) of DATA. */
+/* A root view of the receive-buffer kind with the pieces [0,10), [10,20),
+ * [20,36) of DATA, each in its own receive buffer (refs[0..2], as the
+ * fragments of a gathered chunk). */
 static struct rc_view *three_pieces(struct rci_view_pool *p, atomic_uint *refs)
 {
     struct rc_view *v = rci_view_get(p, RCI_VIEW_RX, 7, 1);
     CU_ASSERT_PTR_NOT_NULL_FATAL(v);
-    v->hold.rx_refs = refs;
-    atomic_fetch_add(refs, 1);
-    CU_ASSERT_TRUE(rci_view_add_piece(v, DATA, 10));
-    CU_ASSERT_TRUE(rci_view_add_piece(v, DATA + 10, 10));
-    CU_ASSERT_TRUE(rci_view_add_piece(v, DATA + 20, 16));
+    CU_ASSERT_TRUE(rci_view_add_rx_piece(v, DATA, 10, &refs[0]));
+    CU_ASSERT_TRUE(rci_view_add_rx_piece(v, DATA + 10, 10, &refs[1]));
+    CU_ASSERT_TRUE(rci_view_add_rx_piece(v, DATA + 20, 16, &refs[2]));
     return v;
+}
+
+/* Each of the three buffers is held exactly `n` times. */
+static bool held_each(const atomic_uint *refs, unsigned n)
+{
+    return refs[0] == n && refs[1] == n && refs[2] == n;
 }
 
 static void test_accessors_and_copy(void)
 {
     struct rci_view_pool *p = rci_view_pool_create(4);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    atomic_uint refs = 0;
-    struct rc_view *v = three_pieces(p, &refs);
+    atomic_uint refs[3] = {0};
+    struct rc_view *v = three_pieces(p, refs);
+    CU_ASSERT_TRUE(held_each(refs, 1));
     CU_ASSERT_EQUAL(rc_view_tag(v), 7);
     CU_ASSERT_EQUAL(rc_view_flags(v), 1);
     CU_ASSERT_EQUAL(rc_view_len(v), 36);
@@ -48,7 +55,7 @@ static void test_accessors_and_copy(void)
     CU_ASSERT_EQUAL(rc_view_copy(v, 30, buf, 20), 6);   /* past the end: what there is */
     CU_ASSERT_EQUAL(rci_view_pool_outstanding(p), 1);
     rc_view_release(v);
-    CU_ASSERT_EQUAL(refs, 0);
+    CU_ASSERT_TRUE(held_each(refs, 0));   /* every buffer once */
     CU_ASSERT_EQUAL(rci_view_pool_outstanding(p), 0);
     rci_view_pool_destroy(p);
 }
@@ -56,19 +63,19 @@ static void test_accessors_and_copy(void)
 static void test_retain_release_any_order(void)
 {
     struct rci_view_pool *p = rci_view_pool_create(4);
-    atomic_uint ra = 0, rb = 0;
-    struct rc_view *a = three_pieces(p, &ra), *b = three_pieces(p, &rb);
+    atomic_uint ra[3] = {0}, rb[3] = {0};
+    struct rc_view *a = three_pieces(p, ra), *b = three_pieces(p, rb);
     CU_ASSERT_PTR_EQUAL(rc_view_retain(a), a);
     rc_view_retain(b);
     rc_view_release(a);   /* the library's reference, as after on_view */
     rc_view_release(b);
-    CU_ASSERT_EQUAL(ra, 1);   /* still held: the buffer is not reposted */
-    CU_ASSERT_EQUAL(rb, 1);
+    CU_ASSERT_TRUE(held_each(ra, 1));   /* still held: no buffer is reposted */
+    CU_ASSERT_TRUE(held_each(rb, 1));
     rc_view_release(b);   /* newer one first */
-    CU_ASSERT_EQUAL(rb, 0);
-    CU_ASSERT_EQUAL(ra, 1);
+    CU_ASSERT_TRUE(held_each(rb, 0));
+    CU_ASSERT_TRUE(held_each(ra, 1));
     rc_view_release(a);
-    CU_ASSERT_EQUAL(ra, 0);
+    CU_ASSERT_TRUE(held_each(ra, 0));
     CU_ASSERT_EQUAL(rci_view_pool_outstanding(p), 0);
     rc_view_release(NULL);   /* fine */
     rci_view_pool_destroy(p);
@@ -77,8 +84,8 @@ static void test_retain_release_any_order(void)
 static void test_slice_inside_and_outside(void)
 {
     struct rci_view_pool *p = rci_view_pool_create(2);
-    atomic_uint refs = 0;
-    struct rc_view *v = three_pieces(p, &refs);
+    atomic_uint refs[3] = {0};
+    struct rc_view *v = three_pieces(p, refs);
     CU_ASSERT_PTR_NULL(rc_view_slice(v, 37, 0));        /* offset past the end */
     CU_ASSERT_PTR_NULL(rc_view_slice(v, 30, 7));        /* end past the end */
     CU_ASSERT_PTR_NULL(rc_view_slice(v, 1, SIZE_MAX));  /* offset + len overflows */
@@ -101,18 +108,18 @@ static void test_slice_inside_and_outside(void)
     CU_ASSERT_EQUAL(rc_view_copy(s, 0, buf, 14), 14);
     CU_ASSERT_EQUAL(memcmp(buf, DATA + 8, 14), 0);
 
-    /* The slice keeps its parent (and the buffer) alive. */
+    /* The slice keeps its parent (and all its buffers) alive. */
     rc_view_release(v);
-    CU_ASSERT_EQUAL(refs, 1);
+    CU_ASSERT_TRUE(held_each(refs, 1));
     CU_ASSERT_EQUAL(rci_view_pool_outstanding(p), 1);
     struct rc_view *ss = rc_view_slice(s, 3, 4);   /* a slice of a slice: DATA[11..15) */
     CU_ASSERT_PTR_NOT_NULL_FATAL(ss);
     CU_ASSERT_EQUAL(rc_view_piece_count(ss), 1);
     CU_ASSERT_PTR_EQUAL(rc_view_piece(ss, 0).data, DATA + 11);
     rc_view_release(s);
-    CU_ASSERT_EQUAL(refs, 1);
+    CU_ASSERT_TRUE(held_each(refs, 1));
     rc_view_release(ss);
-    CU_ASSERT_EQUAL(refs, 0);
+    CU_ASSERT_TRUE(held_each(refs, 0));
     CU_ASSERT_EQUAL(rci_view_pool_outstanding(p), 0);
     rci_view_pool_destroy(p);
 }
@@ -164,9 +171,7 @@ static void test_release_from_another_thread(void)
         atomic_uint *r = &refs[head % HANDOVER];
         struct rc_view *v = rci_view_get(p, RCI_VIEW_RX, i, 0);
         CU_ASSERT_PTR_NOT_NULL_FATAL(v);
-        v->hold.rx_refs = r;
-        atomic_fetch_add(r, 1);
-        rci_view_add_piece(v, DATA, 4);
+        rci_view_add_rx_piece(v, DATA, 4, r);
         rc_view_retain(v);    /* kept for the other thread */
         rc_view_release(v);   /* the library's own reference */
         h.slot[head % HANDOVER] = v;
@@ -186,20 +191,24 @@ static void test_release_from_another_thread(void)
 static void test_pool_runs_out_malloc(void)
 {
     struct rci_view_pool *p = rci_view_pool_create(1);
-    atomic_uint refs = 0;
-    struct rc_view *a = three_pieces(p, &refs), *b = three_pieces(p, &refs);
+    atomic_uint refs[3] = {0};
+    struct rc_view *a = three_pieces(p, refs), *b = three_pieces(p, refs);
     CU_ASSERT_EQUAL(rci_view_pool_allocated(p), 1);
     CU_ASSERT_EQUAL(rci_view_pool_outstanding(p), 2);
     rc_view_release(b);   /* malloc'd: freed (ASan: no leak) */
     rc_view_release(a);
-    CU_ASSERT_EQUAL(refs, 0);
+    CU_ASSERT_TRUE(held_each(refs, 0));
     CU_ASSERT_EQUAL(rci_view_pool_outstanding(p), 0);
-    struct rc_view *c = three_pieces(p, &refs);   /* the pool's one again */
+    struct rc_view *c = three_pieces(p, refs);   /* the pool's one again */
     CU_ASSERT_EQUAL(rci_view_pool_allocated(p), 1);
+    atomic_uint more = 0;
     for (unsigned i = 3; i < RC_VIEW_MAX_PIECES; i++)
-        CU_ASSERT_TRUE(rci_view_add_piece(c, DATA, 1));
-    CU_ASSERT_FALSE(rci_view_add_piece(c, DATA, 1));   /* full */
+        CU_ASSERT_TRUE(rci_view_add_rx_piece(c, DATA, 1, &more));
+    CU_ASSERT_FALSE(rci_view_add_rx_piece(c, DATA, 1, &more));   /* full: nothing taken */
+    CU_ASSERT_EQUAL(more, RC_VIEW_MAX_PIECES - 3);
     rc_view_release(c);
+    CU_ASSERT_EQUAL(more, 0);
+    CU_ASSERT_TRUE(held_each(refs, 0));
     rci_view_pool_destroy(p);
 }
 
@@ -235,8 +244,9 @@ static void test_rma_keys_released_with_last_view(void)
         struct rci_dma_span span;
         uint64_t pos = rci_dma_ring_taken_pos(rma.ring);
         rci_dma_ring_note_written(rma.ring, pos + 64);
-        CU_ASSERT_EQUAL_FATAL(rci_dma_ring_take(rma.ring, 64, &span, &v->key[i]), 0);
-        rci_view_add_piece(v, rma.mem + span.piece[0].offset, 64);
+        uint64_t key;
+        CU_ASSERT_EQUAL_FATAL(rci_dma_ring_take(rma.ring, 64, &span, &key), 0);
+        CU_ASSERT_TRUE(rci_view_add_rma_piece(v, rma.mem + span.piece[0].offset, 64, key));
     }
     CU_ASSERT_TRUE(rci_sub_rma_busy(&rma));
     struct rc_view *s = rc_view_slice(v, 60, 8);   /* across both records */
