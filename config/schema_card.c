@@ -52,9 +52,9 @@ static const struct rci_cfg_key card_keys[] = {
     {.key = "poll_spin", .type = RCI_CFG_DURATION, .def = "50us", .min = 0, .max = 1 * S,
      RCI_CFG_FIELD(T, poll_spin_ns),
      .help = "The readout thread spins this long on an idle ring ..."},
-    {.key = "poll_sleep", .type = RCI_CFG_DURATION, .def = "100us", .min = 0, .max = 1 * S,
+    {.key = "poll_sleep", .type = RCI_CFG_DURATION, .def = "150us", .min = 0, .max = 1 * S,
      RCI_CFG_FIELD(T, poll_sleep_ns),
-     .help = "... then sleeps this long between polls."},
+     .help = "... then sleeps between polls: poll_sleep / 8 after data, doubling up to this."},
     {.key = "wait", .type = RCI_CFG_ENUM, .def = "poll", .choices = "poll|interrupt",
      RCI_CFG_FIELD(T, wait),
      .help = "Idle readout thread: poll (every poll_sleep) or interrupt (sleep until the card's data"

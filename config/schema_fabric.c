@@ -127,7 +127,8 @@ static const struct rci_cfg_key fabric_keys[] = {
              " buffers of buffered_page_size (32 x 64k = 2 MiB per publisher thread); 0 = off."},
     {.key = "flush_timeout", .type = RCI_CFG_DURATION, .def = "1ms", .min = 1000, .max = 10 * S,
      RCI_CFG_FIELD(T, flush_timeout_ns),
-     .help = "A buffered page that is not full is sent at the latest after this."},
+     .help = "A buffered page that is not full is sent at the latest after this (the daemon sends it"
+             " at once when its queues run empty)."},
     {.key = "rx_buffers", .type = RCI_CFG_UINT, .def = "64", .min = 1, .max = 65536,
      RCI_CFG_FIELD(T, rx_buffers),
      .help = "Receive buffers of a subscriber."},

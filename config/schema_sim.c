@@ -39,7 +39,7 @@ static const struct rci_cfg_key sim_keys[] = {
     {.key = "irq_blocks", .type = RCI_CFG_UINT, .def = "16", .min = 1, .max = 1u << 20,
      RCI_CFG_FIELD(T, irq_blocks),
      .help = "card.N.wait = interrupt: raise the data interrupt after this many blocks ..."},
-    {.key = "irq_timeout", .type = RCI_CFG_DURATION, .def = "1ms", .min = 1000, .max = 1000000000ull,
+    {.key = "irq_timeout", .type = RCI_CFG_DURATION, .def = "20us", .min = 1000, .max = 1000000000ull,
      RCI_CFG_FIELD(T, irq_timeout_ns),
      .help = "... or this long after the oldest block not yet signalled."},
     {.key = "run_chunks", .type = RCI_CFG_UINT, .def = "0", .min = 0, .max = UINT64_MAX,

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* buffered.c — buffered sends: small chunks are copied as records into a
  * registered page (one per subscriber being filled), and the page goes out as
- * one PAGE message when full or flush_timeout after its first record. The
+ * one PAGE message when full, when the caller has no more records for now
+ * (rci_publisher_flush_idle) or flush_timeout after its first record. The
  * chunk's key never becomes the publisher's: once the record is copied the
  * caller releases it itself (no callback). Pages are recycled on their send
  * completion (or when their subscriber dies). Nothing here reads the CQ:
@@ -185,6 +186,20 @@ int rci_publisher_flush(struct rci_publisher *p, rci_peer_id peer_id)
     if (peer->page == RCI_PUB_NONE)
         return 0;
     return post_page(p, peer);
+}
+
+int rci_publisher_flush_idle(struct rci_publisher *p, rci_peer_id peer_id)
+{
+    struct rci_pub_peer *peer = rci_pub_peer_of(p, peer_id);
+    if (!peer || peer->state != RCI_PEER_ACTIVE)
+        return -ENOTCONN;
+    if (peer->page == RCI_PUB_NONE)
+        return 0;
+    int rc = post_page(p, peer);
+    if (rc)
+        return rc;
+    p->st.pages_flushed_idle++;
+    return 1;
 }
 
 int rci_buf_flush_due(struct rci_publisher *p, uint64_t now)

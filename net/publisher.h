@@ -121,6 +121,7 @@ struct rci_publisher_stats {
     uint64_t buffered_bytes;
     uint64_t pages_sent;
     uint64_t pages_flushed_by_timeout;
+    uint64_t pages_flushed_idle;    /* posted by rci_publisher_flush_idle: the caller had no more */
     uint64_t pages_failed;          /* page send/completion failed: records lost (counted) */
     uint64_t again_no_page;
     /* subscribers */
@@ -258,6 +259,12 @@ int  rci_publisher_send_buffered(struct rci_publisher *p, rci_peer_id peer, uint
 /* Send the peer's partly filled page now (0, -EAGAIN, -ENOTCONN). No
  * callback runs inside this call. */
 int  rci_publisher_flush(struct rci_publisher *p, rci_peer_id peer);
+/* The same when the caller has nothing more to add for now (its queues ran
+ * empty): the page goes without waiting for flush_timeout, which then only
+ * bounds the wait while records keep coming. 1: a page was posted (counted
+ * in pages_flushed_idle), 0: none was filling, or -EAGAIN / -ENOTCONN. No
+ * callback runs inside this call. */
+int  rci_publisher_flush_idle(struct rci_publisher *p, rci_peer_id peer);
 
 /* Drive everything without blocking: completions, connection events, control
  * messages, page flush timeouts, heartbeats, dead-peer detection. Returns the

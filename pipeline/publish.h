@@ -255,7 +255,7 @@ int rci_pipeline_get_publisher_stats(const struct rci_pipeline *pb, unsigned thr
 #define RCI_PUBLISHER_JSON_FIELDS(X)                                                                    \
     X(sends) X(messages) X(fragmented_sends) X(again_no_slot) X(again_provider) X(again_peer_quota) \
     X(buffered_records)                                                                             \
-    X(buffered_bytes) X(pages_sent) X(pages_failed) X(again_no_page) X(send_errors)                 \
+    X(buffered_bytes) X(pages_sent) X(pages_flushed_idle) X(pages_flushed_by_timeout) X(pages_failed) X(again_no_page) X(send_errors)                 \
     X(unregistered_pieces) X(fragment_retry_timeouts) X(stale_completions) X(keys_completed_error) \
     X(connections) X(connections_refused) X(connections_refused_allowlist) X(peers_closed)          \
     X(connections_refused_rx_buffer) X(shm_files_reclaimed) X(half_open_closed_timeout)           \

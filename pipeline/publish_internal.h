@@ -233,6 +233,7 @@ struct publish_thread {
     _Atomic unsigned subscribed, connected;
     unsigned nsubscribed;               /* subscribed, for this thread's own reads */
 
+    bool pages_filling;                 /* some subscriber's page_filling is set */
     struct send_token *tokens;
     uint32_t ntokens, free_token;
     uint32_t sub_send_limit;            /* zero-copy shares outstanding per subscriber */

@@ -372,6 +372,7 @@ static int post_share(struct publish_thread *th, struct pub_sub *s, const struct
         int rc = rci_publisher_send_buffered(th->pub, s->peer, chunk->tag, chunk->flags, th->iov, n);
         if (rc == 0) {
             s->page_filling = true;
+            th->pages_filling = true;
             return 1;
         }
         if (rc != -EMSGSIZE)
@@ -1230,12 +1231,42 @@ static int sleep_idle(struct publish_thread *th, uint64_t hang_at)
     return rc;
 }
 
+/* The queues ran empty: send the buffered pages still filling now instead
+ * of after flush_timeout (pipeline/README.md, "Buffered pages"). While chunks
+ * keep coming the queues are not empty and pages fill (coalescing only while
+ * busy, as Nagle's rule). A page that cannot go now (-EAGAIN) stays marked:
+ * a later zero-copy send must still flush it first, and flush_timeout sends
+ * it otherwise. Returns the pages posted. */
+static unsigned flush_idle_pages(struct publish_thread *th)
+{
+    unsigned posted = 0;
+    bool left = false;
+    for (uint32_t i = 0; i < th->nsubs_max; i++) {
+        struct pub_sub *s = &th->subs[i];
+        if (!s->in_use || !s->page_filling)
+            continue;
+        int rc = rci_publisher_flush_idle(th->pub, s->peer);
+        if (rc >= 0) {
+            s->page_filling = false;
+            posted += (unsigned)rc;
+        } else {
+            left = true;
+        }
+    }
+    th->pages_filling = left;
+    return posted;
+}
+
 /* Nothing sent this turn. A chunk that waits (its subscriber holds all it
  * may, a pool is empty) is retried after today's short wait on the CQ;
- * with no chunk at all the thread sleeps until something is due. */
+ * with no chunk at all the pages filling go out, and the thread sleeps until
+ * something is due. */
 static int sleep_or_wait(struct publish_thread *th, uint64_t hang_at)
 {
-    if (th->doorbell_fd < 0 || lanes_hold_chunks(th))
+    bool holding = lanes_hold_chunks(th);
+    if (!holding && th->pages_filling && flush_idle_pages(th) > 0)
+        return rci_publisher_progress(th->pub);
+    if (th->doorbell_fd < 0 || holding)
         return rci_publisher_wait(th->pub, IDLE_WAIT_NS);
     return sleep_idle(th, hang_at);
 }

@@ -140,6 +140,7 @@ struct rci_readout {
     _Atomic uint64_t drained_iter;          /* last iteration that ended drained */
     _Atomic unsigned drain_waiters;         /* rci_readout_wait_drained calls under way */
     bool irq_spin;                          /* interrupt mode: spin poll_spin before the wait (thread) */
+    uint64_t poll_sleep_next;               /* poll mode: the next sleep (0: the first after data) */
 
     _Alignas(64) struct rci_shared_counters shared;
 };

@@ -7,10 +7,17 @@
  * poll_sleep_ns between polls, trading latency for an idle core. With
  * card.N.wait = interrupt it sleeps on the card's interrupt instead whenever
  * only the card can bring the next work (only_card_brings_work), and spins
- * first only while spinning pays (idle_on_interrupt). */
+ * first only while spinning pays (idle_on_interrupt).
+ *
+ * Poll mode's sleeps between polls grow: the first after data is poll_sleep / 8,
+ * each next one doubles up to poll_sleep (a card writing at a moderate rate
+ * brings its next block soon: found within a fraction of poll_sleep; an idle
+ * card costs a few wake-ups more per block). The thread's timer slack is
+ * 1 us instead of the kernel's 50 us, which each sleep would otherwise add. */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 #include <urcu/arch.h>
 #include "common/monotonic.h"
@@ -20,6 +27,8 @@
 /* An interrupt that ends a wait within this many poll_spin periods means the
  * card writes densely: spin again before the next wait. */
 #define IRQ_DENSE_SPINS 4u
+#define POLL_SLEEP_FIRST_DIV 8u      /* the first sleep after data: poll_sleep / 8 */
+#define READOUT_TIMER_SLACK_NS 1000ul
 
 /* One poll: read the write pointer, decode, give space back. True if
  * anything moved (new blocks, chunks emitted, read pointer written). */
@@ -111,6 +120,21 @@ static bool idle_on_interrupt(struct rci_readout *r, uint64_t idle_for)
     return true;
 }
 
+/* Poll mode: the sleep before the next poll, growing from poll_sleep / 8
+ * after data to poll_sleep. Interrupt mode polls only for what is not the
+ * card's (the sink, the pool, a drain): poll_sleep, few wake-ups. */
+static uint64_t next_poll_sleep(struct rci_readout *r)
+{
+    uint64_t max = r->p.poll_sleep_ns;
+    if (r->irq_fd >= 0)
+        return max;
+    uint64_t ns = r->poll_sleep_next ? r->poll_sleep_next : max / POLL_SLEEP_FIRST_DIV;
+    if (ns == 0)
+        ns = max;
+    r->poll_sleep_next = ns * 2 < max ? ns * 2 : max;
+    return ns;
+}
+
 /* Nothing moved in the last poll. Returns true if the thread slept (the
  * next poll starts a new idle period). */
 static bool idle_step(struct rci_readout *r, uint64_t idle_since, uint64_t now)
@@ -120,7 +144,7 @@ static bool idle_step(struct rci_readout *r, uint64_t idle_since, uint64_t now)
         return idle_on_interrupt(r, idle_for);
     if (idle_for >= r->p.poll_spin_ns && r->p.poll_sleep_ns > 0) {
         rci_counter_add(&r->st.sleeps, 1);
-        rci_sleep_ns(r->p.poll_sleep_ns);
+        rci_sleep_ns(next_poll_sleep(r));
         return false;   /* still idle: the spin is over */
     }
     caa_cpu_relax();
@@ -132,6 +156,10 @@ static void *readout_main(void *arg)
     struct rci_readout *r = arg;
     uint64_t idle_since = 0;
     r->irq_spin = true;
+    r->poll_sleep_next = 0;
+    /* Sleeps of tens of microseconds: the default slack (50 us) would add
+     * up to half a poll_sleep to each (a failure keeps the default). */
+    (void)prctl(PR_SET_TIMERSLACK, READOUT_TIMER_SLACK_NS, 0, 0, 0);
     while (!atomic_load_explicit(&r->stop_requested, memory_order_acquire)) {
         uint64_t iter = atomic_fetch_add_explicit(&r->loop_iter, 1, memory_order_acq_rel) + 1;
         bool progress = poll_once(r);
@@ -141,6 +169,7 @@ static void *readout_main(void *arg)
             if (idle_since != 0 && r->irq_fd >= 0)
                 r->irq_spin = true;   /* a spin (or a poll_sleep) found data */
             idle_since = 0;
+            r->poll_sleep_next = 0;
             continue;
         }
         uint64_t now = rci_now_ns();

@@ -562,6 +562,32 @@ static void test_rate_limit(void)
     rig_free(&r);
 }
 
+/* A chunk started is finished in the same step whatever the bucket holds:
+ * only new chunks wait for the rate. 8 KiB chunks span three 4 KiB blocks
+ * and 8 e-links interleave: the bucket (two tokens) starts a chunk on e-link
+ * 0 and one on e-link 1; their middle and last blocks follow at once, and the
+ * rest of the last blocks is null trailers (no token for a third chunk).
+ * Before, each chunk's next block waited for tokens: 2 chunks started, none
+ * finished after the first step. */
+static void test_rate_limit_finishes_started(void)
+{
+    const uint32_t bs = 4 * KB;
+    struct rci_card_params cp = card_params(256 * KB, bs, FELIX_FMT_C0CE);
+    struct rci_sim_params sp = sim_params(8, 8192, 8192, 0);
+    sp.rate = (struct rci_rate){ RCI_RATE_CHUNKS, 10.0 };   /* a token every 100 ms */
+    struct rig r;
+    rig_init(&r, &cp, &sp);
+    rig_start(&r);
+    CU_ASSERT_EQUAL(rci_sim_fw_step(r.fw, 64), 6);
+    struct rci_card_stats st = card_stats(&r);
+    CU_ASSERT_EQUAL(st.chunks_produced, 2);
+    CU_ASSERT_EQUAL(st.bytes_produced, 2 * 8192);
+    CU_ASSERT_EQUAL(rci_sim_fw_state(r.fw), RCI_FW_RATE_LIMITED);
+    CU_ASSERT_EQUAL(rci_sim_fw_step(r.fw, 64), 0);   /* nothing open, no token yet */
+    CU_ASSERT_EQUAL(card_stats(&r).chunks_produced, 2);
+    rig_free(&r);
+}
+
 static void test_run_time(void)
 {
     struct rci_card_params cp = card_params(RING, KB, FELIX_FMT_ABCE);
@@ -725,7 +751,8 @@ static void register_tests(void)
              { "RD_POINTER events", test_rd_pointer_events },
              { "enable off and reset", test_enable_off_and_reset },
              { "refused programming", test_refused_programming });
-    RCI_SUITE("firmware", { "rate limit", test_rate_limit }, { "run time", test_run_time },
+    RCI_SUITE("firmware", { "rate limit", test_rate_limit },
+             { "rate limit finishes started chunks", test_rate_limit_finishes_started }, { "run time", test_run_time },
              { "thread", test_threaded_sim }, { "shm process", test_shm_process });
 }
 

@@ -1144,6 +1144,45 @@ static void buffered_test(const struct prov *pv)
     pub_close(&c);
 }
 
+/* rci_publisher_flush_idle sends the filling page at once: with a
+ * flush_timeout of 10 s the records arrive within the test's 5 s only
+ * through it; a second call finds no page. */
+static void test_buffered_flush_idle(void)
+{
+    const struct prov *pv = &PROVS[0];
+    struct rci_fabric_params fp;
+    uint16_t port = next_port();
+    pub_params(&fp, pv, port);
+    fp.flush_timeout_ns = 10 * SEC;
+    struct pubctx c;
+    CU_ASSERT_EQUAL_FATAL(pub_open(&c, &fp, 3), 0);
+    struct sub_thread t;
+    sub_start(&t, pv, port, 64 * 1024, 3, 256, 0);
+    rci_peer_id peer;
+    CU_ASSERT_EQUAL_FATAL(wait_subscribers(&c, 1, &peer), 1);
+    CU_ASSERT_EQUAL(rci_publisher_flush_idle(c.p, peer), 0);   /* nothing filling yet */
+    for (uint64_t seq = 0; seq < 3; seq++) {
+        struct layout l;
+        struct iovec iov[MAX_PIECES];
+        make_layout(seq, 3, 256, &l);
+        CU_ASSERT_EQUAL_FATAL(rci_publisher_send_buffered(c.p, peer, seq, (uint32_t)(seq & 0xf), iov,
+                                                         to_iov(&l, iov)), 0);
+    }
+    CU_ASSERT_EQUAL(rci_publisher_flush_idle(c.p, peer), 1);
+    CU_ASSERT_EQUAL(rci_publisher_flush_idle(c.p, peer), 0);
+    struct chunks_goal g = { &t, 3 };
+    CU_ASSERT(pump_until(&c, chunks_reached, &g, 5 * SEC));
+    CU_ASSERT_EQUAL(atomic_load(&t.bad), 0);
+    struct rci_publisher_stats st;
+    rci_publisher_get_stats(c.p, &st);
+    CU_ASSERT_EQUAL(st.pages_sent, 1);
+    CU_ASSERT_EQUAL(st.pages_flushed_idle, 1);
+    CU_ASSERT_EQUAL(st.pages_flushed_by_timeout, 0);
+    CU_ASSERT_EQUAL(rci_publisher_flush_idle(c.p, 9999), -ENOTCONN);
+    sub_stop(&t);
+    pub_close(&c);
+}
+
 static void test_buffered_msg(void) { buffered_test(&PROVS[0]); }
 static void test_buffered_rdm(void) { buffered_test(&PROVS[1]); }
 
@@ -1786,6 +1825,7 @@ static void register_tests(void)
         { "gather-copy fragment deferred, tcp msg", test_gather_deferred_msg },
         { "gather-copy, subscriber gone, tcp msg", test_gather_gone_msg },
         { "buffered pages, tcp msg", test_buffered_msg },
+        { "buffered page sent when idle (flush_idle)", test_buffered_flush_idle },
         { "pages and control buffers from the pool, tcp msg", test_pool_msg },
         { "no callback inside a send that meets -EAGAIN, tcp msg", test_no_callback_in_send_msg },
         { "subscriber leaves mid-stream, tcp msg", test_disconnect_msg },
