@@ -191,12 +191,9 @@ int rci_publisher_flush(struct rci_publisher *p, rci_peer_id peer_id)
 int rci_publisher_flush_idle(struct rci_publisher *p, rci_peer_id peer_id)
 {
     struct rci_pub_peer *peer = rci_pub_peer_of(p, peer_id);
-    if (!peer || peer->state != RCI_PEER_ACTIVE)
-        return -ENOTCONN;
-    if (peer->page == RCI_PUB_NONE)
-        return 0;
-    int rc = post_page(p, peer);
-    if (rc)
+    bool filling = peer && peer->page != RCI_PUB_NONE;
+    int rc = rci_publisher_flush(p, peer_id);
+    if (rc || !filling)
         return rc;
     p->st.pages_flushed_idle++;
     return 1;
