@@ -19,6 +19,16 @@
 #define MSUB_TAKE_EVERY_NS  10000000ull   /* look for a new lookup result this often */
 #define MSUB_UNLISTED_GRACE_NS 1500000000ull /* an unlisted publisher stays while it spoke this recently */
 
+struct rci_msub;
+
+/* A slot stays allocated while it is parked: its connection's callbacks
+ * (on_disconnect from rc_sub_destroy) still get it as their ctx. */
+struct pub_slot {
+    struct rci_msub_publisher pub;   /* first: the callbacks' ctx is the slot */
+    struct rci_msub *m;
+    bool parked;                     /* dropped, kept for its views: says nothing more */
+};
+
 struct rci_msub {
     struct rci_msub_params p;
     struct rci_disc *disc;
@@ -29,7 +39,7 @@ struct rci_msub {
     /* Dropped publishers' connections whose views the program still holds
      * (on_view): not polled, destroyed once their last view is released. */
     size_t nparked;
-    struct rc_sub *parked[RCI_MSUB_MAX_PUBLISHERS];
+    struct pub_slot *parked[RCI_MSUB_MAX_PUBLISHERS];
     struct rci_disc_entry *entries;       /* the lookup being applied (poll thread) */
     /* The lookup thread: discovery reads block (an etcd host that is down
      * costs a connect timeout), so they run beside the connections, never in
@@ -89,7 +99,7 @@ void rci_msub_get_stats(const struct rci_msub *m, struct rci_msub_stats *st)
     }
     for (size_t i = 0; i < m->nparked; i++) {
         struct rc_sub_stats s;
-        rc_sub_get_stats(m->parked[i], &s);
+        rc_sub_get_stats(m->parked[i]->pub.sub, &s);
         st->total.views_outstanding += s.views_outstanding;
     }
 }
@@ -105,10 +115,6 @@ const char *rci_msub_last_error(const struct rci_msub *m) { return m->err; }
 
 /* ---- the publishers' callbacks -------------------------------------------- */
 
-struct pub_slot {
-    struct rci_msub_publisher pub;   /* first: the callbacks' ctx is the slot */
-    struct rci_msub *m;
-};
 
 static void slot_data(void *ctx, uint64_t tag, uint32_t flags, const void *data, size_t len)
 {
@@ -124,7 +130,7 @@ static void slot_view(void *ctx, struct rc_view *view)
 
 static void slot_event(struct pub_slot *s, enum rci_msub_event ev)
 {
-    if (s->m->p.on_event)
+    if (!s->parked && s->m->p.on_event)
         s->m->p.on_event(s->m->p.ctx, ev, &s->pub);
 }
 
@@ -231,6 +237,13 @@ static bool in_history(struct rci_msub *m, const char *hp)
     return false;
 }
 
+static void free_slot(struct pub_slot *s)
+{
+    rc_sub_destroy(s->pub.sub);   /* may call slot_disconnect: s is still valid here */
+    free(s->pub.first);
+    free(s);
+}
+
 static void drop_publisher(struct rci_msub *m, size_t i, bool say)
 {
     struct pub_slot *s = (struct pub_slot *)m->pub[i];
@@ -244,13 +257,13 @@ static void drop_publisher(struct rci_msub *m, size_t i, bool say)
     add_stats(&m->retired, &st);
     host_port(&s->pub.entry, m->history[m->history_next], sizeof m->history[0]);
     m->history_next = (m->history_next + 1) % MSUB_HISTORY;
-    if (st.views_outstanding && m->nparked < RCI_MSUB_MAX_PUBLISHERS)
-        m->parked[m->nparked++] = s->pub.sub;   /* its views' memory stays until they are released */
-    else
-        rc_sub_destroy(s->pub.sub);
-    free(s->pub.first);
-    free(s);
     m->pub[i] = m->pub[--m->npub];
+    if (st.views_outstanding && m->nparked < RCI_MSUB_MAX_PUBLISHERS) {
+        s->parked = true;   /* its views' memory stays until they are released */
+        m->parked[m->nparked++] = s;
+        return;
+    }
+    free_slot(s);
 }
 
 static int add_publisher(struct rci_msub *m, const struct rci_disc_entry *e)
@@ -447,12 +460,12 @@ static void unpark(struct rci_msub *m)
 {
     for (size_t i = 0; i < m->nparked;) {
         struct rc_sub_stats st;
-        rc_sub_get_stats(m->parked[i], &st);
+        rc_sub_get_stats(m->parked[i]->pub.sub, &st);
         if (st.views_outstanding) {
             i++;
             continue;
         }
-        rc_sub_destroy(m->parked[i]);
+        free_slot(m->parked[i]);
         m->parked[i] = m->parked[--m->nparked];
     }
 }
@@ -554,7 +567,7 @@ void rci_msub_destroy(struct rci_msub *m)
     while (m->npub)
         drop_publisher(m, m->npub - 1, false);
     for (size_t i = 0; i < m->nparked; i++)
-        rc_sub_destroy(m->parked[i]);   /* views still held now are the program's error (multi_sub.h) */
+        free_slot(m->parked[i]);   /* views still held now are the program's error (multi_sub.h) */
     rci_disc_close(m->disc);
     free(m->want_first);
     free(m->entries);

@@ -320,8 +320,13 @@ static void tp_poll(struct two_pubs *t, struct rc_discover *d)
 
 /* views: chunks come to on_view; the view of publisher 1's chunk is kept
  * while publisher 1 goes away (its entry withdrawn): its bytes stay intact,
- * views_outstanding says 1, and after the release 0. */
-static void discover_two_publishers(bool views)
+ * views_outstanding says 1, and after the release 0. live: publisher 1
+ * keeps running, silent (heartbeat 2.5 s) after its entry is withdrawn, so
+ * its connection is dropped while still up and parked with the view: when
+ * the view is released the parked connection is destroyed while connected,
+ * and its on_disconnect must find its slot still allocated (under ASan a
+ * freed slot is a use after free). */
+static void discover_two_publishers(bool views, bool live)
 {
     static struct two_pubs t;
     memset(&t, 0, sizeof t);
@@ -338,6 +343,8 @@ static void discover_two_publishers(bool views)
         struct rc_pub_params pp;
         rc_pub_params_default(&pp);
         pp.port = (uint16_t)(base + i);
+        if (live && i == 1)
+            pp.heartbeat_ns = 2500000000ull;   /* silent for longer than the unlisted grace (1.5 s) */
         pp.cb = (struct rc_pub_callbacks){.ctx = &t, .on_send_complete = tp_complete,
                                           .on_peer_event = i ? tp_event1 : tp_event0};
         CU_ASSERT_EQUAL_FATAL(rc_pub_create(&pp, &t.pub[i], err, sizeof err), 0);
@@ -397,8 +404,10 @@ static void discover_two_publishers(bool views)
     CU_ASSERT_EQUAL(rc_discover_publisher(d, 2, &pub, &ss), -ENOENT);
     /* publisher 1 stops: entry withdrawn, connection closed -> GONE */
     CU_ASSERT_EQUAL(rci_disc_withdraw(announcer[1], err, sizeof err), 0);
-    rc_pub_destroy(t.pub[1]);
-    t.pub[1] = NULL;
+    if (!live) {
+        rc_pub_destroy(t.pub[1]);
+        t.pub[1] = NULL;
+    }
     while (t.gone == 0 && rci_now_ns() < until)
         tp_poll(&t, d);
     CU_ASSERT_EQUAL(t.gone, 1);
@@ -423,6 +432,8 @@ static void discover_two_publishers(bool views)
         CU_ASSERT_EQUAL(st.total.views_outstanding, 0);
     }
     rc_discover_destroy(d);
+    if (t.pub[1])
+        rc_pub_destroy(t.pub[1]);
     rci_disc_withdraw(announcer[0], err, sizeof err);
     for (int i = 0; i < 2; i++)
         rci_disc_close(announcer[i]);
@@ -432,8 +443,9 @@ static void discover_two_publishers(bool views)
     CU_ASSERT_EQUAL(system(cmd), 0);
 }
 
-static void test_discover_two_publishers(void) { discover_two_publishers(false); }
-static void test_discover_two_publishers_views(void) { discover_two_publishers(true); }
+static void test_discover_two_publishers(void) { discover_two_publishers(false, false); }
+static void test_discover_two_publishers_views(void) { discover_two_publishers(true, false); }
+static void test_discover_views_parked_live(void) { discover_two_publishers(true, true); }
 
 static void test_discover_refuses(void)
 {
@@ -461,6 +473,8 @@ static void register_tests(void)
     RCI_SUITE("backends", {"dir", test_dir_backend}, {"etcd unreachable", test_etcd_unreachable});
     RCI_SUITE("rc_discover", {"two publishers over dir:", test_discover_two_publishers},
               {"two publishers over dir:, views kept past a publisher's end", test_discover_two_publishers_views},
+              {"views kept past a live publisher's withdrawn entry (parked while connected)",
+               test_discover_views_parked_live},
               {"refuses bad parameters", test_discover_refuses});
 }
 
