@@ -152,7 +152,12 @@ uint64_t rci_sub_stream_credit_due(struct rci_sub_stream *r, bool force)
     uint64_t read = rci_dma_ring_read_pos(r->ring) - r->base;
     if (read <= r->credit_sent)
         return 0;
-    if (!force && read - r->credit_sent < r->size / 4)
+    /* A quarter of the ring at a time, but everything once the publisher
+     * is (nearly) out of room: decoded blocks then wait for CREDIT, and
+     * chunks left open in the ring are copied out or dropped by the
+     * decoder only when it sees the ring completely full. */
+    bool publisher_short = r->credit_sent + r->size - r->expect < r->size / 4;
+    if (!force && !publisher_short && read - r->credit_sent < r->size / 4)
         return 0;
     return read;
 }

@@ -87,7 +87,8 @@ void rci_sub_stream_disconnect(struct rci_sub_stream *r);
  * the ring's written position moved, decode; 0 held; -EPROTO bad (r->why). */
 int  rci_sub_stream_arrived(struct rci_sub_stream *r, uint64_t imm, uint64_t *spans, uint64_t *bytes);
 /* Connection position to give back in CREDIT, or 0 when not worth a message
- * (under a quarter of the ring more than credit_sent; force: any progress). */
+ * (under a quarter of the ring more than credit_sent while the publisher
+ * has over a quarter of the ring left to write; force: any progress). */
 uint64_t rci_sub_stream_credit_due(struct rci_sub_stream *r, bool force);
 
 /* Called by the decoder's sink (inside ops->decode): hand one chunk on as a
