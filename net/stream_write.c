@@ -63,11 +63,8 @@ static const char *ring_problem(const struct rci_publisher *p, const struct rci_
     return NULL;
 }
 
-static void refuse(struct rci_publisher *p, struct rci_pub_peer *peer, enum rci_refusal why,
-                   const char *fmt, uint64_t a, uint64_t b)
+static void refuse(struct rci_publisher *p, struct rci_pub_peer *peer, enum rci_refusal why, const char *detail)
 {
-    char detail[160];
-    snprintf(detail, sizeof detail, fmt, a, b);
     p->st.stream_refused++;
     rci_pub_refuse_peer(p, peer, why, detail);
 }
@@ -81,20 +78,23 @@ int rci_stream_hello(struct rci_publisher *p, struct rci_pub_peer *peer, const u
         return 0;
     rci_wire_hello_rma(buf, len, &r);   /* checked: a stream part follows the RMA part */
     const struct rci_pub_stream_card *c = stream_card(p, st.card);
+    char detail[200];
     if (!c) {
-        refuse(p, peer, RCI_REFUSED_STREAM_CARD, " (card %" PRIu64 " asked; %" PRIu64 " cards streamed here)",
-               st.card, p->nstream_cards);
+        snprintf(detail, sizeof detail, " (card %" PRIu32 " asked; %u cards streamed here)", st.card,
+                 p->nstream_cards);
+        refuse(p, peer, RCI_REFUSED_STREAM_CARD, detail);
         return -1;
     }
     if (!p->fab.rma) {
-        refuse(p, peer, RCI_REFUSED_STREAM_RMA, " (card %" PRIu64 "%.0" PRIu64 ")", st.card, 0);
+        snprintf(detail, sizeof detail, " (card %" PRIu32 ": no FI_RMA with 8 bytes of CQ data here)", st.card);
+        refuse(p, peer, RCI_REFUSED_STREAM_RMA, detail);
         return -1;
     }
     const char *why = ring_problem(p, &r, &st, c->block_size);
     if (why) {
-        char fmt[200];
-        snprintf(fmt, sizeof fmt, " (%s: ring %%" PRIu64 " B, block %%" PRIu64 " B)", why);
-        refuse(p, peer, RCI_REFUSED_STREAM_BLOCK, fmt, r.len, c->block_size);
+        snprintf(detail, sizeof detail, " (%s: ring %" PRIu64 " B from offset %" PRIu64 ", card %" PRIu32
+                 " blocks %" PRIu32 " B)", why, r.len, st.start_offset, st.card, c->block_size);
+        refuse(p, peer, RCI_REFUSED_STREAM_BLOCK, detail);
         return -1;
     }
     peer->stream = (struct rci_pub_stream){ .on = true, .card = st.card, .block_size = c->block_size,

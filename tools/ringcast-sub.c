@@ -1449,6 +1449,11 @@ static int setup(struct app *a, const struct options *o)
     if (o->stream_ring_size)
         p.stream_ring_size = o->stream_ring_size;
     p.rx_buffers = o->delivery == RC_SUB_DELIVERY_SEND ? rx_buffers_for(o->hold) : RX_BUFFERS;
+    if (o->stream) {   /* only control messages arrive by receive: the blocks come into the ring */
+        p.rx_buffers = 8;
+        if (!o->rx_buffer_size)
+            p.rx_buffer_size = 4096;
+    }
     if (o->hold) {
         a->held_cap = o->hold;
         a->held = calloc(o->hold, sizeof *a->held);

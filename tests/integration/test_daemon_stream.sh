@@ -7,7 +7,7 @@
 # together, over tcp (msg), tcp;ofi_rxm (rdm) and shm (rdm, 4 KiB blocks);
 # a 64 KiB stream ring wraps hundreds of times; a stream subscriber
 # SIGKILLed mid-run gives every block back (keys_outstanding 0) and the tag
-# subscriber sees no gap; under slow_policy = drop a stream subscriber that
+# subscriber sees no gap; --out and --hold work on the stream's views; under slow_policy = drop a stream subscriber that
 # stops reading loses only its own blocks (counted at both ends: the daemon's
 # blocks_dropped, the subscriber's decoder's sequence gaps); a stream of a
 # card the daemon does not have is refused, with the reason, at both ends.
@@ -66,7 +66,17 @@ mixed_run() {
     PORT=$((PORT + 1))
 }
 
-mixed_run stream-tcp tcp msg 20000 -- -o sim.0.chunk_size_min=16 -o sim.0.chunk_size_max=9000
+# tcp: also --out (every chunk recorded from its view) and --hold (views
+# kept and released late and out of order: the ring's blocks come back then).
+mixed_run stream-tcp tcp msg 20000 --out "$WORK/stream-tcp.rec" --hold 100 -- -o sim.0.chunk_size_min=16 \
+    -o sim.0.chunk_size_max=9000
+expect_eq "stream-tcp-stream out_records" "$(json_num out_records "$WORK/stream-tcp-stream.json")" 20000
+expect_eq "stream-tcp-stream out_lost" "$(json_num out_lost "$WORK/stream-tcp-stream.json")" 0
+expect_gt "stream-tcp-stream held" "$(json_num held "$WORK/stream-tcp-stream.json")" 1000
+expect_eq "stream-tcp-stream held_corrupt" "$(json_num held_corrupt "$WORK/stream-tcp-stream.json")" 0
+expect_eq "stream-tcp-stream views_outstanding" "$(json_num views_outstanding "$WORK/stream-tcp-stream.json")" 0
+"$BIN/ringcast-dump" "$WORK/stream-tcp.rec" --stats >"$WORK/stream-tcp.dump" || fail "ringcast-dump of the stream's --out"
+ok "stream-tcp: ringcast-dump reads the stream's --out file"
 mixed_run stream-rxm "tcp;ofi_rxm" rdm 20000 -- -o sim.0.chunk_size_min=16 -o sim.0.chunk_size_max=9000
 # shm: spans of at most its inject size (4096 B): one 4 KiB block per write.
 mixed_run stream-shm shm rdm 10000 -- -o sim.0.chunk_size_min=16 -o sim.0.chunk_size_max=9000
