@@ -8,8 +8,8 @@
 # a 64 KiB stream ring wraps hundreds of times; a stream subscriber
 # SIGKILLed mid-run gives every block back (keys_outstanding 0) and the tag
 # subscriber sees no gap; --out and --hold work on the stream's views; under slow_policy = drop a stream subscriber that
-# stops reading loses only its own blocks (counted at both ends: the daemon's
-# blocks_dropped, the subscriber's decoder's sequence gaps); a stream of a
+# stops reading loses only its own blocks (the daemon's blocks_dropped), and
+# a slow one's decoder counts the sequence gaps, with no corrupt chunk; a stream of a
 # card the daemon does not have is refused, with the reason, at both ends.
 . "$(dirname "$0")/lib.sh"
 
@@ -130,6 +130,26 @@ kill -TERM "$sub_s" 2>/dev/null
 wait "$sub_s"
 check_sub_exact "$name-v" $n
 expect_gt "$name blocks_dropped (the stalled stream subscriber's own)" "$(stream_of "$name" blocks_dropped)" 0
+check_daemon_clean "$name"
+PORT=$((PORT + 1))
+
+# slow_policy = drop with a slow stream subscriber (it decodes, slowly:
+# --slow-us): the blocks it has no room for are dropped for it; its decoder
+# counts the sequence gaps, drops the chunks they cut, and hands on no corrupt
+# chunk; every key comes back.
+name=stream-gaps; n=6000
+start_daemon "$name" -o fabric.provider=tcp -o fabric.endpoint=msg -o readout.slow_policy=drop \
+    -o readout.slow_cut_after=0 -o readout.wait_subscribers=1 -o sim.0.run_chunks=$n -o sim.0.rate=3000chunks/s \
+    -o sim.0.chunk_size_min=16 -o sim.0.chunk_size_max=9000
+start_stream "$name-s" tcp msg --verify --slow-us 2000 --duration 40 --stream-ring-size 131072; sub_s=$sub
+wait_daemon "$name"
+kill -TERM "$sub_s" 2>/dev/null
+wait "$sub_s"   # exit status 1: verification saw the gaps
+expect_gt "$name blocks_dropped" "$(stream_of "$name" blocks_dropped)" 0
+expect_gt "$name-s decoder seq_gaps" "$(stream_of "$name-s" seq_gaps)" 0
+expect_gt "$name-s verify gaps" "$(json_num gaps "$WORK/$name-s.json")" 0
+expect_eq "$name-s corrupt" "$(json_num corrupt "$WORK/$name-s.json")" 0
+expect_eq "$name-s bad_spans" "$(stream_of "$name-s" bad_spans)" 0
 check_daemon_clean "$name"
 PORT=$((PORT + 1))
 
