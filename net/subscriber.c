@@ -16,6 +16,7 @@
  * rc_sub_poll(), so one thread may drive a publisher and a subscriber.
  */
 #include "ringcast/sub.h"
+#include "net/sub_internal.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -927,6 +928,14 @@ static void drop_gather(struct rc_sub *s)
 {
     rc_view_release(s->ra.gather);
     s->ra.gather = NULL;
+}
+
+void rci_sub_park(struct rc_sub *s)
+{
+    if (s->ra.active && !s->ra.discard)
+        s->st.reassembly_drops++;
+    drop_gather(s);
+    s->ra.active = false;
 }
 
 /* A fragment that does not continue the chunk under reassembly: that chunk
