@@ -552,7 +552,7 @@ static bool defer_share(struct publish_thread *th, struct publish_lane *lane, un
     struct rci_deferred_share d = {
         .chunk = lane->cur, .lane = lane, .direct = lane->cur_direct,
         .handle = lane->cur_direct ? lane->cur_key : rci_fanout_send_handle(lane->cur_first, i),
-        .buffered = lane->cur_buffered, .gather = lane->cur_gather,
+        .buffered = lane->cur_buffered, .gather = lane->cur_gather, .deferred_ns = rci_now_ns(),
     };
     if (!rci_share_backlog_push(&s->backlog, &d)) {
         if (!s->backlog_full_counted) {
@@ -646,10 +646,25 @@ static void backlog_settle_all(struct publish_thread *th, struct pub_sub *s)
     }
 }
 
-/* The age bound of the slow policy: a subscriber whose oldest share has
- * been outstanding longer than slow_cut_after (drop) or block_cut_after
- * (block) is cut off, so that the ring's read pointer (it advances only
- * over released chunks) moves on for the others. Through
+/* How long s's oldest share has waited: the publisher's oldest send (or an
+ * RMA ring's time without room), or the head of its backlog, whichever
+ * waited longer. The backlog counts: an RMA subscriber's writes complete
+ * when they leave and each CREDIT ends its ring-full time, so one that gives
+ * its ring back in small steps would otherwise never look old, however long
+ * its deferred chunks (and their ring space) wait. */
+static uint64_t oldest_share_age(struct publish_thread *th, struct pub_sub *s, uint64_t now)
+{
+    uint64_t age = rci_publisher_peer_oldest_age(th->pub, s->peer);
+    const struct rci_deferred_share *d = rci_share_backlog_head(&s->backlog);
+    if (d && now > d->deferred_ns && now - d->deferred_ns > age)
+        age = now - d->deferred_ns;
+    return age;
+}
+
+/* The age bound of the slow policy: a subscriber whose oldest share
+ * (oldest_share_age) has waited longer than slow_cut_after (drop) or
+ * block_cut_after (block) is cut off, so that the ring's read pointer (it
+ * advances only over released chunks) moves on for the others. Through
  * rci_publisher_close_peer: its keys come back as the publisher releases a
  * closed peer's sends (net/README.md, "Dead peers"); GONE then removes it.
  * Checked a few times per bound, not per chunk. */
@@ -667,14 +682,14 @@ static void cut_stalled(struct publish_thread *th, uint64_t now)
         struct pub_sub *s = &th->subs[i];
         if (!s->in_use || s->cut)
             continue;
-        uint64_t age = rci_publisher_peer_oldest_age(th->pub, s->peer);
+        uint64_t age = oldest_share_age(th, s, now);
         if (age <= limit)
             continue;
         s->cut = true;
         s->c.cut_off = 1;
         s->c.cut_off_age_ns = age;
         rci_counter_add(&th->t.cut_off, 1);
-        pl_warn(th->pb, "subscriber %s cut off: its oldest share waited %.0f ms for the provider, more than "
+        pl_warn(th->pb, "subscriber %s cut off: its oldest share waited %.0f ms, more than "
                 "%s = %.0f ms (slow_policy = %s); sent %" PRIu64 ", dropped %" PRIu64 ", outstanding %u"
                 ", deferred %u (not sent)",
                 s->name, (double)age / 1e6, drop ? "slow_cut_after" : "block_cut_after",

@@ -130,9 +130,9 @@ PORT=$((PORT + 1))
 # are all held for that long) and a normal subscriber of the same tags on the
 # SAME publisher port. 32 KiB chunks in 64 KiB blocks: one message each, one
 # receive buffer each (no reassembly copy that would free the buffer).
-hold_daemon() { # hold_daemon NAME OVERRIDES...
+hold_daemon() { # hold_daemon NAME OVERRIDES... ($hold_subs subscribers, default 3)
     hname=$1; shift
-    start_daemon "$hname" -o fabric.provider=tcp -o fabric.endpoint=msg -o readout.wait_subscribers=3 \
+    start_daemon "$hname" -o fabric.provider=tcp -o fabric.endpoint=msg -o readout.wait_subscribers=${hold_subs:-3} \
         -o readout.linger=40s -o sim.0.run_chunks=$hold_n -o sim.0.chunk_size_min=32k -o sim.0.chunk_size_max=32k \
         -o card.0.block_size=64k -o sim.0.rate=400chunks/s -o control.socket="$WORK/$hname.sock" "$@"
 }
@@ -210,5 +210,32 @@ for s in send rma; do
     drops=$((drops + dropped))
 done
 expect_eq "hold-drop chunks_dropped (the holders' only)" "$(json_num chunks_dropped "$WORK/hold-drop.json")" $drops
+
+PORT=$((PORT + 1))
+
+# Block with block_cut_after: an RMA holder gives its ring back in bursts of
+# CREDIT (every 2 s), each of which ends its ring-full age, while the oldest
+# share in its backlog waits on (it had 337 of the 400 deferred at 1 s, and
+# takes about 13 s for them). That wait is its oldest share's, so it is cut
+# off after about 3 s (counted, its deferred shares settled as not sent);
+# before, its age never passed 2 s and block_cut_after never fired, however
+# long its chunks waited in the backlog (holding their ring space).
+hold_n=400
+hold_subs=2 hold_daemon hold-cut -o readout.block_cut_after=3s
+start_sub hold-cut-rma tcp msg --verify --duration 30 --exit-on-close --hold 1 --hold-ms 2000 --delivery rma \
+    --rma-ring-size 2097152; sub_b=$sub
+start_sub hold-cut-norm tcp msg --verify --count $hold_n; sub_c=$sub
+wait_sub hold-cut-norm "$sub_c"
+wait "$sub_b"   # cut off: gaps, exit status 1 is expected
+wait_daemon hold-cut
+check_sub_exact hold-cut-norm $hold_n
+check_accounting hold-cut
+expect_eq "hold-cut subscribers_cut_off (the RMA holder)" "$(json_num subscribers_cut_off "$WORK/hold-cut.json")" 1
+expect_gt "hold-cut shares_unsent (its backlog at the cut)" "$(json_num shares_unsent "$WORK/hold-cut.json")" 0
+expect_eq "hold-cut chunks_dropped" "$(json_num chunks_dropped "$WORK/hold-cut.json")" 0
+got=$(json_num chunks "$WORK/hold-cut-rma.json")
+[ "$got" -lt $hold_n ] || fail "hold-cut-rma: received all $got chunks: it was not cut off in time"
+expect_eq "hold-cut-rma corrupt" "$(json_num corrupt "$WORK/hold-cut-rma.json")" 0
+ok "hold-cut-rma: cut off after $got of $hold_n chunks"
 
 echo "daemon_slow: $checks checks passed"
