@@ -599,9 +599,13 @@ static void backlog_pop(struct publish_thread *th, struct pub_sub *s)
 }
 
 /* Send from s's backlog, oldest first, until it cannot take more. Under drop
- * (a reload changed the policy) what it cannot take now is dropped, counted,
- * as a new share would be; congestion (-EBUSY) waits either way. A share
- * refused or for a subscriber cut off is settled and counted as today. */
+ * (a reload changed the policy) what it cannot take now is dropped and
+ * counted (chunks_dropped), also where a new share of a subscriber at its
+ * limit but keeping up would be waited for: it fell behind under block, and
+ * its new shares wait until its backlog is empty. Congestion (-EBUSY) waits
+ * either way. A share refused or for a subscriber cut off is settled and
+ * counted as today. (test_daemon_slow.sh "hold-reload": every share sent or
+ * dropped once, in order.) */
 static unsigned drain_backlog(struct publish_thread *th, struct pub_sub *s)
 {
     bool drop = th->live.slow_policy == RCI_SLOW_DROP;

@@ -238,4 +238,58 @@ got=$(json_num chunks "$WORK/hold-cut-rma.json")
 expect_eq "hold-cut-rma corrupt" "$(json_num corrupt "$WORK/hold-cut-rma.json")" 0
 ok "hold-cut-rma: cut off after $got of $hold_n chunks"
 
+PORT=$((PORT + 1))
+
+# A reload from block to drop while both holders have backlogs: their
+# deferred shares are sent or dropped, each counted once (sent + dropped =
+# the run, per holder: nothing uncounted), in order (--verify: no duplicate,
+# nothing late), received = sent and missed = dropped; the normal one loses
+# nothing. slow_cut_after = 0: drop must not cut the holders off (as above).
+hold_n=800
+RCFG="$WORK/reload.ini"
+sed -e 's|^slow_cut_after = .*|slow_cut_after = 0|' deploy/ringcast.ini > "$RCFG"
+grep -q '^slow_policy = block$' "$RCFG" || fail "hold-reload: no slow_policy = block line to edit"
+"$BIN/ringcast-readout" -c "$RCFG" -o readout.stats_interval=0 -o fabric.port="$PORT" -o fabric.provider=tcp \
+    -o fabric.endpoint=msg -o readout.wait_subscribers=3 -o readout.linger=40s -o sim.0.run_chunks=$hold_n \
+    -o sim.0.chunk_size_min=32k -o sim.0.chunk_size_max=32k -o card.0.block_size=64k -o sim.0.rate=400chunks/s \
+    -o control.socket="$WORK/hold-reload.sock" --stats-json "$WORK/hold-reload.json" 2>"$WORK/hold-reload.log" &
+daemon=$!
+start_sub hold-reload-send tcp msg --verify --duration 10 --hold 1 --hold-ms 500; sub_a=$sub
+start_sub hold-reload-rma tcp msg --verify --duration 10 --hold 1 --hold-ms 500 --delivery rma \
+    --rma-ring-size 2097152; sub_b=$sub
+start_sub hold-reload-norm tcp msg --verify --count $hold_n; sub_c=$sub
+wait_cards_started hold-reload
+# Until both holders have deferred shares waiting (the run lasts 2 s).
+i=0
+until [ "$(ctl_subs hold-reload | python3 -c "
+import json,sys
+print(sum(1 for s in json.load(sys.stdin)['subscribers'] if s['deferred'] > 0))")" = 2 ]; do
+    i=$((i + 1)); [ $i -lt 100 ] || fail "hold-reload: the holders never had deferred shares"; sleep 0.02
+done
+sed -i 's|^slow_policy = block$|slow_policy = drop|' "$RCFG"
+out=$("$BIN/ringcast-ctl" --socket "$WORK/hold-reload.sock" --compact reload) || fail "hold-reload: reload: $out"
+echo "$out" | grep -q '"key":"readout.slow_policy"' || fail "hold-reload: slow_policy not changed: $out"
+wait_sub hold-reload-norm "$sub_c"
+wait "$sub_a"; wait "$sub_b"   # gaps: exit status 1 is expected
+wait_daemon hold-reload
+check_sub_exact hold-reload-norm $hold_n
+check_accounting hold-reload
+expect_eq "hold-reload subscribers_cut_off" "$(json_num subscribers_cut_off "$WORK/hold-reload.json")" 0
+expect_gt "hold-reload shares_deferred (before the reload)" "$(json_num shares_deferred "$WORK/hold-reload.json")" 0
+for s in send rma; do
+    f="$WORK/hold-reload-$s.json"
+    for k in corrupt duplicates seq_late; do expect_eq "hold-reload-$s $k" "$(json_num $k "$f")" 0; done
+    got=$(json_num chunks "$f")
+    rec=$(sub_records hold-reload | grep "\"chunks_handled\":$got," | head -n 1)
+    [ -n "$rec" ] || { sub_records hold-reload; fail "hold-reload-$s: no daemon record with chunks_handled $got"; }
+    sent=$(echo "$rec" | grep -o '"chunks_sent":[0-9]*' | cut -d: -f2)
+    dropped=$(echo "$rec" | grep -o '"chunks_dropped":[0-9]*' | cut -d: -f2)
+    unsent=$(echo "$rec" | grep -o '"shares_unsent":[0-9]*' | cut -d: -f2)
+    expect_gt "hold-reload-$s chunks_dropped" "$dropped" 0
+    expect_eq "hold-reload-$s shares_unsent" "$unsent" 0
+    expect_eq "hold-reload-$s sent + dropped" $((sent + dropped)) $hold_n
+    expect_eq "hold-reload-$s received = sent (nothing unread)" "$got" "$sent"
+    expect_eq "hold-reload-$s missed = dropped" $((hold_n - got)) "$dropped"
+done
+
 echo "daemon_slow: $checks checks passed"
