@@ -1224,9 +1224,20 @@ static void free_peers(struct rci_publisher *p)
  * RCI_PUB_BYE_FLUSH_NS: a BYE behind stuck sends does not hold the shutdown. */
 #define RCI_PUB_BYE_FLUSH_NS 200000000ull
 
+void rci_publisher_end_run(struct rci_publisher *p)
+{
+    p->run_over = true;
+    for (uint32_t i = 0; i < p->npeers; i++) {
+        struct rci_pub_peer *peer = &p->peers[i];
+        if (peer->state == RCI_PEER_ACTIVE && !peer->doom && (!p->fab.rdm || peer->has_addr))
+            rci_pub_send_bye(p, peer, RCI_BYE_NORMAL);
+    }
+}
+
 static void tell_rdm_peers_bye(struct rci_publisher *p)
 {
-    if (!p->fab.rdm || !p->peers || !p->ops || !p->fab.ep)
+    /* After rci_publisher_end_run every active peer was told already. */
+    if (!p->fab.rdm || !p->peers || !p->ops || !p->fab.ep || p->run_over)
         return;
     unsigned told = 0;
     for (uint32_t i = 0; i < p->npeers; i++) {

@@ -266,6 +266,16 @@ int  rci_publisher_flush(struct rci_publisher *p, rci_peer_id peer);
  * callback runs inside this call. */
 int  rci_publisher_flush_idle(struct rci_publisher *p, rci_peer_id peer);
 
+/* The run is over (call after the last send was posted): every active
+ * peer is told BYE(normal), which reaches it after everything sent before
+ * (MSG: one ordered connection; RDM: send-after-send order), and so is
+ * every peer that becomes active later. A subscriber that reads it has read
+ * the whole stream, answers with its own BYE and leaves: the caller waits
+ * for the peers to leave before rci_publisher_destroy, whose close would
+ * otherwise cut off what a subscriber had not read yet (a completed send
+ * only means the provider has it). */
+void rci_publisher_end_run(struct rci_publisher *p);
+
 /* Drive everything without blocking: completions, connection events, control
  * messages, page flush timeouts, heartbeats, dead-peer detection. Returns the
  * number of things handled (>= 0) or -errno if the fabric itself failed. */

@@ -941,12 +941,18 @@ static unsigned subscribers_connected(const struct publish_thread *th)
     return atomic_load_explicit(&th->connected, memory_order_relaxed);
 }
 
-/* Serve until every subscriber of this thread has left (BYE, or dead) or
- * linger_ns passed. */
+/* A finished run: tell every subscriber (BYE after its last chunk), then
+ * serve until every subscriber of this thread has left (its answering BYE,
+ * or dead) or linger_ns passed. Without it the publisher's end closes the
+ * connections at once and a subscriber still reading loses the rest of
+ * what was sent: a completed send only means the provider has it. */
 static void linger(struct publish_thread *th)
 {
     uint64_t linger_ns = th->pb->linger_ns;
-    if (linger_ns == 0 || subscribers_connected(th) == 0)
+    if (linger_ns == 0)
+        return;
+    rci_publisher_end_run(th->pub);
+    if (subscribers_connected(th) == 0)
         return;
     pl_info(th->pb, "publisher %u: waiting up to %.1f s for %u subscriber%s to leave", th->index,
             (double)linger_ns / 1e9, subscribers_connected(th), subscribers_connected(th) == 1 ? "" : "s");
