@@ -773,8 +773,11 @@ static void check_liveness(struct rci_publisher *p, struct rci_pub_peer *peer, u
     uint64_t away = p->starved_ns - peer->starved_base_ns;
     if (silent > away && silent - away > limit)
         rci_pub_peer_fail(p, idx, RCI_DOOM_SILENCE);
-    else if (peer->resume.active && now - peer->resume.since_ns > limit)
+    else if (peer->resume.active && !peer->rma.credit_stalled && now - peer->resume.since_ns > limit)
         rci_pub_peer_fail(p, idx, RCI_DOOM_STUCK);  /* its chunk's rest never accepted */
+    /* (An RMA peer whose chunk's rest waits for CREDIT is slow, not dead: its
+     * ring is full of views it holds. Its age is the slow policy's business,
+     * rci_publisher_peer_oldest_age.) */
 }
 
 /* Connections that never finish the tcp provider's handshake: shut down

@@ -292,4 +292,29 @@ for s in send rma; do
     expect_eq "hold-reload-$s missed = dropped" $((hold_n - got)) "$dropped"
 done
 
+PORT=$((PORT + 1))
+
+# Block, chunks of 200..700 KiB to an RMA holder (2 MiB ring: a record is at
+# most 256 KiB, so most chunks take 2 or 3 records) that keeps every view
+# 1.5 s, longer than fabric.peer_timeout (1 s): a chunk's later record finds
+# the ring full and waits for CREDIT. That is slowness, not death: before,
+# its waiting rest was taken for a send the provider never accepted and the
+# live holder was declared dead (dead_by_stuck_send) after peer_timeout.
+big_n=24
+start_daemon hold-big -o fabric.provider=tcp -o fabric.endpoint=msg -o readout.wait_subscribers=2 \
+    -o fabric.peer_timeout=1s -o fabric.heartbeat=200ms -o sim.0.run_chunks=$big_n -o card.0.block_size=64k \
+    -o sim.0.chunk_size_min=200k -o sim.0.chunk_size_max=700k -o sim.0.rate=20chunks/s
+start_sub hold-big-rma tcp msg --verify --count $big_n --hold 1 --hold-ms 1500 --delivery rma \
+    --rma-ring-size 2097152; sub_b=$sub
+start_sub hold-big-norm tcp msg --verify --count $big_n; sub_c=$sub
+wait_sub hold-big-norm "$sub_c"
+wait_sub hold-big-rma "$sub_b"
+wait_daemon hold-big
+check_sub_exact hold-big-norm $big_n
+check_sub_exact hold-big-rma $big_n
+check_accounting hold-big
+expect_eq "hold-big dead_by_stuck_send" "$(pub hold-big dead_by_stuck_send)" 0
+expect_eq "hold-big peers_dead" "$(pub hold-big peers_dead)" 0
+expect_gt "hold-big fragments_deferred (a chunk's rest waited for CREDIT)" "$(pub hold-big fragments_deferred)" 0
+
 echo "daemon_slow: $checks checks passed"
