@@ -24,7 +24,7 @@
 #    subscriber at most about that long, then it is cut off; nobody lost a
 #    chunk before.
 #  - the tcp stall probe (net/stall_probe.c) does not take a slow reader for
-#    a provider that holds its sends: a subscriber keeping every view 2 s
+#    a provider that holds its sends: a subscriber keeping every view 3 s
 #    (its socket buffers full meanwhile, its oldest send waiting far longer
 #    than twice peer_timeout = 0.5 s) is probed and never declared dead.
 . "$(dirname "$0")/lib.sh"
@@ -153,21 +153,21 @@ PORT=$((PORT + 1))
 
 # -- the stall probe and a slow reader ----------------------------------------
 # 150 KB chunks (3 pieces of 64 KiB blocks, zero copy: one message each,
-# --rx-buffer-size 256 KiB), 100/s for 2.4 s, to a holder keeping every
-# view 2 s (64 receive buffers: 32 chunks/s, 7.5 s for the run). The socket
+# --rx-buffer-size 256 KiB), 100/s for 2 s, to a holder keeping every
+# view 3 s (64 receive buffers: 21 chunks/s, about 9 s for the run). The socket
 # buffers take about 60 of them, the holder's buffers 64, and the rest of
 # the 512 it may have outstanding (tx_queue 1024, header_slots 4096) wait in
 # the provider for seconds, far longer than twice peer_timeout (0.5 s),
 # behind a full socket (SIOCOUTQ > 0): slowness, which the probe must leave
 # alone (tcp sends complete when written to the socket: an empty send queue
 # with a send still waiting means the provider did not write it).
-n=240
+n=200
 start_daemon probe -o fabric.provider=tcp -o fabric.endpoint=msg -o readout.wait_subscribers=2 \
     -o readout.linger=60s -o readout.mode=zerocopy -o fabric.peer_timeout=500ms -o fabric.heartbeat=100ms \
     -o fabric.tx_queue=1024 -o fabric.header_slots=4096 \
     -o card.0.block_size=64k -o sim.0.run_chunks=$n -o sim.0.chunk_size_min=150000 \
     -o sim.0.chunk_size_max=150000 -o sim.0.rate=100chunks/s
-start_sub probe-hold tcp msg --verify --count $n --hold 1 --hold-ms 2000 --rx-buffer-size 262144; sub_h=$sub
+start_sub probe-hold tcp msg --verify --count $n --hold 1 --hold-ms 3000 --rx-buffer-size 262144; sub_h=$sub
 start_sub probe-norm tcp msg --verify --count $n --rx-buffer-size 262144; sub_v=$sub
 wait_sub probe-norm "$sub_v"
 wait_sub probe-hold "$sub_h"
