@@ -2,6 +2,7 @@
 /* multi_sub.c — one subscriber over every publisher serving its tags
  * (multi_sub.h). */
 #include "net/multi_sub.h"
+#include "net/sub_internal.h"
 #include "net/sub_stream.h"
 #include "common/errbuf.h"
 #include "common/monotonic.h"
@@ -252,6 +253,9 @@ static void drop_publisher(struct rci_msub *m, size_t i, bool say)
         m->st.gone++;
         slot_event(s, RCI_MSUB_GONE);
     }
+    /* Not polled from here on: a chunk it was gathering can never end, and
+     * its view (counted in views_outstanding) would keep it parked for ever. */
+    rci_sub_park(s->pub.sub);
     struct rc_sub_stats st;
     rc_sub_get_stats(s->pub.sub, &st);
     st.connected = 0;

@@ -304,6 +304,8 @@ static void on_hello(struct rci_publisher *p, struct rci_pub_peer *peer, const u
     p->st.peers_active++;
     send_welcome(p, peer);
     peer_event(p, peer, RCI_PUB_PEER_JOINED);
+    if (p->run_over)
+        rci_pub_send_bye(p, peer, RCI_BYE_NORMAL);   /* nothing more will come (rci_publisher_end_run) */
 }
 
 /* An orderly leave. A version-3 subscriber says how many chunks it

@@ -244,6 +244,8 @@ struct rci_publisher {
     struct rci_pub_peer *peers;
     uint32_t npeers;
     uint32_t admit_max;        /* peers admitted at most: max_subscribers, a reload may lower it (<= npeers) */
+    bool run_over;             /* rci_publisher_end_run: every active peer was told BYE, later ones
+                                * are told at their WELCOME */
     uint64_t publisher_id;
     uint64_t next_timer_ns, timer_period_ns;
     uint64_t last_timers_ns;   /* when run_timers last ran */

@@ -96,7 +96,7 @@ struct rci_publisher_stats {
     uint64_t fragments_deferred;    /* fragmented sends whose later fragment met -FI_EAGAIN: the
                                      * rest was posted from progress */
     uint64_t fragments_abandoned;   /* deferred fragments never posted: their peer left */
-    uint64_t again_resuming;        /* -EAGAIN: the peer's previous chunk is still being posted */
+    uint64_t again_resuming;        /* -ENOBUFS: the peer's previous chunk is still being posted */
     /* gather-copy (rci_publisher_send_gather, net/README.md "Gather-copy") */
     uint64_t gather_sends;          /* accepted sends whose fragments were copied into bounce buffers */
     uint64_t gather_bytes;          /* payload bytes copied into bounce buffers */
@@ -207,13 +207,14 @@ int  rci_publisher_register(struct rci_publisher *p, const void *addr, size_t le
 
 /* Zero-copy send of one chunk (tag, flags, pieces iov[0..n-1]) to `peer`.
  * Returns 0: accepted, on_send_complete(key) will run exactly once;
- *   -EAGAIN: nothing sent (no header slot, provider queue full, or this
- *            peer's previous chunk still has fragments to post); call
+ *   -EAGAIN: nothing sent (no header slot, provider queue full); call
  *            progress/wait, then try again; the key is still the caller's;
- *   -ENOBUFS: (params.peer_fair_share only) nothing sent: this subscriber
- *            holds its fair share of the header slots or of the tx queue
- *            (net/README.md, "Fair shares"): it is behind; the caller's
- *            slow policy decides (wait or drop);
+ *   -ENOBUFS: nothing sent: this subscriber cannot take it now, the others
+ *            may: (params.peer_fair_share) it holds its fair share of the
+ *            header slots or of the tx queue (net/README.md, "Fair
+ *            shares"), its RMA ring has no room, or its previous chunk
+ *            still has fragments to post (again_resuming); the caller's
+ *            slow policy decides (wait, defer or drop);
  * A later fragment refused by the provider does not make it wait: the rest
  * of the chunk is posted by progress (net/README.md, Fragments). No
  * callback runs inside this call.
@@ -270,6 +271,16 @@ int  rci_publisher_flush(struct rci_publisher *p, rci_peer_id peer);
  * in pages_flushed_idle), 0: none was filling, or -EAGAIN / -ENOTCONN. No
  * callback runs inside this call. */
 int  rci_publisher_flush_idle(struct rci_publisher *p, rci_peer_id peer);
+
+/* The run is over (call after the last send was posted): every active
+ * peer is told BYE(normal), which reaches it after everything sent before
+ * (MSG: one ordered connection; RDM: send-after-send order), and so is
+ * every peer that becomes active later. A subscriber that reads it has read
+ * the whole stream, answers with its own BYE and leaves: the caller waits
+ * for the peers to leave before rci_publisher_destroy, whose close would
+ * otherwise cut off what a subscriber had not read yet (a completed send
+ * only means the provider has it). */
+void rci_publisher_end_run(struct rci_publisher *p);
 
 /* Drive everything without blocking: completions, connection events, control
  * messages, page flush timeouts, heartbeats, dead-peer detection. Returns the

@@ -16,6 +16,7 @@
  * rc_sub_poll(), so one thread may drive a publisher and a subscriber.
  */
 #include "ringcast/sub.h"
+#include "net/sub_internal.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -142,6 +143,8 @@ struct rc_sub {
      * told in the BYE when the publisher's WELCOME said it takes the count. */
     uint64_t conn_chunks_handled;
     bool publisher_takes_count;
+    bool answer_bye;                      /* the publisher said BYE(normal): the end of its run,
+                                           * everything before it was read; answered on leaving */
     bool ever_connected;
     int handled;                          /* messages handled in this rc_sub_poll */
     char err[256];
@@ -891,8 +894,10 @@ static void say_bye(struct rc_sub *s, enum rci_bye_reason reason)
 static void drop_connection(struct rc_sub *s, enum rc_sub_disconnect_reason reason)
 {
     bool was_active = s->state == ST_ACTIVE;
-    if (was_active && (reason == RC_SUB_DISC_PROTOCOL || reason == RC_SUB_DISC_CLOSED))
+    if (was_active && (reason == RC_SUB_DISC_PROTOCOL || reason == RC_SUB_DISC_CLOSED ||
+                       (reason == RC_SUB_DISC_BYE && s->answer_bye)))
         say_bye(s, reason == RC_SUB_DISC_PROTOCOL ? RCI_BYE_PROTOCOL : RCI_BYE_NORMAL);
+    s->answer_bye = false;
     close_connection(s);
     s->next_attempt_ns = rci_now_ns() + s->p.reconnect_interval_ns;
     if (!was_active) {
@@ -1012,6 +1017,14 @@ static void drop_gather(struct rc_sub *s)
 {
     rc_view_release(s->ra.gather);
     s->ra.gather = NULL;
+}
+
+void rci_sub_park(struct rc_sub *s)
+{
+    if (s->ra.active && !s->ra.discard)
+        s->st.reassembly_drops++;
+    drop_gather(s);
+    s->ra.active = false;
 }
 
 /* A fragment that does not continue the chunk under reassembly: that chunk
@@ -1537,6 +1550,9 @@ static void handle_bye(struct rc_sub *s, const uint8_t *buf, size_t len)
     }
     else if (b.reason == RCI_BYE_PROTOCOL)
         rci_set_err(s->err, sizeof s->err, "the publisher closed the connection: protocol error");
+    /* Its run is over and we read all of it: our BYE (with the count) tells
+     * it so, and it stops waiting for us (readout.linger). */
+    s->answer_bye = b.reason == RCI_BYE_NORMAL;
     hand_on_held_at_end(s);
     lose(s, RC_SUB_DISC_BYE);
 }

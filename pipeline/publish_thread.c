@@ -569,7 +569,7 @@ static bool defer_share(struct publish_thread *th, struct publish_lane *lane, un
     struct rci_deferred_share d = {
         .chunk = lane->cur, .lane = lane, .direct = lane->cur_direct,
         .handle = lane->cur_direct ? lane->cur_key : rci_fanout_send_handle(lane->cur_first, i),
-        .buffered = lane->cur_buffered, .gather = lane->cur_gather,
+        .buffered = lane->cur_buffered, .gather = lane->cur_gather, .deferred_ns = rci_now_ns(),
     };
     if (!rci_share_backlog_push(&s->backlog, &d)) {
         if (!s->backlog_full_counted) {
@@ -616,9 +616,13 @@ static void backlog_pop(struct publish_thread *th, struct pub_sub *s)
 }
 
 /* Send from s's backlog, oldest first, until it cannot take more. Under drop
- * (a reload changed the policy) what it cannot take now is dropped, counted,
- * as a new share would be; congestion (-EBUSY) waits either way. A share
- * refused or for a subscriber cut off is settled and counted as today. */
+ * (a reload changed the policy) what it cannot take now is dropped and
+ * counted (chunks_dropped), also where a new share of a subscriber at its
+ * limit but keeping up would be waited for: it fell behind under block, and
+ * its new shares wait until its backlog is empty. Congestion (-EBUSY) waits
+ * either way. A share refused or for a subscriber cut off is settled and
+ * counted as today. (test_daemon_slow.sh "hold-reload": every share sent or
+ * dropped once, in order.) */
 static unsigned drain_backlog(struct publish_thread *th, struct pub_sub *s)
 {
     bool drop = th->live.slow_policy == RCI_SLOW_DROP;
@@ -663,10 +667,25 @@ static void backlog_settle_all(struct publish_thread *th, struct pub_sub *s)
     }
 }
 
-/* The age bound of the slow policy: a subscriber whose oldest share has
- * been outstanding longer than slow_cut_after (drop) or block_cut_after
- * (block) is cut off, so that the ring's read pointer (it advances only
- * over released chunks) moves on for the others. Through
+/* How long s's oldest share has waited: the publisher's oldest send (or an
+ * RMA ring's time without room), or the head of its backlog, whichever
+ * waited longer. The backlog counts: an RMA subscriber's writes complete
+ * when they leave and each CREDIT ends its ring-full time, so one that gives
+ * its ring back in small steps would otherwise never look old, however long
+ * its deferred chunks (and their ring space) wait. */
+static uint64_t oldest_share_age(struct publish_thread *th, struct pub_sub *s, uint64_t now)
+{
+    uint64_t age = rci_publisher_peer_oldest_age(th->pub, s->peer);
+    const struct rci_deferred_share *d = rci_share_backlog_head(&s->backlog);
+    if (d && now > d->deferred_ns && now - d->deferred_ns > age)
+        age = now - d->deferred_ns;
+    return age;
+}
+
+/* The age bound of the slow policy: a subscriber whose oldest share
+ * (oldest_share_age) has waited longer than slow_cut_after (drop) or
+ * block_cut_after (block) is cut off, so that the ring's read pointer (it
+ * advances only over released chunks) moves on for the others. Through
  * rci_publisher_close_peer: its keys come back as the publisher releases a
  * closed peer's sends (net/README.md, "Dead peers"); GONE then removes it.
  * Checked a few times per bound, not per chunk. */
@@ -684,14 +703,14 @@ static void cut_stalled(struct publish_thread *th, uint64_t now)
         struct pub_sub *s = &th->subs[i];
         if (!s->in_use || s->cut)
             continue;
-        uint64_t age = rci_publisher_peer_oldest_age(th->pub, s->peer);
+        uint64_t age = oldest_share_age(th, s, now);
         if (age <= limit)
             continue;
         s->cut = true;
         s->c.cut_off = 1;
         s->c.cut_off_age_ns = age;
         rci_counter_add(&th->t.cut_off, 1);
-        pl_warn(th->pb, "subscriber %s cut off: its oldest share waited %.0f ms for the provider, more than "
+        pl_warn(th->pb, "subscriber %s cut off: its oldest share waited %.0f ms, more than "
                 "%s = %.0f ms (slow_policy = %s); sent %" PRIu64 ", dropped %" PRIu64 ", outstanding %u"
                 ", deferred %u (not sent)",
                 s->name, (double)age / 1e6, drop ? "slow_cut_after" : "block_cut_after",
@@ -939,12 +958,18 @@ static unsigned subscribers_connected(const struct publish_thread *th)
     return atomic_load_explicit(&th->connected, memory_order_relaxed);
 }
 
-/* Serve until every subscriber of this thread has left (BYE, or dead) or
- * linger_ns passed. */
+/* A finished run: tell every subscriber (BYE after its last chunk), then
+ * serve until every subscriber of this thread has left (its answering BYE,
+ * or dead) or linger_ns passed. Without it the publisher's end closes the
+ * connections at once and a subscriber still reading loses the rest of
+ * what was sent: a completed send only means the provider has it. */
 static void linger(struct publish_thread *th)
 {
     uint64_t linger_ns = th->pb->linger_ns;
-    if (linger_ns == 0 || subscribers_connected(th) == 0)
+    if (linger_ns == 0)
+        return;
+    rci_publisher_end_run(th->pub);
+    if (subscribers_connected(th) == 0)
         return;
     pl_info(th->pb, "publisher %u: waiting up to %.1f s for %u subscriber%s to leave", th->index,
             (double)linger_ns / 1e9, subscribers_connected(th), subscribers_connected(th) == 1 ? "" : "s");
