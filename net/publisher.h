@@ -116,6 +116,11 @@ struct rci_publisher_stats {
     uint64_t rma_wait_credit;       /* later records of a chunk that waited for room */
     uint64_t rma_credits;           /* CREDIT messages taken */
     uint64_t rma_bad_credits;       /* CREDIT going back or past what was written: peer closed */
+    /* block streams (net/README.md, "Block stream") */
+    uint64_t stream_subscribers;    /* HELLOs granted a card's block stream */
+    uint64_t stream_refused;        /* HELLOs refused one (no such card, ring unfit, no FI_RMA) */
+    uint64_t stream_spans;          /* spans written (one fi_writemsg each) */
+    uint64_t stream_bytes;          /* their bytes (whole blocks) */
     /* buffered path */
     uint64_t buffered_records;
     uint64_t buffered_bytes;
@@ -317,6 +322,36 @@ bool rci_publisher_peer_rma(struct rci_publisher *p, rci_peer_id peer);
  * it has not said BYE with a count (an older subscriber, or it did not
  * leave in order). Valid in the RCI_PUB_PEER_BYE callback and until GONE. */
 bool rci_publisher_peer_chunks_handled(struct rci_publisher *p, rci_peer_id peer, uint64_t *chunks);
+
+/* ---- block streams (net/README.md, "Block stream") ----
+ * A subscriber may ask in HELLO for every block of one card, written as they
+ * are into its ring. The caller says which cards it streams (before
+ * subscribers come: the owner's thread, like everything here); a HELLO for
+ * another card, a ring that does not fit the card's blocks or a provider
+ * without FI_RMA is refused with BYE(refused, RCI_REFUSED_STREAM_*). */
+#define RCI_PUB_MAX_STREAM_CARDS 16u
+struct rci_pub_stream_card {
+    uint32_t index;             /* [card.N] */
+    uint32_t block_size;
+    uint64_t tag_base;
+};
+int  rci_publisher_set_stream_cards(struct rci_publisher *p, const struct rci_pub_stream_card *cards,
+                                   unsigned n);
+/* Is this an active stream subscriber (and of which card)? */
+bool rci_publisher_peer_stream(struct rci_publisher *p, rci_peer_id peer, uint32_t *card);
+/* Bytes (whole blocks) one span to it may have now: free space in its ring
+ * up to the ring's end, its credit and the write size limits; 0 for an
+ * unknown or gone peer. Also starts/ends its "no room" age
+ * (rci_publisher_peer_oldest_age), as an RMA ring's. */
+uint64_t rci_publisher_stream_room(struct rci_publisher *p, rci_peer_id peer);
+/* Write one span (iov[0..n-1]: contiguous card-ring bytes, whole blocks,
+ * at most stream_room, n <= the provider's iov limit) at its next ring
+ * position. 0: on_send_complete(key) runs exactly once later; -EAGAIN (no
+ * header slot, provider queue full), -ENOBUFS (its share of the slots):
+ * nothing written; -ENOTCONN; -EFAULT (unregistered); -EINVAL (a span it
+ * must not form). No callback runs inside. */
+int  rci_publisher_stream_write(struct rci_publisher *p, rci_peer_id peer, const struct iovec *iov, unsigned n,
+                               uint64_t key);
 
 /* Lowest number of free header slots since the previous call (watermark). */
 uint32_t rci_publisher_available_slots(struct rci_publisher *p);

@@ -53,7 +53,7 @@ static void update_subscribed(struct publish_thread *th)
     unsigned subscribed = 0, connected = 0;
     for (uint32_t i = 0; i < th->nsubs_max; i++) {
         connected += th->subs[i].in_use;
-        subscribed += th->subs[i].in_use && th->subs[i].nranges > 0;
+        subscribed += th->subs[i].in_use && (th->subs[i].nranges > 0 || th->subs[i].stream);
     }
     th->nsubscribed = subscribed;
     atomic_store_explicit(&th->subscribed, subscribed, memory_order_release);
@@ -72,6 +72,7 @@ static void sub_join(struct publish_thread *th, rci_peer_id peer)
                                th->backlog_cap);
         s->in_use = true;
         s->peer = peer;
+        s->stream = rci_publisher_peer_stream(th->pub, peer, NULL);   /* takes a card's blocks */
         th->slot_gen[slot] = (th->slot_gen[slot] + 1) & SUB_GEN_MASK;
         s->table_id = (th->slot_gen[slot] << SUB_GEN_SHIFT) | (th->index << SUB_THREAD_SHIFT) | slot;
         snprintf(s->name, sizeof s->name, "%s", rci_publisher_peer_name(th->pub, peer));
@@ -244,9 +245,18 @@ static void on_peer_event(void *arg, rci_peer_id peer, enum rci_pub_peer_event e
 {
     struct publish_thread *th = arg;
     switch (ev) {
-    case RCI_PUB_PEER_JOINED: sub_join(th, peer); break;
-    case RCI_PUB_PEER_SUBSCRIPTIONS: sub_sync_ranges(th, peer); break;
-    case RCI_PUB_PEER_GONE: sub_leave(th, peer); break;
+    case RCI_PUB_PEER_JOINED:
+        sub_join(th, peer);
+        rci_stream_join(th, peer);   /* a block-stream subscriber too (stream_lane.c) */
+        break;
+    case RCI_PUB_PEER_SUBSCRIPTIONS:
+        if (!rci_publisher_peer_stream(th->pub, peer, NULL))   /* its ring takes blocks only */
+            sub_sync_ranges(th, peer);
+        break;
+    case RCI_PUB_PEER_GONE:
+        rci_stream_leave(th, peer);
+        sub_leave(th, peer);
+        break;
     case RCI_PUB_PEER_BYE: {
         struct pub_sub *s = sub_of_peer(th, peer);
         if (!s)
@@ -323,6 +333,12 @@ static void on_send_complete(void *arg, uint64_t key, int status)
     if (key >= th->ntokens)
         return; /* never: keys are our token indices */
     struct send_token *tok = &th->tokens[key];
+    if (tok->stream) {   /* a block-stream span (stream_lane.c) */
+        rci_stream_token_done(th, tok, status);
+        tok->next_free = th->free_token;
+        th->free_token = (uint32_t)key;
+        return;
+    }
     struct pub_sub *s = sub_of_table_id(th, tok->table_id);
     count_share(th, s, tok->bytes, status);
     if (s)
@@ -451,6 +467,7 @@ static void track_share(struct publish_thread *th, struct pub_sub *s, uint32_t k
 {
     struct send_token *tok = &th->tokens[k];
     th->free_token = tok->next_free;
+    tok->stream = false;
     tok->direct = direct;
     tok->handle = handle;
     tok->lane = lane;
@@ -969,6 +986,7 @@ static void publisher_finish(struct publish_thread *th)
     struct rci_pipeline *pb = th->pb;
     for (unsigned i = 0; i < pb->ncards; i++)
         abandon_queued(th, &pb->cards[i].lanes[th->index]);
+    rci_stream_abandon(th);   /* queued blocks go back; spans in flight complete at destroy */
     for (uint32_t i = 0; i < th->nsubs_max; i++)
         if (th->subs[i].in_use)
             backlog_settle_all(th, &th->subs[i]);
@@ -1147,7 +1165,7 @@ void rci_publish_thread_wake(struct publish_thread *th)
 static bool lanes_hold_chunks(struct publish_thread *th)
 {
     struct rci_pipeline *pb = th->pb;
-    if (th->deferred_now)
+    if (th->deferred_now || rci_stream_holds(th))
         return true;
     for (unsigned i = 0; i < pb->ncards; i++) {
         const struct publish_lane *lane = &pb->cards[i].lanes[th->index];
@@ -1309,8 +1327,10 @@ void *rci_publish_thread_main(void *arg)
         serve_control(th);
         uint64_t interval = th->live.stats_interval_ns;
         unsigned work = drain_backlogs(th);
-        for (unsigned i = 0; i < pb->ncards; i++)
+        for (unsigned i = 0; i < pb->ncards; i++) {
             work += pump_lane(th, &pb->cards[i].lanes[th->index]);
+            work += rci_stream_pump(th, &pb->cards[i]);
+        }
         int rc = work ? rci_publisher_progress(th->pub) : sleep_or_wait(th, hang_at);
         if (rc < 0 && !th->fabric_failed) {
             th->fabric_failed = true;
@@ -1371,6 +1391,7 @@ int rci_publish_thread_init(struct publish_thread *th, struct rci_pipeline *pb, 
     th->departed = calloc(MAX_DEPARTED, sizeof *th->departed);
     th->view.cap = th->nsubs_max + MAX_DEPARTED;
     th->view.subs = calloc(th->view.cap, sizeof *th->view.subs);
+    th->ssubs = calloc(th->nsubs_max, sizeof *th->ssubs);
     pthread_mutex_init(&th->view.lock, NULL);
     th->view_ready = true;
     th->doorbell_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -1386,7 +1407,7 @@ int rci_publish_thread_init(struct publish_thread *th, struct rci_pipeline *pb, 
                     sizeof *th->backlog_store);
         return -ENOMEM;
     }
-    if (!th->subs || !th->slot_gen || !th->departed || !th->view.subs || create_tokens(th, fp) != 0) {
+    if (!th->subs || !th->slot_gen || !th->departed || !th->view.subs || !th->ssubs || create_tokens(th, fp) != 0) {
         rci_set_err(err, errlen, "publisher %u: out of memory", index);
         return -ENOMEM;
     }
@@ -1408,6 +1429,8 @@ void rci_publish_thread_fini(struct publish_thread *th)
     for (uint32_t i = 0; th->subs && i < th->nsubs_max; i++)
         free(th->subs[i].ranges);
     free(th->subs);
+    free(th->ssubs);
+    th->ssubs = NULL;
     free(th->slot_gen);
     free(th->departed);
     if (th->view_ready)
