@@ -15,7 +15,8 @@
 # is each point's --seconds. BENCH_AB_MODE=rma runs `ringcast-bench rma` instead
 # (SIZES default 8k,64k) and prints, besides the rows' GB/s (the pipeline rows
 # split by delivery), each run's value of the RMA targets (RMA delivery / raw-rma,
-# subscriber CPU s/GB RMA / send) with mean and median per build.
+# subscriber CPU s/GB RMA / send) with mean and median per build. Pipeline rows'
+# daemon and subscriber CPU s/GB are compared in either mode.
 set -eu
 [ $# -ge 2 ] || { echo "usage: bench-ab.sh BEFORE_BENCH AFTER_BENCH [ROUNDS] [SIZES]" >&2; exit 2; }
 abmode=${BENCH_AB_MODE:-pipeline}
@@ -70,12 +71,12 @@ jq -s -r '
      | select(($b | length) > 0 and ($a | length) > 0)
      | line("target \($g[0].target) \($g[0].point)"; $b; $a; " (limit \($g[0].limit))")),
     ([$all[] | select(.delivery and .sub_cpu_s_per_gb)]
-     | group_by([.chunk_size, .delivery])[]
+     | group_by([.chunk_size, .test, (.fill // "-"), .delivery])[]
      | . as $g
      | ("sub", "daemon") as $who
      | ([$g[] | select(.who == "before") | .["\($who)_cpu_s_per_gb"]]) as $b
      | ([$g[] | select(.who == "after") | .["\($who)_cpu_s_per_gb"]]) as $a
      | select(($b | length) > 0 and ($a | length) > 0)
-     | line("\($who) CPU \($g[0].delivery) \($g[0].chunk_size) B"; $b; $a; " s/GB"))
+     | line("\($who) CPU \($g[0].test) \($g[0].fill // "-") \($g[0].delivery) \($g[0].chunk_size) B"; $b; $a; " s/GB"))
 ' "$rows"
 echo "rows: $rows" >&2
