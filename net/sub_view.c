@@ -196,8 +196,12 @@ struct rc_view *rc_view_retain(struct rc_view *v)
     return v;
 }
 
-/* The last reference is gone: give back what the view holds. */
-static void view_free(struct rc_view *v)
+/* The last reference is gone: give back what the view holds. `owner`: the
+ * release runs on the subscriber's thread, the pool's only taker, so the
+ * view goes onto its private list and is the next one taken, still in cache;
+ * any other thread pushes it onto the shared stack, taken only once the
+ * private list ran empty (after every other view of the pool was used). */
+static void view_free(struct rc_view *v, bool owner)
 {
     struct rci_view_pool *pool = v->pool;
     switch (v->kind) {
@@ -225,6 +229,11 @@ static void view_free(struct rc_view *v)
         free(v);   /* an overflow view */
         return;
     }
+    if (owner) {
+        v->node.next = pool->mine;
+        pool->mine = &v->node;
+        return;
+    }
     RCI_TSAN_RELEASE(v);
     cds_lfs_push(&pool->released, &v->node);
 }
@@ -234,7 +243,13 @@ void rc_view_release(struct rc_view *v)
     if (!v)
         return;
     if (atomic_fetch_sub_explicit(&v->refs, 1, memory_order_acq_rel) == 1)
-        view_free(v);
+        view_free(v, false);
+}
+
+void rci_view_release_owner(struct rc_view *v)
+{
+    if (atomic_fetch_sub_explicit(&v->refs, 1, memory_order_acq_rel) == 1)
+        view_free(v, true);
 }
 
 struct rc_view *rc_view_slice(struct rc_view *v, size_t offset, size_t len)

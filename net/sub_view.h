@@ -19,7 +19,8 @@
  * create. Only the subscriber's thread takes views (rci_view_get), from a
  * private list refilled with one __cds_lfs_pop_all of the stack that
  * releases push onto from any thread (as readout/chunk_pool.c): one popper,
- * so no ABA. When both are empty (the program holds them all) a view is
+ * so no ABA. Its own last releases (rci_view_release_owner: the library's
+ * reference after on_view) go straight onto the private list. When both are empty (the program holds them all) a view is
  * allocated with malloc and freed at its release (counted: allocated). */
 #ifndef RCI_SUB_VIEW_H
 #define RCI_SUB_VIEW_H
@@ -96,6 +97,13 @@ bool rci_view_add_rx_piece(struct rc_view *v, const void *data, size_t len, atom
  * once at the view's last release. false: the view is full (the key is
  * still the caller's). */
 bool rci_view_add_rma_piece(struct rc_view *v, const void *data, size_t len, uint64_t key);
+
+/* rc_view_release for the subscriber's own thread (the one that takes views
+ * from the pool, never concurrently with rci_view_get): a pool view freed
+ * here is the next one rci_view_get returns, while it is still in cache
+ * (rc_view_release's views are taken again only after the rest of the pool).
+ * Any other thread must use rc_view_release. */
+void rci_view_release_owner(struct rc_view *v);
 /* Views handed out and not yet released; views malloc'd because the pool was empty. */
 uint64_t rci_view_pool_outstanding(const struct rci_view_pool *p);
 uint64_t rci_view_pool_allocated(const struct rci_view_pool *p);

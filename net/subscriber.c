@@ -966,7 +966,7 @@ static void hand_on_view(struct rc_sub *s, struct rc_view *v)
     s->st.chunks++;
     s->st.bytes += v->len;
     s->p.on_view(s->p.cb.ctx, v);
-    rc_view_release(v);
+    rci_view_release_owner(v);   /* our thread: a view not kept is reused next, in cache */
 }
 
 /* A view of one piece of the memory the message being handled lives in (or

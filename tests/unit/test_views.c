@@ -5,7 +5,7 @@
  * pieces, the pool running out (malloc'd views, freed at release), a
  * reassembly buffer outliving its subscriber's reference, and what each
  * piece holds (its receive buffer, its RMA ring key) given back once, only
- * with the last view. */
+ * with the last view; the subscriber thread's own release reused first. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -264,6 +264,51 @@ static void test_rma_keys_released_with_last_view(void)
     rci_sub_rma_destroy(&rma);
 }
 
+/* The subscriber thread's own last release (rci_view_release_owner) puts the
+ * view back first in line: the next get returns it, still in cache; a view
+ * kept by the program (retained) is freed by the program's release, through
+ * the shared stack, and comes back only after the rest of the pool. What
+ * the view holds goes back either way, and the counts stay exact. */
+static void test_owner_release_reused_first(void)
+{
+    struct rci_view_pool *p = rci_view_pool_create(4);
+    atomic_uint refs[3] = {0};
+    struct rc_view *a = three_pieces(p, refs);
+    rci_view_release_owner(a);
+    CU_ASSERT_TRUE(held_each(refs, 0));
+    CU_ASSERT_EQUAL(rci_view_pool_outstanding(p), 0);
+    for (int i = 0; i < 10; i++) {   /* always the same one: more views than the pool has */
+        struct rc_view *b = three_pieces(p, refs);
+        CU_ASSERT_PTR_EQUAL(b, a);
+        CU_ASSERT_EQUAL(rc_view_len(b), 36);
+        rci_view_release_owner(b);
+    }
+    CU_ASSERT_TRUE(held_each(refs, 0));
+    struct rc_view *kept = three_pieces(p, refs);   /* a, kept by the program */
+    CU_ASSERT_PTR_EQUAL(kept, a);
+    rc_view_retain(kept);
+    rci_view_release_owner(kept);   /* not the last reference: nothing goes back */
+    CU_ASSERT_TRUE(held_each(refs, 1));
+    CU_ASSERT_EQUAL(rci_view_pool_outstanding(p), 1);
+    rc_view_release(kept);          /* the program's, from any thread: the shared stack */
+    CU_ASSERT_TRUE(held_each(refs, 0));
+    struct rc_view *others[3];
+    for (int i = 0; i < 3; i++) {   /* the three never used come first */
+        others[i] = three_pieces(p, refs);
+        CU_ASSERT_PTR_NOT_EQUAL(others[i], a);
+    }
+    struct rc_view *last = three_pieces(p, refs);   /* then the stack: a again */
+    CU_ASSERT_PTR_EQUAL(last, a);
+    CU_ASSERT_EQUAL(rci_view_pool_allocated(p), 0);
+    CU_ASSERT_EQUAL(rci_view_pool_outstanding(p), 4);
+    for (int i = 0; i < 3; i++)
+        rci_view_release_owner(others[i]);
+    rci_view_release_owner(last);
+    CU_ASSERT_TRUE(held_each(refs, 0));
+    CU_ASSERT_EQUAL(rci_view_pool_outstanding(p), 0);
+    rci_view_pool_destroy(p);
+}
+
 static void register_tests(void)
 {
     RCI_SUITE("views", {"accessors and copy", test_accessors_and_copy},
@@ -272,7 +317,8 @@ static void register_tests(void)
               {"release from another thread", test_release_from_another_thread},
               {"pool runs out: malloc'd views", test_pool_runs_out_malloc},
               {"reassembly buffer outlives its owner", test_reasm_outlives_owner},
-              {"RMA keys go back with the last view", test_rma_keys_released_with_last_view});
+              {"RMA keys go back with the last view", test_rma_keys_released_with_last_view},
+              {"the owner's release is reused first", test_owner_release_reused_first});
 }
 
 RCI_CUNIT_MAIN(register_tests)
