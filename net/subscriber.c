@@ -137,6 +137,7 @@ struct rc_sub {
     bool publisher_takes_count;
     bool ever_connected;
     int handled;                          /* messages handled in this rc_sub_poll */
+    struct rci_spin_policy spin;          /* how long rc_sub_poll spins (spin_policy.h) */
     char err[256];
 };
 
@@ -256,6 +257,7 @@ int rc_sub_create(const struct rc_sub_params *params, struct rc_sub **out, char 
         goto nomem;
     s->p = *params;
     s->client_id = random_id();
+    rci_spin_policy_init(&s->spin, params->poll_spin_ns, params->poll_spin_fixed != 0);
     s->reasm = rci_reasm_new(params->max_chunk_size);
     s->views = params->on_view ? rci_view_pool_create(params->views) : NULL;
     s->rx = calloc(params->rx_buffers, sizeof *s->rx);
@@ -1755,7 +1757,7 @@ int rc_sub_poll(struct rc_sub *s, uint64_t timeout_ns)
     if (s->state == ST_IDLE) {
         rci_sleep_ns(wait);
     } else {
-        rci_fabric_wait_adaptive(&s->f, poll_once, s, wait);
+        rci_fabric_wait_spin(&s->f, poll_once, s, wait, &s->spin);
         settle(s);
     }
     run_timers(s);
@@ -1819,6 +1821,11 @@ int rc_sub_unsubscribe(struct rc_sub *s, const uint64_t *first, const uint64_t *
 void rc_sub_get_stats(const struct rc_sub *s, struct rc_sub_stats *st)
 {
     *st = s->st;
+    st->poll_spin_hits = s->spin.hits;
+    st->poll_spin_misses = s->spin.misses;
+    st->poll_spin_preempted = s->spin.preempted;
+    st->poll_sleeps = s->spin.sleeps;
+    st->poll_spin_ns_now = rci_spin_policy_next(&s->spin);
     st->rx_buffers_held = 0;
     for (uint32_t i = 0; i < s->p.rx_buffers; i++)
         st->rx_buffers_held += atomic_load_explicit(&s->rx[i].refs, memory_order_relaxed) != 0;

@@ -6,6 +6,7 @@
  *                (or --discover URL: every publisher serving the tags)
  *                --tags LIST [--verify] [--duration S] [--count N]
  *                [--out FILE] [--json] [--latency] [--delivery send|rma]
+ *                [--poll-spin US] [--poll-spin-fixed]
  *
  * Exit status: 0 fine, 1 verification failed or a runtime error, 2 usage. */
 #include <endian.h>
@@ -110,6 +111,9 @@ struct options {
     uint32_t hold;            /* --hold N: keep the last N views, release them late and out of order */
     uint32_t hold_ms;         /* --hold-ms MS: none of them goes before it was kept MS ms */
     bool wrong_rma_key;       /* --test-wrong-rma-key: announce a key that is not the ring's */
+    bool poll_spin_set;       /* --poll-spin US given */
+    uint64_t poll_spin_us;
+    bool poll_spin_fixed;     /* --poll-spin-fixed */
 };
 
 static void usage(FILE *f)
@@ -164,6 +168,14 @@ static void usage(FILE *f)
             "                          seconds and its flow stops meanwhile (slow-policy tests)\n"
             "  --test-wrong-rma-key    with --delivery rma: announce a wrong key for the ring\n"
             "                          (tests of the publisher's handling of it)\n"
+            "  --poll-spin US          spin at most US microseconds (0..1000000, default 50)\n"
+            "                          when waiting for data, before sleeping on the fabric's\n"
+            "                          fd; 0: never spin. The spin adapts: it halves after a\n"
+            "                          spin that found nothing or lost the CPU to another\n"
+            "                          process (down to none) and doubles after one that\n"
+            "                          found data (net/README.md, \"Adaptive spinning\")\n"
+            "  --poll-spin-fixed       spin the whole --poll-spin at every wait (no adapting:\n"
+            "                          a subscriber alone on its core)\n"
             "  -h, --help              print this help\n"
             "  --version               print the version\n");
 }
@@ -317,6 +329,13 @@ static int parse_option(int c, const char *arg, struct options *o)
         o->rma_ring_size = v;
         return 0;
     case 'K': o->wrong_rma_key = true; return 0;
+    case 'W':
+        if (rci_cli_parse_u64(arg, &v) || v > 1000000)
+            return rci_cli_usage_error("ringcast-sub", "--poll-spin '%s': expected microseconds 0..1000000", arg);
+        o->poll_spin_us = v;
+        o->poll_spin_set = true;
+        return 0;
+    case 'F': o->poll_spin_fixed = true; return 0;
     case 'H':
         if (rci_cli_parse_u64(arg, &v) || v == 0 || v > 4096)
             return rci_cli_usage_error("ringcast-sub", "--hold '%s': expected a number of chunks 1..4096", arg);
@@ -353,6 +372,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"delivery", required_argument, NULL, 'Y'}, {"rma-ring-size", required_argument, NULL, 'Z'},
         {"hold", required_argument, NULL, 'H'},     {"test-wrong-rma-key", no_argument, NULL, 'K'},
         {"hold-ms", required_argument, NULL, 'M'},
+        {"poll-spin", required_argument, NULL, 'W'}, {"poll-spin-fixed", no_argument, NULL, 'F'},
         {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof *o);
@@ -1224,6 +1244,10 @@ static void print_json(const struct app *a, const struct rc_sub_stats *st, doubl
            st->view_failures, st->rma_chunks_gathered, st->rma_chunks_copied, st->rma_ring_busy);
     printf(",\"chunks_gathered\":%" PRIu64 ",\"chunks_reassembled_copied\":%" PRIu64 ",\"rx_buffers_held\":%" PRIu64,
            st->chunks_gathered, st->chunks_reassembled_copied, st->rx_buffers_held);
+    printf(",\"poll_spin_hits\":%" PRIu64 ",\"poll_spin_misses\":%" PRIu64 ",\"poll_spin_preempted\":%" PRIu64
+           ",\"poll_sleeps\":%" PRIu64 ",\"poll_spin_ns_now\":%" PRIu64,
+           st->poll_spin_hits, st->poll_spin_misses, st->poll_spin_preempted, st->poll_sleeps,
+           st->poll_spin_ns_now);
     print_pool_json(st);
     printf(",\"malformed\":{");
     for (unsigned k = 1; k < RC_SUB_MALFORMED_KINDS; k++)
@@ -1374,6 +1398,9 @@ static int setup(struct app *a, const struct options *o)
     if (o->max_chunk_size)
         p.max_chunk_size = o->max_chunk_size;
     p.test_stall_after_chunks = o->stall_after;
+    if (o->poll_spin_set)
+        p.poll_spin_ns = o->poll_spin_us * 1000u;
+    p.poll_spin_fixed = o->poll_spin_fixed;
     p.delivery = o->delivery;
     if (o->wrong_rma_key)
         p.test_rma_key_xor = 0x5a5a5a5a00000000ull;   /* far from the keys asked for (1, 2, ...) */
