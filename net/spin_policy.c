@@ -2,9 +2,32 @@
 /* spin_policy.c — the subscriber's adaptive spin (spin_policy.h says the rule). */
 #include "net/spin_policy.h"
 
-void rci_spin_policy_init(struct rci_spin_policy *sp, uint64_t max_ns, bool fixed)
+void rci_spin_policy_init(struct rci_spin_policy *sp, uint64_t max_ns, uint64_t coalesce_ns, bool fixed)
 {
-    *sp = (struct rci_spin_policy){ .max_ns = max_ns, .spin_ns = max_ns, .fixed = fixed };
+    *sp = (struct rci_spin_policy){ .max_ns = max_ns, .spin_ns = max_ns, .fixed = fixed,
+                                    .coalesce_ns = coalesce_ns };
+}
+
+uint64_t rci_spin_policy_coalesce(const struct rci_spin_policy *sp)
+{
+    return !sp->fixed && sp->spin_ns == 0 && sp->contended && sp->dense ? sp->coalesce_ns : 0;
+}
+
+bool rci_spin_policy_sample_due(const struct rci_spin_policy *sp)
+{
+    return !sp->sampled || sp->waits - sp->sample_waits >= RCI_SPIN_SAMPLE_WAITS;
+}
+
+void rci_spin_policy_cpu_sample(struct rci_spin_policy *sp, uint64_t nivcsw)
+{
+    if (sp->sampled) {
+        uint64_t waits = sp->waits - sp->sample_waits, preempted = nivcsw - sp->sample_nivcsw;
+        sp->contended = nivcsw >= sp->sample_nivcsw && waits > 0 &&
+                        preempted * RCI_SPIN_CONTENDED_WAITS >= waits;
+    }
+    sp->sampled = true;
+    sp->sample_waits = sp->waits;
+    sp->sample_nivcsw = nivcsw;
 }
 
 static uint64_t min_spin(const struct rci_spin_policy *sp) { return sp->max_ns / RCI_SPIN_MIN_DIV; }
@@ -26,10 +49,18 @@ static void shrink(struct rci_spin_policy *sp)
 void rci_spin_policy_update(struct rci_spin_policy *sp, const struct rci_spin_outcome *o)
 {
     bool adapt = !sp->fixed;
+    sp->waits++;
+    /* Dense: the work came within coalesce_ns of the wait's start, or of the
+     * end of its timer sleep. */
+    sp->dense = o->found && o->after_ns <= sp->coalesce_ns + o->coalesced_ns;
     if (o->spun_ns == 0) {
-        /* Slept at once: had a spin of the maximum caught the work? */
+        /* Slept at once: had a spin of the maximum caught the work? (Not
+         * known after a timer sleep: the work waited for the timer. And on a
+         * contended CPU a spin would take the core from someone else.) */
         sp->sleeps++;
-        if (adapt && o->found && o->after_ns <= sp->max_ns && sp->spin_ns == 0)
+        sp->coalesced += o->coalesced_ns > 0;
+        if (adapt && o->found && o->after_ns <= sp->max_ns && sp->spin_ns == 0 && o->coalesced_ns == 0 &&
+            !sp->contended)
             grow(sp);
     } else if (o->longest_gap_ns > RCI_SPIN_PREEMPTED_NS) {
         /* Lost the CPU while spinning: someone else wants this core. */

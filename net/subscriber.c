@@ -157,6 +157,7 @@ void rc_sub_params_default(struct rc_sub_params *p)
     p->peer_timeout_ns = 5000000000ull;
     p->reconnect_interval_ns = 1000000000ull;
     p->poll_spin_ns = 50000ull;
+    p->poll_coalesce_ns = 500000ull;
     p->malformed_limit = 16;
     p->delivery = RC_SUB_DELIVERY_SEND;
     /* 2 MiB: the ring is where the kernel copies every record, and a ring
@@ -193,6 +194,8 @@ static int check_params(const struct rc_sub_params *p, char *err, size_t errlen)
         why = "views must be 0..1048576";
     else if (p->delivery != RC_SUB_DELIVERY_SEND && p->delivery != RC_SUB_DELIVERY_RMA)
         why = "delivery is neither send nor rma";
+    else if (p->poll_coalesce_ns > 1000000000ull)
+        why = "poll_coalesce_ns must be 0..1 s";
     /* %.*s: a host without its NUL is one of the defects reported here. */
     if (why)
         rci_set_err(err, errlen, "rc_sub_create(%.*s:%u): %s", (int)sizeof p->host, p->host,
@@ -257,7 +260,7 @@ int rc_sub_create(const struct rc_sub_params *params, struct rc_sub **out, char 
         goto nomem;
     s->p = *params;
     s->client_id = random_id();
-    rci_spin_policy_init(&s->spin, params->poll_spin_ns, params->poll_spin_fixed != 0);
+    rci_spin_policy_init(&s->spin, params->poll_spin_ns, params->poll_coalesce_ns, params->poll_spin_fixed != 0);
     s->reasm = rci_reasm_new(params->max_chunk_size);
     s->views = params->on_view ? rci_view_pool_create(params->views) : NULL;
     s->rx = calloc(params->rx_buffers, sizeof *s->rx);
@@ -1825,6 +1828,8 @@ void rc_sub_get_stats(const struct rc_sub *s, struct rc_sub_stats *st)
     st->poll_spin_misses = s->spin.misses;
     st->poll_spin_preempted = s->spin.preempted;
     st->poll_sleeps = s->spin.sleeps;
+    st->poll_coalesced = s->spin.coalesced;
+    st->poll_contended = s->spin.contended;
     st->poll_spin_ns_now = rci_spin_policy_next(&s->spin);
     st->rx_buffers_held = 0;
     for (uint32_t i = 0; i < s->p.rx_buffers; i++)

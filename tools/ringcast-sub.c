@@ -6,7 +6,7 @@
  *                (or --discover URL: every publisher serving the tags)
  *                --tags LIST [--verify] [--duration S] [--count N]
  *                [--out FILE] [--json] [--latency] [--delivery send|rma]
- *                [--poll-spin US] [--poll-spin-fixed]
+ *                [--poll-spin US] [--poll-spin-fixed] [--poll-coalesce US]
  *
  * Exit status: 0 fine, 1 verification failed or a runtime error, 2 usage. */
 #include <endian.h>
@@ -114,6 +114,8 @@ struct options {
     bool poll_spin_set;       /* --poll-spin US given */
     uint64_t poll_spin_us;
     bool poll_spin_fixed;     /* --poll-spin-fixed */
+    bool poll_coalesce_set;   /* --poll-coalesce US given */
+    uint64_t poll_coalesce_us;
 };
 
 static void usage(FILE *f)
@@ -174,8 +176,12 @@ static void usage(FILE *f)
             "                          spin that found nothing or lost the CPU to another\n"
             "                          process (down to none) and doubles after one that\n"
             "                          found data (net/README.md, \"Adaptive spinning\")\n"
-            "  --poll-spin-fixed       spin the whole --poll-spin at every wait (no adapting:\n"
-            "                          a subscriber alone on its core)\n"
+            "  --poll-spin-fixed       spin the whole --poll-spin at every wait (no adapting,\n"
+            "                          no coalescing: a subscriber alone on its core)\n"
+            "  --poll-coalesce US      when it does not spin, is often preempted (the CPU is\n"
+            "                          contended) and data comes within US: sleep US on a\n"
+            "                          timer before polling, one wake-up for all that came\n"
+            "                          meanwhile (0..1000000, default 500; 0: never)\n"
             "  -h, --help              print this help\n"
             "  --version               print the version\n");
 }
@@ -336,6 +342,12 @@ static int parse_option(int c, const char *arg, struct options *o)
         o->poll_spin_set = true;
         return 0;
     case 'F': o->poll_spin_fixed = true; return 0;
+    case 'G':
+        if (rci_cli_parse_u64(arg, &v) || v > 1000000)
+            return rci_cli_usage_error("ringcast-sub", "--poll-coalesce '%s': expected microseconds 0..1000000", arg);
+        o->poll_coalesce_us = v;
+        o->poll_coalesce_set = true;
+        return 0;
     case 'H':
         if (rci_cli_parse_u64(arg, &v) || v == 0 || v > 4096)
             return rci_cli_usage_error("ringcast-sub", "--hold '%s': expected a number of chunks 1..4096", arg);
@@ -373,6 +385,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"hold", required_argument, NULL, 'H'},     {"test-wrong-rma-key", no_argument, NULL, 'K'},
         {"hold-ms", required_argument, NULL, 'M'},
         {"poll-spin", required_argument, NULL, 'W'}, {"poll-spin-fixed", no_argument, NULL, 'F'},
+        {"poll-coalesce", required_argument, NULL, 'G'},
         {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof *o);
@@ -1245,9 +1258,10 @@ static void print_json(const struct app *a, const struct rc_sub_stats *st, doubl
     printf(",\"chunks_gathered\":%" PRIu64 ",\"chunks_reassembled_copied\":%" PRIu64 ",\"rx_buffers_held\":%" PRIu64,
            st->chunks_gathered, st->chunks_reassembled_copied, st->rx_buffers_held);
     printf(",\"poll_spin_hits\":%" PRIu64 ",\"poll_spin_misses\":%" PRIu64 ",\"poll_spin_preempted\":%" PRIu64
-           ",\"poll_sleeps\":%" PRIu64 ",\"poll_spin_ns_now\":%" PRIu64,
+           ",\"poll_sleeps\":%" PRIu64 ",\"poll_spin_ns_now\":%" PRIu64 ",\"poll_coalesced\":%" PRIu64
+           ",\"poll_contended\":%d",
            st->poll_spin_hits, st->poll_spin_misses, st->poll_spin_preempted, st->poll_sleeps,
-           st->poll_spin_ns_now);
+           st->poll_spin_ns_now, st->poll_coalesced, st->poll_contended);
     print_pool_json(st);
     printf(",\"malformed\":{");
     for (unsigned k = 1; k < RC_SUB_MALFORMED_KINDS; k++)
@@ -1401,6 +1415,8 @@ static int setup(struct app *a, const struct options *o)
     if (o->poll_spin_set)
         p.poll_spin_ns = o->poll_spin_us * 1000u;
     p.poll_spin_fixed = o->poll_spin_fixed;
+    if (o->poll_coalesce_set)
+        p.poll_coalesce_ns = o->poll_coalesce_us * 1000u;
     p.delivery = o->delivery;
     if (o->wrong_rma_key)
         p.test_rma_key_xor = 0x5a5a5a5a00000000ull;   /* far from the keys asked for (1, 2, ...) */
