@@ -15,7 +15,9 @@ uint64_t rci_spin_policy_coalesce(const struct rci_spin_policy *sp)
 
 bool rci_spin_policy_sample_due(const struct rci_spin_policy *sp)
 {
-    return !sp->sampled || sp->waits - sp->sample_waits >= RCI_SPIN_SAMPLE_WAITS;
+    /* Without coalescing the verdict is not needed: no syscall for it. */
+    return sp->coalesce_ns > 0 && !sp->fixed &&
+           (!sp->sampled || sp->waits - sp->sample_waits >= RCI_SPIN_SAMPLE_WAITS);
 }
 
 void rci_spin_policy_cpu_sample(struct rci_spin_policy *sp, uint64_t nivcsw)

@@ -16,12 +16,13 @@
  *     is 0: the next waits sleep at once;
  *   - with the spin at 0, a sleep whose work came within the maximum (a spin
  *     would have caught it) starts spinning again at max / RCI_SPIN_MIN_DIV,
- *     unless the CPU is contended (below).
+ *     unless the CPU is contended (below; sampled only with coalescing on).
  * One subscriber alone on a core keeps spinning the maximum (its hits come
  * within a few microseconds); subscribers that share the cores with the
  * daemon stop spinning after a few waits.
  *
- * Coalescing: a subscriber that does not spin sleeps on the fds and is woken
+ * Coalescing (with coalesce_ns > 0; off by default): a subscriber that does
+ * not spin sleeps on the fds and is woken
  * by each message: two context switches per message, and the sender pays
  * for the wake-up inside its send (the kernel wakes us from the socket's
  * send path: 18 % of the daemon's publisher thread with 8 sleeping
@@ -88,7 +89,8 @@ static inline uint64_t rci_spin_policy_next(const struct rci_spin_policy *sp) { 
 uint64_t rci_spin_policy_coalesce(const struct rci_spin_policy *sp);
 /* Learn from one wait (see above). */
 void rci_spin_policy_update(struct rci_spin_policy *sp, const struct rci_spin_outcome *o);
-/* Is a contention sample due (every RCI_SPIN_SAMPLE_WAITS waits)? */
+/* Is a contention sample due (every RCI_SPIN_SAMPLE_WAITS waits; never
+ * without coalescing: coalesce_ns 0 or fixed)? */
 bool rci_spin_policy_sample_due(const struct rci_spin_policy *sp);
 /* Give the sample: the thread's involuntary context switches so far
  * (getrusage RUSAGE_THREAD ru_nivcsw). The first sample only sets the base. */

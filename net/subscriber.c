@@ -157,7 +157,7 @@ void rc_sub_params_default(struct rc_sub_params *p)
     p->peer_timeout_ns = 5000000000ull;
     p->reconnect_interval_ns = 1000000000ull;
     p->poll_spin_ns = 50000ull;
-    p->poll_coalesce_ns = 500000ull;
+    p->poll_coalesce_ns = 0;   /* off: it delays messages (net/README.md, "Coalescing") */
     p->malformed_limit = 16;
     p->delivery = RC_SUB_DELIVERY_SEND;
     /* 2 MiB: the ring is where the kernel copies every record, and a ring

@@ -181,7 +181,8 @@ static void usage(FILE *f)
             "  --poll-coalesce US      when it does not spin, is often preempted (the CPU is\n"
             "                          contended) and data comes within US: sleep US on a\n"
             "                          timer before polling, one wake-up for all that came\n"
-            "                          meanwhile (0..1000000, default 500; 0: never)\n"
+            "                          meanwhile (0..1000000, default 0: never). Delays data\n"
+            "                          by up to US: for throughput, not latency\n"
             "  -h, --help              print this help\n"
             "  --version               print the version\n");
 }

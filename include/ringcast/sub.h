@@ -150,7 +150,9 @@ struct rc_sub_params {
     /* Coalescing (see rc_sub_poll): a wait that does not spin, of a thread
      * often preempted (the CPU is contended) with messages coming within this
      * long, first sleeps this long on a timer, so that one wake-up handles
-     * the messages sent meanwhile. 0: never; at most 1 s; default 500 us. */
+     * the messages sent meanwhile. 0 (default): never; at most 1 s. It
+     * delays messages by up to this long: for throughput, not latency
+     * (500 us: net/README.md, "Coalescing", has what it saved and cost). */
     uint64_t poll_coalesce_ns;
 };
 
@@ -256,7 +258,7 @@ struct rc_sub_stats {
 
 /* Defaults: tcp msg 127.0.0.1:RC_SUB_DEFAULT_PORT (12345, the daemon's), 64 x 64 KiB rx buffers, 16 MiB max
  * chunk, heartbeat 1 s, peer timeout 5 s, reconnect 1 s, spin up to 50 us (adaptive),
- * coalescing 500 us,
+ * no coalescing,
  * malformed_limit 16, 1024 views. Callbacks zero. */
 RC_API void rc_sub_params_default(struct rc_sub_params *p);
 
@@ -288,14 +290,15 @@ RC_API int rc_sub_unsubscribe(struct rc_sub *s, const uint64_t *first, const uin
  * poll_spin_ns starts spinning again at poll_spin_ns / 8. So a subscriber
  * alone on a core spins as before, and subscribers sharing the cores with
  * their publisher stop taking its CPU. stats.poll_spin_* count the waits.
- * Coalescing (unless poll_spin_fixed or poll_coalesce_ns is 0): when the
+ * Coalescing (only with poll_coalesce_ns > 0, not poll_spin_fixed): when the
  * spin is 0, the thread was preempted at least once per 16 waits (sampled
  * every 64 waits with getrusage) and the last wait's work came within
  * poll_coalesce_ns, a wait first sleeps poll_coalesce_ns on a timer and
  * polls, and only then, if nothing came, sleeps on the fd: one wake-up for
- * the messages of that time instead of one per message. That delays a
- * message by up to poll_coalesce_ns, only on a CPU that is contended
- * already (stats.poll_coalesced, poll_contended). */
+ * the messages of that time instead of one per message; and a quick sleep
+ * does not restart the spin while contended. That delays a message by up
+ * to poll_coalesce_ns, only on a CPU that is contended already
+ * (stats.poll_coalesced, poll_contended). */
 RC_API int rc_sub_poll(struct rc_sub *s, uint64_t timeout_ns);
 
 RC_API void rc_sub_get_stats(const struct rc_sub *s, struct rc_sub_stats *st);

@@ -67,9 +67,8 @@ fixed_run() { # fixed_run NAME PROVIDER ENDPOINT CHUNKS OVERRIDES...
 }
 
 # Chunks of 16 B .. 9000 B spanning blocks; the largest need fragments with rxm.
-# Subscriber b never spins (--poll-spin 0): every wait sleeps (on the CQ's fd,
-# on a contended CPU first on a timer: coalescing), and it still gets every
-# chunk (net/README.md, "Adaptive spinning", "Coalescing").
+# Subscriber b never spins (--poll-spin 0): every wait sleeps on the CQ's fd,
+# and it still gets every chunk (net/README.md, "Adaptive spinning").
 SUB_B_ARGS="--poll-spin 0" fixed_run tcp-msg tcp msg 100000 -o sim.0.chunk_size_min=16 -o sim.0.chunk_size_max=9000
 for k in poll_spin_hits poll_spin_misses poll_spin_preempted poll_spin_ns_now; do
     expect_eq "tcp-msg-b (--poll-spin 0) $k" "$(json_num $k "$WORK/tcp-msg-b.json")" 0

@@ -190,13 +190,19 @@ static void test_coalesce_needs_contention_dense_traffic_and_no_spin(void)
 
 static void test_coalesce_off(void)
 {
-    uint64_t nivcsw = 0;
     struct rci_spin_policy fixed, zero;
     rci_spin_policy_init(&fixed, MAX_NS, 500000, true);
     rci_spin_policy_init(&zero, MAX_NS, 0, false);
     fixed.spin_ns = zero.spin_ns = 0;
-    make_contended(&fixed, &nivcsw, true);
-    make_contended(&zero, &nivcsw, true);
+    /* never sampled (no getrusage), and contended given anyway changes nothing */
+    for (unsigned i = 0; i < 2 * RCI_SPIN_SAMPLE_WAITS; i++) {
+        struct rci_spin_outcome o = slept(true, MAX_NS + 1);
+        rci_spin_policy_update(&fixed, &o);
+        rci_spin_policy_update(&zero, &o);
+        CU_ASSERT_FALSE(rci_spin_policy_sample_due(&fixed));
+        CU_ASSERT_FALSE(rci_spin_policy_sample_due(&zero));
+    }
+    fixed.contended = zero.contended = true;
     CU_ASSERT_EQUAL(rci_spin_policy_coalesce(&fixed), 0);   /* poll_spin_fixed */
     CU_ASSERT_EQUAL(rci_spin_policy_coalesce(&zero), 0);    /* poll_coalesce_ns 0 */
 }
