@@ -46,8 +46,12 @@ LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 # wrappers api/client_*.c. It links libfabric
 # liburcu-cds (the lock-free stacks of net/mem_pool.c and net/mr_cache.c) and,
 # for discovery (net/discovery*.c: a client finds its publishers in etcd or a
-# directory), libcurl and jansson; no DPDK, no inih.
-CLIENT_SRC := $(filter-out common/control_proto.c common/prom_text.c,$(wildcard common/*.c dma/*.c net/*.c api/client_*.c)) readout/sim/pattern.c
+# directory), libcurl and jansson; no DPDK, no inih. A block-stream subscriber
+# (api/client_stream.c) decodes with the daemon's decoder: readout/'s decoder
+# files come along (they need liburcu-cds only; the card code never runs).
+CLIENT_READOUT := readout/readout.c readout/decoder.c readout/block_parse.c readout/chunk_pool.c \
+                  readout/readout_thread.c readout/wupper_dma.c readout/card_bar.c
+CLIENT_SRC := $(filter-out common/control_proto.c common/prom_text.c,$(wildcard common/*.c dma/*.c net/*.c api/client_*.c)) readout/sim/pattern.c $(CLIENT_READOUT)
 CLIENT_OBJ := $(CLIENT_SRC:%.c=$(BUILD)/obj/%.o)
 CLIENT_LIBS := $(shell pkg-config --libs libfabric liburcu-cds libcurl jansson numa 2>/dev/null)
 API_HEADERS := $(wildcard include/ringcast/*.h)

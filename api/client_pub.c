@@ -333,9 +333,11 @@ int rc_pub_send(struct rc_pub *p, rc_pub_peer peer, uint64_t tag, uint32_t flags
 {
     if (!iov && n)
         return -EINVAL;
-    if (p->cache)
-        return send_through_cache(p, peer, tag, flags, iov, n, key);
-    return rci_publisher_send(p->pub, peer, tag, flags, iov, n, key);
+    int rc = p->cache ? send_through_cache(p, peer, tag, flags, iov, n, key)
+                      : rci_publisher_send(p->pub, peer, tag, flags, iov, n, key);
+    /* -ENOBUFS (this subscriber's own wait: its RMA ring full, its previous
+     * chunk's rest not posted yet) is a "retry later" like any other here. */
+    return rc == -ENOBUFS ? -EAGAIN : rc;
 }
 
 int rc_pub_progress(struct rc_pub *p)

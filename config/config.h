@@ -30,7 +30,7 @@ struct rci_daemon_params {
     int publish_mode;             /* enum rci_publish_mode */
     uint64_t buffered_threshold;  /* auto: chunks smaller than this go buffered */
     uint32_t wait_subscribers;    /* hold the cards until this many subscribers subscribed */
-    uint64_t linger_ns;           /* after a finished run: serve until the subscribers left, at most this */
+    uint64_t linger_ns;           /* after a finished run: BYE, serve until the subscribers left, at most this */
     /* How long one subscriber's oldest share may stay outstanding (README,
      * "Slow subscribers"); 0 = no bound. */
     uint64_t slow_drop_after_ns;  /* drop: its new chunks are dropped while its oldest share is older */

@@ -51,7 +51,8 @@ static const struct rci_cfg_key card_keys[] = {
      .help = "Base name of the card's objects in /dev/shm ([A-Za-z0-9._-]); auto = ringcast-card<N>."},
     {.key = "poll_spin", .type = RCI_CFG_DURATION, .def = "50us", .min = 0, .max = 1 * S,
      RCI_CFG_FIELD(T, poll_spin_ns),
-     .help = "The readout thread spins this long on an idle ring ..."},
+     .help = "The readout thread spins at most this long on an idle ring, and no longer than its last"
+             " stretch of work took (poll mode) ..."},
     {.key = "poll_sleep", .type = RCI_CFG_DURATION, .def = "150us", .min = 0, .max = 1 * S,
      RCI_CFG_FIELD(T, poll_sleep_ns),
      .help = "... then sleeps between polls: poll_sleep / 8 after data, doubling up to this."},

@@ -125,6 +125,10 @@ static const struct rci_cfg_key fabric_keys[] = {
      RCI_CFG_FIELD(T, bounce_buffers),
      .help = "mode = auto: copy chunks of more pieces than a message carries into these registered"
              " buffers of buffered_page_size (32 x 64k = 2 MiB per publisher thread); 0 = off."},
+    {.key = "stream_span", .type = RCI_CFG_SIZE, .def = "256k", .min = 1024, .max = 64ull << 20,
+     RCI_CFG_FIELD(T, stream_span),
+     .help = "Block streams (ringcast-sub --stream CARD): most bytes of ring-adjacent blocks written to"
+             " a stream subscriber in one write; a span goes as soon as no more blocks wait."},
     {.key = "flush_timeout", .type = RCI_CFG_DURATION, .def = "1ms", .min = 1000, .max = 10 * S,
      RCI_CFG_FIELD(T, flush_timeout_ns),
      .help = "A buffered page that is not full is sent at the latest after this (the daemon sends it"

@@ -35,6 +35,10 @@ struct rci_fabric_params {
     /* Gather-copy bounce buffers (net/bounce.c), each buffered_page_size
      * bytes; 0 = none. Used only by rci_publisher_send_gather(). */
     uint32_t bounce_buffers;
+    /* Block streams (pipeline/README.md, "Block stream"): the largest span
+     * of ring-adjacent blocks written to a stream subscriber at once; 0 =
+     * the default, 256 KiB. */
+    uint32_t stream_span;
     uint64_t flush_timeout_ns;    /* buffered page sent at latest after this */
     uint32_t rx_buffers;          /* subscriber receive buffers */
     uint32_t rx_buffer_size;

@@ -2,6 +2,8 @@
 /* multi_sub.c — one subscriber over every publisher serving its tags
  * (multi_sub.h). */
 #include "net/multi_sub.h"
+#include "net/sub_internal.h"
+#include "net/sub_stream.h"
 #include "common/errbuf.h"
 #include "common/monotonic.h"
 
@@ -252,6 +254,9 @@ static void drop_publisher(struct rci_msub *m, size_t i, bool say)
         m->st.gone++;
         slot_event(s, RCI_MSUB_GONE);
     }
+    /* Not polled from here on: a chunk it was gathering can never end, and
+     * its view (counted in views_outstanding) would keep it parked for ever. */
+    rci_sub_park(s->pub.sub);
     struct rc_sub_stats st;
     rc_sub_get_stats(s->pub.sub, &st);
     st.connected = 0;
@@ -290,7 +295,7 @@ static int add_publisher(struct rci_msub *m, const struct rci_disc_entry *e)
     sp.cb = (struct rc_sub_callbacks){.ctx = s, .on_data = m->p.on_data ? slot_data : NULL,
                                      .on_connect = slot_connect, .on_disconnect = slot_disconnect};
     sp.on_view = m->p.on_view ? slot_view : NULL;
-    int rc = rc_sub_create(&sp, &s->pub.sub, m->err, sizeof m->err);
+    int rc = rci_sub_create(&sp, NULL, &s->pub.sub, m->err, sizeof m->err);   /* never a block stream */
     if (rc == 0)   /* not connected yet: recorded, sent after WELCOME */
         rc = rc_sub_subscribe(s->pub.sub, s->pub.first, s->pub.last, s->pub.nranges);
     if (rc) {

@@ -241,12 +241,14 @@ static void peer_event(struct rci_publisher *p, struct rci_pub_peer *peer, enum 
 
 static void send_welcome(struct rci_publisher *p, struct rci_pub_peer *peer)
 {
-    uint8_t msg[sizeof(struct rci_wire_welcome) + sizeof(struct rci_wire_welcome_rma)];
+    uint8_t msg[sizeof(struct rci_wire_welcome) + sizeof(struct rci_wire_welcome_rma) +
+                sizeof(struct rci_wire_welcome_stream)];
     uint64_t hb_ms = p->fab.params.heartbeat_ns / 1000000u;
     ssize_t len = rci_wire_build_welcome_version(msg, sizeof msg, peer->version,
                                                  p->fab.params.max_tags_per_subscriber,
                                                  hb_ms ? (uint32_t)hb_ms : 1u, p->publisher_id);
-    enqueue(p, peer, msg, rci_rma_welcome(peer, msg, sizeof msg, len));
+    enqueue(p, peer, msg, peer->stream.on ? rci_stream_welcome(peer, msg, sizeof msg, len)
+                                          : rci_rma_welcome(peer, msg, sizeof msg, len));
 }
 
 static void on_hello(struct rci_publisher *p, struct rci_pub_peer *peer, const uint8_t *buf, size_t len)
@@ -290,7 +292,10 @@ static void on_hello(struct rci_publisher *p, struct rci_pub_peer *peer, const u
      * DATA fragments and PAGEs follow rx_max. */
     if (p->fab.copy_max && p->fab.copy_max < peer->rx_max)
         peer->rx_max = (uint32_t)p->fab.copy_max;
-    if (!rci_rma_hello(p, peer, buf, len))
+    int stream = rci_stream_hello(p, peer, buf, len);
+    if (stream < 0)
+        return;   /* refused: the block stream it asked cannot be served */
+    if (stream == 0 && !rci_rma_hello(p, peer, buf, len))
         return;   /* refused: its RMA ring cannot be written */
     peer->client_id = h.client_id;
     peer->joined = true;
@@ -299,6 +304,8 @@ static void on_hello(struct rci_publisher *p, struct rci_pub_peer *peer, const u
     p->st.peers_active++;
     send_welcome(p, peer);
     peer_event(p, peer, RCI_PUB_PEER_JOINED);
+    if (p->run_over)
+        rci_pub_send_bye(p, peer, RCI_BYE_NORMAL);   /* nothing more will come (rci_publisher_end_run) */
 }
 
 /* An orderly leave. A version-3 subscriber says how many chunks it

@@ -34,7 +34,7 @@
 #define RCI_PUB_CTRL_QUEUE 8u           /* control messages waiting for the provider */
 #define RCI_PUB_CTRL_PER_PEER 4u        /* control send buffers per subscriber */
 #define RCI_PUB_CTRL_SPARE 8u           /* for refusals to senders without a peer slot */
-#define RCI_PUB_CTRL_MAX 32u            /* largest control message we send */
+#define RCI_PUB_CTRL_MAX 48u            /* largest control message we send (WELCOME granting a stream) */
 #define RCI_PUB_CQ_BATCH 32u
 /* Smallest rx_buffer_size served: 4 KiB (a DATA header and 4056 B of
  * payload per fragment). Below it one chunk costs many fragments (header
@@ -123,6 +123,14 @@ struct rci_pub_rma {
     bool credit_stalled;       /* waiting for CREDIT (said once at DEBUG, and when it ends) */
 };
 
+/* A block-stream subscriber (net/stream_write.c): which card it takes.
+ * Its ring is described by its struct rci_pub_rma (on as well). */
+struct rci_pub_stream {
+    bool on;
+    uint32_t card, block_size;
+    uint64_t tag_base;
+};
+
 enum rci_peer_state {
     RCI_PEER_FREE = 0,
     RCI_PEER_CONNECTING,        /* MSG: accepted, FI_CONNECTED not yet seen */
@@ -185,6 +193,7 @@ struct rci_pub_peer {
     uint64_t drain_deadline_ns;  /* RCI_PEER_DRAINING: address removed at the latest then */
     struct rci_pub_resume resume;
     struct rci_pub_rma rma;
+    struct rci_pub_stream stream;
     struct rci_wire_range *ranges;   /* sorted, disjoint, not adjacent */
     uint32_t nranges;
     struct rci_pub_ctrl_msg ctrl[RCI_PUB_CTRL_QUEUE];
@@ -235,6 +244,8 @@ struct rci_publisher {
     struct rci_pub_peer *peers;
     uint32_t npeers;
     uint32_t admit_max;        /* peers admitted at most: max_subscribers, a reload may lower it (<= npeers) */
+    bool run_over;             /* rci_publisher_end_run: every active peer was told BYE, later ones
+                                * are told at their WELCOME */
     uint64_t publisher_id;
     uint64_t next_timer_ns, timer_period_ns;
     uint64_t last_timers_ns;   /* when run_timers last ran */
@@ -259,6 +270,9 @@ struct rci_publisher {
         uint32_t streak_peer;          /* peer index of the current streak */
         uint64_t streak_until_ns;      /* posts to it are refused until then */
     } fault;
+
+    struct rci_pub_stream_card stream_cards[RCI_PUB_MAX_STREAM_CARDS];   /* rci_publisher_set_stream_cards */
+    unsigned nstream_cards;
 
     struct rci_half_open half_open;   /* tcp MSG: connections stuck in the handshake */
     bool half_open_on;
@@ -362,6 +376,13 @@ bool rci_rma_room(struct rci_publisher *p, struct rci_pub_peer *peer, uint64_t l
  * -FI_EAGAIN when its ring has no room (or the provider's queue is full). */
 int  rci_rma_post(struct rci_publisher *p, struct rci_pub_peer *peer, const struct iovec *iov,
                  void **desc, size_t n, void *ctx);
+
+/* stream_write.c: block streams (net/README.md, "Block stream"). */
+/* HELLO's stream part: 0 none, 1 a stream subscriber (its ring set up),
+ * -1 refused (told BYE(refused) with the reason). */
+int  rci_stream_hello(struct rci_publisher *p, struct rci_pub_peer *peer, const uint8_t *buf, size_t len);
+/* Append WELCOME's stream part for a stream subscriber; returns the new length. */
+ssize_t rci_stream_welcome(const struct rci_pub_peer *peer, uint8_t *msg, size_t cap, ssize_t len);
 
 /* buffered.c */
 int  rci_buf_init(struct rci_publisher *p, char *err, size_t errlen);

@@ -773,8 +773,11 @@ static void check_liveness(struct rci_publisher *p, struct rci_pub_peer *peer, u
     uint64_t away = p->starved_ns - peer->starved_base_ns;
     if (silent > away && silent - away > limit)
         rci_pub_peer_fail(p, idx, RCI_DOOM_SILENCE);
-    else if (peer->resume.active && now - peer->resume.since_ns > limit)
+    else if (peer->resume.active && !peer->rma.credit_stalled && now - peer->resume.since_ns > limit)
         rci_pub_peer_fail(p, idx, RCI_DOOM_STUCK);  /* its chunk's rest never accepted */
+    /* (An RMA peer whose chunk's rest waits for CREDIT is slow, not dead: its
+     * ring is full of views it holds. Its age is the slow policy's business,
+     * rci_publisher_peer_oldest_age.) */
 }
 
 /* Connections that never finish the tcp provider's handshake: shut down
@@ -1224,9 +1227,20 @@ static void free_peers(struct rci_publisher *p)
  * RCI_PUB_BYE_FLUSH_NS: a BYE behind stuck sends does not hold the shutdown. */
 #define RCI_PUB_BYE_FLUSH_NS 200000000ull
 
+void rci_publisher_end_run(struct rci_publisher *p)
+{
+    p->run_over = true;
+    for (uint32_t i = 0; i < p->npeers; i++) {
+        struct rci_pub_peer *peer = &p->peers[i];
+        if (peer->state == RCI_PEER_ACTIVE && !peer->doom && (!p->fab.rdm || peer->has_addr))
+            rci_pub_send_bye(p, peer, RCI_BYE_NORMAL);
+    }
+}
+
 static void tell_rdm_peers_bye(struct rci_publisher *p)
 {
-    if (!p->fab.rdm || !p->peers || !p->ops || !p->fab.ep)
+    /* After rci_publisher_end_run every active peer was told already. */
+    if (!p->fab.rdm || !p->peers || !p->ops || !p->fab.ep || p->run_over)
         return;
     unsigned told = 0;
     for (uint32_t i = 0; i < p->npeers; i++) {

@@ -96,7 +96,7 @@ struct rci_publisher_stats {
     uint64_t fragments_deferred;    /* fragmented sends whose later fragment met -FI_EAGAIN: the
                                      * rest was posted from progress */
     uint64_t fragments_abandoned;   /* deferred fragments never posted: their peer left */
-    uint64_t again_resuming;        /* -EAGAIN: the peer's previous chunk is still being posted */
+    uint64_t again_resuming;        /* -ENOBUFS: the peer's previous chunk is still being posted */
     /* gather-copy (rci_publisher_send_gather, net/README.md "Gather-copy") */
     uint64_t gather_sends;          /* accepted sends whose fragments were copied into bounce buffers */
     uint64_t gather_bytes;          /* payload bytes copied into bounce buffers */
@@ -116,6 +116,11 @@ struct rci_publisher_stats {
     uint64_t rma_wait_credit;       /* later records of a chunk that waited for room */
     uint64_t rma_credits;           /* CREDIT messages taken */
     uint64_t rma_bad_credits;       /* CREDIT going back or past what was written: peer closed */
+    /* block streams (net/README.md, "Block stream") */
+    uint64_t stream_subscribers;    /* HELLOs granted a card's block stream */
+    uint64_t stream_refused;        /* HELLOs refused one (no such card, ring unfit, no FI_RMA) */
+    uint64_t stream_spans;          /* spans written (one fi_writemsg each) */
+    uint64_t stream_bytes;          /* their bytes (whole blocks) */
     /* buffered path */
     uint64_t buffered_records;
     uint64_t buffered_bytes;
@@ -202,13 +207,14 @@ int  rci_publisher_register(struct rci_publisher *p, const void *addr, size_t le
 
 /* Zero-copy send of one chunk (tag, flags, pieces iov[0..n-1]) to `peer`.
  * Returns 0: accepted, on_send_complete(key) will run exactly once;
- *   -EAGAIN: nothing sent (no header slot, provider queue full, or this
- *            peer's previous chunk still has fragments to post); call
+ *   -EAGAIN: nothing sent (no header slot, provider queue full); call
  *            progress/wait, then try again; the key is still the caller's;
- *   -ENOBUFS: (params.peer_fair_share only) nothing sent: this subscriber
- *            holds its fair share of the header slots or of the tx queue
- *            (net/README.md, "Fair shares"): it is behind; the caller's
- *            slow policy decides (wait or drop);
+ *   -ENOBUFS: nothing sent: this subscriber cannot take it now, the others
+ *            may: (params.peer_fair_share) it holds its fair share of the
+ *            header slots or of the tx queue (net/README.md, "Fair
+ *            shares"), its RMA ring has no room, or its previous chunk
+ *            still has fragments to post (again_resuming); the caller's
+ *            slow policy decides (wait, defer or drop);
  * A later fragment refused by the provider does not make it wait: the rest
  * of the chunk is posted by progress (net/README.md, Fragments). No
  * callback runs inside this call.
@@ -266,6 +272,16 @@ int  rci_publisher_flush(struct rci_publisher *p, rci_peer_id peer);
  * callback runs inside this call. */
 int  rci_publisher_flush_idle(struct rci_publisher *p, rci_peer_id peer);
 
+/* The run is over (call after the last send was posted): every active
+ * peer is told BYE(normal), which reaches it after everything sent before
+ * (MSG: one ordered connection; RDM: send-after-send order), and so is
+ * every peer that becomes active later. A subscriber that reads it has read
+ * the whole stream, answers with its own BYE and leaves: the caller waits
+ * for the peers to leave before rci_publisher_destroy, whose close would
+ * otherwise cut off what a subscriber had not read yet (a completed send
+ * only means the provider has it). */
+void rci_publisher_end_run(struct rci_publisher *p);
+
 /* Drive everything without blocking: completions, connection events, control
  * messages, page flush timeouts, heartbeats, dead-peer detection. Returns the
  * number of things handled (>= 0) or -errno if the fabric itself failed. */
@@ -306,6 +322,36 @@ bool rci_publisher_peer_rma(struct rci_publisher *p, rci_peer_id peer);
  * it has not said BYE with a count (an older subscriber, or it did not
  * leave in order). Valid in the RCI_PUB_PEER_BYE callback and until GONE. */
 bool rci_publisher_peer_chunks_handled(struct rci_publisher *p, rci_peer_id peer, uint64_t *chunks);
+
+/* ---- block streams (net/README.md, "Block stream") ----
+ * A subscriber may ask in HELLO for every block of one card, written as they
+ * are into its ring. The caller says which cards it streams (before
+ * subscribers come: the owner's thread, like everything here); a HELLO for
+ * another card, a ring that does not fit the card's blocks or a provider
+ * without FI_RMA is refused with BYE(refused, RCI_REFUSED_STREAM_*). */
+#define RCI_PUB_MAX_STREAM_CARDS 16u
+struct rci_pub_stream_card {
+    uint32_t index;             /* [card.N] */
+    uint32_t block_size;
+    uint64_t tag_base;
+};
+int  rci_publisher_set_stream_cards(struct rci_publisher *p, const struct rci_pub_stream_card *cards,
+                                   unsigned n);
+/* Is this an active stream subscriber (and of which card)? */
+bool rci_publisher_peer_stream(struct rci_publisher *p, rci_peer_id peer, uint32_t *card);
+/* Bytes (whole blocks) one span to it may have now: free space in its ring
+ * up to the ring's end, its credit and the write size limits; 0 for an
+ * unknown or gone peer. Also starts/ends its "no room" age
+ * (rci_publisher_peer_oldest_age), as an RMA ring's. */
+uint64_t rci_publisher_stream_room(struct rci_publisher *p, rci_peer_id peer);
+/* Write one span (iov[0..n-1]: contiguous card-ring bytes, whole blocks,
+ * at most stream_room, n <= the provider's iov limit) at its next ring
+ * position. 0: on_send_complete(key) runs exactly once later; -EAGAIN (no
+ * header slot, provider queue full), -ENOBUFS (its share of the slots):
+ * nothing written; -ENOTCONN; -EFAULT (unregistered); -EINVAL (a span it
+ * must not form). No callback runs inside. */
+int  rci_publisher_stream_write(struct rci_publisher *p, rci_peer_id peer, const struct iovec *iov, unsigned n,
+                               uint64_t key);
 
 /* Lowest number of free header slots since the previous call (watermark). */
 uint32_t rci_publisher_available_slots(struct rci_publisher *p);

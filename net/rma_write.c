@@ -145,6 +145,8 @@ int rci_rma_post(struct rci_publisher *p, struct rci_pub_peer *peer, const struc
             pub_debug(p, "%s: RMA ring full, waiting for CREDIT (written to %" PRIu64 ", released to %" PRIu64 ")",
                       peer->name, peer->rma.wpos, peer->rma.credit);
         peer->rma.credit_stalled = true;
+        if (!peer->rma.full_since_ns)   /* its age for the slow policy, as rci_rma_room's */
+            peer->rma.full_since_ns = p->last_progress_ns ? p->last_progress_ns : rci_now_ns();
         return -FI_EAGAIN;     /* deferred: progress posts it once CREDIT made room */
     }
     if (peer->rma.credit_stalled) {

@@ -212,6 +212,9 @@ static void view_free(struct rc_view *v)
         for (unsigned i = 0; i < v->npieces; i++)
             rci_sub_rma_release(v->hold.rma, v->piece_hold[i].key);
         break;
+    case RCI_VIEW_EXT:
+        v->hold.ext.release(v->hold.ext.ctx, v->ext_key);
+        break;
     case RCI_VIEW_SLICE:
         rc_view_release(v->hold.parent);
         free(v);   /* slices are always malloc'd and not counted */

@@ -31,7 +31,14 @@
 #include "ringcast/view.h"
 #include "net/sub_rma.h"
 
-enum rci_view_kind { RCI_VIEW_RX, RCI_VIEW_REASM, RCI_VIEW_RMA, RCI_VIEW_SLICE };
+enum rci_view_kind { RCI_VIEW_RX, RCI_VIEW_REASM, RCI_VIEW_RMA, RCI_VIEW_SLICE, RCI_VIEW_EXT };
+
+/* EXT views (a block stream's chunk, net/sub_stream.h): one key of their
+ * owner's, given back once by release(ctx, key) at the view's last release. */
+struct rci_view_ext {
+    void (*release)(void *ctx, uint64_t key);
+    void *ctx;
+};
 
 /* A reassembly buffer: the subscriber holds one reference to its current
  * one, each view of a reassembled chunk another. */
@@ -64,7 +71,9 @@ struct rc_view {
         struct rci_reasm *reasm;     /* REASM */
         struct rc_view *parent;      /* SLICE */
         struct rci_sub_rma *rma;     /* RMA: whose keys */
+        struct rci_view_ext ext;     /* EXT: who takes the key back */
     } hold;
+    uint64_t ext_key;                /* EXT: the key */
     union rci_view_piece_hold *piece_hold;   /* RX, RMA: cap entries, one per piece */
 };
 

@@ -16,6 +16,7 @@
  * rc_sub_poll(), so one thread may drive a publisher and a subscriber.
  */
 #include "ringcast/sub.h"
+#include "net/sub_internal.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -33,6 +34,7 @@
 #include "net/mem_pool.h"
 #include "net/sub_ranges.h"
 #include "net/sub_rma.h"
+#include "net/sub_stream.h"
 #include "net/sub_view.h"
 #include "net/wire.h"
 
@@ -130,11 +132,19 @@ struct rc_sub {
     struct rci_sub_rma rma;               /* RMA delivery: the receive ring (sub_rma.h) */
     bool rma_announced;                   /* this connection's HELLO offered the ring */
     struct rci_wire_hello_rma rma_offer;  /* what it offered */
+    /* Block stream (delivery = RC_SUB_DELIVERY_STREAM, sub_stream.h). */
+    struct rci_sub_stream stream;
+    struct rci_sub_stream_ops sops;       /* the decoder (api/client_stream.c) */
+    bool has_sops;
+    bool stream_announced;                /* this connection's HELLO asked for the stream */
+    uint64_t stream_start;                /* ... starting at this ring offset */
     struct rc_sub_stats st;
     /* Leaving in order (leave_count_*): the chunks this connection handled,
      * told in the BYE when the publisher's WELCOME said it takes the count. */
     uint64_t conn_chunks_handled;
     bool publisher_takes_count;
+    bool answer_bye;                      /* the publisher said BYE(normal): the end of its run,
+                                           * everything before it was read; answered on leaving */
     bool ever_connected;
     int handled;                          /* messages handled in this rc_sub_poll */
     struct rci_spin_policy spin;          /* how long rc_sub_poll spins (spin_policy.h) */
@@ -165,6 +175,7 @@ void rc_sub_params_default(struct rc_sub_params *p)
      * one (net/README.md, "RMA delivery", "Ring size and speed"). */
     p->rma_ring_size = 2u * 1024u * 1024u;
     p->views = 1024;
+    p->stream_ring_size = 8u * 1024u * 1024u;   /* a multiple of every power-of-two block size */
 }
 
 static int check_params(const struct rc_sub_params *p, char *err, size_t errlen)
@@ -192,8 +203,11 @@ static int check_params(const struct rc_sub_params *p, char *err, size_t errlen)
         why = "on_data or on_view callback missing";
     else if (p->views > (1u << 20))
         why = "views must be 0..1048576";
-    else if (p->delivery != RC_SUB_DELIVERY_SEND && p->delivery != RC_SUB_DELIVERY_RMA)
-        why = "delivery is neither send nor rma";
+    else if (p->delivery != RC_SUB_DELIVERY_SEND && p->delivery != RC_SUB_DELIVERY_RMA &&
+             p->delivery != RC_SUB_DELIVERY_STREAM)
+        why = "delivery is neither send, rma nor stream";
+    else if (p->delivery == RC_SUB_DELIVERY_STREAM && p->stream_card > RCI_WIRE_MAX_CARD)
+        why = "stream_card above 255";
     else if (p->poll_coalesce_ns > 1000000000ull)
         why = "poll_coalesce_ns must be 0..1 s";
     /* %.*s: a host without its NUL is one of the defects reported here. */
@@ -249,15 +263,32 @@ static void pool_destroy(struct rc_sub *s)
     rci_mem_pool_destroy(s->pool);
 }
 
-int rc_sub_create(const struct rc_sub_params *params, struct rc_sub **out, char *err, size_t errlen)
+int rci_sub_create(const struct rc_sub_params *params, const struct rci_sub_stream_ops *ops,
+                   struct rc_sub **out, char *err, size_t errlen)
 {
     *out = NULL;
     int rc = check_params(params, err, errlen);
-    if (rc)
+    if (!rc && (params->delivery == RC_SUB_DELIVERY_STREAM) != (ops != NULL)) {
+        rci_set_err(err, errlen, "rc_sub_create(%s:%u): a block stream needs its decoder", params->host,
+                    (unsigned)params->port);
+        rc = -EINVAL;
+    }
+    if (rc) {
+        if (ops)
+            ops->destroy(ops->ctx);
         return rc;
+    }
     struct rc_sub *s = calloc(1, sizeof *s);
-    if (!s)
-        goto nomem;
+    if (!s) {
+        if (ops)
+            ops->destroy(ops->ctx);
+        rci_set_err(err, errlen, "rc_sub_create(%s:%u): out of memory", params->host, (unsigned)params->port);
+        return -ENOMEM;
+    }
+    if (ops) {
+        s->sops = *ops;
+        s->has_sops = true;
+    }
     s->p = *params;
     s->client_id = random_id();
     rci_spin_policy_init(&s->spin, params->poll_spin_ns, params->poll_coalesce_ns, params->poll_spin_fixed != 0);
@@ -266,6 +297,15 @@ int rc_sub_create(const struct rc_sub_params *params, struct rc_sub **out, char 
     s->rx = calloc(params->rx_buffers, sizeof *s->rx);
     if (!s->reasm || (params->on_view && !s->views) || !s->rx || pool_create(s, NULL, 0))
         goto nomem;
+    if (params->delivery == RC_SUB_DELIVERY_STREAM) {
+        char why[200];
+        rc = rci_sub_stream_create(&s->stream, params->stream_ring_size, why, sizeof why);
+        if (rc) {
+            rci_set_err(err, errlen, "rc_sub_create(%s:%u): %s", params->host, (unsigned)params->port, why);
+            rc_sub_destroy(s);
+            return rc;
+        }
+    }
     if (params->delivery == RC_SUB_DELIVERY_RMA) {
         char why[200];
         rc = rci_sub_rma_create(&s->rma, params->rma_ring_size, why, sizeof why);
@@ -444,7 +484,8 @@ static void fill_fabric_params(const struct rc_sub *s, struct rci_fabric_params 
     fp->peer_timeout_ns = s->p.peer_timeout_ns;
     fp->heartbeat_ns = s->p.heartbeat_ns;
     fp->poll_spin_ns = s->p.poll_spin_ns;
-    fp->rma = s->p.delivery == RC_SUB_DELIVERY_RMA;   /* only then: see fabric_params.h */
+    fp->rma = s->p.delivery == RC_SUB_DELIVERY_RMA ||   /* only then: see fabric_params.h */
+              s->p.delivery == RC_SUB_DELIVERY_STREAM;
 }
 
 /* rc_sub_params.test_stall_after_chunks: it stopped reading on purpose. */
@@ -525,8 +566,12 @@ static int send_hello(struct rc_sub *s)
         return -ENOBUFS;
     ssize_t len = rci_wire_build_hello(t->buf, TX_SLOT_SIZE, s->client_id, s->p.rx_buffer_size, addr,
                                       (uint16_t)addr_len);
-    if (len > 0 && s->rma_announced)
+    if (len > 0 && (s->rma_announced || s->stream_announced))
         len = rci_wire_add_hello_rma(t->buf, TX_SLOT_SIZE, (size_t)len, &s->rma_offer);
+    if (len > 0 && s->stream_announced) {
+        struct rci_wire_hello_stream st = { .card = s->p.stream_card, .start_offset = s->stream_start };
+        len = rci_wire_add_hello_stream(t->buf, TX_SLOT_SIZE, (size_t)len, &st);
+    }
     if (len < 0) {
         tx_release(s, t);
         return (int)len;
@@ -571,6 +616,37 @@ static int offer_rma_ring(struct rc_sub *s)
     return 0;
 }
 
+/* Block stream: register the ring and ask for the card in HELLO. Needs
+ * FI_RMA here (no fallback: blocks cannot come by send) and a ring whose
+ * blocks of the last connection were all given back (views released). */
+static int offer_stream_ring(struct rc_sub *s)
+{
+    s->stream_announced = false;
+    if (s->p.delivery != RC_SUB_DELIVERY_STREAM)
+        return 0;
+    if (!s->f.rma) {
+        rci_set_err(s->err, sizeof s->err, "block stream asked: provider %s has no FI_RMA with 8 bytes of CQ "
+                    "data here", s->p.provider);
+        return -ENOTSUP;
+    }
+    s->sops.decode(s->sops.ctx);   /* views released since: the ring moves on */
+    if (!rci_sub_stream_idle(&s->stream)) {
+        s->st.stream_ring_busy++;
+        rci_set_err(s->err, sizeof s->err, "block stream: views still hold blocks of the previous "
+                    "connection; connecting once they are released");
+        return -EBUSY;
+    }
+    char why[200];
+    int rc = rci_sub_stream_connect(&s->stream, &s->f, s->ep, &s->rma_offer, &s->stream_start, why, sizeof why);
+    if (rc) {
+        rci_set_err(s->err, sizeof s->err, "stream ring (%llu B) not registered for remote write: %s",
+                    (unsigned long long)s->stream.size, why);
+        return rc;
+    }
+    s->stream_announced = true;
+    return 0;
+}
+
 /* Open everything of one connection; RDM: send HELLO, MSG: start the
  * connect (HELLO follows FI_CONNECTED). Receives are posted first so that
  * nothing the publisher sends can find no buffer. */
@@ -595,6 +671,8 @@ static int open_connection(struct rc_sub *s)
         rc = register_buffers(s);
     if (!rc)
         rc = offer_rma_ring(s);
+    if (!rc)
+        rc = offer_stream_ring(s);
     if (rc)
         return rc;
     int posted = post_all_rx(s);
@@ -660,6 +738,12 @@ static void close_connection(struct rc_sub *s)
         rci_sub_rma_disconnect(&s->rma);   /* nothing posted is ours to wait for: writes land or not */
     s->rma_announced = false;
     s->st.rma_active = 0;
+    if (s->p.delivery == RC_SUB_DELIVERY_STREAM) {
+        rci_sub_stream_disconnect(&s->stream);   /* writes in flight land or not: never decoded */
+        s->sops.disconnect(s->sops.ctx);
+    }
+    s->stream_announced = false;
+    s->st.stream_active = 0;
     if (s->fabric_open)
         rci_fabric_close(&s->f);
     s->fabric_open = false;
@@ -815,8 +899,10 @@ static void say_bye(struct rc_sub *s, enum rci_bye_reason reason)
 static void drop_connection(struct rc_sub *s, enum rc_sub_disconnect_reason reason)
 {
     bool was_active = s->state == ST_ACTIVE;
-    if (was_active && (reason == RC_SUB_DISC_PROTOCOL || reason == RC_SUB_DISC_CLOSED))
+    if (was_active && (reason == RC_SUB_DISC_PROTOCOL || reason == RC_SUB_DISC_CLOSED ||
+                       (reason == RC_SUB_DISC_BYE && s->answer_bye)))
         say_bye(s, reason == RC_SUB_DISC_PROTOCOL ? RCI_BYE_PROTOCOL : RCI_BYE_NORMAL);
+    s->answer_bye = false;
     close_connection(s);
     s->next_attempt_ns = rci_now_ns() + s->p.reconnect_interval_ns;
     if (!was_active) {
@@ -857,6 +943,10 @@ void rc_sub_destroy(struct rc_sub *s)
     rci_tag_ranges_free(&s->subs);
     if (s->p.delivery == RC_SUB_DELIVERY_RMA)
         rci_sub_rma_destroy(&s->rma);
+    if (s->has_sops)
+        s->sops.destroy(s->sops.ctx);   /* its views must be released by now (view.h) */
+    if (s->p.delivery == RC_SUB_DELIVERY_STREAM)
+        rci_sub_stream_destroy(&s->stream);
     pool_destroy(s);
     free(s->rx);
     rci_reasm_put(s->reasm);
@@ -932,6 +1022,14 @@ static void drop_gather(struct rc_sub *s)
 {
     rc_view_release(s->ra.gather);
     s->ra.gather = NULL;
+}
+
+void rci_sub_park(struct rc_sub *s)
+{
+    if (s->ra.active && !s->ra.discard)
+        s->st.reassembly_drops++;
+    drop_gather(s);
+    s->ra.active = false;
 }
 
 /* A fragment that does not continue the chunk under reassembly: that chunk
@@ -1346,10 +1444,39 @@ static bool sequence_stream_message(struct rc_sub *s, struct rx_slot *r, size_t 
     return true;
 }
 
+/* WELCOME granting the block stream: the card's block size and tag base;
+ * the decoder is set up for them. */
+static void welcome_stream(struct rc_sub *s, const uint8_t *buf, size_t len)
+{
+    struct rci_wire_welcome_stream w;
+    char why[200] = "";
+    if (!rci_wire_welcome_stream(buf, len, &w))
+        snprintf(why, sizeof why, "the publisher did not grant the block stream (it does not serve streams)");
+    else if (w.card != s->p.stream_card)
+        snprintf(why, sizeof why, "the publisher granted card %u, not card %u", w.card, s->p.stream_card);
+    else if (s->stream.size % w.block_size || s->stream_start % w.block_size)
+        snprintf(why, sizeof why, "the ring (%llu B) does not fit the card's %u B blocks",
+                 (unsigned long long)s->stream.size, w.block_size);
+    else if (s->sops.open(s->sops.ctx, s, s->stream.ring, w.block_size, w.tag_base, why, sizeof why) == 0) {
+        s->stream.block_size = w.block_size;
+        s->stream.on = true;
+        s->st.stream_active = 1;
+        s->st.stream_block_size = w.block_size;
+        s->st.stream_tag_base = w.tag_base;
+        return;
+    }
+    rci_set_err(s->err, sizeof s->err, "block stream of card %u: %s", s->p.stream_card, why);
+    lose(s, RC_SUB_DISC_PROTOCOL);
+}
+
 /* WELCOME says whether the publisher writes into the ring we offered. */
 static void welcome_delivery(struct rc_sub *s, const uint8_t *buf, size_t len)
 {
     struct rci_wire_welcome_rma w;
+    if (s->stream_announced) {
+        welcome_stream(s, buf, len);
+        return;
+    }
     if (!s->rma_announced)
         return;
     if (rci_wire_welcome_rma(buf, len, &w) && w.delivery == RCI_DELIVERY_RMA) {
@@ -1428,6 +1555,9 @@ static void handle_bye(struct rc_sub *s, const uint8_t *buf, size_t len)
     }
     else if (b.reason == RCI_BYE_PROTOCOL)
         rci_set_err(s->err, sizeof s->err, "the publisher closed the connection: protocol error");
+    /* Its run is over and we read all of it: our BYE (with the count) tells
+     * it so, and it stops waiting for us (readout.linger). */
+    s->answer_bye = b.reason == RCI_BYE_NORMAL;
     hand_on_held_at_end(s);
     lose(s, RC_SUB_DISC_BYE);
 }
@@ -1602,12 +1732,102 @@ static void rma_completion(struct rc_sub *s, uint64_t imm)
         rma_bad_record(s);
 }
 
+/* ---- block stream: spans in our ring (sub_stream.h) ------------------------ */
+
+static void stream_send_credit(struct rc_sub *s, bool force)
+{
+    if (!s->stream.on || s->state != ST_ACTIVE || stalled_on_purpose(s))
+        return;
+    uint64_t pos = rci_sub_stream_credit_due(&s->stream, force);
+    if (pos == 0)
+        return;
+    struct tx_slot *t = take_tx_slot(s);
+    if (!t) {
+        s->st.send_again++;
+        return;   /* again at the next span or heartbeat */
+    }
+    queue_tx(s, t, (size_t)rci_wire_build_credit(t->buf, TX_SLOT_SIZE, pos));
+    s->stream.credit_sent = pos;
+    s->st.stream_credits_sent++;
+}
+
+/* One span written into our ring: checked, then decoded (the decoder's sink
+ * hands each chunk on: rci_sub_stream_deliver). */
+static void stream_completion(struct rc_sub *s, uint64_t imm)
+{
+    s->handled++;
+    int rc = s->state == ST_ACTIVE ? rci_sub_stream_arrived(&s->stream, imm, &s->st.stream_spans,
+                                                           &s->st.stream_bytes)
+                                   : -EPROTO;
+    if (rc == 0)
+        s->st.stream_reordered++;
+    if (rc == 1) {
+        s->sops.decode(s->sops.ctx);
+        return;
+    }
+    if (rc < 0) {
+        s->st.stream_bad_spans++;
+        rci_set_err(s->err, sizeof s->err, "%s: connection ended",
+                    s->state == ST_ACTIVE ? s->stream.why : "bad stream span: written before WELCOME");
+        lose(s, RC_SUB_DISC_PROTOCOL);
+    }
+}
+
+void rci_sub_stream_deliver(struct rc_sub *s, uint64_t tag, uint32_t flags, const struct iovec *pieces,
+                            unsigned n, uint32_t len, uint64_t key, void (*release)(void *ctx, uint64_t key),
+                            void *ctx)
+{
+    s->conn_chunks_handled++;
+    if (s->p.on_view && n <= RC_VIEW_MAX_PIECES) {
+        struct rc_view *v = rci_view_get(s->views, RCI_VIEW_EXT, tag, flags);
+        if (!v) {
+            s->st.view_failures++;
+            release(ctx, key);
+            return;
+        }
+        for (unsigned i = 0; i < n; i++)
+            rci_view_add_piece(v, pieces[i].iov_base, pieces[i].iov_len);
+        v->hold.ext = (struct rci_view_ext){ release, ctx };
+        v->ext_key = key;
+        hand_on_view(s, v);
+        return;
+    }
+    const void *data = n ? pieces[0].iov_base : "";
+    if (n > 1) {   /* on_data takes one pointer: copy into the reassembly buffer */
+        if (!reasm_ready(s, len)) {
+            release(ctx, key);
+            return;
+        }
+        size_t at = 0;
+        for (unsigned i = 0; i < n; i++) {
+            memcpy(s->reasm->data + at, pieces[i].iov_base, pieces[i].iov_len);
+            at += pieces[i].iov_len;
+        }
+        data = s->reasm->data;
+        s->st.reassembled++;
+    }
+    if (s->p.on_view) {   /* more pieces than a view holds: one piece in the reassembly buffer */
+        struct rc_view *v = source_view(s, RCI_VIEW_REASM, tag, flags, data, len);
+        release(ctx, key);
+        if (v)
+            hand_on_view(s, v);
+        return;
+    }
+    s->st.chunks++;
+    s->st.bytes += len;
+    s->p.cb.on_data(s->p.cb.ctx, tag, flags, data, len);
+    release(ctx, key);
+}
+
 /* Contexts are pointers to our own slots: which array tells rx from tx
  * (error entries do not reliably carry FI_RECV/FI_SEND flags). */
 static bool completion(struct rc_sub *s, const struct rci_fabric_cqe *c)
 {
-    if (!c->err && (c->flags & FI_REMOTE_CQ_DATA)) {   /* a record written into our ring */
-        rma_completion(s, c->data);
+    if (!c->err && (c->flags & FI_REMOTE_CQ_DATA)) {   /* a record (or span) written into our ring */
+        if (s->p.delivery == RC_SUB_DELIVERY_STREAM)
+            stream_completion(s, c->data);
+        else
+            rma_completion(s, c->data);
         return true;
     }
     uintptr_t ctx = (uintptr_t)c->context;
@@ -1634,6 +1854,7 @@ static int poll_completions(struct rc_sub *s)
     if (records && !s->lost) {   /* once per batch: the clock, and CREDIT if a quarter is free */
         s->last_rx_ns = rci_now_ns();
         rma_send_credit(s, false);
+        stream_send_credit(s, false);
     }
     return n;
 }
@@ -1680,6 +1901,10 @@ static int poll_once(void *arg)
         continue_resync(s);
     if (!s->lost && s->views)
         rma_send_credit(s, false);   /* views released meanwhile, maybe in other threads */
+    if (!s->lost && s->stream.on) {
+        s->sops.decode(s->sops.ctx);   /* blocks given back by views released meanwhile */
+        stream_send_credit(s, false);
+    }
     return s->lost ? 1 : work;
 }
 
@@ -1722,6 +1947,7 @@ static void run_timers(struct rc_sub *s)
     } else if (s->state != ST_CONNECTING && now - s->last_hb_ns >= s->heartbeat_ns) {
         send_heartbeat(s, now);
         rma_send_credit(s, true);
+        stream_send_credit(s, true);
     }
 }
 
@@ -1836,6 +2062,8 @@ void rc_sub_get_stats(const struct rc_sub *s, struct rc_sub_stats *st)
         st->rx_buffers_held += atomic_load_explicit(&s->rx[i].refs, memory_order_relaxed) != 0;
     st->views_outstanding = rci_view_pool_outstanding(s->views);
     st->views_allocated += rci_view_pool_allocated(s->views);
+    if (s->has_sops)
+        s->sops.stats(s->sops.ctx, st);
     _Static_assert(RC_SUB_POOL_CLASSES == RCI_MEM_CLASSES, "pool classes follow mem_pool.h");
     for (unsigned c = 0; c < RC_SUB_POOL_CLASSES; c++) {
         struct rci_mem_class_stats k;

@@ -133,7 +133,8 @@ enum rci_wire_error rci_wire_check_hello(const void *buf, size_t len, struct rci
     if (h.addr_len > RCI_WIRE_MAX_ADDR)
         return RCI_WIRE_BAD_FIELD;
     size_t base_len = sizeof h + h.addr_len;
-    if (len != base_len && len != base_len + sizeof(struct rci_wire_hello_rma))
+    size_t rma_len = base_len + sizeof(struct rci_wire_hello_rma);
+    if (len != base_len && len != rma_len && len != rma_len + sizeof(struct rci_wire_hello_stream))
         return RCI_WIRE_BAD_LENGTH;
     if (h.rx_buffer_size < RCI_WIRE_MIN_RX_BUFFER)
         return RCI_WIRE_BAD_FIELD;
@@ -142,6 +143,13 @@ enum rci_wire_error rci_wire_check_hello(const void *buf, size_t len, struct rci
         uint64_t rlen = load64(buf, base_len + OFF(rci_wire_hello_rma, len));
         if (rlen % 8 || rbase % 8 || rlen < RCI_WIRE_RMA_MIN_RING || rlen > RCI_WIRE_RMA_MAX_RING)
             return RCI_WIRE_BAD_FIELD;
+        if (len != rma_len) {
+            uint64_t start = load64(buf, rma_len + OFF(rci_wire_hello_stream, start_offset));
+            if (load32(buf, rma_len + OFF(rci_wire_hello_stream, card)) > RCI_WIRE_MAX_CARD ||
+                load32(buf, rma_len + OFF(rci_wire_hello_stream, flags)) != 0 ||
+                start % RCI_WIRE_STREAM_ALIGN || start >= rlen)
+                return RCI_WIRE_BAD_FIELD;
+        }
     }
     if (out)
         memcpy(out, &h, sizeof h);
@@ -154,11 +162,20 @@ enum rci_wire_error rci_wire_check_welcome(const void *buf, size_t len, struct r
     enum rci_wire_error e = check_hdr(buf, len, sizeof w, RCI_MSG_WELCOME, true, &w.hdr);
     if (e != RCI_WIRE_OK)
         return e;
-    if (len != sizeof w && len != sizeof w + sizeof(struct rci_wire_welcome_rma))
+    size_t rma_len = sizeof w + sizeof(struct rci_wire_welcome_rma);
+    if (len != sizeof w && len != rma_len && len != rma_len + sizeof(struct rci_wire_welcome_stream))
         return RCI_WIRE_BAD_LENGTH;
-    if (len != sizeof w && (load32(buf, sizeof w + OFF(rci_wire_welcome_rma, delivery)) > RCI_DELIVERY_RMA ||
-                            load32(buf, sizeof w + OFF(rci_wire_welcome_rma, fallback)) > RCI_RMA_FALLBACK_MAX))
+    uint32_t delivery = len == sizeof w ? 0 : load32(buf, sizeof w + OFF(rci_wire_welcome_rma, delivery));
+    if (len == rma_len && (delivery > RCI_DELIVERY_RMA ||
+                           load32(buf, sizeof w + OFF(rci_wire_welcome_rma, fallback)) > RCI_RMA_FALLBACK_MAX))
         return RCI_WIRE_BAD_FIELD;
+    if (len > rma_len) {
+        uint32_t bs = load32(buf, rma_len + OFF(rci_wire_welcome_stream, block_size));
+        if (delivery != RCI_DELIVERY_STREAM || load32(buf, sizeof w + OFF(rci_wire_welcome_rma, fallback)) ||
+            load32(buf, rma_len + OFF(rci_wire_welcome_stream, card)) > RCI_WIRE_MAX_CARD ||
+            bs == 0 || bs > 65536 || bs % RCI_WIRE_STREAM_ALIGN)
+            return RCI_WIRE_BAD_FIELD;
+    }
     w.max_tags = load32(buf, OFF(rci_wire_welcome, max_tags));
     w.heartbeat_ms = load32(buf, OFF(rci_wire_welcome, heartbeat_ms));
     w.publisher_id = load64(buf, OFF(rci_wire_welcome, publisher_id));
@@ -354,7 +371,7 @@ enum rci_wire_error rci_wire_check_credit(const void *buf, size_t len, struct rc
 bool rci_wire_hello_rma(const void *buf, size_t len, struct rci_wire_hello_rma *out)
 {
     size_t base_len = sizeof(struct rci_wire_hello) + load16(buf, OFF(rci_wire_hello, addr_len));
-    if (len != base_len + sizeof *out)
+    if (len != base_len + sizeof *out && len != base_len + sizeof *out + sizeof(struct rci_wire_hello_stream))
         return false;
     out->base = load64(buf, base_len + OFF(rci_wire_hello_rma, base));
     out->len = load64(buf, base_len + OFF(rci_wire_hello_rma, len));
@@ -362,9 +379,33 @@ bool rci_wire_hello_rma(const void *buf, size_t len, struct rci_wire_hello_rma *
     return true;
 }
 
+bool rci_wire_hello_stream(const void *buf, size_t len, struct rci_wire_hello_stream *out)
+{
+    size_t at = sizeof(struct rci_wire_hello) + load16(buf, OFF(rci_wire_hello, addr_len)) +
+                sizeof(struct rci_wire_hello_rma);
+    if (len != at + sizeof *out)
+        return false;
+    out->card = load32(buf, at + OFF(rci_wire_hello_stream, card));
+    out->flags = load32(buf, at + OFF(rci_wire_hello_stream, flags));
+    out->start_offset = load64(buf, at + OFF(rci_wire_hello_stream, start_offset));
+    return true;
+}
+
+bool rci_wire_welcome_stream(const void *buf, size_t len, struct rci_wire_welcome_stream *out)
+{
+    size_t at = sizeof(struct rci_wire_welcome) + sizeof(struct rci_wire_welcome_rma);
+    if (len != at + sizeof *out)
+        return false;
+    out->card = load32(buf, at + OFF(rci_wire_welcome_stream, card));
+    out->block_size = load32(buf, at + OFF(rci_wire_welcome_stream, block_size));
+    out->tag_base = load64(buf, at + OFF(rci_wire_welcome_stream, tag_base));
+    return true;
+}
+
 bool rci_wire_welcome_rma(const void *buf, size_t len, struct rci_wire_welcome_rma *out)
 {
-    if (len != sizeof(struct rci_wire_welcome) + sizeof *out)
+    if (len != sizeof(struct rci_wire_welcome) + sizeof *out &&
+        len != sizeof(struct rci_wire_welcome) + sizeof *out + sizeof(struct rci_wire_welcome_stream))
         return false;
     out->delivery = load32(buf, sizeof(struct rci_wire_welcome) + OFF(rci_wire_welcome_rma, delivery));
     out->fallback = load32(buf, sizeof(struct rci_wire_welcome) + OFF(rci_wire_welcome_rma, fallback));
@@ -691,6 +732,45 @@ ssize_t rci_wire_add_welcome_rma(void *buf, size_t cap, size_t len, enum rci_del
     return (ssize_t)len;
 }
 
+ssize_t rci_wire_add_hello_stream(void *buf, size_t cap, size_t len, const struct rci_wire_hello_stream *st)
+{
+    size_t at = sizeof(struct rci_wire_hello) + load16(buf, OFF(rci_wire_hello, addr_len)) +
+                sizeof(struct rci_wire_hello_rma);
+    if (len != at)
+        return -EINVAL;
+    if (cap < len + sizeof *st)
+        return -ENOSPC;
+    uint64_t rlen = load64(buf, at - sizeof(struct rci_wire_hello_rma) + OFF(rci_wire_hello_rma, len));
+    if (st->card > RCI_WIRE_MAX_CARD || st->flags || st->start_offset % RCI_WIRE_STREAM_ALIGN ||
+        st->start_offset >= rlen)
+        return -EINVAL;
+    store32(buf, len + OFF(rci_wire_hello_stream, card), st->card);
+    store32(buf, len + OFF(rci_wire_hello_stream, flags), 0);
+    store64(buf, len + OFF(rci_wire_hello_stream, start_offset), st->start_offset);
+    store32(buf, OFF(rci_wire_hdr, length), (uint32_t)(len + sizeof *st));
+    return (ssize_t)(len + sizeof *st);
+}
+
+ssize_t rci_wire_add_welcome_stream(void *buf, size_t cap, size_t len, const struct rci_wire_welcome_stream *st)
+{
+    if (len != sizeof(struct rci_wire_welcome))
+        return -EINVAL;
+    size_t total = len + sizeof(struct rci_wire_welcome_rma) + sizeof *st;
+    if (cap < total)
+        return -ENOSPC;
+    if (st->card > RCI_WIRE_MAX_CARD || st->block_size == 0 || st->block_size > 65536 ||
+        st->block_size % RCI_WIRE_STREAM_ALIGN)
+        return -EINVAL;
+    store32(buf, len + OFF(rci_wire_welcome_rma, delivery), RCI_DELIVERY_STREAM);
+    store32(buf, len + OFF(rci_wire_welcome_rma, fallback), 0);
+    len += sizeof(struct rci_wire_welcome_rma);
+    store32(buf, len + OFF(rci_wire_welcome_stream, card), st->card);
+    store32(buf, len + OFF(rci_wire_welcome_stream, block_size), st->block_size);
+    store64(buf, len + OFF(rci_wire_welcome_stream, tag_base), st->tag_base);
+    store32(buf, OFF(rci_wire_hdr, length), (uint32_t)total);
+    return (ssize_t)total;
+}
+
 ssize_t rci_wire_build_credit(void *buf, size_t cap, uint64_t read_pos)
 {
     if (cap < sizeof(struct rci_wire_credit))
@@ -743,6 +823,11 @@ const char *rci_wire_refusal_name(uint32_t detail, char *buf, size_t len)
     case RCI_REFUSED_VERSION:     return "no common protocol version";
     case RCI_REFUSED_RX_BUFFER:   return "rx_buffer_size too small for this publisher";
     case RCI_REFUSED_RMA_REGION:  return "announced RMA ring refused (the provider cannot write it)";
+    case RCI_REFUSED_STREAM_CARD: return "block stream refused: the publisher has no such card";
+    case RCI_REFUSED_STREAM_BLOCK: return "block stream refused: the ring does not fit the card's blocks "
+                                         "(size or start not a multiple of the block size, under 8 blocks, "
+                                         "or a block larger than shm's inject size)";
+    case RCI_REFUSED_STREAM_RMA:  return "block stream refused: the publisher's provider has no FI_RMA";
     default:
         snprintf(buf, len, "cause %u", (unsigned)detail);
         return buf;

@@ -78,6 +78,18 @@ struct __attribute__((packed)) rci_wire_hello_rma {
     uint64_t len;
     uint64_t key;
 };
+/* HELLO of a block-stream subscriber (net/README.md, "Block stream"): the
+ * RMA part (its ring) is followed by this (HELLO is then 24 + addr_len +
+ * 24 + 16 bytes): the card whose blocks it wants and the ring offset where
+ * the publisher's first write goes (a multiple of 1 KiB inside the ring;
+ * the publisher's positions of this connection start there). */
+struct __attribute__((packed)) rci_wire_hello_stream {
+    uint32_t card;           /* the card's index ([card.N]) */
+    uint32_t flags;          /* 0 */
+    uint64_t start_offset;
+};
+#define RCI_WIRE_STREAM_ALIGN 1024u   /* block sizes are multiples of 1 KiB */
+#define RCI_WIRE_MAX_CARD 255u
 #define RCI_WIRE_RMA_MIN_RING (64u * 1024u)
 #define RCI_WIRE_RMA_MAX_RING (32ull << 30)   /* offsets travel in 8-byte units, 32 bits */
 
@@ -90,7 +102,7 @@ struct __attribute__((packed)) rci_wire_welcome {
 };
 /* WELCOME to a HELLO that asked for RMA (32 bytes then): whether the
  * publisher will write, and if not, why (enum rci_rma_fallback). */
-enum rci_delivery { RCI_DELIVERY_SEND = 0, RCI_DELIVERY_RMA = 1 };
+enum rci_delivery { RCI_DELIVERY_SEND = 0, RCI_DELIVERY_RMA = 1, RCI_DELIVERY_STREAM = 2 };
 enum rci_rma_fallback {
     RCI_RMA_OK = 0,
     RCI_RMA_NO_CAPABILITY = 1,   /* the publisher's provider has no FI_RMA or < 8 B of CQ data */
@@ -99,6 +111,15 @@ enum rci_rma_fallback {
 struct __attribute__((packed)) rci_wire_welcome_rma {
     uint32_t delivery;       /* enum rci_delivery */
     uint32_t fallback;       /* delivery send: enum rci_rma_fallback (unknown values printed as numbers) */
+};
+
+/* WELCOME granting a block stream (48 bytes then: the RMA part says
+ * delivery stream, fallback 0, and this follows). A stream that cannot be
+ * granted is refused with BYE(refused, RCI_REFUSED_STREAM_*) instead. */
+struct __attribute__((packed)) rci_wire_welcome_stream {
+    uint32_t card;
+    uint32_t block_size;     /* the card's block size: 1..64 KiB in steps of 1 KiB */
+    uint64_t tag_base;       /* tag of e-link 0 */
 };
 
 /* CREDIT (RMA delivery): the subscriber's ring is free up to read_pos, a
@@ -189,6 +210,8 @@ _Static_assert(sizeof(struct rci_wire_hello) == 24, "hello size");
 _Static_assert(sizeof(struct rci_wire_welcome) == 24, "welcome size");
 _Static_assert(sizeof(struct rci_wire_hello_rma) == 24, "hello rma size");
 _Static_assert(sizeof(struct rci_wire_welcome_rma) == 8, "welcome rma size");
+_Static_assert(sizeof(struct rci_wire_hello_stream) == 16, "hello stream size");
+_Static_assert(sizeof(struct rci_wire_welcome_stream) == 16, "welcome stream size");
 _Static_assert(sizeof(struct rci_wire_credit) == 16, "credit size");
 _Static_assert(sizeof(struct rci_wire_sub) == 16, "sub size");
 _Static_assert(sizeof(struct rci_wire_range) == 16, "range size");
@@ -236,6 +259,11 @@ enum rci_refusal {
     RCI_REFUSED_VERSION = 3,          /* no common protocol version */
     RCI_REFUSED_RX_BUFFER = 4,        /* rx_buffer_size too small for what the publisher sends */
     RCI_REFUSED_RMA_REGION = 5,       /* the announced RMA ring cannot be written (bad region) */
+    RCI_REFUSED_STREAM_CARD = 6,      /* block stream: no such card here (or no streams served) */
+    RCI_REFUSED_STREAM_BLOCK = 7,     /* block stream: the ring does not fit the card's blocks (size or
+                                       * start not a multiple of the block size, fewer than 8 blocks), or
+                                       * a block larger than shm copies at post (its inject size) */
+    RCI_REFUSED_STREAM_RMA = 8,       /* block stream: the publisher's provider has no FI_RMA */
     RCI_REFUSED_MAX_DETAIL = 0xffff   /* larger detail values are malformed */
 };
 
@@ -267,7 +295,13 @@ enum rci_refusal {
  * - HELLO may carry the RMA part (exactly 24 more bytes): len a multiple of 8
  *   in [RCI_WIRE_RMA_MIN_RING, RCI_WIRE_RMA_MAX_RING], base a multiple of 8;
  * - WELCOME may carry its RMA part (32 bytes): delivery <= RCI_DELIVERY_RMA,
- *   fallback <= RCI_RMA_FALLBACK_MAX;  CREDIT: exactly 16 bytes. */
+ *   fallback <= RCI_RMA_FALLBACK_MAX;  CREDIT: exactly 16 bytes;
+ * - HELLO may carry the stream part after the RMA part (exactly 16 more):
+ *   card <= RCI_WIRE_MAX_CARD, flags 0, start_offset a multiple of
+ *   RCI_WIRE_STREAM_ALIGN below the ring's len;
+ * - WELCOME may carry the stream part after its RMA part (48 bytes in all):
+ *   delivery RCI_DELIVERY_STREAM (only then), fallback 0, card <=
+ *   RCI_WIRE_MAX_CARD, block_size 1..64 KiB in steps of 1 KiB. */
 
 /* Check any message travelling in direction `dir`. Returns its type (> 0)
  * when valid; 0 when rejected, with the reason in *why (may be NULL). */
@@ -290,6 +324,9 @@ enum rci_wire_error rci_wire_check_credit(const void *buf, size_t len, struct rc
 bool rci_wire_hello_rma(const void *buf, size_t len, struct rci_wire_hello_rma *out);
 /* The RMA part of a checked WELCOME: true and *out when it has one. */
 bool rci_wire_welcome_rma(const void *buf, size_t len, struct rci_wire_welcome_rma *out);
+/* The stream parts of a checked HELLO / WELCOME: true and *out when present. */
+bool rci_wire_hello_stream(const void *buf, size_t len, struct rci_wire_hello_stream *out);
+bool rci_wire_welcome_stream(const void *buf, size_t len, struct rci_wire_welcome_stream *out);
 /* The handled count of a checked BYE: true and *chunks_handled when it has one. */
 bool rci_wire_bye_handled(const void *buf, size_t len, uint64_t *chunks_handled);
 /* Does the publisher of this checked WELCOME take a BYE with the handled count? */
@@ -339,6 +376,10 @@ ssize_t rci_wire_build_welcome_version(void *buf, size_t cap, uint8_t version, u
 ssize_t rci_wire_add_hello_rma(void *buf, size_t cap, size_t len, const struct rci_wire_hello_rma *rma);
 ssize_t rci_wire_add_welcome_rma(void *buf, size_t cap, size_t len, enum rci_delivery delivery,
                                 enum rci_rma_fallback fallback);
+/* Append the stream part to a HELLO that has its RMA part / a WELCOME of
+ * 24 bytes (the RMA part saying stream is written too). */
+ssize_t rci_wire_add_hello_stream(void *buf, size_t cap, size_t len, const struct rci_wire_hello_stream *st);
+ssize_t rci_wire_add_welcome_stream(void *buf, size_t cap, size_t len, const struct rci_wire_welcome_stream *st);
 ssize_t rci_wire_build_credit(void *buf, size_t cap, uint64_t read_pos);
 /* type is RCI_MSG_SUBSCRIBE or RCI_MSG_UNSUBSCRIBE. */
 ssize_t rci_wire_build_sub(void *buf, size_t cap, enum rci_msg_type type, uint32_t request_id,

@@ -397,6 +397,7 @@ static void resume_peer(struct rci_publisher *p, struct rci_pub_peer *peer)
         rec->remaining++;
         p->st.fragments++;
         r->next_index++;
+        r->since_ns = rci_now_ns();   /* accepted: the stuck rule (check_liveness) counts from here */
     }
     pub_debug(p, "%s: deferred fragments posted (up to %u of %u)", peer->name, r->next_index, r->frag_count);
     r->active = false;
@@ -462,7 +463,7 @@ static int send_chunk(struct rci_publisher *p, rci_peer_id peer_id, uint64_t tag
         return refuse(p, -ENOTCONN);
     if (peer->resume.active) {  /* its previous chunk's fragments go first */
         p->st.again_resuming++;
-        return -EAGAIN;
+        return -ENOBUFS;   /* this peer's own wait (an RMA ring full of its views, its queue): not everyone's */
     }
     uint64_t total;
     int rc = check_pieces(p, iov, desc, n, &total);

@@ -314,6 +314,7 @@ static void card_fini(struct rci_publish_card *c)
     }
     rci_fanout_destroy(c->fanout);
     c->fanout = NULL;
+    rci_stream_card_fini(c);
 }
 
 static int register_ring(struct rci_pipeline *pb, const struct rci_card_params *cp,
@@ -358,6 +359,8 @@ int rci_pipeline_add_card(struct rci_pipeline *pb, const struct rci_card_params 
         rc = rci_fanout_create((uint32_t)records, release_key, c, &c->fanout, err, errlen);
     for (unsigned t = 0; rc == 0 && t < pb->nthreads; t++)
         rc = lane_create(c, &pb->threads[t], err, errlen);
+    if (rc == 0)
+        rc = rci_stream_card_init(c, ring, cp, err, errlen);
     if (rc != 0) {
         card_fini(c);
         return rc;
@@ -371,6 +374,11 @@ int rci_pipeline_set_readout(struct rci_publish_card *c, struct rci_readout *r, 
                                   size_t errlen)
 {
     c->readout = r;
+    int trc = rci_stream_set_tap(c);   /* block streams: every block taken goes by the tap */
+    if (trc != 0) {
+        rci_set_err(err, errlen, "card.%u: the block tap could not be set (%s)", c->index, strerror(-trc));
+        return trc;
+    }
     void *spill;
     size_t len;
     rci_readout_spill_area(r, &spill, &len);
@@ -806,7 +814,8 @@ void rci_pipeline_write_json(const struct rci_pipeline *pb, FILE *f)
     write_publisher_json(f, pb->threads, pb->nthreads);
     fputs(",\"publishers\":[", f);
     write_threads_json(pb, f);
-    fputc(']', f);
+    fputs("],", f);
+    rci_stream_write_json(pb, f);
 }
 
 /* ---- control (main thread) -------------------------------------------------- */

@@ -267,7 +267,8 @@ int rci_pipeline_get_publisher_stats(const struct rci_pipeline *pb, unsigned thr
     X(again_resuming) X(gather_sends) X(gather_bytes) X(again_no_bounce) X(bounce_free) X(stall_probes)    \
     X(stalls_provider_held) X(stalls_no_pollout) X(dead_by_provider_stall) X(dead_by_stuck_send) X(liveness_restarts) X(idle_sleeps) X(idle_sleeps_short)                                                      \
     X(rma_subscribers) X(rma_fallbacks) X(rma_refused_region) X(rma_records) X(rma_bytes)         \
-    X(rma_again_credit) X(rma_wait_credit) X(rma_credits) X(rma_bad_credits)
+    X(rma_again_credit) X(rma_wait_credit) X(rma_credits) X(rma_bad_credits)                       \
+    X(stream_subscribers) X(stream_refused) X(stream_spans) X(stream_bytes)
 
 /* After stop: the JSON members "chunks_sent":..., ..., "subscribers":[...],
  * "publisher":{...} (summed over threads), "publishers":[{"thread":i,

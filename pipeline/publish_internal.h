@@ -16,6 +16,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/uio.h>
 
 #include "common/cacheline.h"
@@ -75,6 +76,8 @@ struct pub_sub {
     bool page_filling;                  /* buffered records may wait in its page */
     bool cut;                           /* cut off: closed, waiting for its GONE */
     bool said_bye;                      /* it left in order: shares completing in error are unsent */
+    bool stream;                        /* a block-stream subscriber (stream_lane.c): subscribed to
+                                         * its card as a whole, no tags */
     char tags[TAGS_TEXT];               /* its ranges as text ("" none) */
     struct rci_pipeline_sub_counters c;
     uint64_t last_sent;                 /* for the interval rate */
@@ -82,6 +85,18 @@ struct pub_sub {
      * backlog_store, slot * backlog_cap; set at its join). */
     struct rci_share_backlog backlog;
     bool backlog_full_counted;          /* this wait on its full backlog is counted */
+};
+
+/* A block-stream subscriber of one publisher thread (stream_lane.c). */
+struct stream_sub {
+    bool in_use;
+    rci_peer_id peer;
+    struct rci_publish_card *card;
+    uint32_t outstanding;               /* span writes posted, not completed */
+    uint64_t spans, blocks, bytes;      /* written and completed ok */
+    uint64_t blocks_dropped;            /* slow_policy = drop: blocks it had no room for */
+    uint64_t spans_failed;              /* writes completed in error (or refused) */
+    char name[112];
 };
 
 struct sub_record {
@@ -98,6 +113,10 @@ struct send_token {
     uint64_t handle;                    /* fan-out handle of the share in its lane's pool; direct: the key */
     struct publish_lane *lane;
     bool direct;                        /* the chunk's only share on this thread: no fan-out record */
+    bool stream;                        /* a block-stream span write (stream_lane.c): lane is unused,
+                                         * stream_card and first_block/nblocks say what it holds */
+    struct rci_publish_card *stream_card;
+    uint32_t first_block, nblocks;
     uint32_t table_id, bytes;
     uint32_t next_free;
 };
@@ -148,10 +167,41 @@ struct publish_lane {
     uint32_t cur_subs[RCI_FANOUT_MAX_SENDS];
 };
 
+/* One card's block stream on one publisher thread (pipeline/stream_lane.c,
+ * pipeline/README.md "Block stream"): the card's readout thread (the block
+ * tap) queues the index of every block it takes while this thread has
+ * stream subscribers of the card; the thread writes spans of ring-adjacent
+ * blocks to each of them. */
+#define STREAM_HOLD 64u
+struct stream_lane {
+    struct rci_chunk_queue *queue;      /* uint32_t block indices, capacity >= the ring's blocks */
+    alignas(RCI_CACHE_LINE) _Atomic uint32_t subscribers;   /* the thread's stream subscribers of
+                                         * the card: the tap queues only while > 0 */
+    /* Consumer (the publisher thread). */
+    alignas(RCI_CACHE_LINE) uint32_t hold[STREAM_HOLD];   /* dequeued, not yet in a span */
+    unsigned hold_pos, hold_len;
+    uint16_t *pending;                  /* per ring block: 1 while its span is dispatched, + one per
+                                         * span write outstanding; at 0 this thread is done with it */
+    uint32_t span_first, span_n;        /* the span being dispatched (span_n 0: none) */
+    uint32_t span_next;                 /* next stream-subscriber slot to write it to */
+    uint32_t span_part;                 /* blocks of the span already written to that slot (a
+                                         * subscriber's writes stay in order: its positions are
+                                         * consecutive) */
+};
+
 struct rci_publish_card {
     struct rci_pipeline *pb;
     unsigned index;
     struct rci_readout *readout;
+    /* Block stream (stream_lane.c): the ring, and per ring block the
+     * publisher threads still holding it; the last gives it back to the
+     * readout (rci_readout_release_block). */
+    uint8_t *ring_base;
+    uint32_t block_size, nblocks;
+    uint64_t tag_base;
+    _Atomic uint8_t *block_threads;
+    rci_counter stream_blocks, stream_blocks_unwatched;   /* tapped; of those, with no stream subscriber */
+    struct stream_lane streams[RCI_MAX_PUBLISHER_THREADS];
     /* Several publisher threads: one record per chunk with one share per
      * thread it was queued to. NULL with one thread. */
     struct rci_fanout *fanout;
@@ -246,6 +296,10 @@ struct publish_thread {
     enum { BEHIND_LIMIT, BEHIND_AGE, BEHIND_QUOTA } behind;  /* why send_share last said -EAGAIN */
     uint64_t last_stall_check_ns;
 
+    struct stream_sub *ssubs;           /* nsubs_max entries (block-stream subscribers) */
+    uint32_t nssubs;                    /* in use */
+    rci_counter stream_spans, stream_bytes, stream_blocks_dropped, stream_spans_failed;
+
     struct pub_totals t;
     struct live_params live;            /* this thread's copy (see struct live_params) */
     uint64_t live_gen;                  /* the generation live holds */
@@ -314,6 +368,26 @@ void rci_publish_thread_fini(struct publish_thread *th);
 /* The release callback of a lane's fan-out pool; also gives back an entry
  * this thread will not send (no subscriber of its own, shutdown). */
 void rci_publish_lane_release(void *lane, uint64_t key);
+/* stream_lane.c */
+int  rci_stream_card_init(struct rci_publish_card *c, struct rci_dma_ring *ring, const struct rci_card_params *cp,
+                          char *err, size_t errlen);
+void rci_stream_card_fini(struct rci_publish_card *c);
+/* The readout's block tap (rci_readout_set_block_tap) for card c. */
+int  rci_stream_set_tap(struct rci_publish_card *c);
+/* Publisher thread: a peer joined / left; true when it is a stream subscriber. */
+bool rci_stream_join(struct publish_thread *th, rci_peer_id peer);
+bool rci_stream_leave(struct publish_thread *th, rci_peer_id peer);
+/* Publisher thread: a span write's token came back. */
+void rci_stream_token_done(struct publish_thread *th, struct send_token *tok, int status);
+/* Publisher thread: write what card c's lane holds; returns the work done. */
+unsigned rci_stream_pump(struct publish_thread *th, struct rci_publish_card *c);
+/* Publisher thread: blocks queued or a span being dispatched. */
+bool rci_stream_holds(const struct publish_thread *th);
+/* Publisher thread at its end: every queued block goes back. */
+void rci_stream_abandon(struct publish_thread *th);
+/* The stream figures as JSON members ("stream": {...}) of the daemon's --stats-json. */
+void rci_stream_write_json(const struct rci_pipeline *pb, FILE *f);
+
 /* The live values of the pipeline's parameters (modes from pb->modes). */
 void rci_publish_live_from_params(const struct rci_pipeline *pb, const struct rci_pipeline_params *p,
                                   const struct mode_range *modes, unsigned nmodes, struct live_params *out);

@@ -53,7 +53,7 @@ static void update_subscribed(struct publish_thread *th)
     unsigned subscribed = 0, connected = 0;
     for (uint32_t i = 0; i < th->nsubs_max; i++) {
         connected += th->subs[i].in_use;
-        subscribed += th->subs[i].in_use && th->subs[i].nranges > 0;
+        subscribed += th->subs[i].in_use && (th->subs[i].nranges > 0 || th->subs[i].stream);
     }
     th->nsubscribed = subscribed;
     atomic_store_explicit(&th->subscribed, subscribed, memory_order_release);
@@ -72,6 +72,7 @@ static void sub_join(struct publish_thread *th, rci_peer_id peer)
                                th->backlog_cap);
         s->in_use = true;
         s->peer = peer;
+        s->stream = rci_publisher_peer_stream(th->pub, peer, NULL);   /* takes a card's blocks */
         th->slot_gen[slot] = (th->slot_gen[slot] + 1) & SUB_GEN_MASK;
         s->table_id = (th->slot_gen[slot] << SUB_GEN_SHIFT) | (th->index << SUB_THREAD_SHIFT) | slot;
         snprintf(s->name, sizeof s->name, "%s", rci_publisher_peer_name(th->pub, peer));
@@ -244,9 +245,18 @@ static void on_peer_event(void *arg, rci_peer_id peer, enum rci_pub_peer_event e
 {
     struct publish_thread *th = arg;
     switch (ev) {
-    case RCI_PUB_PEER_JOINED: sub_join(th, peer); break;
-    case RCI_PUB_PEER_SUBSCRIPTIONS: sub_sync_ranges(th, peer); break;
-    case RCI_PUB_PEER_GONE: sub_leave(th, peer); break;
+    case RCI_PUB_PEER_JOINED:
+        sub_join(th, peer);
+        rci_stream_join(th, peer);   /* a block-stream subscriber too (stream_lane.c) */
+        break;
+    case RCI_PUB_PEER_SUBSCRIPTIONS:
+        if (!rci_publisher_peer_stream(th->pub, peer, NULL))   /* its ring takes blocks only */
+            sub_sync_ranges(th, peer);
+        break;
+    case RCI_PUB_PEER_GONE:
+        rci_stream_leave(th, peer);
+        sub_leave(th, peer);
+        break;
     case RCI_PUB_PEER_BYE: {
         struct pub_sub *s = sub_of_peer(th, peer);
         if (!s)
@@ -323,6 +333,12 @@ static void on_send_complete(void *arg, uint64_t key, int status)
     if (key >= th->ntokens)
         return; /* never: keys are our token indices */
     struct send_token *tok = &th->tokens[key];
+    if (tok->stream) {   /* a block-stream span (stream_lane.c) */
+        rci_stream_token_done(th, tok, status);
+        tok->next_free = th->free_token;
+        th->free_token = (uint32_t)key;
+        return;
+    }
     struct pub_sub *s = sub_of_table_id(th, tok->table_id);
     count_share(th, s, tok->bytes, status);
     if (s)
@@ -451,6 +467,7 @@ static void track_share(struct publish_thread *th, struct pub_sub *s, uint32_t k
 {
     struct send_token *tok = &th->tokens[k];
     th->free_token = tok->next_free;
+    tok->stream = false;
     tok->direct = direct;
     tok->handle = handle;
     tok->lane = lane;
@@ -552,7 +569,7 @@ static bool defer_share(struct publish_thread *th, struct publish_lane *lane, un
     struct rci_deferred_share d = {
         .chunk = lane->cur, .lane = lane, .direct = lane->cur_direct,
         .handle = lane->cur_direct ? lane->cur_key : rci_fanout_send_handle(lane->cur_first, i),
-        .buffered = lane->cur_buffered, .gather = lane->cur_gather,
+        .buffered = lane->cur_buffered, .gather = lane->cur_gather, .deferred_ns = rci_now_ns(),
     };
     if (!rci_share_backlog_push(&s->backlog, &d)) {
         if (!s->backlog_full_counted) {
@@ -599,9 +616,13 @@ static void backlog_pop(struct publish_thread *th, struct pub_sub *s)
 }
 
 /* Send from s's backlog, oldest first, until it cannot take more. Under drop
- * (a reload changed the policy) what it cannot take now is dropped, counted,
- * as a new share would be; congestion (-EBUSY) waits either way. A share
- * refused or for a subscriber cut off is settled and counted as today. */
+ * (a reload changed the policy) what it cannot take now is dropped and
+ * counted (chunks_dropped), also where a new share of a subscriber at its
+ * limit but keeping up would be waited for: it fell behind under block, and
+ * its new shares wait until its backlog is empty. Congestion (-EBUSY) waits
+ * either way. A share refused or for a subscriber cut off is settled and
+ * counted as today. (test_daemon_slow.sh "hold-reload": every share sent or
+ * dropped once, in order.) */
 static unsigned drain_backlog(struct publish_thread *th, struct pub_sub *s)
 {
     bool drop = th->live.slow_policy == RCI_SLOW_DROP;
@@ -646,10 +667,25 @@ static void backlog_settle_all(struct publish_thread *th, struct pub_sub *s)
     }
 }
 
-/* The age bound of the slow policy: a subscriber whose oldest share has
- * been outstanding longer than slow_cut_after (drop) or block_cut_after
- * (block) is cut off, so that the ring's read pointer (it advances only
- * over released chunks) moves on for the others. Through
+/* How long s's oldest share has waited: the publisher's oldest send (or an
+ * RMA ring's time without room), or the head of its backlog, whichever
+ * waited longer. The backlog counts: an RMA subscriber's writes complete
+ * when they leave and each CREDIT ends its ring-full time, so one that gives
+ * its ring back in small steps would otherwise never look old, however long
+ * its deferred chunks (and their ring space) wait. */
+static uint64_t oldest_share_age(struct publish_thread *th, struct pub_sub *s, uint64_t now)
+{
+    uint64_t age = rci_publisher_peer_oldest_age(th->pub, s->peer);
+    const struct rci_deferred_share *d = rci_share_backlog_head(&s->backlog);
+    if (d && now > d->deferred_ns && now - d->deferred_ns > age)
+        age = now - d->deferred_ns;
+    return age;
+}
+
+/* The age bound of the slow policy: a subscriber whose oldest share
+ * (oldest_share_age) has waited longer than slow_cut_after (drop) or
+ * block_cut_after (block) is cut off, so that the ring's read pointer (it
+ * advances only over released chunks) moves on for the others. Through
  * rci_publisher_close_peer: its keys come back as the publisher releases a
  * closed peer's sends (net/README.md, "Dead peers"); GONE then removes it.
  * Checked a few times per bound, not per chunk. */
@@ -667,14 +703,14 @@ static void cut_stalled(struct publish_thread *th, uint64_t now)
         struct pub_sub *s = &th->subs[i];
         if (!s->in_use || s->cut)
             continue;
-        uint64_t age = rci_publisher_peer_oldest_age(th->pub, s->peer);
+        uint64_t age = oldest_share_age(th, s, now);
         if (age <= limit)
             continue;
         s->cut = true;
         s->c.cut_off = 1;
         s->c.cut_off_age_ns = age;
         rci_counter_add(&th->t.cut_off, 1);
-        pl_warn(th->pb, "subscriber %s cut off: its oldest share waited %.0f ms for the provider, more than "
+        pl_warn(th->pb, "subscriber %s cut off: its oldest share waited %.0f ms, more than "
                 "%s = %.0f ms (slow_policy = %s); sent %" PRIu64 ", dropped %" PRIu64 ", outstanding %u"
                 ", deferred %u (not sent)",
                 s->name, (double)age / 1e6, drop ? "slow_cut_after" : "block_cut_after",
@@ -922,12 +958,18 @@ static unsigned subscribers_connected(const struct publish_thread *th)
     return atomic_load_explicit(&th->connected, memory_order_relaxed);
 }
 
-/* Serve until every subscriber of this thread has left (BYE, or dead) or
- * linger_ns passed. */
+/* A finished run: tell every subscriber (BYE after its last chunk), then
+ * serve until every subscriber of this thread has left (its answering BYE,
+ * or dead) or linger_ns passed. Without it the publisher's end closes the
+ * connections at once and a subscriber still reading loses the rest of
+ * what was sent: a completed send only means the provider has it. */
 static void linger(struct publish_thread *th)
 {
     uint64_t linger_ns = th->pb->linger_ns;
-    if (linger_ns == 0 || subscribers_connected(th) == 0)
+    if (linger_ns == 0)
+        return;
+    rci_publisher_end_run(th->pub);
+    if (subscribers_connected(th) == 0)
         return;
     pl_info(th->pb, "publisher %u: waiting up to %.1f s for %u subscriber%s to leave", th->index,
             (double)linger_ns / 1e9, subscribers_connected(th), subscribers_connected(th) == 1 ? "" : "s");
@@ -944,6 +986,7 @@ static void publisher_finish(struct publish_thread *th)
     struct rci_pipeline *pb = th->pb;
     for (unsigned i = 0; i < pb->ncards; i++)
         abandon_queued(th, &pb->cards[i].lanes[th->index]);
+    rci_stream_abandon(th);   /* queued blocks go back; spans in flight complete at destroy */
     for (uint32_t i = 0; i < th->nsubs_max; i++)
         if (th->subs[i].in_use)
             backlog_settle_all(th, &th->subs[i]);
@@ -1122,7 +1165,7 @@ void rci_publish_thread_wake(struct publish_thread *th)
 static bool lanes_hold_chunks(struct publish_thread *th)
 {
     struct rci_pipeline *pb = th->pb;
-    if (th->deferred_now)
+    if (th->deferred_now || rci_stream_holds(th))
         return true;
     for (unsigned i = 0; i < pb->ncards; i++) {
         const struct publish_lane *lane = &pb->cards[i].lanes[th->index];
@@ -1284,8 +1327,10 @@ void *rci_publish_thread_main(void *arg)
         serve_control(th);
         uint64_t interval = th->live.stats_interval_ns;
         unsigned work = drain_backlogs(th);
-        for (unsigned i = 0; i < pb->ncards; i++)
+        for (unsigned i = 0; i < pb->ncards; i++) {
             work += pump_lane(th, &pb->cards[i].lanes[th->index]);
+            work += rci_stream_pump(th, &pb->cards[i]);
+        }
         int rc = work ? rci_publisher_progress(th->pub) : sleep_or_wait(th, hang_at);
         if (rc < 0 && !th->fabric_failed) {
             th->fabric_failed = true;
@@ -1346,6 +1391,7 @@ int rci_publish_thread_init(struct publish_thread *th, struct rci_pipeline *pb, 
     th->departed = calloc(MAX_DEPARTED, sizeof *th->departed);
     th->view.cap = th->nsubs_max + MAX_DEPARTED;
     th->view.subs = calloc(th->view.cap, sizeof *th->view.subs);
+    th->ssubs = calloc(th->nsubs_max, sizeof *th->ssubs);
     pthread_mutex_init(&th->view.lock, NULL);
     th->view_ready = true;
     th->doorbell_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -1361,7 +1407,7 @@ int rci_publish_thread_init(struct publish_thread *th, struct rci_pipeline *pb, 
                     sizeof *th->backlog_store);
         return -ENOMEM;
     }
-    if (!th->subs || !th->slot_gen || !th->departed || !th->view.subs || create_tokens(th, fp) != 0) {
+    if (!th->subs || !th->slot_gen || !th->departed || !th->view.subs || !th->ssubs || create_tokens(th, fp) != 0) {
         rci_set_err(err, errlen, "publisher %u: out of memory", index);
         return -ENOMEM;
     }
@@ -1383,6 +1429,8 @@ void rci_publish_thread_fini(struct publish_thread *th)
     for (uint32_t i = 0; th->subs && i < th->nsubs_max; i++)
         free(th->subs[i].ranges);
     free(th->subs);
+    free(th->ssubs);
+    th->ssubs = NULL;
     free(th->slot_gen);
     free(th->departed);
     if (th->view_ready)

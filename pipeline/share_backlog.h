@@ -35,6 +35,8 @@ struct rci_deferred_share {
     uint64_t handle;            /* direct: the key; else the fan-out send handle */
     bool direct;                /* the chunk's only share on its thread: no fan-out record */
     bool buffered, gather;      /* its send mode, decided when the chunk was begun */
+    uint64_t deferred_ns;       /* when it was deferred: the backlog's head is its subscriber's
+                                 * oldest share for the cut-off bound (block_cut_after) */
 };
 
 struct rci_share_backlog {

@@ -41,7 +41,8 @@ struct rci_card_params {
     char device[RCI_CARD_DEVICE_MAX + 1];   /* pcie: PCI address DDDD:BB:DD.F ("" = none) */
     char bar_file[RCI_CARD_PATH_MAX + 1];   /* pcie: a file mapped as BAR0 instead ("" = none) */
     /* readout thread */
-    uint64_t poll_spin_ns;         /* spin this long on an idle ring ... */
+    uint64_t poll_spin_ns;         /* spin at most this long on an idle ring (poll mode: no longer
+                                      than the last stretch of work took) ... */
     uint64_t poll_sleep_ns;        /* ... then sleep this long between polls */
     enum rci_card_wait wait;
     char cpus[64];                 /* the readout thread's CPUs ("2,3", "4-7"); "" = not pinned */       /* poll, or sleep on the card's interrupt when the ring is empty */

@@ -46,10 +46,48 @@ static void drop_piece_refs(struct rci_readout *r, const struct rci_chunk *c)
 }
 
 /* The decoder is done with the current block: trade the bias for the
- * pieces it made (see RCI_BLOCK_BIAS). */
+ * pieces it made and the block tap's reference (see RCI_BLOCK_BIAS). */
 static void finish_block_refs(struct rci_readout *r, uint32_t block, uint32_t pieces)
 {
-    block_unref_n(r, block, RCI_BLOCK_BIAS - pieces);
+    block_unref_n(r, block, RCI_BLOCK_BIAS - pieces - r->tap_refs);
+}
+
+/* ---- block tap (readout.h: rci_readout_set_block_tap) --------------------- */
+
+int rci_readout_set_block_tap(struct rci_readout *r, rci_block_room_fn room_fn,
+                              rci_block_tap_fn tap_fn, void *ctx)
+{
+    if (r->tap_fn)
+        return -EBUSY;
+    /* Blocks taken without the tap's reference must not meet its release. */
+    if (!tap_fn || r->thread_used || atomic_load(&r->st.taken) != rci_dma_ring_read_pos(r->ring) ||
+        rci_counter_get(&r->st.pending_or_active))
+        return -EINVAL;
+    r->tap_room = room_fn;
+    r->tap_fn = tap_fn;
+    r->tap_ctx = ctx;
+    r->tap_refs = 1;
+    return 0;
+}
+
+void rci_readout_release_block(struct rci_readout *r, uint32_t block_index)
+{
+    if (block_index >= r->nblocks ||
+        !atomic_exchange_explicit(&r->blocks[block_index].tap_held, false, memory_order_acq_rel)) {
+        rci_shared_counter_add(&r->shared.bad_tap_releases, 1);
+        return;
+    }
+    /* Counted before the unref: once the ring has the block back, a drained
+     * readout must also see its tap reference gone (rci_readout_drained). */
+    atomic_fetch_add_explicit(&r->shared.tap_releases, 1, memory_order_release);
+    block_unref_n(r, block_index, 1);
+}
+
+/* Blocks the tap holds (any thread; tap_blocks first, as for in_flight). */
+uint64_t rci_readout_tap_in_flight(const struct rci_readout *r)
+{
+    uint64_t released = atomic_load_explicit(&r->shared.tap_releases, memory_order_acquire);
+    return rci_counter_get(&r->st.tap_blocks) - released;
 }
 
 uint64_t rci_readout_in_flight(const struct rci_readout *r)
@@ -470,15 +508,31 @@ static void drop_discontinued(struct rci_readout *r, struct rci_elink_state *e,
     e->skipping = true;                 /* what is left of it must not become orphans */
 }
 
-/* Take the next complete block and parse it. Returns false when none is
- * written yet. A bad block is counted and given back at once. */
-static bool begin_block(struct rci_readout *r)
+enum take { TAKE_BLOCK, TAKE_NONE, TAKE_TAP_FULL };
+
+/* Hand the block just taken to the block tap with its reference. */
+static void tap_block(struct rci_readout *r, uint32_t block, uint64_t offset)
+{
+    atomic_store_explicit(&r->blocks[block].tap_held, true, memory_order_relaxed);
+    rci_counter_add(&r->st.tap_blocks, 1);
+    r->tap_fn(r->tap_ctx, block, offset, r->p.block_size);
+}
+
+/* Take the next complete block and parse it. TAKE_NONE when none is written
+ * yet, TAKE_TAP_FULL when the block tap has no room (nothing taken). A bad
+ * block is counted and given back at once (the tap still gets it). */
+static enum take begin_block(struct rci_readout *r)
 {
     struct rci_dma_span span;
     uint64_t ring_key;
     uint32_t bs = r->p.block_size;
+    if (r->tap_room && rci_dma_ring_written_pos(r->ring) - rci_dma_ring_taken_pos(r->ring) >= bs &&
+        !r->tap_room(r->tap_ctx)) {
+        rci_counter_add(&r->st.tap_stalls, 1);
+        return TAKE_TAP_FULL;
+    }
     if (rci_dma_ring_take(r->ring, bs, &span, &ring_key) != 0)
-        return false;
+        return TAKE_NONE;
     uint64_t pos = atomic_load_explicit(&r->st.taken, memory_order_relaxed);
     uint32_t block = (uint32_t)(span.piece[0].offset / bs);
     atomic_store_explicit(&r->blocks[block].refs, RCI_BLOCK_BIAS, memory_order_relaxed);
@@ -487,6 +541,8 @@ static bool begin_block(struct rci_readout *r)
      * block as done while it is being decoded. */
     rci_counter_set(&r->st.pending_or_active, 1);
     atomic_store_explicit(&r->st.taken, pos + bs, memory_order_release);
+    if (r->tap_fn)
+        tap_block(r, block, span.piece[0].offset);
 
     const uint8_t *blk = r->ring_base + span.piece[0].offset;
     struct rci_block_header h;
@@ -495,7 +551,7 @@ static bool begin_block(struct rci_readout *r)
         rci_counter_add(&r->st.bad_header, 1);
         note_bad_block(r, pos, bad);
         finish_block_refs(r, block, 0);
-        return true;
+        return TAKE_BLOCK;
     }
     struct rci_elink_state *e = &r->elinks[h.elink];
     struct rci_elink_counters *s = &r->elink_stats[h.elink];
@@ -511,13 +567,13 @@ static bool begin_block(struct rci_readout *r)
         drop_open(r, e, &s->chunks_incomplete);
         e->skipping = false;
         finish_block_refs(r, block, 0);
-        return true;
+        return TAKE_BLOCK;
     }
     if (e->open && !continues_open(r, first))
         drop_discontinued(r, e, s);
     r->cur = (struct rci_cur_block){ .active = true, .block = block, .elink = h.elink,
                                     .next = first, .pieces = 0 };
-    return true;
+    return TAKE_BLOCK;
 }
 
 /* ---- a ring held by open chunks ------------------------------------------- */
@@ -600,7 +656,7 @@ static void spill_all_open(struct rci_readout *r)
  * before advancing, so that a release that completes meanwhile is seen. */
 static void unblock_full_ring(struct rci_readout *r)
 {
-    if (rci_readout_in_flight(r) != 0)
+    if (rci_readout_in_flight(r) != 0 || rci_readout_tap_in_flight(r) != 0)
         return;                         /* a release may still move the read pointer */
     uint64_t read = rci_dma_ring_advance(r->ring);
     /* Completely full: a real card moves CURRENT_ADDRESS per TLP and may be
@@ -658,10 +714,13 @@ unsigned rci_readout_decode_pass(struct rci_readout *r, bool *took_blocks, bool 
                 *more = true;
                 break;
             }
-            if (!begin_block(r)) {
+            enum take took = begin_block(r);
+            if (took != TAKE_BLOCK) {
                 /* Held chunks hold blocks too: only with none held can open
-                 * chunks alone be what fills the ring. */
-                if (offer_burst(r))
+                 * chunks alone be what fills the ring. A full tap is a
+                 * stall: its blocks come back when the tap's consumer
+                 * releases them, not by spilling open chunks. */
+                if (offer_burst(r) && took == TAKE_NONE)
                     unblock_full_ring(r);
                 goto out;
             }

@@ -57,8 +57,10 @@ static int allocate_tables(struct rci_readout *r, char *err, size_t errlen)
                  r->p.index, r->nblocks);
         return -ENOMEM;
     }
-    for (uint32_t i = 0; i < r->nblocks; i++)
+    for (uint32_t i = 0; i < r->nblocks; i++) {
         atomic_init(&r->blocks[i].refs, 0);
+        atomic_init(&r->blocks[i].tap_held, false);
+    }
     /* Reserved, not committed: only the slots of e-links whose chunks were
      * ever copied out of a full ring get memory. */
     r->spill_slot = r->p.block_size;
@@ -125,6 +127,7 @@ int rci_readout_create(const struct rci_card_params *p, struct rci_dma_ring *rin
     atomic_init(&r->drained_iter, 0);
     atomic_init(&r->drain_waiters, 0);
     atomic_init(&r->shared.releases, 0);
+    atomic_init(&r->shared.tap_releases, 0);
     atomic_init(&r->st.taken, rci_dma_ring_taken_pos(ring));
     rci_counter_set(&r->st.written_seen, rci_dma_ring_written_pos(ring));
     rc = allocate_tables(r, err, errlen);
@@ -158,7 +161,8 @@ bool rci_readout_drained(const struct rci_readout *r)
     uint64_t taken = atomic_load_explicit(&r->st.taken, memory_order_acquire);
     uint64_t written = rci_counter_get(&r->st.written_seen);
     bool busy = rci_counter_get(&r->st.pending_or_active) != 0;
-    return written - taken < r->p.block_size && !busy && rci_readout_in_flight(r) == 0;
+    return written - taken < r->p.block_size && !busy && rci_readout_in_flight(r) == 0 &&
+           rci_readout_tap_in_flight(r) == 0;
 }
 
 static void copy_elink_stats(const struct rci_elink_counters *src, struct rci_elink_stats *dst)
@@ -212,6 +216,10 @@ void rci_readout_get_stats(const struct rci_readout *r, struct rci_readout_stats
         .rd_writes = rci_counter_get(&r->st.rd_writes),
         .card_bad_status = rci_counter_get(&r->st.card_bad_status),
         .card_status_lagging = rci_counter_get(&r->st.card_status_lagging),
+        .tap_blocks = rci_counter_get(&r->st.tap_blocks),
+        .tap_releases = atomic_load_explicit(&r->shared.tap_releases, memory_order_relaxed),
+        .tap_stalls = rci_counter_get(&r->st.tap_stalls),
+        .bad_tap_releases = rci_shared_counter_get(&r->shared.bad_tap_releases),
         .last_bad_pos = rci_counter_get(&r->st.last_bad_pos),
         .last_bad_kind = (enum rci_readout_bad_kind)rci_counter_get(&r->st.last_bad_kind),
     };

@@ -113,6 +113,10 @@ struct rci_readout_stats {
     uint64_t card_status_lagging;  /* status reads that still showed the read pointer's
                                       previous lap (the card had not yet taken a wrapping
                                       RD_POINTER write): used, not an error */
+    uint64_t tap_blocks;           /* blocks handed to the block tap (rci_readout_set_block_tap) */
+    uint64_t tap_releases;         /* ... whose tap reference came back */
+    uint64_t tap_stalls;           /* decode passes that stopped: the tap had no room */
+    uint64_t bad_tap_releases;     /* rci_readout_release_block of a block holding no tap reference */
     uint64_t last_bad_pos;         /* ring position (monotonic) of the last bad block */
     enum rci_readout_bad_kind last_bad_kind;
 };
@@ -135,6 +139,27 @@ int  rci_readout_start(struct rci_readout *r);
  * then disable the DMA descriptor. It does not stop the card: the caller
  * stops the card first, waits with rci_readout_wait_drained(), then stops. */
 void rci_readout_stop(struct rci_readout *r);
+
+/* Block tap (a block-stream subscription, pipeline/README.md "Block
+ * stream"): every block the decoder takes from the ring, good or bad, is
+ * also handed to tap_fn(ctx, block_index, ring_offset, len) right after the
+ * take, holding one more reference on the block; the ring's read pointer
+ * passes the block only once its chunks are released AND
+ * rci_readout_release_block(r, block_index) dropped that reference (any
+ * thread, any order). Before each take the decoder asks room_fn(ctx): false
+ * stalls it exactly like a full sink (nothing taken, resumed on a later
+ * pass, counted in tap_stalls). Set before rci_readout_start / the first
+ * decode, once; room_fn may be NULL (always room). tap_fn runs on the
+ * decoding thread: no locks, no malloc (a queue push). 0, or -EINVAL (no
+ * tap_fn, or set after decoding began) / -EBUSY (a tap is set already). */
+typedef bool (*rci_block_room_fn)(void *ctx);
+typedef void (*rci_block_tap_fn)(void *ctx, uint32_t block_index, uint64_t ring_offset, uint32_t len);
+int  rci_readout_set_block_tap(struct rci_readout *r, rci_block_room_fn room_fn,
+                              rci_block_tap_fn tap_fn, void *ctx);
+/* Any thread: the tap's reference on block_index is dropped. A block that
+ * holds no tap reference (never tapped, released twice, out of range) is
+ * rejected and counted in bad_tap_releases. */
+void rci_readout_release_block(struct rci_readout *r, uint32_t block_index);
 
 /* One decode pass over everything written up to the ring's written position;
  * returns the number of chunks emitted. Owner thread only: the thread, or

@@ -38,12 +38,14 @@ struct rci_elink_counters {
  * decoder's reference and room for every piece it will hand out) minus the
  * pieces already released; when the decoder is done with the block it
  * subtracts the bias less the pieces it made, leaving one count per piece
- * still held. This spares an atomic increment per piece. At 0 the block goes
- * back to the ring. */
+ * still held. This spares an atomic increment per piece. The block tap's
+ * reference (rci_readout_set_block_tap) is folded in the same way: it counts
+ * as one more piece. At 0 the block goes back to the ring. */
 #define RCI_BLOCK_BIAS (1u << 30)   /* > any block's piece count (<= 32768) */
 
 struct rci_block_meta {
     _Atomic uint32_t refs;
+    _Atomic bool tap_held;      /* the block tap holds a reference (one per taken block) */
     uint64_t ring_key;
 };
 
@@ -72,6 +74,8 @@ struct rci_shared_counters {
     _Atomic uint64_t releases;          /* release order: see rci_readout_in_flight() */
     rci_shared_counter bad_releases;
     rci_shared_counter sink_errors;     /* rci_readout_refuse() from any thread */
+    _Atomic uint64_t tap_releases;      /* rci_readout_release_block(): see rci_readout_drained */
+    rci_shared_counter bad_tap_releases;
 };
 
 struct rci_readout {
@@ -83,6 +87,11 @@ struct rci_readout {
     struct rci_card *card;
     rci_chunk_sink_fn sink;
     void *sink_ctx;
+    /* block tap (rci_readout_set_block_tap): tap_refs is 1 with a tap, else 0 */
+    rci_block_room_fn tap_room;
+    rci_block_tap_fn tap_fn;
+    void *tap_ctx;
+    uint32_t tap_refs;
     uint8_t *ring_base;
     uint64_t ring_size;
     uint32_t nblocks;
@@ -120,6 +129,7 @@ struct rci_readout {
         rci_counter card_bad_status;        /* mirror of dma.bad_status for other threads */
         rci_counter card_status_lagging;    /* mirror of dma.status_lagging */
         rci_counter last_bad_kind;
+        rci_counter tap_blocks, tap_stalls; /* block tap: blocks handed on, passes stalled */
         rci_counter written_seen;           /* ring position, mirrored for other threads */
         rci_counter pending_or_active;      /* 1 while a block or a chunk is held over */
         /* Ring position taken so far: stored with release after
@@ -147,6 +157,9 @@ struct rci_readout {
 
 /* Chunks accepted by the sink and not yet released (any thread). */
 uint64_t rci_readout_in_flight(const struct rci_readout *r);
+
+/* Blocks the block tap holds (any thread). */
+uint64_t rci_readout_tap_in_flight(const struct rci_readout *r);
 
 /* decoder.c: one pass, bounded to a quarter of the ring; *took_blocks tells
  * whether any block was taken, *more that the bound stopped it early. */

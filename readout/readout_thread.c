@@ -13,7 +13,15 @@
  * each next one doubles up to poll_sleep (a card writing at a moderate rate
  * brings its next block soon: found within a fraction of poll_sleep; an idle
  * card costs a few wake-ups more per block). The thread's timer slack is
- * 1 us instead of the kernel's 50 us, which each sleep would otherwise add. */
+ * 1 us instead of the kernel's 50 us, which each sleep would otherwise add.
+ *
+ * Poll mode spins no longer than its last stretch of work took (and at most
+ * poll_spin): a card writing every 50-100 us kept the thread spinning in
+ * every gap, up to a core of spin for a few us of decoding per block, and on
+ * a machine with fewer cores than busy threads that core was the publisher's
+ * and the subscriber's (tools/README.md, "Latency at half the maximum rate:
+ * the CPU it takes"). Spinning at most as long as the work bounds the spin's
+ * CPU by the work's, whatever the rate. */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -135,14 +143,26 @@ static uint64_t next_poll_sleep(struct rci_readout *r)
     return ns;
 }
 
-/* Nothing moved in the last poll. Returns true if the thread slept (the
- * next poll starts a new idle period). */
-static bool idle_step(struct rci_readout *r, uint64_t idle_since, uint64_t now)
+/* How long an idle poll-mode thread spins before it sleeps: as long as its
+ * last stretch of work took (busy_ns), at most poll_spin. Interrupt mode's
+ * polls (sink, pool, drain) keep poll_spin: their spin is no gap between
+ * blocks. */
+static uint64_t spin_limit(const struct rci_readout *r, uint64_t busy_ns)
+{
+    if (r->irq_fd >= 0 || busy_ns > r->p.poll_spin_ns)
+        return r->p.poll_spin_ns;
+    return busy_ns;
+}
+
+/* Nothing moved in the last poll; the thread's last stretch of work took
+ * busy_ns. Returns true if the thread slept (the next poll starts a new
+ * idle period). */
+static bool idle_step(struct rci_readout *r, uint64_t idle_since, uint64_t now, uint64_t busy_ns)
 {
     uint64_t idle_for = now - idle_since;
     if (r->irq_fd >= 0 && only_card_brings_work(r))
         return idle_on_interrupt(r, idle_for);
-    if (idle_for >= r->p.poll_spin_ns && r->p.poll_sleep_ns > 0) {
+    if (idle_for >= spin_limit(r, busy_ns) && r->p.poll_sleep_ns > 0) {
         rci_counter_add(&r->st.sleeps, 1);
         rci_sleep_ns(next_poll_sleep(r));
         return false;   /* still idle: the spin is over */
@@ -155,6 +175,7 @@ static void *readout_main(void *arg)
 {
     struct rci_readout *r = arg;
     uint64_t idle_since = 0;
+    uint64_t busy_since = 0, busy_ns = 0;   /* the current (last) stretch of polls that found work */
     r->irq_spin = true;
     r->poll_sleep_next = 0;
     /* Sleeps of tens of microseconds: the default slack (50 us) would add
@@ -162,20 +183,29 @@ static void *readout_main(void *arg)
     (void)prctl(PR_SET_TIMERSLACK, READOUT_TIMER_SLACK_NS, 0, 0, 0);
     while (!atomic_load_explicit(&r->stop_requested, memory_order_acquire)) {
         uint64_t iter = atomic_fetch_add_explicit(&r->loop_iter, 1, memory_order_acq_rel) + 1;
+        /* A clock read only where a stretch of work may begin: not on every
+         * poll of a busy stretch. */
+        uint64_t poll_start = busy_since == 0 ? rci_now_ns() : 0;
         bool progress = poll_once(r);
         if (rci_readout_drained(r))
             atomic_store_explicit(&r->drained_iter, iter, memory_order_release);
         if (progress) {
             if (idle_since != 0 && r->irq_fd >= 0)
                 r->irq_spin = true;   /* a spin (or a poll_sleep) found data */
+            if (busy_since == 0)
+                busy_since = poll_start;
             idle_since = 0;
             r->poll_sleep_next = 0;
             continue;
         }
         uint64_t now = rci_now_ns();
+        if (busy_since != 0) {   /* the stretch of work ended with this poll */
+            busy_ns = now - busy_since;
+            busy_since = 0;
+        }
         if (idle_since == 0)
             idle_since = now;
-        if (idle_step(r, idle_since, now))
+        if (idle_step(r, idle_since, now, busy_ns))
             idle_since = 0;
     }
     return NULL;

@@ -422,6 +422,12 @@ static pid_t start_subscriber(const struct rci_bench_pipe_params *p, const struc
     uint32_t rx_size = p->chunk_size + SUB_RX_HEADROOM;
     snprintf(rx, sizeof rx, "%u", rx_size < SUB_RX_DEFAULT ? SUB_RX_DEFAULT : rx_size);
     bool rma = p->delivery && !strcmp(p->delivery, "rma");
+    if (p->delivery && !strcmp(p->delivery, "stream")) {   /* the card's block stream */
+        char *sargv[] = { exe, "--connect", connect, "--provider", (char *)p->provider, "--endpoint",
+                          p->rdm ? "rdm" : "msg", "--stream", "0", "--json", p->latency ? "--latency" : NULL,
+                          NULL };
+        return spawn(sargv, fl->sub_json[i], fl->sub_log[i], NULL);
+    }
     char *argv[] = { exe, "--connect", connect, "--provider", (char *)p->provider, "--endpoint",
                      p->rdm ? "rdm" : "msg", "--tags", "all", "--json", "--rx-buffer-size", rx,
                      "--delivery", rma ? "rma" : "send", p->latency ? "--latency" : NULL, NULL };
@@ -508,7 +514,9 @@ static int read_daemon(const struct rci_bench_pipe_params *p, const struct run_f
         rci_set_err(err, errlen, "pipeline: %s is missing or incomplete; see %s", fl->daemon_json, fl->daemon_log);
         return -EPROTO;
     }
-    if (errors || dropped || out->chunks_sent == 0 || out->seconds <= 0) {
+    /* A block stream sends no chunk shares: the subscribers' figures count (read_subscribers). */
+    bool stream = p->delivery && !strcmp(p->delivery, "stream");
+    if (errors || dropped || (out->chunks_sent == 0 && !stream) || out->seconds <= 0) {
         rci_set_err(err, errlen, "pipeline: %" PRIu64 " decode errors, %" PRIu64 " chunks dropped, %" PRIu64
                    " sent in %.3f s: not a valid measurement; see %s", errors, dropped, out->chunks_sent,
                    out->seconds, fl->daemon_json);
@@ -534,8 +542,15 @@ static int read_subscribers(const struct rci_bench_pipe_params *p, const struct 
     out->sub_chunks_min = UINT64_MAX;
     for (unsigned i = 0; i < p->subscribers; i++) {
         char *j = read_text(fl->sub_json[i]);
-        uint64_t chunks;
-        bool ok = j && json_u64(j, "chunks", &chunks);
+        uint64_t chunks, bytes = 0;
+        bool ok = j && json_u64(j, "chunks", &chunks) && json_u64(j, "bytes", &bytes);
+        if (ok && p->delivery && !strcmp(p->delivery, "stream")) {
+            /* A block stream: what the subscribers decoded is what was delivered. */
+            if (i == 0)
+                out->chunks_sent = out->bytes_sent = 0;
+            out->chunks_sent += chunks;
+            out->bytes_sent += bytes;
+        }
         if (ok && i == 0 && p->latency)
             ok = json_u64(j, "samples", &out->latency_samples) && json_number(j, "p50_us", &out->p50_us) &&
                  json_number(j, "p99_us", &out->p99_us) && json_number(j, "p999_us", &out->p999_us) &&

@@ -36,7 +36,9 @@ struct rci_bench_pipe_params {
     uint32_t chunk_size;
     uint32_t block_size;           /* [card.0] block_size (c0ce) */
     const char *mode;              /* readout.mode: "zerocopy", "buffered" or "auto" */
-    const char *delivery;          /* ringcast-sub --delivery: NULL or "send" (default), "rma" */
+    const char *delivery;          /* ringcast-sub --delivery: NULL or "send" (default), "rma"; or
+                                      "stream": ringcast-sub --stream 0 (the card's block stream;
+                                      chunks and bytes sent are then the subscribers' own) */
     enum rci_sim_fill fill;
     double seconds;                /* sim run_time (used when run_chunks is 0) */
     uint64_t run_chunks;           /* sim run_chunks; 0 = a timed run */

@@ -408,11 +408,43 @@ static void target_bandwidth(const struct rci_bench_report *r, FILE *out)
     target_end(&t);   /* none: "not measured" (auto rows come from pipeline/all without --mode, or --mode auto) */
 }
 
+/* The block stream's rows beside targets 1 and 2 (ringcast-sub --stream:
+ * not what auto mode picks, so it is not judged; printed for comparison,
+ * with no pass or MISS): its chunk rate against the decoder's at 64 B and
+ * 256 B, its bandwidth against the link's peak at 1 KiB .. 1 MiB. */
+static void stream_beside(const struct rci_bench_report *r, FILE *out)
+{
+    static const uint64_t small[] = { 64, 256 };
+    char size[32];
+    unsigned n = 0;
+    fprintf(out, "  stream (block stream, ringcast-sub --stream; beside targets 1 and 2, not judged):");
+    for (size_t k = 0; k < sizeof small / sizeof small[0]; k++) {
+        const struct rci_bench_row *dec = rci_bench_find(r, "decode", small[k], NULL);
+        const struct rci_bench_row *st = rci_bench_find(r, "stream", small[k], "none");
+        if (!dec || !st || dec->chunks_per_s <= 0)
+            continue;
+        fprintf(out, "%s per chunk %s %.3f x the decoder (%.2f M/s vs %.2f M/s)", n++ ? "," : "",
+                rci_format_size(small[k], size, sizeof size), st->chunks_per_s / dec->chunks_per_s,
+                st->chunks_per_s / 1e6, dec->chunks_per_s / 1e6);
+    }
+    const struct rci_bench_row *peak = raw_peak(r);
+    for (unsigned i = 0; peak && peak->gbytes_per_s > 0 && i < r->nrows; i++) {
+        const struct rci_bench_row *w = &r->rows[i];
+        if (strcmp(w->test, "stream") || w->chunk_size < 1024 || w->chunk_size > (1u << 20))
+            continue;
+        fprintf(out, "%s %s %.3f x the peak (%.3f GB/s)", n++ ? "," : "",
+                rci_format_size(w->chunk_size, size, sizeof size), w->gbytes_per_s / peak->gbytes_per_s,
+                w->gbytes_per_s);
+    }
+    fprintf(out, "%s\n", n ? "" : " not measured");
+}
+
 void rci_bench_print_targets(const struct rci_bench_report *r, FILE *out)
 {
     fprintf(out, "targets (benchmark issue; pass/MISS per measured point):\n");
     target_bandwidth(r, out);
     target_per_chunk(r, out);
+    stream_beside(r, out);
     target_zc_ratio(r, out);
     target_buffered_rate(r, out);
     target_hygiene(r, out);

@@ -59,8 +59,9 @@ struct bench_opts {
     const char *modes[3];             /* readout.mode of pipeline, latency and model runs */
     unsigned nmodes;
     bool modes_given;                 /* --mode on the command line */
-    const char *deliveries[2];        /* ringcast-sub --delivery of pipeline runs: send, rma */
+    const char *deliveries[3];        /* ringcast-sub --delivery of pipeline runs: send, rma, stream */
     unsigned ndeliveries;
+    bool deliveries_given;            /* --delivery on the command line (else: send, and stream rows) */
     struct model_target { char text[64]; struct rci_rate rate; uint64_t size; } targets[8];
     unsigned ntargets;
 };
@@ -487,6 +488,34 @@ static int measure_point(struct bench *b, struct rci_bench_pipe_params *p, bool 
     return 0;
 }
 
+/* The card's block stream (ringcast-sub --stream 0, README.md "Block
+ * stream"): one row per size, fill none, test "stream"; its ratio is to the
+ * raw row of the size; no allocation count (the daemon sends no chunk). */
+static int measure_stream(struct bench *b, uint64_t size)
+{
+    struct rci_bench_pipe_params p = pipe_params(b, size, "zerocopy", RCI_FILL_NONE);
+    p.delivery = "stream";
+    p.alloc_shim = NULL;
+    struct rci_bench_pipe_result r;
+    int rc = pipe_run(b, &p, &r);
+    if (rc)
+        return rc;
+    struct rci_bench_row row = { .test = "stream", .chunk_size = size, .delivery = "stream",
+                                .block_size = p.block_size, .fill = rci_bench_fill_name(p.fill),
+                                .gbytes_per_s = (double)r.bytes_sent / r.seconds / 1e9,
+                                .chunks_per_s = (double)r.chunks_sent / r.seconds,
+                                .cpu_s_per_gb = per_gb(r.cpu_seconds, r.bytes_sent) };
+    split_cpu(&row, &r);
+    const struct rci_bench_row *raw = rci_bench_find(&b->report, "raw", size, NULL);
+    if (raw && raw->gbytes_per_s > 0) {
+        row.has_ratio = true;
+        row.ratio_to_raw = row.gbytes_per_s / raw->gbytes_per_s;
+    }
+    snprintf(row.note, sizeof row.note, "block stream of card 0, decoded by ringcast-sub");
+    rci_bench_emit(&b->report, &row);
+    return 0;
+}
+
 static int measure_pipeline(struct bench *b, uint64_t size, const char *mode, enum rci_sim_fill fill,
                             const char *delivery)
 {
@@ -506,6 +535,10 @@ static int run_pipeline(struct bench *b)
         int rc = rci_bench_find(&b->report, "raw", size, NULL) ? 0 : measure_raw(b, size);
         for (unsigned d = 0; rc == 0 && d < b->o.ndeliveries; d++) {
             const char *delivery = b->o.deliveries[d];
+            if (!strcmp(delivery, "stream")) {   /* one row per size, whatever --mode says */
+                rc = measure_stream(b, size);
+                continue;
+            }
             if (!strcmp(delivery, "rma") && !rci_bench_find(&b->report, "raw-rma", size, NULL))
                 rc = measure_raw_kind(b, size, true);
             for (unsigned m = 0; rc == 0 && m < b->o.nmodes; m++) {
@@ -516,6 +549,8 @@ static int run_pipeline(struct bench *b)
         }
         if (rc == 0 && !b->o.modes_given && size >= 1024 && size <= (1u << 20))
             rc = measure_pipeline(b, size, "auto", RCI_FILL_NONE, "send");
+        if (rc == 0 && !b->o.deliveries_given && !b->o.modes_given)   /* make bench: stream rows beside */
+            rc = measure_stream(b, size);
         if (rc)
             return rc;
     }
@@ -590,7 +625,13 @@ static int measure_latency(struct bench *b, uint64_t size, const char *mode)
                                 .cpu_s_per_gb = per_gb(r.cpu_seconds, r.bytes_sent), .has_latency = true,
                                 .p50_us = r.p50_us, .p99_us = r.p99_us, .p999_us = r.p999_us, .max_us = r.max_us };
     split_cpu(&row, &r);
-    snprintf(row.note, sizeof row.note, "rate %.0f chunks/s = max/2", p.rate_chunks);
+    /* The cores the point kept busy (the daemon's threads as sampled, the
+     * subscriber): near the machine's cores, its latency is queueing for
+     * CPU, not the pipeline's hand-offs (tools/README.md, "Latency at half
+     * the maximum rate: the CPU it takes"). */
+    snprintf(row.note, sizeof row.note, "rate %.0f chunks/s = max/2; cores: all %.2f, readout %.2f, publish %.2f, sub %.2f",
+             p.rate_chunks, r.cpu_seconds / r.seconds, r.readout_thread_cpu / r.seconds,
+             r.publish_thread_cpu / r.seconds, r.sub_cpu_seconds / r.seconds);
     rci_bench_emit(&b->report, &row);
     return 0;
 }
@@ -776,7 +817,8 @@ static const struct bench_mode bench_modes[] = {
     { "decode", "block decoder on one core at every --sizes size, and memcpy", run_decode },
     { "raw", "plain libfabric message stream per size: the transport's limit", run_raw },
     { "pipeline", "simulated card -> daemon -> ringcast-sub, every --mode, fill none/pattern, "
-                  "with allocations and copied bytes per chunk (runs raw too, for the ratio)", run_pipeline },
+                  "with allocations and copied bytes per chunk (runs raw too, for the ratio); without --mode "
+                  "and --delivery also auto and the block stream (stream) per size", run_pipeline },
     { "latency", "card-write-to-callback latency at half the maximum rate, every --mode", run_latency },
     { "fanout", "1, 2, 4, 8 subscribers of every tag (--fanout-size)", run_fanout },
     { "rma", "RMA delivery beside send delivery (zero copy) at 8 KiB and 64 KiB with 64 KiB blocks, "
@@ -895,8 +937,11 @@ static void usage(FILE *f)
                "  --mode LIST       readout.mode of pipeline and latency runs: zerocopy, buffered,\n"
                "                    auto, comma-separated (default zerocopy,buffered); model uses\n"
                "                    the first; fanout and idle are always zerocopy\n"
-               "  --delivery LIST   ringcast-sub --delivery of pipeline runs: send, rma, comma-\n"
-               "                    separated (default send); rma adds the raw-rma row of each size\n"
+               "  --delivery LIST   ringcast-sub --delivery of pipeline runs: send, rma, stream,\n"
+               "                    comma-separated (default send, and without --mode a stream row\n"
+               "                    per size); rma adds the raw-rma row of each size; stream is\n"
+               "                    ringcast-sub --stream 0 (the card's block stream, decoded by the\n"
+               "                    subscriber): one row \"stream\" per size, fill none\n"
                "  --publisher-threads P  readout.publisher_threads, 1..16 (default 1); subscriber i\n"
                "                    connects to port + i %% P\n"
                "  --target R,SIZE   model: also the cores for rate R (as --rate) of SIZE chunks\n"
@@ -950,17 +995,25 @@ static int option_error(const char *what, const char *arg)
 
 static int parse_deliveries(const char *arg, struct bench_opts *o)
 {
-    if (!strcmp(arg, "send") || !strcmp(arg, "rma")) {
-        o->deliveries[0] = !strcmp(arg, "send") ? "send" : "rma";
-        o->ndeliveries = 1;
-    } else if (!strcmp(arg, "send,rma") || !strcmp(arg, "rma,send")) {
-        o->deliveries[0] = "send";
-        o->deliveries[1] = "rma";
-        o->ndeliveries = 2;
-    } else {
-        return option_error("--delivery: expected send and/or rma, each once, separated by a comma", arg);
+    static const char *const known[] = { "send", "rma", "stream" };
+    char list[64];
+    snprintf(list, sizeof list, "%s", arg);
+    o->ndeliveries = 0;
+    o->deliveries_given = true;
+    for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        const char *d = NULL;
+        for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
+            if (!strcmp(tok, known[k]))
+                d = known[k];
+        for (unsigned i = 0; d && i < o->ndeliveries; i++)
+            if (o->deliveries[i] == d)
+                d = NULL;
+        if (!d || o->ndeliveries == 3)
+            return option_error("--delivery: expected send, rma and/or stream, each once, separated by commas",
+                                arg);
+        o->deliveries[o->ndeliveries++] = d;
     }
-    return 0;
+    return o->ndeliveries ? 0 : option_error("--delivery: expected send, rma and/or stream", arg);
 }
 
 static int parse_modes(const char *arg, struct bench_opts *o)

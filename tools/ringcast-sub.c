@@ -7,6 +7,8 @@
  *                --tags LIST [--verify] [--duration S] [--count N]
  *                [--out FILE] [--json] [--latency] [--delivery send|rma]
  *                [--poll-spin US] [--poll-spin-fixed] [--poll-coalesce US]
+ *   ringcast-sub --connect HOST:PORT --stream CARD [...]: every chunk of the
+ *                card, as blocks written into our ring and decoded here
  *
  * Exit status: 0 fine, 1 verification failed or a runtime error, 2 usage. */
 #include <endian.h>
@@ -111,6 +113,9 @@ struct options {
     uint32_t hold;            /* --hold N: keep the last N views, release them late and out of order */
     uint32_t hold_ms;         /* --hold-ms MS: none of them goes before it was kept MS ms */
     bool wrong_rma_key;       /* --test-wrong-rma-key: announce a key that is not the ring's */
+    bool stream;              /* --stream CARD: the card's block stream */
+    uint32_t stream_card;
+    uint64_t stream_ring_size;    /* 0: the library's default */
     bool poll_spin_set;       /* --poll-spin US given */
     uint64_t poll_spin_us;
     bool poll_spin_fixed;     /* --poll-spin-fixed */
@@ -170,6 +175,13 @@ static void usage(FILE *f)
             "                          seconds and its flow stops meanwhile (slow-policy tests)\n"
             "  --test-wrong-rma-key    with --delivery rma: announce a wrong key for the ring\n"
             "                          (tests of the publisher's handling of it)\n"
+            "  --stream CARD           instead of --tags: the block stream of card CARD (its\n"
+            "                          [card.N]): every block the card writes, written as it\n"
+            "                          is into a ring here and decoded here (every e-link's\n"
+            "                          chunks; README.md, \"Block stream\"); needs FI_RMA\n"
+            "                          (tcp, tcp;ofi_rxm; shm only with blocks <= 4096 B)\n"
+            "  --stream-ring-size B    the stream's ring (default 8388608; a multiple of the\n"
+            "                          card's block size, at least 8 blocks)\n"
             "  --poll-spin US          spin at most US microseconds (0..1000000, default 50)\n"
             "                          when waiting for data, before sleeping on the fabric's\n"
             "                          fd; 0: never spin. The spin adapts: it halves after a\n"
@@ -336,6 +348,18 @@ static int parse_option(int c, const char *arg, struct options *o)
         o->rma_ring_size = v;
         return 0;
     case 'K': o->wrong_rma_key = true; return 0;
+    case 'G':
+        if (rci_cli_parse_u64(arg, &v) || v > 255)
+            return rci_cli_usage_error("ringcast-sub", "--stream '%s': expected a card number 0..255", arg);
+        o->stream = true;
+        o->stream_card = (uint32_t)v;
+        o->delivery = RC_SUB_DELIVERY_STREAM;
+        return 0;
+    case 'R':
+        if (rci_cli_parse_u64(arg, &v) || v % 1024 || v < 65536 || v > (32ull << 30))
+            return rci_cli_usage_error("ringcast-sub", "--stream-ring-size '%s': expected bytes, a multiple of 1024, 65536..32 GiB", arg);
+        o->stream_ring_size = v;
+        return 0;
     case 'W':
         if (rci_cli_parse_u64(arg, &v) || v > 1000000)
             return rci_cli_usage_error("ringcast-sub", "--poll-spin '%s': expected microseconds 0..1000000", arg);
@@ -343,7 +367,7 @@ static int parse_option(int c, const char *arg, struct options *o)
         o->poll_spin_set = true;
         return 0;
     case 'F': o->poll_spin_fixed = true; return 0;
-    case 'G':
+    case 'Q':
         if (rci_cli_parse_u64(arg, &v) || v > 1000000)
             return rci_cli_usage_error("ringcast-sub", "--poll-coalesce '%s': expected microseconds 0..1000000", arg);
         o->poll_coalesce_us = v;
@@ -385,8 +409,9 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"delivery", required_argument, NULL, 'Y'}, {"rma-ring-size", required_argument, NULL, 'Z'},
         {"hold", required_argument, NULL, 'H'},     {"test-wrong-rma-key", no_argument, NULL, 'K'},
         {"hold-ms", required_argument, NULL, 'M'},
+        {"stream", required_argument, NULL, 'G'},   {"stream-ring-size", required_argument, NULL, 'R'},
         {"poll-spin", required_argument, NULL, 'W'}, {"poll-spin-fixed", no_argument, NULL, 'F'},
-        {"poll-coalesce", required_argument, NULL, 'G'},
+        {"poll-coalesce", required_argument, NULL, 'Q'},
         {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof *o);
@@ -415,7 +440,15 @@ static int parse_args(int argc, char **argv, struct options *o)
         return rci_cli_usage_error("ringcast-sub", "%s", "--connect HOST:PORT or --discover URL is required");
     if (o->host[0] && o->discover)
         return rci_cli_usage_error("ringcast-sub", "%s", "--connect and --discover exclude each other");
-    if (!o->all_tags && o->ntags == 0)
+    if (o->stream && (o->all_tags || o->ntags))
+        return rci_cli_usage_error("ringcast-sub", "%s", "--stream takes the whole card: no --tags");
+    if (o->stream && o->discover)
+        return rci_cli_usage_error("ringcast-sub", "%s", "--stream needs --connect (one publisher)");
+    if (o->stream && o->hold > 512)
+        return rci_cli_usage_error("ringcast-sub", "%s", "--hold with --stream: at most 512 (the decoder's records)");
+    if (o->stream_ring_size && !o->stream)
+        return rci_cli_usage_error("ringcast-sub", "%s", "--stream-ring-size needs --stream CARD");
+    if (!o->stream && !o->all_tags && o->ntags == 0)
         return rci_cli_usage_error("ringcast-sub", "%s", "--tags LIST is required ('all' for every tag)");
     if (o->latency && o->verify)
         return rci_cli_usage_error("ringcast-sub", "%s", "--latency and --verify exclude each other (a stamp is not the pattern)");
@@ -1058,6 +1091,9 @@ static void on_connect(void *ctx)
         rci_warn("%s", rc_sub_last_error(a->sub));   /* why it is send delivery after all */
     else if (a->o->delivery == RC_SUB_DELIVERY_RMA)
         rci_info("RMA delivery: the publisher writes into our ring");
+    else if (a->o->stream)
+        rci_info("block stream of card %u: %u B blocks, tags from %" PRIu64 ", decoded here", a->o->stream_card,
+                 st.stream_block_size, st.stream_tag_base);
 }
 
 static void on_disconnect(void *ctx, enum rc_sub_disconnect_reason reason)
@@ -1204,6 +1240,25 @@ static struct tag_state *sorted_tags(const struct tag_table *t, size_t *n)
 
 /* The subscriber's registered pool, per class with buffers (--connect: the
  * one connection's; --discover sums no pools, each connection has its own). */
+/* The block stream's figures: the ring's and every decoder counter. */
+static void print_stream_json(const struct app *a, const struct rc_sub_stats *st)
+{
+    printf(",\"stream\":{\"card\":%u,\"active\":%d,\"block_size\":%u,\"tag_base\":%" PRIu64
+           ",\"spans\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"reordered\":%" PRIu64 ",\"bad_spans\":%" PRIu64
+           ",\"credits_sent\":%" PRIu64 ",\"ring_busy\":%" PRIu64 ",\"blocks\":%" PRIu64 ",\"bad_header\":%" PRIu64
+           ",\"seq_gaps\":%" PRIu64 ",\"malformed\":%" PRIu64 ",\"orphans\":%" PRIu64 ",\"oversize\":%" PRIu64
+           ",\"bad_start\":%" PRIu64 ",\"chunks_dropped\":%" PRIu64 ",\"chunks_incomplete\":%" PRIu64
+           ",\"chunks_cut\":%" PRIu64 ",\"truncated\":%" PRIu64 ",\"error\":%" PRIu64 ",\"crc\":%" PRIu64
+           ",\"busy\":%" PRIu64 ",\"timeouts\":%" PRIu64 ",\"oob\":%" PRIu64 "}",
+           (unsigned)a->o->stream_card, st->stream_active, (unsigned)st->stream_block_size, st->stream_tag_base,
+           st->stream_spans, st->stream_bytes, st->stream_reordered, st->stream_bad_spans,
+           st->stream_credits_sent, st->stream_ring_busy, st->stream_blocks, st->stream_bad_header,
+           st->stream_seq_gaps, st->stream_malformed, st->stream_orphans, st->stream_oversize,
+           st->stream_bad_start, st->stream_chunks_dropped_gap, st->stream_chunks_incomplete,
+           st->stream_chunks_cut, st->stream_chunks_truncated, st->stream_chunks_error, st->stream_chunks_crc,
+           st->stream_chunks_busy, st->stream_timeouts, st->stream_oob);
+}
+
 static void print_pool_json(const struct rc_sub_stats *st)
 {
     printf(",\"pool\":[");
@@ -1246,7 +1301,8 @@ static void print_json(const struct app *a, const struct rc_sub_stats *st, doubl
     printf(",\"delivery\":\"%s\",\"rma_records\":%" PRIu64 ",\"rma_bytes\":%" PRIu64
            ",\"rma_fallbacks\":%" PRIu64 ",\"rma_bad_records\":%" PRIu64 ",\"rma_reordered\":%" PRIu64
            ",\"rma_credits_sent\":%" PRIu64 ",\"rma_skipped_bytes\":%" PRIu64,
-           a->o->delivery == RC_SUB_DELIVERY_RMA ? "rma" : "send", st->rma_records, st->rma_bytes,
+           a->o->stream ? "stream" : a->o->delivery == RC_SUB_DELIVERY_RMA ? "rma" : "send", st->rma_records,
+           st->rma_bytes,
            st->rma_fallbacks, st->rma_bad_records, st->rma_reordered, st->rma_credits_sent,
            st->rma_skipped_bytes);
     printf(",\"hold_ms\":%u,\"held_max\":%" PRIu64 ",\"hold_errors\":%" PRIu64, (unsigned)a->o->hold_ms,
@@ -1264,6 +1320,8 @@ static void print_json(const struct app *a, const struct rc_sub_stats *st, doubl
            st->poll_spin_hits, st->poll_spin_misses, st->poll_spin_preempted, st->poll_sleeps,
            st->poll_spin_ns_now, st->poll_coalesced, st->poll_contended);
     print_pool_json(st);
+    if (a->o->stream)
+        print_stream_json(a, st);
     printf(",\"malformed\":{");
     for (unsigned k = 1; k < RC_SUB_MALFORMED_KINDS; k++)
         printf("%s\"%s\":%" PRIu64, k > 1 ? "," : "", rc_sub_malformed_name(k), st->malformed[k]);
@@ -1321,6 +1379,14 @@ static void print_text(const struct app *a, const struct rc_sub_stats *st, doubl
         printf("rma: %" PRIu64 " records (%" PRIu64 " bytes) from our ring, %" PRIu64 " bad, %" PRIu64
                " fallbacks to send, %" PRIu64 " credits sent\n", st->rma_records, st->rma_bytes,
                st->rma_bad_records, st->rma_fallbacks, st->rma_credits_sent);
+    if (a->o->stream)
+        printf("stream of card %u: %" PRIu64 " spans (%" PRIu64 " bytes, %" PRIu64 " blocks decoded), %" PRIu64
+               " bad spans, %" PRIu64 " credits sent; decoder: %" PRIu64 " sequence gaps, %" PRIu64 " malformed, %"
+               PRIu64 " bad headers, %" PRIu64 " orphans, %" PRIu64 " oversize, %" PRIu64 " chunks dropped, %" PRIu64
+               " cut at disconnects\n", (unsigned)a->o->stream_card, st->stream_spans, st->stream_bytes,
+               st->stream_blocks, st->stream_bad_spans, st->stream_credits_sent, st->stream_seq_gaps,
+               st->stream_malformed, st->stream_bad_header, st->stream_orphans, st->stream_oversize,
+               st->stream_chunks_dropped_gap + st->stream_chunks_incomplete, st->stream_chunks_cut);
     if (a->o->delivery == RC_SUB_DELIVERY_RMA && !a->disc)
         printf("rma: %" PRIu64 " chunks of several records as one view (no copy), %" PRIu64 " copied\n",
                st->rma_chunks_gathered, st->rma_chunks_copied);
@@ -1423,7 +1489,15 @@ static int setup(struct app *a, const struct options *o)
         p.test_rma_key_xor = 0x5a5a5a5a00000000ull;   /* far from the keys asked for (1, 2, ...) */
     if (o->rma_ring_size)
         p.rma_ring_size = o->rma_ring_size;
+    p.stream_card = o->stream_card;
+    if (o->stream_ring_size)
+        p.stream_ring_size = o->stream_ring_size;
     p.rx_buffers = o->delivery == RC_SUB_DELIVERY_SEND ? rx_buffers_for(o->hold) : RX_BUFFERS;
+    if (o->stream) {   /* only control messages arrive by receive: the blocks come into the ring */
+        p.rx_buffers = 8;
+        if (!o->rx_buffer_size)
+            p.rx_buffer_size = 4096;
+    }
     if (o->hold) {
         a->held_cap = o->hold;
         a->held = calloc(o->hold, sizeof *a->held);
@@ -1447,7 +1521,7 @@ static int setup(struct app *a, const struct options *o)
     }
     if (record_file_open(&a->out, o->out) != 0)
         return -1;
-    int rc = subscribe(a);
+    int rc = o->stream ? 0 : subscribe(a);   /* a stream takes the whole card unasked */
     if (rc) {
         rci_error("subscribe: %s", strerror(-rc));
         return -1;

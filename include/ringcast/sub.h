@@ -89,6 +89,8 @@ enum rc_sub_disconnect_reason {
 enum rc_sub_delivery {
     RC_SUB_DELIVERY_SEND = 0,   /* the publisher sends messages (default) */
     RC_SUB_DELIVERY_RMA = 1,    /* the publisher writes records into our ring */
+    RC_SUB_DELIVERY_STREAM = 2, /* a block stream: every block of card stream_card, written as it
+                                 * is into our ring and decoded here (README.md, "Block stream") */
 };
 
 struct rc_sub_callbacks {
@@ -143,6 +145,19 @@ struct rc_sub_params {
      * publisher's writes then carry a key the provider rejects at our end
      * (tcp drops the connection, shm drops the write silently). */
     uint64_t test_rma_key_xor;
+    /* Block stream (delivery = RC_SUB_DELIVERY_STREAM; README.md, "Block
+     * stream"): the card ([card.N] of the daemon) whose every block the
+     * publisher writes, as the card wrote it, into a ring of
+     * stream_ring_size bytes here (a multiple of the card's block size, at
+     * least 8 blocks; default 8 MiB); this library decodes the blocks with
+     * the daemon's own decoder and hands on every chunk of every e-link of
+     * the card (tag = the card's tag base + e-link) as on_view() views
+     * pointing into the ring (or to on_data()). No subscription is needed
+     * (rc_sub_subscribe is not used). The decoder's counters are in the
+     * stats (stream_*). Needs FI_RMA at both ends; over shm a block must
+     * not exceed 4096 B. */
+    uint32_t stream_card;
+    uint64_t stream_ring_size;
     /* 1: every wait of rc_sub_poll spins poll_spin_ns, as ringcast 0.1 did
      * (for a subscriber alone on its core that wants the lowest latency in
      * every case); 0 (default): the spin adapts (see rc_sub_poll). */
@@ -243,6 +258,25 @@ struct rc_sub_stats {
         uint64_t gets;             /* buffers handed out so far */
         uint64_t exhausted;        /* gets that found the class empty */
     } pool[RC_SUB_POOL_CLASSES];
+    /* Block stream (params.delivery = RC_SUB_DELIVERY_STREAM) */
+    int stream_active;             /* 1 while the publisher writes the card's blocks into our ring */
+    uint32_t stream_block_size;    /* the card's, from WELCOME */
+    uint64_t stream_tag_base;      /* the card's tag of e-link 0, from WELCOME */
+    uint64_t stream_spans;         /* spans written into our ring (one completion each) */
+    uint64_t stream_bytes;         /* their bytes (whole blocks) */
+    uint64_t stream_reordered;     /* span completions before their turn: held, then taken in order */
+    uint64_t stream_bad_spans;     /* spans outside the ring or credited space, not whole blocks,
+                                    * at the wrong place: never decoded; the connection ends */
+    uint64_t stream_credits_sent;  /* CREDIT messages (decoded, released ring space given back) */
+    uint64_t stream_ring_busy;     /* connection attempts put off: views still held blocks */
+    /* The decoder's figures (readout/README.md, "Block decoder"): blocks decoded, blocks with
+     * a bad header, blocks missing by sequence number (a gap: dropped blocks under slow_policy
+     * = drop, a reconnect), malformed blocks, chunks dropped or cut short and why. */
+    uint64_t stream_blocks, stream_bad_header, stream_seq_gaps, stream_malformed;
+    uint64_t stream_orphans, stream_oversize, stream_bad_start, stream_chunks_dropped_gap;
+    uint64_t stream_chunks_incomplete, stream_chunks_cut;
+    uint64_t stream_chunks_truncated, stream_chunks_error, stream_chunks_crc, stream_chunks_busy;
+    uint64_t stream_timeouts, stream_oob;
     /* rc_sub_poll's waits (a wait: a poll that found nothing to do, then
      * spun and/or slept until work came or its timeout) */
     uint64_t poll_spin_hits;       /* waits whose spin found work */

@@ -130,9 +130,9 @@ PORT=$((PORT + 1))
 # are all held for that long) and a normal subscriber of the same tags on the
 # SAME publisher port. 32 KiB chunks in 64 KiB blocks: one message each, one
 # receive buffer each (no reassembly copy that would free the buffer).
-hold_daemon() { # hold_daemon NAME OVERRIDES...
+hold_daemon() { # hold_daemon NAME OVERRIDES... ($hold_subs subscribers, default 3)
     hname=$1; shift
-    start_daemon "$hname" -o fabric.provider=tcp -o fabric.endpoint=msg -o readout.wait_subscribers=3 \
+    start_daemon "$hname" -o fabric.provider=tcp -o fabric.endpoint=msg -o readout.wait_subscribers=${hold_subs:-3} \
         -o readout.linger=40s -o sim.0.run_chunks=$hold_n -o sim.0.chunk_size_min=32k -o sim.0.chunk_size_max=32k \
         -o card.0.block_size=64k -o sim.0.rate=400chunks/s -o control.socket="$WORK/$hname.sock" "$@"
 }
@@ -210,5 +210,111 @@ for s in send rma; do
     drops=$((drops + dropped))
 done
 expect_eq "hold-drop chunks_dropped (the holders' only)" "$(json_num chunks_dropped "$WORK/hold-drop.json")" $drops
+
+PORT=$((PORT + 1))
+
+# Block with block_cut_after: an RMA holder gives its ring back in bursts of
+# CREDIT (every 2 s), each of which ends its ring-full age, while the oldest
+# share in its backlog waits on (it had 337 of the 400 deferred at 1 s, and
+# takes about 13 s for them). That wait is its oldest share's, so it is cut
+# off after about 3 s (counted, its deferred shares settled as not sent);
+# before, its age never passed 2 s and block_cut_after never fired, however
+# long its chunks waited in the backlog (holding their ring space).
+hold_n=400
+hold_subs=2 hold_daemon hold-cut -o readout.block_cut_after=3s
+start_sub hold-cut-rma tcp msg --verify --duration 30 --exit-on-close --hold 1 --hold-ms 2000 --delivery rma \
+    --rma-ring-size 2097152; sub_b=$sub
+start_sub hold-cut-norm tcp msg --verify --count $hold_n; sub_c=$sub
+wait_sub hold-cut-norm "$sub_c"
+wait "$sub_b"   # cut off: gaps, exit status 1 is expected
+wait_daemon hold-cut
+check_sub_exact hold-cut-norm $hold_n
+check_accounting hold-cut
+expect_eq "hold-cut subscribers_cut_off (the RMA holder)" "$(json_num subscribers_cut_off "$WORK/hold-cut.json")" 1
+expect_gt "hold-cut shares_unsent (its backlog at the cut)" "$(json_num shares_unsent "$WORK/hold-cut.json")" 0
+expect_eq "hold-cut chunks_dropped" "$(json_num chunks_dropped "$WORK/hold-cut.json")" 0
+got=$(json_num chunks "$WORK/hold-cut-rma.json")
+[ "$got" -lt $hold_n ] || fail "hold-cut-rma: received all $got chunks: it was not cut off in time"
+expect_eq "hold-cut-rma corrupt" "$(json_num corrupt "$WORK/hold-cut-rma.json")" 0
+ok "hold-cut-rma: cut off after $got of $hold_n chunks"
+
+PORT=$((PORT + 1))
+
+# A reload from block to drop while both holders have backlogs: their
+# deferred shares are sent or dropped, each counted once (sent + dropped =
+# the run, per holder: nothing uncounted), in order (--verify: no duplicate,
+# nothing late), received = sent and missed = dropped; the normal one loses
+# nothing. slow_cut_after = 0: drop must not cut the holders off (as above).
+hold_n=800
+RCFG="$WORK/reload.ini"
+sed -e 's|^slow_cut_after = .*|slow_cut_after = 0|' deploy/ringcast.ini > "$RCFG"
+grep -q '^slow_policy = block$' "$RCFG" || fail "hold-reload: no slow_policy = block line to edit"
+"$BIN/ringcast-readout" -c "$RCFG" -o readout.stats_interval=0 -o fabric.port="$PORT" -o fabric.provider=tcp \
+    -o fabric.endpoint=msg -o readout.wait_subscribers=3 -o readout.linger=40s -o sim.0.run_chunks=$hold_n \
+    -o sim.0.chunk_size_min=32k -o sim.0.chunk_size_max=32k -o card.0.block_size=64k -o sim.0.rate=400chunks/s \
+    -o control.socket="$WORK/hold-reload.sock" --stats-json "$WORK/hold-reload.json" 2>"$WORK/hold-reload.log" &
+daemon=$!
+start_sub hold-reload-send tcp msg --verify --duration 10 --hold 1 --hold-ms 500; sub_a=$sub
+start_sub hold-reload-rma tcp msg --verify --duration 10 --hold 1 --hold-ms 500 --delivery rma \
+    --rma-ring-size 2097152; sub_b=$sub
+start_sub hold-reload-norm tcp msg --verify --count $hold_n; sub_c=$sub
+wait_cards_started hold-reload
+# Until both holders have deferred shares waiting (the run lasts 2 s).
+i=0
+until [ "$(ctl_subs hold-reload | python3 -c "
+import json,sys
+print(sum(1 for s in json.load(sys.stdin)['subscribers'] if s['deferred'] > 0))")" = 2 ]; do
+    i=$((i + 1)); [ $i -lt 100 ] || fail "hold-reload: the holders never had deferred shares"; sleep 0.02
+done
+sed -i 's|^slow_policy = block$|slow_policy = drop|' "$RCFG"
+out=$("$BIN/ringcast-ctl" --socket "$WORK/hold-reload.sock" --compact reload) || fail "hold-reload: reload: $out"
+echo "$out" | grep -q '"key":"readout.slow_policy"' || fail "hold-reload: slow_policy not changed: $out"
+wait_sub hold-reload-norm "$sub_c"
+wait "$sub_a"; wait "$sub_b"   # gaps: exit status 1 is expected
+wait_daemon hold-reload
+check_sub_exact hold-reload-norm $hold_n
+check_accounting hold-reload
+expect_eq "hold-reload subscribers_cut_off" "$(json_num subscribers_cut_off "$WORK/hold-reload.json")" 0
+expect_gt "hold-reload shares_deferred (before the reload)" "$(json_num shares_deferred "$WORK/hold-reload.json")" 0
+for s in send rma; do
+    f="$WORK/hold-reload-$s.json"
+    for k in corrupt duplicates seq_late; do expect_eq "hold-reload-$s $k" "$(json_num $k "$f")" 0; done
+    got=$(json_num chunks "$f")
+    rec=$(sub_records hold-reload | grep "\"chunks_handled\":$got," | head -n 1)
+    [ -n "$rec" ] || { sub_records hold-reload; fail "hold-reload-$s: no daemon record with chunks_handled $got"; }
+    sent=$(echo "$rec" | grep -o '"chunks_sent":[0-9]*' | cut -d: -f2)
+    dropped=$(echo "$rec" | grep -o '"chunks_dropped":[0-9]*' | cut -d: -f2)
+    unsent=$(echo "$rec" | grep -o '"shares_unsent":[0-9]*' | cut -d: -f2)
+    expect_gt "hold-reload-$s chunks_dropped" "$dropped" 0
+    expect_eq "hold-reload-$s shares_unsent" "$unsent" 0
+    expect_eq "hold-reload-$s sent + dropped" $((sent + dropped)) $hold_n
+    expect_eq "hold-reload-$s received = sent (nothing unread)" "$got" "$sent"
+    expect_eq "hold-reload-$s missed = dropped" $((hold_n - got)) "$dropped"
+done
+
+PORT=$((PORT + 1))
+
+# Block, chunks of 200..700 KiB to an RMA holder (2 MiB ring: a record is at
+# most 256 KiB, so most chunks take 2 or 3 records) that keeps every view
+# 1.5 s, longer than fabric.peer_timeout (1 s): a chunk's later record finds
+# the ring full and waits for CREDIT. That is slowness, not death: before,
+# its waiting rest was taken for a send the provider never accepted and the
+# live holder was declared dead (dead_by_stuck_send) after peer_timeout.
+big_n=24
+start_daemon hold-big -o fabric.provider=tcp -o fabric.endpoint=msg -o readout.wait_subscribers=2 \
+    -o fabric.peer_timeout=1s -o fabric.heartbeat=200ms -o sim.0.run_chunks=$big_n -o card.0.block_size=64k \
+    -o sim.0.chunk_size_min=200k -o sim.0.chunk_size_max=700k -o sim.0.rate=20chunks/s
+start_sub hold-big-rma tcp msg --verify --count $big_n --hold 1 --hold-ms 1500 --delivery rma \
+    --rma-ring-size 2097152; sub_b=$sub
+start_sub hold-big-norm tcp msg --verify --count $big_n; sub_c=$sub
+wait_sub hold-big-norm "$sub_c"
+wait_sub hold-big-rma "$sub_b"
+wait_daemon hold-big
+check_sub_exact hold-big-norm $big_n
+check_sub_exact hold-big-rma $big_n
+check_accounting hold-big
+expect_eq "hold-big dead_by_stuck_send" "$(pub hold-big dead_by_stuck_send)" 0
+expect_eq "hold-big peers_dead" "$(pub hold-big peers_dead)" 0
+expect_gt "hold-big fragments_deferred (a chunk's rest waited for CREDIT)" "$(pub hold-big fragments_deferred)" 0
 
 echo "daemon_slow: $checks checks passed"

@@ -23,6 +23,10 @@
 #  - slow_policy = block with block_cut_after: the card waits for the stalled
 #    subscriber at most about that long, then it is cut off; nobody lost a
 #    chunk before.
+#  - the tcp stall probe (net/stall_probe.c) does not take a slow reader for
+#    a provider that holds its sends: a subscriber keeping every view 3 s
+#    (its socket buffers full meanwhile, its oldest send waiting far longer
+#    than twice peer_timeout = 0.5 s) is probed and never declared dead.
 . "$(dirname "$0")/lib.sh"
 
 PORT=$(port_base 4409)
@@ -144,5 +148,36 @@ check_card_stall block
 check_cut_off block block
 expect_eq "block chunks_dropped" "$(json_num chunks_dropped "$WORK/block.json")" 0
 expect_eq "block keys_outstanding" "$(json_num keys_outstanding "$WORK/block.json")" 0
+
+PORT=$((PORT + 1))
+
+# -- the stall probe and a slow reader ----------------------------------------
+# 150 KB chunks (3 pieces of 64 KiB blocks, zero copy: one message each,
+# --rx-buffer-size 256 KiB), 100/s for 2 s, to a holder keeping every
+# view 3 s (64 receive buffers: 21 chunks/s, about 9 s for the run). The socket
+# buffers take about 60 of them, the holder's buffers 64, and the rest of
+# the 512 it may have outstanding (tx_queue 1024, header_slots 4096) wait in
+# the provider for seconds, far longer than twice peer_timeout (0.5 s),
+# behind a full socket (SIOCOUTQ > 0): slowness, which the probe must leave
+# alone (tcp sends complete when written to the socket: an empty send queue
+# with a send still waiting means the provider did not write it).
+n=200
+start_daemon probe -o fabric.provider=tcp -o fabric.endpoint=msg -o readout.wait_subscribers=2 \
+    -o readout.linger=60s -o readout.mode=zerocopy -o fabric.peer_timeout=500ms -o fabric.heartbeat=100ms \
+    -o fabric.tx_queue=1024 -o fabric.header_slots=4096 \
+    -o card.0.block_size=64k -o sim.0.run_chunks=$n -o sim.0.chunk_size_min=150000 \
+    -o sim.0.chunk_size_max=150000 -o sim.0.rate=100chunks/s
+start_sub probe-hold tcp msg --verify --count $n --hold 1 --hold-ms 3000 --rx-buffer-size 262144; sub_h=$sub
+start_sub probe-norm tcp msg --verify --count $n --rx-buffer-size 262144; sub_v=$sub
+wait_sub probe-norm "$sub_v"
+wait_sub probe-hold "$sub_h"
+wait_daemon probe
+check_verifier probe-norm $n
+check_verifier probe-hold $n
+echo "   probe: $(pub probe stall_probes) probes, $(pub probe stalls_provider_held) with an empty send queue"
+expect_gt "probe stall_probes (sends waited peer_timeout, their sockets examined)" "$(pub probe stall_probes)" 1
+expect_eq "probe dead_by_provider_stall" "$(pub probe dead_by_provider_stall)" 0
+expect_eq "probe peers_dead" "$(pub probe peers_dead)" 0
+expect_eq "probe keys_outstanding" "$(json_num keys_outstanding "$WORK/probe.json")" 0
 
 echo "daemon_stall: $checks checks passed"

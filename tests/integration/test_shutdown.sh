@@ -8,6 +8,12 @@
 #    chunks_produced = chunks_decoded; the summary gives stall time per card.
 # 2. Over tcp;ofi_rxm (RDM) a subscriber hears BYE at the daemon's shutdown,
 #    not its own peer timeout.
+# 3. A finished run (not a signal), at the default readout.linger, reaches a
+#    subscriber still reading whole: every chunk sent, then the publisher's
+#    BYE, answered with the count it handled (= sent). Before, the daemon's
+#    end closed the connection once the sends had completed (in the socket)
+#    and the subscriber lost the tail without a gap to see (2674 of 3000,
+#    exit status 0); tcp msg and tcp;ofi_rxm.
 . "$(dirname "$0")/lib.sh"
 
 PORT=$(port_base 4241)
@@ -62,5 +68,24 @@ kill -TERM "$sub"; wait "$sub" 2>/dev/null
 grep -q "disconnected from 127.0.0.1:$PORT: publisher said BYE" "$WORK/rdm-sub.log" \
     || { cat "$WORK/rdm-sub.log"; fail "rdm subscriber was not told BYE at shutdown"; }
 ok "rdm: $(grep 'disconnected from' "$WORK/rdm-sub.log" | head -n 1 | sed 's/^.*WARN: //')"
+
+# --- 3. the end of a finished run reaches a slow reader whole ----------------------
+end_run() { # end_run NAME PROVIDER ENDPOINT
+    PORT=$((PORT + 1)); n=3000
+    start_daemon "$1" -o readout.wait_subscribers=1 -o fabric.provider="$2" -o fabric.endpoint="$3" \
+        -o sim.0.run_chunks=$n -o sim.0.chunk_size_min=2000 -o sim.0.chunk_size_max=3000
+    # 0.3 ms per chunk: about 1 s of reading, most of it after the run ended.
+    start_sub "$1-sub" "$2" "$3" --verify --count $n --slow-us 300 --exit-on-close; s=$sub
+    wait_daemon "$1"
+    wait_sub "$1-sub" "$s"
+    expect_eq "$1-sub chunks (all of the run)" "$(json_num chunks "$WORK/$1-sub.json")" $n
+    expect_eq "$1-sub gaps" "$(json_num gaps "$WORK/$1-sub.json")" 0
+    grep -q "publisher said BYE" "$WORK/$1-sub.log" || { cat "$WORK/$1-sub.log"; fail "$1: no BYE at the end"; }
+    expect_eq "$1 chunks_sent" "$(json_num chunks_sent "$WORK/$1.json")" $n
+    expect_eq "$1 chunks_unread_at_leave" "$(json_num chunks_unread_at_leave "$WORK/$1.json")" 0
+    expect_eq "$1 peers_dead" "$(pub "$1" peers_dead)" 0
+}
+end_run end-msg tcp msg
+end_run end-rdm 'tcp;ofi_rxm' rdm
 
 echo "shutdown: $checks checks passed"

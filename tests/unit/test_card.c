@@ -531,6 +531,41 @@ static void test_bad_status_in_readout_stats(void)
     rci_dma_ring_destroy(ring);
 }
 
+/* Poll mode spins no longer than its last stretch of work took
+ * (readout_thread.c, spin_limit): with poll_spin 10 s and a card that never
+ * brings anything, the thread sleeps at once. Before, it spun the whole
+ * poll_spin after every stretch of work (and at the start): no sleep in 10 s. */
+static void test_poll_spin_bounded_by_work(void)
+{
+    static struct script_bar s;
+    struct rci_card card = { &script_card_ops, { &script_ops, &s }, NULL };
+    script(&s, 1, (uint64_t[]){ 0 }, (uint64_t[]){ 0 });   /* never a block */
+    struct rci_dma_ring_params rp = { .size = RING, .unit_size = KB, .backend = RCI_MEM_ANON };
+    struct rci_dma_ring *ring;
+    char err[256];
+    CU_ASSERT_EQUAL_FATAL(rci_dma_ring_create(&rp, &ring, err, sizeof err), 0);
+    struct rci_card_params cp = card_params(RING, KB, FELIX_FMT_ABCE);
+    cp.max_chunk_size = 4 * KB;
+    cp.max_chunk_pieces = 4;
+    cp.max_chunks_in_flight = 4;
+    cp.poll_spin_ns = 10ull * 1000 * 1000 * 1000;
+    cp.poll_sleep_ns = 100000;
+    struct rci_readout *r;
+    CU_ASSERT_EQUAL_FATAL(rci_readout_create(&cp, ring, &card, refuse_chunk, NULL, &r, err,
+                                            sizeof err), 0);
+    CU_ASSERT_EQUAL_FATAL(rci_readout_start(r), 0);
+    struct rci_readout_stats st;
+    memset(&st, 0, sizeof st);
+    for (int i = 0; i < 5000 && st.sleeps < 3; i++) {   /* generous: 5 s, half the spin */
+        sleep_ms(1);
+        rci_readout_get_stats(r, &st);
+    }
+    rci_readout_stop(r);
+    CU_ASSERT(st.sleeps >= 3);
+    rci_readout_destroy(r);
+    rci_dma_ring_destroy(ring);
+}
+
 /* ---- timing-based behaviour, stepped by hand ---------------------------------- */
 
 /* Step and consume until the firmware finishes; returns elapsed ns. */
@@ -744,7 +779,8 @@ static void register_tests(void)
     RCI_SUITE("accessors", { "mmio on plain memory", test_mmio_accessors },
              { "scripted bad status", test_bad_status },
              { "status lagging a wrapping RD_POINTER write", test_status_lagging },
-             { "bad status in the readout's statistics", test_bad_status_in_readout_stats });
+             { "bad status in the readout's statistics", test_bad_status_in_readout_stats },
+             { "poll mode spins no longer than its work", test_poll_spin_bounded_by_work });
     RCI_SUITE("register model", { "empty at start", test_empty_at_start },
              { "full and empty, all parities", test_full_empty_parities },
              { "set_read split rule", test_set_read_split_rule },

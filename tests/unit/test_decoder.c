@@ -1745,6 +1745,184 @@ static void test_trailer_bit_flips(void)
     CU_ASSERT(flips > 0);
 }
 
+/* ---- block tap (rci_readout_set_block_tap) -------------------------------- */
+
+struct tap_rec {
+    uint32_t blocks[64];
+    uint64_t offsets[64];
+    unsigned n;
+    bool room;
+    unsigned room_asked;
+};
+
+static bool tap_room(void *ctx)
+{
+    struct tap_rec *t = ctx;
+    t->room_asked++;
+    return t->room;
+}
+
+static void tap_take(void *ctx, uint32_t block, uint64_t offset, uint32_t len)
+{
+    struct tap_rec *t = ctx;
+    CU_ASSERT_FATAL(t->n < 64);
+    CU_ASSERT_EQUAL(len, 4096);
+    t->blocks[t->n] = block;
+    t->offsets[t->n++] = offset;
+}
+
+static void put_whole(struct fx *f, unsigned elink, unsigned seq)
+{
+    struct tblk b;
+    tblk_begin(&b, FELIX_FMT_C0CE, f->p.block_size, elink, seq);
+    tblk_sub(&b, FELIX_SUB_WHOLE, NULL, 100, 0);
+    fx_put(f, &b);
+}
+
+/* The tap's reference holds a block after its chunks are released; given
+ * back out of order, the ring advances only once the oldest is back. */
+static void test_tap_holds_ring(void)
+{
+    struct fx *f = fx_open(FELIX_FMT_C0CE, 8);
+    uint32_t bs = f->p.block_size;
+    struct tap_rec t = { .room = true };
+    CU_ASSERT_EQUAL(rci_readout_set_block_tap(f->r, tap_room, tap_take, &t), 0);
+    CU_ASSERT_EQUAL(rci_readout_set_block_tap(f->r, tap_room, tap_take, &t), -EBUSY);
+    for (unsigned i = 0; i < 3; i++)
+        put_whole(f, 1, i);
+    CU_ASSERT_EQUAL(rci_readout_decode(f->r), 3);
+    CU_ASSERT_EQUAL_FATAL(t.n, 3);
+    for (unsigned i = 0; i < 3; i++) {
+        CU_ASSERT_EQUAL(t.blocks[i], i);
+        CU_ASSERT_EQUAL(t.offsets[i], (uint64_t)i * bs);
+    }
+    fx_release_all(f);
+    CU_ASSERT_EQUAL(fx_read(f), 0);                  /* chunks gone, stream refs held */
+    CU_ASSERT_FALSE(rci_readout_drained(f->r));
+    rci_readout_release_block(f->r, 2);
+    rci_readout_release_block(f->r, 1);
+    CU_ASSERT_EQUAL(fx_read(f), 0);                  /* block 0 still held */
+    rci_readout_release_block(f->r, 0);
+    CU_ASSERT_EQUAL(fx_read(f), 3 * bs);
+    CU_ASSERT_TRUE(rci_readout_drained(f->r));
+    struct rci_readout_stats s = fx_stats(f);
+    CU_ASSERT_EQUAL(s.tap_blocks, 3);
+    CU_ASSERT_EQUAL(s.tap_releases, 3);
+    CU_ASSERT_EQUAL(s.bad_tap_releases, 0);
+    fx_close(f);
+}
+
+/* Stream released first, chunks later: the chunk is then what holds. */
+static void test_tap_released_before_chunks(void)
+{
+    struct fx *f = fx_open(FELIX_FMT_C0CE, 8);
+    struct tap_rec t = { .room = true };
+    CU_ASSERT_EQUAL(rci_readout_set_block_tap(f->r, NULL, tap_take, &t), 0);
+    put_whole(f, 1, 0);
+    CU_ASSERT_EQUAL(rci_readout_decode(f->r), 1);
+    CU_ASSERT_EQUAL_FATAL(t.n, 1);
+    rci_readout_release_block(f->r, t.blocks[0]);
+    CU_ASSERT_EQUAL(fx_read(f), 0);
+    fx_release_all(f);
+    CU_ASSERT_EQUAL(fx_read(f), f->p.block_size);
+    fx_close(f);
+}
+
+/* Released from inside the tap call (a consumer done at once). */
+static struct fx *tap_now_fx;
+static void tap_release_now(void *ctx, uint32_t block, uint64_t offset, uint32_t len)
+{
+    tap_take(ctx, block, offset, len);
+    rci_readout_release_block(tap_now_fx->r, block);
+}
+
+static void test_tap_released_in_call(void)
+{
+    struct fx *f = fx_open(FELIX_FMT_C0CE, 8);
+    f->release_in_sink = true;
+    tap_now_fx = f;
+    struct tap_rec t = { .room = true };
+    CU_ASSERT_EQUAL(rci_readout_set_block_tap(f->r, NULL, tap_release_now, &t), 0);
+    for (unsigned i = 0; i < 20; i++) {   /* more than the ring: it must keep moving */
+        put_whole(f, 2, i);
+        CU_ASSERT_EQUAL(fx_read(f), (i + 1ull) * f->p.block_size);
+    }
+    CU_ASSERT_EQUAL(t.n, 20);
+    CU_ASSERT_TRUE(rci_readout_drained(f->r));
+    fx_close(f);
+}
+
+/* No room in the tap: nothing taken (a stall, counted), resumed later in
+ * order; bad blocks are tapped too (the stream is raw). */
+static void test_tap_room_stalls(void)
+{
+    struct fx *f = fx_open(FELIX_FMT_C0CE, 8);
+    f->release_in_sink = true;
+    struct tap_rec t = { .room = false };
+    CU_ASSERT_EQUAL(rci_readout_set_block_tap(f->r, tap_room, tap_take, &t), 0);
+    CU_ASSERT_EQUAL(rci_readout_decode(f->r), 0);
+    CU_ASSERT_EQUAL(t.room_asked, 0);                /* nothing written: not asked */
+    put_whole(f, 1, 0);
+    struct tblk b;
+    tblk_begin_marker(&b, FELIX_FMT_C0CE, f->p.block_size, 1, 1, 0x1234);   /* bad marker */
+    fx_put(f, &b);
+    put_whole(f, 1, 2);
+    CU_ASSERT_EQUAL(rci_readout_decode(f->r), 0);
+    CU_ASSERT_EQUAL(t.n, 0);
+    CU_ASSERT_EQUAL(rci_dma_ring_taken_pos(f->ring), 0);
+    CU_ASSERT(fx_stats(f).tap_stalls >= 1);
+    CU_ASSERT_FALSE(rci_readout_drained(f->r));
+    t.room = true;
+    CU_ASSERT_EQUAL(rci_readout_decode(f->r), 2);
+    CU_ASSERT_EQUAL_FATAL(t.n, 3);
+    CU_ASSERT_EQUAL(t.blocks[1], 1);                  /* the bad block too */
+    CU_ASSERT_EQUAL(fx_stats(f).bad_header, 1);
+    CU_ASSERT_EQUAL(fx_read(f), 0);
+    for (unsigned i = 0; i < 3; i++)
+        rci_readout_release_block(f->r, t.blocks[i]);
+    CU_ASSERT_EQUAL(fx_read(f), 3ull * f->p.block_size);
+    fx_close(f);
+}
+
+/* A block released twice, never tapped or out of range: rejected, counted,
+ * the ring's accounting untouched. */
+static void test_tap_bad_releases(void)
+{
+    struct fx *f = fx_open(FELIX_FMT_C0CE, 8);
+    f->release_in_sink = true;
+    struct tap_rec t = { .room = true };
+    rci_readout_release_block(f->r, 0);               /* no tap yet */
+    CU_ASSERT_EQUAL(rci_readout_set_block_tap(f->r, NULL, tap_take, &t), 0);
+    put_whole(f, 1, 0);
+    put_whole(f, 1, 1);
+    CU_ASSERT_EQUAL(rci_readout_decode(f->r), 2);
+    rci_readout_release_block(f->r, 0);
+    rci_readout_release_block(f->r, 0);               /* twice */
+    rci_readout_release_block(f->r, 8);               /* out of range */
+    rci_readout_release_block(f->r, 5);               /* never taken */
+    CU_ASSERT_EQUAL(fx_read(f), f->p.block_size);     /* block 1 still held */
+    struct rci_readout_stats s = fx_stats(f);
+    CU_ASSERT_EQUAL(s.bad_tap_releases, 4);
+    CU_ASSERT_EQUAL(s.tap_releases, 1);
+    CU_ASSERT_EQUAL(s.bad_releases, 0);
+    rci_readout_release_block(f->r, 1);
+    CU_ASSERT_EQUAL(fx_read(f), 2ull * f->p.block_size);
+    fx_close(f);
+}
+
+/* A tap set after decoding began would meet blocks it holds no reference on. */
+static void test_tap_set_late(void)
+{
+    struct fx *f = fx_open(FELIX_FMT_C0CE, 8);
+    struct tap_rec t = { .room = true };
+    CU_ASSERT_EQUAL(rci_readout_set_block_tap(f->r, NULL, NULL, &t), -EINVAL);
+    put_whole(f, 1, 0);
+    CU_ASSERT_EQUAL(rci_readout_decode(f->r), 1);
+    CU_ASSERT_EQUAL(rci_readout_set_block_tap(f->r, NULL, tap_take, &t), -EINVAL);
+    fx_release_all(f);
+    fx_close(f);
+}
+
 static void register_tests(void)
 {
     RCI_SUITE("decoder",
@@ -1774,6 +1952,13 @@ static void register_tests(void)
              { "sink -EAGAIN", test_sink_again },
              { "sink error drops the chunk", test_sink_error_drops },
              { "sink takes part of a burst", test_sink_takes_part_of_a_burst });
+    RCI_SUITE("block tap",
+             { "stream refs hold the ring, released out of order", test_tap_holds_ring },
+             { "stream released before the chunks", test_tap_released_before_chunks },
+             { "released inside the tap call", test_tap_released_in_call },
+             { "no room stalls, bad blocks tapped too", test_tap_room_stalls },
+             { "bad block releases counted", test_tap_bad_releases },
+             { "set late or without a tap function", test_tap_set_late });
     RCI_SUITE("randomized", { "1e5 chunks, random interleaving and release", test_randomized });
     RCI_SUITE("corrupt trailers", { "every single-bit flip of every trailer", test_trailer_bit_flips });
 }

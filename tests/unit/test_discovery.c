@@ -13,6 +13,7 @@
 
 #include "cunit_main.h"
 #include "net/discovery.h"
+#include "net/pub_internal.h"
 #include "common/monotonic.h"
 #include "ringcast/discover.h"
 #include "ringcast/pub.h"
@@ -240,7 +241,7 @@ struct two_pubs {
     struct rc_pub *pub[2];
     rc_pub_peer peer[2];
     unsigned subscribed[2], completions;
-    uint8_t region[64];
+    uint8_t region[8192];          /* 0..31: the two small chunks; 64..: the 2-fragment chunk */
     unsigned received[2], bad;
     unsigned found, gone, connected;
     uint64_t found_first, found_last;
@@ -325,8 +326,13 @@ static void tp_poll(struct two_pubs *t, struct rc_discover *d)
  * its connection is dropped while still up and parked with the view: when
  * the view is released the parked connection is destroyed while connected,
  * and its on_disconnect must find its slot still allocated (under ASan a
- * freed slot is a use after free). */
-static void discover_two_publishers(bool views, bool live)
+ * freed slot is a use after free). partial (with live): publisher 1 then
+ * sends a chunk of two fragments whose second post it holds (fault
+ * hold_after), so the connection is parked while it gathers that chunk: a
+ * gather that can never end (the parked connection is not polled) must not
+ * count as a view of the program's, or the parked connection would never be
+ * destroyed; it is counted as a reassembly drop. */
+static void discover_two_publishers(bool views, bool live, bool partial)
 {
     static struct two_pubs t;
     memset(&t, 0, sizeof t);
@@ -362,9 +368,14 @@ static void discover_two_publishers(bool views, bool live)
         CU_ASSERT_EQUAL_FATAL(rci_disc_open(&dp, &announcer[i], err, sizeof err), 0);
         CU_ASSERT_EQUAL_FATAL(rci_disc_announce(announcer[i], &e, 1, err, sizeof err), 0);
     }
+    if (partial) {   /* white box: struct rc_pub's first member is its rci_publisher (api/client_pub.c) */
+        struct rci_publisher *ip = *(struct rci_publisher **)t.pub[1];
+        ip->fab.params.faults.hold_after = 3;   /* post 1: tag 100's chunk; 2, 3: the big chunk's fragments */
+    }
     struct rc_discover_params p;
     rc_discover_params_default(&p);
     CU_ASSERT_STRING_EQUAL(p.prefix, "/ringcast/");
+    p.sub.rx_buffer_size = 4096;   /* the 6000-byte chunk comes in two fragments */
     snprintf(p.url, sizeof p.url, "%s", dp.url);
     p.refresh_ns = 100000000ull;
     p.ctx = &t;
@@ -402,6 +413,21 @@ static void discover_two_publishers(bool views, bool live)
     CU_ASSERT_EQUAL(rc_discover_publisher(d, 0, &pub, &ss), 0);
     CU_ASSERT_EQUAL(ss.chunks, 1);
     CU_ASSERT_EQUAL(rc_discover_publisher(d, 2, &pub, &ss), -ENOENT);
+    if (partial) {   /* fragment 0 arrives and is gathered; fragment 1 never comes */
+        struct iovec big = {t.region + 64, 6000};
+        CU_ASSERT_EQUAL(rc_pub_send(t.pub[1], t.peer[1], 101, 0, &big, 1, 2), 0);
+        size_t i1 = rc_discover_count(d);
+        for (size_t i = 0; i < rc_discover_count(d); i++)
+            if (rc_discover_publisher(d, i, &pub, &ss) == 0 && pub.port == base + 1)
+                i1 = i;
+        CU_ASSERT_FATAL(i1 < rc_discover_count(d));
+        do {
+            tp_poll(&t, d);
+            CU_ASSERT_EQUAL_FATAL(rc_discover_publisher(d, i1, &pub, &ss), 0);
+        } while (ss.fragments == 0 && rci_now_ns() < until);
+        CU_ASSERT_EQUAL(ss.fragments, 1);
+        CU_ASSERT_EQUAL(ss.views_outstanding, 2);   /* the kept view and the gather */
+    }
     /* publisher 1 stops: entry withdrawn, connection closed -> GONE */
     CU_ASSERT_EQUAL(rci_disc_withdraw(announcer[1], err, sizeof err), 0);
     if (!live) {
@@ -418,6 +444,7 @@ static void discover_two_publishers(bool views, bool live)
     CU_ASSERT_EQUAL(st.found, 2);
     CU_ASSERT_EQUAL(st.gone, 1);
     CU_ASSERT_EQUAL(st.total.chunks, 2);   /* the dropped connection's chunk stays in the total */
+    CU_ASSERT_EQUAL(st.total.reassembly_drops, partial ? 1 : 0);   /* the gather parked with it */
     CU_ASSERT(st.lookups > 0 && st.lookup_failures == 0);
     CU_ASSERT_EQUAL(st.total.views_outstanding, views ? 1 : 0);
     if (views) {
@@ -443,9 +470,10 @@ static void discover_two_publishers(bool views, bool live)
     CU_ASSERT_EQUAL(system(cmd), 0);
 }
 
-static void test_discover_two_publishers(void) { discover_two_publishers(false, false); }
-static void test_discover_two_publishers_views(void) { discover_two_publishers(true, false); }
-static void test_discover_views_parked_live(void) { discover_two_publishers(true, true); }
+static void test_discover_two_publishers(void) { discover_two_publishers(false, false, false); }
+static void test_discover_two_publishers_views(void) { discover_two_publishers(true, false, false); }
+static void test_discover_views_parked_live(void) { discover_two_publishers(true, true, false); }
+static void test_discover_parked_gathering(void) { discover_two_publishers(true, true, true); }
 
 static void test_discover_refuses(void)
 {
@@ -475,6 +503,8 @@ static void register_tests(void)
               {"two publishers over dir:, views kept past a publisher's end", test_discover_two_publishers_views},
               {"views kept past a live publisher's withdrawn entry (parked while connected)",
                test_discover_views_parked_live},
+              {"a connection parked while it gathers a chunk is destroyed once the program's views are released",
+               test_discover_parked_gathering},
               {"refuses bad parameters", test_discover_refuses});
 }
 

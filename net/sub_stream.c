@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* sub_stream.c — the block-stream subscriber's ring and the checks of every
+ * span (sub_stream.h). */
+#include "net/sub_stream.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/errbuf.h"
+#include "net/rma_ring.h"
+
+int rci_sub_stream_create(struct rci_sub_stream *r, uint64_t size, char *err, size_t errlen)
+{
+    memset(r, 0, sizeof *r);
+    if (size % RCI_SUB_STREAM_UNIT || size < RCI_WIRE_RMA_MIN_RING || size > RCI_WIRE_RMA_MAX_RING) {
+        rci_set_err(err, errlen, "stream_ring_size %" PRIu64 ": a multiple of %u in [%u, %llu] bytes", size,
+                    RCI_SUB_STREAM_UNIT, RCI_WIRE_RMA_MIN_RING, (unsigned long long)RCI_WIRE_RMA_MAX_RING);
+        return -EINVAL;
+    }
+    struct rci_dma_ring_params p = { .size = size, .unit_size = RCI_SUB_STREAM_UNIT, .backend = RCI_MEM_ANON,
+                                     .lock_memory = false };
+    int rc = rci_dma_ring_create(&p, &r->ring, err, errlen);
+    if (rc)
+        return rc;
+    r->mem = rci_dma_ring_addr(r->ring);
+    r->size = size;
+    return 0;
+}
+
+void rci_sub_stream_destroy(struct rci_sub_stream *r)
+{
+    rci_fabric_mr_close(&r->mr);
+    rci_dma_ring_destroy(r->ring);
+    memset(r, 0, sizeof *r);
+}
+
+bool rci_sub_stream_idle(const struct rci_sub_stream *r)
+{
+    return rci_dma_ring_read_pos(r->ring) == rci_dma_ring_written_pos(r->ring);
+}
+
+void rci_sub_stream_start(struct rci_sub_stream *r)
+{
+    uint64_t read = rci_dma_ring_read_pos(r->ring);
+    r->base = read - read % r->size;
+    r->start = r->expect = r->credit_sent = read % r->size;
+    r->nheld = 0;
+    r->on = false;
+}
+
+int rci_sub_stream_connect(struct rci_sub_stream *r, struct rci_fabric *f, struct fid_ep *ep,
+                           struct rci_wire_hello_rma *ring, uint64_t *start_offset, char *err, size_t errlen)
+{
+    rci_sub_stream_start(r);
+    int rc = rci_fabric_mr_reg(f, r->mem, r->size, FI_REMOTE_WRITE, ep, &r->mr, err, errlen);
+    if (rc)
+        return rc;
+    *ring = (struct rci_wire_hello_rma){
+        .base = f->mr_virt_addr ? (uint64_t)(uintptr_t)r->mem : 0,
+        .len = r->size,
+        .key = fi_mr_key(r->mr.mr),
+    };
+    *start_offset = r->start;
+    return 0;
+}
+
+void rci_sub_stream_disconnect(struct rci_sub_stream *r)
+{
+    rci_fabric_mr_close(&r->mr);
+    r->on = false;
+    r->nheld = 0;
+}
+
+static int bad(struct rci_sub_stream *r, const char *fmt, uint64_t a, uint64_t b)
+{
+    char what[120];
+    snprintf(what, sizeof what, fmt, a, b);
+    rci_set_err(r->why, sizeof r->why, "bad stream span: %s", what);
+    return -EPROTO;
+}
+
+/* Whole blocks, inside the ring, not past the space we gave back. */
+static int check_span(struct rci_sub_stream *r, uint64_t off, uint32_t len)
+{
+    if (len == 0 || len % r->block_size || off % r->block_size)
+        return bad(r, "%" PRIu64 " B at offset %" PRIu64 " not whole blocks", len, off);
+    if (off >= r->size || len > r->size - off)
+        return bad(r, "%" PRIu64 " B at offset %" PRIu64 " outside the ring", len, off);
+    return 0;
+}
+
+/* Connection position of a span at ring offset off that comes after expect. */
+static uint64_t position_of(const struct rci_sub_stream *r, uint64_t off)
+{
+    return r->expect + (off + r->size - r->expect % r->size) % r->size;
+}
+
+static int take(struct rci_sub_stream *r, uint32_t len)
+{
+    if (r->expect + len > r->credit_sent + r->size)
+        return bad(r, "%" PRIu64 " B at position %" PRIu64 " past the credited space", len, r->expect);
+    r->expect += len;
+    rci_dma_ring_note_written(r->ring, r->base + r->expect);
+    return 0;
+}
+
+int rci_sub_stream_arrived(struct rci_sub_stream *r, uint64_t imm, uint64_t *spans, uint64_t *bytes)
+{
+    uint64_t off = rci_rma_imm_offset(imm);
+    uint32_t len = rci_rma_imm_len(imm);
+    if (!r->on)
+        return bad(r, "%" PRIu64 " B at offset %" PRIu64 " written before WELCOME granted the stream", len, off);
+    if (check_span(r, off, len))
+        return -EPROTO;
+    if (off != r->expect % r->size) {   /* before its turn */
+        uint64_t pos = position_of(r, off);
+        if (pos + len > r->credit_sent + r->size)
+            return bad(r, "%" PRIu64 " B at offset %" PRIu64 " out of turn, past the credited space", len, off);
+        if (r->nheld == RCI_SUB_STREAM_HOLD)
+            return bad(r, "more than %" PRIu64 " spans out of turn (at offset %" PRIu64 ")",
+                       RCI_SUB_STREAM_HOLD, off);
+        for (uint32_t i = 0; i < r->nheld; i++)
+            if (r->held[i].off == off)
+                return bad(r, "%" PRIu64 " B at offset %" PRIu64 " written twice", len, off);
+        r->held[r->nheld++] = (struct rci_sub_stream_held){ off, len };
+        return 0;
+    }
+    if (take(r, len))
+        return -EPROTO;
+    (*spans)++;
+    *bytes += len;
+    for (uint32_t i = 0; i < r->nheld;) {   /* held spans whose turn came */
+        if (r->held[i].off != r->expect % r->size) {
+            i++;
+            continue;
+        }
+        uint32_t hlen = r->held[i].len;
+        r->held[i] = r->held[--r->nheld];
+        if (take(r, hlen))
+            return -EPROTO;
+        (*spans)++;
+        *bytes += hlen;
+        i = 0;
+    }
+    return 1;
+}
+
+uint64_t rci_sub_stream_credit_due(struct rci_sub_stream *r, bool force)
+{
+    uint64_t read = rci_dma_ring_read_pos(r->ring) - r->base;
+    if (read <= r->credit_sent)
+        return 0;
+    /* A quarter of the ring at a time, but everything once the publisher
+     * is (nearly) out of room: decoded blocks then wait for CREDIT, and
+     * chunks left open in the ring are copied out or dropped by the
+     * decoder only when it sees the ring completely full. */
+    bool publisher_short = r->credit_sent + r->size - r->expect < r->size / 4;
+    if (!force && !publisher_short && read - r->credit_sent < r->size / 4)
+        return 0;
+    return read;
+}

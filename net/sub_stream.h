@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* sub_stream.h — a block stream on the subscriber side (net/README.md,
+ * "Block stream"): the ring the publisher writes a card's blocks into, the
+ * checks every span passes before it is decoded, and the hook through which
+ * the decoder (which net/ may not include: api/client_stream.c) is driven.
+ *
+ * The ring is a dma/ ring with 1 KiB units (every block size is a multiple):
+ * the decoder over it (readout.h, card = NULL) takes blocks from it and gives
+ * them back, in any order and from any thread, as their chunks' views are
+ * released; the read position it reaches is what CREDIT gives back.
+ *
+ * Connection positions: the publisher's positions of a connection start at
+ * the ring offset HELLO named (start_offset = the ring's read position modulo
+ * its size: nothing of the old connection may be held then); connection
+ * position q is ring position base + q, base = read - read % size.
+ *
+ * A span completion (immediate data: offset / 8 and length, net/rma_ring.h)
+ * is taken when it starts where the previous span ended, is a whole number
+ * of blocks inside the ring and lies inside credited space; one before its
+ * turn is held (at most RCI_SUB_STREAM_HOLD); anything else is bad
+ * (counted; the connection ends). */
+#ifndef RCI_SUB_STREAM_H
+#define RCI_SUB_STREAM_H
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+#include "dma/dma_ring.h"
+#include "net/fabric.h"
+#include "net/wire.h"
+#include "ringcast/sub.h"
+
+#define RCI_SUB_STREAM_HOLD 64u
+#define RCI_SUB_STREAM_UNIT 1024u
+
+/* The decoder's side, given to rci_sub_create (api/client_stream.c). Every
+ * hook runs on the subscriber's thread (inside rc_sub_poll / destroy). */
+struct rci_sub_stream_ops {
+    /* WELCOME granted the stream: decode blocks of block_size over ring
+     * (first time, or the block size changed: the hook creates its decoder).
+     * 0, or -errno with the reason in err (the connection ends). */
+    int  (*open)(void *ctx, struct rc_sub *s, struct rci_dma_ring *ring, uint32_t block_size,
+                 uint64_t tag_base, char *err, size_t errlen);
+    /* New blocks noted written (or views released): decode what is there,
+     * advance the ring over what is given back. */
+    void (*decode)(void *ctx);
+    /* The connection ended: decode what is complete, cut the chunks left
+     * open (their ends will not come). */
+    void (*disconnect)(void *ctx);
+    /* The decoder's figures into st->stream_* (decoder counters). */
+    void (*stats)(void *ctx, struct rc_sub_stats *st);
+    void (*destroy)(void *ctx);
+    void *ctx;
+};
+
+struct rci_sub_stream_held { uint64_t off; uint32_t len; };
+
+struct rci_sub_stream {
+    struct rci_dma_ring *ring;     /* allocated once (create) */
+    uint8_t *mem;
+    uint64_t size;
+    struct rci_fabric_mr mr;       /* registered per connection */
+    bool on;                       /* this connection: the publisher writes */
+    uint32_t block_size;
+    uint64_t base;                 /* ring position of connection position 0 */
+    uint64_t start;                /* connection position of the first span (HELLO's start_offset) */
+    uint64_t expect;               /* connection position where the next span starts */
+    uint64_t credit_sent;          /* connection position last given back (CREDIT) */
+    struct rci_sub_stream_held held[RCI_SUB_STREAM_HOLD];
+    uint32_t nheld;
+    char why[160];                 /* the last bad span */
+};
+
+/* Allocate the ring (size: a multiple of RCI_SUB_STREAM_UNIT,
+ * RCI_WIRE_RMA_MIN_RING..MAX). */
+int  rci_sub_stream_create(struct rci_sub_stream *r, uint64_t size, char *err, size_t errlen);
+void rci_sub_stream_destroy(struct rci_sub_stream *r);
+/* Nothing taken and not given back: a new connection may start. */
+bool rci_sub_stream_idle(const struct rci_sub_stream *r);
+/* A new connection: register the ring for remote write, fill what HELLO
+ * announces. Only while idle. */
+int  rci_sub_stream_connect(struct rci_sub_stream *r, struct rci_fabric *f, struct fid_ep *ep,
+                           struct rci_wire_hello_rma *ring, uint64_t *start_offset, char *err, size_t errlen);
+/* The positions part of connect (tests use it without a fabric). */
+void rci_sub_stream_start(struct rci_sub_stream *r);
+void rci_sub_stream_disconnect(struct rci_sub_stream *r);
+/* A span completion: 1 when it (and perhaps held ones after it) was taken:
+ * the ring's written position moved, decode; 0 held; -EPROTO bad (r->why). */
+int  rci_sub_stream_arrived(struct rci_sub_stream *r, uint64_t imm, uint64_t *spans, uint64_t *bytes);
+/* Connection position to give back in CREDIT, or 0 when not worth a message
+ * (under a quarter of the ring more than credit_sent while the publisher
+ * has over a quarter of the ring left to write; force: any progress). */
+uint64_t rci_sub_stream_credit_due(struct rci_sub_stream *r, bool force);
+
+/* Called by the decoder's sink (inside ops->decode): hand one chunk on as a
+ * view (on_view) or to on_data; key goes back by release(ctx, key) once the
+ * program is done with it (at once for on_data, at the view's last release).
+ * pieces: the chunk's bytes in the ring (or the decoder's spill area). */
+void rci_sub_stream_deliver(struct rc_sub *s, uint64_t tag, uint32_t flags, const struct iovec *pieces,
+                            unsigned n, uint32_t len, uint64_t key, void (*release)(void *ctx, uint64_t key),
+                            void *ctx);
+
+/* The subscriber with a block-stream decoder (ops for delivery =
+ * RC_SUB_DELIVERY_STREAM, NULL otherwise); rc_sub_create in api/ calls it.
+ * ops->destroy runs in rc_sub_destroy (also when this fails after taking ops). */
+int  rci_sub_create(const struct rc_sub_params *params, const struct rci_sub_stream_ops *ops,
+                    struct rc_sub **out, char *err, size_t errlen);
+
+#endif

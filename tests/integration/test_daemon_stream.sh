@@ -1,0 +1,171 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Block streams through the real daemon (README.md, "Block stream";
+# pipeline/README.md): a stream subscriber (ringcast-sub --stream 0: the
+# card's blocks written as they are into its ring, decoded there) and a tag
+# subscriber of every tag receive a fixed run bit-exact and gap-free
+# together, over tcp (msg), tcp;ofi_rxm (rdm) and shm (rdm, 4 KiB blocks);
+# a 64 KiB stream ring wraps hundreds of times; a stream subscriber
+# SIGKILLed mid-run gives every block back (keys_outstanding 0) and the tag
+# subscriber sees no gap; --out and --hold work on the stream's views; under slow_policy = drop a stream subscriber that
+# stops reading loses only its own blocks (the daemon's blocks_dropped), and
+# a slow one's decoder counts the sequence gaps, with no corrupt chunk; a stream of a
+# card the daemon does not have is refused, with the reason, at both ends.
+. "$(dirname "$0")/lib.sh"
+
+PORT=$(port_base 14000)
+TAGS=0-0xffff
+
+check_daemon_clean() { # check_daemon_clean NAME
+    f="$WORK/$1.json"
+    expect_eq "$1 keys_outstanding" "$(json_num keys_outstanding "$f")" 0
+    expect_eq "$1 ring_bytes_in_use" "$(json_num ring_bytes_in_use "$f")" 0
+    expect_eq "$1 rma_bad_credits" "$(pub "$1" rma_bad_credits)" 0
+}
+
+stream_of() { grep -o '"stream":{[^}]*}' "$WORK/$1.json" | head -n 1 | grep -o "\"$2\":[0-9]*" | cut -d: -f2; }
+
+# start_stream NAME PROVIDER ENDPOINT OPTIONS...: a stream subscriber of card 0 ($sub).
+start_stream() {
+    sname=$1; prov=$2; ep=$3; shift 3
+    timeout --foreground -k 10 60 "$BIN/ringcast-sub" --connect "127.0.0.1:$PORT" --provider "$prov" \
+        --endpoint "$ep" --stream 0 --json "$@" >"$WORK/$sname.json" 2>"$WORK/$sname.log" &
+    sub=$!
+}
+
+check_stream_clean() { # check_stream_clean NAME: the decoder saw a clean stream
+    for k in bad_spans bad_header seq_gaps malformed orphans oversize bad_start chunks_dropped chunks_incomplete; do
+        expect_eq "$1 stream $k" "$(stream_of "$1" $k)" 0
+    done
+}
+
+# mixed_run NAME PROVIDER ENDPOINT CHUNKS STREAM-OPTIONS -- DAEMON-OVERRIDES...
+mixed_run() {
+    name=$1; prov=$2; ep=$3; n=$4; shift 4
+    s_opts=
+    while [ "$1" != "--" ]; do s_opts="$s_opts $1"; shift; done
+    shift
+    start_daemon "$name" -o "fabric.provider=$prov" -o "fabric.endpoint=$ep" -o readout.wait_subscribers=2 \
+        -o readout.linger=20s -o sim.0.run_chunks="$n" "$@"
+    # shellcheck disable=SC2086
+    start_stream "$name-stream" "$prov" "$ep" --verify --count "$n" $s_opts; sub_a=$sub
+    start_sub "$name-tags" "$prov" "$ep" --verify --count "$n"; sub_b=$sub
+    wait_sub "$name-stream" "$sub_a"
+    wait_sub "$name-tags" "$sub_b"
+    wait_daemon "$name"
+    check_sub_exact "$name-stream" "$n"
+    check_sub_exact "$name-tags" "$n"
+    check_stream_clean "$name-stream"
+    expect_eq "$name-stream delivery" "$(grep -o '"delivery":"[a-z]*"' "$WORK/$name-stream.json")" '"delivery":"stream"'
+    expect_gt "$name-stream spans" "$(stream_of "$name-stream" spans)" 0
+    expect_eq "$name stream spans = the subscriber's" "$(stream_of "$name" spans)" "$(stream_of "$name-stream" spans)"
+    expect_eq "$name stream_subscribers" "$(pub "$name" stream_subscribers)" 1
+    expect_eq "$name blocks_dropped" "$(stream_of "$name" blocks_dropped)" 0
+    expect_eq "$name chunks_sent (the tag subscriber's)" "$(json_num chunks_sent "$WORK/$name.json")" "$n"
+    check_daemon_clean "$name"
+    PORT=$((PORT + 1))
+}
+
+# tcp: also --out (every chunk recorded from its view) and --hold (views
+# kept and released late and out of order: the ring's blocks come back then).
+mixed_run stream-tcp tcp msg 20000 --out "$WORK/stream-tcp.rec" --hold 100 -- -o sim.0.chunk_size_min=16 \
+    -o sim.0.chunk_size_max=9000
+expect_eq "stream-tcp-stream out_records" "$(json_num out_records "$WORK/stream-tcp-stream.json")" 20000
+expect_eq "stream-tcp-stream out_lost" "$(json_num out_lost "$WORK/stream-tcp-stream.json")" 0
+expect_gt "stream-tcp-stream held" "$(json_num held "$WORK/stream-tcp-stream.json")" 1000
+expect_eq "stream-tcp-stream held_corrupt" "$(json_num held_corrupt "$WORK/stream-tcp-stream.json")" 0
+expect_eq "stream-tcp-stream views_outstanding" "$(json_num views_outstanding "$WORK/stream-tcp-stream.json")" 0
+"$BIN/ringcast-dump" "$WORK/stream-tcp.rec" --stats >"$WORK/stream-tcp.dump" || fail "ringcast-dump of the stream's --out"
+ok "stream-tcp: ringcast-dump reads the stream's --out file"
+mixed_run stream-rxm "tcp;ofi_rxm" rdm 20000 -- -o sim.0.chunk_size_min=16 -o sim.0.chunk_size_max=9000
+# shm: spans of at most its inject size (4096 B): one 4 KiB block per write.
+mixed_run stream-shm shm rdm 10000 -- -o sim.0.chunk_size_min=16 -o sim.0.chunk_size_max=9000
+# A 256 KiB ring (64 blocks, writes of at most 8) wraps ~350 times under
+# 20000 chunks of up to 3 blocks on 8 interleaved e-links (chunks left open
+# hold at most 24 blocks: a ring smaller than what open chunks hold loses
+# chunks, counted, as a card's ring would).
+mixed_run stream-wrap tcp msg 20000 --stream-ring-size 262144 -- -o sim.0.chunk_size_min=8 \
+    -o sim.0.chunk_size_max=9000
+expect_gt "stream-wrap credits_sent (wraps)" "$(stream_of stream-wrap-stream credits_sent)" 1000
+
+# SIGKILL of the stream subscriber mid-run: every block comes back, the tag
+# subscriber gets every chunk.
+kill_run() { # kill_run NAME PROVIDER ENDPOINT
+    name=$1; prov=$2; ep=$3; n=40000
+    start_daemon "$name" -o "fabric.provider=$prov" -o "fabric.endpoint=$ep" -o readout.wait_subscribers=2 \
+        -o sim.0.run_chunks=$n -o sim.0.rate=20000chunks/s -o fabric.peer_timeout=1s -o fabric.heartbeat=200ms \
+        -o sim.0.chunk_size_min=16 -o sim.0.chunk_size_max=9000
+    start_sub "$name-tags" "$prov" "$ep" --verify --count $n; sub_a=$sub
+    start_stream "$name-stream" "$prov" "$ep" --verify --duration 50; sub_b=$sub
+    wait_cards_started "$name"
+    sleep 0.5
+    victim=$(pgrep -P "$sub_b" ringcast-sub)
+    [ -n "$victim" ] || fail "$name: no subscriber to kill"
+    kill -KILL "$victim"
+    wait "$sub_b" 2>/dev/null
+    wait "$sub_a" || { cat "$WORK/$name.log" "$WORK/$name-tags.log"; fail "$name-tags: ringcast-sub failed"; }
+    wait_daemon "$name"
+    check_sub_exact "$name-tags" $n
+    expect_eq "$name stream_subscribers" "$(pub "$name" stream_subscribers)" 1
+    expect_gt "$name stream spans before the kill" "$(stream_of "$name" spans)" 0
+    expect_eq "$name peers_dead" "$(pub "$name" peers_dead)" 1
+    check_daemon_clean "$name"
+    PORT=$((PORT + 1))
+}
+kill_run stream-kill-tcp tcp msg
+kill_run stream-kill-rxm "tcp;ofi_rxm" rdm
+kill_run stream-kill-shm shm rdm
+
+# slow_policy = drop: a stream subscriber that stops reading (--stall-after:
+# it gives no space back) loses only its own blocks; the tag subscriber gets
+# every chunk and the card is not held.
+name=stream-drop; n=9000
+start_daemon "$name" -o fabric.provider=tcp -o fabric.endpoint=msg -o readout.slow_policy=drop \
+    -o readout.wait_subscribers=2 -o sim.0.run_chunks=$n -o sim.0.rate=3000chunks/s -o card.0.ring_size=4M
+start_sub "$name-v" tcp msg --verify --count $n --duration 40; sub_v=$sub
+start_stream "$name-s" tcp msg --stall-after 300 --duration 50 --stream-ring-size 262144; sub_s=$sub
+wait_sub "$name-v" "$sub_v"
+wait_daemon "$name"
+kill -TERM "$sub_s" 2>/dev/null
+wait "$sub_s"
+check_sub_exact "$name-v" $n
+expect_gt "$name blocks_dropped (the stalled stream subscriber's own)" "$(stream_of "$name" blocks_dropped)" 0
+check_daemon_clean "$name"
+PORT=$((PORT + 1))
+
+# slow_policy = drop with a slow stream subscriber (it decodes, slowly:
+# --slow-us): the blocks it has no room for are dropped for it; its decoder
+# counts the sequence gaps, drops the chunks they cut, and hands on no corrupt
+# chunk; every key comes back.
+name=stream-gaps; n=6000
+start_daemon "$name" -o fabric.provider=tcp -o fabric.endpoint=msg -o readout.slow_policy=drop \
+    -o readout.slow_cut_after=0 -o readout.wait_subscribers=1 -o sim.0.run_chunks=$n -o sim.0.rate=3000chunks/s \
+    -o sim.0.chunk_size_min=16 -o sim.0.chunk_size_max=9000
+start_stream "$name-s" tcp msg --verify --slow-us 2000 --duration 40 --stream-ring-size 131072; sub_s=$sub
+wait_daemon "$name"
+kill -TERM "$sub_s" 2>/dev/null
+wait "$sub_s"   # exit status 1: verification saw the gaps
+expect_gt "$name blocks_dropped" "$(stream_of "$name" blocks_dropped)" 0
+expect_gt "$name-s decoder seq_gaps" "$(stream_of "$name-s" seq_gaps)" 0
+expect_gt "$name-s verify gaps" "$(json_num gaps "$WORK/$name-s.json")" 0
+expect_eq "$name-s corrupt" "$(json_num corrupt "$WORK/$name-s.json")" 0
+expect_eq "$name-s bad_spans" "$(stream_of "$name-s" bad_spans)" 0
+check_daemon_clean "$name"
+PORT=$((PORT + 1))
+
+# A card the daemon does not have: BYE(refused) with the reason, at both ends.
+name=stream-refused
+start_daemon "$name" -o fabric.provider=tcp -o fabric.endpoint=msg -o sim.0.run_chunks=10 -o readout.wait_subscribers=1
+timeout -k 5 20 "$BIN/ringcast-sub" --connect "127.0.0.1:$PORT" --stream 7 --duration 2 --json \
+    >"$WORK/$name-s.json" 2>"$WORK/$name-s.log"
+grep -q "no such card" "$WORK/$name-s.log" || { cat "$WORK/$name-s.log"; fail "$name: the subscriber does not say why"; }
+ok "$name: the subscriber says why"
+expect_gt "$name-s refused" "$(json_num refused "$WORK/$name-s.json")" 0
+kill -TERM "$daemon"
+wait "$daemon"
+expect_gt "$name stream_refused" "$(pub "$name" stream_refused)" 0
+grep -q "block stream refused: the publisher has no such card" "$WORK/$name.log" || \
+    { cat "$WORK/$name.log"; fail "$name: the daemon does not log the refusal"; }
+ok "$name: the daemon logs the refusal"
+
+echo "test_daemon_stream: $checks checks passed"

@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* test_stream.c — block streams without a fabric (README.md, "Block
+ * stream"): the wire's stream parts of HELLO and WELCOME (built, checked,
+ * read back; every bad field rejected), and the subscriber's span checks
+ * (net/sub_stream.[ch]): spans in turn, out of turn (held, then taken),
+ * and every kind of bad span; the credit rule. The whole path through the
+ * daemon is tests/integration/test_daemon_stream.sh. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "net/rma_ring.h"
+#include "net/sub_stream.h"
+#include "net/wire.h"
+#include "tests/unit/cunit_main.h"
+
+/* ---- wire ----------------------------------------------------------------------- */
+
+static size_t stream_hello(uint8_t *msg, size_t cap, const struct rci_wire_hello_stream *st)
+{
+    static const uint8_t addr[16] = {1, 2, 3};
+    ssize_t len = rci_wire_build_hello(msg, cap, 42, 8192, addr, sizeof addr);
+    struct rci_wire_hello_rma ring = { .base = 0, .len = 1u << 20, .key = 7 };
+    len = rci_wire_add_hello_rma(msg, cap, (size_t)len, &ring);
+    CU_ASSERT_FATAL(len > 0);
+    return (size_t)rci_wire_add_hello_stream(msg, cap, (size_t)len, st);
+}
+
+static void test_wire_hello(void)
+{
+    uint8_t msg[256];
+    struct rci_wire_hello_stream st = { .card = 3, .start_offset = 8192 }, got;
+    ssize_t len = (ssize_t)stream_hello(msg, sizeof msg, &st);
+    CU_ASSERT_EQUAL_FATAL(len, 24 + 16 + 24 + 16);
+    CU_ASSERT_EQUAL(rci_wire_check(msg, (size_t)len, RCI_WIRE_TO_PUBLISHER, NULL), RCI_MSG_HELLO);
+    CU_ASSERT_TRUE(rci_wire_hello_stream(msg, (size_t)len, &got));
+    CU_ASSERT_EQUAL(got.card, 3);
+    CU_ASSERT_EQUAL(got.start_offset, 8192);
+    struct rci_wire_hello_rma ring;
+    CU_ASSERT_TRUE(rci_wire_hello_rma(msg, (size_t)len, &ring));
+    CU_ASSERT_EQUAL(ring.len, 1u << 20);
+    /* The encoder refuses what the checker would reject. */
+    uint8_t bad[256];
+    struct rci_wire_hello_stream b1 = { .card = 256 }, b2 = { .start_offset = 100 }, b3 = { .start_offset = 1u << 20 },
+                                 b4 = { .flags = 1 };
+    CU_ASSERT((ssize_t)stream_hello(bad, sizeof bad, &b1) < 0);
+    CU_ASSERT((ssize_t)stream_hello(bad, sizeof bad, &b2) < 0);
+    CU_ASSERT((ssize_t)stream_hello(bad, sizeof bad, &b3) < 0);
+    CU_ASSERT((ssize_t)stream_hello(bad, sizeof bad, &b4) < 0);
+    /* Fields corrupted on the wire: rejected as bad fields. */
+    size_t at = (size_t)len - 16;
+    struct { size_t off; uint32_t v; } cases[] = { { 0, 300 }, { 4, 1 }, { 8, 1000 } };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        memcpy(bad, msg, (size_t)len);
+        memcpy(bad + at + cases[i].off, &cases[i].v, 4);
+        enum rci_wire_error why = RCI_WIRE_OK;
+        CU_ASSERT_EQUAL(rci_wire_check(bad, (size_t)len, RCI_WIRE_TO_PUBLISHER, &why), 0);
+        CU_ASSERT_EQUAL(why, RCI_WIRE_BAD_FIELD);
+    }
+    /* An offset at or past the ring's end. */
+    memcpy(bad, msg, (size_t)len);
+    uint64_t past = 1u << 20;
+    memcpy(bad + at + 8, &past, 8);
+    CU_ASSERT_EQUAL(rci_wire_check(bad, (size_t)len, RCI_WIRE_TO_PUBLISHER, NULL), 0);
+    /* A stream part without its RMA part is a wrong length. */
+    CU_ASSERT_EQUAL(rci_wire_check(msg, (size_t)len - 8, RCI_WIRE_TO_PUBLISHER, NULL), 0);
+}
+
+static void test_wire_welcome(void)
+{
+    uint8_t msg[64];
+    ssize_t len = rci_wire_build_welcome(msg, sizeof msg, 0, 1000, 99);
+    struct rci_wire_welcome_stream w = { .card = 2, .block_size = 4096, .tag_base = 0x20000 }, got;
+    len = rci_wire_add_welcome_stream(msg, sizeof msg, (size_t)len, &w);
+    CU_ASSERT_EQUAL_FATAL(len, 48);
+    CU_ASSERT_EQUAL(rci_wire_check(msg, (size_t)len, RCI_WIRE_TO_SUBSCRIBER, NULL), RCI_MSG_WELCOME);
+    CU_ASSERT_TRUE(rci_wire_welcome_stream(msg, (size_t)len, &got));
+    CU_ASSERT_EQUAL(got.card, 2);
+    CU_ASSERT_EQUAL(got.block_size, 4096);
+    CU_ASSERT_EQUAL(got.tag_base, 0x20000);
+    struct rci_wire_welcome_rma r;
+    CU_ASSERT_TRUE(rci_wire_welcome_rma(msg, (size_t)len, &r));
+    CU_ASSERT_EQUAL(r.delivery, RCI_DELIVERY_STREAM);
+    uint8_t bad[64];
+    struct { size_t off; uint32_t v; } cases[] = {
+        { 24, RCI_DELIVERY_RMA },   /* a stream part needs delivery stream */
+        { 28, 1 },                  /* fallback */
+        { 32, 300 },                /* card */
+        { 36, 0 }, { 36, 1000 }, { 36, 128 * 1024 },   /* block sizes */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        memcpy(bad, msg, (size_t)len);
+        memcpy(bad + cases[i].off, &cases[i].v, 4);
+        CU_ASSERT_EQUAL(rci_wire_check(bad, (size_t)len, RCI_WIRE_TO_SUBSCRIBER, NULL), 0);
+    }
+    /* Delivery stream without the stream part is bad too. */
+    ssize_t short_len = rci_wire_build_welcome(bad, sizeof bad, 0, 1000, 99);
+    short_len = rci_wire_add_welcome_rma(bad, sizeof bad, (size_t)short_len, RCI_DELIVERY_RMA, RCI_RMA_OK);
+    uint32_t stream = RCI_DELIVERY_STREAM;
+    memcpy(bad + 24, &stream, 4);
+    CU_ASSERT_EQUAL(rci_wire_check(bad, (size_t)short_len, RCI_WIRE_TO_SUBSCRIBER, NULL), 0);
+    struct rci_wire_welcome_stream badw = { .block_size = 1500 };
+    len = rci_wire_build_welcome(bad, sizeof bad, 0, 1000, 99);
+    CU_ASSERT(rci_wire_add_welcome_stream(bad, sizeof bad, (size_t)len, &badw) < 0);
+}
+
+/* ---- the subscriber's span checks ------------------------------------------------ */
+
+#define RING (64u * 1024u)
+#define BS 4096u
+
+static void open_ring(struct rci_sub_stream *r)
+{
+    char err[200];
+    CU_ASSERT_EQUAL_FATAL(rci_sub_stream_create(r, RING, err, sizeof err), 0);
+    rci_sub_stream_start(r);
+    r->block_size = BS;
+    r->on = true;
+}
+
+/* The decoder's part: take and give back everything written. */
+static void consume(struct rci_sub_stream *r)
+{
+    struct rci_dma_span span;
+    uint64_t key;
+    while (rci_dma_ring_take(r->ring, BS, &span, &key) == 0)
+        CU_ASSERT_EQUAL(rci_dma_ring_release(r->ring, key), 0);
+    rci_dma_ring_advance(r->ring);
+}
+
+static void test_spans_in_turn(void)
+{
+    struct rci_sub_stream r;
+    open_ring(&r);
+    uint64_t spans = 0, bytes = 0, pos = 0;
+    /* 100 laps of the ring in spans of 1..4 blocks, split at the ring's end
+     * as the publisher does, credit given back as the subscriber does. */
+    for (unsigned i = 0; pos < 100ull * RING; i++) {
+        uint32_t n = 1 + i % 4;
+        uint64_t to_end = RING - pos % RING;
+        uint32_t len = n * BS < to_end ? n * BS : (uint32_t)to_end;
+        if (pos + len > r.credit_sent + RING) {   /* the publisher waits for CREDIT */
+            consume(&r);
+            uint64_t c = rci_sub_stream_credit_due(&r, true);
+            CU_ASSERT_FATAL(c > r.credit_sent);
+            r.credit_sent = c;
+            continue;
+        }
+        CU_ASSERT_EQUAL_FATAL(rci_sub_stream_arrived(&r, rci_rma_imm(pos % RING, len), &spans, &bytes), 1);
+        pos += len;
+        CU_ASSERT_EQUAL(rci_dma_ring_written_pos(r.ring), pos);
+    }
+    CU_ASSERT_EQUAL(bytes, 100ull * RING);
+    CU_ASSERT(spans > 100);
+    consume(&r);
+    CU_ASSERT_TRUE(rci_sub_stream_idle(&r));
+    /* A new connection starts where the ring's read position is. */
+    rci_sub_stream_start(&r);
+    CU_ASSERT_EQUAL(r.start, 0);
+    rci_sub_stream_destroy(&r);
+}
+
+static void test_spans_out_of_turn(void)
+{
+    struct rci_sub_stream r;
+    open_ring(&r);
+    uint64_t spans = 0, bytes = 0;
+    CU_ASSERT_EQUAL(rci_sub_stream_arrived(&r, rci_rma_imm(2 * BS, BS), &spans, &bytes), 0);   /* held */
+    CU_ASSERT_EQUAL(rci_sub_stream_arrived(&r, rci_rma_imm(BS, BS), &spans, &bytes), 0);       /* held */
+    CU_ASSERT_EQUAL(rci_dma_ring_written_pos(r.ring), 0);
+    CU_ASSERT_EQUAL(rci_sub_stream_arrived(&r, rci_rma_imm(0, BS), &spans, &bytes), 1);        /* all three */
+    CU_ASSERT_EQUAL(rci_dma_ring_written_pos(r.ring), 3 * BS);
+    CU_ASSERT_EQUAL(spans, 3);
+    CU_ASSERT_EQUAL(r.nheld, 0);
+    rci_sub_stream_destroy(&r);
+}
+
+static void expect_bad(struct rci_sub_stream *r, uint64_t off, uint32_t len, const char *what)
+{
+    uint64_t spans = 0, bytes = 0;
+    CU_ASSERT_EQUAL(rci_sub_stream_arrived(r, rci_rma_imm(off, len), &spans, &bytes), -EPROTO);
+    if (!strstr(r->why, what))
+        fprintf(stderr, "\n  expected \"%s\" in \"%s\"", what, r->why);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r->why, what));
+}
+
+static void test_bad_spans(void)
+{
+    struct rci_sub_stream r;
+    open_ring(&r);
+    expect_bad(&r, 0, 100, "not whole blocks");
+    expect_bad(&r, 8, BS, "not whole blocks");
+    expect_bad(&r, 0, 0, "not whole blocks");
+    expect_bad(&r, RING - BS, 2 * BS, "outside the ring");
+    expect_bad(&r, RING, BS, "outside the ring");
+    uint64_t spans = 0, bytes = 0;
+    CU_ASSERT_EQUAL(rci_sub_stream_arrived(&r, rci_rma_imm(BS, BS), &spans, &bytes), 0);   /* held */
+    expect_bad(&r, BS, BS, "written twice");
+    rci_sub_stream_destroy(&r);
+
+    open_ring(&r);   /* the whole ring written, nothing given back: one block more is past the credit */
+    CU_ASSERT_EQUAL(rci_sub_stream_arrived(&r, rci_rma_imm(0, RING), &spans, &bytes), 1);
+    expect_bad(&r, 0, BS, "past the credited space");
+    rci_sub_stream_destroy(&r);
+
+    open_ring(&r);
+    r.on = false;
+    expect_bad(&r, 0, BS, "before WELCOME");
+    rci_sub_stream_destroy(&r);
+}
+
+static void test_credit_rule(void)
+{
+    struct rci_sub_stream r;
+    open_ring(&r);
+    uint64_t spans = 0, bytes = 0;
+    CU_ASSERT_EQUAL(rci_sub_stream_arrived(&r, rci_rma_imm(0, 2 * BS), &spans, &bytes), 1);
+    consume(&r);
+    CU_ASSERT_EQUAL(rci_sub_stream_credit_due(&r, false), 0);          /* an eighth: not yet */
+    CU_ASSERT_EQUAL(rci_sub_stream_credit_due(&r, true), 2 * BS);      /* heartbeat: anything */
+    CU_ASSERT_EQUAL(rci_sub_stream_arrived(&r, rci_rma_imm(2 * BS, 12 * BS), &spans, &bytes), 1);
+    /* 14 of 16 blocks written, 2 given back: the publisher has 4 left, under
+     * a quarter: whatever was given back goes at once. */
+    CU_ASSERT_EQUAL(rci_sub_stream_credit_due(&r, false), 2 * BS);
+    rci_sub_stream_destroy(&r);
+}
+
+static void register_tests(void)
+{
+    RCI_SUITE("wire",
+             { "HELLO's stream part", test_wire_hello },
+             { "WELCOME's stream part", test_wire_welcome });
+    RCI_SUITE("subscriber spans",
+             { "in turn, 100 laps, split at the end", test_spans_in_turn },
+             { "out of turn: held, then taken", test_spans_out_of_turn },
+             { "bad spans", test_bad_spans },
+             { "credit rule", test_credit_rule });
+}
+
+RCI_CUNIT_MAIN(register_tests)
