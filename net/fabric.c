@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <poll.h>
@@ -661,25 +662,90 @@ void rci_fabric_wait(struct rci_fabric *f, uint64_t timeout_ns)
 int rci_fabric_wait_adaptive(struct rci_fabric *f, int (*poll_fn)(void *arg), void *arg,
                             uint64_t timeout_ns)
 {
-    uint64_t start = rci_now_ns();
-    uint64_t spin_end = start + (f->params.poll_spin_ns < timeout_ns ? f->params.poll_spin_ns
-                                                                      : timeout_ns);
-    uint64_t deadline = start + timeout_ns;
-    int rc;
-    do {
-        rc = poll_fn(arg);
-        if (rc)
-            return rc;
-    } while (rci_now_ns() < spin_end);
+    return rci_fabric_wait_spin(f, poll_fn, arg, timeout_ns, NULL);
+}
+
+/* The spin: poll_fn until it does something or spin_end; the longest time
+ * between two polls goes to o (a long one: the process lost its CPU). */
+static int spin_until(int (*poll_fn)(void *arg), void *arg, uint64_t start, uint64_t spin_end,
+                      struct rci_spin_outcome *o)
+{
+    uint64_t prev = start;
     for (;;) {
+        int rc = poll_fn(arg);
         uint64_t now = rci_now_ns();
-        if (now >= deadline)
+        if (now - prev > o->longest_gap_ns)
+            o->longest_gap_ns = now - prev;
+        prev = now;
+        if (rc) {
+            o->found = o->while_spinning = true;
+            o->after_ns = now - start;
+            return rc;
+        }
+        if (now >= spin_end)
             return 0;
+    }
+}
+
+/* Coalescing (spin_policy.h): sleep on a timer, off the fds' wait queues, so
+ * that the messages sent meanwhile are there together and their sender does
+ * not wake us for each; then poll once. */
+static int coalesce(int (*poll_fn)(void *arg), void *arg, const struct rci_spin_policy *sp, uint64_t start,
+                    uint64_t timeout_ns, struct rci_spin_outcome *o)
+{
+    uint64_t t = rci_spin_policy_coalesce(sp);
+    if (t == 0 || t >= timeout_ns)
+        return 0;
+    o->coalesced_ns = t;
+    rci_sleep_ns(t);
+    int rc = poll_fn(arg);
+    if (rc) {
+        o->found = true;
+        o->after_ns = rci_now_ns() - start;
+    }
+    return rc;
+}
+
+/* The calling thread's involuntary context switches so far (preemptions);
+ * the last sample's when getrusage fails (no contention seen). */
+static uint64_t thread_preemptions(const struct rci_spin_policy *sp)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_THREAD, &ru) != 0)
+        return sp->sample_nivcsw;
+    return (uint64_t)ru.ru_nivcsw;
+}
+
+int rci_fabric_wait_spin(struct rci_fabric *f, int (*poll_fn)(void *arg), void *arg, uint64_t timeout_ns,
+                         struct rci_spin_policy *sp)
+{
+    /* Work already there is no wait: nothing to learn from it. */
+    int rc = poll_fn(arg);
+    if (rc || timeout_ns == 0)
+        return rc;
+    uint64_t start = rci_now_ns(), deadline = start + timeout_ns;
+    uint64_t spin = sp ? rci_spin_policy_next(sp) : f->params.poll_spin_ns;
+    /* A spin cut short by the caller's timeout says nothing of the traffic. */
+    bool learn = sp != NULL && spin <= timeout_ns;
+    struct rci_spin_outcome o = { .spun_ns = spin < timeout_ns ? spin : timeout_ns };
+    if (o.spun_ns > 0)
+        rc = spin_until(poll_fn, arg, start, start + o.spun_ns, &o);
+    else if (learn)
+        rc = coalesce(poll_fn, arg, sp, start, timeout_ns, &o);
+    for (uint64_t now = rci_now_ns(); rc == 0 && now < deadline; now = rci_now_ns()) {
         rci_fabric_wait(f, deadline - now);
         rc = poll_fn(arg);
-        if (rc)
-            return rc;
+        if (rc) {
+            o.found = true;
+            o.after_ns = rci_now_ns() - start;
+        }
     }
+    if (learn) {
+        rci_spin_policy_update(sp, &o);
+        if (rci_spin_policy_sample_due(sp))
+            rci_spin_policy_cpu_sample(sp, thread_preemptions(sp));
+    }
+    return rc;
 }
 
 /* ---- shm: region files of dead peers ---------------------------------------

@@ -33,6 +33,7 @@
 #include <rdma/fi_errno.h>
 #include "common/monotonic.h"
 #include "net/fabric_params.h"
+#include "net/spin_policy.h"
 
 #define RCI_FABRIC_API_VERSION FI_VERSION(1, 17)
 #define RCI_FABRIC_RXM_TX_IOV_MAX 3u   /* rxm adds one iov of its own */
@@ -218,6 +219,13 @@ bool rci_fabric_wait_bounded(struct rci_fabric *f, int extra_fd, uint64_t timeou
  * <0 error), or 0 at the timeout. */
 int  rci_fabric_wait_adaptive(struct rci_fabric *f, int (*poll_fn)(void *arg), void *arg,
                              uint64_t timeout_ns);
+/* The same with the spin chosen by sp (spin_policy.h: learnt from the
+ * caller's recent waits; rc_sub_poll) and what this wait saw told to it.
+ * NULL: the fixed params.poll_spin_ns (rci_fabric_wait_adaptive). A first
+ * poll that finds work, a timeout of 0 and a spin cut short by the timeout
+ * teach sp nothing. */
+int  rci_fabric_wait_spin(struct rci_fabric *f, int (*poll_fn)(void *arg), void *arg, uint64_t timeout_ns,
+                         struct rci_spin_policy *sp);
 
 /* Format "call(where): fi_strerror" into err and return the libfabric return
  * code as -errno (rc may be negative FI code or positive errno). f may be NULL. */

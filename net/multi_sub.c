@@ -74,7 +74,8 @@ struct rci_msub {
     X(reconnects) X(disconnects) X(publisher_restarts) X(garbage_disconnects) X(heartbeats_sent)          \
     X(heartbeats_received) X(sub_requests) X(sub_refused) X(rx_errors) X(tx_errors) X(send_again)        \
     X(refused) X(shm_stale_removed) X(chunks_gathered) X(chunks_reassembled_copied) X(views_allocated)      \
-    X(view_failures)
+    X(view_failures) X(poll_spin_hits) X(poll_spin_misses) X(poll_spin_preempted) X(poll_sleeps) \
+    X(poll_coalesced)
 
 static void add_stats(struct rc_sub_stats *to, const struct rc_sub_stats *from)
 {

@@ -147,6 +147,7 @@ struct rc_sub {
                                            * everything before it was read; answered on leaving */
     bool ever_connected;
     int handled;                          /* messages handled in this rc_sub_poll */
+    struct rci_spin_policy spin;          /* how long rc_sub_poll spins (spin_policy.h) */
     char err[256];
 };
 
@@ -166,6 +167,7 @@ void rc_sub_params_default(struct rc_sub_params *p)
     p->peer_timeout_ns = 5000000000ull;
     p->reconnect_interval_ns = 1000000000ull;
     p->poll_spin_ns = 50000ull;
+    p->poll_coalesce_ns = 0;   /* off: it delays messages (net/README.md, "Coalescing") */
     p->malformed_limit = 16;
     p->delivery = RC_SUB_DELIVERY_SEND;
     /* 2 MiB: the ring is where the kernel copies every record, and a ring
@@ -206,6 +208,8 @@ static int check_params(const struct rc_sub_params *p, char *err, size_t errlen)
         why = "delivery is neither send, rma nor stream";
     else if (p->delivery == RC_SUB_DELIVERY_STREAM && p->stream_card > RCI_WIRE_MAX_CARD)
         why = "stream_card above 255";
+    else if (p->poll_coalesce_ns > 1000000000ull)
+        why = "poll_coalesce_ns must be 0..1 s";
     /* %.*s: a host without its NUL is one of the defects reported here. */
     if (why)
         rci_set_err(err, errlen, "rc_sub_create(%.*s:%u): %s", (int)sizeof p->host, p->host,
@@ -287,6 +291,7 @@ int rci_sub_create(const struct rc_sub_params *params, const struct rci_sub_stre
     }
     s->p = *params;
     s->client_id = random_id();
+    rci_spin_policy_init(&s->spin, params->poll_spin_ns, params->poll_coalesce_ns, params->poll_spin_fixed != 0);
     s->reasm = rci_reasm_new(params->max_chunk_size);
     s->views = params->on_view ? rci_view_pool_create(params->views) : NULL;
     s->rx = calloc(params->rx_buffers, sizeof *s->rx);
@@ -1981,7 +1986,7 @@ int rc_sub_poll(struct rc_sub *s, uint64_t timeout_ns)
     if (s->state == ST_IDLE) {
         rci_sleep_ns(wait);
     } else {
-        rci_fabric_wait_adaptive(&s->f, poll_once, s, wait);
+        rci_fabric_wait_spin(&s->f, poll_once, s, wait, &s->spin);
         settle(s);
     }
     run_timers(s);
@@ -2045,6 +2050,13 @@ int rc_sub_unsubscribe(struct rc_sub *s, const uint64_t *first, const uint64_t *
 void rc_sub_get_stats(const struct rc_sub *s, struct rc_sub_stats *st)
 {
     *st = s->st;
+    st->poll_spin_hits = s->spin.hits;
+    st->poll_spin_misses = s->spin.misses;
+    st->poll_spin_preempted = s->spin.preempted;
+    st->poll_sleeps = s->spin.sleeps;
+    st->poll_coalesced = s->spin.coalesced;
+    st->poll_contended = s->spin.contended;
+    st->poll_spin_ns_now = rci_spin_policy_next(&s->spin);
     st->rx_buffers_held = 0;
     for (uint32_t i = 0; i < s->p.rx_buffers; i++)
         st->rx_buffers_held += atomic_load_explicit(&s->rx[i].refs, memory_order_relaxed) != 0;

@@ -6,6 +6,7 @@
  *                (or --discover URL: every publisher serving the tags)
  *                --tags LIST [--verify] [--duration S] [--count N]
  *                [--out FILE] [--json] [--latency] [--delivery send|rma]
+ *                [--poll-spin US] [--poll-spin-fixed] [--poll-coalesce US]
  *   ringcast-sub --connect HOST:PORT --stream CARD [...]: every chunk of the
  *                card, as blocks written into our ring and decoded here
  *
@@ -115,6 +116,11 @@ struct options {
     bool stream;              /* --stream CARD: the card's block stream */
     uint32_t stream_card;
     uint64_t stream_ring_size;    /* 0: the library's default */
+    bool poll_spin_set;       /* --poll-spin US given */
+    uint64_t poll_spin_us;
+    bool poll_spin_fixed;     /* --poll-spin-fixed */
+    bool poll_coalesce_set;   /* --poll-coalesce US given */
+    uint64_t poll_coalesce_us;
 };
 
 static void usage(FILE *f)
@@ -176,6 +182,19 @@ static void usage(FILE *f)
             "                          (tcp, tcp;ofi_rxm; shm only with blocks <= 4096 B)\n"
             "  --stream-ring-size B    the stream's ring (default 8388608; a multiple of the\n"
             "                          card's block size, at least 8 blocks)\n"
+            "  --poll-spin US          spin at most US microseconds (0..1000000, default 50)\n"
+            "                          when waiting for data, before sleeping on the fabric's\n"
+            "                          fd; 0: never spin. The spin adapts: it halves after a\n"
+            "                          spin that found nothing or lost the CPU to another\n"
+            "                          process (down to none) and doubles after one that\n"
+            "                          found data (net/README.md, \"Adaptive spinning\")\n"
+            "  --poll-spin-fixed       spin the whole --poll-spin at every wait (no adapting,\n"
+            "                          no coalescing: a subscriber alone on its core)\n"
+            "  --poll-coalesce US      when it does not spin, is often preempted (the CPU is\n"
+            "                          contended) and data comes within US: sleep US on a\n"
+            "                          timer before polling, one wake-up for all that came\n"
+            "                          meanwhile (0..1000000, default 0: never). Delays data\n"
+            "                          by up to US: for throughput, not latency\n"
             "  -h, --help              print this help\n"
             "  --version               print the version\n");
 }
@@ -341,6 +360,19 @@ static int parse_option(int c, const char *arg, struct options *o)
             return rci_cli_usage_error("ringcast-sub", "--stream-ring-size '%s': expected bytes, a multiple of 1024, 65536..32 GiB", arg);
         o->stream_ring_size = v;
         return 0;
+    case 'W':
+        if (rci_cli_parse_u64(arg, &v) || v > 1000000)
+            return rci_cli_usage_error("ringcast-sub", "--poll-spin '%s': expected microseconds 0..1000000", arg);
+        o->poll_spin_us = v;
+        o->poll_spin_set = true;
+        return 0;
+    case 'F': o->poll_spin_fixed = true; return 0;
+    case 'Q':
+        if (rci_cli_parse_u64(arg, &v) || v > 1000000)
+            return rci_cli_usage_error("ringcast-sub", "--poll-coalesce '%s': expected microseconds 0..1000000", arg);
+        o->poll_coalesce_us = v;
+        o->poll_coalesce_set = true;
+        return 0;
     case 'H':
         if (rci_cli_parse_u64(arg, &v) || v == 0 || v > 4096)
             return rci_cli_usage_error("ringcast-sub", "--hold '%s': expected a number of chunks 1..4096", arg);
@@ -378,6 +410,8 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"hold", required_argument, NULL, 'H'},     {"test-wrong-rma-key", no_argument, NULL, 'K'},
         {"hold-ms", required_argument, NULL, 'M'},
         {"stream", required_argument, NULL, 'G'},   {"stream-ring-size", required_argument, NULL, 'R'},
+        {"poll-spin", required_argument, NULL, 'W'}, {"poll-spin-fixed", no_argument, NULL, 'F'},
+        {"poll-coalesce", required_argument, NULL, 'Q'},
         {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof *o);
@@ -1280,6 +1314,11 @@ static void print_json(const struct app *a, const struct rc_sub_stats *st, doubl
            st->view_failures, st->rma_chunks_gathered, st->rma_chunks_copied, st->rma_ring_busy);
     printf(",\"chunks_gathered\":%" PRIu64 ",\"chunks_reassembled_copied\":%" PRIu64 ",\"rx_buffers_held\":%" PRIu64,
            st->chunks_gathered, st->chunks_reassembled_copied, st->rx_buffers_held);
+    printf(",\"poll_spin_hits\":%" PRIu64 ",\"poll_spin_misses\":%" PRIu64 ",\"poll_spin_preempted\":%" PRIu64
+           ",\"poll_sleeps\":%" PRIu64 ",\"poll_spin_ns_now\":%" PRIu64 ",\"poll_coalesced\":%" PRIu64
+           ",\"poll_contended\":%d",
+           st->poll_spin_hits, st->poll_spin_misses, st->poll_spin_preempted, st->poll_sleeps,
+           st->poll_spin_ns_now, st->poll_coalesced, st->poll_contended);
     print_pool_json(st);
     if (a->o->stream)
         print_stream_json(a, st);
@@ -1440,6 +1479,11 @@ static int setup(struct app *a, const struct options *o)
     if (o->max_chunk_size)
         p.max_chunk_size = o->max_chunk_size;
     p.test_stall_after_chunks = o->stall_after;
+    if (o->poll_spin_set)
+        p.poll_spin_ns = o->poll_spin_us * 1000u;
+    p.poll_spin_fixed = o->poll_spin_fixed;
+    if (o->poll_coalesce_set)
+        p.poll_coalesce_ns = o->poll_coalesce_us * 1000u;
     p.delivery = o->delivery;
     if (o->wrong_rma_key)
         p.test_rma_key_xor = 0x5a5a5a5a00000000ull;   /* far from the keys asked for (1, 2, ...) */

@@ -112,7 +112,8 @@ struct rc_sub_params {
     uint64_t heartbeat_ns;         /* send HEARTBEAT at least this often */
     uint64_t peer_timeout_ns;      /* publisher silent this long: reconnect */
     uint64_t reconnect_interval_ns;/* between connection attempts */
-    uint64_t poll_spin_ns;         /* rc_sub_poll spins this long before sleeping */
+    uint64_t poll_spin_ns;         /* rc_sub_poll spins at most this long before sleeping
+                                    * (0: never spins); how long it does, see rc_sub_poll */
     uint32_t malformed_limit;      /* malformed messages tolerated per connection */
     struct rc_sub_callbacks cb;
     /* For tests of the publisher's slow-subscriber policy; 0 = off. Once
@@ -157,6 +158,17 @@ struct rc_sub_params {
      * not exceed 4096 B. */
     uint32_t stream_card;
     uint64_t stream_ring_size;
+    /* 1: every wait of rc_sub_poll spins poll_spin_ns, as ringcast 0.1 did
+     * (for a subscriber alone on its core that wants the lowest latency in
+     * every case); 0 (default): the spin adapts (see rc_sub_poll). */
+    int poll_spin_fixed;
+    /* Coalescing (see rc_sub_poll): a wait that does not spin, of a thread
+     * often preempted (the CPU is contended) with messages coming within this
+     * long, first sleeps this long on a timer, so that one wake-up handles
+     * the messages sent meanwhile. 0 (default): never; at most 1 s. It
+     * delays messages by up to this long: for throughput, not latency
+     * (500 us: net/README.md, "Coalescing", has what it saved and cost). */
+    uint64_t poll_coalesce_ns;
 };
 
 /* Error kinds of malformed messages (index 0 is unused; names from
@@ -265,10 +277,22 @@ struct rc_sub_stats {
     uint64_t stream_chunks_incomplete, stream_chunks_cut;
     uint64_t stream_chunks_truncated, stream_chunks_error, stream_chunks_crc, stream_chunks_busy;
     uint64_t stream_timeouts, stream_oob;
+    /* rc_sub_poll's waits (a wait: a poll that found nothing to do, then
+     * spun and/or slept until work came or its timeout) */
+    uint64_t poll_spin_hits;       /* waits whose spin found work */
+    uint64_t poll_spin_misses;     /* spins that ran out, then slept */
+    uint64_t poll_spin_preempted;  /* spins during which the process lost its CPU */
+    uint64_t poll_sleeps;          /* waits that slept at once (the spin had shrunk to 0) */
+    uint64_t poll_spin_ns_now;     /* the next wait's spin (now) */
+    uint64_t poll_coalesced;       /* of poll_sleeps, waits that slept poll_coalesce_ns on a
+                                    * timer first (the CPU contended, the traffic dense) */
+    int poll_contended;            /* 1: the last sample saw the thread preempted at least
+                                    * once per 16 waits (now) */
 };
 
 /* Defaults: tcp msg 127.0.0.1:RC_SUB_DEFAULT_PORT (12345, the daemon's), 64 x 64 KiB rx buffers, 16 MiB max
- * chunk, heartbeat 1 s, peer timeout 5 s, reconnect 1 s, spin 50 us,
+ * chunk, heartbeat 1 s, peer timeout 5 s, reconnect 1 s, spin up to 50 us (adaptive),
+ * no coalescing,
  * malformed_limit 16, 1024 views. Callbacks zero. */
 RC_API void rc_sub_params_default(struct rc_sub_params *p);
 
@@ -287,11 +311,28 @@ RC_API int rc_sub_unsubscribe(struct rc_sub *s, const uint64_t *first, const uin
 
 /* Do the work that is due (connect, receive and deliver, heartbeats,
  * timeouts); wait up to timeout_ns for work when there is none (spinning
- * poll_spin_ns first, then sleeping on the completion queue's fd). Never
- * blocks longer: a MSG connect proceeds across calls. Returns the number of
- * messages received (0 when none came before the timeout). Connection
- * problems are not errors here: they are counted, reported through
- * on_disconnect() and rc_sub_last_error(), and retried. */
+ * first, then sleeping on the completion queue's fd). Never blocks longer: a
+ * MSG connect proceeds across calls. Returns the number of messages received
+ * (0 when none came before the timeout). Connection problems are not errors
+ * here: they are counted, reported through on_disconnect() and
+ * rc_sub_last_error(), and retried.
+ * The spin adapts to what recent waits saw (unless poll_spin_fixed): it
+ * starts at poll_spin_ns; a wait whose spin found work doubles the next spin
+ * (up to poll_spin_ns); a spin that ran out, or during which the process lost
+ * its CPU to another, halves it, down to 0 below poll_spin_ns / 8 (the waits
+ * then sleep at once); with the spin at 0, a wait whose work came within
+ * poll_spin_ns starts spinning again at poll_spin_ns / 8. So a subscriber
+ * alone on a core spins as before, and subscribers sharing the cores with
+ * their publisher stop taking its CPU. stats.poll_spin_* count the waits.
+ * Coalescing (only with poll_coalesce_ns > 0, not poll_spin_fixed): when the
+ * spin is 0, the thread was preempted at least once per 16 waits (sampled
+ * every 64 waits with getrusage) and the last wait's work came within
+ * poll_coalesce_ns, a wait first sleeps poll_coalesce_ns on a timer and
+ * polls, and only then, if nothing came, sleeps on the fd: one wake-up for
+ * the messages of that time instead of one per message; and a quick sleep
+ * does not restart the spin while contended. That delays a message by up
+ * to poll_coalesce_ns, only on a CPU that is contended already
+ * (stats.poll_coalesced, poll_contended). */
 RC_API int rc_sub_poll(struct rc_sub *s, uint64_t timeout_ns);
 
 RC_API void rc_sub_get_stats(const struct rc_sub *s, struct rc_sub_stats *st);

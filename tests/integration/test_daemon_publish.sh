@@ -50,7 +50,8 @@ fixed_run() { # fixed_run NAME PROVIDER ENDPOINT CHUNKS OVERRIDES...
     start_daemon "$name" -o "fabric.provider=$prov" -o "fabric.endpoint=$ep" -o readout.wait_subscribers=2 \
         -o readout.linger=20s -o sim.0.run_chunks="$n" "$@"
     start_sub "$name-a" "$prov" "$ep" --verify --count "$n"; sub_a=$sub
-    start_sub "$name-b" "$prov" "$ep" --verify --count "$n"; sub_b=$sub
+    # shellcheck disable=SC2086
+    start_sub "$name-b" "$prov" "$ep" --verify --count "$n" ${SUB_B_ARGS:-}; sub_b=$sub
     wait_sub "$name-a" "$sub_a"
     wait_sub "$name-b" "$sub_b"
     wait_daemon "$name"
@@ -66,7 +67,21 @@ fixed_run() { # fixed_run NAME PROVIDER ENDPOINT CHUNKS OVERRIDES...
 }
 
 # Chunks of 16 B .. 9000 B spanning blocks; the largest need fragments with rxm.
-fixed_run tcp-msg tcp msg 100000 -o sim.0.chunk_size_min=16 -o sim.0.chunk_size_max=9000
+# Subscriber b never spins (--poll-spin 0): every wait sleeps on the CQ's fd,
+# and it still gets every chunk (net/README.md, "Adaptive spinning").
+SUB_B_ARGS="--poll-spin 0" fixed_run tcp-msg tcp msg 100000 -o sim.0.chunk_size_min=16 -o sim.0.chunk_size_max=9000
+for k in poll_spin_hits poll_spin_misses poll_spin_preempted poll_spin_ns_now; do
+    expect_eq "tcp-msg-b (--poll-spin 0) $k" "$(json_num $k "$WORK/tcp-msg-b.json")" 0
+done
+expect_gt "tcp-msg-b (--poll-spin 0) poll_sleeps" "$(json_num poll_sleeps "$WORK/tcp-msg-b.json")" 0
+a_waits=0
+for k in poll_spin_hits poll_spin_misses poll_spin_preempted poll_sleeps; do
+    a_waits=$((a_waits + $(json_num $k "$WORK/tcp-msg-a.json")))
+done
+expect_gt "tcp-msg-a (adaptive spin) waits counted" "$a_waits" 0
+spin_now=$(json_num poll_spin_ns_now "$WORK/tcp-msg-a.json")
+[ "$spin_now" -le 50000 ] || fail "tcp-msg-a poll_spin_ns_now: got $spin_now, expected <= 50000 (the default maximum)"
+ok "tcp-msg-a poll_spin_ns_now = $spin_now <= 50000"
 # The doorbell (pipeline/README.md, "Idle publisher threads") is written only when the thread
 # had gone to sleep, never per chunk: at full rate far fewer writes than chunks.
 rings=$(json_num doorbell_rings "$WORK/tcp-msg.json")
