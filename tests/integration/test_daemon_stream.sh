@@ -23,6 +23,10 @@ check_daemon_clean() { # check_daemon_clean NAME
     expect_eq "$1 keys_outstanding" "$(json_num keys_outstanding "$f")" 0
     expect_eq "$1 ring_bytes_in_use" "$(json_num ring_bytes_in_use "$f")" 0
     expect_eq "$1 rma_bad_credits" "$(pub "$1" rma_bad_credits)" 0
+    # The block tap: every block taken went to it and came back exactly once.
+    expect_eq "$1 bad_tap_releases" "$(json_num bad_tap_releases "$f")" 0
+    expect_eq "$1 tap_releases = tap_blocks" "$(json_num tap_releases "$f")" "$(json_num tap_blocks "$f")"
+    expect_gt "$1 tap_blocks" "$(json_num tap_blocks "$f")" 0
 }
 
 stream_of() { grep -o '"stream":{[^}]*}' "$WORK/$1.json" | head -n 1 | grep -o "\"$2\":[0-9]*" | cut -d: -f2; }
@@ -154,6 +158,29 @@ expect_eq "$name-s corrupt" "$(json_num corrupt "$WORK/$name-s.json")" 0
 expect_eq "$name-s bad_spans" "$(stream_of "$name-s" bad_spans)" 0
 check_daemon_clean "$name"
 PORT=$((PORT + 1))
+
+# Two publisher threads, a stream subscriber on each (ports PORT and
+# PORT + 1) and a tag subscriber: every block is held by both threads and
+# goes back once, after the last (card.block_threads); both streams exact.
+name=stream-threads; n=20000
+start_daemon "$name" -o fabric.provider=tcp -o fabric.endpoint=msg -o readout.publisher_threads=2 \
+    -o readout.wait_subscribers=3 -o readout.linger=20s -o sim.0.run_chunks=$n -o sim.0.chunk_size_min=16 \
+    -o sim.0.chunk_size_max=9000
+start_stream "$name-s0" tcp msg --verify --count $n; sub_a=$sub
+PORT=$((PORT + 1)); start_stream "$name-s1" tcp msg --verify --count $n; sub_b=$sub; PORT=$((PORT - 1))
+start_sub "$name-tags" tcp msg --verify --count $n; sub_c=$sub
+wait_sub "$name-s0" "$sub_a"
+wait_sub "$name-s1" "$sub_b"
+wait_sub "$name-tags" "$sub_c"
+wait_daemon "$name"
+check_sub_exact "$name-s0" $n
+check_sub_exact "$name-s1" $n
+check_sub_exact "$name-tags" $n
+check_stream_clean "$name-s0"
+check_stream_clean "$name-s1"
+expect_eq "$name stream_subscribers (both threads)" "$(pub "$name" stream_subscribers)" 2
+check_daemon_clean "$name"
+PORT=$((PORT + 2))
 
 # The daemon kicks the stream subscriber mid-run (ringcast-ctl kick): it
 # reconnects and its ring, spans and decoder go on across the reconnect: the
