@@ -97,6 +97,19 @@ static uint64_t position_of(const struct rci_sub_stream *r, uint64_t off)
     return r->expect + (off + r->size - r->expect % r->size) % r->size;
 }
 
+/* Does [pos, pos + len) (connection positions) overlap a span held out of
+ * turn? Such a span writes ring space twice: taken later, the held one
+ * would move the written position over space no write filled in its lap. */
+static bool overlaps_held(const struct rci_sub_stream *r, uint64_t pos, uint32_t len)
+{
+    for (uint32_t i = 0; i < r->nheld; i++) {
+        uint64_t hpos = position_of(r, r->held[i].off);
+        if (hpos < pos + len && pos < hpos + r->held[i].len)
+            return true;
+    }
+    return false;
+}
+
 static int take(struct rci_sub_stream *r, uint32_t len)
 {
     if (r->expect + len > r->credit_sent + r->size)
@@ -124,9 +137,13 @@ int rci_sub_stream_arrived(struct rci_sub_stream *r, uint64_t imm, uint64_t *spa
         for (uint32_t i = 0; i < r->nheld; i++)
             if (r->held[i].off == off)
                 return bad(r, "%" PRIu64 " B at offset %" PRIu64 " written twice", len, off);
+        if (overlaps_held(r, pos, len))
+            return bad(r, "%" PRIu64 " B at offset %" PRIu64 " overlaps a span held out of turn", len, off);
         r->held[r->nheld++] = (struct rci_sub_stream_held){ off, len };
         return 0;
     }
+    if (overlaps_held(r, r->expect, len))
+        return bad(r, "%" PRIu64 " B at offset %" PRIu64 " overlaps a span held out of turn", len, off);
     if (take(r, len))
         return -EPROTO;
     (*spans)++;

@@ -17,7 +17,8 @@
  * A span completion (immediate data: offset / 8 and length, net/rma_ring.h)
  * is taken when it starts where the previous span ended, is a whole number
  * of blocks inside the ring and lies inside credited space; one before its
- * turn is held (at most RCI_SUB_STREAM_HOLD); anything else is bad
+ * turn is held (at most RCI_SUB_STREAM_HOLD, none overlapping another or a
+ * span taken); anything else is bad
  * (counted; the connection ends). */
 #ifndef RCI_SUB_STREAM_H
 #define RCI_SUB_STREAM_H

@@ -1066,7 +1066,9 @@ static void write_card_json(FILE *f, struct daemon_card *dc)
             ",\"ring_full_ns\":%" PRIu64 ",\"injected_truncated\":%" PRIu64 ",\"injected_crc\":%" PRIu64
             ",\"injected_malformed\":%" PRIu64 ",\"injected_seqskip\":%" PRIu64 ",\"card_host_errors\":%" PRIu64 ",\"firmware_losses\":%" PRIu64
             ",\"decode_errors\":%" PRIu64 ",\"ring_alarms_high\":%" PRIu64 ",\"ring_alarms_full\":%" PRIu64
-            ",\"ring_alarms_cleared\":%" PRIu64 ",\"chunks_flagged\":%" PRIu64,
+            ",\"ring_alarms_cleared\":%" PRIu64 ",\"chunks_flagged\":%" PRIu64
+            ",\"tap_blocks\":%" PRIu64 ",\"tap_releases\":%" PRIu64 ",\"tap_stalls\":%" PRIu64
+            ",\"bad_tap_releases\":%" PRIu64,
             dc->params->index, cs.chunks_produced, cs.bytes_produced, cs.stall_ns, rs.chunks, rs.bytes,
             rs.blocks, rs.bad_header, rs.err_malformed, rs.err_seq_gap, rs.err_oversize, rs.err_orphan,
             rs.chunks_dropped_gap, rs.chunks_incomplete, rs.chunks_dropped_pool,
@@ -1079,7 +1081,7 @@ static void write_card_json(FILE *f, struct daemon_card *dc)
             ring.high_water, ring.full_ns, cs.injected_truncated, cs.injected_crc, cs.injected_malformed,
             cs.injected_seqskip, cs.host_errors, atomic_load(&dc->firmware_losses), rci_decode_errors(&rs),
             rci_counter_get(&dc->alarm.high), rci_counter_get(&dc->alarm.full), rci_counter_get(&dc->alarm.cleared),
-            rci_chunks_flagged(&rs));
+            rci_chunks_flagged(&rs), rs.tap_blocks, rs.tap_releases, rs.tap_stalls, rs.bad_tap_releases);
     write_elink_losses_json(f, dc);
     rci_elinks_write_json(f, dc->readout);
     fputc('}', f);

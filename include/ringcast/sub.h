@@ -152,7 +152,10 @@ struct rc_sub_params {
      * least 8 blocks; default 8 MiB); this library decodes the blocks with
      * the daemon's own decoder and hands on every chunk of every e-link of
      * the card (tag = the card's tag base + e-link) as on_view() views
-     * pointing into the ring (or to on_data()). No subscription is needed
+     * pointing into the ring (or to on_data()). A view held holds the
+     * blocks its chunk lies in, and the ring's space after them (given back
+     * in order): views held must span well under half the ring's blocks, or
+     * nothing more arrives until some are released. No subscription is needed
      * (rc_sub_subscribe is not used). The decoder's counters are in the
      * stats (stream_*). Needs FI_RMA at both ends; over shm a block must
      * not exceed 4096 B. */

@@ -10,7 +10,9 @@
 # subscriber sees no gap; --out and --hold work on the stream's views; under slow_policy = drop a stream subscriber that
 # stops reading loses only its own blocks (the daemon's blocks_dropped), and
 # a slow one's decoder counts the sequence gaps, with no corrupt chunk; a stream of a
-# card the daemon does not have is refused, with the reason, at both ends.
+# card the daemon does not have is refused, with the reason, at both ends; a
+# stream subscriber kicked mid-run (tcp, rxm) reconnects and its decoder goes
+# on: no bad span, no corrupt or duplicate chunk, every key back.
 . "$(dirname "$0")/lib.sh"
 
 PORT=$(port_base 14000)
@@ -21,6 +23,10 @@ check_daemon_clean() { # check_daemon_clean NAME
     expect_eq "$1 keys_outstanding" "$(json_num keys_outstanding "$f")" 0
     expect_eq "$1 ring_bytes_in_use" "$(json_num ring_bytes_in_use "$f")" 0
     expect_eq "$1 rma_bad_credits" "$(pub "$1" rma_bad_credits)" 0
+    # The block tap: every block taken went to it and came back exactly once.
+    expect_eq "$1 bad_tap_releases" "$(json_num bad_tap_releases "$f")" 0
+    expect_eq "$1 tap_releases = tap_blocks" "$(json_num tap_releases "$f")" "$(json_num tap_blocks "$f")"
+    expect_gt "$1 tap_blocks" "$(json_num tap_blocks "$f")" 0
 }
 
 stream_of() { grep -o '"stream":{[^}]*}' "$WORK/$1.json" | head -n 1 | grep -o "\"$2\":[0-9]*" | cut -d: -f2; }
@@ -152,6 +158,59 @@ expect_eq "$name-s corrupt" "$(json_num corrupt "$WORK/$name-s.json")" 0
 expect_eq "$name-s bad_spans" "$(stream_of "$name-s" bad_spans)" 0
 check_daemon_clean "$name"
 PORT=$((PORT + 1))
+
+# Two publisher threads, a stream subscriber on each (ports PORT and
+# PORT + 1) and a tag subscriber: every block is held by both threads and
+# goes back once, after the last (card.block_threads); both streams exact.
+name=stream-threads; n=20000
+start_daemon "$name" -o fabric.provider=tcp -o fabric.endpoint=msg -o readout.publisher_threads=2 \
+    -o readout.wait_subscribers=3 -o readout.linger=20s -o sim.0.run_chunks=$n -o sim.0.chunk_size_min=16 \
+    -o sim.0.chunk_size_max=9000
+start_stream "$name-s0" tcp msg --verify --count $n; sub_a=$sub
+PORT=$((PORT + 1)); start_stream "$name-s1" tcp msg --verify --count $n; sub_b=$sub; PORT=$((PORT - 1))
+start_sub "$name-tags" tcp msg --verify --count $n; sub_c=$sub
+wait_sub "$name-s0" "$sub_a"
+wait_sub "$name-s1" "$sub_b"
+wait_sub "$name-tags" "$sub_c"
+wait_daemon "$name"
+check_sub_exact "$name-s0" $n
+check_sub_exact "$name-s1" $n
+check_sub_exact "$name-tags" $n
+check_stream_clean "$name-s0"
+check_stream_clean "$name-s1"
+expect_eq "$name stream_subscribers (both threads)" "$(pub "$name" stream_subscribers)" 2
+check_daemon_clean "$name"
+PORT=$((PORT + 2))
+
+# The daemon kicks the stream subscriber mid-run (ringcast-ctl kick): it
+# reconnects and its ring, spans and decoder go on across the reconnect: the
+# chunks open at the kick are cut (counted), the blocks missed show as
+# sequence gaps, no span is bad, no chunk corrupt or twice; every key back.
+reconnect_run() { # reconnect_run NAME PROVIDER ENDPOINT
+    name=$1; prov=$2; ep=$3; n=60000; sock="$WORK/$name.sock"
+    start_daemon "$name" -o "fabric.provider=$prov" -o "fabric.endpoint=$ep" -o readout.wait_subscribers=1 \
+        -o control.socket="$sock" -o sim.0.run_chunks=$n -o sim.0.rate=20000chunks/s \
+        -o sim.0.chunk_size_min=16 -o sim.0.chunk_size_max=9000
+    start_stream "$name-s" "$prov" "$ep" --verify --duration 8 --stream-ring-size 262144; sub_s=$sub
+    wait_cards_started "$name"
+    sleep 0.5
+    addr=$("$BIN/ringcast-ctl" --socket "$sock" --compact subscribers | grep -o '"address":"[^"]*"' | head -n 1 |
+           cut -d'"' -f4)
+    [ -n "$addr" ] || fail "$name: the stream subscriber is not listed"
+    "$BIN/ringcast-ctl" --socket "$sock" kick "$addr" >/dev/null || fail "$name: kick $addr"
+    wait_daemon "$name"
+    wait "$sub_s"   # exit status 1: verification saw the gap of the reconnect
+    expect_gt "$name-s reconnects" "$(json_num reconnects "$WORK/$name-s.json")" 0
+    expect_gt "$name stream subscribers (before and after the kick)" "$(pub "$name" stream_subscribers)" 1
+    expect_eq "$name-s corrupt" "$(json_num corrupt "$WORK/$name-s.json")" 0
+    expect_eq "$name-s duplicates" "$(json_num duplicates "$WORK/$name-s.json")" 0
+    expect_eq "$name-s bad_spans" "$(stream_of "$name-s" bad_spans)" 0
+    expect_eq "$name-s views_outstanding" "$(json_num views_outstanding "$WORK/$name-s.json")" 0
+    check_daemon_clean "$name"
+    PORT=$((PORT + 1))
+}
+reconnect_run stream-reconnect-tcp tcp msg
+reconnect_run stream-reconnect-rxm "tcp;ofi_rxm" rdm
 
 # A card the daemon does not have: BYE(refused) with the reason, at both ends.
 name=stream-refused

@@ -210,6 +210,34 @@ static void test_bad_spans(void)
     rci_sub_stream_destroy(&r);
 }
 
+/* Spans that overlap one held out of turn: a publisher writing the same
+ * ring space twice. Taken, the held one would later move the written
+ * position over space no write of this lap filled (old blocks decoded as
+ * new). */
+static void test_overlapping_spans(void)
+{
+    struct rci_sub_stream r;
+    uint64_t spans = 0, bytes = 0;
+    open_ring(&r);
+    CU_ASSERT_EQUAL(rci_sub_stream_arrived(&r, rci_rma_imm(2 * BS, BS), &spans, &bytes), 0);   /* held */
+    expect_bad(&r, 0, 3 * BS, "overlaps");   /* in turn, over the held one */
+    CU_ASSERT_EQUAL(rci_dma_ring_written_pos(r.ring), 0);
+    rci_sub_stream_destroy(&r);
+
+    open_ring(&r);
+    CU_ASSERT_EQUAL(rci_sub_stream_arrived(&r, rci_rma_imm(2 * BS, BS), &spans, &bytes), 0);   /* held */
+    expect_bad(&r, BS, 2 * BS, "overlaps");  /* out of turn, over the held one */
+    rci_sub_stream_destroy(&r);
+
+    open_ring(&r);   /* adjacent is fine: all three taken in order */
+    CU_ASSERT_EQUAL(rci_sub_stream_arrived(&r, rci_rma_imm(3 * BS, BS), &spans, &bytes), 0);
+    CU_ASSERT_EQUAL(rci_sub_stream_arrived(&r, rci_rma_imm(BS, 2 * BS), &spans, &bytes), 0);
+    CU_ASSERT_EQUAL(rci_sub_stream_arrived(&r, rci_rma_imm(0, BS), &spans, &bytes), 1);
+    CU_ASSERT_EQUAL(rci_dma_ring_written_pos(r.ring), 4 * BS);
+    CU_ASSERT_EQUAL(r.nheld, 0);
+    rci_sub_stream_destroy(&r);
+}
+
 static void test_credit_rule(void)
 {
     struct rci_sub_stream r;
@@ -235,6 +263,7 @@ static void register_tests(void)
              { "in turn, 100 laps, split at the end", test_spans_in_turn },
              { "out of turn: held, then taken", test_spans_out_of_turn },
              { "bad spans", test_bad_spans },
+             { "spans overlapping a held one", test_overlapping_spans },
              { "credit rule", test_credit_rule });
 }
 
