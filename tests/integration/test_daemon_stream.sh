@@ -187,11 +187,13 @@ PORT=$((PORT + 2))
 # chunks open at the kick are cut (counted), the blocks missed show as
 # sequence gaps, no span is bad, no chunk corrupt or twice; every key back.
 reconnect_run() { # reconnect_run NAME PROVIDER ENDPOINT
-    name=$1; prov=$2; ep=$3; n=60000; sock="$WORK/$name.sock"
+    # 6 s of data: the reconnect takes about 1 s, and a loaded machine once
+    # ended a 3 s run before the kicked subscriber was back (reconnects = 0).
+    name=$1; prov=$2; ep=$3; n=120000; sock="$WORK/$name.sock"
     start_daemon "$name" -o "fabric.provider=$prov" -o "fabric.endpoint=$ep" -o readout.wait_subscribers=1 \
         -o control.socket="$sock" -o sim.0.run_chunks=$n -o sim.0.rate=20000chunks/s \
         -o sim.0.chunk_size_min=16 -o sim.0.chunk_size_max=9000
-    start_stream "$name-s" "$prov" "$ep" --verify --duration 8 --stream-ring-size 262144; sub_s=$sub
+    start_stream "$name-s" "$prov" "$ep" --verify --duration 14 --stream-ring-size 262144; sub_s=$sub
     wait_cards_started "$name"
     sleep 0.5
     addr=$("$BIN/ringcast-ctl" --socket "$sock" --compact subscribers | grep -o '"address":"[^"]*"' | head -n 1 |
