@@ -9,9 +9,10 @@
  *   dead and every key it held comes back exactly once);
  * - -FI_EAGAIN storms: every Nth data or page post starts a run of `burst`
  *   posts refused with -FI_EAGAIN, as a full provider queue does;
- * - -FI_EAGAIN streaks (fault_eagain_streak): every Nth post starts a time
- *   in which the posts to that one subscriber are refused, as a congested
- *   connection does (a later fragment of a chunk then meets it);
+ * - -FI_EAGAIN streaks (fault_eagain_streak): every Nth post arms a time in
+ *   which the posts to one subscriber are refused, as a congested connection
+ *   does; it begins at the next later fragment of a chunk (to whichever
+ *   subscriber that is), so a fragmented send is cut in its middle;
  * - a held send (fault_hold_after): one data post is reported done and never
  *   handed to the provider, as a provider that keeps a send unwritten (the
  *   stall the tcp MSG probe finds: net/README.md, "Stalled sends").
@@ -33,9 +34,22 @@ static bool is_live_op(const struct rci_publisher *p, void *ctx)
     return op->gen == rci_pub_ctx_gen(ctx) && op->state == RCI_TXOP_POSTED;
 }
 
+/* A later fragment of a fragmented DATA send (fragment 0 was posted). */
+static bool is_later_fragment(const struct iovec *hdr)
+{
+    if (!hdr || hdr->iov_len < sizeof(struct rci_wire_data))
+        return false;
+    const struct rci_wire_data *d = hdr->iov_base;
+    return d->hdr.type == RCI_MSG_DATA && d->frag_index > 0;
+}
+
 /* A streak: one subscriber's posts refused for a while (a peer whose
- * connection is congested), the others' not. Clock read only when on. */
-static bool refuse_streak(struct rci_publisher *p, uint32_t peer)
+ * connection is congested), the others' not. The Nth post arms it; it
+ * begins at the next later fragment of a chunk, refused there, so the test
+ * always sees a fragmented send cut in the middle (beginning at whatever
+ * post came next met a chunk's fragment 0 in about a third of the runs).
+ * Clock read only when on. */
+static bool refuse_streak(struct rci_publisher *p, uint32_t peer, const struct iovec *hdr)
 {
     const struct rci_fault_params *f = &p->fab.params.faults;
     uint64_t now = rci_now_ns();
@@ -43,21 +57,26 @@ static bool refuse_streak(struct rci_publisher *p, uint32_t peer)
         p->st.faults_eagain++;
         return true;
     }
-    if (++p->fault.posts % f->eagain_every == 0) {
-        p->fault.streak_peer = peer;   /* from its next post on */
+    if (p->fault.streak_armed && is_later_fragment(hdr)) {
+        p->fault.streak_armed = false;
+        p->fault.streak_peer = peer;
         p->fault.streak_until_ns = now + f->eagain_streak_ns;
         p->st.faults_eagain_streaks++;
+        p->st.faults_eagain++;
+        return true;
     }
+    if (++p->fault.posts % f->eagain_every == 0)
+        p->fault.streak_armed = true;
     return false;
 }
 
-bool rci_pub_fault_refuse_post(struct rci_publisher *p, uint32_t peer, void *ctx)
+bool rci_pub_fault_refuse_post(struct rci_publisher *p, uint32_t peer, void *ctx, const struct iovec *hdr)
 {
     const struct rci_fault_params *f = &p->fab.params.faults;
     if (f->eagain_every == 0 || !is_data_op(p, ctx))
         return false;
     if (f->eagain_streak_ns)
-        return refuse_streak(p, peer);
+        return refuse_streak(p, peer, hdr);
     if (p->fault.storm_left == 0 && ++p->fault.posts % f->eagain_every == 0)
         p->fault.storm_left = f->eagain_burst;
     if (p->fault.storm_left == 0)

@@ -269,6 +269,8 @@ struct rci_publisher {
         uint32_t storm_left;           /* -FI_EAGAIN refusals still to give */
         uint32_t streak_peer;          /* peer index of the current streak */
         uint64_t streak_until_ns;      /* posts to it are refused until then */
+        bool streak_armed;             /* the Nth post came: the streak begins at the next
+                                          later fragment (frag_index > 0) of a DATA send */
     } fault;
 
     struct rci_pub_stream_card stream_cards[RCI_PUB_MAX_STREAM_CARDS];   /* rci_publisher_set_stream_cards */
@@ -325,7 +327,9 @@ void rci_pub_bye_address(struct rci_publisher *p, fi_addr_t addr, enum rci_bye_r
 /* pub_faults.c: fault injection ([fabric] fault_*), data and page ops only. */
 /* true: refuse this post to peer index `peer` (op_context ctx) with
  * -FI_EAGAIN (a storm or that peer's streak is on). */
-bool rci_pub_fault_refuse_post(struct rci_publisher *p, uint32_t peer, void *ctx);
+/* hdr: the message's first iov (its wire header) or NULL (RMA and stream
+ * writes: no streak waits for a later fragment there). */
+bool rci_pub_fault_refuse_post(struct rci_publisher *p, uint32_t peer, void *ctx, const struct iovec *hdr);
 /* true: report this post as done without handing it to the provider
  * (fault_hold_after): it never completes, as a send the provider keeps. */
 bool rci_pub_fault_hold_post(struct rci_publisher *p, void *ctx);

@@ -178,7 +178,7 @@ int rci_pub_post(struct rci_publisher *p, struct rci_pub_peer *peer, const struc
     struct fid_ep *ep = p->fab.rdm ? p->fab.ep : peer->ep;
     if (!ep)
         return -FI_ENOTCONN;
-    if (rci_pub_fault_refuse_post(p, (uint32_t)(peer - p->peers), ctx))
+    if (rci_pub_fault_refuse_post(p, (uint32_t)(peer - p->peers), ctx, n ? &iov[0] : NULL))
         return -FI_EAGAIN;
     if (rci_pub_fault_hold_post(p, ctx))
         return 0;   /* injected: "posted", never handed to the provider */

@@ -153,7 +153,7 @@ int rci_rma_post(struct rci_publisher *p, struct rci_pub_peer *peer, const struc
         pub_debug(p, "%s: CREDIT made room, RMA writes go on", peer->name);
         peer->rma.credit_stalled = false;
     }
-    if (rci_pub_fault_refuse_post(p, (uint32_t)(peer - p->peers), ctx))
+    if (rci_pub_fault_refuse_post(p, (uint32_t)(peer - p->peers), ctx, NULL))
         return -FI_EAGAIN;
     uint64_t off = start % peer->rma.size;
     struct fi_rma_iov target = { .addr = peer->rma.base + off, .len = len, .key = peer->rma.key };

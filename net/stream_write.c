@@ -171,7 +171,7 @@ static int post_span(struct rci_publisher *p, struct rci_pub_peer *peer, const s
     struct fid_ep *ep = p->fab.rdm ? p->fab.ep : peer->ep;
     if (!ep)
         return -FI_ENOTCONN;
-    if (rci_pub_fault_refuse_post(p, (uint32_t)(peer - p->peers), ctx))
+    if (rci_pub_fault_refuse_post(p, (uint32_t)(peer - p->peers), ctx, NULL))
         return -FI_EAGAIN;
     uint64_t off = peer->rma.wpos % peer->rma.size;
     struct fi_rma_iov target = { .addr = peer->rma.base + off, .len = len, .key = peer->rma.key };
