@@ -30,8 +30,11 @@ PORT=$(port_base 0)
 ETCD_URL="etcd://$NET.1:2379"
 PIDS=""
 
+# A pid in PIDS is `timeout --foreground`'s (ip netns exec execs it): its
+# program is its child and outlives a SIGKILL of it, so children go first
+# (a failed run once left two 600 s subscribers running for minutes).
 cleanup() {
-    for p in $PIDS; do kill -9 "$p" 2>/dev/null; done
+    for p in $PIDS; do pkill -9 -P "$p" 2>/dev/null; kill -9 "$p" 2>/dev/null; done
     for h in e a b s t br; do ip netns del "$NS$h" 2>/dev/null; done
 }
 trap 'cleanup; on_exit' EXIT
