@@ -332,6 +332,12 @@ void rci_pub_bye_address(struct rci_publisher *p, fi_addr_t addr, enum rci_bye_r
 bool rci_pub_fault_refuse_post(struct rci_publisher *p, uint32_t peer, void *ctx, const struct iovec *hdr);
 /* true: report this post as done without handing it to the provider
  * (fault_hold_after): it never completes, as a send the provider keeps. */
+/* One RMA write of [iov...] (len bytes) at connection position pos of the
+ * peer's ring, with the immediate data the subscriber checks it by
+ * (rma_ring.h): RMA records (rma_write.c) and stream spans (stream_write.c).
+ * Returns fi_writemsg's result, or -FI_EAGAIN for an injected refusal. */
+int rci_pub_rma_post(struct rci_publisher *p, struct rci_pub_peer *peer, struct fid_ep *ep,
+                     const struct iovec *iov, void **desc, size_t n, uint64_t pos, uint64_t len, void *ctx);
 bool rci_pub_fault_hold_post(struct rci_publisher *p, void *ctx);
 /* Turn a successful completion into an error one when it is due. */
 void rci_pub_fault_completion(struct rci_publisher *p, struct rci_fabric_cqe *e);

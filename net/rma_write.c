@@ -153,9 +153,21 @@ int rci_rma_post(struct rci_publisher *p, struct rci_pub_peer *peer, const struc
         pub_debug(p, "%s: CREDIT made room, RMA writes go on", peer->name);
         peer->rma.credit_stalled = false;
     }
+    int rc = rci_pub_rma_post(p, peer, ep, iov, desc, n, start, len, ctx);
+    if (rc)
+        return rc;
+    peer->rma.wpos = start + rci_rma_span(len);
+    p->st.rma_records++;
+    p->st.rma_bytes += len;
+    return 0;
+}
+
+int rci_pub_rma_post(struct rci_publisher *p, struct rci_pub_peer *peer, struct fid_ep *ep,
+                     const struct iovec *iov, void **desc, size_t n, uint64_t pos, uint64_t len, void *ctx)
+{
     if (rci_pub_fault_refuse_post(p, (uint32_t)(peer - p->peers), ctx, NULL))
         return -FI_EAGAIN;
-    uint64_t off = start % peer->rma.size;
+    uint64_t off = pos % peer->rma.size;
     struct fi_rma_iov target = { .addr = peer->rma.base + off, .len = len, .key = peer->rma.key };
     struct fi_msg_rma msg = {
         .msg_iov = iov, .desc = desc, .iov_count = n,
@@ -163,13 +175,7 @@ int rci_rma_post(struct rci_publisher *p, struct rci_pub_peer *peer, const struc
         .rma_iov = &target, .rma_iov_count = 1, .context = ctx,
         .data = rci_rma_imm(off, (uint32_t)len),
     };
-    ssize_t rc = fi_writemsg(ep, &msg, FI_REMOTE_CQ_DATA | FI_COMPLETION);
-    if (rc)
-        return (int)rc;
-    peer->rma.wpos = start + rci_rma_span(len);
-    p->st.rma_records++;
-    p->st.rma_bytes += len;
-    return 0;
+    return (int)fi_writemsg(ep, &msg, FI_REMOTE_CQ_DATA | FI_COMPLETION);
 }
 
 bool rci_publisher_peer_rma(struct rci_publisher *p, rci_peer_id id)

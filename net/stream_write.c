@@ -171,17 +171,7 @@ static int post_span(struct rci_publisher *p, struct rci_pub_peer *peer, const s
     struct fid_ep *ep = p->fab.rdm ? p->fab.ep : peer->ep;
     if (!ep)
         return -FI_ENOTCONN;
-    if (rci_pub_fault_refuse_post(p, (uint32_t)(peer - p->peers), ctx, NULL))
-        return -FI_EAGAIN;
-    uint64_t off = peer->rma.wpos % peer->rma.size;
-    struct fi_rma_iov target = { .addr = peer->rma.base + off, .len = len, .key = peer->rma.key };
-    struct fi_msg_rma msg = {
-        .msg_iov = iov, .desc = desc, .iov_count = n,
-        .addr = peer->has_addr ? peer->addr : FI_ADDR_UNSPEC,
-        .rma_iov = &target, .rma_iov_count = 1, .context = ctx,
-        .data = rci_rma_imm(off, (uint32_t)len),
-    };
-    return (int)fi_writemsg(ep, &msg, FI_REMOTE_CQ_DATA | FI_COMPLETION);
+    return rci_pub_rma_post(p, peer, ep, iov, desc, n, peer->rma.wpos, len, ctx);
 }
 
 int rci_publisher_stream_write(struct rci_publisher *p, rci_peer_id id, const struct iovec *iov, unsigned n,

@@ -69,13 +69,19 @@ int rci_sub_rma_connect(struct rci_sub_rma *r, struct rci_fabric *f, struct fid_
                         struct rci_wire_hello_rma *announce, char *err, size_t errlen)
 {
     rci_sub_rma_start(r);
-    int rc = rci_fabric_mr_reg(f, r->mem, r->size, FI_REMOTE_WRITE, ep, &r->mr, err, errlen);
+    return rci_sub_ring_announce(f, ep, r->mem, r->size, &r->mr, announce, err, errlen);
+}
+
+int rci_sub_ring_announce(struct rci_fabric *f, struct fid_ep *ep, void *mem, uint64_t size,
+                          struct rci_fabric_mr *mr, struct rci_wire_hello_rma *announce, char *err, size_t errlen)
+{
+    int rc = rci_fabric_mr_reg(f, mem, size, FI_REMOTE_WRITE, ep, mr, err, errlen);
     if (rc)
         return rc;
     *announce = (struct rci_wire_hello_rma){
-        .base = f->mr_virt_addr ? (uint64_t)(uintptr_t)r->mem : 0,
-        .len = r->size,
-        .key = fi_mr_key(r->mr.mr),
+        .base = f->mr_virt_addr ? (uint64_t)(uintptr_t)mem : 0,
+        .len = size,
+        .key = fi_mr_key(mr->mr),
     };
     return 0;
 }

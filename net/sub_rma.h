@@ -66,6 +66,12 @@ int  rci_sub_rma_connect(struct rci_sub_rma *r, struct rci_fabric *f, struct fid
                         struct rci_wire_hello_rma *announce, char *err, size_t errlen);
 /* The positions part of connect (tests use it without a fabric). */
 void rci_sub_rma_start(struct rci_sub_rma *r);
+/* Register a subscriber's receive ring [mem, mem + size) for remote write
+ * on this connection and fill what HELLO announces of it (base, as
+ * FI_MR_VIRT_ADDR says, length, key): RMA delivery's ring and the block
+ * stream's (sub_stream.c). */
+int  rci_sub_ring_announce(struct rci_fabric *f, struct fid_ep *ep, void *mem, uint64_t size,
+                           struct rci_fabric_mr *mr, struct rci_wire_hello_rma *announce, char *err, size_t errlen);
 /* The connection ended: deregister, forget held completions. */
 void rci_sub_rma_disconnect(struct rci_sub_rma *r);
 

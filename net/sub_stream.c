@@ -10,6 +10,7 @@
 
 #include "common/errbuf.h"
 #include "net/rma_ring.h"
+#include "net/sub_rma.h"
 
 int rci_sub_stream_create(struct rci_sub_stream *r, uint64_t size, char *err, size_t errlen)
 {
@@ -54,14 +55,9 @@ int rci_sub_stream_connect(struct rci_sub_stream *r, struct rci_fabric *f, struc
                            struct rci_wire_hello_rma *ring, uint64_t *start_offset, char *err, size_t errlen)
 {
     rci_sub_stream_start(r);
-    int rc = rci_fabric_mr_reg(f, r->mem, r->size, FI_REMOTE_WRITE, ep, &r->mr, err, errlen);
+    int rc = rci_sub_ring_announce(f, ep, r->mem, r->size, &r->mr, ring, err, errlen);
     if (rc)
         return rc;
-    *ring = (struct rci_wire_hello_rma){
-        .base = f->mr_virt_addr ? (uint64_t)(uintptr_t)r->mem : 0,
-        .len = r->size,
-        .key = fi_mr_key(r->mr.mr),
-    };
     *start_offset = r->start;
     return 0;
 }
