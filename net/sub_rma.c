@@ -13,17 +13,23 @@
 
 #define UNIT 8u   /* records are 8-byte aligned: the ring's take/release unit */
 
-int rci_sub_rma_create(struct rci_sub_rma *r, uint64_t size, char *err, size_t errlen)
+int rci_sub_ring_create(const char *what, uint64_t size, uint32_t unit, struct rci_dma_ring **ring,
+                        char *err, size_t errlen)
 {
-    memset(r, 0, sizeof *r);
-    if (size % UNIT || size < RCI_WIRE_RMA_MIN_RING || size > RCI_WIRE_RMA_MAX_RING) {
-        rci_set_err(err, errlen, "rma_ring_size %" PRIu64 ": a multiple of 8 in [%u, %llu] bytes", size,
+    if (size % unit || size < RCI_WIRE_RMA_MIN_RING || size > RCI_WIRE_RMA_MAX_RING) {
+        rci_set_err(err, errlen, "%s %" PRIu64 ": a multiple of %u in [%u, %llu] bytes", what, size, unit,
                     RCI_WIRE_RMA_MIN_RING, (unsigned long long)RCI_WIRE_RMA_MAX_RING);
         return -EINVAL;
     }
-    struct rci_dma_ring_params p = { .size = size, .unit_size = UNIT, .backend = RCI_MEM_ANON,
+    struct rci_dma_ring_params p = { .size = size, .unit_size = unit, .backend = RCI_MEM_ANON,
                                      .lock_memory = false };
-    int rc = rci_dma_ring_create(&p, &r->ring, err, errlen);
+    return rci_dma_ring_create(&p, ring, err, errlen);
+}
+
+int rci_sub_rma_create(struct rci_sub_rma *r, uint64_t size, char *err, size_t errlen)
+{
+    memset(r, 0, sizeof *r);
+    int rc = rci_sub_ring_create("rma_ring_size", size, UNIT, &r->ring, err, errlen);
     if (rc)
         return rc;
     r->mem = rci_dma_ring_addr(r->ring);

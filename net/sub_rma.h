@@ -66,6 +66,11 @@ int  rci_sub_rma_connect(struct rci_sub_rma *r, struct rci_fabric *f, struct fid
                         struct rci_wire_hello_rma *announce, char *err, size_t errlen);
 /* The positions part of connect (tests use it without a fabric). */
 void rci_sub_rma_start(struct rci_sub_rma *r);
+/* A subscriber's receive ring of size bytes (a multiple of unit, within
+ * the range HELLO allows), for RMA delivery and the block stream; what:
+ * the parameter's name for the error. */
+int  rci_sub_ring_create(const char *what, uint64_t size, uint32_t unit, struct rci_dma_ring **ring,
+                         char *err, size_t errlen);
 /* Register a subscriber's receive ring [mem, mem + size) for remote write
  * on this connection and fill what HELLO announces of it (base, as
  * FI_MR_VIRT_ADDR says, length, key): RMA delivery's ring and the block

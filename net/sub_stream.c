@@ -15,14 +15,7 @@
 int rci_sub_stream_create(struct rci_sub_stream *r, uint64_t size, char *err, size_t errlen)
 {
     memset(r, 0, sizeof *r);
-    if (size % RCI_SUB_STREAM_UNIT || size < RCI_WIRE_RMA_MIN_RING || size > RCI_WIRE_RMA_MAX_RING) {
-        rci_set_err(err, errlen, "stream_ring_size %" PRIu64 ": a multiple of %u in [%u, %llu] bytes", size,
-                    RCI_SUB_STREAM_UNIT, RCI_WIRE_RMA_MIN_RING, (unsigned long long)RCI_WIRE_RMA_MAX_RING);
-        return -EINVAL;
-    }
-    struct rci_dma_ring_params p = { .size = size, .unit_size = RCI_SUB_STREAM_UNIT, .backend = RCI_MEM_ANON,
-                                     .lock_memory = false };
-    int rc = rci_dma_ring_create(&p, &r->ring, err, errlen);
+    int rc = rci_sub_ring_create("stream_ring_size", size, RCI_SUB_STREAM_UNIT, &r->ring, err, errlen);
     if (rc)
         return rc;
     r->mem = rci_dma_ring_addr(r->ring);
