@@ -128,9 +128,11 @@ expect_eq "auto rows: only the two of --mode auto (no extra fill=none row with -
     "$(jq -s '[.[] | select(.test == "auto")] | length' "$out2")" 2
 
 # model: two sizes, an extra target; stage rows for every stage and size,
-# target rows with positive cores.
+# target rows with positive cores. 1 s runs: a stage's CPU is the difference
+# of a run and its half, and at 0.3 s the noise of a run's fixed costs (start,
+# drain, the end-of-run BYE) once made the publisher's difference 0 (a loaded CI run).
 out3="$WORK/bench-model.jsonl"
-TMPDIR="$WORK" timeout --foreground -k 10 120 "$BENCH" model --sizes 256,8k --seconds 0.3 --target 1GB/s,1k --json \
+TMPDIR="$WORK" timeout --foreground -k 10 120 "$BENCH" model --sizes 256,8k --seconds 1 --target 1GB/s,1k --json \
     >"$out3" 2>"$WORK/bench-model.err" || { cat "$WORK/bench-model.err"; fail "ringcast-bench model failed"; }
 expect_eq "model_stage rows (5 stages x 2 sizes) with cpu_s_per_chunk and cpu_s_per_gb" \
     "$(jq -s '[.[] | select(.test == "model_stage" and .cpu_s_per_chunk >= 0 and .cpu_s_per_gb >= 0)] | length' "$out3")" 10
