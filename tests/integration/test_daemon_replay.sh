@@ -32,6 +32,10 @@ until grep -q "starting the cards" "$WORK/capture.log"; do
     i=$((i + 1)); [ $i -lt 300 ] || { cat "$WORK/capture.log"; fail "capture: subscribers never subscribed"; }
     sleep 0.05
 done
+# Hold the ring open: once the run ends the daemon says BYE, its subscribers
+# leave and it exits, removing /dev/shm/$shm-ring, maybe before dd below
+# (an ASan run lost that race); the open file keeps the ring's bytes.
+exec 3<"/dev/shm/$shm-ring" || fail "capture: no ring /dev/shm/$shm-ring"
 timeout --foreground -k 10 60 "$BIN/ringcast-sim" -c "$WORK/capture.ini" --card 0 >"$WORK/sim.log" 2>&1 \
     || { cat "$WORK/sim.log"; fail "ringcast-sim exit status $?"; }
 wait "$sub_a" || { cat "$WORK/expected.log" "$WORK/expected.json"; fail "capture subscriber failed"; }
@@ -39,8 +43,8 @@ grep -q '"verified":true' "$WORK/expected.json" || fail "capture: subscriber did
 expect_eq "capture subscriber chunks" "$(json_num chunks "$WORK/expected.json")" "$N"
 blocks=$(grep -o 'blocks [0-9]*' "$WORK/sim.log" | head -n 1 | cut -d' ' -f2)
 expect_gt "capture blocks written" "$blocks" 0
-dd if="/dev/shm/$shm-ring" of="$WORK/blocks.bin" bs=4096 count="$blocks" 2>/dev/null \
-    || fail "cannot copy the ring /dev/shm/$shm-ring"
+dd of="$WORK/blocks.bin" bs=4096 count="$blocks" <&3 2>/dev/null || fail "cannot copy the ring /dev/shm/$shm-ring"
+exec 3<&-
 expect_eq "block file size" "$(wc -c < "$WORK/blocks.bin")" $((blocks * 4096))
 kill -TERM "$keeper"; wait "$keeper" 2>/dev/null
 wait "$daemon" || { cat "$WORK/capture.log"; fail "capture daemon exit status"; }
