@@ -121,9 +121,18 @@ static void walk_hello(const uint8_t *buf, size_t len)
     if (rci_wire_check_hello(buf, len, &h) != RCI_WIRE_OK)
         return;
     struct rci_wire_hello_rma rma;
+    struct rci_wire_hello_stream st;
     bool has_rma = rci_wire_hello_rma(buf, len, &rma);
-    FZ_CHECK(h.addr_len <= RCI_WIRE_MAX_ADDR && len == sizeof h + h.addr_len + (has_rma ? sizeof rma : 0),
+    bool has_stream = rci_wire_hello_stream(buf, len, &st);
+    /* The stream part rides only behind an RMA part (it names the ring). */
+    FZ_CHECK(!has_stream || has_rma, "stream part without an RMA part in %zu bytes", len);
+    FZ_CHECK(h.addr_len <= RCI_WIRE_MAX_ADDR &&
+                 len == sizeof h + h.addr_len + (has_rma ? sizeof rma : 0) + (has_stream ? sizeof st : 0),
              "addr_len %u in %zu bytes", h.addr_len, len);
+    FZ_CHECK(!has_stream || (st.card <= RCI_WIRE_MAX_CARD && st.flags == 0 &&
+                             st.start_offset % RCI_WIRE_STREAM_ALIGN == 0 && st.start_offset < rma.len),
+             "stream card %u flags %u start %llu of %llu", st.card, st.flags,
+             (unsigned long long)st.start_offset, (unsigned long long)rma.len);
     FZ_CHECK(!has_rma || (rma.len % 8 == 0 && rma.base % 8 == 0 && rma.len >= RCI_WIRE_RMA_MIN_RING &&
                           rma.len <= RCI_WIRE_RMA_MAX_RING), "rma ring %llu B at %llu",
              (unsigned long long)rma.len, (unsigned long long)rma.base);
@@ -144,6 +153,28 @@ static void walk_data(const uint8_t *buf, size_t len)
              d.frag_count);
     FZ_CHECK((uint64_t)d.frag_offset + payload <= d.chunk_len, "fragment %u+%zu of %u",
              d.frag_offset, payload, d.chunk_len);
+}
+
+/* WELCOME: an RMA part (delivery, fallback), then perhaps a stream part,
+ * which only a stream delivery may carry. */
+static void walk_welcome(const uint8_t *buf, size_t len)
+{
+    struct rci_wire_welcome w;
+    if (rci_wire_check_welcome(buf, len, &w) != RCI_WIRE_OK)
+        return;
+    struct rci_wire_welcome_rma rma;
+    struct rci_wire_welcome_stream st;
+    bool has_rma = rci_wire_welcome_rma(buf, len, &rma);
+    bool has_stream = rci_wire_welcome_stream(buf, len, &st);
+    FZ_CHECK(!has_stream || has_rma, "stream part without an RMA part in %zu bytes", len);
+    FZ_CHECK(len == sizeof w + (has_rma ? sizeof rma : 0) + (has_stream ? sizeof st : 0),
+             "WELCOME of %zu bytes", len);
+    FZ_CHECK(w.heartbeat_ms > 0, "heartbeat 0");
+    FZ_CHECK(!has_stream || (rma.delivery == RCI_DELIVERY_STREAM && rma.fallback == 0 &&
+                             st.card <= RCI_WIRE_MAX_CARD && st.block_size >= RCI_WIRE_STREAM_ALIGN &&
+                             st.block_size <= 65536 && st.block_size % RCI_WIRE_STREAM_ALIGN == 0),
+             "stream welcome: delivery %u card %u block %u", rma.delivery, st.card, st.block_size);
+    sink += w.publisher_id;
 }
 
 /* BYE: the handled count (version 3) only in a 24-byte orderly BYE. */
@@ -170,6 +201,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (int type = RCI_MSG_HELLO; type <= RCI_MSG_TYPE_MAX; type++)
         (void)check_as(type, data, size);
     walk_hello(data, size);
+    walk_welcome(data, size);
     walk_sub(data, size);
     walk_data(data, size);
     walk_page(data, size);

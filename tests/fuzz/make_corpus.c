@@ -106,6 +106,13 @@ static void wire_corpus(void)
         n = rci_wire_build_welcome(buf, sizeof buf, 100000, 1000, 42);
         put_msg("welcome_rma", buf, rci_wire_add_welcome_rma(buf, sizeof buf, (size_t)n, RCI_DELIVERY_RMA,
                                                             RCI_RMA_OK));
+        struct rci_wire_hello_stream st = {.card = 1, .flags = 0, .start_offset = 8192};
+        n = rci_wire_build_hello(buf, sizeof buf, 0x1122334455667788ull, 65536, addr, 0);
+        n = rci_wire_add_hello_rma(buf, sizeof buf, (size_t)n, &ring);
+        put_msg("hello_stream", buf, rci_wire_add_hello_stream(buf, sizeof buf, (size_t)n, &st));
+        struct rci_wire_welcome_stream wst = {.card = 1, .block_size = 4096, .tag_base = 0x10000};
+        n = rci_wire_build_welcome(buf, sizeof buf, 100000, 1000, 42);
+        put_msg("welcome_stream", buf, rci_wire_add_welcome_stream(buf, sizeof buf, (size_t)n, &wst));
         put_msg("credit", buf, rci_wire_build_credit(buf, sizeof buf, 1u << 20));
     }
     const struct rci_wire_range ranges[3] = { { 0, 0 }, { 5, 9 }, { 0x10000, 0x1ffff } };
