@@ -37,7 +37,9 @@ struct rci_daemon_params {
     uint64_t slow_cut_after_ns;   /* drop: older still: it is cut off */
     uint64_t block_cut_after_ns;  /* block: older: it is cut off (the card stalled that long for it) */
     uint32_t block_backlog;       /* block: shares deferred per subscriber (0 = none, head-of-line) */
+    uint64_t thread_stuck_after_ns; /* a thread whose loop has not turned this long is stuck; 0 = never */
     uint64_t fault_publisher_hang_after_ns; /* tests only: publisher thread 0 hangs after this; 0 = never */
+    bool fault_publisher_hang_through_stop; /* tests only: ... and does not come back for the stop */
 };
 
 /* [metrics] — the Prometheus endpoint (tools/metrics_http.c). */

@@ -20,6 +20,7 @@ void rci_config_pipeline_params(const struct rci_config *cfg, struct rci_pipelin
     p->block_backlog = d->block_backlog;
     p->stats_interval_ns = d->stats_interval_ns;
     p->fault_hang_after_ns = d->fault_publisher_hang_after_ns;
+    p->fault_hang_through_stop = d->fault_publisher_hang_through_stop;
     p->nmodes = cfg->nmodes < RCI_MAX_MODE_RULES ? cfg->nmodes : RCI_MAX_MODE_RULES;
     memcpy(p->mode_rule, cfg->mode_rule, sizeof p->mode_rule);
     p->fabric = cfg->fabric;

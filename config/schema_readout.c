@@ -48,9 +48,15 @@ static const struct rci_cfg_key readout_keys[] = {
     {.key = "linger", .type = RCI_CFG_DURATION, .def = "10s", .min = 0, .max = 600000000000ull,
      RCI_CFG_FIELD(T, linger_ns),
      .help = "After a finished run: BYE to each subscriber after its last chunk, serve until all read to it and left, at most this (0: close at once, a reader loses its tail; not on SIGTERM)."},
+    {.key = "thread_stuck_after", .type = RCI_CFG_DURATION, .def = "10s", .min = 0, .max = 3600000000000ull,
+     RCI_CFG_FIELD(T, thread_stuck_after_ns),
+     .help = "A thread whose loop stood still this long is stuck: logged, counted (threads_stuck), the run ends with exit status 3 for the supervisor to restart; 0 = never."},
     {.key = "fault_publisher_hang_after", .type = RCI_CFG_DURATION, .def = "0", .min = 0, .max = 3600000000000ull,
      RCI_CFG_FIELD(T, fault_publisher_hang_after_ns),
      .help = "For tests only: publisher thread 0 stops making progress this long after it started, until the daemon stops (the systemd watchdog test); 0 = never."},
+    {.key = "fault_publisher_hang_through_stop", .type = RCI_CFG_BOOL, .def = "false",
+     RCI_CFG_FIELD(T, fault_publisher_hang_through_stop),
+     .help = "For tests only: that hang goes on through the stop, as a thread in a libfabric call that never returns."},
 };
 
 const struct rci_cfg_section rci_cfg_section_readout = {

@@ -58,6 +58,8 @@ struct rci_pipeline_params {
     uint64_t stats_interval_ns;   /* each publisher thread logs its rates this often; 0 = never */
     uint64_t fault_hang_after_ns; /* tests only: publisher thread 0 stops going round its loop this
                                      long after its start, until stop (0 = never) */
+    bool fault_hang_through_stop; /* tests only: ... and does not come back for the stop either (as a
+                                     thread inside a libfabric call that never returns) */
     unsigned nmodes;              /* mode rules in use */
     struct rci_mode_rule mode_rule[RCI_MAX_MODE_RULES];
     struct rci_fabric_params fabric;

@@ -11,9 +11,11 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "pipeline/dpdk_env.h"
 #include "net/allow_list.h"
@@ -435,25 +437,78 @@ unsigned rci_pipeline_threads(const struct rci_pipeline *pb)
     return pb->nthreads;
 }
 
-void rci_pipeline_stop(struct rci_pipeline *pb, uint64_t linger_ns)
+/* How often a stopping thread's heartbeat is looked at while joining it. */
+#define STOP_JOIN_SLICE_NS (100ull * 1000 * 1000)
+
+/* Join th; give up once its loop has not turned for stuck_after_ns (0: never
+ * give up). True when joined. */
+static bool join_unless_stuck(struct publish_thread *th, uint64_t stuck_after_ns)
+{
+    if (stuck_after_ns == 0)
+        return pthread_join(th->tid, NULL) == 0;
+    uint64_t beat = rci_counter_get(&th->heartbeat);
+    uint64_t moved_ns = rci_now_ns();
+    for (;;) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);   /* pthread_timedjoin_np takes CLOCK_REALTIME */
+        uint64_t ns = (uint64_t)until.tv_nsec + STOP_JOIN_SLICE_NS;
+        until.tv_sec += (time_t)(ns / 1000000000u);
+        until.tv_nsec = (long)(ns % 1000000000u);
+        int rc = pthread_timedjoin_np(th->tid, NULL, &until);
+        if (rc != ETIMEDOUT)
+            return rc == 0;
+        uint64_t now = rci_now_ns(), b = rci_counter_get(&th->heartbeat);
+        if (b != beat) {
+            beat = b;
+            moved_ns = now;
+        } else if (now - moved_ns >= stuck_after_ns) {
+            return false;
+        }
+    }
+}
+
+unsigned rci_pipeline_stop_bounded(struct rci_pipeline *pb, uint64_t linger_ns, uint64_t stuck_after_ns)
 {
     if (!pb)
-        return;
+        return 0;
     pb->linger_ns = linger_ns; /* read by the threads after they see stop */
     atomic_store_explicit(&pb->stop, true, memory_order_release);
+    unsigned abandoned = 0;
     for (unsigned i = 0; i < pb->nthreads; i++) {
-        if (!pb->threads[i].started)
+        struct publish_thread *th = &pb->threads[i];
+        if (!th->started || th->abandoned)
             continue;
-        rci_publish_thread_wake(&pb->threads[i]);
-        pthread_join(pb->threads[i].tid, NULL);
-        pb->threads[i].started = false;
+        rci_publish_thread_wake(th);
+        if (join_unless_stuck(th, stuck_after_ns)) {
+            th->started = false;
+            continue;
+        }
+        th->abandoned = true;
+        abandoned++;
+        pl_error(pb, "publisher %u: its loop has not turned for %.1f s while stopping: left behind, not joined"
+                 " (stuck in a call that does not return; its keys stay outstanding)", i,
+                 (double)stuck_after_ns / 1e9);
     }
+    return abandoned;
+}
+
+void rci_pipeline_stop(struct rci_pipeline *pb, uint64_t linger_ns)
+{
+    (void)rci_pipeline_stop_bounded(pb, linger_ns, 0);
+}
+
+unsigned rci_pipeline_abandoned(const struct rci_pipeline *pb)
+{
+    unsigned n = 0;
+    for (unsigned i = 0; pb && i < pb->nthreads; i++)
+        n += pb->threads[i].abandoned;
+    return n;
 }
 
 void rci_pipeline_destroy(struct rci_pipeline *pb)
 {
-    if (!pb)
-        return;
+    if (!pb || rci_pipeline_abandoned(pb))
+        return;   /* an abandoned thread may still use all of it */
     rci_pipeline_stop(pb, 0);
     /* Publishers first: destroying one completes its sends into the lanes. */
     for (unsigned i = 0; i < pb->nthreads; i++)

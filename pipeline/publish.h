@@ -111,7 +111,19 @@ void rci_pipeline_log_stats(struct rci_pipeline *pb, double interval_s);
  * (outstanding sends complete with -ECANCELED), so every key is back. Call
  * after the readout threads stopped. */
 void rci_pipeline_stop(struct rci_pipeline *pb, uint64_t linger_ns);
-/* After stop: free the queues, fan-out pools, the table. NULL is fine. */
+/* The same, but a thread whose loop has not turned (its heartbeat) for
+ * stuck_after_ns while it is being stopped is abandoned, not joined: a
+ * thread inside a libfabric call that never returns (libfabric 1.17's shm
+ * spins for ever posting to a peer killed while it held its region lock)
+ * would otherwise hang the stop for good. Returns the threads abandoned.
+ * An abandoned thread keeps running; its keys stay outstanding and
+ * rci_pipeline_destroy then frees nothing (the thread may still touch it):
+ * the process should end soon after. stuck_after_ns 0: join for ever. */
+unsigned rci_pipeline_stop_bounded(struct rci_pipeline *pb, uint64_t linger_ns, uint64_t stuck_after_ns);
+/* Threads rci_pipeline_stop_bounded abandoned (0 before it ran). */
+unsigned rci_pipeline_abandoned(const struct rci_pipeline *pb);
+/* After stop: free the queues, fan-out pools, the table. NULL is fine.
+ * With a thread abandoned it frees nothing (see above). */
 void rci_pipeline_destroy(struct rci_pipeline *pb);
 
 /* Publishing totals (any thread, figures read one by one): the sums over the

@@ -324,6 +324,7 @@ struct publish_thread {
     uint64_t idle_backoff_turn;
     pthread_t tid;
     bool started;
+    bool abandoned;                     /* stuck at the stop: left running, its memory kept */
     bool fabric_failed;
 };
 

@@ -947,6 +947,7 @@ static void flush_pages(struct publish_thread *th)
     uint64_t deadline = rci_now_ns() + FLUSH_WAIT_NS;
     struct rci_publisher_stats st;
     do {
+        rci_counter_add(&th->heartbeat, 1);   /* the stop's stuck rule watches it here too */
         if (rci_publisher_wait(th->pub, IDLE_WAIT_NS) < 0)
             break;
         rci_publisher_get_stats(th->pub, &st);
@@ -975,6 +976,7 @@ static void linger(struct publish_thread *th)
             (double)linger_ns / 1e9, subscribers_connected(th), subscribers_connected(th) == 1 ? "" : "s");
     uint64_t deadline = rci_now_ns() + linger_ns;
     while (subscribers_connected(th) > 0 && rci_now_ns() < deadline) {
+        rci_counter_add(&th->heartbeat, 1);
         if (rci_publisher_wait(th->pub, IDLE_WAIT_NS) < 0)
             break;
         cut_stalled(th, rci_now_ns());
@@ -1137,11 +1139,14 @@ static void serve_control(struct publish_thread *th)
 }
 
 /* readout.fault_publisher_hang_after (tests only): a stuck thread, as a
- * deadlock would leave it; it comes back only for the stop. */
+ * deadlock would leave it; it comes back only for the stop, or with
+ * fault_publisher_hang_through_stop never (as a thread inside a libfabric
+ * call that does not return). */
 static void hang_for_test(struct publish_thread *th)
 {
-    pl_warn(th->pb, "publisher %u: hanging on purpose (readout.fault_publisher_hang_after, for tests)", th->index);
-    while (!atomic_load_explicit(&th->pb->stop, memory_order_acquire))
+    pl_warn(th->pb, "publisher %u: hanging on purpose (readout.fault_publisher_hang_after%s, for tests)", th->index,
+            th->pb->params.fault_hang_through_stop ? " and _through_stop" : "");
+    while (th->pb->params.fault_hang_through_stop || !atomic_load_explicit(&th->pb->stop, memory_order_acquire))
         rci_sleep_ns(10ull * 1000 * 1000);
 }
 

@@ -576,6 +576,21 @@ static int collect_process(const struct rci_daemon_metrics *m, struct rci_prom *
     if (rc == 0 && start)
         rc = rci_prom_gauge(p, NULL, 0, (double)((end ? end : rci_now_ns()) - start) / NS_PER_S);
     if (rc == 0)
+        rc = family(p, "ringcast_threads_stuck", RCI_PROM_GAUGE,
+                    "Readout and publisher threads whose loop stood still for readout.thread_stuck_after (json: threads_stuck)");
+    if (rc == 0)
+        rc = rci_prom_gauge(p, NULL, 0, atomic_load(&m->threads_stuck));
+    if (rc == 0)
+        rc = family(p, "ringcast_thread_stuck_episodes_total", RCI_PROM_COUNTER,
+                    "Times a readout or publisher thread became stuck (json: thread_stuck_episodes)");
+    if (rc == 0)
+        rc = rci_prom_counter(p, NULL, 0, atomic_load(&m->thread_stuck_episodes));
+    if (rc == 0)
+        rc = family(p, "ringcast_threads_abandoned", RCI_PROM_GAUGE,
+                    "Publisher threads stuck at the stop, left behind (json: threads_abandoned)");
+    if (rc == 0)
+        rc = rci_prom_gauge(p, NULL, 0, atomic_load(&m->threads_abandoned));
+    if (rc == 0)
         rc = family(p, "ringcast_state", RCI_PROM_GAUGE,
                     "1 for the daemon's state now: starting, waiting (for subscribers), running, stopping, stopped");
     static const char *const states[] = {"starting", "waiting", "running", "stopping", "stopped"};

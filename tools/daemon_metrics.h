@@ -43,6 +43,9 @@ struct rci_daemon_metrics {
     double start_unix;                       /* process start, seconds since the epoch */
     _Atomic uint64_t run_start_ns, run_end_ns;   /* monotonic; 0 = not yet */
     _Atomic int state;                       /* enum rci_daemon_state */
+    _Atomic unsigned threads_stuck;          /* readout.thread_stuck_after: threads stuck now */
+    _Atomic uint64_t thread_stuck_episodes;  /* times a thread became stuck */
+    _Atomic unsigned threads_abandoned;      /* stuck at the stop: left behind */
 };
 
 /* The collect callback of tools/metrics_http.h (ctx = struct rci_daemon_metrics). */

@@ -7,6 +7,7 @@
 #include "common/errbuf.h"
 #include "tools/readout_daemon.h"
 #include "common/monotonic.h"
+#include "common/thread_watch.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -66,6 +67,8 @@ struct daemon {
     struct rci_daemon_metrics metrics; /* what /metrics reads ([metrics] listen) */
     struct rci_metrics_http *http;
     struct rci_notify notify;          /* systemd: READY, STATUS, WATCHDOG */
+    struct rci_thread_watch watch;     /* readout.thread_stuck_after: which threads stand still */
+    unsigned threads_abandoned;        /* stuck at the stop: left running, not joined */
     /* Previous totals for the STATUS rate. */
     uint64_t status_bytes;
 };
@@ -287,31 +290,77 @@ static void notify_status(struct daemon *d, double interval_s)
     rci_notify_status(&d->notify, status);
 }
 
-/* The watchdog's signs of life: each started card's readout polls and each
- * publisher thread's loop turns. */
-static void notify_watchdog(struct daemon *d, uint64_t now)
-{
-    if (!d->notify.enabled || !d->notify.watchdog_ns)
-        return;
-    uint64_t beats[RCI_NOTIFY_MAX_THREADS];
-    char names[RCI_NOTIFY_MAX_THREADS][32];
+/* The threads' signs of life: each started card's readout polls and each
+ * publisher thread's loop turns. slot[] is fixed per thread (card i: i,
+ * publisher thread t: RCI_MAX_CARDS + t) for the stuck-thread watch. */
+struct thread_beats {
+    unsigned n;
+    uint64_t beat[RCI_NOTIFY_MAX_THREADS];
+    unsigned slot[RCI_NOTIFY_MAX_THREADS];
+    char names[RCI_NOTIFY_MAX_THREADS][40];
     const char *name_of[RCI_NOTIFY_MAX_THREADS];
-    unsigned n = 0;
-    for (unsigned i = 0; i < d->ncards && n < RCI_NOTIFY_MAX_THREADS; i++) {
+};
+_Static_assert(RCI_MAX_CARDS + RCI_MAX_PUBLISHER_THREADS <= RCI_NOTIFY_MAX_THREADS &&
+               RCI_NOTIFY_MAX_THREADS <= RCI_THREAD_WATCH_MAX, "every thread has a slot");
+
+static void collect_beats(struct daemon *d, struct thread_beats *b)
+{
+    b->n = 0;
+    for (unsigned i = 0; i < d->ncards; i++) {
         if (!d->cards[i].started)
             continue;
         struct rci_readout_stats rs;
         rci_readout_get_stats(d->cards[i].readout, &rs);
-        snprintf(names[n], sizeof names[n], "the readout thread of card.%u", d->cards[i].params->index);
-        beats[n++] = rs.polls;
+        snprintf(b->names[b->n], sizeof b->names[b->n], "the readout thread of card.%u", d->cards[i].params->index);
+        b->slot[b->n] = i;
+        b->beat[b->n++] = rs.polls;
     }
-    for (unsigned t = 0; t < rci_pipeline_threads(d->publish) && n < RCI_NOTIFY_MAX_THREADS; t++) {
-        snprintf(names[n], sizeof names[n], "publisher thread %u", t);
-        beats[n++] = rci_pipeline_thread_heartbeat(d->publish, t);
+    for (unsigned t = 0; t < rci_pipeline_threads(d->publish) && t < RCI_MAX_PUBLISHER_THREADS; t++) {
+        snprintf(b->names[b->n], sizeof b->names[b->n], "publisher thread %u", t);
+        b->slot[b->n] = RCI_MAX_CARDS + t;
+        b->beat[b->n++] = rci_pipeline_thread_heartbeat(d->publish, t);
     }
-    for (unsigned i = 0; i < n; i++)
-        name_of[i] = names[i];
-    rci_notify_watchdog(&d->notify, now, beats, name_of, n);
+    for (unsigned i = 0; i < b->n; i++)
+        b->name_of[i] = b->names[i];
+}
+
+static void notify_watchdog(struct daemon *d, uint64_t now)
+{
+    if (!d->notify.enabled || !d->notify.watchdog_ns)
+        return;
+    struct thread_beats b;
+    collect_beats(d, &b);
+    rci_notify_watchdog(&d->notify, now, b.beat, b.name_of, b.n);
+}
+
+/* readout.thread_stuck_after: a thread whose loop stands still that long is
+ * stuck for good as far as we can tell (e.g. libfabric 1.17's shm spins for
+ * ever posting to a peer SIGKILLed while it held its region lock). The run
+ * ends (exit status 3) so a supervisor restarts the daemon: hanging on
+ * silently would hold the card and every subscriber of that thread. True
+ * when some thread is stuck. */
+static bool watch_threads(struct daemon *d, uint64_t now)
+{
+    uint64_t after = d->cfg->daemon.thread_stuck_after_ns;   /* a reload may change it */
+    struct thread_beats b;
+    collect_beats(d, &b);
+    for (unsigned i = 0; i < b.n; i++) {
+        uint64_t still = rci_thread_watch_still_ns(&d->watch, b.slot[i], now);
+        switch (rci_thread_watch_feed(&d->watch, b.slot[i], b.beat[i], now, after)) {
+        case RCI_THREAD_NOW_STUCK:
+            rci_error("%s is stuck: its loop has not turned for %.1f s (readout.thread_stuck_after); ending the"
+                      " run, exit status 3 (a thread inside a call that does not return, such as libfabric"
+                      " 1.17's shm posting to a subscriber killed at the wrong moment)", b.names[i],
+                      (double)rci_thread_watch_still_ns(&d->watch, b.slot[i], now) / 1e9);
+            break;
+        case RCI_THREAD_MOVES_AGAIN:
+            rci_warn("%s moves again after %.1f s", b.names[i], (double)still / 1e9);
+            break;
+        case RCI_THREAD_SAME:
+            break;
+        }
+    }
+    return d->watch.nstuck > 0;
 }
 
 static void log_stats(struct daemon *d, uint64_t now)
@@ -911,7 +960,12 @@ static void run_until_done(struct daemon *d)
         if (interval && now - d->last_stats_ns >= interval)
             log_stats(d, now);
         notify_watchdog(d, now);
+        bool stuck = watch_threads(d, now);
+        atomic_store(&d->metrics.threads_stuck, d->watch.nstuck);
+        atomic_store(&d->metrics.thread_stuck_episodes, d->watch.episodes);
         rci_log_flush(false); /* counts of suppressed lines whose interval is over */
+        if (stuck)
+            return;
         if (all_cards(d, card_finished) && all_cards(d, card_drained)) {
             rci_info("every card finished its run and everything was drained");
             return;
@@ -945,7 +999,12 @@ static void stop_cards(struct daemon *d)
             rci_readout_stop(d->cards[i].readout);
     /* A finished run lingers for the subscribers to read the end of it; a
      * stop by signal does not. */
-    rci_pipeline_stop(d->publish, stop_requested ? 0 : d->cfg->daemon.linger_ns);
+    d->threads_abandoned = rci_pipeline_stop_bounded(d->publish, stop_requested ? 0 : d->cfg->daemon.linger_ns,
+                                                     d->cfg->daemon.thread_stuck_after_ns);
+    atomic_store(&d->metrics.threads_abandoned, d->threads_abandoned);
+    if (d->threads_abandoned)
+        atomic_store(&d->metrics.threads_stuck, d->watch.nstuck > d->threads_abandoned ? d->watch.nstuck
+                                                                                     : d->threads_abandoned);
     /* The publishers' end gave their last keys back after the readouts' final
      * advance: move the read pointer over them too (the readout threads are
      * joined, so this thread owns the rings now). */
@@ -1098,6 +1157,9 @@ static int write_stats_json(struct daemon *d, const struct totals *t, FILE *f, c
             t->ring_in_use, t->errors, t->cut_chunks, t->cut_bytes);
     rci_pipeline_write_json(d->publish, f);
     rci_daemon_announce_json(d->announce, f);
+    fprintf(f, ",\"threads_stuck\":%u,\"thread_stuck_episodes\":%" PRIu64 ",\"threads_abandoned\":%u",
+            atomic_load(&d->metrics.threads_stuck), atomic_load(&d->metrics.thread_stuck_episodes),
+            atomic_load(&d->metrics.threads_abandoned));
     fputs(",\"cards\":[", f);
     for (unsigned i = 0; i < d->ncards; i++) {
         if (i)
@@ -1239,6 +1301,11 @@ int rci_daemon_run(const struct rci_config *cfg, FILE *stats, const char *stats_
             rci_error("%" PRIu64 " keys still outstanding after the drain", t.in_flight);
             status = 1;
         }
+        if (d.watch.nstuck || d.threads_abandoned) {
+            rci_error("ended because a thread was stuck (%u stuck, %u left behind at the stop): exit status %d",
+                      d.watch.nstuck, d.threads_abandoned, RCI_DAEMON_EXIT_STUCK);
+            status = RCI_DAEMON_EXIT_STUCK;
+        }
         if (stats && write_stats_json(&d, &t, stats, stats_name) != 0)
             status = 1;
         atomic_store(&d.metrics.state, RCI_DAEMON_STOPPED);
@@ -1251,6 +1318,8 @@ int rci_daemon_run(const struct rci_config *cfg, FILE *stats, const char *stats_
      * the readouts, so it goes first. */
     rci_control_close(d.control);
     d.control = NULL;
+    if (d.threads_abandoned)   /* it may still use the rings and the pipeline: the process ends instead */
+        return status;
     rci_pipeline_destroy(d.publish);
     for (unsigned i = 0; i < d.ncards; i++)
         teardown_card(&d.cards[i]);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config/config.h"
 #include "tools/log.h"
@@ -66,7 +67,8 @@ static void usage(FILE *out)
             "  -h, --help                 print this help\n"
             "      --version              print the version\n"
             "\n"
-            "Exit status: 0 success, 1 runtime failure, 2 configuration or usage error.\n");
+            "Exit status: 0 success, 1 runtime failure, 2 configuration or usage error,\n"
+            "3 a thread was stuck (readout.thread_stuck_after): the run was ended so a supervisor restarts it.\n");
 }
 
 static int usage_error(const char *fmt, const char *arg)
@@ -144,6 +146,10 @@ static int run_daemon(const struct rci_config *cfg, const struct options *opt, c
     if (stats && fclose(stats) != 0) {
         rci_error("--stats-json %s: %s", stats_json, strerror(errno));
         status = EXIT_RUNTIME;
+    }
+    if (status == RCI_DAEMON_EXIT_STUCK) {   /* a stuck thread may still run: no exit() handlers under it */
+        fflush(NULL);
+        _exit(status);
     }
     return status;
 }

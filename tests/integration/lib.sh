@@ -74,6 +74,15 @@ check_sub_exact() {   # (sh has no locals: cse_* names, so the caller's $name an
     done
 }
 
+# shm_lock_hazard NAME STATUS PROVIDER: true when the daemon ($WORK/NAME.log)
+# ended with STATUS 3 because a publisher thread got stuck posting to a
+# subscriber SIGKILLed over shm while it held its region's lock (libfabric
+# 1.17; net/README.md, "A subscriber killed over shm"). Tests that kill shm
+# subscribers check what they can of such a run and run it again.
+shm_lock_hazard() {
+    [ "$2" -eq 3 ] && [ "$3" = shm ] && grep -q "publisher thread [0-9]* is stuck" "$WORK/$1.log"
+}
+
 # For tests with subscribers ($PORT, $TAGS set by the test):
 # start_sub NAME PROVIDER ENDPOINT OPTIONS...: a subscriber in the background ($sub).
 start_sub() {

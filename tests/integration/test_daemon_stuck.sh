@@ -1,0 +1,81 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# A stuck thread (readout.thread_stuck_after; README.md, "Stuck threads"):
+# publisher thread 0 stops going round its loop and does not come back for
+# the stop either (readout.fault_publisher_hang_after with
+# fault_publisher_hang_through_stop: as a thread inside a libfabric call that
+# never returns). The daemon names it, ends the run, leaves it behind at the
+# stop instead of waiting for it for ever, reports it in --stats-json and
+# /metrics, and exits with status 3; a subscriber of it got only verified
+# data up to the hang. Without the watch the daemon runs until killed. About 15 s.
+. "$(dirname "$0")/lib.sh"
+PORT=$(port_base 7311)
+TAGS=0-0xffff
+MPORT=$((PORT + 1000))
+
+name=stuck
+start_daemon "$name" -o sim.0.rate=5000chunks/s -o readout.wait_subscribers=1 \
+    -o readout.fault_publisher_hang_after=2s -o readout.fault_publisher_hang_through_stop=true \
+    -o readout.thread_stuck_after=2s -o metrics.listen="127.0.0.1:$MPORT" -o metrics.hold_after_run=3s
+start_sub "$name-sub" tcp msg --verify --duration 40
+sub_v=$sub
+wait_cards_started "$name"
+
+# While it hangs (and before the 2 s watch fires), the thread is not yet called stuck.
+i=0
+until grep -q "hanging on purpose" "$WORK/$name.log"; do
+    i=$((i + 1)); [ $i -lt 300 ] || { cat "$WORK/$name.log"; fail "the publisher never hung"; }
+    sleep 0.05
+done
+i=0
+until grep -q "publisher thread 0 is stuck" "$WORK/$name.log"; do
+    i=$((i + 1)); [ $i -lt 400 ] || { cat "$WORK/$name.log"; fail "the stuck thread was never named"; }
+    sleep 0.05
+done
+ok "the stuck publisher thread is named: $(grep -o 'publisher thread 0 is stuck[^;]*' "$WORK/$name.log")"
+
+# The metrics say so too (held after the run: hold_after_run).
+i=0
+until grep -q "left behind" "$WORK/$name.log"; do
+    i=$((i + 1)); [ $i -lt 400 ] || { cat "$WORK/$name.log"; fail "the stop waited for the stuck thread"; }
+    sleep 0.05
+done
+ok "the stop left the stuck thread behind"
+m=$(curl -s "http://127.0.0.1:$MPORT/metrics" | grep '^ringcast_threads_stuck ')
+expect_eq "ringcast_threads_stuck" "$m" "ringcast_threads_stuck 1"
+
+wait "$daemon"; st=$?
+expect_eq "daemon exit status (3: a thread was stuck)" "$st" 3
+grep -q "ended because a thread was stuck (1 stuck, 1 left behind at the stop): exit status 3" "$WORK/$name.log" \
+    || { cat "$WORK/$name.log"; fail "no closing line about the stuck thread"; }
+ok "the closing line names the stuck thread"
+f="$WORK/$name.json"
+expect_eq "threads_stuck" "$(json_num threads_stuck "$f")" 1
+expect_eq "threads_abandoned" "$(json_num threads_abandoned "$f")" 1
+expect_eq "thread_stuck_episodes" "$(json_num thread_stuck_episodes "$f")" 1
+
+# The subscriber got data before the hang, all of it verified.
+kill -TERM "$sub_v" 2>/dev/null
+wait "$sub_v"
+expect_gt "$name-sub chunks before the hang" "$(json_num chunks "$WORK/$name-sub.json")" 0
+for k in gaps corrupt duplicates; do
+    expect_eq "$name-sub $k" "$(json_num "$k" "$WORK/$name-sub.json")" 0
+done
+
+# thread_stuck_after = 0: never called stuck; the hang ends at the stop (no
+# through_stop) and SIGTERM ends the daemon normally.
+PORT=$((PORT + 1))
+name=never
+start_daemon "$name" -o sim.0.rate=5000chunks/s -o readout.fault_publisher_hang_after=1s -o readout.thread_stuck_after=0
+i=0
+until grep -q "hanging on purpose" "$WORK/$name.log"; do
+    i=$((i + 1)); [ $i -lt 300 ] || { cat "$WORK/$name.log"; fail "the publisher never hung"; }
+    sleep 0.05
+done
+sleep 2
+kill -TERM "$daemon"
+wait_daemon "$name"
+grep -q "is stuck" "$WORK/$name.log" && fail "thread_stuck_after = 0 called a thread stuck"
+expect_eq "$name threads_stuck" "$(json_num threads_stuck "$WORK/$name.json")" 0
+
+echo "test_daemon_stuck: $checks checks passed"
