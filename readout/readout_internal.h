@@ -145,6 +145,7 @@ struct rci_readout {
     /* thread control */
     pthread_t thread;
     bool thread_running, thread_used;
+    bool thread_abandoned;              /* stuck at the stop: left running (rci_readout_stop_bounded) */
     _Atomic bool stop_requested;
     _Atomic uint64_t loop_iter;             /* iterations started */
     _Atomic uint64_t drained_iter;          /* last iteration that ended drained */
