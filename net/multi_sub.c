@@ -264,7 +264,7 @@ static void drop_publisher(struct rci_msub *m, size_t i, bool say)
     host_port(&s->pub.entry, m->history[m->history_next], sizeof m->history[0]);
     m->history_next = (m->history_next + 1) % MSUB_HISTORY;
     m->pub[i] = m->pub[--m->npub];
-    if (st.views_outstanding && m->nparked < RCI_MSUB_MAX_PUBLISHERS) {
+    if (st.views_outstanding && m->nparked < m->p.parked_room) {
         s->parked = true;   /* its views' memory stays until they are released */
         m->parked[m->nparked++] = s;
         return;
@@ -524,6 +524,8 @@ int rci_msub_create(const struct rci_msub_params *p, const uint64_t *first, cons
     m->p = *p;
     if (!m->p.refresh_ns)
         m->p.refresh_ns = 1000000000ull;
+    if (!m->p.parked_room || m->p.parked_room > RCI_MSUB_MAX_PUBLISHERS)
+        m->p.parked_room = RCI_MSUB_MAX_PUBLISHERS;
     m->want_first = calloc(2 * nranges, sizeof *m->want_first);
     m->entries = calloc(MSUB_MAX_ENTRIES, sizeof *m->entries);
     m->fresh = calloc(MSUB_MAX_ENTRIES, sizeof *m->fresh);

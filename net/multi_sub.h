@@ -49,6 +49,8 @@ struct rci_msub_params {
     struct rc_sub_params sub;     /* template: buffers, timeouts; provider, endpoint, host and
                                    * port come from each entry; sub.cb is not used */
     uint64_t refresh_ns;          /* read discovery this often (0: 1 s) */
+    size_t parked_room;           /* dropped connections kept for their views, at most (0:
+                                   * RCI_MSUB_MAX_PUBLISHERS) */
     void *ctx;
     void (*on_data)(void *ctx, const struct rci_msub_publisher *p, uint64_t tag, uint32_t flags,
                     const void *data, size_t len);
