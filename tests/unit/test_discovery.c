@@ -509,7 +509,8 @@ static void pm_poll(struct two_pubs *t, struct rci_msub *m)
 /* Two publishers, a view of each held by the program, both go away, with
  * room for one parked connection (parked_room 1 stands for the 256 of the
  * default: 257 connections are too many for a unit test). Both connections
- * must stay until their views are released: before the fix the second was
+ * must stay until their views are released, the second counted in
+ * parks_past_room: before the fix the room was a limit and the second was
  * freed under its view (ASan: heap-use-after-free reading it; and
  * views_outstanding said 1 while the program held 2). */
 static void test_msub_parked_past_room(void)
@@ -578,6 +579,10 @@ static void test_msub_parked_past_room(void)
     struct rci_msub_stats st;
     rci_msub_get_stats(m, &st);
     CU_ASSERT_EQUAL(st.total.views_outstanding, 2);
+    CU_ASSERT_EQUAL(st.parked, 2);
+    CU_ASSERT_EQUAL(st.parks, 2);
+    CU_ASSERT_EQUAL(st.parks_past_room, 1);
+    CU_ASSERT_EQUAL(st.create_failures, 0);
     for (int i = 0; i < 2; i++) {   /* the held views' bytes, still the publishers' */
         struct rc_view_piece pc = rc_view_piece(t.held[i], 0);
         CU_ASSERT(pc.len == 16 && memcmp(pc.data, t.region + 16 * i, 16) == 0);
@@ -587,6 +592,8 @@ static void test_msub_parked_past_room(void)
     pm_poll(&t, m);
     rci_msub_get_stats(m, &st);
     CU_ASSERT_EQUAL(st.total.views_outstanding, 0);
+    CU_ASSERT_EQUAL(st.parked, 0);   /* both destroyed once their views were released */
+    CU_ASSERT_EQUAL(st.parks, 2);
     rci_msub_destroy(m);
     for (int i = 0; i < 2; i++)
         rci_disc_close(announcer[i]);
