@@ -123,6 +123,15 @@ static void dec_disconnect(void *ctx)
     rci_readout_decode(d->r);            /* advances the ring over them */
 }
 
+/* The ring moved on while idle (net/ realigned it for the next connection):
+ * the decoder's position follows; one made later starts there anyway. */
+static void dec_moved(void *ctx)
+{
+    struct stream_dec *d = ctx;
+    if (d->r)
+        rci_readout_ring_moved(d->r);
+}
+
 static void dec_stats(void *ctx, struct rc_sub_stats *st)
 {
     struct stream_dec *d = ctx;
@@ -170,6 +179,6 @@ int rc_sub_create(const struct rc_sub_params *params, struct rc_sub **out, char 
     d->card = params->stream_card;
     d->max_chunk_size = params->max_chunk_size;
     struct rci_sub_stream_ops ops = { .open = dec_open, .decode = dec_decode, .disconnect = dec_disconnect,
-                                      .stats = dec_stats, .destroy = dec_destroy, .ctx = d };
+                                      .moved = dec_moved, .stats = dec_stats, .destroy = dec_destroy, .ctx = d };
     return rci_sub_create(params, &ops, out, err, errlen);
 }

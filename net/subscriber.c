@@ -636,6 +636,18 @@ static int offer_stream_ring(struct rc_sub *s)
                     "connection; connecting once they are released");
         return -EBUSY;
     }
+    /* start_offset must suit the card's block size, which only WELCOME
+     * tells (a restarted daemon may have a larger one). */
+    int64_t skipped = rci_sub_stream_realign(&s->stream);
+    if (skipped < 0) {
+        rci_set_err(s->err, sizeof s->err, "block stream: the ring could not be moved to an aligned start: %s",
+                    strerror((int)-skipped));
+        return (int)skipped;
+    }
+    if (skipped > 0) {
+        s->sops.moved(s->sops.ctx);
+        s->st.stream_skipped_bytes += (uint64_t)skipped;
+    }
     char why[200];
     int rc = rci_sub_stream_connect(&s->stream, &s->f, s->ep, &s->rma_offer, &s->stream_start, why, sizeof why);
     if (rc) {
