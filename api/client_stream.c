@@ -75,13 +75,16 @@ static void add_past(struct rci_readout_stats *a, const struct rci_readout_stats
 }
 
 static int dec_open(void *ctx, struct rc_sub *s, struct rci_dma_ring *ring, uint32_t block_size, uint64_t tag_base,
-                    char *err, size_t errlen)
+                    bool new_publisher, char *err, size_t errlen)
 {
     struct stream_dec *d = ctx;
     d->s = s;
-    if (d->r && d->block_size == block_size && d->tag_base == tag_base)
+    if (d->r && d->block_size == block_size && d->tag_base == tag_base && !new_publisher)
         return 0;   /* a reconnect: the same decoder goes on (missed blocks show as sequence gaps) */
-    if (d->r) {     /* the card changed: a new decoder (the ring is idle: nothing is held) */
+    /* The card changed, or the daemon restarted (its e-links' block
+     * sequences start anew: the old decoder would count the jump as gaps).
+     * A new decoder; the ring is idle: nothing is held. */
+    if (d->r) {
         struct rci_readout_stats st;
         rci_readout_get_stats(d->r, &st);
         add_past(&d->past, &st);

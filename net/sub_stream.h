@@ -43,10 +43,13 @@
  * hook runs on the subscriber's thread (inside rc_sub_poll / destroy). */
 struct rci_sub_stream_ops {
     /* WELCOME granted the stream: decode blocks of block_size over ring
-     * (first time, or the block size changed: the hook creates its decoder).
-     * 0, or -errno with the reason in err (the connection ends). */
+     * (first time, the block size or tag base changed, or new_publisher: a
+     * restarted daemon's blocks number their sequences anew: the hook
+     * creates its decoder; otherwise the decoder goes on, and blocks missed
+     * meanwhile show as sequence gaps). 0, or -errno with the reason in err
+     * (the connection ends). */
     int  (*open)(void *ctx, struct rc_sub *s, struct rci_dma_ring *ring, uint32_t block_size,
-                 uint64_t tag_base, char *err, size_t errlen);
+                 uint64_t tag_base, bool new_publisher, char *err, size_t errlen);
     /* New blocks noted written (or views released): decode what is there,
      * advance the ring over what is given back. */
     void (*decode)(void *ctx);

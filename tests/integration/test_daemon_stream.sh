@@ -14,7 +14,8 @@
 # stream subscriber kicked mid-run (tcp, rxm) reconnects and its decoder goes
 # on: no bad span, no corrupt or duplicate chunk, every key back; the
 # daemon restarted with a larger block size: the same stream subscriber
-# comes back (its ring realigned) and gets the second run bit-exact.
+# comes back (its ring realigned) and gets the second run bit-exact, and a
+# third run (same block size) without a sequence gap.
 . "$(dirname "$0")/lib.sh"
 
 PORT=$(port_base 14000)
@@ -239,39 +240,44 @@ reconnect_run stream-reconnect-rxm "tcp;ofi_rxm" rdm
 # decoder. Run 1's end is where its blocks ended (the sim fills every block
 # at unlimited rate: 4422 blocks here); the new block size is the smallest
 # power of two from 2 KiB that does not divide it, so the old start_offset
-# would be refused.
-rs=stream-bigger-blocks; n1=3000; n2=3000
-start_daemon "$rs-1" -o fabric.provider=tcp -o fabric.endpoint=msg -o readout.wait_subscribers=1 \
-    -o readout.linger=20s -o sim.0.run_chunks=$n1 -o card.0.block_size=1k -o sim.0.chunk_size_min=16 \
-    -o sim.0.chunk_size_max=3000
-start_stream "$rs-s" tcp msg --verify --count $((n1 + n2)) --duration 40; sub_s=$sub
-wait_daemon "$rs-1"
+# would be refused. Run 3 (restarted again, same block size): the decoder
+# starts anew too (the e-links' block sequences restart: no sequence gap).
+rs=stream-restarts; n1=3000; n2=3000; n3=2000
+# restart_run NAME CHUNKS BLOCK-SIZE: one run of the daemon for $sub_s.
+restart_run() {
+    start_daemon "$1" -o fabric.provider=tcp -o fabric.endpoint=msg -o readout.wait_subscribers=1 \
+        -o readout.linger=20s -o sim.0.run_chunks="$2" -o card.0.block_size="$3" -o sim.0.chunk_size_min=16 \
+        -o sim.0.chunk_size_max=3000
+    # A daemon still running 10 s after the subscriber ended never had it
+    # back (it would wait for it for ever); after the last run it ends as
+    # soon as the subscriber, done, said BYE.
+    i=0
+    while kill -0 "$daemon" 2>/dev/null; do
+        kill -0 "$sub_s" 2>/dev/null || i=$((i + 1))
+        [ $i -lt 100 ] || { kill -TERM "$daemon"; wait "$daemon"; cat "$WORK/$rs-s.log" "$WORK/$rs-s.json"
+                            fail "$rs-s: ended, and run $1 ($3 B blocks) never had it back"; }
+        sleep 0.1
+    done
+    wait_daemon "$1"
+    check_daemon_clean "$1"
+    expect_eq "$1 stream_refused" "$(pub "$1" stream_refused)" 0
+    expect_eq "$1 stream_subscribers" "$(pub "$1" stream_subscribers)" 1
+}
+start_stream "$rs-s" tcp msg --verify --count $((n1 + n2 + n3)) --duration 40; sub_s=$sub
+restart_run "$rs-1" $n1 1k
 end1=$(stream_of "$rs-1" bytes)
-expect_gt "$rs run 1 stream bytes" "$end1" 0
 bs2=2048
 while [ $bs2 -lt 65536 ] && [ $((end1 % bs2)) -eq 0 ]; do bs2=$((bs2 * 2)); done
 [ $((end1 % bs2)) -ne 0 ] || fail "$rs: run 1 ended at $end1, 64 KiB-aligned: nothing to realign (pick another n1)"
 ok "$rs: run 1 ended at $end1 B, not a multiple of the new $bs2 B blocks"
-start_daemon "$rs-2" -o fabric.provider=tcp -o fabric.endpoint=msg -o readout.wait_subscribers=1 \
-    -o readout.linger=20s -o sim.0.run_chunks=$n2 -o card.0.block_size=$bs2 -o sim.0.chunk_size_min=16 \
-    -o sim.0.chunk_size_max=3000
-wait "$sub_s"; st=$?
-if [ "$st" -ne 0 ] || [ "$(json_num chunks "$WORK/$rs-s.json")" != $((n1 + n2)) ]; then
-    kill -TERM "$daemon"; wait "$daemon"   # still waiting for its subscriber
-    cat "$WORK/$rs-s.log" "$WORK/$rs-s.json"
-    fail "$rs-s: exit status $st; did not come back after the restart with $bs2 B blocks"
-fi
-ok "$rs-s: came back after the restart with $bs2 B blocks"
-wait_daemon "$rs-2"
-check_sub_exact "$rs-s" $((n1 + n2)) refused
+restart_run "$rs-2" $n2 $bs2
+restart_run "$rs-3" $n3 $bs2
+wait_sub "$rs-s" "$sub_s"
+check_sub_exact "$rs-s" $((n1 + n2 + n3)) refused
 check_stream_clean "$rs-s"
-expect_eq "$rs-s publisher_restarts" "$(json_num publisher_restarts "$WORK/$rs-s.json")" 1
-expect_eq "$rs-s block_size (run 2's)" "$(stream_of "$rs-s" block_size)" $bs2
+expect_eq "$rs-s publisher_restarts" "$(json_num publisher_restarts "$WORK/$rs-s.json")" 2
+expect_eq "$rs-s block_size (runs 2 and 3)" "$(stream_of "$rs-s" block_size)" $bs2
 expect_gt "$rs-s skipped_bytes (realigned)" "$(stream_of "$rs-s" skipped_bytes)" 0
-expect_eq "$rs-2 stream_refused" "$(pub "$rs-2" stream_refused)" 0
-expect_eq "$rs-2 stream_subscribers" "$(pub "$rs-2" stream_subscribers)" 1
-check_daemon_clean "$rs-1"
-check_daemon_clean "$rs-2"
 PORT=$((PORT + 1))
 
 # A card the daemon does not have: BYE(refused) with the reason, at both ends.
