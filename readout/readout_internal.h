@@ -169,5 +169,9 @@ unsigned rci_readout_decode_pass(struct rci_readout *r, bool *took_blocks, bool 
  * the card when worthwhile (idle: this poll found nothing new). */
 void rci_readout_update_read(struct rci_readout *r, bool idle, bool force);
 void rci_readout_cut_open_chunks(struct rci_readout *r);
+/* decoder.c: the ring's owner moved read, taken and written on together
+ * while the decoder had nothing taken (a block stream's subscriber,
+ * net/sub_stream.h rci_sub_stream_realign): its position follows. */
+void rci_readout_ring_moved(struct rci_readout *r);
 
 #endif
