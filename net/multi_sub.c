@@ -298,8 +298,12 @@ static int parked_reserve(struct rci_msub *m, size_t need)
 
 static int add_publisher(struct rci_msub *m, const struct rci_disc_entry *e)
 {
-    if (m->npub == RCI_MSUB_MAX_PUBLISHERS)
+    if (m->npub == RCI_MSUB_MAX_PUBLISHERS) {   /* not followed: counted, named, tried at every lookup */
+        m->st.publishers_over_limit++;
+        rci_set_err(m->err, sizeof m->err, "%s:%u: not followed: already %u publishers (the most)", e->host,
+                    (unsigned)e->port, RCI_MSUB_MAX_PUBLISHERS);
         return -ENOSPC;
+    }
     struct pub_slot *s = NULL;
     size_t cap = m->nwanted * e->nranges;
     if (parked_reserve(m, m->npub + m->nparked + 1) || !(s = calloc(1, sizeof *s)) ||

@@ -75,6 +75,8 @@ struct rci_msub_stats {
     uint64_t create_failures;     /* an entry's connection could not be made (rc_sub_create
                                    * failed, or no memory for it) */
     uint64_t unlisted_kept;       /* lookups that kept a connected publisher without entry */
+    uint64_t publishers_over_limit;   /* entries not followed: RCI_MSUB_MAX_PUBLISHERS followed already
+                                       * (once per lookup that found them) */
     uint64_t parked;              /* dropped publishers' connections kept now for held views */
     uint64_t parks;               /* publishers dropped while the program held views of them */
     uint64_t parks_past_room;     /* of those, parked beyond params.parked_room (the room grew) */
