@@ -5,6 +5,7 @@
  * values are computed exactly (no floating point): "1.5k" is 1536 bytes, and
  * "1.1k" is an error because it is not a whole number of bytes. */
 #include "config/schema.h"
+#include "common/intmath.h"
 #include "common/errbuf.h"
 
 #include <errno.h>
@@ -134,15 +135,6 @@ static int parse_quantity(const char *s, bool allow_hex, struct number *n, const
     return rc;
 }
 
-static uint64_t gcd(uint64_t a, uint64_t b)
-{
-    while (b) {
-        uint64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
 
 /* whole.frac * mult as an exact integer. frac / scale * mult is computed as
  * frac * (mult / g) / (scale / g): frac * mult itself could pass 64 bits
@@ -150,7 +142,7 @@ static uint64_t gcd(uint64_t a, uint64_t b)
 static int scale_exact(const struct number *n, uint64_t mult, const char *base, uint64_t *out,
                        char *why, size_t whylen)
 {
-    uint64_t g = gcd(mult, n->scale), whole, frac_part;
+    uint64_t g = rci_gcd_u64(mult, n->scale), whole, frac_part;
     if (__builtin_mul_overflow(n->frac, mult / g, &frac_part))
         return fail(-ERANGE, why, whylen, "too large (more than 2^64-1 %s)", base);
     if (frac_part % (n->scale / g) != 0)

@@ -2,6 +2,7 @@
 /* sub_stream.c — the block-stream subscriber's ring and the checks of every
  * span (sub_stream.h). */
 #include "net/sub_stream.h"
+#include "common/intmath.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -12,15 +13,6 @@
 #include "net/rma_ring.h"
 #include "net/sub_rma.h"
 
-static uint64_t gcd(uint64_t a, uint64_t b)
-{
-    while (b) {
-        uint64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
 
 /* The least common multiple of every block size (1 KiB steps up to 64 KiB)
  * that divides size: the publisher refuses the others for this ring. It
@@ -31,7 +23,7 @@ static uint64_t any_block_align(uint64_t size)
     uint64_t a = RCI_SUB_STREAM_UNIT;
     for (uint64_t bs = RCI_SUB_STREAM_UNIT; bs <= RCI_SUB_STREAM_MAX_BLOCK; bs += RCI_SUB_STREAM_UNIT)
         if (size % bs == 0)
-            a = a / gcd(a, bs) * bs;
+            a = a / rci_gcd_u64(a, bs) * bs;
     return a;
 }
 
