@@ -123,6 +123,14 @@ static void dec_disconnect(void *ctx)
     rci_readout_decode(d->r);            /* advances the ring over them */
 }
 
+/* The publisher dropped blocks for us before ring position pos. */
+static void dec_gap(void *ctx, uint64_t pos)
+{
+    struct stream_dec *d = ctx;
+    if (d->r)
+        rci_readout_mark_gap(d->r, pos);
+}
+
 static void dec_stats(void *ctx, struct rc_sub_stats *st)
 {
     struct stream_dec *d = ctx;
@@ -171,5 +179,6 @@ int rc_sub_create(const struct rc_sub_params *params, struct rc_sub **out, char 
     d->max_chunk_size = params->max_chunk_size;
     struct rci_sub_stream_ops ops = { .open = dec_open, .decode = dec_decode, .disconnect = dec_disconnect,
                                       .stats = dec_stats, .destroy = dec_destroy, .ctx = d };
+    ops.gap = dec_gap;
     return rci_sub_create(params, &ops, out, err, errlen);
 }

@@ -305,6 +305,8 @@ int rci_sub_create(const struct rc_sub_params *params, const struct rci_sub_stre
             rc_sub_destroy(s);
             return rc;
         }
+        s->stream.on_gap = s->sops.gap;   /* blocks dropped for us: the decoder drops what is open */
+        s->stream.gap_ctx = s->sops.ctx;
     }
     if (params->delivery == RC_SUB_DELIVERY_RMA) {
         char why[200];
