@@ -75,13 +75,16 @@ static void add_past(struct rci_readout_stats *a, const struct rci_readout_stats
 }
 
 static int dec_open(void *ctx, struct rc_sub *s, struct rci_dma_ring *ring, uint32_t block_size, uint64_t tag_base,
-                    char *err, size_t errlen)
+                    bool new_publisher, char *err, size_t errlen)
 {
     struct stream_dec *d = ctx;
     d->s = s;
-    if (d->r && d->block_size == block_size && d->tag_base == tag_base)
+    if (d->r && d->block_size == block_size && d->tag_base == tag_base && !new_publisher)
         return 0;   /* a reconnect: the same decoder goes on (missed blocks show as sequence gaps) */
-    if (d->r) {     /* the card changed: a new decoder (the ring is idle: nothing is held) */
+    /* The card changed, or the daemon restarted (its e-links' block
+     * sequences start anew: the old decoder would count the jump as gaps).
+     * A new decoder; the ring is idle: nothing is held. */
+    if (d->r) {
         struct rci_readout_stats st;
         rci_readout_get_stats(d->r, &st);
         add_past(&d->past, &st);
@@ -131,6 +134,15 @@ static void dec_gap(void *ctx, uint64_t pos)
         rci_readout_mark_gap(d->r, pos);
 }
 
+/* The ring moved on while idle (net/ realigned it for the next connection):
+ * the decoder's position follows; one made later starts there anyway. */
+static void dec_moved(void *ctx)
+{
+    struct stream_dec *d = ctx;
+    if (d->r)
+        rci_readout_ring_moved(d->r);
+}
+
 static void dec_stats(void *ctx, struct rc_sub_stats *st)
 {
     struct stream_dec *d = ctx;
@@ -178,7 +190,7 @@ int rc_sub_create(const struct rc_sub_params *params, struct rc_sub **out, char 
     d->card = params->stream_card;
     d->max_chunk_size = params->max_chunk_size;
     struct rci_sub_stream_ops ops = { .open = dec_open, .decode = dec_decode, .disconnect = dec_disconnect,
-                                      .stats = dec_stats, .destroy = dec_destroy, .ctx = d };
-    ops.gap = dec_gap;
+                                      .moved = dec_moved, .stats = dec_stats, .destroy = dec_destroy,
+                                      .gap = dec_gap, .ctx = d };
     return rci_sub_create(params, &ops, out, err, errlen);
 }

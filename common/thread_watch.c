@@ -2,7 +2,13 @@
 /* thread_watch.c — stuck-thread detection from heartbeats (thread_watch.h). */
 #include "common/thread_watch.h"
 
+#include <errno.h>
 #include <string.h>
+#include <time.h>
+
+#include "common/monotonic.h"
+
+#define JOIN_SLICE_NS (100ull * 1000 * 1000)
 
 void rci_thread_watch_init(struct rci_thread_watch *w)
 {
@@ -47,4 +53,30 @@ uint64_t rci_thread_watch_still_ns(const struct rci_thread_watch *w, unsigned sl
     if (slot >= RCI_THREAD_WATCH_MAX || !w->seen[slot] || now_ns < w->moved_ns[slot])
         return 0;
     return now_ns - w->moved_ns[slot];
+}
+
+bool rci_thread_join_unless_stuck(pthread_t tid, uint64_t (*beat)(const void *ctx), const void *ctx,
+                                  uint64_t stuck_after_ns)
+{
+    if (stuck_after_ns == 0)
+        return pthread_join(tid, NULL) == 0;
+    uint64_t last = beat(ctx);
+    uint64_t moved_ns = rci_now_ns();
+    for (;;) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);   /* pthread_timedjoin_np takes CLOCK_REALTIME */
+        uint64_t ns = (uint64_t)until.tv_nsec + JOIN_SLICE_NS;
+        until.tv_sec += (time_t)(ns / 1000000000u);
+        until.tv_nsec = (long)(ns % 1000000000u);
+        int rc = pthread_timedjoin_np(tid, NULL, &until);
+        if (rc != ETIMEDOUT)
+            return rc == 0;
+        uint64_t now = rci_now_ns(), b = beat(ctx);
+        if (b != last) {
+            last = b;
+            moved_ns = now;
+        } else if (now - moved_ns >= stuck_after_ns) {
+            return false;
+        }
+    }
 }

@@ -6,6 +6,7 @@
  * it never reads a clock or prints. Single-threaded: the feeding thread's. */
 #ifndef RCI_THREAD_WATCH_H
 #define RCI_THREAD_WATCH_H
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -38,5 +39,13 @@ enum rci_thread_change rci_thread_watch_feed(struct rci_thread_watch *w, unsigne
 
 /* How long slot has stood still at now_ns (0 for a slot never fed). */
 uint64_t rci_thread_watch_still_ns(const struct rci_thread_watch *w, unsigned slot, uint64_t now_ns);
+
+/* Join tid, but give up once beat(ctx), its heartbeat, has not moved for
+ * stuck_after_ns (looked at every 100 ms): a thread inside a call that never
+ * returns would hang the joiner for good. True when joined; false leaves the
+ * thread running (the caller must then keep everything it may touch).
+ * stuck_after_ns 0: join for ever. Reads the clock; not for a hot path. */
+bool rci_thread_join_unless_stuck(pthread_t tid, uint64_t (*beat)(const void *ctx), const void *ctx,
+                                  uint64_t stuck_after_ns);
 
 #endif

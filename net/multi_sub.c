@@ -39,9 +39,12 @@ struct rci_msub {
     size_t npub;
     struct rci_msub_publisher *pub[RCI_MSUB_MAX_PUBLISHERS];
     /* Dropped publishers' connections whose views the program still holds
-     * (on_view): not polled, destroyed once their last view is released. */
-    size_t nparked;
-    struct pub_slot *parked[RCI_MSUB_MAX_PUBLISHERS];
+     * (on_view): not polled, destroyed once their last view is released.
+     * parked_cap >= nparked + npub at all times (add_publisher makes the
+     * room), so a drop never allocates and never has to free a connection
+     * under the program's views. */
+    size_t nparked, parked_cap;
+    struct pub_slot **parked;
     struct rci_disc_entry *entries;       /* the lookup being applied (poll thread) */
     /* The lookup thread: discovery reads block (an etcd host that is down
      * costs a connect timeout), so they run beside the connections, never in
@@ -91,6 +94,7 @@ void rci_msub_get_stats(const struct rci_msub *m, struct rci_msub_stats *st)
 {
     *st = m->st;
     st->publishers = m->npub;
+    st->parked = m->nparked;
     st->total = m->retired;
     st->total.connected = 0;
     st->total.views_outstanding = 0;
@@ -264,22 +268,46 @@ static void drop_publisher(struct rci_msub *m, size_t i, bool say)
     host_port(&s->pub.entry, m->history[m->history_next], sizeof m->history[0]);
     m->history_next = (m->history_next + 1) % MSUB_HISTORY;
     m->pub[i] = m->pub[--m->npub];
-    if (st.views_outstanding && m->nparked < RCI_MSUB_MAX_PUBLISHERS) {
-        s->parked = true;   /* its views' memory stays until they are released */
-        m->parked[m->nparked++] = s;
+    if (st.views_outstanding) {   /* its views' memory stays until they are released */
+        m->st.parks++;
+        if (m->nparked >= m->p.parked_room)
+            m->st.parks_past_room++;   /* the room grew for it (add_publisher) */
+        s->parked = true;
+        m->parked[m->nparked++] = s;   /* room made when it was added */
         return;
     }
     free_slot(s);
+}
+
+/* Room in parked[] for `need` connections: every publisher followed and
+ * every one parked, so that dropping any of them never needs memory. Grows
+ * past params.parked_room when needed (rare: a program holding views of
+ * many dropped publishers). */
+static int parked_reserve(struct rci_msub *m, size_t need)
+{
+    if (need <= m->parked_cap)
+        return 0;
+    size_t cap = 2 * m->parked_cap > need ? 2 * m->parked_cap : need;
+    struct pub_slot **grown = realloc(m->parked, cap * sizeof *grown);
+    if (!grown)
+        return -ENOMEM;
+    m->parked = grown;
+    m->parked_cap = cap;
+    return 0;
 }
 
 static int add_publisher(struct rci_msub *m, const struct rci_disc_entry *e)
 {
     if (m->npub == RCI_MSUB_MAX_PUBLISHERS)
         return -ENOSPC;
-    struct pub_slot *s = calloc(1, sizeof *s);
+    struct pub_slot *s = NULL;
     size_t cap = m->nwanted * e->nranges;
-    if (!s || !(s->pub.first = calloc(2 * cap, sizeof *s->pub.first))) {
+    if (parked_reserve(m, m->npub + m->nparked + 1) || !(s = calloc(1, sizeof *s)) ||
+        !(s->pub.first = calloc(2 * cap, sizeof *s->pub.first))) {
         free(s);
+        m->st.create_failures++;   /* not connected: tried again at the next lookup */
+        rci_set_err(m->err, sizeof m->err, "%s:%u: out of memory for its connection", e->host,
+                    (unsigned)e->port);
         return -ENOMEM;
     }
     s->m = m;
@@ -524,6 +552,10 @@ int rci_msub_create(const struct rci_msub_params *p, const uint64_t *first, cons
     m->p = *p;
     if (!m->p.refresh_ns)
         m->p.refresh_ns = 1000000000ull;
+    if (!m->p.parked_room)
+        m->p.parked_room = RCI_MSUB_MAX_PUBLISHERS;
+    m->parked = calloc(m->p.parked_room, sizeof *m->parked);
+    m->parked_cap = m->parked ? m->p.parked_room : 0;
     m->want_first = calloc(2 * nranges, sizeof *m->want_first);
     m->entries = calloc(MSUB_MAX_ENTRIES, sizeof *m->entries);
     m->fresh = calloc(MSUB_MAX_ENTRIES, sizeof *m->fresh);
@@ -536,7 +568,7 @@ int rci_msub_create(const struct rci_msub_params *p, const uint64_t *first, cons
     pthread_cond_init(&m->wake, &ca);
     pthread_condattr_destroy(&ca);
     int rc = -ENOMEM;
-    if (m->want_first && m->entries && m->fresh && m->scratch && m->chosen)
+    if (m->want_first && m->entries && m->fresh && m->scratch && m->chosen && m->parked)
         rc = rci_disc_open(&p->disc, &m->disc, err, errlen);
     if (rc) {
         rci_msub_destroy(m);
@@ -575,6 +607,7 @@ void rci_msub_destroy(struct rci_msub *m)
     for (size_t i = 0; i < m->nparked; i++)
         free_slot(m->parked[i]);   /* views still held now are the program's error (multi_sub.h) */
     rci_disc_close(m->disc);
+    free(m->parked);
     free(m->want_first);
     free(m->entries);
     free(m->fresh);

@@ -49,14 +49,20 @@ struct rci_msub_params {
     struct rc_sub_params sub;     /* template: buffers, timeouts; provider, endpoint, host and
                                    * port come from each entry; sub.cb is not used */
     uint64_t refresh_ns;          /* read discovery this often (0: 1 s) */
+    size_t parked_room;           /* room made at create for parked connections (see on_view;
+                                   * 0: RCI_MSUB_MAX_PUBLISHERS); more grow it, never a limit */
     void *ctx;
     void (*on_data)(void *ctx, const struct rci_msub_publisher *p, uint64_t tag, uint32_t flags,
                     const void *data, size_t len);
     /* Set: every chunk goes here as a view instead (rc_sub_params.on_view,
      * ringcast/view.h). A publisher dropped while the program still holds
-     * views of it keeps its connection object, no longer polled, until the
-     * last of them is released (checked at every poll); every view must be
-     * released before rci_msub_destroy. */
+     * views of it keeps its connection object (parked: no longer polled, out
+     * of the list) until the last of them is released (checked at every
+     * poll), however many are parked: the room for parking a connection is
+     * made when it is added (memory lacking then: not added, counted in
+     * create_failures, tried again at the next lookup), so a drop never
+     * frees memory a held view points into. Counted: parked, parks,
+     * parks_past_room. Every view must be released before rci_msub_destroy. */
     void (*on_view)(void *ctx, const struct rci_msub_publisher *p, struct rc_view *view);
     void (*on_event)(void *ctx, enum rci_msub_event ev, const struct rci_msub_publisher *p);
 };
@@ -66,8 +72,12 @@ struct rci_msub_stats {
     uint64_t appeared, gone, restarts;
     uint64_t lookups, lookup_failures;     /* discovery reads */
     uint64_t malformed, foreign, stale;    /* entries skipped (last read) */
-    uint64_t create_failures;     /* rc_sub_create failed for an entry */
+    uint64_t create_failures;     /* an entry's connection could not be made (rc_sub_create
+                                   * failed, or no memory for it) */
     uint64_t unlisted_kept;       /* lookups that kept a connected publisher without entry */
+    uint64_t parked;              /* dropped publishers' connections kept now for held views */
+    uint64_t parks;               /* publishers dropped while the program held views of them */
+    uint64_t parks_past_room;     /* of those, parked beyond params.parked_room (the room grew) */
     struct rc_sub_stats total;    /* sum over every connection, gone ones included */
 };
 

@@ -12,6 +12,29 @@
 #include "net/rma_ring.h"
 #include "net/sub_rma.h"
 
+static uint64_t gcd(uint64_t a, uint64_t b)
+{
+    while (b) {
+        uint64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* The least common multiple of every block size (1 KiB steps up to 64 KiB)
+ * that divides size: the publisher refuses the others for this ring. It
+ * divides size, so ring offsets that are its multiples repeat every lap.
+ * 64 KiB for a power-of-two ring, 192 KiB for 3 MiB (3 KiB, 48 KiB ...). */
+static uint64_t any_block_align(uint64_t size)
+{
+    uint64_t a = RCI_SUB_STREAM_UNIT;
+    for (uint64_t bs = RCI_SUB_STREAM_UNIT; bs <= RCI_SUB_STREAM_MAX_BLOCK; bs += RCI_SUB_STREAM_UNIT)
+        if (size % bs == 0)
+            a = a / gcd(a, bs) * bs;
+    return a;
+}
+
 int rci_sub_stream_create(struct rci_sub_stream *r, uint64_t size, char *err, size_t errlen)
 {
     memset(r, 0, sizeof *r);
@@ -20,6 +43,7 @@ int rci_sub_stream_create(struct rci_sub_stream *r, uint64_t size, char *err, si
         return rc;
     r->mem = rci_dma_ring_addr(r->ring);
     r->size = size;
+    r->align = any_block_align(size);
     return 0;
 }
 
@@ -33,6 +57,29 @@ void rci_sub_stream_destroy(struct rci_sub_stream *r)
 bool rci_sub_stream_idle(const struct rci_sub_stream *r)
 {
     return rci_dma_ring_read_pos(r->ring) == rci_dma_ring_written_pos(r->ring);
+}
+
+int64_t rci_sub_stream_realign(struct rci_sub_stream *r)
+{
+    if (!rci_sub_stream_idle(r))
+        return -EBUSY;
+    uint64_t read = rci_dma_ring_read_pos(r->ring);
+    uint64_t skip = (r->align - read % r->align) % r->align;
+    if (skip == 0)
+        return 0;
+    /* read, taken and written are equal (idle) and multiples of the ring's
+     * unit, skip is one too and below align <= size: each step holds. */
+    struct rci_dma_span span;
+    uint64_t key;
+    int rc = rci_dma_ring_note_written(r->ring, read + skip);
+    if (rc == 0)
+        rc = rci_dma_ring_take(r->ring, skip, &span, &key);
+    if (rc == 0)
+        rc = rci_dma_ring_release(r->ring, key);
+    if (rc)
+        return rc;
+    rci_dma_ring_advance(r->ring);
+    return (int64_t)skip;
 }
 
 void rci_sub_stream_start(struct rci_sub_stream *r)

@@ -14,6 +14,11 @@
  * its size: nothing of the old connection may be held then); connection
  * position q is ring position base + q, base = read - read % size.
  *
+ * Before HELLO the ring's (idle) positions are moved on to an offset that
+ * every block size this ring can take divides (rci_sub_stream_realign): the
+ * card's block size is known only from WELCOME, and a daemon restarted with
+ * a larger one refuses a start_offset that is not a multiple of it.
+ *
  * A span completion (immediate data: offset / 8 and length, net/rma_ring.h;
  * RCI_RMA_IMM_STREAM_GAP in the length: blocks were dropped before it, told
  * to on_gap when the span is taken, in turn)
@@ -34,21 +39,28 @@
 
 #define RCI_SUB_STREAM_HOLD 64u
 #define RCI_SUB_STREAM_UNIT 1024u
+#define RCI_SUB_STREAM_MAX_BLOCK 65536u   /* block sizes: 1 KiB steps up to this (wire.h) */
 
 /* The decoder's side, given to rci_sub_create (api/client_stream.c). Every
  * hook runs on the subscriber's thread (inside rc_sub_poll / destroy). */
 struct rci_sub_stream_ops {
     /* WELCOME granted the stream: decode blocks of block_size over ring
-     * (first time, or the block size changed: the hook creates its decoder).
-     * 0, or -errno with the reason in err (the connection ends). */
+     * (first time, the block size or tag base changed, or new_publisher: a
+     * restarted daemon's blocks number their sequences anew: the hook
+     * creates its decoder; otherwise the decoder goes on, and blocks missed
+     * meanwhile show as sequence gaps). 0, or -errno with the reason in err
+     * (the connection ends). */
     int  (*open)(void *ctx, struct rc_sub *s, struct rci_dma_ring *ring, uint32_t block_size,
-                 uint64_t tag_base, char *err, size_t errlen);
+                 uint64_t tag_base, bool new_publisher, char *err, size_t errlen);
     /* New blocks noted written (or views released): decode what is there,
      * advance the ring over what is given back. */
     void (*decode)(void *ctx);
     /* The connection ended: decode what is complete, cut the chunks left
      * open (their ends will not come). */
     void (*disconnect)(void *ctx);
+    /* The ring was moved on while idle (rci_sub_stream_realign: nothing
+     * there to decode): the decoder's position follows. */
+    void (*moved)(void *ctx);
     /* The decoder's figures into st->stream_* (decoder counters). */
     void (*stats)(void *ctx, struct rc_sub_stats *st);
     void (*destroy)(void *ctx);
@@ -65,6 +77,7 @@ struct rci_sub_stream {
     struct rci_dma_ring *ring;     /* allocated once (create) */
     uint8_t *mem;
     uint64_t size;
+    uint64_t align;                /* every block size that divides size divides this (create) */
     struct rci_fabric_mr mr;       /* registered per connection */
     bool on;                       /* this connection: the publisher writes */
     uint32_t block_size;
@@ -88,6 +101,13 @@ int  rci_sub_stream_create(struct rci_sub_stream *r, uint64_t size, char *err, s
 void rci_sub_stream_destroy(struct rci_sub_stream *r);
 /* Nothing taken and not given back: a new connection may start. */
 bool rci_sub_stream_idle(const struct rci_sub_stream *r);
+/* Only while idle, before connect: move the ring's positions on (a take
+ * given back at once: nothing is decoded there) to the next offset that is
+ * a multiple of align (a new lap when none is left in this one), so that
+ * start_offset suits any card's block size. Returns the bytes skipped (0:
+ * aligned already), or -EBUSY when not idle. The caller tells the decoder
+ * (ops->moved) when it returns more than 0. */
+int64_t rci_sub_stream_realign(struct rci_sub_stream *r);
 /* A new connection: register the ring for remote write, fill what HELLO
  * announces. Only while idle. */
 int  rci_sub_stream_connect(struct rci_sub_stream *r, struct rci_fabric *f, struct fid_ep *ep,

@@ -56,7 +56,7 @@ void rci_view_pool_destroy(struct rci_view_pool *p)
 
 uint64_t rci_view_pool_outstanding(const struct rci_view_pool *p)
 {
-    return p ? atomic_load_explicit(&p->outstanding, memory_order_relaxed) : 0;
+    return p ? atomic_load_explicit(&p->outstanding, memory_order_acquire) : 0;
 }
 
 uint64_t rci_view_pool_allocated(const struct rci_view_pool *p)
@@ -224,18 +224,20 @@ static void view_free(struct rc_view *v, bool owner)
         free(v);   /* slices are always malloc'd and not counted */
         return;
     }
-    atomic_fetch_sub_explicit(&pool->outstanding, 1, memory_order_relaxed);
     if (v->heap) {
         free(v);   /* an overflow view */
-        return;
-    }
-    if (owner) {
+    } else if (owner) {
         v->node.next = pool->mine;
         pool->mine = &v->node;
-        return;
+    } else {
+        RCI_TSAN_RELEASE(v);
+        cds_lfs_push(&pool->released, &v->node);
     }
-    RCI_TSAN_RELEASE(v);
-    cds_lfs_push(&pool->released, &v->node);
+    /* Last, and nothing of the pool after it: once outstanding reads 0 the
+     * pool's owner may destroy it at once (a connection parked for its views,
+     * net/multi_sub.c), while this may run on any thread. Release: what was
+     * done above happens before that owner's acquire load sees the count. */
+    atomic_fetch_sub_explicit(&pool->outstanding, 1, memory_order_release);
 }
 
 void rc_view_release(struct rc_view *v)

@@ -638,6 +638,18 @@ static int offer_stream_ring(struct rc_sub *s)
                     "connection; connecting once they are released");
         return -EBUSY;
     }
+    /* start_offset must suit the card's block size, which only WELCOME
+     * tells (a restarted daemon may have a larger one). */
+    int64_t skipped = rci_sub_stream_realign(&s->stream);
+    if (skipped < 0) {
+        rci_set_err(s->err, sizeof s->err, "block stream: the ring could not be moved to an aligned start: %s",
+                    strerror((int)-skipped));
+        return (int)skipped;
+    }
+    if (skipped > 0) {
+        s->sops.moved(s->sops.ctx);
+        s->st.stream_skipped_bytes += (uint64_t)skipped;
+    }
     char why[200];
     int rc = rci_sub_stream_connect(&s->stream, &s->f, s->ep, &s->rma_offer, &s->stream_start, why, sizeof why);
     if (rc) {
@@ -1447,8 +1459,8 @@ static bool sequence_stream_message(struct rc_sub *s, struct rx_slot *r, size_t 
 }
 
 /* WELCOME granting the block stream: the card's block size and tag base;
- * the decoder is set up for them. */
-static void welcome_stream(struct rc_sub *s, const uint8_t *buf, size_t len)
+ * the decoder is set up for them (anew for a new publisher). */
+static void welcome_stream(struct rc_sub *s, const uint8_t *buf, size_t len, bool new_publisher)
 {
     struct rci_wire_welcome_stream w;
     char why[200] = "";
@@ -1459,7 +1471,8 @@ static void welcome_stream(struct rc_sub *s, const uint8_t *buf, size_t len)
     else if (s->stream.size % w.block_size || s->stream_start % w.block_size)
         snprintf(why, sizeof why, "the ring (%llu B) does not fit the card's %u B blocks",
                  (unsigned long long)s->stream.size, w.block_size);
-    else if (s->sops.open(s->sops.ctx, s, s->stream.ring, w.block_size, w.tag_base, why, sizeof why) == 0) {
+    else if (s->sops.open(s->sops.ctx, s, s->stream.ring, w.block_size, w.tag_base, new_publisher, why,
+                          sizeof why) == 0) {
         s->stream.block_size = w.block_size;
         s->stream.on = true;
         s->st.stream_active = 1;
@@ -1472,11 +1485,11 @@ static void welcome_stream(struct rc_sub *s, const uint8_t *buf, size_t len)
 }
 
 /* WELCOME says whether the publisher writes into the ring we offered. */
-static void welcome_delivery(struct rc_sub *s, const uint8_t *buf, size_t len)
+static void welcome_delivery(struct rc_sub *s, const uint8_t *buf, size_t len, bool new_publisher)
 {
     struct rci_wire_welcome_rma w;
     if (s->stream_announced) {
-        welcome_stream(s, buf, len);
+        welcome_stream(s, buf, len, new_publisher);
         return;
     }
     if (!s->rma_announced)
@@ -1500,12 +1513,13 @@ static void handle_welcome(struct rc_sub *s, const uint8_t *buf, size_t len)
 {
     struct rci_wire_welcome w;
     rci_wire_check_welcome(buf, len, &w);
-    if (s->ever_connected && w.publisher_id != s->st.publisher_id)
+    bool new_publisher = s->ever_connected && w.publisher_id != s->st.publisher_id;
+    if (new_publisher)
         s->st.publisher_restarts++;
     s->st.publisher_id = w.publisher_id;
     uint64_t hb = (uint64_t)w.heartbeat_ms * 1000000ull;
     s->heartbeat_ns = hb < s->p.heartbeat_ns ? hb : s->p.heartbeat_ns;
-    welcome_delivery(s, buf, len);
+    welcome_delivery(s, buf, len, new_publisher);
     leave_count_start(s, buf);
     s->state = ST_ACTIVE;
     s->st.connected = 1;

@@ -8,14 +8,13 @@
 #include "common/cpus.h"
 #include "common/errbuf.h"
 #include "common/monotonic.h"
+#include "common/thread_watch.h"
 
 #include <errno.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "pipeline/dpdk_env.h"
 #include "net/allow_list.h"
@@ -437,34 +436,9 @@ unsigned rci_pipeline_threads(const struct rci_pipeline *pb)
     return pb->nthreads;
 }
 
-/* How often a stopping thread's heartbeat is looked at while joining it. */
-#define STOP_JOIN_SLICE_NS (100ull * 1000 * 1000)
-
-/* Join th; give up once its loop has not turned for stuck_after_ns (0: never
- * give up). True when joined. */
-static bool join_unless_stuck(struct publish_thread *th, uint64_t stuck_after_ns)
+static uint64_t thread_heartbeat(const void *ctx)
 {
-    if (stuck_after_ns == 0)
-        return pthread_join(th->tid, NULL) == 0;
-    uint64_t beat = rci_counter_get(&th->heartbeat);
-    uint64_t moved_ns = rci_now_ns();
-    for (;;) {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);   /* pthread_timedjoin_np takes CLOCK_REALTIME */
-        uint64_t ns = (uint64_t)until.tv_nsec + STOP_JOIN_SLICE_NS;
-        until.tv_sec += (time_t)(ns / 1000000000u);
-        until.tv_nsec = (long)(ns % 1000000000u);
-        int rc = pthread_timedjoin_np(th->tid, NULL, &until);
-        if (rc != ETIMEDOUT)
-            return rc == 0;
-        uint64_t now = rci_now_ns(), b = rci_counter_get(&th->heartbeat);
-        if (b != beat) {
-            beat = b;
-            moved_ns = now;
-        } else if (now - moved_ns >= stuck_after_ns) {
-            return false;
-        }
-    }
+    return rci_counter_get(&((const struct publish_thread *)ctx)->heartbeat);
 }
 
 unsigned rci_pipeline_stop_bounded(struct rci_pipeline *pb, uint64_t linger_ns, uint64_t stuck_after_ns)
@@ -479,7 +453,7 @@ unsigned rci_pipeline_stop_bounded(struct rci_pipeline *pb, uint64_t linger_ns, 
         if (!th->started || th->abandoned)
             continue;
         rci_publish_thread_wake(th);
-        if (join_unless_stuck(th, stuck_after_ns)) {
+        if (rci_thread_join_unless_stuck(th->tid, thread_heartbeat, th, stuck_after_ns)) {
             th->started = false;
             continue;
         }

@@ -711,6 +711,16 @@ void rci_readout_cut_open_chunks(struct rci_readout *r)
     }
 }
 
+/* A block stream's subscriber (api/client_stream.c) moved its ring on while
+ * nothing was taken (read = taken = written, before and after): its next
+ * connection starts at an offset every block size divides. The decoder's
+ * mirrors of the positions follow; nothing else of it points into the ring. */
+void rci_readout_ring_moved(struct rci_readout *r)
+{
+    atomic_store_explicit(&r->st.taken, rci_dma_ring_taken_pos(r->ring), memory_order_release);
+    rci_counter_set(&r->st.written_seen, rci_dma_ring_written_pos(r->ring));
+}
+
 /* ---- passes --------------------------------------------------------------- */
 
 unsigned rci_readout_decode_pass(struct rci_readout *r, bool *took_blocks, bool *more)

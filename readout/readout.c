@@ -141,8 +141,8 @@ int rci_readout_create(const struct rci_card_params *p, struct rci_dma_ring *rin
 
 void rci_readout_destroy(struct rci_readout *r)
 {
-    if (!r)
-        return;
+    if (!r || r->thread_abandoned)
+        return;   /* an abandoned thread may still use all of it */
     if (r->thread_running)
         rci_readout_stop(r);
     rci_chunk_pool_fini(&r->pool);

@@ -139,6 +139,11 @@ int  rci_readout_start(struct rci_readout *r);
  * then disable the DMA descriptor. It does not stop the card: the caller
  * stops the card first, waits with rci_readout_wait_drained(), then stops. */
 void rci_readout_stop(struct rci_readout *r);
+/* The same, but when the thread's loop has not turned for stuck_after_ns
+ * (0: wait for ever) it is left running, not joined: -ETIMEDOUT, nothing
+ * else done, and rci_readout_destroy then frees nothing (the thread may
+ * still use it): the process should end soon after. 0 when stopped. */
+int rci_readout_stop_bounded(struct rci_readout *r, uint64_t stuck_after_ns);
 
 /* Block tap (a block-stream subscription, pipeline/README.md "Block
  * stream"): every block the decoder takes from the ring, good or bad, is

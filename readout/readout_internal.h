@@ -146,6 +146,7 @@ struct rci_readout {
     /* thread control */
     pthread_t thread;
     bool thread_running, thread_used;
+    bool thread_abandoned;              /* stuck at the stop: left running (rci_readout_stop_bounded) */
     _Atomic bool stop_requested;
     _Atomic uint64_t loop_iter;             /* iterations started */
     _Atomic uint64_t drained_iter;          /* last iteration that ended drained */
@@ -169,5 +170,9 @@ unsigned rci_readout_decode_pass(struct rci_readout *r, bool *took_blocks, bool 
  * the card when worthwhile (idle: this poll found nothing new). */
 void rci_readout_update_read(struct rci_readout *r, bool idle, bool force);
 void rci_readout_cut_open_chunks(struct rci_readout *r);
+/* decoder.c: the ring's owner moved read, taken and written on together
+ * while the decoder had nothing taken (a block stream's subscriber,
+ * net/sub_stream.h rci_sub_stream_realign): its position follows. */
+void rci_readout_ring_moved(struct rci_readout *r);
 
 #endif

@@ -29,6 +29,7 @@
 #include <unistd.h>
 #include <urcu/arch.h>
 #include "common/monotonic.h"
+#include "common/thread_watch.h"
 #include "readout/readout_internal.h"
 
 #define IRQ_WAIT_MAX_MS 100   /* safety: a lost interrupt costs at most this; stop kicks */
@@ -254,19 +255,33 @@ int rci_readout_start(struct rci_readout *r)
     return 0;
 }
 
+static uint64_t readout_heartbeat(const void *ctx)
+{
+    return atomic_load_explicit(&((const struct rci_readout *)ctx)->loop_iter, memory_order_relaxed);
+}
+
 void rci_readout_stop(struct rci_readout *r)
 {
+    (void)rci_readout_stop_bounded(r, 0);
+}
+
+int rci_readout_stop_bounded(struct rci_readout *r, uint64_t stuck_after_ns)
+{
     if (!r->thread_running)
-        return;
+        return r->thread_abandoned ? -ETIMEDOUT : 0;
     atomic_store_explicit(&r->stop_requested, true, memory_order_release);
     kick(r);
-    pthread_join(r->thread, NULL);
+    if (!rci_thread_join_unless_stuck(r->thread, readout_heartbeat, r, stuck_after_ns)) {
+        r->thread_abandoned = true;
+        return -ETIMEDOUT;
+    }
     r->thread_running = false;
     rci_readout_cut_open_chunks(r);
     /* Whatever was released meanwhile goes back to the card. */
     rci_readout_update_read(r, true, true);
     rci_wupper_dma_stop(&r->dma);
     r->dma_active = false;
+    return 0;
 }
 
 int rci_readout_wait_drained(struct rci_readout *r, uint64_t timeout_ns)

@@ -47,6 +47,7 @@ struct daemon_card {
     struct rci_ring_alarm alarm;       /* occupancy alarms at 90 %, 100 %, back under 80 % */
     bool stopped_by_loss;              /* on_firmware_loss = stop did stop it */
     bool stopped_by_control;           /* `ringcast-ctl card N stop`, not started again yet */
+    bool readout_abandoned;            /* its readout thread was stuck at the stop: left running */
     struct rci_elink_watch elinks;     /* per-e-link errors and rates for the log */
     /* Previous sample for rates. */
     uint64_t last_chunks, last_bytes;
@@ -994,12 +995,18 @@ static void stop_cards(struct daemon *d)
         if (dc->started && rci_readout_wait_drained(dc->readout, drain_ns) != 0)
             rci_warn("card.%u: not drained within %.1f s", dc->params->index, (double)drain_ns / 1e9);
     }
-    for (unsigned i = 0; i < d->ncards; i++)
-        if (d->cards[i].started)
-            rci_readout_stop(d->cards[i].readout);
+    for (unsigned i = 0; i < d->ncards; i++) {
+        if (d->cards[i].started &&
+            rci_readout_stop_bounded(d->cards[i].readout, d->cfg->daemon.thread_stuck_after_ns) != 0) {
+            d->threads_abandoned++;
+            d->cards[i].readout_abandoned = true;
+            rci_error("card.%u: its readout thread has not turned its loop for %.1f s while stopping: left behind,"
+                      " not joined", d->cards[i].params->index, (double)d->cfg->daemon.thread_stuck_after_ns / 1e9);
+        }
+    }
     /* A finished run lingers for the subscribers to read the end of it; a
      * stop by signal does not. */
-    d->threads_abandoned = rci_pipeline_stop_bounded(d->publish, stop_requested ? 0 : d->cfg->daemon.linger_ns,
+    d->threads_abandoned += rci_pipeline_stop_bounded(d->publish, stop_requested ? 0 : d->cfg->daemon.linger_ns,
                                                      d->cfg->daemon.thread_stuck_after_ns);
     atomic_store(&d->metrics.threads_abandoned, d->threads_abandoned);
     if (d->threads_abandoned)
@@ -1009,7 +1016,7 @@ static void stop_cards(struct daemon *d)
      * advance: move the read pointer over them too (the readout threads are
      * joined, so this thread owns the rings now). */
     for (unsigned i = 0; i < d->ncards; i++)
-        if (d->cards[i].started)
+        if (d->cards[i].started && !d->cards[i].readout_abandoned)
             rci_dma_ring_advance(d->cards[i].ring);
     /* The drained ring ends an alarm: the first sample takes in the time the
      * ring was full since the last tick, the second sees the ring now. */

@@ -272,6 +272,8 @@ struct rc_sub_stats {
                                     * at the wrong place: never decoded; the connection ends */
     uint64_t stream_credits_sent;  /* CREDIT messages (decoded, released ring space given back) */
     uint64_t stream_ring_busy;     /* connection attempts put off: views still held blocks */
+    uint64_t stream_skipped_bytes; /* ring bytes passed over before a connection so that it
+                                    * starts at an offset any card's block size divides */
     /* The decoder's figures (readout/README.md, "Block decoder"): blocks decoded, blocks with
      * a bad header, blocks missing by sequence number (a gap: dropped blocks under slow_policy
      * = drop, a reconnect), malformed blocks, chunks dropped or cut short and why. */

@@ -12,7 +12,10 @@
 # a slow one's decoder counts the sequence gaps, with no corrupt chunk; a stream of a
 # card the daemon does not have is refused, with the reason, at both ends; a
 # stream subscriber kicked mid-run (tcp, rxm) reconnects and its decoder goes
-# on: no bad span, no corrupt or duplicate chunk, every key back.
+# on: no bad span, no corrupt or duplicate chunk, every key back; the
+# daemon restarted with a larger block size: the same stream subscriber
+# comes back (its ring realigned) and gets the second run bit-exact, and a
+# third run (same block size) without a sequence gap.
 . "$(dirname "$0")/lib.sh"
 
 PORT=$(port_base 14000)
@@ -95,12 +98,14 @@ mixed_run stream-wrap tcp msg 20000 --stream-ring-size 262144 -- -o sim.0.chunk_
 expect_gt "stream-wrap credits_sent (wraps)" "$(stream_of stream-wrap-stream credits_sent)" 1000
 
 # SIGKILL of the stream subscriber mid-run: every block comes back, the tag
-# subscriber gets every chunk.
-kill_run() { # kill_run NAME PROVIDER ENDPOINT
+# subscriber gets every chunk. A shm run that meets libfabric 1.17's
+# dead-peer lock (lib.sh, shm_lock_hazard) is checked and run again, at most
+# 3 times.
+kill_attempt() { # kill_attempt NAME PROVIDER ENDPOINT: 0 done, 1 the shm hazard (checked)
     name=$1; prov=$2; ep=$3; n=40000
     start_daemon "$name" -o "fabric.provider=$prov" -o "fabric.endpoint=$ep" -o readout.wait_subscribers=2 \
         -o sim.0.run_chunks=$n -o sim.0.rate=20000chunks/s -o fabric.peer_timeout=1s -o fabric.heartbeat=200ms \
-        -o sim.0.chunk_size_min=16 -o sim.0.chunk_size_max=9000
+        -o sim.0.chunk_size_min=16 -o sim.0.chunk_size_max=9000 -o readout.thread_stuck_after=4s
     start_sub "$name-tags" "$prov" "$ep" --verify --count $n; sub_a=$sub
     start_stream "$name-stream" "$prov" "$ep" --verify --duration 50; sub_b=$sub
     wait_cards_started "$name"
@@ -109,14 +114,28 @@ kill_run() { # kill_run NAME PROVIDER ENDPOINT
     [ -n "$victim" ] || fail "$name: no subscriber to kill"
     kill -KILL "$victim"
     wait "$sub_b" 2>/dev/null
+    wait "$daemon"; st=$?
+    PORT=$((PORT + 1))
+    if shm_lock_hazard "$name" "$st" "$prov"; then
+        kill -TERM "$sub_a" 2>/dev/null
+        wait "$sub_a"
+        for k in gaps corrupt duplicates; do
+            expect_eq "$name-tags $k (before the stuck post)" "$(json_num "$k" "$WORK/$name-tags.json")" 0
+        done
+        ok "$name: libfabric 1.17 shm's dead-peer lock hit: the stuck thread was named, exit status 3"
+        return 1
+    fi
+    [ "$st" -eq 0 ] || { cat "$WORK/$name.log"; fail "$name: daemon exit status $st"; }
     wait "$sub_a" || { cat "$WORK/$name.log" "$WORK/$name-tags.log"; fail "$name-tags: ringcast-sub failed"; }
-    wait_daemon "$name"
     check_sub_exact "$name-tags" $n
     expect_eq "$name stream_subscribers" "$(pub "$name" stream_subscribers)" 1
     expect_gt "$name stream spans before the kill" "$(stream_of "$name" spans)" 0
     expect_eq "$name peers_dead" "$(pub "$name" peers_dead)" 1
     check_daemon_clean "$name"
-    PORT=$((PORT + 1))
+}
+kill_run() { # kill_run NAME PROVIDER ENDPOINT
+    kill_attempt "$1-1" "$2" "$3" || kill_attempt "$1-2" "$2" "$3" || kill_attempt "$1-3" "$2" "$3" || \
+        fail "$1: every attempt hit the shm dead-peer lock"
 }
 kill_run stream-kill-tcp tcp msg
 kill_run stream-kill-rxm "tcp;ofi_rxm" rdm
@@ -213,6 +232,53 @@ reconnect_run() { # reconnect_run NAME PROVIDER ENDPOINT
 }
 reconnect_run stream-reconnect-tcp tcp msg
 reconnect_run stream-reconnect-rxm "tcp;ofi_rxm" rdm
+
+# The daemon restarted with a larger block size: the stream subscriber's
+# ring ended run 1 (1 KiB blocks) at an offset the new block size does not
+# divide; it moves on to one every block size divides before its HELLO
+# (skipped_bytes), is not refused and gets run 2 bit-exact, decoded by a new
+# decoder. Run 1's end is where its blocks ended (the sim fills every block
+# at unlimited rate: 4422 blocks here); the new block size is the smallest
+# power of two from 2 KiB that does not divide it, so the old start_offset
+# would be refused. Run 3 (restarted again, same block size): the decoder
+# starts anew too (the e-links' block sequences restart: no sequence gap).
+rs=stream-restarts; n1=3000; n2=3000; n3=2000
+# restart_run NAME CHUNKS BLOCK-SIZE: one run of the daemon for $sub_s.
+restart_run() {
+    start_daemon "$1" -o fabric.provider=tcp -o fabric.endpoint=msg -o readout.wait_subscribers=1 \
+        -o readout.linger=20s -o sim.0.run_chunks="$2" -o card.0.block_size="$3" -o sim.0.chunk_size_min=16 \
+        -o sim.0.chunk_size_max=3000
+    # A daemon still running 10 s after the subscriber ended never had it
+    # back (it would wait for it for ever); after the last run it ends as
+    # soon as the subscriber, done, said BYE.
+    i=0
+    while kill -0 "$daemon" 2>/dev/null; do
+        kill -0 "$sub_s" 2>/dev/null || i=$((i + 1))
+        [ $i -lt 100 ] || { kill -TERM "$daemon"; wait "$daemon"; cat "$WORK/$rs-s.log" "$WORK/$rs-s.json"
+                            fail "$rs-s: ended, and run $1 ($3 B blocks) never had it back"; }
+        sleep 0.1
+    done
+    wait_daemon "$1"
+    check_daemon_clean "$1"
+    expect_eq "$1 stream_refused" "$(pub "$1" stream_refused)" 0
+    expect_eq "$1 stream_subscribers" "$(pub "$1" stream_subscribers)" 1
+}
+start_stream "$rs-s" tcp msg --verify --count $((n1 + n2 + n3)) --duration 40; sub_s=$sub
+restart_run "$rs-1" $n1 1k
+end1=$(stream_of "$rs-1" bytes)
+bs2=2048
+while [ $bs2 -lt 65536 ] && [ $((end1 % bs2)) -eq 0 ]; do bs2=$((bs2 * 2)); done
+[ $((end1 % bs2)) -ne 0 ] || fail "$rs: run 1 ended at $end1, 64 KiB-aligned: nothing to realign (pick another n1)"
+ok "$rs: run 1 ended at $end1 B, not a multiple of the new $bs2 B blocks"
+restart_run "$rs-2" $n2 $bs2
+restart_run "$rs-3" $n3 $bs2
+wait_sub "$rs-s" "$sub_s"
+check_sub_exact "$rs-s" $((n1 + n2 + n3)) refused
+check_stream_clean "$rs-s"
+expect_eq "$rs-s publisher_restarts" "$(json_num publisher_restarts "$WORK/$rs-s.json")" 2
+expect_eq "$rs-s block_size (runs 2 and 3)" "$(stream_of "$rs-s" block_size)" $bs2
+expect_gt "$rs-s skipped_bytes (realigned)" "$(stream_of "$rs-s" skipped_bytes)" 0
+PORT=$((PORT + 1))
 
 # A card the daemon does not have: BYE(refused) with the reason, at both ends.
 name=stream-refused

@@ -13,6 +13,7 @@
 
 #include "cunit_main.h"
 #include "net/discovery.h"
+#include "net/multi_sub.h"
 #include "net/pub_internal.h"
 #include "common/monotonic.h"
 #include "ringcast/discover.h"
@@ -246,6 +247,7 @@ struct two_pubs {
     unsigned found, gone, connected;
     uint64_t found_first, found_last;
     struct rc_view *kept;          /* on_view: the view of tag 100, kept past its publisher's end */
+    struct rc_view *held[2];       /* rci_msub's on_view: each publisher's first view, kept */
 };
 
 static void tp_complete(void *ctx, uint64_t key, int status)
@@ -475,6 +477,131 @@ static void test_discover_two_publishers_views(void) { discover_two_publishers(t
 static void test_discover_views_parked_live(void) { discover_two_publishers(true, true, false); }
 static void test_discover_parked_gathering(void) { discover_two_publishers(true, true, true); }
 
+/* ---- more dropped publishers with held views than parked_room ------------- */
+
+static void pm_view(void *ctx, const struct rci_msub_publisher *p, struct rc_view *v)
+{
+    struct two_pubs *t = ctx;
+    int i = p->entry.first[0] == 100;   /* publisher 1 serves 100..107 */
+    struct rc_view_piece pc = rc_view_piece(v, 0);
+    if (rc_view_piece_count(v) != 1 || pc.len != 16 || memcmp(pc.data, t->region + 16 * i, 16) != 0)
+        t->bad++;
+    t->received[i]++;
+    if (!t->held[i])
+        t->held[i] = rc_view_retain(v);
+}
+
+static void pm_event(void *ctx, enum rci_msub_event ev, const struct rci_msub_publisher *p)
+{
+    (void)p;
+    struct two_pubs *t = ctx;
+    t->gone += ev == RCI_MSUB_GONE;
+}
+
+static void pm_poll(struct two_pubs *t, struct rci_msub *m)
+{
+    for (int i = 0; i < 2; i++)
+        if (t->pub[i])
+            rc_pub_progress(t->pub[i]);
+    rci_msub_poll(m, 1000000);
+}
+
+/* Two publishers, a view of each held by the program, both go away, with
+ * room for one parked connection (parked_room 1 stands for the 256 of the
+ * default: 257 connections are too many for a unit test). Both connections
+ * must stay until their views are released, the second counted in
+ * parks_past_room: before the fix the room was a limit and the second was
+ * freed under its view (ASan: heap-use-after-free reading it; and
+ * views_outstanding said 1 while the program held 2). */
+static void test_msub_parked_past_room(void)
+{
+    static struct two_pubs t;
+    memset(&t, 0, sizeof t);
+    for (unsigned i = 0; i < sizeof t.region; i++)
+        t.region[i] = (uint8_t)(i * 7 + 3);
+    char tmpl[] = "/tmp/rc-msub-park-XXXXXX";
+    CU_ASSERT_FATAL(mkdtemp(tmpl) != NULL);
+    uint16_t base = (uint16_t)(30000 + (getpid() % 1000) * 20 + 4);
+    char err[256] = "";
+    struct rci_disc *announcer[2];
+    struct rci_discovery_params dp = {.prefix = "/ringcast/", .ttl_ns = 2000000000ull};
+    snprintf(dp.url, sizeof dp.url, "dir:%s", tmpl);
+    for (int i = 0; i < 2; i++) {
+        struct rc_pub_params pp;
+        rc_pub_params_default(&pp);
+        pp.port = (uint16_t)(base + i);
+        pp.cb = (struct rc_pub_callbacks){.ctx = &t, .on_send_complete = tp_complete,
+                                          .on_peer_event = i ? tp_event1 : tp_event0};
+        CU_ASSERT_EQUAL_FATAL(rc_pub_create(&pp, &t.pub[i], err, sizeof err), 0);
+        CU_ASSERT_EQUAL_FATAL(rc_pub_register(t.pub[i], t.region, sizeof t.region, err, sizeof err), 0);
+        struct rci_disc_entry e = sample(0);
+        snprintf(e.daemon_id, sizeof e.daemon_id, "park-%d", i);
+        e.threads = 1;
+        strcpy(e.host, "127.0.0.1");
+        strcpy(e.provider, "tcp");
+        strcpy(e.endpoint, "msg");
+        e.port = pp.port;
+        e.nranges = 1;
+        e.first[0] = i ? 100 : 0;
+        e.last[0] = i ? 107 : 7;
+        CU_ASSERT_EQUAL_FATAL(rci_disc_open(&dp, &announcer[i], err, sizeof err), 0);
+        CU_ASSERT_EQUAL_FATAL(rci_disc_announce(announcer[i], &e, 1, err, sizeof err), 0);
+    }
+    struct rci_msub_params mp = {.disc = dp, .refresh_ns = 100000000ull, .parked_room = 1, .ctx = &t,
+                                 .on_view = pm_view, .on_event = pm_event};
+    rc_sub_params_default(&mp.sub);
+    const uint64_t first[] = {2, 100}, last[] = {3, 101};
+    struct rci_msub *m;
+    CU_ASSERT_EQUAL_FATAL(rci_msub_create(&mp, first, last, 2, &m, err, sizeof err), 0);
+    uint64_t until = rci_now_ns() + 20000000000ull;   /* a hang guard, not a speed limit */
+    while ((t.subscribed[0] == 0 || t.subscribed[1] == 0) && rci_now_ns() < until)
+        pm_poll(&t, m);
+    CU_ASSERT_EQUAL_FATAL(t.subscribed[0] && t.subscribed[1], 1);
+    struct iovec iov0 = {t.region, 16}, iov1 = {t.region + 16, 16};
+    CU_ASSERT_EQUAL(rc_pub_send(t.pub[0], t.peer[0], 2, 0, &iov0, 1, 0), 0);
+    CU_ASSERT_EQUAL(rc_pub_send(t.pub[1], t.peer[1], 100, 0, &iov1, 1, 1), 0);
+    while ((!t.held[0] || !t.held[1] || t.completions < 2) && rci_now_ns() < until)
+        pm_poll(&t, m);
+    CU_ASSERT_FATAL(t.held[0] && t.held[1]);
+    CU_ASSERT_EQUAL(t.bad, 0);
+    /* both publishers stop: entries withdrawn, connections closed -> both dropped */
+    for (int i = 0; i < 2; i++) {
+        CU_ASSERT_EQUAL(rci_disc_withdraw(announcer[i], err, sizeof err), 0);
+        rc_pub_destroy(t.pub[i]);
+        t.pub[i] = NULL;
+    }
+    while (t.gone < 2 && rci_now_ns() < until)
+        pm_poll(&t, m);
+    CU_ASSERT_EQUAL(t.gone, 2);
+    CU_ASSERT_EQUAL(rci_msub_count(m), 0);
+    for (int i = 0; i < 5; i++)
+        pm_poll(&t, m);   /* polls that must not free a dropped connection's memory */
+    struct rci_msub_stats st;
+    rci_msub_get_stats(m, &st);
+    CU_ASSERT_EQUAL(st.total.views_outstanding, 2);
+    CU_ASSERT_EQUAL(st.parked, 2);
+    CU_ASSERT_EQUAL(st.parks, 2);
+    CU_ASSERT_EQUAL(st.parks_past_room, 1);
+    CU_ASSERT_EQUAL(st.create_failures, 0);
+    for (int i = 0; i < 2; i++) {   /* the held views' bytes, still the publishers' */
+        struct rc_view_piece pc = rc_view_piece(t.held[i], 0);
+        CU_ASSERT(pc.len == 16 && memcmp(pc.data, t.region + 16 * i, 16) == 0);
+    }
+    rc_view_release(t.held[0]);
+    rc_view_release(t.held[1]);
+    pm_poll(&t, m);
+    rci_msub_get_stats(m, &st);
+    CU_ASSERT_EQUAL(st.total.views_outstanding, 0);
+    CU_ASSERT_EQUAL(st.parked, 0);   /* both destroyed once their views were released */
+    CU_ASSERT_EQUAL(st.parks, 2);
+    rci_msub_destroy(m);
+    for (int i = 0; i < 2; i++)
+        rci_disc_close(announcer[i]);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpl);
+    CU_ASSERT_EQUAL(system(cmd), 0);
+}
+
 static void test_discover_refuses(void)
 {
     struct rc_discover_params p;
@@ -506,6 +633,8 @@ static void register_tests(void)
               {"a connection parked while it gathers a chunk is destroyed once the program's views are released",
                test_discover_parked_gathering},
               {"refuses bad parameters", test_discover_refuses});
+    RCI_SUITE("rci_msub", {"more publishers dropped with views held than parked_room: all kept until released",
+                           test_msub_parked_past_room});
 }
 
 RCI_CUNIT_MAIN(register_tests)

@@ -3,8 +3,10 @@
  * stream"): the wire's stream parts of HELLO and WELCOME (built, checked,
  * read back; every bad field rejected), and the subscriber's span checks
  * (net/sub_stream.[ch]): spans in turn, out of turn (held, then taken),
- * and every kind of bad span; the credit rule. The whole path through the
- * daemon is tests/integration/test_daemon_stream.sh. */
+ * and every kind of bad span; the credit rule; the ring moved on before a
+ * new connection to an offset every block size the ring can take divides
+ * (and the decoder's position with it). The whole path through the daemon
+ * is tests/integration/test_daemon_stream.sh. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -13,6 +15,9 @@
 #include "net/rma_ring.h"
 #include "net/sub_stream.h"
 #include "net/wire.h"
+#include "readout/felix_block.h"
+#include "readout/readout.h"
+#include "readout/readout_internal.h"
 #include "tests/unit/cunit_main.h"
 
 /* ---- wire ----------------------------------------------------------------------- */
@@ -254,6 +259,126 @@ static void test_credit_rule(void)
     rci_sub_stream_destroy(&r);
 }
 
+/* ---- a new connection's start: the ring realigned ---------------------------------- */
+
+/* Move an idle ring on by len bytes as a connection and its decoder would
+ * (written, taken, given back). */
+static void pass_over(struct rci_sub_stream *r, uint64_t len)
+{
+    while (len) {   /* half a ring at a time */
+        uint64_t step = len < r->size / 2 ? len : r->size / 2;
+        struct rci_dma_span span;
+        uint64_t key;
+        uint64_t read = rci_dma_ring_read_pos(r->ring);
+        CU_ASSERT_EQUAL_FATAL(rci_dma_ring_note_written(r->ring, read + step), 0);
+        CU_ASSERT_EQUAL_FATAL(rci_dma_ring_take(r->ring, step, &span, &key), 0);
+        CU_ASSERT_EQUAL_FATAL(rci_dma_ring_release(r->ring, key), 0);
+        rci_dma_ring_advance(r->ring);
+        len -= step;
+    }
+}
+
+/* Every block size (1 KiB steps up to 64 KiB) a ring of `size` can take
+ * divides start_offset: what the publisher checks (stream_write.c). */
+static void expect_start_suits_every_block(const struct rci_sub_stream *r)
+{
+    unsigned fits = 0;
+    for (uint64_t bs = 1024; bs <= 65536; bs += 1024) {
+        if (r->size % bs)
+            continue;
+        fits++;
+        if (r->start % bs)
+            fprintf(stderr, "\n  ring %llu B: start %llu not a multiple of %llu", (unsigned long long)r->size,
+                    (unsigned long long)r->start, (unsigned long long)bs);
+        CU_ASSERT_EQUAL(r->start % bs, 0);
+    }
+    CU_ASSERT(fits > 0);
+}
+
+/* A ring of size B read up to `at`: realigned by want bytes, then started. */
+static void realign_case(uint64_t size, uint64_t at, int64_t want, uint64_t want_start)
+{
+    struct rci_sub_stream r;
+    char err[200];
+    CU_ASSERT_EQUAL_FATAL(rci_sub_stream_create(&r, size, err, sizeof err), 0);
+    pass_over(&r, at);
+    CU_ASSERT_EQUAL(rci_sub_stream_realign(&r), want);
+    CU_ASSERT_TRUE(rci_sub_stream_idle(&r));
+    CU_ASSERT_EQUAL(rci_dma_ring_read_pos(r.ring), at + (uint64_t)want);
+    rci_sub_stream_start(&r);
+    CU_ASSERT_EQUAL(r.start, want_start);
+    CU_ASSERT_EQUAL(r.base + r.start, at + (uint64_t)want);
+    expect_start_suits_every_block(&r);
+    CU_ASSERT_EQUAL(rci_sub_stream_realign(&r), 0);   /* aligned now: nothing more */
+    rci_sub_stream_destroy(&r);
+}
+
+static void test_realign(void)
+{
+    /* Power-of-two rings: 64 KiB, whatever the block size. A connection of
+     * 1 KiB blocks ended 5 KiB into the ring: a 4 KiB card would refuse 5 KiB. */
+    realign_case(1u << 20, 5 * 1024, 59 * 1024, 64 * 1024);
+    realign_case(8u << 20, 64 * 1024, 0, 64 * 1024);                       /* aligned: no skip */
+    realign_case(8u << 20, 0, 0, 0);                                       /* the first connection */
+    realign_case(256 * 1024, 256 * 1024 - 1024, 1024, 0);                  /* the next lap's start */
+    realign_case(256 * 1024, 3 * 256 * 1024 + 7 * 1024, 57 * 1024, 64 * 1024);   /* fourth lap */
+    /* 3 MiB takes 3, 6, 12, 24, 48 KiB blocks besides the powers of two:
+     * 192 KiB (64 KiB would not suit 3 KiB blocks). */
+    realign_case(3u << 20, 100 * 1024, 92 * 1024, 192 * 1024);
+    realign_case(3u << 20, (3u << 20) - 3 * 1024, 3 * 1024, 0);
+    /* 63 KiB x 16: takes 1, 3, 7, 9, 21, 63 KiB ... blocks. */
+    realign_case(63u * 16 * 1024, 2 * 1024, (int64_t)(63u * 16 * 1024) - 2 * 1024, 0);
+
+    /* Blocks still held (not idle): nothing moves. */
+    struct rci_sub_stream r;
+    char err[200];
+    CU_ASSERT_EQUAL_FATAL(rci_sub_stream_create(&r, 1u << 20, err, sizeof err), 0);
+    pass_over(&r, 5 * 1024);
+    CU_ASSERT_EQUAL_FATAL(rci_dma_ring_note_written(r.ring, 6 * 1024), 0);
+    CU_ASSERT_FALSE(rci_sub_stream_idle(&r));
+    CU_ASSERT_EQUAL(rci_sub_stream_realign(&r), -EBUSY);
+    CU_ASSERT_EQUAL(rci_dma_ring_read_pos(r.ring), 5 * 1024);
+    CU_ASSERT_EQUAL(rci_dma_ring_written_pos(r.ring), 6 * 1024);
+    rci_sub_stream_destroy(&r);
+}
+
+static unsigned no_sink(void *ctx, const struct rci_chunk *const *chunks, unsigned n)
+{
+    (void)ctx;
+    (void)chunks;
+    (void)n;
+    return 0;
+}
+
+/* The decoder over the ring (api/client_stream.c's, card = NULL) follows a
+ * realignment: without rci_readout_ring_moved its mirror of the taken
+ * position lags, and once a pass saw the new written position it counts the
+ * skipped bytes as written and not taken (never drained). */
+static void test_decoder_follows_realign(void)
+{
+    struct rci_sub_stream r;
+    char err[200];
+    CU_ASSERT_EQUAL_FATAL(rci_sub_stream_create(&r, 1u << 20, err, sizeof err), 0);
+    pass_over(&r, 5 * 1024);   /* a connection of 1 KiB blocks ended here */
+    struct rci_card_params p = {
+        .index = 0, .tag_base = 0, .ring_size = 1u << 20, .block_size = 1024, .block_format = FELIX_FMT_C0CE,
+        .rd_update_bytes = 1024, .max_chunk_size = 1u << 16, .max_chunk_pieces = 66, .max_chunks_in_flight = 64,
+    };
+    struct rci_readout *dec = NULL;
+    CU_ASSERT_EQUAL_FATAL(rci_readout_create(&p, r.ring, NULL, no_sink, NULL, &dec, err, sizeof err), 0);
+    CU_ASSERT_TRUE(rci_readout_drained(dec));
+    CU_ASSERT_EQUAL(rci_sub_stream_realign(&r), 59 * 1024);
+    CU_ASSERT_EQUAL(rci_readout_decode(dec), 0);   /* nothing there to decode */
+    CU_ASSERT_FALSE(rci_readout_drained(dec));     /* the lag the hook is for */
+    rci_readout_ring_moved(dec);
+    CU_ASSERT_TRUE(rci_readout_drained(dec));
+    CU_ASSERT_EQUAL(rci_readout_decode(dec), 0);
+    CU_ASSERT_TRUE(rci_readout_drained(dec));
+    CU_ASSERT_EQUAL(rci_dma_ring_taken_pos(r.ring), 64 * 1024);
+    rci_readout_destroy(dec);
+    rci_sub_stream_destroy(&r);
+}
+
 static void register_tests(void)
 {
     RCI_SUITE("wire",
@@ -265,6 +390,9 @@ static void register_tests(void)
              { "bad spans", test_bad_spans },
              { "spans overlapping a held one", test_overlapping_spans },
              { "credit rule", test_credit_rule });
+    RCI_SUITE("a new connection's start",
+             { "realigned for any block size the ring can take", test_realign },
+             { "the decoder follows", test_decoder_follows_realign });
 }
 
 RCI_CUNIT_MAIN(register_tests)

@@ -4,6 +4,9 @@
  * is stuck once, moving again clears it, slots are independent, 0 = never. */
 #include "common/thread_watch.h"
 
+#include <stdatomic.h>
+
+#include "common/monotonic.h"
 #include "tests/unit/cunit_main.h"
 
 #define S 1000000000ull
@@ -63,11 +66,56 @@ static void test_never_and_bad_input(void)
     CU_ASSERT_EQUAL(w.episodes, 1);
 }
 
+/* rci_thread_join_unless_stuck: a thread that beats on until it ends is
+ * joined, however long it takes past stuck_after; one that stops beating is
+ * given up after stuck_after (and still runs: joined here afterwards). */
+struct beater {
+    _Atomic uint64_t beat;
+    _Atomic bool stand_still, end;
+    uint64_t run_ns;
+};
+
+static uint64_t beater_beat(const void *ctx)
+{
+    return atomic_load(&((const struct beater *)ctx)->beat);
+}
+
+static void *beater_main(void *arg)
+{
+    struct beater *b = arg;
+    uint64_t until = rci_now_ns() + b->run_ns;
+    while (!atomic_load(&b->end) && rci_now_ns() < until) {
+        if (!atomic_load(&b->stand_still))
+            atomic_fetch_add(&b->beat, 1);
+        rci_sleep_ns(10ull * 1000 * 1000);
+    }
+    return NULL;
+}
+
+static void test_join_unless_stuck(void)
+{
+    struct beater moving = {.run_ns = 1500ull * 1000 * 1000};
+    pthread_t t;
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, beater_main, &moving), 0);
+    CU_ASSERT_TRUE(rci_thread_join_unless_stuck(t, beater_beat, &moving, 1000ull * 1000 * 1000));
+
+    struct beater stuck = {.run_ns = 60ull * 1000000000};
+    atomic_store(&stuck.stand_still, true);
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, beater_main, &stuck), 0);
+    uint64_t t0 = rci_now_ns();
+    CU_ASSERT_FALSE(rci_thread_join_unless_stuck(t, beater_beat, &stuck, 300ull * 1000 * 1000));
+    uint64_t took = rci_now_ns() - t0;
+    CU_ASSERT(took >= 300ull * 1000 * 1000 && took < 30ull * 1000000000);
+    atomic_store(&stuck.end, true);
+    CU_ASSERT_EQUAL(pthread_join(t, NULL), 0);   /* it was left running, not joined */
+}
+
 static void register_tests(void)
 {
     RCI_SUITE("thread_watch", {"stuck, once, and back", test_stuck_and_back},
               {"slots are independent", test_slots_independent},
-              {"0 = never, bad input", test_never_and_bad_input});
+              {"0 = never, bad input", test_never_and_bad_input},
+              {"join unless stuck", test_join_unless_stuck});
 }
 
 RCI_CUNIT_MAIN(register_tests)

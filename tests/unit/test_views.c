@@ -309,6 +309,54 @@ static void test_owner_release_reused_first(void)
     rci_view_pool_destroy(p);
 }
 
+/* A connection that went away while the program held its views (a parked
+ * one of net/multi_sub.c) is destroyed the moment its pool's outstanding
+ * count reads 0: a release on another thread must touch nothing of the pool
+ * after that count drops (it used to push the view onto the pool's stack
+ * after: a use after free ASan sees within a few thousand rounds). */
+#define LAST_RELEASE_ROUNDS 200000u
+
+struct last_release {
+    _Atomic(struct rc_view *) v;
+    atomic_bool done;
+};
+
+static void *last_releaser(void *arg)
+{
+    struct last_release *lr = arg;
+    while (!atomic_load(&lr->done)) {
+        struct rc_view *v = atomic_exchange(&lr->v, NULL);
+        if (v)
+            rc_view_release(v);
+        else
+            sched_yield();
+    }
+    return NULL;
+}
+
+static void test_pool_destroyed_at_last_release(void)
+{
+    static struct last_release lr;
+    memset(&lr, 0, sizeof lr);
+    pthread_t t;
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, last_releaser, &lr), 0);
+    atomic_uint refs = 0;
+    for (unsigned i = 0; i < LAST_RELEASE_ROUNDS; i++) {
+        struct rci_view_pool *p = rci_view_pool_create(4);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        struct rc_view *v = rci_view_get(p, RCI_VIEW_RX, i, 0);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(v);
+        rci_view_add_rx_piece(v, DATA, 4, &refs);
+        atomic_store(&lr.v, v);   /* the program's last reference, released over there */
+        while (rci_view_pool_outstanding(p) != 0)
+            sched_yield();
+        rci_view_pool_destroy(p);   /* what multi_sub's unpark does at 0 */
+    }
+    atomic_store(&lr.done, true);
+    pthread_join(t, NULL);
+    CU_ASSERT_EQUAL(atomic_load(&refs), 0);
+}
+
 static void register_tests(void)
 {
     RCI_SUITE("views", {"accessors and copy", test_accessors_and_copy},
@@ -318,7 +366,8 @@ static void register_tests(void)
               {"pool runs out: malloc'd views", test_pool_runs_out_malloc},
               {"reassembly buffer outlives its owner", test_reasm_outlives_owner},
               {"RMA keys go back with the last view", test_rma_keys_released_with_last_view},
-              {"the owner's release is reused first", test_owner_release_reused_first});
+              {"the owner's release is reused first", test_owner_release_reused_first},
+              {"pool destroyed at the last release", test_pool_destroyed_at_last_release});
 }
 
 RCI_CUNIT_MAIN(register_tests)
