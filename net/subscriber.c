@@ -2080,6 +2080,7 @@ void rc_sub_get_stats(const struct rc_sub *s, struct rc_sub_stats *st)
     st->views_allocated += rci_view_pool_allocated(s->views);
     if (s->has_sops)
         s->sops.stats(s->sops.ctx, st);
+    st->stream_gap_marks = s->stream.gaps;
     _Static_assert(RC_SUB_POOL_CLASSES == RCI_MEM_CLASSES, "pool classes follow mem_pool.h");
     for (unsigned c = 0; c < RC_SUB_POOL_CLASSES; c++) {
         struct rci_mem_class_stats k;
