@@ -1260,10 +1260,21 @@ static void handle_fragment(struct rc_sub *s, const struct rci_wire_data *d, con
         reassembly_done(s);
 }
 
+static void rma_bad_record(struct rc_sub *s);
+
 static void handle_data(struct rc_sub *s, const uint8_t *buf, size_t len)
 {
     struct rci_wire_data d;
-    rci_wire_check_data(buf, len, &d);   /* checked by the caller: decodes only */
+    /* Checked by the caller; read once more into d, and only d is used
+     * below. A receive buffer cannot change, but an RMA record lies in our
+     * ring, which the publisher can write at any moment: a header changed
+     * since its check would leave d unset (chunk_len, frag_offset: the
+     * reassembly's bounds). */
+    if (rci_wire_check_data(buf, len, &d) != RCI_WIRE_OK) {
+        rci_set_err(s->rma.why, sizeof s->rma.why, "bad RMA record: its header changed after it was checked");
+        rma_bad_record(s);
+        return;
+    }
     const uint8_t *payload = buf + sizeof d;
     uint32_t plen = (uint32_t)(len - sizeof d);
     s->st.data_messages++;
@@ -1318,7 +1329,9 @@ static bool seq_before(uint32_t a, uint32_t b) { return (int32_t)(a - b) < 0; }
 
 static void handle_stream_message(struct rc_sub *s, const uint8_t *buf, size_t len)
 {
-    if (buf[offsetof(struct rci_wire_hdr, type)] == RCI_MSG_PAGE)
+    /* An RMA record was checked as DATA (sub_rma.c); its type byte is not
+     * read again: pages would hand one record's key to several views. */
+    if (s->src_kind != RCI_VIEW_RMA && buf[offsetof(struct rci_wire_hdr, type)] == RCI_MSG_PAGE)
         handle_page(s, buf, len);
     else
         handle_data(s, buf, len);
