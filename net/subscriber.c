@@ -620,7 +620,7 @@ static int offer_rma_ring(struct rc_sub *s)
 
 /* Block stream: register the ring and ask for the card in HELLO. Needs
  * FI_RMA here (no fallback: blocks cannot come by send) and a ring whose
- * blocks of the last connection were all given back (views released). */
+ * blocks of the last connection were all given back, no view held. */
 static int offer_stream_ring(struct rc_sub *s)
 {
     s->stream_announced = false;
@@ -632,7 +632,11 @@ static int offer_stream_ring(struct rc_sub *s)
         return -ENOTSUP;
     }
     s->sops.decode(s->sops.ctx);   /* views released since: the ring moves on */
-    if (!rci_sub_stream_idle(&s->stream)) {
+    /* The views too: one of a chunk whose head was spilled out of a full
+     * ring and whose end came without a byte holds no ring block, only the
+     * decoder's memory, which a new connection may replace (a restarted
+     * daemon, another block size: api/client_stream.c dec_open). */
+    if (!rci_sub_stream_idle(&s->stream) || rci_view_pool_outstanding(s->views) != 0) {
         s->st.stream_ring_busy++;
         rci_set_err(s->err, sizeof s->err, "block stream: views still hold blocks of the previous "
                     "connection; connecting once they are released");

@@ -1078,6 +1078,45 @@ static void test_open_chunk_holding_full_ring(void)
     fx_close(f);
 }
 
+/* A spilled chunk whose end came as an empty LAST lies wholly in the spill
+ * area: held, it holds no ring block, so its ring can be empty (read =
+ * written) while it is held. A block-stream subscriber therefore cannot
+ * tell by its ring alone that nothing of its decoder is held (it also
+ * waits for its views before a new connection may replace the decoder,
+ * net/subscriber.c offer_stream_ring). */
+static void test_spilled_chunk_holds_no_block(void)
+{
+    struct fx *f = fx_open(FELIX_FMT_ABCE, 8);
+    f->release_in_sink = false;
+    struct tblk b;
+    tblk_begin(&b, FELIX_FMT_ABCE, 1024, 1, 0);
+    tblk_sub(&b, FELIX_SUB_FIRST, NULL, 10, 0);
+    fx_put(f, &b);
+    for (unsigned i = 0; i < 7; i++) {
+        tblk_begin(&b, FELIX_FMT_ABCE, 1024, 2, i);
+        tblk_sub(&b, FELIX_SUB_WHOLE, NULL, 5, 0);
+        fx_put(f, &b);
+    }
+    CU_ASSERT_EQUAL(rci_readout_decode(f->r), 7);
+    fx_release_all(f);
+    CU_ASSERT_EQUAL(fx_read(f), 8 * 1024);            /* the head spilled */
+    CU_ASSERT_EQUAL(fx_stats(f).chunks_spilled, 1);
+    tblk_begin(&b, FELIX_FMT_ABCE, 1024, 1, 1);
+    tblk_sub(&b, FELIX_SUB_LAST, NULL, 0, 0);         /* the end: no byte */
+    fx_put(f, &b);
+    CU_ASSERT_EQUAL(rci_readout_decode(f->r), 1);
+    CU_ASSERT_EQUAL_FATAL(f->ngot, 8);
+    CU_ASSERT_EQUAL(f->got[7].c.length, 10);
+    CU_ASSERT_EQUAL(f->got[7].c.npieces, 1);
+    CU_ASSERT_EQUAL(f->got[7].pc[0].ring_offset, RCI_PIECE_SPILLED);
+    CU_ASSERT_EQUAL(fx_read(f), 9 * 1024);            /* the ring is empty ... */
+    CU_ASSERT_EQUAL(rci_dma_ring_written_pos(f->ring), 9 * 1024);
+    CU_ASSERT_EQUAL(fx_stats(f).chunks_in_flight, 1);   /* ... with a chunk held */
+    fx_release(f, 7);
+    CU_ASSERT_EQUAL(fx_stats(f).chunks_in_flight, 0);
+    fx_close(f);
+}
+
 /* More e-links interleave chunks across blocks than the ring has blocks
  * (each e-link's block ends with a FIRST): every open chunk is spilled,
  * nothing is dropped, and each completes with its bytes. An open part longer
@@ -2006,7 +2045,8 @@ static void register_tests(void)
              { "sink -EAGAIN", test_sink_again },
              { "sink error drops the chunk", test_sink_error_drops },
              { "sink takes part of a burst", test_sink_takes_part_of_a_burst });
-    RCI_SUITE("stream gaps", { "a marked gap drops the open chunk", test_marked_gap });
+    RCI_SUITE("stream gaps", { "a marked gap drops the open chunk", test_marked_gap },
+             { "a spilled chunk ended by an empty last holds no ring block", test_spilled_chunk_holds_no_block });
     RCI_SUITE("block tap",
              { "stream refs hold the ring, released out of order", test_tap_holds_ring },
              { "stream released before the chunks", test_tap_released_before_chunks },
