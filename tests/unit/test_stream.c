@@ -423,6 +423,52 @@ static void test_gap_marks(void)
     rci_sub_stream_destroy(&r);
 }
 
+/* Spans from a publisher that writes anything (random offsets, lengths,
+ * marks, in and out of turn; credit and consumption at random): whatever
+ * comes, nothing taken lies outside the ring or past the credited space,
+ * nothing held overlaps, and a bad span never moves the written position. */
+static void test_random_spans(void)
+{
+    struct rci_sub_stream r;
+    open_ring(&r);
+    uint64_t spans = 0, bytes = 0, seed = 12345, bad = 0, taken = 0;
+    for (unsigned i = 0; i < 200000; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        uint64_t x = seed >> 16;
+        uint64_t off = x % 4 ? (r.expect + (x >> 4) % 6 * BS) % RING : (x >> 8) % (2 * RING);
+        uint32_t len = (uint32_t)((x >> 20) % 5 ? ((x >> 24) % 4 + 1) * BS : (x >> 28) % (2 * RING));
+        len |= (uint32_t)((x >> 40) & 1);
+        uint64_t written = rci_dma_ring_written_pos(r.ring);
+        int rc = rci_sub_stream_arrived(&r, rci_rma_imm(off, len), &spans, &bytes);
+        if (rc < 0) {
+            bad++;
+            CU_ASSERT_EQUAL_FATAL(rci_dma_ring_written_pos(r.ring), written);
+            consume(&r);   /* the connection ends; the next starts where the ring is */
+            rci_sub_stream_start(&r);
+            r.block_size = BS;
+            r.on = true;
+            continue;
+        }
+        taken += rc == 1;
+        uint64_t now = rci_dma_ring_written_pos(r.ring);
+        CU_ASSERT_FATAL(now - r.base <= r.credit_sent + RING);
+        CU_ASSERT_FATAL(now - rci_dma_ring_read_pos(r.ring) <= RING);
+        for (uint32_t h = 0; h < r.nheld; h++) {
+            CU_ASSERT_FATAL(r.held[h].off + r.held[h].len <= RING);
+            CU_ASSERT_FATAL(r.held[h].len % BS == 0 && r.held[h].len > 0);
+        }
+        if ((x >> 44) % 3 == 0) {
+            consume(&r);
+            uint64_t c = rci_sub_stream_credit_due(&r, (x >> 46) & 1);
+            if (c)
+                r.credit_sent = c;
+        }
+    }
+    CU_ASSERT(bad > 1000);
+    CU_ASSERT(taken > 1000);
+    rci_sub_stream_destroy(&r);
+}
+
 static void register_tests(void)
 {
     RCI_SUITE("wire",
@@ -434,7 +480,8 @@ static void register_tests(void)
              { "bad spans", test_bad_spans },
              { "spans overlapping a held one", test_overlapping_spans },
              { "credit rule", test_credit_rule },
-             { "gap marks told in turn", test_gap_marks });
+             { "gap marks told in turn", test_gap_marks },
+             { "random spans: nothing outside the ring or the credit", test_random_spans });
     RCI_SUITE("a new connection's start",
              { "realigned for any block size the ring can take", test_realign },
              { "the decoder follows", test_decoder_follows_realign });
