@@ -112,7 +112,7 @@ void rc_discover_get_stats(const struct rc_discover *d, struct rc_discover_stats
         .publishers = ms.publishers, .found = ms.appeared, .gone = ms.gone, .restarts = ms.restarts,
         .lookups = ms.lookups, .lookup_failures = ms.lookup_failures, .malformed = ms.malformed,
         .foreign = ms.foreign, .stale = ms.stale, .connect_setup_failures = ms.create_failures,
-        .total = ms.total,
+        .total = ms.total, .over_limit = ms.publishers_over_limit, .parked = ms.parked, .parks = ms.parks,
     };
 }
 

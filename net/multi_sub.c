@@ -298,8 +298,12 @@ static int parked_reserve(struct rci_msub *m, size_t need)
 
 static int add_publisher(struct rci_msub *m, const struct rci_disc_entry *e)
 {
-    if (m->npub == RCI_MSUB_MAX_PUBLISHERS)
+    if (m->npub >= m->p.max_publishers) {   /* not followed: counted, named, tried at every lookup */
+        m->st.publishers_over_limit++;
+        rci_set_err(m->err, sizeof m->err, "%s:%u: not followed: already %zu publishers (the most)", e->host,
+                    (unsigned)e->port, m->p.max_publishers);
         return -ENOSPC;
+    }
     struct pub_slot *s = NULL;
     size_t cap = m->nwanted * e->nranges;
     if (parked_reserve(m, m->npub + m->nparked + 1) || !(s = calloc(1, sizeof *s)) ||
@@ -554,6 +558,8 @@ int rci_msub_create(const struct rci_msub_params *p, const uint64_t *first, cons
         m->p.refresh_ns = 1000000000ull;
     if (!m->p.parked_room)
         m->p.parked_room = RCI_MSUB_MAX_PUBLISHERS;
+    if (!m->p.max_publishers || m->p.max_publishers > RCI_MSUB_MAX_PUBLISHERS)
+        m->p.max_publishers = RCI_MSUB_MAX_PUBLISHERS;
     m->parked = calloc(m->p.parked_room, sizeof *m->parked);
     m->parked_cap = m->parked ? m->p.parked_room : 0;
     m->want_first = calloc(2 * nranges, sizeof *m->want_first);

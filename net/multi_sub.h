@@ -49,6 +49,9 @@ struct rci_msub_params {
     struct rc_sub_params sub;     /* template: buffers, timeouts; provider, endpoint, host and
                                    * port come from each entry; sub.cb is not used */
     uint64_t refresh_ns;          /* read discovery this often (0: 1 s) */
+    size_t max_publishers;        /* publishers followed at most (0 or more than
+                                   * RCI_MSUB_MAX_PUBLISHERS: that); further entries are counted
+                                   * in publishers_over_limit */
     size_t parked_room;           /* room made at create for parked connections (see on_view;
                                    * 0: RCI_MSUB_MAX_PUBLISHERS); more grow it, never a limit */
     void *ctx;
@@ -75,6 +78,8 @@ struct rci_msub_stats {
     uint64_t create_failures;     /* an entry's connection could not be made (rc_sub_create
                                    * failed, or no memory for it) */
     uint64_t unlisted_kept;       /* lookups that kept a connected publisher without entry */
+    uint64_t publishers_over_limit;   /* entries not followed: params.max_publishers followed already
+                                       * (once per lookup that found them) */
     uint64_t parked;              /* dropped publishers' connections kept now for held views */
     uint64_t parks;               /* publishers dropped while the program held views of them */
     uint64_t parks_past_room;     /* of those, parked beyond params.parked_room (the room grew) */

@@ -718,11 +718,19 @@ static int run_idle(struct bench *b)
 
 /* ---- model: CPU per stage, and the cores a target needs ------------------------ */
 
-/* CPU seconds of r1 less r2 per chunk of r1 less r2. */
-static double diff_per_chunk(double cpu1, double cpu2, uint64_t chunks1, uint64_t chunks2)
+/* CPU seconds of r1 less r2 per chunk of r1 less r2. When that is not
+ * above 0 (the fixed costs of the two runs differed by more than the half
+ * run's work: a loaded machine), the whole of r1's CPU per chunk instead,
+ * which includes those fixed costs (an upper bound), said on stderr. */
+static double diff_per_chunk(double cpu1, double cpu2, uint64_t chunks1, uint64_t chunks2, const char *what,
+                             uint64_t size)
 {
     double d = (cpu1 - cpu2) / (double)(chunks1 - chunks2);
-    return d > 0 ? d : 0;
+    if (d > 0)
+        return d;
+    fprintf(stderr, "ringcast-bench: model: %s at %" PRIu64 " B: the run and its half differ by %.3f s of CPU"
+            " (noise): the whole run's CPU per chunk is used, fixed costs included\n", what, size, cpu1 - cpu2);
+    return chunks1 && cpu1 > 0 ? cpu1 / (double)chunks1 : 0;
 }
 
 /* One size of the model: the decoder alone (this run's decode row, or
@@ -761,16 +769,18 @@ static int model_point(struct bench *b, uint64_t size, struct rci_model_point *p
              r.readout_thread_cpu, r.publish_thread_cpu, r.other_thread_cpu);
     rci_bench_emit(&b->report, &row);
     double decode = 1.0 / dec->chunks_per_s;
-    double readout = diff_per_chunk(r.readout_thread_cpu, h.readout_thread_cpu, r.chunks_decoded, h.chunks_decoded);
+    double readout = diff_per_chunk(r.readout_thread_cpu, h.readout_thread_cpu, r.chunks_decoded, h.chunks_decoded,
+                                    "readout", size);
     *pt = (struct rci_model_point){ .chunk_size = size };
     pt->cpu_per_chunk[RCI_STAGE_DECODE] = decode;
     pt->cpu_per_chunk[RCI_STAGE_DISPATCH] = readout > decode ? readout - decode : 0;
     pt->cpu_per_chunk[RCI_STAGE_SEND] =
-        diff_per_chunk(r.publish_thread_cpu, h.publish_thread_cpu, r.chunks_sent, h.chunks_sent);
+        diff_per_chunk(r.publish_thread_cpu, h.publish_thread_cpu, r.chunks_sent, h.chunks_sent, "send+completion",
+                       size);
     pt->cpu_per_chunk[RCI_STAGE_DAEMON_OTHER] =
-        diff_per_chunk(r.other_thread_cpu, h.other_thread_cpu, r.chunks_sent, h.chunks_sent);
+        diff_per_chunk(r.other_thread_cpu, h.other_thread_cpu, r.chunks_sent, h.chunks_sent, "daemon-other", size);
     pt->cpu_per_chunk[RCI_STAGE_SUBSCRIBER] =
-        diff_per_chunk(r.sub_cpu_seconds, h.sub_cpu_seconds, r.chunks_sent, h.chunks_sent);
+        diff_per_chunk(r.sub_cpu_seconds, h.sub_cpu_seconds, r.chunks_sent, h.chunks_sent, "subscriber", size);
     return 0;
 }
 

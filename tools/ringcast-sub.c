@@ -1194,9 +1194,10 @@ static void print_discover_json(const struct app *a)
     rc_discover_get_stats(a->disc, &ms);
     printf(",\"discovery\":{\"publishers\":%" PRIu64 ",\"appeared\":%" PRIu64 ",\"gone\":%" PRIu64
            ",\"restarts\":%" PRIu64 ",\"lookups\":%" PRIu64 ",\"lookup_failures\":%" PRIu64
-           ",\"malformed\":%" PRIu64 ",\"foreign\":%" PRIu64 ",\"stale\":%" PRIu64 "}",
+           ",\"malformed\":%" PRIu64 ",\"foreign\":%" PRIu64 ",\"stale\":%" PRIu64 ",\"over_limit\":%" PRIu64
+           ",\"parked\":%" PRIu64 ",\"parks\":%" PRIu64 "}",
            ms.publishers, ms.found, ms.gone, ms.restarts, ms.lookups, ms.lookup_failures, ms.malformed,
-           ms.foreign, ms.stale);
+           ms.foreign, ms.stale, ms.over_limit, ms.parked, ms.parks);
     printf(",\"publishers\":[");
     for (size_t i = 0; i < rc_discover_count(a->disc); i++) {
         struct rc_discover_publisher pub, *p = &pub;

@@ -79,6 +79,9 @@ struct rc_discover_stats {
     uint64_t malformed, foreign, stale;  /* entries skipped by the last lookup */
     uint64_t connect_setup_failures;     /* a connection could not be created for an entry */
     struct rc_sub_stats total;     /* summed over every connection, also those dropped */
+    uint64_t over_limit;           /* entries not followed: 256 publishers followed already */
+    uint64_t parked;               /* dropped publishers' connections kept now for views the program holds */
+    uint64_t parks;                /* publishers dropped while the program held views of them */
 };
 
 /* Defaults: url "", prefix "/ringcast/", rc_sub_params_default() for sub,

@@ -29,8 +29,12 @@ sanitizer_reports_check() {
 # (256 MiB) makes RSS grow.
 under_sanitizer() { [ -n "$RCI_SANITIZER_REPORTS" ]; }
 
+# on_exit [STATUS]: the script's end. A trap that runs other commands first
+# must save $? and pass it (trap 'st0=$?; cleanup; on_exit "$st0"' EXIT):
+# on_exit would otherwise take the last of those commands' status for the
+# script's, and a failed script would exit 0.
 on_exit() {
-    st=$?
+    st=${1:-$?}
     if [ -n "$RCI_SANITIZER_REPORTS" ]; then
         wait 2>/dev/null   # programs still in the background write their reports when they end
         sanitizer_reports_check || st=1

@@ -17,7 +17,7 @@ SOCK="$WORK/notify.sock"
 python3 tests/integration/notify_listen.py "$SOCK" "$WORK/notify.txt" >/dev/null 2>&1 &
 listener=$!
 # The listener runs until killed: also when a check fails.
-trap 'kill "$listener" 2>/dev/null; on_exit' EXIT
+trap 'st0=$?; kill "$listener" 2>/dev/null; on_exit "$st0"' EXIT
 i=0
 until [ -S "$SOCK" ]; do
     i=$((i + 1)); [ $i -lt 100 ] || fail "the listener never bound $SOCK"

@@ -602,6 +602,59 @@ static void test_msub_parked_past_room(void)
     CU_ASSERT_EQUAL(system(cmd), 0);
 }
 
+/* More publishers announced than max_publishers (1 here stands for the
+ * 256 of the default): one is followed, the other is counted in
+ * publishers_over_limit at each lookup and named in the last error, not
+ * dropped in silence. */
+static void test_msub_over_limit(void)
+{
+    static struct two_pubs t;
+    memset(&t, 0, sizeof t);
+    char tmpl[] = "/tmp/rc-msub-limit-XXXXXX";
+    CU_ASSERT_FATAL(mkdtemp(tmpl) != NULL);
+    uint16_t base = (uint16_t)(30000 + (getpid() % 1000) * 20 + 8);
+    char err[256] = "";
+    struct rci_disc *announcer[2];
+    struct rci_discovery_params dp = {.prefix = "/ringcast/", .ttl_ns = 2000000000ull};
+    snprintf(dp.url, sizeof dp.url, "dir:%s", tmpl);
+    for (int i = 0; i < 2; i++) {
+        struct rci_disc_entry e = sample(0);
+        snprintf(e.daemon_id, sizeof e.daemon_id, "limit-%d", i);
+        e.threads = 1;
+        strcpy(e.host, "127.0.0.1");
+        strcpy(e.provider, "tcp");
+        strcpy(e.endpoint, "msg");
+        e.port = (uint16_t)(base + i);
+        e.nranges = 1;
+        e.first[0] = i ? 100 : 0;
+        e.last[0] = i ? 107 : 7;
+        CU_ASSERT_EQUAL_FATAL(rci_disc_open(&dp, &announcer[i], err, sizeof err), 0);
+        CU_ASSERT_EQUAL_FATAL(rci_disc_announce(announcer[i], &e, 1, err, sizeof err), 0);
+    }
+    struct rci_msub_params mp = {.disc = dp, .refresh_ns = 50000000ull, .max_publishers = 1, .ctx = &t,
+                                 .on_view = pm_view, .on_event = pm_event};
+    rc_sub_params_default(&mp.sub);
+    const uint64_t first[] = {2, 100}, last[] = {3, 101};
+    struct rci_msub *m;
+    CU_ASSERT_EQUAL_FATAL(rci_msub_create(&mp, first, last, 2, &m, err, sizeof err), 0);
+    struct rci_msub_stats st = {0};
+    uint64_t until = rci_now_ns() + 20000000000ull;   /* a hang guard, not a speed limit */
+    while (st.lookups < 3 && rci_now_ns() < until) {
+        rci_msub_poll(m, 10000000);
+        rci_msub_get_stats(m, &st);
+    }
+    CU_ASSERT(st.lookups >= 3);
+    CU_ASSERT_EQUAL(rci_msub_count(m), 1);
+    CU_ASSERT(st.publishers_over_limit >= 2);   /* once per lookup that found it */
+    CU_ASSERT_PTR_NOT_NULL(strstr(rci_msub_last_error(m), "not followed: already 1 publishers"));
+    rci_msub_destroy(m);
+    for (int i = 0; i < 2; i++)
+        rci_disc_close(announcer[i]);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpl);
+    CU_ASSERT_EQUAL(system(cmd), 0);
+}
+
 static void test_discover_refuses(void)
 {
     struct rc_discover_params p;
@@ -633,7 +686,9 @@ static void register_tests(void)
               {"a connection parked while it gathers a chunk is destroyed once the program's views are released",
                test_discover_parked_gathering},
               {"refuses bad parameters", test_discover_refuses});
-    RCI_SUITE("rci_msub", {"more publishers dropped with views held than parked_room: all kept until released",
+    RCI_SUITE("rci_msub", {"more publishers announced than max_publishers: counted and named",
+                           test_msub_over_limit},
+              {"more publishers dropped with views held than parked_room: all kept until released",
                            test_msub_parked_past_room});
 }
 
