@@ -126,6 +126,14 @@ static void dec_disconnect(void *ctx)
     rci_readout_decode(d->r);            /* advances the ring over them */
 }
 
+/* The publisher dropped blocks for us before ring position pos. */
+static void dec_gap(void *ctx, uint64_t pos)
+{
+    struct stream_dec *d = ctx;
+    if (d->r)
+        rci_readout_mark_gap(d->r, pos);
+}
+
 /* The ring moved on while idle (net/ realigned it for the next connection):
  * the decoder's position follows; one made later starts there anyway. */
 static void dec_moved(void *ctx)
@@ -182,6 +190,7 @@ int rc_sub_create(const struct rc_sub_params *params, struct rc_sub **out, char 
     d->card = params->stream_card;
     d->max_chunk_size = params->max_chunk_size;
     struct rci_sub_stream_ops ops = { .open = dec_open, .decode = dec_decode, .disconnect = dec_disconnect,
-                                      .moved = dec_moved, .stats = dec_stats, .destroy = dec_destroy, .ctx = d };
+                                      .moved = dec_moved, .stats = dec_stats, .destroy = dec_destroy,
+                                      .gap = dec_gap, .ctx = d };
     return rci_sub_create(params, &ops, out, err, errlen);
 }

@@ -334,9 +334,10 @@ bool rci_pub_fault_refuse_post(struct rci_publisher *p, uint32_t peer, void *ctx
  * (fault_hold_after): it never completes, as a send the provider keeps. */
 /* One RMA write of [iov...] (len bytes) at connection position pos of the
  * peer's ring, with the immediate data the subscriber checks it by
- * (rma_ring.h): RMA records (rma_write.c) and stream spans (stream_write.c).
+ * (rma_ring.h), imm_flags OR-ed into its length (RCI_RMA_IMM_STREAM_GAP):
+ * RMA records (rma_write.c) and stream spans (stream_write.c).
  * Returns fi_writemsg's result, or -FI_EAGAIN for an injected refusal. */
-int rci_pub_rma_post(struct rci_publisher *p, struct rci_pub_peer *peer, struct fid_ep *ep,
+int rci_pub_rma_post(struct rci_publisher *p, struct rci_pub_peer *peer, struct fid_ep *ep, uint32_t imm_flags,
                      const struct iovec *iov, void **desc, size_t n, uint64_t pos, uint64_t len, void *ctx);
 bool rci_pub_fault_hold_post(struct rci_publisher *p, void *ctx);
 /* Turn a successful completion into an error one when it is due. */

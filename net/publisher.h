@@ -346,12 +346,14 @@ bool rci_publisher_peer_stream(struct rci_publisher *p, rci_peer_id peer, uint32
 uint64_t rci_publisher_stream_room(struct rci_publisher *p, rci_peer_id peer);
 /* Write one span (iov[0..n-1]: contiguous card-ring bytes, whole blocks,
  * at most stream_room, n <= the provider's iov limit) at its next ring
- * position. 0: on_send_complete(key) runs exactly once later; -EAGAIN (no
- * header slot, provider queue full), -ENOBUFS (its share of the slots):
- * nothing written; -ENOTCONN; -EFAULT (unregistered); -EINVAL (a span it
- * must not form). No callback runs inside. */
+ * position. gap_before: blocks of the stream were dropped for it since the
+ * last span it was written (its decoder must drop what is open;
+ * RCI_RMA_IMM_STREAM_GAP, net/rma_ring.h). 0: on_send_complete(key) runs
+ * exactly once later; -EAGAIN (no header slot, provider queue full),
+ * -ENOBUFS (its share of the slots): nothing written; -ENOTCONN; -EFAULT
+ * (unregistered); -EINVAL (a span it must not form). No callback runs inside. */
 int  rci_publisher_stream_write(struct rci_publisher *p, rci_peer_id peer, const struct iovec *iov, unsigned n,
-                               uint64_t key);
+                               bool gap_before, uint64_t key);
 
 /* Lowest number of free header slots since the previous call (watermark). */
 uint32_t rci_publisher_available_slots(struct rci_publisher *p);

@@ -48,6 +48,13 @@ static inline uint64_t rci_rma_imm(uint64_t offset, uint32_t len)
     return ((offset >> 3) << 32) | len;
 }
 static inline uint64_t rci_rma_imm_offset(uint64_t imm) { return (imm >> 32) << 3; }
+/* Block-stream spans (whole blocks: their length is a multiple of 1 KiB, so
+ * its low bit is free): set in the length of the first span written after
+ * blocks of the stream were dropped for this subscriber (slow_policy =
+ * drop). Its decoder then drops the chunks left open before the hole, which
+ * the e-links' 5-bit block sequence misses when a multiple of 32 of an
+ * e-link's blocks went. */
+#define RCI_RMA_IMM_STREAM_GAP 1u
 static inline uint32_t rci_rma_imm_len(uint64_t imm) { return (uint32_t)imm; }
 
 /* A credit the reader sent: valid when it never goes back and never passes

@@ -153,7 +153,7 @@ int rci_rma_post(struct rci_publisher *p, struct rci_pub_peer *peer, const struc
         pub_debug(p, "%s: CREDIT made room, RMA writes go on", peer->name);
         peer->rma.credit_stalled = false;
     }
-    int rc = rci_pub_rma_post(p, peer, ep, iov, desc, n, start, len, ctx);
+    int rc = rci_pub_rma_post(p, peer, ep, 0, iov, desc, n, start, len, ctx);
     if (rc)
         return rc;
     peer->rma.wpos = start + rci_rma_span(len);
@@ -162,7 +162,7 @@ int rci_rma_post(struct rci_publisher *p, struct rci_pub_peer *peer, const struc
     return 0;
 }
 
-int rci_pub_rma_post(struct rci_publisher *p, struct rci_pub_peer *peer, struct fid_ep *ep,
+int rci_pub_rma_post(struct rci_publisher *p, struct rci_pub_peer *peer, struct fid_ep *ep, uint32_t imm_flags,
                      const struct iovec *iov, void **desc, size_t n, uint64_t pos, uint64_t len, void *ctx)
 {
     if (rci_pub_fault_refuse_post(p, (uint32_t)(peer - p->peers), ctx, NULL))
@@ -173,7 +173,7 @@ int rci_pub_rma_post(struct rci_publisher *p, struct rci_pub_peer *peer, struct 
         .msg_iov = iov, .desc = desc, .iov_count = n,
         .addr = peer->has_addr ? peer->addr : FI_ADDR_UNSPEC,
         .rma_iov = &target, .rma_iov_count = 1, .context = ctx,
-        .data = rci_rma_imm(off, (uint32_t)len),
+        .data = rci_rma_imm(off, (uint32_t)len | imm_flags),
     };
     return (int)fi_writemsg(ep, &msg, FI_REMOTE_CQ_DATA | FI_COMPLETION);
 }

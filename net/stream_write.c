@@ -166,16 +166,17 @@ uint64_t rci_publisher_stream_room(struct rci_publisher *p, rci_peer_id id)
 
 /* Post one write of [iov...] at the peer's next position. */
 static int post_span(struct rci_publisher *p, struct rci_pub_peer *peer, const struct iovec *iov,
-                     void **desc, unsigned n, uint64_t len, void *ctx)
+                     void **desc, unsigned n, uint64_t len, bool gap_before, void *ctx)
 {
     struct fid_ep *ep = p->fab.rdm ? p->fab.ep : peer->ep;
     if (!ep)
         return -FI_ENOTCONN;
-    return rci_pub_rma_post(p, peer, ep, iov, desc, n, peer->rma.wpos, len, ctx);
+    return rci_pub_rma_post(p, peer, ep, gap_before ? RCI_RMA_IMM_STREAM_GAP : 0, iov, desc, n, peer->rma.wpos,
+                            len, ctx);
 }
 
 int rci_publisher_stream_write(struct rci_publisher *p, rci_peer_id id, const struct iovec *iov, unsigned n,
-                               uint64_t key)
+                               bool gap_before, uint64_t key)
 {
     struct rci_pub_peer *peer = stream_peer(p, id);
     if (!peer)
@@ -210,7 +211,7 @@ int rci_publisher_stream_write(struct rci_publisher *p, rci_peer_id id, const st
     }
     uint32_t slot = p->slot_free[p->nslot_free - 1];
     struct rci_pub_txop *op = &p->ops[slot];
-    int rc = post_span(p, peer, iov, desc, n, len, rci_pub_ctx(RCI_CTX_TXOP, slot, op->gen));
+    int rc = post_span(p, peer, iov, desc, n, len, gap_before, rci_pub_ctx(RCI_CTX_TXOP, slot, op->gen));
     if (rc == -FI_EAGAIN) {
         p->st.again_provider++;
         return -EAGAIN;

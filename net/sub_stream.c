@@ -138,10 +138,15 @@ static bool overlaps_held(const struct rci_sub_stream *r, uint64_t pos, uint32_t
     return false;
 }
 
-static int take(struct rci_sub_stream *r, uint32_t len)
+static int take(struct rci_sub_stream *r, uint32_t len, bool gap)
 {
     if (r->expect + len > r->credit_sent + r->size)
         return bad(r, "%" PRIu64 " B at position %" PRIu64 " past the credited space", len, r->expect);
+    if (gap) {   /* before the span's blocks are noted written: the decoder has not taken them */
+        r->gaps++;
+        if (r->on_gap)
+            r->on_gap(r->gap_ctx, r->base + r->expect);
+    }
     r->expect += len;
     rci_dma_ring_note_written(r->ring, r->base + r->expect);
     return 0;
@@ -150,7 +155,8 @@ static int take(struct rci_sub_stream *r, uint32_t len)
 int rci_sub_stream_arrived(struct rci_sub_stream *r, uint64_t imm, uint64_t *spans, uint64_t *bytes)
 {
     uint64_t off = rci_rma_imm_offset(imm);
-    uint32_t len = rci_rma_imm_len(imm);
+    uint32_t len = rci_rma_imm_len(imm) & ~RCI_RMA_IMM_STREAM_GAP;
+    bool gap = rci_rma_imm_len(imm) & RCI_RMA_IMM_STREAM_GAP;
     if (!r->on)
         return bad(r, "%" PRIu64 " B at offset %" PRIu64 " written before WELCOME granted the stream", len, off);
     if (check_span(r, off, len))
@@ -167,12 +173,12 @@ int rci_sub_stream_arrived(struct rci_sub_stream *r, uint64_t imm, uint64_t *spa
                 return bad(r, "%" PRIu64 " B at offset %" PRIu64 " written twice", len, off);
         if (overlaps_held(r, pos, len))
             return bad(r, "%" PRIu64 " B at offset %" PRIu64 " overlaps a span held out of turn", len, off);
-        r->held[r->nheld++] = (struct rci_sub_stream_held){ off, len };
+        r->held[r->nheld++] = (struct rci_sub_stream_held){ off, len, gap };
         return 0;
     }
     if (overlaps_held(r, r->expect, len))
         return bad(r, "%" PRIu64 " B at offset %" PRIu64 " overlaps a span held out of turn", len, off);
-    if (take(r, len))
+    if (take(r, len, gap))
         return -EPROTO;
     (*spans)++;
     *bytes += len;
@@ -182,8 +188,9 @@ int rci_sub_stream_arrived(struct rci_sub_stream *r, uint64_t imm, uint64_t *spa
             continue;
         }
         uint32_t hlen = r->held[i].len;
+        bool hgap = r->held[i].gap;
         r->held[i] = r->held[--r->nheld];
-        if (take(r, hlen))
+        if (take(r, hlen, hgap))
             return -EPROTO;
         (*spans)++;
         *bytes += hlen;

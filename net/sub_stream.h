@@ -19,7 +19,9 @@
  * card's block size is known only from WELCOME, and a daemon restarted with
  * a larger one refuses a start_offset that is not a multiple of it.
  *
- * A span completion (immediate data: offset / 8 and length, net/rma_ring.h)
+ * A span completion (immediate data: offset / 8 and length, net/rma_ring.h;
+ * RCI_RMA_IMM_STREAM_GAP in the length: blocks were dropped before it, told
+ * to on_gap when the span is taken, in turn)
  * is taken when it starts where the previous span ended, is a whole number
  * of blocks inside the ring and lies inside credited space; one before its
  * turn is held (at most RCI_SUB_STREAM_HOLD, none overlapping another or a
@@ -62,10 +64,14 @@ struct rci_sub_stream_ops {
     /* The decoder's figures into st->stream_* (decoder counters). */
     void (*stats)(void *ctx, struct rc_sub_stats *st);
     void (*destroy)(void *ctx);
+    /* Blocks were dropped for us just before ring position pos (a span
+     * marked RCI_RMA_IMM_STREAM_GAP was taken; pos is not decoded yet):
+     * chunks open when the decoder gets there must be dropped. */
+    void (*gap)(void *ctx, uint64_t pos);
     void *ctx;
 };
 
-struct rci_sub_stream_held { uint64_t off; uint32_t len; };
+struct rci_sub_stream_held { uint64_t off; uint32_t len; bool gap; };
 
 struct rci_sub_stream {
     struct rci_dma_ring *ring;     /* allocated once (create) */
@@ -81,6 +87,11 @@ struct rci_sub_stream {
     uint64_t credit_sent;          /* connection position last given back (CREDIT) */
     struct rci_sub_stream_held held[RCI_SUB_STREAM_HOLD];
     uint32_t nheld;
+    /* A span marked RCI_RMA_IMM_STREAM_GAP is taken: blocks were dropped
+     * just before ring position pos (set by the caller after create). */
+    void (*on_gap)(void *ctx, uint64_t pos);
+    void *gap_ctx;
+    uint64_t gaps;                 /* such spans taken */
     char why[160];                 /* the last bad span */
 };
 

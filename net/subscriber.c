@@ -305,6 +305,8 @@ int rci_sub_create(const struct rc_sub_params *params, const struct rci_sub_stre
             rc_sub_destroy(s);
             return rc;
         }
+        s->stream.on_gap = s->sops.gap;   /* blocks dropped for us: the decoder drops what is open */
+        s->stream.gap_ctx = s->sops.ctx;
     }
     if (params->delivery == RC_SUB_DELIVERY_RMA) {
         char why[200];
@@ -618,7 +620,7 @@ static int offer_rma_ring(struct rc_sub *s)
 
 /* Block stream: register the ring and ask for the card in HELLO. Needs
  * FI_RMA here (no fallback: blocks cannot come by send) and a ring whose
- * blocks of the last connection were all given back (views released). */
+ * blocks of the last connection were all given back, no view held. */
 static int offer_stream_ring(struct rc_sub *s)
 {
     s->stream_announced = false;
@@ -630,7 +632,11 @@ static int offer_stream_ring(struct rc_sub *s)
         return -ENOTSUP;
     }
     s->sops.decode(s->sops.ctx);   /* views released since: the ring moves on */
-    if (!rci_sub_stream_idle(&s->stream)) {
+    /* The views too: one of a chunk whose head was spilled out of a full
+     * ring and whose end came without a byte holds no ring block, only the
+     * decoder's memory, which a new connection may replace (a restarted
+     * daemon, another block size: api/client_stream.c dec_open). */
+    if (!rci_sub_stream_idle(&s->stream) || rci_view_pool_outstanding(s->views) != 0) {
         s->st.stream_ring_busy++;
         rci_set_err(s->err, sizeof s->err, "block stream: views still hold blocks of the previous "
                     "connection; connecting once they are released");
@@ -1258,10 +1264,21 @@ static void handle_fragment(struct rc_sub *s, const struct rci_wire_data *d, con
         reassembly_done(s);
 }
 
+static void rma_bad_record(struct rc_sub *s);
+
 static void handle_data(struct rc_sub *s, const uint8_t *buf, size_t len)
 {
     struct rci_wire_data d;
-    rci_wire_check_data(buf, len, &d);   /* checked by the caller: decodes only */
+    /* Checked by the caller; read once more into d, and only d is used
+     * below. A receive buffer cannot change, but an RMA record lies in our
+     * ring, which the publisher can write at any moment: a header changed
+     * since its check would leave d unset (chunk_len, frag_offset: the
+     * reassembly's bounds). */
+    if (rci_wire_check_data(buf, len, &d) != RCI_WIRE_OK) {
+        rci_set_err(s->rma.why, sizeof s->rma.why, "bad RMA record: its header changed after it was checked");
+        rma_bad_record(s);
+        return;
+    }
     const uint8_t *payload = buf + sizeof d;
     uint32_t plen = (uint32_t)(len - sizeof d);
     s->st.data_messages++;
@@ -1316,7 +1333,9 @@ static bool seq_before(uint32_t a, uint32_t b) { return (int32_t)(a - b) < 0; }
 
 static void handle_stream_message(struct rc_sub *s, const uint8_t *buf, size_t len)
 {
-    if (buf[offsetof(struct rci_wire_hdr, type)] == RCI_MSG_PAGE)
+    /* An RMA record was checked as DATA (sub_rma.c); its type byte is not
+     * read again: pages would hand one record's key to several views. */
+    if (s->src_kind != RCI_VIEW_RMA && buf[offsetof(struct rci_wire_hdr, type)] == RCI_MSG_PAGE)
         handle_page(s, buf, len);
     else
         handle_data(s, buf, len);
@@ -2078,6 +2097,7 @@ void rc_sub_get_stats(const struct rc_sub *s, struct rc_sub_stats *st)
     st->views_allocated += rci_view_pool_allocated(s->views);
     if (s->has_sops)
         s->sops.stats(s->sops.ctx, st);
+    st->stream_gap_marks = s->stream.gaps;
     _Static_assert(RC_SUB_POOL_CLASSES == RCI_MEM_CLASSES, "pool classes follow mem_pool.h");
     for (unsigned c = 0; c < RC_SUB_POOL_CLASSES; c++) {
         struct rci_mem_class_stats k;

@@ -95,6 +95,7 @@ struct stream_sub {
     uint32_t outstanding;               /* span writes posted, not completed */
     uint64_t spans, blocks, bytes;      /* written and completed ok */
     uint64_t blocks_dropped;            /* slow_policy = drop: blocks it had no room for */
+    bool gap;                           /* blocks it lost since its last span: the next one says so */
     uint64_t spans_failed;              /* writes completed in error (or refused) */
     char name[112];
 };

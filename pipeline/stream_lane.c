@@ -296,11 +296,12 @@ static int write_part(struct publish_thread *th, struct rci_publish_card *c, str
         return -EAGAIN;
     struct iovec iov = { .iov_base = c->ring_base + (size_t)first * c->block_size,
                          .iov_len = (size_t)n * c->block_size };
-    int rc = rci_publisher_stream_write(th->pub, s->peer, &iov, 1, k);
+    int rc = rci_publisher_stream_write(th->pub, s->peer, &iov, 1, s->gap, k);
     if (rc) {
         give_token(th, k);
         return rc == -ENOBUFS ? -EAGAIN : rc;
     }
+    s->gap = false;
     struct send_token *tok = &th->tokens[k];
     tok->stream = true;
     tok->stream_card = c;
@@ -329,6 +330,7 @@ static int span_to(struct publish_thread *th, struct rci_publish_card *c, struct
                 return -EAGAIN;   /* block: the lane, then the readout, wait for it */
             s->blocks_dropped += left;
             rci_counter_add(&th->stream_blocks_dropped, left);
+            s->gap = true;   /* its decoder must not join chunks across them */
             return 0;
         }
         uint32_t n = room < left ? (uint32_t)room : left;
@@ -338,6 +340,7 @@ static int span_to(struct publish_thread *th, struct rci_publish_card *c, struct
         if (rc) {   /* gone, or refused: it loses these blocks (counted) */
             s->spans_failed++;
             rci_counter_add(&th->stream_spans_failed, 1);
+            s->gap = true;
             return 0;
         }
         *done_blocks += n;

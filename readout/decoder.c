@@ -518,6 +518,23 @@ static void tap_block(struct rci_readout *r, uint32_t block, uint64_t offset)
     r->tap_fn(r->tap_ctx, block, offset, r->p.block_size);
 }
 
+void rci_readout_mark_gap(struct rci_readout *r, uint64_t pos)
+{
+    r->blocks[pos % r->ring_size / r->p.block_size].gap_before = true;
+}
+
+/* Blocks were lost before this one: what is open cannot be completed. */
+static void drop_open_at_gap(struct rci_readout *r)
+{
+    for (unsigned i = 0; i < RCI_READOUT_MAX_ELINKS; i++) {
+        struct rci_elink_state *e = &r->elinks[i];
+        if (e->open) {
+            e->skipping = true;   /* its remaining pieces must not become orphans */
+            drop_open(r, e, &r->elink_stats[i].chunks_dropped_gap);
+        }
+    }
+}
+
 /* Take the next complete block and parse it. TAKE_NONE when none is written
  * yet, TAKE_TAP_FULL when the block tap has no room (nothing taken). A bad
  * block is counted and given back at once (the tap still gets it). */
@@ -537,6 +554,10 @@ static enum take begin_block(struct rci_readout *r)
     uint32_t block = (uint32_t)(span.piece[0].offset / bs);
     atomic_store_explicit(&r->blocks[block].refs, RCI_BLOCK_BIAS, memory_order_relaxed);
     r->blocks[block].ring_key = ring_key;
+    if (r->blocks[block].gap_before) {
+        r->blocks[block].gap_before = false;
+        drop_open_at_gap(r);
+    }
     /* Busy before taken moves, so rci_readout_drained() never sees the taken
      * block as done while it is being decoded. */
     rci_counter_set(&r->st.pending_or_active, 1);

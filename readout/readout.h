@@ -166,6 +166,16 @@ int  rci_readout_set_block_tap(struct rci_readout *r, rci_block_room_fn room_fn,
  * rejected and counted in bad_tap_releases. */
 void rci_readout_release_block(struct rci_readout *r, uint32_t block_index);
 
+/* Owner thread, a ring without a card (a block-stream subscriber's,
+ * api/client_stream.c): blocks were lost just before ring position pos
+ * (the publisher dropped some for this subscriber and said so). An e-link's
+ * 5-bit block sequence misses a loss of 32 of its blocks, so when the
+ * decoder takes the block at pos it drops every open chunk (counted in
+ * chunks_dropped_gap) and skips the rest of them, instead of joining an
+ * open head to another chunk's tail. pos must be a block's start not yet
+ * taken; each mark is used once. */
+void rci_readout_mark_gap(struct rci_readout *r, uint64_t pos);
+
 /* One decode pass over everything written up to the ring's written position;
  * returns the number of chunks emitted. Owner thread only: the thread, or
  * tests and the bench when no thread runs (they call note_written first). */

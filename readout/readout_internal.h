@@ -47,6 +47,7 @@ struct rci_block_meta {
     _Atomic uint32_t refs;
     _Atomic bool tap_held;      /* the block tap holds a reference (one per taken block) */
     uint64_t ring_key;
+    bool gap_before;            /* blocks were lost just before this one (rci_readout_mark_gap) */
 };
 
 /* Assembly state of one e-link (decoder thread only). */

@@ -1249,6 +1249,7 @@ static void print_stream_json(const struct app *a, const struct rc_sub_stats *st
     printf(",\"stream\":{\"card\":%u,\"active\":%d,\"block_size\":%u,\"tag_base\":%" PRIu64
            ",\"spans\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"reordered\":%" PRIu64 ",\"bad_spans\":%" PRIu64
            ",\"credits_sent\":%" PRIu64 ",\"ring_busy\":%" PRIu64 ",\"skipped_bytes\":%" PRIu64
+           ",\"gap_marks\":%" PRIu64
            ",\"blocks\":%" PRIu64 ",\"bad_header\":%" PRIu64
            ",\"seq_gaps\":%" PRIu64 ",\"malformed\":%" PRIu64 ",\"orphans\":%" PRIu64 ",\"oversize\":%" PRIu64
            ",\"bad_start\":%" PRIu64 ",\"chunks_dropped\":%" PRIu64 ",\"chunks_incomplete\":%" PRIu64
@@ -1256,7 +1257,8 @@ static void print_stream_json(const struct app *a, const struct rc_sub_stats *st
            ",\"busy\":%" PRIu64 ",\"timeouts\":%" PRIu64 ",\"oob\":%" PRIu64 "}",
            (unsigned)a->o->stream_card, st->stream_active, (unsigned)st->stream_block_size, st->stream_tag_base,
            st->stream_spans, st->stream_bytes, st->stream_reordered, st->stream_bad_spans,
-           st->stream_credits_sent, st->stream_ring_busy, st->stream_skipped_bytes, st->stream_blocks,
+           st->stream_credits_sent, st->stream_ring_busy, st->stream_skipped_bytes, st->stream_gap_marks,
+           st->stream_blocks,
            st->stream_bad_header,
            st->stream_seq_gaps, st->stream_malformed, st->stream_orphans, st->stream_oversize,
            st->stream_bad_start, st->stream_chunks_dropped_gap, st->stream_chunks_incomplete,

@@ -271,9 +271,12 @@ struct rc_sub_stats {
     uint64_t stream_bad_spans;     /* spans outside the ring or credited space, not whole blocks,
                                     * at the wrong place: never decoded; the connection ends */
     uint64_t stream_credits_sent;  /* CREDIT messages (decoded, released ring space given back) */
-    uint64_t stream_ring_busy;     /* connection attempts put off: views still held blocks */
+    uint64_t stream_ring_busy;     /* connection attempts put off: views (of blocks) still held */
     uint64_t stream_skipped_bytes; /* ring bytes passed over before a connection so that it
                                     * starts at an offset any card's block size divides */
+    uint64_t stream_gap_marks;     /* spans the publisher marked: blocks were dropped for us
+                                    * before them (slow_policy = drop); the chunks open there
+                                    * are dropped (stream_chunks_dropped_gap), never joined */
     /* The decoder's figures (readout/README.md, "Block decoder"): blocks decoded, blocks with
      * a bad header, blocks missing by sequence number (a gap: dropped blocks under slow_policy
      * = drop, a reconnect), malformed blocks, chunks dropped or cut short and why. */

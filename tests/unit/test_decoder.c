@@ -677,6 +677,60 @@ static void test_seq_gap(void)
     }
 }
 
+/* Blocks dropped for a block-stream subscriber (slow_policy = drop) leave a
+ * hole the e-link's 5-bit sequence hides when a multiple of 32 of its blocks
+ * went: the open chunk's FIRST before the hole and another chunk's LAST
+ * after it would make one chunk of two (handed on as good). The publisher
+ * marks the span after a hole; rci_readout_mark_gap() before its first
+ * block makes the decoder drop what is open there (chunks_dropped_gap) and
+ * skip the rest of it. */
+static void test_marked_gap(void)
+{
+    FOR_EACH_FORMAT(fmt) {
+        for (int marked = 0; marked < 2; marked++) {
+            struct fx *f = fx_open(fmt, 16);
+            f->release_in_sink = true;
+            uint32_t bs = f->p.block_size;
+            struct tblk b;
+            tblk_begin(&b, fmt, bs, 5, 9);
+            tblk_sub(&b, FELIX_SUB_WHOLE, NULL, 8, 0);
+            tblk_sub(&b, FELIX_SUB_FIRST, NULL, 40, 0);    /* chunk A's head */
+            fx_put(f, &b);
+            CU_ASSERT_EQUAL(rci_readout_decode(f->r), 1);
+            /* 32 blocks of e-link 5 never came: the next one has sequence 10 again */
+            if (marked)
+                rci_readout_mark_gap(f->r, f->wpos);
+            tblk_begin(&b, fmt, bs, 5, 10);
+            tblk_sub(&b, FELIX_SUB_LAST, NULL, 24, 0);     /* chunk B's tail */
+            tblk_sub(&b, FELIX_SUB_WHOLE, NULL, 12, 0);
+            fx_put(f, &b);
+            unsigned got = rci_readout_decode(f->r);
+            struct rci_elink_stats e = fx_elink(f, 5);
+            CU_ASSERT_EQUAL(e.err_seq_gap, 0);             /* the sequence cannot tell */
+            if (marked) {
+                CU_ASSERT_EQUAL(got, 1);                   /* the WHOLE only */
+                CU_ASSERT_EQUAL(f->got[f->ngot - 1].c.length, 12);
+                CU_ASSERT_EQUAL(e.chunks_dropped_gap, 1);
+                CU_ASSERT_EQUAL(e.err_orphan, 0);          /* B's tail skipped with A */
+            } else {
+                CU_ASSERT_EQUAL(got, 2);                   /* A's head + B's tail: one chunk of two */
+                CU_ASSERT_EQUAL(f->got[1].c.length, 40 + 24);
+            }
+            CU_ASSERT_EQUAL(fx_read(f), 2 * bs);
+            /* The mark is used once: the next lap's block at that offset is not cut. */
+            for (unsigned i = 0; i < 16; i++) {
+                tblk_begin(&b, fmt, bs, 5, 11 + i);
+                tblk_sub(&b, i % 2 ? FELIX_SUB_LAST : FELIX_SUB_FIRST, NULL, 16, 0);
+                fx_put(f, &b);
+                rci_readout_decode(f->r);
+            }
+            CU_ASSERT_EQUAL(fx_elink(f, 5).chunks_dropped_gap, marked ? 1 : 0);
+            CU_ASSERT_EQUAL(fx_elink(f, 5).chunks, (marked ? 2 : 3) + 8);
+            fx_close(f);
+        }
+    }
+}
+
 static void test_orphans_and_restarts(void)
 {
     FOR_EACH_FORMAT(fmt) {
@@ -1021,6 +1075,45 @@ static void test_open_chunk_holding_full_ring(void)
     fx_release(f, 9);
     CU_ASSERT_EQUAL(fx_read(f), 9 * 1024);
     CU_ASSERT_TRUE(rci_readout_drained(f->r));
+    fx_close(f);
+}
+
+/* A spilled chunk whose end came as an empty LAST lies wholly in the spill
+ * area: held, it holds no ring block, so its ring can be empty (read =
+ * written) while it is held. A block-stream subscriber therefore cannot
+ * tell by its ring alone that nothing of its decoder is held (it also
+ * waits for its views before a new connection may replace the decoder,
+ * net/subscriber.c offer_stream_ring). */
+static void test_spilled_chunk_holds_no_block(void)
+{
+    struct fx *f = fx_open(FELIX_FMT_ABCE, 8);
+    f->release_in_sink = false;
+    struct tblk b;
+    tblk_begin(&b, FELIX_FMT_ABCE, 1024, 1, 0);
+    tblk_sub(&b, FELIX_SUB_FIRST, NULL, 10, 0);
+    fx_put(f, &b);
+    for (unsigned i = 0; i < 7; i++) {
+        tblk_begin(&b, FELIX_FMT_ABCE, 1024, 2, i);
+        tblk_sub(&b, FELIX_SUB_WHOLE, NULL, 5, 0);
+        fx_put(f, &b);
+    }
+    CU_ASSERT_EQUAL(rci_readout_decode(f->r), 7);
+    fx_release_all(f);
+    CU_ASSERT_EQUAL(fx_read(f), 8 * 1024);            /* the head spilled */
+    CU_ASSERT_EQUAL(fx_stats(f).chunks_spilled, 1);
+    tblk_begin(&b, FELIX_FMT_ABCE, 1024, 1, 1);
+    tblk_sub(&b, FELIX_SUB_LAST, NULL, 0, 0);         /* the end: no byte */
+    fx_put(f, &b);
+    CU_ASSERT_EQUAL(rci_readout_decode(f->r), 1);
+    CU_ASSERT_EQUAL_FATAL(f->ngot, 8);
+    CU_ASSERT_EQUAL(f->got[7].c.length, 10);
+    CU_ASSERT_EQUAL(f->got[7].c.npieces, 1);
+    CU_ASSERT_EQUAL(f->got[7].pc[0].ring_offset, RCI_PIECE_SPILLED);
+    CU_ASSERT_EQUAL(fx_read(f), 9 * 1024);            /* the ring is empty ... */
+    CU_ASSERT_EQUAL(rci_dma_ring_written_pos(f->ring), 9 * 1024);
+    CU_ASSERT_EQUAL(fx_stats(f).chunks_in_flight, 1);   /* ... with a chunk held */
+    fx_release(f, 7);
+    CU_ASSERT_EQUAL(fx_stats(f).chunks_in_flight, 0);
     fx_close(f);
 }
 
@@ -1952,6 +2045,8 @@ static void register_tests(void)
              { "sink -EAGAIN", test_sink_again },
              { "sink error drops the chunk", test_sink_error_drops },
              { "sink takes part of a burst", test_sink_takes_part_of_a_burst });
+    RCI_SUITE("stream gaps", { "a marked gap drops the open chunk", test_marked_gap },
+             { "a spilled chunk ended by an empty last holds no ring block", test_spilled_chunk_holds_no_block });
     RCI_SUITE("block tap",
              { "stream refs hold the ring, released out of order", test_tap_holds_ring },
              { "stream released before the chunks", test_tap_released_before_chunks },

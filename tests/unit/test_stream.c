@@ -379,6 +379,96 @@ static void test_decoder_follows_realign(void)
     rci_sub_stream_destroy(&r);
 }
 
+/* Spans marked RCI_RMA_IMM_STREAM_GAP (blocks dropped for this subscriber
+ * before them): the mark is told once, with the ring position of the
+ * span's first block, when the span is taken in turn (held ones too),
+ * before its blocks are noted written; the length is the rest. */
+static uint64_t gap_pos[8];
+static unsigned ngap;
+static void record_gap(void *ctx, uint64_t pos)
+{
+    struct rci_sub_stream *r = ctx;
+    CU_ASSERT_EQUAL(rci_dma_ring_written_pos(r->ring), pos);   /* its blocks not written yet */
+    if (ngap < 8)
+        gap_pos[ngap++] = pos;
+}
+
+static void test_gap_marks(void)
+{
+    struct rci_sub_stream r;
+    uint64_t spans = 0, bytes = 0;
+    open_ring(&r);
+    r.on_gap = record_gap;
+    r.gap_ctx = &r;
+    ngap = 0;
+    CU_ASSERT_EQUAL(rci_sub_stream_arrived(&r, rci_rma_imm(0, BS), &spans, &bytes), 1);
+    CU_ASSERT_EQUAL(ngap, 0);
+    CU_ASSERT_EQUAL(rci_sub_stream_arrived(&r, rci_rma_imm(BS, 2 * BS | RCI_RMA_IMM_STREAM_GAP), &spans, &bytes), 1);
+    CU_ASSERT_EQUAL(ngap, 1);
+    CU_ASSERT_EQUAL(gap_pos[0], BS);
+    CU_ASSERT_EQUAL(rci_dma_ring_written_pos(r.ring), 3 * BS);
+    CU_ASSERT_EQUAL(bytes, 3 * BS);
+    /* out of turn: told when its turn comes, in order */
+    CU_ASSERT_EQUAL(rci_sub_stream_arrived(&r, rci_rma_imm(5 * BS, BS | RCI_RMA_IMM_STREAM_GAP), &spans, &bytes), 0);
+    CU_ASSERT_EQUAL(rci_sub_stream_arrived(&r, rci_rma_imm(4 * BS, BS), &spans, &bytes), 0);
+    CU_ASSERT_EQUAL(ngap, 1);
+    CU_ASSERT_EQUAL(rci_sub_stream_arrived(&r, rci_rma_imm(3 * BS, BS), &spans, &bytes), 1);
+    CU_ASSERT_EQUAL(ngap, 2);
+    CU_ASSERT_EQUAL(gap_pos[1], 5 * BS);
+    CU_ASSERT_EQUAL(rci_dma_ring_written_pos(r.ring), 6 * BS);
+    CU_ASSERT_EQUAL(r.gaps, 2);
+    /* the mark alone is no span */
+    expect_bad(&r, 6 * BS, RCI_RMA_IMM_STREAM_GAP, "not whole blocks");
+    CU_ASSERT_EQUAL(r.gaps, 2);
+    rci_sub_stream_destroy(&r);
+}
+
+/* Spans from a publisher that writes anything (random offsets, lengths,
+ * marks, in and out of turn; credit and consumption at random): whatever
+ * comes, nothing taken lies outside the ring or past the credited space,
+ * nothing held overlaps, and a bad span never moves the written position. */
+static void test_random_spans(void)
+{
+    struct rci_sub_stream r;
+    open_ring(&r);
+    uint64_t spans = 0, bytes = 0, seed = 12345, bad = 0, taken = 0;
+    for (unsigned i = 0; i < 200000; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        uint64_t x = seed >> 16;
+        uint64_t off = x % 4 ? (r.expect + (x >> 4) % 6 * BS) % RING : (x >> 8) % (2 * RING);
+        uint32_t len = (uint32_t)((x >> 20) % 5 ? ((x >> 24) % 4 + 1) * BS : (x >> 28) % (2 * RING));
+        len |= (uint32_t)((x >> 40) & 1);
+        uint64_t written = rci_dma_ring_written_pos(r.ring);
+        int rc = rci_sub_stream_arrived(&r, rci_rma_imm(off, len), &spans, &bytes);
+        if (rc < 0) {
+            bad++;
+            CU_ASSERT_EQUAL_FATAL(rci_dma_ring_written_pos(r.ring), written);
+            consume(&r);   /* the connection ends; the next starts where the ring is */
+            rci_sub_stream_start(&r);
+            r.block_size = BS;
+            r.on = true;
+            continue;
+        }
+        taken += rc == 1;
+        uint64_t now = rci_dma_ring_written_pos(r.ring);
+        CU_ASSERT_FATAL(now - r.base <= r.credit_sent + RING);
+        CU_ASSERT_FATAL(now - rci_dma_ring_read_pos(r.ring) <= RING);
+        for (uint32_t h = 0; h < r.nheld; h++) {
+            CU_ASSERT_FATAL(r.held[h].off + r.held[h].len <= RING);
+            CU_ASSERT_FATAL(r.held[h].len % BS == 0 && r.held[h].len > 0);
+        }
+        if ((x >> 44) % 3 == 0) {
+            consume(&r);
+            uint64_t c = rci_sub_stream_credit_due(&r, (x >> 46) & 1);
+            if (c)
+                r.credit_sent = c;
+        }
+    }
+    CU_ASSERT(bad > 1000);
+    CU_ASSERT(taken > 1000);
+    rci_sub_stream_destroy(&r);
+}
+
 static void register_tests(void)
 {
     RCI_SUITE("wire",
@@ -389,7 +479,9 @@ static void register_tests(void)
              { "out of turn: held, then taken", test_spans_out_of_turn },
              { "bad spans", test_bad_spans },
              { "spans overlapping a held one", test_overlapping_spans },
-             { "credit rule", test_credit_rule });
+             { "credit rule", test_credit_rule },
+             { "gap marks told in turn", test_gap_marks },
+             { "random spans: nothing outside the ring or the credit", test_random_spans });
     RCI_SUITE("a new connection's start",
              { "realigned for any block size the ring can take", test_realign },
              { "the decoder follows", test_decoder_follows_realign });
