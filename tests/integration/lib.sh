@@ -87,6 +87,19 @@ shm_lock_hazard() {
     [ "$2" -eq 3 ] && [ "$3" = shm ] && grep -q "publisher thread [0-9]* is stuck" "$WORK/$1.log"
 }
 
+# shm_hazard_checked NAME STATUS PROVIDER OTHER OTHER-PID: when
+# shm_lock_hazard holds, end the other subscriber (OTHER, its pid), check
+# that what it got before is sound and say so (true); false otherwise.
+shm_hazard_checked() {
+    shm_lock_hazard "$1" "$2" "$3" || return 1
+    kill -TERM "$5" 2>/dev/null
+    wait "$5"
+    for shc_k in gaps corrupt duplicates; do
+        expect_eq "$4 $shc_k (before the stuck post)" "$(json_num "$shc_k" "$WORK/$4.json")" 0
+    done
+    ok "$1: libfabric 1.17 shm's dead-peer lock hit: the stuck thread was named, exit status 3"
+}
+
 # For tests with subscribers ($PORT, $TAGS set by the test):
 # start_sub NAME PROVIDER ENDPOINT OPTIONS...: a subscriber in the background ($sub).
 start_sub() {
