@@ -175,7 +175,11 @@ void rc_sub_params_default(struct rc_sub_params *p)
      * one (net/README.md, "RMA delivery", "Ring size and speed"). */
     p->rma_ring_size = 2u * 1024u * 1024u;
     p->views = 1024;
-    p->stream_ring_size = 8u * 1024u * 1024u;   /* a multiple of every power-of-two block size */
+    /* The card ring's default size: open chunks interleaved over the card's
+     * e-links hold their blocks here as in the card's ring (8 e-links of
+     * 1 MiB chunks fill 8 MiB, and the decoder then drops them whole). A
+     * multiple of every power-of-two block size. */
+    p->stream_ring_size = 64u * 1024u * 1024u;
 }
 
 static int check_params(const struct rc_sub_params *p, char *err, size_t errlen)

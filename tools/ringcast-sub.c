@@ -182,7 +182,7 @@ static void usage(FILE *f)
             "                          is into a ring here and decoded here (every e-link's\n"
             "                          chunks; README.md, \"Block stream\"); needs FI_RMA\n"
             "                          (tcp, tcp;ofi_rxm; shm only with blocks <= 4096 B)\n"
-            "  --stream-ring-size B    the stream's ring (default 8388608; a multiple of the\n"
+            "  --stream-ring-size B    the stream's ring (default 67108864; a multiple of the\n"
             "                          card's block size, at least 8 blocks)\n"
             "  --poll-spin US          spin at most US microseconds (0..1000000, default 50)\n"
             "                          when waiting for data, before sleeping on the fabric's\n"

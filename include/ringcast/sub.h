@@ -149,7 +149,8 @@ struct rc_sub_params {
      * stream"): the card ([card.N] of the daemon) whose every block the
      * publisher writes, as the card wrote it, into a ring of
      * stream_ring_size bytes here (a multiple of the card's block size, at
-     * least 8 blocks; default 8 MiB); this library decodes the blocks with
+     * least 8 blocks; default 64 MiB, the card ring's default: open chunks
+     * of every e-link hold their blocks here until they end); this library decodes the blocks with
      * the daemon's own decoder and hands on every chunk of every e-link of
      * the card (tag = the card's tag base + e-link) as on_view() views
      * pointing into the ring (or to on_data()). A view held holds the
