@@ -26,6 +26,27 @@ static inline int rci_cli_parse_u64(const char *s, uint64_t *out)
     return 0;
 }
 
+/* Bytes: a number (decimal or 0x hex) with an optional suffix k, M or G,
+ * powers of 1024 as in the INI files (64k = 65536, 8M). 0, or -1 for
+ * anything else (a sign, a blank, another suffix, an overflow). */
+static inline int rci_cli_parse_size(const char *s, uint64_t *out)
+{
+    if (!*s || *s == '-' || *s == '+' || *s == ' ')
+        return -1;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 0);
+    if (errno || end == s)
+        return -1;
+    unsigned shift = *end == 'k' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
+    if (shift)
+        end++;
+    if (*end || (shift && v > (UINT64_MAX >> shift)))
+        return -1;
+    *out = (uint64_t)v << shift;
+    return 0;
+}
+
 /* "PROG: <fmt with arg>" and where to look, on stderr; returns -1 so that
  * an option parser can `return rci_cli_usage_error(...)`. */
 static inline int rci_cli_usage_error(const char *prog, const char *fmt, const char *arg)

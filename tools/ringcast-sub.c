@@ -198,7 +198,8 @@ static void usage(FILE *f)
             "                          meanwhile (0..1000000, default 0: never). Delays data\n"
             "                          by up to US: for throughput, not latency\n"
             "  -h, --help              print this help\n"
-            "  --version               print the version\n");
+            "  --version               print the version\n"
+            "Sizes (B) are bytes, or with k, M or G: KiB, MiB, GiB (--stream-ring-size 64M).\n");
 }
 
 
@@ -279,8 +280,9 @@ static int parse_tags(const char *arg, struct options *o)
 static int parse_size(const char *name, const char *arg, uint32_t min, uint32_t *out)
 {
     uint64_t v;
-    if (rci_cli_parse_u64(arg, &v) || v < min || v > (1u << 30)) {
-        fprintf(stderr, "ringcast-sub: %s '%s': expected bytes, %u..1073741824\n", name, arg, min);
+    if (rci_cli_parse_size(arg, &v) || v < min || v > (1u << 30)) {
+        fprintf(stderr, "ringcast-sub: %s '%s': expected bytes (k, M suffixes: KiB, MiB), %u..1073741824\n", name,
+                arg, min);
         return -1;
     }
     *out = (uint32_t)v;
@@ -345,7 +347,7 @@ static int parse_option(int c, const char *arg, struct options *o)
             return rci_cli_usage_error("ringcast-sub", "--delivery '%s': expected send or rma", arg);
         return 0;
     case 'Z':
-        if (rci_cli_parse_u64(arg, &v) || v % 8 || v < 65536 || v > (32ull << 30))
+        if (rci_cli_parse_size(arg, &v) || v % 8 || v < 65536 || v > (32ull << 30))
             return rci_cli_usage_error("ringcast-sub", "--rma-ring-size '%s': expected bytes, a multiple of 8, 65536..32 GiB", arg);
         o->rma_ring_size = v;
         return 0;
@@ -358,7 +360,7 @@ static int parse_option(int c, const char *arg, struct options *o)
         o->delivery = RC_SUB_DELIVERY_STREAM;
         return 0;
     case 'R':
-        if (rci_cli_parse_u64(arg, &v) || v % 1024 || v < 65536 || v > (32ull << 30))
+        if (rci_cli_parse_size(arg, &v) || v % 1024 || v < 65536 || v > (32ull << 30))
             return rci_cli_usage_error("ringcast-sub", "--stream-ring-size '%s': expected bytes, a multiple of 1024, 65536..32 GiB", arg);
         o->stream_ring_size = v;
         return 0;

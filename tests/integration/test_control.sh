@@ -37,6 +37,15 @@ ctl() { "$BIN/ringcast-ctl" --socket "$SOCK" --compact "$@"; }
 "$BIN/ringcast-sub" -h | grep -q "^usage: ringcast-sub" || fail "ringcast-sub -h"
 "$BIN/ringcast-sub" --version | grep -qx "ringcast-sub $(cat VERSION)" || fail "ringcast-sub --version"
 ok "ringcast-sub -h and --version"
+# Sizes take the INI files' suffixes; anything else is a usage error (2).
+"$BIN/ringcast-sub" --connect 127.0.0.1:1 --stream 0 --stream-ring-size 64M --rx-buffer-size 1M --duration 0.1 \
+    --json >/dev/null 2>"$WORK/sizes.err"; st=$?
+[ "$st" -ne 2 ] || { cat "$WORK/sizes.err"; fail "ringcast-sub refused 64M / 1M sizes"; }
+for bad in 64m 64MB 1.5M -64k 0x; do
+    "$BIN/ringcast-sub" --connect 127.0.0.1:1 --stream 0 --stream-ring-size "$bad" 2>"$WORK/sizes.err"; st=$?
+    [ "$st" -eq 2 ] && grep -q "stream-ring-size '$bad'" "$WORK/sizes.err" || fail "--stream-ring-size $bad: status $st"
+done
+ok "ringcast-sub sizes: 64M and 1M taken, 64m 64MB 1.5M -64k 0x refused (status 2)"
 "$BIN/ringcast-readout" --check-config deploy/ringcast.ini -o card.0.tag_base=1048576 | grep -qx "tag_base = 0x100000" \
     || fail "--check-config does not print tag_base = 0x100000"
 ok "--check-config prints tag_base = 0x100000"
