@@ -1019,6 +1019,18 @@ static void test_pool_held_by_open_chunks(void)
     fx_close(f);
 }
 
+/* count blocks of e-link elink (ABCE, 1 KiB), sequence numbers from first
+ * on, each one WHOLE chunk of 5 bytes. */
+static void put_whole_blocks(struct fx *f, unsigned elink, unsigned first, unsigned count)
+{
+    struct tblk b;
+    for (unsigned i = first; i < first + count; i++) {
+        tblk_begin(&b, FELIX_FMT_ABCE, 1024, elink, i);
+        tblk_sub(&b, FELIX_SUB_WHOLE, NULL, 5, 0);
+        fx_put(f, &b);
+    }
+}
+
 /* A chunk whose blocks span more than the ring: its LAST could only come in a
  * block the card cannot write until the FIRST's block is back. The ring is
  * full, everything written is decoded, nothing is in flight: the open chunk's
@@ -1038,11 +1050,7 @@ static void test_open_chunk_holding_full_ring(void)
     tblk_sub(&b, FELIX_SUB_WHOLE, NULL, 4, 0);        /* in flight, shares block 0 */
     tblk_sub(&b, FELIX_SUB_FIRST, head, 10, 0);       /* its LAST is not in this ring */
     fx_put(f, &b);
-    for (unsigned i = 0; i < 7; i++) {
-        tblk_begin(&b, FELIX_FMT_ABCE, 1024, 2, i);
-        tblk_sub(&b, FELIX_SUB_WHOLE, NULL, 5, 0);
-        fx_put(f, &b);
-    }
+    put_whole_blocks(f, 2, 0, 7);
     CU_ASSERT_EQUAL(rci_readout_decode(f->r), 8);
     for (unsigned i = 1; i < 8; i++)
         fx_release(f, i);
@@ -1092,11 +1100,7 @@ static void test_spilled_chunk_holds_no_block(void)
     tblk_begin(&b, FELIX_FMT_ABCE, 1024, 1, 0);
     tblk_sub(&b, FELIX_SUB_FIRST, NULL, 10, 0);
     fx_put(f, &b);
-    for (unsigned i = 0; i < 7; i++) {
-        tblk_begin(&b, FELIX_FMT_ABCE, 1024, 2, i);
-        tblk_sub(&b, FELIX_SUB_WHOLE, NULL, 5, 0);
-        fx_put(f, &b);
-    }
+    put_whole_blocks(f, 2, 0, 7);
     CU_ASSERT_EQUAL(rci_readout_decode(f->r), 7);
     fx_release_all(f);
     CU_ASSERT_EQUAL(fx_read(f), 8 * 1024);            /* the head spilled */
@@ -1176,17 +1180,12 @@ static void test_open_chunk_ring_filling_by_tlp(void)
     tblk_begin(&b, FELIX_FMT_ABCE, 1024, 1, 0);
     tblk_sub(&b, FELIX_SUB_FIRST, NULL, 10, 0);
     fx_put(f, &b);
-    for (unsigned i = 0; i < 7; i++) {
-        tblk_begin(&b, FELIX_FMT_ABCE, 1024, 2, i);
-        tblk_sub(&b, FELIX_SUB_WHOLE, NULL, 5, 0);
-        if (i < 6) {
-            fx_put(f, &b);
-            continue;
-        }
-        memcpy(f->base + f->wpos, b.buf, b.size);    /* the last block, one TLP short */
-        f->wpos += b.size;
-        rci_dma_ring_note_written(f->ring, f->wpos - 256);
-    }
+    put_whole_blocks(f, 2, 0, 6);
+    tblk_begin(&b, FELIX_FMT_ABCE, 1024, 2, 6);
+    tblk_sub(&b, FELIX_SUB_WHOLE, NULL, 5, 0);
+    memcpy(f->base + f->wpos, b.buf, b.size);        /* the last block, one TLP short */
+    f->wpos += b.size;
+    rci_dma_ring_note_written(f->ring, f->wpos - 256);
     CU_ASSERT_EQUAL(fx_read(f), 0);
     CU_ASSERT_EQUAL(fx_stats(f).chunks_spilled, 0);
     rci_dma_ring_note_written(f->ring, f->wpos);      /* the card filled the ring */

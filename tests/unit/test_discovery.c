@@ -321,6 +321,52 @@ static void tp_poll(struct two_pubs *t, struct rc_discover *d)
     rc_discover_poll(d, 1000000);
 }
 
+/* Announce unit publisher i (tags 0..7, or 100..107 for i = 1) of daemon
+ * id-i at 127.0.0.1:port, tcp msg, in dp's store. */
+static void announce_unit(const struct rci_discovery_params *dp, const char *id, int i, uint16_t port,
+                          struct rci_disc **out)
+{
+    char err[256] = "";
+    struct rci_disc_entry e = sample(0);
+    snprintf(e.daemon_id, sizeof e.daemon_id, "%s-%d", id, i);
+    e.threads = 1;
+    strcpy(e.host, "127.0.0.1");
+    strcpy(e.provider, "tcp");
+    strcpy(e.endpoint, "msg");
+    e.port = port;
+    e.nranges = 1;
+    e.first[0] = i ? 100 : 0;
+    e.last[0] = i ? 107 : 7;
+    CU_ASSERT_EQUAL_FATAL(rci_disc_open(dp, out, err, sizeof err), 0);
+    CU_ASSERT_EQUAL_FATAL(rci_disc_announce(*out, &e, 1, err, sizeof err), 0);
+}
+
+/* Close both announcers and remove their store's directory. */
+static void close_unit_store(struct rci_disc **announcer, const char *dir)
+{
+    for (int i = 0; i < 2; i++)
+        rci_disc_close(announcer[i]);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CU_ASSERT_EQUAL(system(cmd), 0);
+}
+
+/* Unit publisher i of t at port, the region registered; heartbeat_ns 0:
+ * the default. */
+static void create_unit_pub(struct two_pubs *t, int i, uint16_t port, uint64_t heartbeat_ns)
+{
+    char err[256] = "";
+    struct rc_pub_params pp;
+    rc_pub_params_default(&pp);
+    pp.port = port;
+    if (heartbeat_ns)
+        pp.heartbeat_ns = heartbeat_ns;
+    pp.cb = (struct rc_pub_callbacks){.ctx = t, .on_send_complete = tp_complete,
+                                      .on_peer_event = i ? tp_event1 : tp_event0};
+    CU_ASSERT_EQUAL_FATAL(rc_pub_create(&pp, &t->pub[i], err, sizeof err), 0);
+    CU_ASSERT_EQUAL_FATAL(rc_pub_register(t->pub[i], t->region, sizeof t->region, err, sizeof err), 0);
+}
+
 /* views: chunks come to on_view; the view of publisher 1's chunk is kept
  * while publisher 1 goes away (its entry withdrawn): its bytes stay intact,
  * views_outstanding says 1, and after the release 0. live: publisher 1
@@ -348,27 +394,9 @@ static void discover_two_publishers(bool views, bool live, bool partial)
     struct rci_discovery_params dp = {.prefix = "/ringcast/", .ttl_ns = 2000000000ull};
     snprintf(dp.url, sizeof dp.url, "dir:%s", tmpl);
     for (int i = 0; i < 2; i++) {
-        struct rc_pub_params pp;
-        rc_pub_params_default(&pp);
-        pp.port = (uint16_t)(base + i);
-        if (live && i == 1)
-            pp.heartbeat_ns = 2500000000ull;   /* silent for longer than the unlisted grace (1.5 s) */
-        pp.cb = (struct rc_pub_callbacks){.ctx = &t, .on_send_complete = tp_complete,
-                                          .on_peer_event = i ? tp_event1 : tp_event0};
-        CU_ASSERT_EQUAL_FATAL(rc_pub_create(&pp, &t.pub[i], err, sizeof err), 0);
-        CU_ASSERT_EQUAL_FATAL(rc_pub_register(t.pub[i], t.region, sizeof t.region, err, sizeof err), 0);
-        struct rci_disc_entry e = sample(0);
-        snprintf(e.daemon_id, sizeof e.daemon_id, "unit-%d", i);
-        e.threads = 1;
-        strcpy(e.host, "127.0.0.1");
-        strcpy(e.provider, "tcp");
-        strcpy(e.endpoint, "msg");
-        e.port = pp.port;
-        e.nranges = 1;
-        e.first[0] = i ? 100 : 0;
-        e.last[0] = i ? 107 : 7;
-        CU_ASSERT_EQUAL_FATAL(rci_disc_open(&dp, &announcer[i], err, sizeof err), 0);
-        CU_ASSERT_EQUAL_FATAL(rci_disc_announce(announcer[i], &e, 1, err, sizeof err), 0);
+        /* live: publisher 1 silent for longer than the unlisted grace (1.5 s) */
+        create_unit_pub(&t, i, (uint16_t)(base + i), live && i == 1 ? 2500000000ull : 0);
+        announce_unit(&dp, "unit", i, (uint16_t)(base + i), &announcer[i]);
     }
     if (partial) {   /* white box: struct rc_pub's first member is its rci_publisher (api/client_pub.c) */
         struct rci_publisher *ip = *(struct rci_publisher **)t.pub[1];
@@ -527,25 +555,8 @@ static void test_msub_parked_past_room(void)
     struct rci_discovery_params dp = {.prefix = "/ringcast/", .ttl_ns = 2000000000ull};
     snprintf(dp.url, sizeof dp.url, "dir:%s", tmpl);
     for (int i = 0; i < 2; i++) {
-        struct rc_pub_params pp;
-        rc_pub_params_default(&pp);
-        pp.port = (uint16_t)(base + i);
-        pp.cb = (struct rc_pub_callbacks){.ctx = &t, .on_send_complete = tp_complete,
-                                          .on_peer_event = i ? tp_event1 : tp_event0};
-        CU_ASSERT_EQUAL_FATAL(rc_pub_create(&pp, &t.pub[i], err, sizeof err), 0);
-        CU_ASSERT_EQUAL_FATAL(rc_pub_register(t.pub[i], t.region, sizeof t.region, err, sizeof err), 0);
-        struct rci_disc_entry e = sample(0);
-        snprintf(e.daemon_id, sizeof e.daemon_id, "park-%d", i);
-        e.threads = 1;
-        strcpy(e.host, "127.0.0.1");
-        strcpy(e.provider, "tcp");
-        strcpy(e.endpoint, "msg");
-        e.port = pp.port;
-        e.nranges = 1;
-        e.first[0] = i ? 100 : 0;
-        e.last[0] = i ? 107 : 7;
-        CU_ASSERT_EQUAL_FATAL(rci_disc_open(&dp, &announcer[i], err, sizeof err), 0);
-        CU_ASSERT_EQUAL_FATAL(rci_disc_announce(announcer[i], &e, 1, err, sizeof err), 0);
+        create_unit_pub(&t, i, (uint16_t)(base + i), 0);
+        announce_unit(&dp, "park", i, (uint16_t)(base + i), &announcer[i]);
     }
     struct rci_msub_params mp = {.disc = dp, .refresh_ns = 100000000ull, .parked_room = 1, .ctx = &t,
                                  .on_view = pm_view, .on_event = pm_event};
@@ -595,11 +606,7 @@ static void test_msub_parked_past_room(void)
     CU_ASSERT_EQUAL(st.parked, 0);   /* both destroyed once their views were released */
     CU_ASSERT_EQUAL(st.parks, 2);
     rci_msub_destroy(m);
-    for (int i = 0; i < 2; i++)
-        rci_disc_close(announcer[i]);
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpl);
-    CU_ASSERT_EQUAL(system(cmd), 0);
+    close_unit_store(announcer, tmpl);
 }
 
 /* More publishers announced than max_publishers (1 here stands for the
@@ -617,20 +624,8 @@ static void test_msub_over_limit(void)
     struct rci_disc *announcer[2];
     struct rci_discovery_params dp = {.prefix = "/ringcast/", .ttl_ns = 2000000000ull};
     snprintf(dp.url, sizeof dp.url, "dir:%s", tmpl);
-    for (int i = 0; i < 2; i++) {
-        struct rci_disc_entry e = sample(0);
-        snprintf(e.daemon_id, sizeof e.daemon_id, "limit-%d", i);
-        e.threads = 1;
-        strcpy(e.host, "127.0.0.1");
-        strcpy(e.provider, "tcp");
-        strcpy(e.endpoint, "msg");
-        e.port = (uint16_t)(base + i);
-        e.nranges = 1;
-        e.first[0] = i ? 100 : 0;
-        e.last[0] = i ? 107 : 7;
-        CU_ASSERT_EQUAL_FATAL(rci_disc_open(&dp, &announcer[i], err, sizeof err), 0);
-        CU_ASSERT_EQUAL_FATAL(rci_disc_announce(announcer[i], &e, 1, err, sizeof err), 0);
-    }
+    for (int i = 0; i < 2; i++)
+        announce_unit(&dp, "limit", i, (uint16_t)(base + i), &announcer[i]);
     struct rci_msub_params mp = {.disc = dp, .refresh_ns = 50000000ull, .max_publishers = 1, .ctx = &t,
                                  .on_view = pm_view, .on_event = pm_event};
     rc_sub_params_default(&mp.sub);
@@ -648,11 +643,7 @@ static void test_msub_over_limit(void)
     CU_ASSERT(st.publishers_over_limit >= 2);   /* once per lookup that found it */
     CU_ASSERT_PTR_NOT_NULL(strstr(rci_msub_last_error(m), "not followed: already 1 publishers"));
     rci_msub_destroy(m);
-    for (int i = 0; i < 2; i++)
-        rci_disc_close(announcer[i]);
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpl);
-    CU_ASSERT_EQUAL(system(cmd), 0);
+    close_unit_store(announcer, tmpl);
 }
 
 static void test_discover_refuses(void)
