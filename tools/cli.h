@@ -11,39 +11,43 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* A whole-string unsigned decimal or 0x-hex number: no sign, no space, no
- * junk after it (strtoull alone takes " -1" as a huge number). 0 or -1. */
-static inline int rci_cli_parse_u64(const char *s, uint64_t *out)
+/* The leading unsigned decimal or 0x-hex number of s, refusing what
+ * strtoull would take silently (an empty string, a sign, a blank: it reads
+ * " -1" as a huge number); *end after its digits. 0 or -1. */
+static inline int rci_cli_leading_u64(const char *s, uint64_t *out, char **end)
 {
     if (!*s || *s == '-' || *s == '+' || *s == ' ')
         return -1;
-    char *end;
     errno = 0;
-    unsigned long long v = strtoull(s, &end, 0);
-    if (errno || *end)
+    unsigned long long v = strtoull(s, end, 0);
+    if (errno || *end == s)
         return -1;
     *out = v;
     return 0;
 }
 
-/* Bytes: a number (decimal or 0x hex) with an optional suffix k, M or G,
- * powers of 1024 as in the INI files (64k = 65536, 8M). 0, or -1 for
- * anything else (a sign, a blank, another suffix, an overflow). */
+/* A whole-string number: nothing after it. 0 or -1. */
+static inline int rci_cli_parse_u64(const char *s, uint64_t *out)
+{
+    char *end;
+    return rci_cli_leading_u64(s, out, &end) || *end ? -1 : 0;
+}
+
+/* Bytes: a number with an optional suffix k, M or G, powers of 1024 as in
+ * the INI files (64k = 65536, 8M). 0, or -1 for anything else (another
+ * suffix, an overflow). */
 static inline int rci_cli_parse_size(const char *s, uint64_t *out)
 {
-    if (!*s || *s == '-' || *s == '+' || *s == ' ')
-        return -1;
     char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 0);
-    if (errno || end == s)
+    uint64_t v;
+    if (rci_cli_leading_u64(s, &v, &end))
         return -1;
     unsigned shift = *end == 'k' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
     if (shift)
         end++;
     if (*end || (shift && v > (UINT64_MAX >> shift)))
         return -1;
-    *out = (uint64_t)v << shift;
+    *out = v << shift;
     return 0;
 }
 

@@ -78,6 +78,16 @@ check_sub_exact() {   # (sh has no locals: cse_* names, so the caller's $name an
     done
 }
 
+# until_logged FILE PATTERN WHAT: wait (20 s at most) until FILE has a line
+# matching PATTERN; else show FILE and fail with WHAT.
+until_logged() {
+    ul_i=0
+    until grep -q "$2" "$1" 2>/dev/null; do
+        ul_i=$((ul_i + 1)); [ $ul_i -lt 400 ] || { cat "$1"; fail "$3"; }
+        sleep 0.05
+    done
+}
+
 # shm_lock_hazard NAME STATUS PROVIDER: true when the daemon ($WORK/NAME.log)
 # ended with STATUS 3 because a publisher thread got stuck posting to a
 # subscriber SIGKILLed over shm while it held its region's lock (libfabric

@@ -22,24 +22,12 @@ sub_v=$sub
 wait_cards_started "$name"
 
 # While it hangs (and before the 2 s watch fires), the thread is not yet called stuck.
-i=0
-until grep -q "hanging on purpose" "$WORK/$name.log"; do
-    i=$((i + 1)); [ $i -lt 300 ] || { cat "$WORK/$name.log"; fail "the publisher never hung"; }
-    sleep 0.05
-done
-i=0
-until grep -q "publisher thread 0 is stuck" "$WORK/$name.log"; do
-    i=$((i + 1)); [ $i -lt 400 ] || { cat "$WORK/$name.log"; fail "the stuck thread was never named"; }
-    sleep 0.05
-done
+until_logged "$WORK/$name.log" "hanging on purpose" "the publisher never hung"
+until_logged "$WORK/$name.log" "publisher thread 0 is stuck" "the stuck thread was never named"
 ok "the stuck publisher thread is named: $(grep -o 'publisher thread 0 is stuck[^;]*' "$WORK/$name.log")"
 
 # The metrics say so too (held after the run: hold_after_run).
-i=0
-until grep -q "left behind" "$WORK/$name.log"; do
-    i=$((i + 1)); [ $i -lt 400 ] || { cat "$WORK/$name.log"; fail "the stop waited for the stuck thread"; }
-    sleep 0.05
-done
+until_logged "$WORK/$name.log" "left behind" "the stop waited for the stuck thread"
 ok "the stop left the stuck thread behind"
 m=$(curl -s "http://127.0.0.1:$MPORT/metrics" | grep '^ringcast_threads_stuck ')
 expect_eq "ringcast_threads_stuck" "$m" "ringcast_threads_stuck 1"
@@ -67,11 +55,7 @@ done
 PORT=$((PORT + 1))
 name=never
 start_daemon "$name" -o sim.0.rate=5000chunks/s -o readout.fault_publisher_hang_after=1s -o readout.thread_stuck_after=0
-i=0
-until grep -q "hanging on purpose" "$WORK/$name.log"; do
-    i=$((i + 1)); [ $i -lt 300 ] || { cat "$WORK/$name.log"; fail "the publisher never hung"; }
-    sleep 0.05
-done
+until_logged "$WORK/$name.log" "hanging on purpose" "the publisher never hung"
 sleep 2
 kill -TERM "$daemon"
 wait_daemon "$name"
