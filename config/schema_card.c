@@ -76,6 +76,13 @@ static const struct rci_cfg_key card_keys[] = {
     {.key = "max_chunks_in_flight", .type = RCI_CFG_UINT, .def = "65536", .min = 1,
      .max = 1u << 24, RCI_CFG_FIELD(T, max_chunks_in_flight),
      .help = "Chunk descriptors; when all are in flight the readout thread waits."},
+    {.key = "fault_readout_hang_after", .type = RCI_CFG_DURATION, .def = "0", .min = 0, .max = 3600 * S,
+     RCI_CFG_FIELD(T, fault_hang_after_ns),
+     .help = "For tests only: this card's readout thread stops turning its loop this long after it started,"
+             " until the daemon stops (the stuck-thread test); 0 = never."},
+    {.key = "fault_readout_hang_through_stop", .type = RCI_CFG_BOOL, .def = "false",
+     RCI_CFG_FIELD(T, fault_hang_through_stop),
+     .help = "For tests only: that hang goes on through the stop, as a thread in a call that never returns."},
 };
 
 static const struct rci_cfg_implicit card_implicit[] = {

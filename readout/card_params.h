@@ -51,6 +51,9 @@ struct rci_card_params {
     uint32_t max_chunk_pieces;     /* more pieces: dropped and counted (oversize) */
     uint32_t max_chunks_in_flight; /* descriptor pool; when empty the reader waits */
     enum rci_fw_loss_policy on_firmware_loss;  /* what the daemon does when the firmware dies */
+    uint64_t fault_hang_after_ns;  /* tests only: the readout thread stops turning its loop this long
+                                      after it started (0 = never) ... */
+    bool fault_hang_through_stop;  /* ... and does not come back for the stop either */
 };
 
 #endif

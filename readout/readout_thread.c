@@ -172,6 +172,21 @@ static bool idle_step(struct rci_readout *r, uint64_t idle_since, uint64_t now, 
     return false;
 }
 
+/* card.N.fault_readout_hang_after (tests only): a stuck readout thread, as a
+ * call that does not return would leave it; it comes back only for the stop,
+ * or with fault_readout_hang_through_stop never. Its loop counter stands still,
+ * which is what the daemon's stuck-thread watch looks at. */
+static void hang_for_test(struct rci_readout *r)
+{
+    while (r->p.fault_hang_through_stop || !atomic_load_explicit(&r->stop_requested, memory_order_acquire))
+        rci_sleep_ns(10ull * 1000 * 1000);
+}
+
+static bool time_to_hang(const struct rci_readout *r, uint64_t hang_at, uint64_t now)
+{
+    return hang_at != 0 && now != 0 && now >= hang_at && !atomic_load(&r->stop_requested);
+}
+
 static void *readout_main(void *arg)
 {
     struct rci_readout *r = arg;
@@ -182,11 +197,16 @@ static void *readout_main(void *arg)
     /* Sleeps of tens of microseconds: the default slack (50 us) would add
      * up to half a poll_sleep to each (a failure keeps the default). */
     (void)prctl(PR_SET_TIMERSLACK, READOUT_TIMER_SLACK_NS, 0, 0, 0);
+    uint64_t hang_at = r->p.fault_hang_after_ns ? rci_now_ns() + r->p.fault_hang_after_ns : 0;
     while (!atomic_load_explicit(&r->stop_requested, memory_order_acquire)) {
         uint64_t iter = atomic_fetch_add_explicit(&r->loop_iter, 1, memory_order_acq_rel) + 1;
         /* A clock read only where a stretch of work may begin: not on every
          * poll of a busy stretch. */
         uint64_t poll_start = busy_since == 0 ? rci_now_ns() : 0;
+        if (time_to_hang(r, hang_at, poll_start)) {
+            hang_for_test(r);
+            break;
+        }
         bool progress = poll_once(r);
         if (rci_readout_drained(r))
             atomic_store_explicit(&r->drained_iter, iter, memory_order_release);

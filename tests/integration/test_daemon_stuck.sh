@@ -7,7 +7,9 @@
 # never returns). The daemon names it, ends the run, leaves it behind at the
 # stop instead of waiting for it for ever, reports it in --stats-json and
 # /metrics, and exits with status 3; a subscriber of it got only verified
-# data up to the hang. Without the watch the daemon runs until killed. About 15 s.
+# data up to the hang. The same for a readout thread that hangs through the
+# stop (card.N.fault_readout_hang_after with _through_stop). Without the watch
+# the daemon runs until killed. About 25 s.
 . "$(dirname "$0")/lib.sh"
 PORT=$(port_base 7311)
 TAGS=0-0xffff
@@ -45,6 +47,34 @@ expect_eq "thread_stuck_episodes" "$(json_num thread_stuck_episodes "$f")" 1
 # The subscriber got data before the hang, all of it verified.
 kill -TERM "$sub_v" 2>/dev/null
 wait "$sub_v"
+expect_gt "$name-sub chunks before the hang" "$(json_num chunks "$WORK/$name-sub.json")" 0
+for k in gaps corrupt duplicates; do
+    expect_eq "$name-sub $k" "$(json_num "$k" "$WORK/$name-sub.json")" 0
+done
+
+# The readout thread of card 0 hangs through the stop (card.0.fault_readout_hang_after
+# with _through_stop): named, the run ended, left behind at the stop (not
+# joined: the daemon would wait for ever), exit status 3; its subscriber got
+# only verified data.
+PORT=$((PORT + 2))
+name=stuck-readout
+start_daemon "$name" -o sim.0.rate=5000chunks/s -o readout.wait_subscribers=1 \
+    -o card.0.fault_readout_hang_after=2s -o card.0.fault_readout_hang_through_stop=true \
+    -o readout.thread_stuck_after=2s
+start_sub "$name-sub" tcp msg --verify --duration 40
+sub_r=$sub
+wait_cards_started "$name"
+until_logged "$WORK/$name.log" "the readout thread of card.0 is stuck" "the stuck readout thread was never named"
+ok "the stuck readout thread is named: $(grep -o 'the readout thread of card.0 is stuck[^;]*' "$WORK/$name.log")"
+wait "$daemon"; rst=$?
+expect_eq "$name daemon exit status (3: a thread was stuck)" "$rst" 3
+grep -q "card.0: its readout thread has not turned its loop .* left behind" "$WORK/$name.log" \
+    || { cat "$WORK/$name.log"; fail "the stop did not leave the stuck readout thread behind"; }
+ok "the stop left the stuck readout thread behind"
+expect_eq "$name threads_stuck" "$(json_num threads_stuck "$WORK/$name.json")" 1
+expect_eq "$name threads_abandoned" "$(json_num threads_abandoned "$WORK/$name.json")" 1
+kill -TERM "$sub_r" 2>/dev/null
+wait "$sub_r"
 expect_gt "$name-sub chunks before the hang" "$(json_num chunks "$WORK/$name-sub.json")" 0
 for k in gaps corrupt duplicates; do
     expect_eq "$name-sub $k" "$(json_num "$k" "$WORK/$name-sub.json")" 0
