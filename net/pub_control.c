@@ -251,6 +251,24 @@ static void send_welcome(struct rci_publisher *p, struct rci_pub_peer *peer)
                                           : rci_rma_welcome(peer, msg, sizeof msg, len));
 }
 
+/* A HELLO again from a peer already joined must ask for what it joined with:
+ * the same delivery, the same RMA ring (base, size, key) and the same
+ * streamed card. Answering a changed one with WELCOME would keep writing
+ * into the ring it joined with while it reads another. */
+static bool hello_asks_as_joined(const struct rci_pub_peer *peer, const uint8_t *buf, size_t len)
+{
+    struct rci_wire_hello_rma r;
+    struct rci_wire_hello_stream st;
+    bool has_rma = rci_wire_hello_rma(buf, len, &r);
+    bool has_stream = rci_wire_hello_stream(buf, len, &st);
+    if (has_stream != peer->stream.on || (has_stream && st.card != peer->stream.card))
+        return false;
+    if (has_rma != (peer->rma.asked || peer->stream.on))
+        return false;
+    return !has_rma || !peer->rma.on ||
+           (r.base == peer->rma.base && r.len == peer->rma.size && r.key == peer->rma.key);
+}
+
 static void on_hello(struct rci_publisher *p, struct rci_pub_peer *peer, const uint8_t *buf, size_t len)
 {
     struct rci_wire_hello h;
@@ -264,6 +282,12 @@ static void on_hello(struct rci_publisher *p, struct rci_pub_peer *peer, const u
          * BYE (close_transport), and the newcomer says HELLO again to a
          * fresh peer, with its stream numbered from 0. */
         rci_set_err(p->err, sizeof p->err, "%s: HELLO from a new subscriber at this address", peer->name);
+        rci_pub_peer_fail(p, (uint32_t)(peer - p->peers), RCI_DOOM_ERROR);
+        return;
+    }
+    if (peer->joined && !hello_asks_as_joined(peer, buf, len)) {
+        rci_set_err(p->err, sizeof p->err, "%s: HELLO again with another delivery, RMA ring or streamed card"
+                    " than it joined with: ended (a client reconnects for that)", peer->name);
         rci_pub_peer_fail(p, (uint32_t)(peer - p->peers), RCI_DOOM_ERROR);
         return;
     }

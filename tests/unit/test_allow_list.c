@@ -520,6 +520,42 @@ static void test_publisher_rdm_forged_hello(void)
     rci_publisher_destroy(p);
 }
 
+static bool got_two_welcomes(void *arg) { return ((struct client *)arg)->received[RCI_MSG_WELCOME] >= 2; }
+
+/* RDM: a HELLO repeated as it was (a lost WELCOME) is answered again; one
+ * that now asks for an RMA ring the peer did not join with ends the peer
+ * (BYE, dead_by_error) instead of being answered as if nothing changed. */
+static void test_publisher_rdm_hello_changed(void)
+{
+    uint16_t port = next_port();
+    struct rci_publisher *p = open_publisher("tcp;ofi_rxm", RCI_EP_RDM, port, "127.0.0.0/8");
+    struct client c;
+    char err[256] = "";
+    CU_ASSERT_EQUAL_FATAL(client_open(&c, "tcp;ofi_rxm", RCI_EP_RDM, port, err, sizeof err), 0);
+    uint8_t addr[RCI_WIRE_MAX_ADDR];
+    size_t alen;
+    own_address(&c, addr, &alen);
+    send_hello(&c, addr, alen, 9);
+    CU_ASSERT_FATAL(pump(p, &c, NULL, got_welcome, &c));
+    send_hello(&c, addr, alen, 9);
+    CU_ASSERT(pump(p, &c, NULL, got_two_welcomes, &c));
+    CU_ASSERT_EQUAL(c.received[RCI_MSG_BYE], 0);
+
+    send_hello(&c, addr, alen, 9);
+    struct rci_wire_hello_rma ring = {.base = 0x100000, .len = 1u << 20, .key = 42};
+    ssize_t n = rci_wire_add_hello_rma(c.tx, CLIENT_BUF, c.to_send, &ring);
+    CU_ASSERT_FATAL(n > 0);
+    c.to_send = (size_t)n;
+    CU_ASSERT(pump(p, &c, NULL, got_bye, &c));
+    CU_ASSERT_EQUAL(c.received[RCI_MSG_WELCOME], 2);
+    struct rci_publisher_stats st;
+    rci_publisher_get_stats(p, &st);
+    CU_ASSERT_EQUAL(st.dead_by_error, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rci_publisher_last_error(p), "HELLO again with another delivery"));
+    client_close(&c);
+    rci_publisher_destroy(p);
+}
+
 static void register_tests(void)
 {
     RCI_SUITE("allow list", {"parse ok", test_parse_ok}, {"parse errors", test_parse_errors},
@@ -528,7 +564,8 @@ static void register_tests(void)
     RCI_SUITE("publisher", {"bad list refused at create", test_publisher_bad_list},
              {"tcp msg: connection refused", test_publisher_msg_refused},
              {"tcp;ofi_rxm rdm: HELLO refused", test_publisher_rdm_refused},
-             {"tcp;ofi_rxm rdm: forged HELLO gains nothing", test_publisher_rdm_forged_hello});
+             {"tcp;ofi_rxm rdm: forged HELLO gains nothing", test_publisher_rdm_forged_hello},
+             {"tcp;ofi_rxm rdm: HELLO again asking for another ring", test_publisher_rdm_hello_changed});
 }
 
 RCI_CUNIT_MAIN(register_tests)
