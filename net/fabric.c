@@ -761,6 +761,25 @@ int rci_fabric_wait_spin(struct rci_fabric *f, int (*poll_fn)(void *arg), void *
  * the same assumption that processes sharing /dev/shm share a pid namespace. */
 #define SHM_DIR "/dev/shm"
 
+/* Unlink /dev/shm/<file> if it is a regular file we own: 1 removed, 0 left
+ * alone (absent, or not ours), -errno. */
+static int remove_own_shm_file(const char *file)
+{
+    int dir = open(SHM_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0)
+        return -errno;
+    struct stat st;
+    int rc = 0;
+    if (fstatat(dir, file, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        rc = errno == ENOENT ? 0 : -errno;
+    else if (!S_ISREG(st.st_mode) || st.st_uid != geteuid())
+        rc = 0;
+    else
+        rc = unlinkat(dir, file, 0) == 0 ? 1 : (errno == ENOENT ? 0 : -errno);
+    close(dir);
+    return rc;
+}
+
 static bool parse_shm_name(const char *name, long *pid, long *uid)
 {
     char *end;
@@ -785,20 +804,15 @@ int rci_fabric_shm_reclaim(const char *name)
         return 0;
     if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
         return 0;  /* alive (or not ours to ask): its file stays */
-    const char *file = strncmp(name, "fi_shm://", 9) == 0 ? name + 9 : name;
-    int dir = open(SHM_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dir < 0)
-        return -errno;
-    struct stat st;
-    int rc = 0;
-    if (fstatat(dir, file, &st, AT_SYMLINK_NOFOLLOW) != 0)
-        rc = errno == ENOENT ? 0 : -errno;
-    else if (!S_ISREG(st.st_mode) || st.st_uid != geteuid())
-        rc = 0;
-    else
-        rc = unlinkat(dir, file, 0) == 0 ? 1 : (errno == ENOENT ? 0 : -errno);
-    close(dir);
-    return rc;
+    return remove_own_shm_file(strncmp(name, "fi_shm://", 9) == 0 ? name + 9 : name);
+}
+
+int rci_fabric_shm_remove_bound(const char *address, unsigned port)
+{
+    char file[sizeof ((struct rci_fabric_params *)0)->address + 8];
+    if (snprintf(file, sizeof file, "%s:%u", address, port) >= (int)sizeof file || strchr(file, '/'))
+        return -EINVAL;
+    return remove_own_shm_file(file);
 }
 
 int rci_fabric_shm_reclaim_all(void)

@@ -239,5 +239,11 @@ int  rci_fabric_error(const struct rci_fabric *f, char *err, size_t errlen, cons
 int rci_fabric_shm_reclaim(const char *name);
 /* The same for every such file in /dev/shm; returns how many were removed. */
 int rci_fabric_shm_reclaim_all(void);
+/* shm: remove the region file of our own endpoint bound to address:port
+ * (fi_ns://ADDRESS:PORT keeps /dev/shm/ADDRESS:PORT) when it cannot be closed
+ * because a thread stays stuck in it: fi_close would unlink it, and shm takes
+ * it over only at the next start on that port. The mapping stays valid for
+ * whoever has it. 1 removed, 0 absent or not ours, -errno. */
+int rci_fabric_shm_remove_bound(const char *address, unsigned port);
 
 #endif

@@ -23,6 +23,7 @@
 #include "readout/sim/configured_card.h"
 #include "common/cpus.h"
 #include "pipeline/publish.h"
+#include "net/fabric.h"
 #include "tools/control.h"
 #include "tools/daemon_announce.h"
 #include "tools/daemon_figures.h"
@@ -980,6 +981,26 @@ static void run_until_done(struct daemon *d)
  * fabric's peer_timeout: a dead subscriber's keys come back by then); the
  * readout threads stop; then the publisher threads, whose end releases
  * whatever it still held. */
+/* Publisher threads left behind keep their endpoints open (nothing is torn
+ * down under them), so shm's fi_close never unlinks their 16 MiB region files
+ * (/dev/shm/ADDRESS:PORT); a daemon not restarted on that port would leave
+ * them for good. Mappings stay valid for whoever has them. */
+static void remove_stuck_shm_regions(struct daemon *d)
+{
+    if (strcmp(d->cfg->fabric.provider, "shm") != 0)
+        return;
+    for (unsigned t = 0; t < rci_pipeline_threads(d->publish); t++) {
+        unsigned port = d->cfg->fabric.port + t;
+        int rc = rci_fabric_shm_remove_bound(d->cfg->fabric.address, port);
+        if (rc > 0)
+            rci_info("removed /dev/shm/%s:%u: publisher thread %u's shm region, its endpoint left open",
+                     d->cfg->fabric.address, port, t);
+        else if (rc < 0)
+            rci_warn("cannot remove /dev/shm/%s:%u (publisher thread %u's shm region): %s",
+                     d->cfg->fabric.address, port, t, strerror(-rc));
+    }
+}
+
 static void stop_cards(struct daemon *d)
 {
     uint64_t drain_ns = d->cfg->fabric.peer_timeout_ns + 1000000000ull;
@@ -1006,8 +1027,11 @@ static void stop_cards(struct daemon *d)
     }
     /* A finished run lingers for the subscribers to read the end of it; a
      * stop by signal does not. */
-    d->threads_abandoned += rci_pipeline_stop_bounded(d->publish, stop_requested ? 0 : d->cfg->daemon.linger_ns,
-                                                     d->cfg->daemon.thread_stuck_after_ns);
+    unsigned publishers_abandoned = rci_pipeline_stop_bounded(d->publish, stop_requested ? 0 : d->cfg->daemon.linger_ns,
+                                                              d->cfg->daemon.thread_stuck_after_ns);
+    d->threads_abandoned += publishers_abandoned;
+    if (publishers_abandoned)
+        remove_stuck_shm_regions(d);
     atomic_store(&d->metrics.threads_abandoned, d->threads_abandoned);
     if (d->threads_abandoned)
         atomic_store(&d->metrics.threads_stuck, d->watch.nstuck > d->threads_abandoned ? d->watch.nstuck

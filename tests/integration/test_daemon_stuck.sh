@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
 # A stuck thread (readout.thread_stuck_after; README.md, "Stuck threads"):
-# publisher thread 0 stops going round its loop and does not come back for
+# publisher thread 0 (shm) stops going round its loop and does not come back for
 # the stop either (readout.fault_publisher_hang_after with
 # fault_publisher_hang_through_stop: as a thread inside a libfabric call that
 # never returns). The daemon names it, ends the run, leaves it behind at the
@@ -17,9 +17,10 @@ MPORT=$((PORT + 1000))
 
 name=stuck
 start_daemon "$name" -o sim.0.rate=5000chunks/s -o readout.wait_subscribers=1 \
+    -o fabric.provider=shm -o fabric.endpoint=rdm \
     -o readout.fault_publisher_hang_after=2s -o readout.fault_publisher_hang_through_stop=true \
     -o readout.thread_stuck_after=2s -o metrics.listen="127.0.0.1:$MPORT" -o metrics.hold_after_run=3s
-start_sub "$name-sub" tcp msg --verify --duration 40
+start_sub "$name-sub" shm rdm --verify --duration 40
 sub_v=$sub
 wait_cards_started "$name"
 
@@ -39,6 +40,11 @@ expect_eq "daemon exit status (3: a thread was stuck)" "$st" 3
 grep -q "ended because a thread was stuck (1 stuck, 1 left behind at the stop): exit status 3" "$WORK/$name.log" \
     || { cat "$WORK/$name.log"; fail "no closing line about the stuck thread"; }
 ok "the closing line names the stuck thread"
+# Over shm the endpoint left open under the stuck thread keeps its 16 MiB
+# region file; the daemon removes it (fi_close, which would, never runs).
+[ ! -e "/dev/shm/127.0.0.1:$PORT" ] || fail "/dev/shm/127.0.0.1:$PORT left behind"
+grep -q "removed /dev/shm/127.0.0.1:$PORT" "$WORK/$name.log" || fail "no line about the removed shm region"
+ok "the stuck publisher's shm region file is removed"
 f="$WORK/$name.json"
 expect_eq "threads_stuck" "$(json_num threads_stuck "$f")" 1
 expect_eq "threads_abandoned" "$(json_num threads_abandoned "$f")" 1
