@@ -15,6 +15,17 @@ PORT=$(port_base 7311)
 TAGS=0-0xffff
 MPORT=$((PORT + 1000))
 
+# sub_got_verified_data PID: stop the subscriber $name-sub (PID) and check
+# it received chunks before the hang, every one verified.
+sub_got_verified_data() {
+    kill -TERM "$1" 2>/dev/null
+    wait "$1"
+    expect_gt "$name-sub chunks before the hang" "$(json_num chunks "$WORK/$name-sub.json")" 0
+    for k in gaps corrupt duplicates; do
+        expect_eq "$name-sub $k" "$(json_num "$k" "$WORK/$name-sub.json")" 0
+    done
+}
+
 name=stuck
 start_daemon "$name" -o sim.0.rate=5000chunks/s -o readout.wait_subscribers=1 \
     -o fabric.provider=shm -o fabric.endpoint=rdm \
@@ -51,12 +62,7 @@ expect_eq "threads_abandoned" "$(json_num threads_abandoned "$f")" 1
 expect_eq "thread_stuck_episodes" "$(json_num thread_stuck_episodes "$f")" 1
 
 # The subscriber got data before the hang, all of it verified.
-kill -TERM "$sub_v" 2>/dev/null
-wait "$sub_v"
-expect_gt "$name-sub chunks before the hang" "$(json_num chunks "$WORK/$name-sub.json")" 0
-for k in gaps corrupt duplicates; do
-    expect_eq "$name-sub $k" "$(json_num "$k" "$WORK/$name-sub.json")" 0
-done
+sub_got_verified_data "$sub_v"
 
 # The readout thread of card 0 hangs through the stop (card.0.fault_readout_hang_after
 # with _through_stop): named, the run ended, left behind at the stop (not
@@ -79,12 +85,7 @@ grep -q "card.0: its readout thread has not turned its loop .* left behind" "$WO
 ok "the stop left the stuck readout thread behind"
 expect_eq "$name threads_stuck" "$(json_num threads_stuck "$WORK/$name.json")" 1
 expect_eq "$name threads_abandoned" "$(json_num threads_abandoned "$WORK/$name.json")" 1
-kill -TERM "$sub_r" 2>/dev/null
-wait "$sub_r"
-expect_gt "$name-sub chunks before the hang" "$(json_num chunks "$WORK/$name-sub.json")" 0
-for k in gaps corrupt duplicates; do
-    expect_eq "$name-sub $k" "$(json_num "$k" "$WORK/$name-sub.json")" 0
-done
+sub_got_verified_data "$sub_r"
 
 # thread_stuck_after = 0: never called stuck; the hang ends at the stop (no
 # through_stop) and SIGTERM ends the daemon normally.

@@ -446,18 +446,27 @@ static void own_address(struct client *c, uint8_t *addr, size_t *len)
     CU_ASSERT_EQUAL_FATAL(rci_fabric_getname(&c->f, c->ep, addr, len, err, sizeof err), 0);
 }
 
+/* An RDM publisher on a new port allowing `allow`, and client c with its own
+ * address (addr, *alen) that has a HELLO with client_id ready to go. */
+static struct rci_publisher *rdm_publisher_and_hello(const char *allow, struct client *c, uint8_t *addr,
+                                                     size_t *alen, uint64_t client_id)
+{
+    uint16_t port = next_port();
+    struct rci_publisher *p = open_publisher("tcp;ofi_rxm", RCI_EP_RDM, port, allow);
+    char err[256] = "";
+    CU_ASSERT_EQUAL_FATAL(client_open(c, "tcp;ofi_rxm", RCI_EP_RDM, port, err, sizeof err), 0);
+    own_address(c, addr, alen);
+    send_hello(c, addr, *alen, client_id);
+    return p;
+}
+
 /* RDM: a HELLO from an address outside the list gets BYE(refused), counted. */
 static void test_publisher_rdm_refused(void)
 {
-    uint16_t port = next_port();
-    struct rci_publisher *p = open_publisher("tcp;ofi_rxm", RCI_EP_RDM, port, "10.0.0.0/8, ::1");
     struct client c;
-    char err[256] = "";
-    CU_ASSERT_EQUAL_FATAL(client_open(&c, "tcp;ofi_rxm", RCI_EP_RDM, port, err, sizeof err), 0);
     uint8_t addr[RCI_WIRE_MAX_ADDR];
     size_t alen;
-    own_address(&c, addr, &alen);
-    send_hello(&c, addr, alen, 7);
+    struct rci_publisher *p = rdm_publisher_and_hello("10.0.0.0/8, ::1", &c, addr, &alen, 7);
     CU_ASSERT(pump(p, &c, NULL, got_bye, &c));
     CU_ASSERT_EQUAL(c.bye_reason, RCI_BYE_REFUSED);
     CU_ASSERT_EQUAL(c.received[RCI_MSG_WELCOME], 0);
@@ -527,15 +536,10 @@ static bool got_two_welcomes(void *arg) { return ((struct client *)arg)->receive
  * (BYE, dead_by_error) instead of being answered as if nothing changed. */
 static void test_publisher_rdm_hello_changed(void)
 {
-    uint16_t port = next_port();
-    struct rci_publisher *p = open_publisher("tcp;ofi_rxm", RCI_EP_RDM, port, "127.0.0.0/8");
     struct client c;
-    char err[256] = "";
-    CU_ASSERT_EQUAL_FATAL(client_open(&c, "tcp;ofi_rxm", RCI_EP_RDM, port, err, sizeof err), 0);
     uint8_t addr[RCI_WIRE_MAX_ADDR];
     size_t alen;
-    own_address(&c, addr, &alen);
-    send_hello(&c, addr, alen, 9);
+    struct rci_publisher *p = rdm_publisher_and_hello("127.0.0.0/8", &c, addr, &alen, 9);
     CU_ASSERT_FATAL(pump(p, &c, NULL, got_welcome, &c));
     send_hello(&c, addr, alen, 9);
     CU_ASSERT(pump(p, &c, NULL, got_two_welcomes, &c));
