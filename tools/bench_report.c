@@ -408,6 +408,48 @@ static void target_bandwidth(const struct rci_bench_report *r, FILE *out)
     target_end(&t);   /* none: "not measured" (auto rows come from pipeline/all without --mode, or --mode auto) */
 }
 
+/* The cheapest transport per GB of the run: the raw row with the least CPU
+ * per GB (large messages), or NULL. */
+static const struct rci_bench_row *cheapest_raw(const struct rci_bench_report *r)
+{
+    const struct rci_bench_row *best = NULL;
+    for (unsigned i = 0; i < r->nrows; i++)
+        if (!strcmp(r->rows[i].test, "raw") && r->rows[i].cpu_s_per_gb > 0 &&
+            (!best || r->rows[i].cpu_s_per_gb < best->cpu_s_per_gb))
+            best = &r->rows[i];
+    return best;
+}
+
+/* Beside target 2, not judged: the most any delivery could reach on this
+ * machine's cores when the CPU is what limits it. Every delivery costs at
+ * least the cheapest transport's CPU per GB, the decoder's at that chunk
+ * size and the simulated card's (the auto row's sim share); the cores
+ * divided by their sum, as a fraction of the peak. A point below the
+ * target's ratio cannot pass here, whatever the pipeline does. */
+static void bandwidth_ceiling(const struct rci_bench_report *r, FILE *out)
+{
+    const struct rci_bench_row *peak = raw_peak(r), *raw = cheapest_raw(r);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    char size[32];
+    unsigned n = 0;
+    fprintf(out, "  bandwidth ceiling from CPU (beside target 2, not judged: %ld cores / (cheapest raw s/GB + decode"
+            " s/GB + simulated card s/GB), x the peak):", cores);
+    for (unsigned i = 0; peak && raw && cores > 0 && peak->gbytes_per_s > 0 && i < r->nrows; i++) {
+        const struct rci_bench_row *w = &r->rows[i];
+        if (!bandwidth_point(w) || !w->has_cpu_split)
+            continue;
+        const struct rci_bench_row *dec = rci_bench_find(r, "decode", w->chunk_size, NULL);
+        if (!dec || dec->cpu_s_per_gb <= 0)
+            continue;
+        double s_per_gb = raw->cpu_s_per_gb + dec->cpu_s_per_gb + w->sim_cpu_s_per_gb;
+        double ceiling = (double)cores / s_per_gb / peak->gbytes_per_s;
+        fprintf(out, "%s %s %.2f (%.2f + %.2f + %.2f s/GB)", n++ ? "," : "",
+                rci_format_size(w->chunk_size, size, sizeof size), ceiling, raw->cpu_s_per_gb,
+                dec->cpu_s_per_gb, w->sim_cpu_s_per_gb);
+    }
+    fprintf(out, "%s\n", n ? "" : " not measured");
+}
+
 /* The block stream's rows beside targets 1 and 2 (ringcast-sub --stream:
  * not what auto mode picks, so it is not judged; printed for comparison,
  * with no pass or MISS): its chunk rate against the decoder's at 64 B and
@@ -443,6 +485,7 @@ void rci_bench_print_targets(const struct rci_bench_report *r, FILE *out)
 {
     fprintf(out, "targets (benchmark issue; pass/MISS per measured point):\n");
     target_bandwidth(r, out);
+    bandwidth_ceiling(r, out);
     target_per_chunk(r, out);
     stream_beside(r, out);
     target_zc_ratio(r, out);
