@@ -976,11 +976,6 @@ static void run_until_done(struct daemon *d)
     rci_info("stop requested");
 }
 
-/* Stop order: cards stop writing; the readouts decode what was written and
- * wait for every key while the publisher keeps sending (bounded by the
- * fabric's peer_timeout: a dead subscriber's keys come back by then); the
- * readout threads stop; then the publisher threads, whose end releases
- * whatever it still held. */
 /* Publisher threads left behind keep their endpoints open (nothing is torn
  * down under them), so shm's fi_close never unlinks their 16 MiB region files
  * (/dev/shm/ADDRESS:PORT); a daemon not restarted on that port would leave
@@ -1001,6 +996,11 @@ static void remove_stuck_shm_regions(struct daemon *d)
     }
 }
 
+/* Stop order: cards stop writing; the readouts decode what was written and
+ * wait for every key while the publisher keeps sending (bounded by the
+ * fabric's peer_timeout: a dead subscriber's keys come back by then); the
+ * readout threads stop; then the publisher threads, whose end releases
+ * whatever it still held. */
 static void stop_cards(struct daemon *d)
 {
     uint64_t drain_ns = d->cfg->fabric.peer_timeout_ns + 1000000000ull;
