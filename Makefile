@@ -277,7 +277,7 @@ TSAN_TESTS := test_roundtrip test_dma_ring test_chunk_queue test_fanout test_car
               test_net_subscriber test_mem test_views
 FUZZ_SRC   := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZERS    := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
-FUZZ_TIME  ?= 20
+FUZZ_TIME  ?= 10
 , := ,
 .PHONY: test-asan test-tsan test-fuzz fuzzers fuzz-corpus
 

@@ -10,26 +10,30 @@
 # Scripts that need the machine to themselves run afterwards, alone:
 # network namespaces and etcd (test_discovery), reserved hugepages
 # (test_card_hugepages), CPU hogs (test_daemon_release).
-# Output: one PASS/FAIL line per script in name order, the tail of each
+# Output: one PASS/FAIL line per script in name order with its wall time
+# (the lane's, so two lanes' times add up to about twice the stage), the tail of each
 # failed script's log, and a summary line; exit 1 if any failed.
 BUILD=${1:-build}
 JOBS=${RCI_TEST_JOBS:-2}
 ALONE="test_discovery test_card_hugepages test_daemon_release"
 mkdir -p "$BUILD/tests"
+stage_start=$(date +%s)
 results=$(mktemp -d "${TMPDIR:-/tmp}/ringcast-itrun.XXXXXX")
 trap 'rm -rf "$results"' EXIT
 
 run_one() { # run_one SCRIPT: PASS/FAIL line into $results/NAME
     name=$(basename "$1" .sh)
     log="$BUILD/tests/$name.log"
+    t0=$(date +%s)
     # A hang catcher, far above any script's time: a hung script fails
     # instead of holding make test forever.
     if timeout -k 10 900 sh "$1" "$BUILD" >"$log" 2>&1; then
         # A test that could not run here says "SKIP: why": show it, not only PASS.
         skip=$(grep -m 1 '^SKIP' "$log")
-        if [ -n "$skip" ]; then echo "PASS $name ($skip)"; else echo "PASS $name"; fi > "$results/$name"
+        took="$(($(date +%s) - t0)) s"
+        if [ -n "$skip" ]; then echo "PASS $name $took ($skip)"; else echo "PASS $name $took"; fi > "$results/$name"
     else
-        { echo "FAIL $name (log: $log)"; tail -n 40 "$log"; } > "$results/$name"
+        { echo "FAIL $name $(($(date +%s) - t0)) s (log: $log)"; tail -n 40 "$log"; } > "$results/$name"
     fi
 }
 
@@ -63,5 +67,5 @@ for t in tests/integration/test_*.sh; do
     cat "$r"
     if head -n 1 "$r" | grep -q '^PASS'; then pass=$((pass + 1)); else fail=$((fail + 1)); fi
 done
-echo "integration: $pass passed, $fail failed"
+echo "integration: $pass passed, $fail failed, $(($(date +%s) - stage_start)) s"
 [ "$fail" -eq 0 ]
