@@ -10,7 +10,9 @@
  *   programs: the daemon without its simulated card, the subscribers, the
  *   simulated card; their sum is cpu_s_per_gb up to the bench's sampling);
  *   ratio_to_raw, mallocs_per_chunk, copied_bytes_per_chunk (pipeline rows);
- *   p50_us, p99_us, p999_us, max_us (latency rows); subscribers (fanout rows);
+ *   p50_us, p99_us, p999_us, max_us (latency, idle and wake rows: a "wake" row
+ *   is one eventfd wake-up of a thread on another CPU, bench_wake.h, with no
+ *   bytes and no CPU figure); subscribers (fanout rows);
  * and, to tell rows of the same test and size apart: fill (pipeline,
  * latency, fanout rows: the simulator's payload) and mode (latency rows:
  * zerocopy or buffered); delivery ("send" or "rma") and block_size on pipeline

@@ -36,6 +36,7 @@
 #include "tools/bench_pipeline.h"
 #include "tools/bench_raw.h"
 #include "tools/bench_report.h"
+#include "tools/bench_wake.h"
 
 #define MAX_SIZES 32u
 #define MIN_CHUNK 8u                  /* fill = timestamp needs the 8-byte stamp */
@@ -636,12 +637,44 @@ static int measure_latency(struct bench *b, uint64_t size, const char *mode)
     return 0;
 }
 
-/* latency: every --mode (zero copy and buffered by default) at every size. */
+/* The floor under the latency rows when the pipeline's threads sleep
+ * between chunks: one wake-up of a thread on another, idle CPU
+ * (bench_wake.h), WAKE_SAMPLES of them WAKE_GAP_NS apart. Not measured (a
+ * note on stderr, no row) on a machine that gives this process one CPU. */
+#define WAKE_SAMPLES 2000u
+#define WAKE_GAP_NS  (1000ull * 1000)
+static int measure_wake(struct bench *b)
+{
+    struct rci_bench_wake_result w;
+    char err[160];
+    int rc = rci_bench_wake(WAKE_SAMPLES, WAKE_GAP_NS, &w, err, sizeof err);
+    if (rc == -ENODEV) {
+        fprintf(stderr, "ringcast-bench: %s: no wake row\n", err);
+        return 0;
+    }
+    if (rc) {
+        fprintf(stderr, "ringcast-bench: %s\n", err);
+        return rc;
+    }
+    struct rci_bench_row row = { .test = "wake", .chunk_size = sizeof(uint64_t), .has_latency = true,
+                                .chunks_per_s = w.samples / w.seconds, .p50_us = w.p50_us, .p99_us = w.p99_us,
+                                .p999_us = w.p999_us, .max_us = w.max_us };
+    snprintf(row.note, sizeof row.note, "eventfd wake-up of a thread on idle CPU %d from CPU %d, %u samples 1 ms apart",
+             w.cpu_waiter, w.cpu_waker, w.samples);
+    rci_bench_emit(&b->report, &row);
+    return 0;
+}
+
+/* latency: one hand-off's cost (wake), then every --mode (zero copy and
+ * buffered by default) at every size. */
 static int run_latency(struct bench *b)
 {
+    int rc = measure_wake(b);
+    if (rc)
+        return rc;
     for (unsigned i = 0; i < b->o.nsizes; i++)
         for (unsigned m = 0; m < b->o.nmodes; m++) {
-            int rc = measure_latency(b, b->o.sizes[i], b->o.modes[m]);
+            rc = measure_latency(b, b->o.sizes[i], b->o.modes[m]);
             if (rc)
                 return rc;
         }
@@ -829,7 +862,8 @@ static const struct bench_mode bench_modes[] = {
     { "pipeline", "simulated card -> daemon -> ringcast-sub, every --mode, fill none/pattern, "
                   "with allocations and copied bytes per chunk (runs raw too, for the ratio); without --mode "
                   "and --delivery also auto and the block stream (stream) per size", run_pipeline },
-    { "latency", "card-write-to-callback latency at half the maximum rate, every --mode", run_latency },
+    { "latency", "one wake-up of a thread on another CPU (wake), then card-write-to-callback latency at half "
+                 "the maximum rate, every --mode", run_latency },
     { "fanout", "1, 2, 4, 8 subscribers of every tag (--fanout-size)", run_fanout },
     { "rma", "RMA delivery beside send delivery (zero copy) at 8 KiB and 64 KiB with 64 KiB blocks, "
              "with the raw and raw-rma (fi_writedata) streams", run_rma },

@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
 # ringcast-bench end to end, briefly: every mode (decode, raw, pipeline,
-# latency, fanout, idle) at one chunk size with --json and --plot; each line is
+# latency with its wake row, fanout, idle) at one chunk size with --json and --plot; each line is
 # one JSON object with the fields of tools/README.md and sane values, the
 # hygiene counters say what zero copy and buffered mode really do (no
 # payload copy vs. the whole chunk copied), the CSV holds every row, the
@@ -41,8 +41,8 @@ expect_eq "fanout_vs_one points" "$(jq -s -c '[.[] | select(.target == "fanout_v
 lines=$((lines - targets))
 
 count() { jq -s "[.[] | select(.test != \"target\" and ($1))] | length" "$out"; }
-expect_eq "rows without a positive rate or cpu_s_per_gb" \
-    "$(count '(.chunk_size > 0 and .gbytes_per_s > 0 and .chunks_per_s > 0 and .cpu_s_per_gb > 0) | not')" 0
+expect_eq "rows (but the wake row: no bytes) without a positive rate or cpu_s_per_gb" \
+    "$(count '.test != "wake" and ((.chunk_size > 0 and .gbytes_per_s > 0 and .chunks_per_s > 0 and .cpu_s_per_gb > 0) | not)')" 0
 # The bandwidth target (issue 17): all without --mode measures auto (fill none) at 1 KiB and
 # reports it against the best raw row, as text on stderr and one target object on stdout (no raw row
 # of 1 MiB messages at --sizes 1k: the best raw row is not the link's peak, so no pass).
@@ -95,6 +95,16 @@ for mode in zerocopy buffered; do
         "$(count ".test == \"latency\" and .mode == \"$mode\" and .p50_us > 0 and .p50_us <= .p99_us
                   and .p99_us <= .p999_us and .p999_us <= .max_us")" 1
 done
+# The latency mode's wake row (one eventfd wake-up of a thread on another, idle CPU) and the floor
+# line beside target 3: 3 hand-offs x the row's p50, recomputed here.
+expect_eq "one wake row with ordered percentiles" \
+    "$(count '.test == "wake" and .p50_us > 0 and .p50_us <= .p99_us and .p99_us <= .p999_us and .p999_us <= .max_us')" 1
+want=$(jq -s '[.[] | select(.test == "wake") | .p50_us * 3] | first | round' "$out")
+got=$(sed -n 's/^  latency floor from wake-ups .*: p50 \([0-9]*\) us (3 x .*/\1/p' "$WORK/bench.err")
+[ -n "$got" ] || { grep "latency floor" "$WORK/bench.err"; fail "no latency floor line on stderr"; }
+[ "$(( got - want ))" -ge -1 ] && [ "$(( got - want ))" -le 1 ] ||
+    fail "latency floor: printed $got us, the wake row gives $want us"
+ok "latency floor = $got us (3 x the wake row's p50)"
 expect_eq "idle rows (poll, interrupt) with latency" \
     "$(jq -s -c '[.[] | select(.test == "idle" and .p50_us > 0) | .mode]' "$out")" '["poll","interrupt"]'
 expect_eq "fanout rows with 1, 2, 4, 8 subscribers" \
