@@ -44,8 +44,8 @@ struct rci_card_params {
     uint64_t poll_spin_ns;         /* spin at most this long on an idle ring (poll mode: no longer
                                       than the last stretch of work took) ... */
     uint64_t poll_sleep_ns;        /* ... then sleep this long between polls */
-    enum rci_card_wait wait;
-    char cpus[64];                 /* the readout thread's CPUs ("2,3", "4-7"); "" = not pinned */       /* poll, or sleep on the card's interrupt when the ring is empty */
+    enum rci_card_wait wait;       /* poll, or sleep on the card's interrupt when the ring is empty */
+    char cpus[64];                 /* the readout thread's CPUs ("2,3", "4-7"); "" = not pinned */
     uint64_t rd_update_bytes;      /* batch RD_POINTER writes: at most every N bytes released */
     uint32_t max_chunk_size;       /* larger chunks are dropped and counted (oversize) */
     uint32_t max_chunk_pieces;     /* more pieces: dropped and counted (oversize) */
