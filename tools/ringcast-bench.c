@@ -659,8 +659,8 @@ static int measure_wake(struct bench *b)
     struct rci_bench_row row = { .test = "wake", .chunk_size = sizeof(uint64_t), .has_latency = true,
                                 .chunks_per_s = w.samples / w.seconds, .p50_us = w.p50_us, .p99_us = w.p99_us,
                                 .p999_us = w.p999_us, .max_us = w.max_us };
-    snprintf(row.note, sizeof row.note, "eventfd wake-up of a thread on idle CPU %d from CPU %d, %u samples 1 ms apart",
-             w.cpu_waiter, w.cpu_waker, w.samples);
+    snprintf(row.note, sizeof row.note, "eventfd wake-up of a thread on idle CPU %d from CPU %d, %u samples %g ms apart",
+             w.cpu_waiter, w.cpu_waker, w.samples, (double)WAKE_GAP_NS / 1e6);
     rci_bench_emit(&b->report, &row);
     return 0;
 }
