@@ -4,15 +4,16 @@
 #
 # Most scripts spend their time waiting (timers, subscribers draining, daemons
 # starting), so RCI_TEST_JOBS lanes (default 2) run them side by side: each
-# lane runs its share one after the other, with its own port range
+# lane takes the next script not yet taken, with its own port range
 # (RCI_PORT_FIRST/RCI_PORT_SPAN, tests/integration/lib.sh port_base), and
 # the tests stay what they must be anyway, correct on a busy 2-core machine.
 # Scripts that need the machine to themselves run afterwards, alone:
 # network namespaces and etcd (test_discovery), reserved hugepages
 # (test_card_hugepages), CPU hogs (test_daemon_release).
-# Output: one PASS/FAIL line per script in name order with its wall time
-# (the lane's, so two lanes' times add up to about twice the stage), the tail of each
-# failed script's log, and a summary line; exit 1 if any failed.
+# Output: one PASS/FAIL line per script in name order with its wall time (the
+# lanes run side by side: the times add up to about JOBS x the stage's), the
+# tail of each failed script's log, and a summary line with the stage's wall
+# time; exit 1 if any failed.
 BUILD=${1:-build}
 JOBS=${RCI_TEST_JOBS:-2}
 ALONE="test_discovery test_card_hugepages test_daemon_release"
@@ -39,18 +40,33 @@ run_one() { # run_one SCRIPT: PASS/FAIL line into $results/NAME
 
 is_alone() { case " $ALONE " in *" $1 "*) return 0 ;; esac; return 1; }
 
-# Lane i runs the shared scripts i, i + JOBS, i + 2 JOBS, ... in its own ports.
+# The shared scripts, the longest first (LONG: each took a minute or more in
+# a CI run; an order only, every script runs whatever this list says), so
+# that the lanes end together instead of one lane finishing a long script
+# alone at the end.
+LONG="test_bench_smoke test_daemon_slow test_daemon_faults test_daemon_stream test_daemon_stall"
+queue() {
+    for name in $LONG; do
+        [ -f "tests/integration/$name.sh" ] && echo "tests/integration/$name.sh"
+    done
+    for t in tests/integration/test_*.sh; do
+        [ -f "$t" ] || continue
+        name=$(basename "$t" .sh)
+        is_alone "$name" && continue
+        case " $LONG " in *" $name "*) continue ;; esac
+        echo "$t"
+    done
+}
+
+# Each lane, in its own ports, takes the next script nobody has taken yet:
+# mkdir is atomic, so exactly one lane claims each script.
 span=$((20000 / JOBS))
 lane=0
 while [ "$lane" -lt "$JOBS" ]; do
     (
         export RCI_PORT_FIRST=$((20000 + lane * span)) RCI_PORT_SPAN=$((span - 200))
-        i=0
-        for t in tests/integration/test_*.sh; do
-            [ -f "$t" ] || continue
-            is_alone "$(basename "$t" .sh)" && continue
-            [ $((i % JOBS)) -eq "$lane" ] && run_one "$t"
-            i=$((i + 1))
+        for t in $(queue); do
+            mkdir "$results/claim.$(basename "$t" .sh)" 2>/dev/null && run_one "$t"
         done
     ) &
     lane=$((lane + 1))
