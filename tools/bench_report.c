@@ -449,15 +449,16 @@ static const struct rci_bench_row *cheapest_raw(const struct rci_bench_report *r
  * least the cheapest transport's CPU per GB, the decoder's at that chunk
  * size and the simulated card's (the auto row's sim share); the cores
  * divided by their sum, as a fraction of the peak. A point below the
- * target's ratio cannot pass here, whatever the pipeline does. */
-static void bandwidth_ceiling(const struct rci_bench_report *r, FILE *out)
+ * target's ratio cannot pass here, whatever the pipeline does. copy_s_per_gb
+ * (0: none) adds a copy of every byte: the ceiling of a copying delivery. */
+static void print_ceiling(const struct rci_bench_report *r, FILE *out, double copy_s_per_gb)
 {
     const struct rci_bench_row *peak = raw_peak(r), *raw = cheapest_raw(r);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    char size[32];
+    char size[32], copy[32] = "";
     unsigned n = 0;
-    fprintf(out, "  bandwidth ceiling from CPU (beside target 2, not judged: %ld cores / (cheapest raw s/GB + decode"
-            " s/GB + simulated card s/GB), x the peak):", cores);
+    if (copy_s_per_gb > 0)
+        snprintf(copy, sizeof copy, " + %.2f", copy_s_per_gb);
     for (unsigned i = 0; peak && raw && cores > 0 && peak->gbytes_per_s > 0 && i < r->nrows; i++) {
         const struct rci_bench_row *w = &r->rows[i];
         if (!bandwidth_point(w) || !w->has_cpu_split)
@@ -465,13 +466,41 @@ static void bandwidth_ceiling(const struct rci_bench_report *r, FILE *out)
         const struct rci_bench_row *dec = rci_bench_find(r, "decode", w->chunk_size, NULL);
         if (!dec || dec->cpu_s_per_gb <= 0)
             continue;
-        double s_per_gb = raw->cpu_s_per_gb + dec->cpu_s_per_gb + w->sim_cpu_s_per_gb;
+        double s_per_gb = raw->cpu_s_per_gb + dec->cpu_s_per_gb + w->sim_cpu_s_per_gb + copy_s_per_gb;
         double ceiling = (double)cores / s_per_gb / peak->gbytes_per_s;
-        fprintf(out, "%s %s %.2f (%.2f + %.2f + %.2f s/GB)", n++ ? "," : "",
+        fprintf(out, "%s %s %.2f (%.2f + %.2f + %.2f%s s/GB)", n++ ? "," : "",
                 rci_format_size(w->chunk_size, size, sizeof size), ceiling, raw->cpu_s_per_gb,
-                dec->cpu_s_per_gb, w->sim_cpu_s_per_gb);
+                dec->cpu_s_per_gb, w->sim_cpu_s_per_gb, copy);
     }
     fprintf(out, "%s\n", n ? "" : " not measured");
+}
+
+static void bandwidth_ceiling(const struct rci_bench_report *r, FILE *out)
+{
+    fprintf(out, "  bandwidth ceiling from CPU (beside target 2, not judged: %ld cores / (cheapest raw s/GB + decode"
+            " s/GB + simulated card s/GB), x the peak):", sysconf(_SC_NPROCESSORS_ONLN));
+    print_ceiling(r, out, 0);
+}
+
+/* The same with one copy of every byte at the memcpy row's CPU per GB:
+ * what auto mode does with 4 KiB blocks (buffered pages below its
+ * threshold, gather-copy above when a chunk has more pieces than one
+ * message carries). Its only zero-copy alternative sends at most
+ * iov_limit - 1 blocks' pieces per message (three over tcp), at the raw
+ * rows' small-message cost. */
+static void bandwidth_ceiling_copying(const struct rci_bench_report *r, FILE *out)
+{
+    const struct rci_bench_row *mc = NULL;
+    for (unsigned i = 0; i < r->nrows && !mc; i++)
+        if (!strcmp(r->rows[i].test, "memcpy") && r->rows[i].cpu_s_per_gb > 0)
+            mc = &r->rows[i];
+    fprintf(out, "  bandwidth ceiling of a copying delivery (beside target 2, not judged: the ceiling's sum + memcpy"
+            " s/GB, x the peak):");
+    if (!mc) {
+        fprintf(out, " not measured\n");
+        return;
+    }
+    print_ceiling(r, out, mc->cpu_s_per_gb);
 }
 
 /* The block stream's rows beside targets 1 and 2 (ringcast-sub --stream:
@@ -510,6 +539,7 @@ void rci_bench_print_targets(const struct rci_bench_report *r, FILE *out)
     fprintf(out, "targets (benchmark issue; pass/MISS per measured point):\n");
     target_bandwidth(r, out);
     bandwidth_ceiling(r, out);
+    bandwidth_ceiling_copying(r, out);
     target_per_chunk(r, out);
     stream_beside(r, out);
     target_zc_ratio(r, out);

@@ -66,6 +66,19 @@ got=$(sed -n 's/^  bandwidth ceiling from CPU .*: 1k \([0-9.]*\) (.*/\1/p' "$WOR
 awk -v a="$got" -v b="$want" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.011 + 0.001 * b) }' ||
     fail "bandwidth ceiling at 1k: printed $got, the rows give $want"
 ok "bandwidth ceiling at 1k = $got (the rows give $want)"
+# The ceiling of a copying delivery: the same sum + the memcpy row's CPU per GB.
+want=$(jq -s --argjson cores "$(nproc)" '
+    ([.[] | select(.test == "raw" and .cpu_s_per_gb > 0) | .cpu_s_per_gb] | min) as $raw
+    | ([.[] | select(.test == "raw") | .gbytes_per_s] | max) as $peak
+    | ([.[] | select(.test == "decode" and .chunk_size == 1024) | .cpu_s_per_gb] | first) as $dec
+    | ([.[] | select(.test == "auto" and .fill == "none" and .chunk_size == 1024) | .sim_cpu_s_per_gb] | first) as $sim
+    | ([.[] | select(.test == "memcpy") | .cpu_s_per_gb] | first) as $copy
+    | $cores / ($raw + $dec + $sim + $copy) / $peak' "$out")
+got=$(sed -n 's/^  bandwidth ceiling of a copying delivery .*: 1k \([0-9.]*\) (.*/\1/p' "$WORK/bench.err")
+[ -n "$got" ] || { grep "ceiling" "$WORK/bench.err"; fail "no copying-delivery ceiling line with a 1k point on stderr"; }
+awk -v a="$got" -v b="$want" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.011 + 0.001 * b) }' ||
+    fail "copying-delivery ceiling at 1k: printed $got, the rows give $want"
+ok "copying-delivery ceiling at 1k = $got (the rows give $want)"
 for t in decode memcpy raw; do
     expect_gt "$t rows" "$(count ".test == \"$t\"")" 0
 done
