@@ -40,10 +40,10 @@ run_one() { # run_one SCRIPT: PASS/FAIL line into $results/NAME
 
 is_alone() { case " $ALONE " in *" $1 "*) return 0 ;; esac; return 1; }
 
-# The shared scripts, the longest first (LONG: each took a minute or more in
-# a CI run; an order only, every script runs whatever this list says), so
-# that the lanes end together instead of one lane finishing a long script
-# alone at the end.
+# The shared scripts, the longest first (LONG: the five longest of a CI run,
+# 50-82 s each; an order only, every script runs whatever this list says),
+# so that the lanes end together instead of one lane finishing a long
+# script alone at the end.
 LONG="test_bench_smoke test_daemon_slow test_daemon_faults test_daemon_stream test_daemon_stall"
 queue() {
     for name in $LONG; do
