@@ -21,7 +21,7 @@ struct wake_run {
     int cpu_waiter;
     unsigned samples;
     _Atomic uint64_t woke_ns;         /* the waiter's clock right after poll() returned */
-    int waiter_err;                   /* errno of the waiter's pinning, 0 = pinned */
+    _Atomic int waiter_err;           /* errno of the waiter's pinning, 0 = pinned */
 };
 
 /* The first two CPUs this process may run on; false if it has fewer. */
@@ -72,9 +72,10 @@ static void post_fd(int fd)
 static void *waiter_main(void *arg)
 {
     struct wake_run *w = arg;
-    w->waiter_err = pin_self(w->cpu_waiter);
+    int rc = pin_self(w->cpu_waiter);
+    atomic_store_explicit(&w->waiter_err, rc, memory_order_release);
     post_fd(w->ack_fd);               /* pinned (or not): the waker may start */
-    if (w->waiter_err)
+    if (rc)
         return NULL;
     for (unsigned i = 0; i < w->samples; i++) {
         wait_fd(w->ring_fd);
@@ -127,13 +128,14 @@ static int run_pinned(struct wake_run *w, int cpu_waker, uint64_t gap_ns, uint64
     }
     wait_fd(w->ack_fd);
     drain_fd(w->ack_fd);
-    if (w->waiter_err == 0)
+    int waiter_err = atomic_load_explicit(&w->waiter_err, memory_order_acquire);
+    if (waiter_err == 0)
         measure(w, gap_ns, took);
     pthread_join(t, NULL);
-    if (w->waiter_err) {
+    if (waiter_err) {
         rci_set_err(err, errlen, "wake: cannot pin the waiting thread to CPU %d: %s", w->cpu_waiter,
-                    strerror(w->waiter_err));
-        return -w->waiter_err;
+                    strerror(waiter_err));
+        return -waiter_err;
     }
     return 0;
 }
