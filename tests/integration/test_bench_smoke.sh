@@ -53,32 +53,25 @@ expect_eq "bandwidth_auto target point 1k: ratio to the raw peak, limit 0.9, no 
 grep -q "bandwidth: what auto mode picks >= 0.90 x the link's peak .*: 1k [0-9.]* \(pass\|MISS\)" "$WORK/bench.err" ||
     fail "no bandwidth target line with the 1k ratio on stderr"
 ok "bandwidth target line on stderr"
-# The CPU ceiling beside it: nproc / (the raw row with the least CPU per GB + the decoder's at 1 KiB +
-# the auto row's simulated card) / the best raw row's GB/s, recomputed here from the JSON rows.
-want=$(jq -s --argjson cores "$(nproc)" '
-    ([.[] | select(.test == "raw" and .cpu_s_per_gb > 0) | .cpu_s_per_gb] | min) as $raw
-    | ([.[] | select(.test == "raw") | .gbytes_per_s] | max) as $peak
-    | ([.[] | select(.test == "decode" and .chunk_size == 1024) | .cpu_s_per_gb] | first) as $dec
-    | ([.[] | select(.test == "auto" and .fill == "none" and .chunk_size == 1024) | .sim_cpu_s_per_gb] | first) as $sim
-    | $cores / ($raw + $dec + $sim) / $peak' "$out")
-got=$(sed -n 's/^  bandwidth ceiling from CPU .*: 1k \([0-9.]*\) (.*/\1/p' "$WORK/bench.err")
-[ -n "$got" ] || { grep "ceiling" "$WORK/bench.err"; fail "no bandwidth ceiling line with a 1k point on stderr"; }
-awk -v a="$got" -v b="$want" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.011 + 0.001 * b) }' ||
-    fail "bandwidth ceiling at 1k: printed $got, the rows give $want"
-ok "bandwidth ceiling at 1k = $got (the rows give $want)"
-# The ceiling of a copying delivery: the same sum + the memcpy row's CPU per GB.
-want=$(jq -s --argjson cores "$(nproc)" '
-    ([.[] | select(.test == "raw" and .cpu_s_per_gb > 0) | .cpu_s_per_gb] | min) as $raw
-    | ([.[] | select(.test == "raw") | .gbytes_per_s] | max) as $peak
-    | ([.[] | select(.test == "decode" and .chunk_size == 1024) | .cpu_s_per_gb] | first) as $dec
-    | ([.[] | select(.test == "auto" and .fill == "none" and .chunk_size == 1024) | .sim_cpu_s_per_gb] | first) as $sim
-    | ([.[] | select(.test == "memcpy") | .cpu_s_per_gb] | first) as $copy
-    | $cores / ($raw + $dec + $sim + $copy) / $peak' "$out")
-got=$(sed -n 's/^  bandwidth ceiling of a copying delivery .*: 1k \([0-9.]*\) (.*/\1/p' "$WORK/bench.err")
-[ -n "$got" ] || { grep "ceiling" "$WORK/bench.err"; fail "no copying-delivery ceiling line with a 1k point on stderr"; }
-awk -v a="$got" -v b="$want" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.011 + 0.001 * b) }' ||
-    fail "copying-delivery ceiling at 1k: printed $got, the rows give $want"
-ok "copying-delivery ceiling at 1k = $got (the rows give $want)"
+# The CPU ceilings beside it, recomputed here from the JSON rows: nproc / (the raw row with the least
+# CPU per GB + the decoder's at 1 KiB + the auto row's simulated card [+ the memcpy row's CPU per GB, for
+# a copying delivery]) / the best raw row's GB/s.
+check_ceiling() { # check_ceiling LINE_TITLE COPY(0|1)
+    want=$(jq -s --argjson cores "$(nproc)" --argjson copy "$2" '
+        ([.[] | select(.test == "raw" and .cpu_s_per_gb > 0) | .cpu_s_per_gb] | min) as $raw
+        | ([.[] | select(.test == "raw") | .gbytes_per_s] | max) as $peak
+        | ([.[] | select(.test == "decode" and .chunk_size == 1024) | .cpu_s_per_gb] | first) as $dec
+        | ([.[] | select(.test == "auto" and .fill == "none" and .chunk_size == 1024) | .sim_cpu_s_per_gb] | first) as $sim
+        | ([.[] | select(.test == "memcpy") | .cpu_s_per_gb] | first) as $memcpy
+        | $cores / ($raw + $dec + $sim + $copy * $memcpy) / $peak' "$out")
+    got=$(sed -n "s/^  $1 .*: 1k \\([0-9.]*\\) (.*/\\1/p" "$WORK/bench.err")
+    [ -n "$got" ] || { grep "ceiling" "$WORK/bench.err"; fail "no '$1' line with a 1k point on stderr"; }
+    awk -v a="$got" -v b="$want" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.011 + 0.001 * b) }' ||
+        fail "$1 at 1k: printed $got, the rows give $want"
+    ok "$1 at 1k = $got (the rows give $want)"
+}
+check_ceiling "bandwidth ceiling from CPU" 0
+check_ceiling "bandwidth ceiling of a copying delivery" 1
 for t in decode memcpy raw; do
     expect_gt "$t rows" "$(count ".test == \"$t\"")" 0
 done
