@@ -45,7 +45,7 @@ static int pin_self(int cpu)
     return pthread_setaffinity_np(pthread_self(), sizeof set, &set);
 }
 
-/* Block until fd is readable, then take its count. */
+/* Block until fd is readable (drain_fd then takes its count). */
 static void wait_fd(int fd)
 {
     struct pollfd p = { .fd = fd, .events = POLLIN };
@@ -140,8 +140,8 @@ static int run_pinned(struct wake_run *w, int cpu_waker, uint64_t gap_ns, uint64
     return 0;
 }
 
-/* The caller's CPU affinity is put back afterwards: the rest of the
- * benchmark runs where it ran before. */
+/* run_pinned with the caller's CPU affinity put back afterwards: the rest
+ * of the benchmark runs where it ran before. */
 static int measure_with_fds(struct wake_run *w, int cpu_waker, uint64_t gap_ns, uint64_t *took, char *err,
                             size_t errlen)
 {
