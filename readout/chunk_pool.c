@@ -79,6 +79,22 @@ struct rci_chunk_rec *rci_chunk_pool_get(struct rci_chunk_pool *pool)
     struct cds_lfs_node *node = pool->taken_free;
     pool->taken_free = node->next;
     struct rci_chunk_rec *rec = caa_container_of(node, struct rci_chunk_rec, node);
+    /* The next record on the list was last written by the thread that
+     * released it, on the other core: its cache lines (the record and its
+     * first piece slot) are fetched now, while the decoder fills this one,
+     * instead of when the next get follows the link and stalls on them (in a
+     * profile at 64 B chunks, 80 % of this function's time was that load).
+     * The slot's address comes from the record's place in the array: nothing
+     * is read from the record to find it. Read hints: -march=corei7 has no
+     * PREFETCHW, and GCC drops a write hint it cannot encode. Written here,
+     * not in a helper: GCC found a helper free of side effects and removed
+     * its call. */
+    if (pool->taken_free) {
+        const struct rci_chunk_rec *next = caa_container_of(pool->taken_free, struct rci_chunk_rec, node);
+        __builtin_prefetch(next);
+        __builtin_prefetch((const char *)(next + 1) - 1);   /* a record may straddle two lines */
+        __builtin_prefetch(&pool->piece_store[(size_t)(next - pool->recs) * pool->max_pieces]);
+    }
     /* Generation 0 is skipped so that no key is ever 0 (0 means "not live"). */
     if (++rec->gen == 0)
         rec->gen = 1;

@@ -132,6 +132,75 @@ void rci_readout_release(struct rci_readout *r, uint64_t key)
     atomic_fetch_add_explicit(&r->shared.releases, 1, memory_order_release);
 }
 
+/* Block references of a release burst: consecutive pieces in one block
+ * (small chunks: dozens per block) drop theirs with one atomic. */
+struct unref_run {
+    uint32_t block, n;
+};
+
+static void unref_run_flush(struct rci_readout *r, struct unref_run *run)
+{
+    if (run->n)
+        block_unref_n(r, run->block, run->n);
+    run->n = 0;
+}
+
+static void unref_run_add(struct rci_readout *r, struct unref_run *run, const struct rci_chunk *c)
+{
+    for (uint32_t i = 0; i < c->npieces; i++) {
+        if (c->pieces[i].ring_offset == RCI_PIECE_SPILLED)
+            continue;
+        uint32_t block = c->pieces[i].ring_offset / r->p.block_size;
+        if (run->n && block != run->block)
+            unref_run_flush(r, run);
+        run->block = block;
+        run->n++;
+    }
+}
+
+#define RELEASE_BURST_MAX 64u
+
+/* In the order of rci_readout_release(): every record's block references
+ * are dropped before it goes back to the pool (a reused record's pieces are
+ * overwritten), and the releases are counted after the puts. */
+static void release_some(struct rci_readout *r, const uint64_t *keys, unsigned n)
+{
+    struct rci_chunk_rec *recs[RELEASE_BURST_MAX];
+    struct unref_run run = { 0, 0 };
+    unsigned claimed = 0;
+    for (unsigned i = 0; i < n; i++) {
+        struct rci_chunk_rec *rec = rci_chunk_pool_claim(&r->pool, keys[i]);
+        if (!rec) {
+            rci_shared_counter_add(&r->shared.bad_releases, 1);
+            continue;
+        }
+        unref_run_add(r, &run, &rec->chunk);
+        recs[claimed++] = rec;
+    }
+    unref_run_flush(r, &run);
+    if (claimed == 0)
+        return;
+    if (decoding_here == r) {
+        for (unsigned i = 0; i < claimed; i++)
+            rci_chunk_pool_put_local(&r->pool, recs[i]);
+        rci_counter_add(&r->st.releases_local, claimed);
+        return;
+    }
+    for (unsigned i = 0; i < claimed; i++)
+        rci_chunk_pool_put(&r->pool, recs[i]);
+    atomic_fetch_add_explicit(&r->shared.releases, claimed, memory_order_release);
+}
+
+void rci_readout_release_burst(struct rci_readout *r, const uint64_t *keys, unsigned n)
+{
+    while (n > 0) {
+        unsigned some = n < RELEASE_BURST_MAX ? n : RELEASE_BURST_MAX;
+        release_some(r, keys, some);
+        keys += some;
+        n -= some;
+    }
+}
+
 void rci_readout_refuse(struct rci_readout *r, uint64_t key)
 {
     struct rci_chunk_rec *rec = rci_chunk_pool_claim(&r->pool, key);

@@ -954,6 +954,60 @@ static void test_bad_releases(void)
     fx_close(f);
 }
 
+/* rci_readout_release_burst: a burst longer than the 64 keys it handles at
+ * once, with chunks spanning blocks and bad keys among the good ones. The
+ * ring advances over exactly the blocks whose chunks are all released, and
+ * every good key counts once. */
+static void test_release_burst(void)
+{
+    FOR_EACH_FORMAT(fmt) {
+        struct fx *f = fx_open(fmt, 8);
+        uint32_t bs = f->p.block_size;
+        struct tblk b;
+        unsigned per_block = fmt == FELIX_FMT_ABCD ? 40 : 45;   /* 8-byte chunks, 3 blocks */
+        for (unsigned blk = 0; blk < 3; blk++) {
+            tblk_begin(&b, fmt, bs, 1, blk);
+            if (blk > 0)
+                tblk_sub(&b, FELIX_SUB_LAST, NULL, 8, 0);       /* ends the previous FIRST */
+            for (unsigned i = 0; i < per_block; i++)
+                tblk_sub(&b, FELIX_SUB_WHOLE, NULL, 8, 0);
+            if (blk < 2)
+                tblk_sub(&b, FELIX_SUB_FIRST, NULL, 8, 0);      /* a chunk over two blocks */
+            fx_put(f, &b);
+        }
+        unsigned n = rci_readout_decode(f->r);
+        CU_ASSERT_EQUAL_FATAL(n, 3 * per_block + 2);
+        CU_ASSERT_EQUAL_FATAL(f->ngot, n);
+        /* Everything but the last block's chunks, with bad keys mixed in. */
+        uint64_t keys[3 * 45 + 2 + 4];
+        unsigned nkeys = 0, first_of_last = 2 * per_block + 2, good = 0;
+        for (unsigned i = 0; i < first_of_last; i++) {
+            if (i == 10)
+                keys[nkeys++] = 0;
+            if (i == 70)
+                keys[nkeys++] = f->got[3].c.key;                   /* duplicate in the burst */
+            keys[nkeys++] = f->got[i].c.key;
+            f->got[i].released = true;
+            good++;
+        }
+        keys[nkeys++] = 12345ull << 32 | 999;                       /* index out of range */
+        keys[nkeys++] = f->got[first_of_last].c.key ^ (1ull << 40); /* wrong generation */
+        CU_ASSERT_FATAL(nkeys > 64);
+        rci_readout_release_burst(f->r, keys, nkeys);
+        struct rci_readout_stats s = fx_stats(f);
+        CU_ASSERT_EQUAL(s.releases, good);
+        CU_ASSERT_EQUAL(s.bad_releases, 4);
+        CU_ASSERT_EQUAL(s.chunks_in_flight, n - good);
+        CU_ASSERT_EQUAL(fx_read(f), 2 * bs);           /* block 2 is still held */
+        rci_readout_release_burst(f->r, keys, 0);       /* nothing: no change */
+        CU_ASSERT_EQUAL(fx_stats(f).releases, good);
+        fx_release_all(f);
+        CU_ASSERT_EQUAL(fx_read(f), 3 * bs);
+        CU_ASSERT_TRUE(rci_readout_drained(f->r));
+        fx_close(f);
+    }
+}
+
 static void test_pool_backpressure(void)
 {
     FOR_EACH_FORMAT(fmt) {
@@ -1466,12 +1520,28 @@ static unsigned rnd_sink(void *ctx, const struct rci_chunk *const *chunks, unsig
     return rci_readout_sink_each(t->f->r, rnd_one, t, chunks, n);
 }
 
+/* The held chunks in random order, given back in bursts of random length
+ * (rci_readout_release_burst) or one by one. */
 static void rnd_release_all(struct rnd *t)
 {
+    uint64_t keys[RND_HELD];
+    unsigned nkeys = 0, burst = 1 + (unsigned)(rnd_next(t) % RND_HELD);
+    bool one_by_one = rnd_next(t) % 3 == 0;
     while (t->nheld > 0) {
         unsigned i = (unsigned)(rnd_next(t) % t->nheld);
-        rnd_release(t, &t->held[i]);
+        const struct rnd_held *h = &t->held[i];
+        if (one_by_one) {
+            rnd_release(t, h);
+        } else {
+            if (!rnd_bytes_ok(t, h->c, h->seq))
+                t->errors++;
+            keys[nkeys++] = h->c->key;
+        }
         t->held[i] = t->held[--t->nheld];
+        if (nkeys == burst || (t->nheld == 0 && nkeys > 0)) {
+            rci_readout_release_burst(t->f->r, keys, nkeys);
+            nkeys = 0;
+        }
     }
 }
 
@@ -2036,6 +2106,7 @@ static void register_tests(void)
     RCI_SUITE("release",
              { "out of order", test_release_out_of_order },
              { "duplicate, stale and corrupt keys", test_bad_releases },
+             { "burst: bad keys among good ones, over 64 keys", test_release_burst },
              { "pool exhaustion: backpressure, resume", test_pool_backpressure },
              { "pool held by open chunks", test_pool_held_by_open_chunks },
              { "open chunk holding the full ring", test_open_chunk_holding_full_ring },
