@@ -166,6 +166,9 @@ struct publish_lane {
     bool cur_gather;                    /* mode auto: zero-copy sends may gather-copy it */
     uint32_t cur_nsubs;                 /* its subscribers on this thread (lane_entry) */
     uint32_t cur_subs[RCI_FANOUT_MAX_SENDS];
+    bool pumping;                       /* inside pump_lane: keys given back go to `keys` */
+    unsigned nkeys;
+    uint64_t keys[BURST];               /* given back in one rci_readout_release_burst */
 };
 
 /* One card's block stream on one publisher thread (pipeline/stream_lane.c,
