@@ -299,8 +299,9 @@ static void lane_flush_keys(struct publish_lane *lane)
 
 /* A key the lane's current chunk gives back. Inside pump_lane, which ends by
  * flushing them, keys are collected and given back as one burst: at 64 B a
- * chunk is done every few hundred nanoseconds, and one release each cost the
- * publisher thread four atomics on lines the readout thread also writes
+ * chunk is done every few hundred nanoseconds, and a release costs four
+ * atomics on lines the readout thread also uses, two of which (the block's
+ * reference, the releases counter) a burst pays once per block or burst
  * (issue 17, per-chunk cost). A card shared by several publisher threads
  * gives keys back through its fan-out record instead: not collected. */
 static void lane_give_back(struct publish_lane *lane, uint64_t key)

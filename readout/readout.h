@@ -189,9 +189,10 @@ void rci_readout_spill_area(const struct rci_readout *r, void **addr, size_t *le
 /* Any thread: the chunk with this key is done. Lock-free. A stale,
  * duplicate or corrupt key is rejected and counted in bad_releases. */
 void rci_readout_release(struct rci_readout *r, uint64_t key);
-/* Any thread: rci_readout_release() of keys[0..n-1], with the shared
- * counters and block references of the whole burst updated once per run of
- * pieces in the same block instead of once per chunk. */
+/* Any thread: rci_readout_release() of keys[0..n-1] (bad keys counted as
+ * there), with one atomic per run of pieces in the same block for the block
+ * references and one per 64 keys for the releases counter, not one each per
+ * chunk. */
 void rci_readout_release_burst(struct rci_readout *r, const uint64_t *keys, unsigned n);
 /* Any thread: the sink took the chunk but refuses it for good (it is
  * dropped): released like rci_readout_release() and counted in sink_errors.
