@@ -1480,10 +1480,15 @@ static bool rnd_bytes_ok(struct rnd *t, const struct rci_chunk *c, uint64_t seq)
 
 /* Checked again at release: a block given back too early would have been
  * overwritten by the writer by then. */
-static void rnd_release(struct rnd *t, const struct rnd_held *h)
+static void rnd_check(struct rnd *t, const struct rnd_held *h)
 {
     if (!rnd_bytes_ok(t, h->c, h->seq))
         t->errors++;
+}
+
+static void rnd_release(struct rnd *t, const struct rnd_held *h)
+{
+    rnd_check(t, h);
     rci_readout_release(t->f->r, h->c->key);
 }
 
@@ -1530,13 +1535,11 @@ static void rnd_release_all(struct rnd *t)
     while (t->nheld > 0) {
         unsigned i = (unsigned)(rnd_next(t) % t->nheld);
         const struct rnd_held *h = &t->held[i];
-        if (one_by_one) {
-            rnd_release(t, h);
-        } else {
-            if (!rnd_bytes_ok(t, h->c, h->seq))
-                t->errors++;
+        rnd_check(t, h);
+        if (one_by_one)
+            rci_readout_release(t->f->r, h->c->key);
+        else
             keys[nkeys++] = h->c->key;
-        }
         t->held[i] = t->held[--t->nheld];
         if (nkeys == burst || (t->nheld == 0 && nkeys > 0)) {
             rci_readout_release_burst(t->f->r, keys, nkeys);
