@@ -22,6 +22,16 @@ CAPS="--inh-caps=+ipc_lock --ambient-caps=+ipc_lock"
 chmod 755 "$WORK"
 mkdir "$WORK/state" "$WORK/run"
 chown nobody:nogroup "$WORK/state" "$WORK/run"
+# nobody runs the subscriber too. It finds its shared client library through
+# $ORIGIN/../lib, which the loader makes an absolute path: nobody cannot follow
+# it when a directory above the build is closed to others (a clone in a
+# `mktemp -d` directory or under /root). A copy of the two in $WORK (opened to
+# nobody above) runs wherever the tree lives. The daemon links no project
+# library: it runs from $BIN, reached through the relative path.
+mkdir "$WORK/bin" "$WORK/lib"
+cp "$BIN/ringcast-sub" "$WORK/bin/"
+cp -P "$BIN"/../lib/libringcast-client.so* "$WORK/lib/"
+SUB="$WORK/bin/ringcast-sub"
 # Only nobody's files count: other test scripts run at the same time as root
 # (shm providers, simulated cards) and come and go in /dev/shm meanwhile.
 shm_of_nobody() { find /dev/shm -mindepth 1 -maxdepth 1 -user nobody -printf '%f\n' | sort; }
@@ -46,7 +56,7 @@ run_unprivileged() {
     expect_eq "$name: uid" "$(awk '/^Uid:/ {print $3}' "$status")" 65534
     cap_eff=$(awk '/^CapEff:/ {print $2}' "$status")
     # shellcheck disable=SC2086
-    $NOBODY timeout --foreground -k 10 60 "$BIN/ringcast-sub" --connect "127.0.0.1:$PORT" --tags "$TAGS" --verify \
+    $NOBODY timeout --foreground -k 10 60 "$SUB" --connect "127.0.0.1:$PORT" --tags "$TAGS" --verify \
         --count 5000 --json >"$WORK/$name-sub.json" 2>"$WORK/$name-sub.log"; st=$?
     [ "$st" -eq 0 ] || { cat "$WORK/$name-sub.log"; fail "$name: subscriber exit status $st"; }
     # Read once the subscriber got its chunks: the cards (and their locked
