@@ -757,8 +757,9 @@ int rci_fabric_wait_spin(struct rci_fabric *f, int (*poll_fn)(void *arg), void *
  * shm itself takes over from a dead owner at the next start). shm unlinks
  * its files at fi_close and from a signal handler, never after SIGKILL.
  * A file is removed here only if its name is PID:UID:INDEX with our uid, we
- * own it, and PID does not exist: shm's own takeover (smr_retry_map) makes
- * the same assumption that processes sharing /dev/shm share a pid namespace. */
+ * own it, and PID does not exist or is exiting (process_gone): shm's own
+ * takeover (smr_retry_map) makes the same assumption that processes sharing
+ * /dev/shm share a pid namespace. */
 #define SHM_DIR "/dev/shm"
 
 /* Unlink /dev/shm/<file> if it is a regular file we own: 1 removed, 0 left
@@ -797,12 +798,42 @@ static bool parse_shm_name(const char *name, long *pid, long *uid)
     return *end == '\0' && *pid > 0 && *pid <= INT32_MAX;
 }
 
+/* The process has ended, or is ending: it cannot use its region again.
+ * kill(pid, 0) alone calls a SIGKILLed process alive until its parent reaps
+ * it (a zombie) and while the kernel tears down its memory (after SIGKILL
+ * that can take longer than the publisher's peer_timeout, as under ASan in
+ * CI: the region file then stayed). /proc/PID/stat says both: state Z or X,
+ * or no address space left (vsize 0: past exit_mm; a kernel thread that
+ * took the pid over means the owner is gone too). */
+static bool process_gone(long pid)
+{
+    if (kill((pid_t)pid, 0) != 0)
+        return errno == ESRCH;   /* EPERM: someone else's: alive */
+    char path[32], stat[512];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT;
+    ssize_t n = read(fd, stat, sizeof stat - 1);
+    close(fd);
+    if (n <= 0)
+        return false;
+    stat[n] = '\0';
+    const char *after_comm = strrchr(stat, ')');   /* the name may hold spaces and ')' */
+    char state;
+    unsigned long vsize;
+    if (!after_comm || sscanf(after_comm + 1, " %c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+                              "%*s %*s %*s %*s %*s %*s %lu", &state, &vsize) != 2)
+        return false;
+    return state == 'Z' || state == 'X' || vsize == 0;
+}
+
 int rci_fabric_shm_reclaim(const char *name)
 {
     long pid, uid;
     if (!parse_shm_name(name, &pid, &uid) || uid != (long)getuid())
         return 0;
-    if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+    if (!process_gone(pid))
         return 0;  /* alive (or not ours to ask): its file stays */
     return remove_own_shm_file(strncmp(name, "fi_shm://", 9) == 0 ? name + 9 : name);
 }

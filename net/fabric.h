@@ -234,8 +234,8 @@ int  rci_fabric_error(const struct rci_fabric *f, char *err, size_t errlen, cons
 
 /* shm: remove the region file of a dead shm endpoint named `name`
  * ("fi_shm://PID:UID:INDEX" or "PID:UID:INDEX"): only when the name has our
- * uid, the file is ours and PID does not exist (fabric.c says why that is
- * safe). 1 removed, 0 left alone, -errno. */
+ * uid, the file is ours and PID does not exist, or is a zombie or exiting
+ * (fabric.c says why that is safe). 1 removed, 0 left alone, -errno. */
 int rci_fabric_shm_reclaim(const char *name);
 /* The same for every such file in /dev/shm; returns how many were removed. */
 int rci_fabric_shm_reclaim_all(void);

@@ -1796,6 +1796,66 @@ static void sigkill_test(const struct prov *pv)
     pub_close(&c);
 }
 
+
+/* A region file named like a shm subscriber's ("PID:UID:INDEX") in /dev/shm. */
+static void make_shm_file(char *name, size_t len, long pid)
+{
+    snprintf(name, len, "%ld:%ld:7", pid, (long)getuid());
+    char path[96];
+    snprintf(path, sizeof path, "/dev/shm/%s", name);
+    int fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+    CU_ASSERT_FATAL(fd >= 0);
+    close(fd);
+}
+
+static bool shm_file_exists(const char *name)
+{
+    char path[96];
+    snprintf(path, sizeof path, "/dev/shm/%s", name);
+    return access(path, F_OK) == 0;
+}
+
+/* A SIGKILLed subscriber whose parent has not reaped it yet (a zombie) is
+ * dead: its region file goes (kill(pid, 0) alone called it alive, and the
+ * file stayed). A live process's file stays, with or without "fi_shm://". */
+static void test_shm_reclaim_zombie(void)
+{
+    pid_t child = fork();
+    CU_ASSERT_FATAL(child >= 0);
+    if (child == 0)
+        _exit(0);
+    char path[64], state = 0;
+    snprintf(path, sizeof path, "/proc/%ld/stat", (long)child);
+    for (int i = 0; i < 5000 && state != 'Z'; i++) {   /* generous: 5 s for the child to end */
+        FILE *f = fopen(path, "r");
+        CU_ASSERT_FATAL(f != NULL);
+        CU_ASSERT_FATAL(fscanf(f, "%*d (%*[^)]) %c", &state) == 1);
+        fclose(f);
+        if (state != 'Z')
+            usleep(1000);
+    }
+    CU_ASSERT_EQUAL_FATAL(state, 'Z');
+    char zombie[48], alive[48], uri[64];
+    make_shm_file(zombie, sizeof zombie, child);
+    make_shm_file(alive, sizeof alive, getpid());
+    snprintf(uri, sizeof uri, "fi_shm://%s", zombie);
+    CU_ASSERT_EQUAL(rci_fabric_shm_reclaim(uri), 1);
+    CU_ASSERT_FALSE(shm_file_exists(zombie));
+    CU_ASSERT_EQUAL(rci_fabric_shm_reclaim(alive), 0);
+    CU_ASSERT_TRUE(shm_file_exists(alive));
+    snprintf(uri, sizeof uri, "fi_shm://%s", alive);
+    CU_ASSERT_EQUAL(rci_fabric_shm_reclaim(uri), 0);
+    CU_ASSERT_TRUE(shm_file_exists(alive));
+    char path_alive[96];
+    snprintf(path_alive, sizeof path_alive, "/dev/shm/%s", alive);
+    unlink(path_alive);
+    CU_ASSERT_EQUAL(waitpid(child, NULL, 0), child);
+    /* Reaped: gone the plain way, and nothing left to remove. */
+    make_shm_file(zombie, sizeof zombie, child);
+    CU_ASSERT_EQUAL(rci_fabric_shm_reclaim(zombie), 1);
+    CU_ASSERT_EQUAL(rci_fabric_shm_reclaim(zombie), 0);
+}
+
 static void test_sigkill_msg(void) { sigkill_test(&PROVS[0]); }
 static void test_sigkill_rdm(void) { sigkill_test(&PROVS[1]); }
 
@@ -1856,6 +1916,7 @@ static void register_tests(void)
         { "idle sleep bounded by heartbeat, not flush period, tcp;ofi_rxm rdm", test_idle_sleep_timer_rdm },
         { "idle sleep ends on the wake fd, tcp;ofi_rxm rdm", test_idle_sleep_wake_rdm },
         { "idle sleep up to the caller's bound without a CQ wait fd, shm rdm", test_idle_sleep_nofd_shm },
+        { "shm region file of a zombie reclaimed, a live process's kept", test_shm_reclaim_zombie },
     };
     add_suite("net_publisher_msg", msg, sizeof msg / sizeof msg[0]);
     add_suite("net_publisher_rdm", rdm, sizeof rdm / sizeof rdm[0]);
