@@ -822,8 +822,11 @@ static bool process_gone(long pid)
     const char *after_comm = strrchr(stat, ')');   /* the name may hold spaces and ')' */
     char state;
     unsigned long vsize;
-    if (!after_comm || sscanf(after_comm + 1, " %c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
-                              "%*s %*s %*s %*s %*s %*s %lu", &state, &vsize) != 2)
+    /* Field 3 (state), fields 4-22 skipped (19), field 23 (vsize): proc(5). */
+    if (!after_comm || sscanf(after_comm + 1, " %c"
+                              " %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s"   /* 4-13 */
+                              " %*s %*s %*s %*s %*s %*s %*s %*s %*s"       /* 14-22 */
+                              " %lu", &state, &vsize) != 2)
         return false;
     return state == 'Z' || state == 'X' || vsize == 0;
 }
