@@ -39,7 +39,13 @@ on_exit() {
         wait 2>/dev/null   # programs still in the background write their reports when they end
         sanitizer_reports_check || st=1
     fi
-    rm -rf "$WORK"
+    # A failed script keeps its daemon and subscriber logs: the runner's log
+    # has only the failing check's line, and a CI clone is removed after it.
+    if [ "$st" -eq 0 ]; then
+        rm -rf "$WORK"
+    else
+        echo "$(basename "$0"): its files (daemon and subscriber logs) are kept in $WORK" >&2
+    fi
     exit $st
 }
 trap on_exit EXIT
