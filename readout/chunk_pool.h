@@ -5,7 +5,12 @@
  * any thread pushes (release), only the decoder takes — a single consumer, so
  * the stack has no ABA problem. The decoder takes the whole stack at once
  * (one atomic exchange) into a private list and serves records from there
- * without further atomics. A record's key is its index in the low 32 bits
+ * without further atomics. A burst of records released together goes on the
+ * stack as one node, a batch: its first record carries the indices of the
+ * others in its own piece slots (free while the record is), so a release
+ * burst costs one push, and the decoder knows the next records' addresses
+ * ahead and fetches several from the releasing core at once instead of
+ * following a chain of links, one cache miss after the other. A record's key is its index in the low 32 bits
  * and a generation (bumped each time the decoder reuses it) in the high 32
  * bits; the record's `live_key` holds the key while the chunk is handed out
  * and 0 otherwise, so a stale or duplicate release fails its compare-and-swap
@@ -27,6 +32,7 @@ struct rci_chunk_rec {
     uint32_t gen;                   /* decoder only */
     uint32_t index;
     bool refused_in_sink;           /* decoder only: rci_readout_refuse() during the offer */
+    uint32_t batch_extra;           /* on the free stack: records of its batch in its piece slots */
     struct rci_chunk chunk;          /* chunk.pieces -> this record's piece slots */
 };
 
@@ -35,8 +41,15 @@ struct rci_chunk_pool {
     struct rci_piece *piece_store;   /* count * max_pieces */
     uint32_t count, max_pieces;
     struct __cds_lfs_stack free_stack;  /* released records, any thread pushes */
-    struct cds_lfs_node *taken_free;    /* decoder only: grabbed from free_stack */
+    uint32_t batch_max;                 /* indices a batch head's piece slots hold */
+    /* Decoder only: */
+    struct cds_lfs_node *taken_free;    /* batch heads grabbed from free_stack, and local puts */
+    struct rci_chunk_rec *batch_head;   /* the batch being served (last: after its indices) */
+    uint32_t batch_pos, batch_n;        /* its next index, and how many it holds */
 };
+
+/* How far ahead of the record it serves the decoder fetches a batch's records. */
+#define RCI_CHUNK_POOL_PREFETCH 8u
 
 /* Returns 0 or -ENOMEM / -EINVAL with a message in err. */
 int  rci_chunk_pool_init(struct rci_chunk_pool *pool, uint32_t count, uint32_t max_pieces,
@@ -47,9 +60,12 @@ void rci_chunk_pool_fini(struct rci_chunk_pool *pool);
 struct rci_chunk_rec *rci_chunk_pool_get(struct rci_chunk_pool *pool);
 /* Any thread: put a record that is not live back on the free stack. */
 void rci_chunk_pool_put(struct rci_chunk_pool *pool, struct rci_chunk_rec *rec);
+/* Any thread: the same for n records, one push per batch_max + 1 of them. */
+void rci_chunk_pool_put_batch(struct rci_chunk_pool *pool, struct rci_chunk_rec *const *recs, unsigned n);
 /* Decoder thread only: the same, onto its private list (no atomics). */
 static inline void rci_chunk_pool_put_local(struct rci_chunk_pool *pool, struct rci_chunk_rec *rec)
 {
+    rec->batch_extra = 0;
     rec->node.next = pool->taken_free;
     pool->taken_free = &rec->node;
 }

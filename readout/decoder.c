@@ -186,8 +186,7 @@ static void release_some(struct rci_readout *r, const uint64_t *keys, unsigned n
         rci_counter_add(&r->st.releases_local, claimed);
         return;
     }
-    for (unsigned i = 0; i < claimed; i++)
-        rci_chunk_pool_put(&r->pool, recs[i]);
+    rci_chunk_pool_put_batch(&r->pool, recs, claimed);
     atomic_fetch_add_explicit(&r->shared.releases, claimed, memory_order_release);
 }
 

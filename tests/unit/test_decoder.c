@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "readout/chunk_pool.h"
 #include "readout/felix_block.h"
 #include "readout/readout.h"
 #include "tests/unit/cunit_main.h"
@@ -2088,6 +2089,53 @@ static void test_tap_set_late(void)
     fx_close(f);
 }
 
+/* The pool's free list with batches: records released together go back as
+ * one push whose head carries the others' indices in its piece slots. With
+ * one piece slot per record a head holds 4 indices, so a burst of 23 is five
+ * batches. Every record comes back exactly once, whichever way it was put
+ * (batch, single, the decoder's local list), and a head is served after its
+ * batch (its slots hold the indices until then). */
+static void take_all(struct rci_chunk_pool *pool, struct rci_chunk_rec **got, unsigned n)
+{
+    bool seen[32] = { false };
+    for (unsigned i = 0; i < n; i++) {
+        got[i] = rci_chunk_pool_get(pool);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(got[i]);
+        CU_ASSERT_FALSE(seen[got[i]->index]);
+        seen[got[i]->index] = true;
+        CU_ASSERT_EQUAL(got[i]->chunk.npieces, 0);
+        CU_ASSERT_EQUAL(got[i]->batch_extra, 0);
+    }
+    CU_ASSERT_PTR_NULL(rci_chunk_pool_get(pool));
+}
+
+static void test_pool_batches(void)
+{
+    struct rci_chunk_pool pool;
+    char err[128];
+    CU_ASSERT_EQUAL_FATAL(rci_chunk_pool_init(&pool, 32, 1, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(pool.batch_max, 4);
+    struct rci_chunk_rec *got[32];
+    take_all(&pool, got, 32);
+    rci_chunk_pool_put_batch(&pool, got, 23);           /* 5 + 5 + 5 + 5 + 3 */
+    rci_chunk_pool_put(&pool, got[23]);
+    rci_chunk_pool_put_batch(&pool, &got[24], 1);        /* a batch of one: no indices */
+    rci_chunk_pool_put_batch(&pool, &got[25], 0);        /* nothing */
+    for (unsigned i = 25; i < 32; i++)
+        rci_chunk_pool_put_local(&pool, got[i]);
+    take_all(&pool, got, 32);
+    /* One batch of 5 alone: its four records first, in order, then its head. */
+    struct rci_chunk_rec *five[5] = { got[7], got[3], got[30], got[0], got[12] };
+    rci_chunk_pool_put_batch(&pool, five, 5);
+    CU_ASSERT_PTR_EQUAL(rci_chunk_pool_get(&pool), five[1]);
+    CU_ASSERT_PTR_EQUAL(rci_chunk_pool_get(&pool), five[2]);
+    CU_ASSERT_PTR_EQUAL(rci_chunk_pool_get(&pool), five[3]);
+    CU_ASSERT_PTR_EQUAL(rci_chunk_pool_get(&pool), five[4]);
+    CU_ASSERT_PTR_EQUAL(rci_chunk_pool_get(&pool), five[0]);
+    CU_ASSERT_PTR_NULL(rci_chunk_pool_get(&pool));
+    rci_chunk_pool_fini(&pool);
+}
+
 static void register_tests(void)
 {
     RCI_SUITE("decoder",
@@ -2110,6 +2158,7 @@ static void register_tests(void)
              { "out of order", test_release_out_of_order },
              { "duplicate, stale and corrupt keys", test_bad_releases },
              { "burst: bad keys among good ones, over 64 keys", test_release_burst },
+             { "free list batches: every record back once, head last", test_pool_batches },
              { "pool exhaustion: backpressure, resume", test_pool_backpressure },
              { "pool held by open chunks", test_pool_held_by_open_chunks },
              { "open chunk holding the full ring", test_open_chunk_holding_full_ring },
