@@ -16,12 +16,16 @@
 # (SIZES default 8k,64k) and prints, besides the rows' GB/s (the pipeline rows
 # split by delivery), each run's value of the RMA targets (RMA delivery / raw-rma,
 # subscriber CPU s/GB RMA / send) with mean and median per build. Pipeline rows'
-# daemon and subscriber CPU s/GB are compared in either mode.
+# daemon and subscriber CPU s/GB are compared in either mode. BENCH_AB_MODES
+# (default zerocopy,buffered) is the pipeline's --mode list, for example
+# BENCH_AB_MODES=buffered to time buffered delivery alone.
 set -eu
 [ $# -ge 2 ] || { echo "usage: bench-ab.sh BEFORE_BENCH AFTER_BENCH [ROUNDS] [SIZES]" >&2; exit 2; }
 abmode=${BENCH_AB_MODE:-pipeline}
 case $abmode in pipeline) defsizes=8k,64k,1m ;; rma) defsizes=8k,64k ;;
     *) echo "bench-ab.sh: BENCH_AB_MODE is pipeline or rma" >&2; exit 2 ;; esac
+modes=${BENCH_AB_MODES:-zerocopy,buffered}
+case $modes in *[!a-z,]*|'') echo "bench-ab.sh: BENCH_AB_MODES is a list of zerocopy, buffered, auto" >&2; exit 2 ;; esac
 before=$1 after=$2 rounds=${3:-3} sizes=${4:-$defsizes}
 for b in "$before" "$after"; do
     [ -x "$b" ] || { echo "bench-ab.sh: $b is not an executable ringcast-bench" >&2; exit 2; }
@@ -33,7 +37,7 @@ rows="$dir/rows.jsonl"
 run() { # run WHO BENCH ROUND: its rows, tagged
     # --mode only where the build knows it (older builds measure zerocopy
     # and buffered by default; newer ones add auto).
-    mode=; [ "$abmode" = pipeline ] && "$2" --help 2>&1 | grep -q -- "--mode" && mode="--mode zerocopy,buffered"
+    mode=; [ "$abmode" = pipeline ] && "$2" --help 2>&1 | grep -q -- "--mode" && mode="--mode $modes"
     # shellcheck disable=SC2086
     "$2" "$abmode" --sizes "$sizes" --seconds "${BENCH_AB_SECONDS:-2}" --json $mode 2>>"$dir/stderr.log" |
         jq -c --arg who "$1" --argjson round "$3" '. + {who: $who, round: $round}' >>"$rows"
