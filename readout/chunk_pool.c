@@ -35,7 +35,10 @@ int rci_chunk_pool_init(struct rci_chunk_pool *pool, uint32_t count, uint32_t ma
                  "must be at least 1", count, max_pieces);
         return -EINVAL;
     }
-    pool->recs = calloc(count, sizeof *pool->recs);
+    /* Aligned: a record's lines are the lines of the struct (chunk_pool.h). */
+    pool->recs = aligned_alloc(RCI_CHUNK_REC_LINE, (size_t)count * sizeof *pool->recs);
+    if (pool->recs)
+        memset(pool->recs, 0, (size_t)count * sizeof *pool->recs);
     pool->piece_store = calloc((size_t)count * max_pieces, sizeof *pool->piece_store);
     if (!pool->recs || !pool->piece_store) {
         rci_set_err(err, errlen, "chunk pool: cannot allocate %u descriptors of %u pieces",
@@ -52,7 +55,7 @@ int rci_chunk_pool_init(struct rci_chunk_pool *pool, uint32_t count, uint32_t ma
     for (uint32_t i = count; i-- > 0;) {
         struct rci_chunk_rec *rec = &pool->recs[i];
         rec->index = i;
-        rec->chunk.pieces = &pool->piece_store[(size_t)i * max_pieces];
+        rec->chunk.pieces = &rec->first_piece;
         atomic_init(&rec->live_key, 0);
         cds_lfs_node_init(&rec->node);
         cds_lfs_push(&pool->free_stack, &rec->node);
@@ -83,8 +86,8 @@ static uint32_t batch_index(struct rci_chunk_pool *pool, uint32_t pos)
     return index;
 }
 
-/* The cache lines a record's chunk is written into: the record (which may
- * straddle two lines) and its first piece slot. They were last written by
+/* The cache lines a record's chunk is written into: the record's two (a
+ * one-piece chunk is written into the record alone). They were last written by
  * the releasing thread on the other core; asked for ahead, their fetches run
  * while the decoder works instead of stalling it one after the other (in a
  * profile at 64 B chunks, following the free list's links to them was 80 %
@@ -92,10 +95,9 @@ static uint32_t batch_index(struct rci_chunk_pool *pool, uint32_t pos)
  * GCC drops a write hint it cannot encode. Written in the functions that use
  * them, not in a helper: GCC found such a helper free of side effects and
  * removed its call. */
-#define PREFETCH_RECORD(pool, rec) do {                                                  \
-        __builtin_prefetch(rec);                                                        \
-        __builtin_prefetch((const char *)((rec) + 1) - 1);                              \
-        __builtin_prefetch(&(pool)->piece_store[(size_t)((rec) - (pool)->recs) * (pool)->max_pieces]); \
+#define PREFETCH_RECORD(rec) do {           \
+        __builtin_prefetch(&(rec)->chunk);     \
+        __builtin_prefetch(&(rec)->node);      \
     } while (0)
 
 /* The next record of the batch being served: its indices first, ahead of
@@ -111,7 +113,7 @@ static struct rci_chunk_rec *serve_batch(struct rci_chunk_pool *pool)
     uint32_t ahead = pool->batch_pos + RCI_CHUNK_POOL_PREFETCH;
     if (ahead < pool->batch_n) {
         const struct rci_chunk_rec *next = &pool->recs[batch_index(pool, ahead)];
-        PREFETCH_RECORD(pool, next);
+        PREFETCH_RECORD(next);
     }
     return &pool->recs[batch_index(pool, pool->batch_pos++)];
 }
@@ -125,7 +127,7 @@ static struct rci_chunk_rec *begin_batch(struct rci_chunk_pool *pool, struct rci
     pool->batch_n = head->batch_extra;
     for (uint32_t i = 0; i < pool->batch_n && i < RCI_CHUNK_POOL_PREFETCH; i++) {
         const struct rci_chunk_rec *next = &pool->recs[batch_index(pool, i)];
-        PREFETCH_RECORD(pool, next);
+        PREFETCH_RECORD(next);
     }
     return serve_batch(pool);
 }
@@ -146,7 +148,7 @@ static struct rci_chunk_rec *take_free(struct rci_chunk_pool *pool)
     struct rci_chunk_rec *rec = caa_container_of(node, struct rci_chunk_rec, node);
     if (pool->taken_free) {
         const struct rci_chunk_rec *next = caa_container_of(pool->taken_free, struct rci_chunk_rec, node);
-        PREFETCH_RECORD(pool, next);
+        PREFETCH_RECORD(next);
     }
     return rec->batch_extra ? begin_batch(pool, rec) : rec;
 }
@@ -163,6 +165,7 @@ struct rci_chunk_rec *rci_chunk_pool_get(struct rci_chunk_pool *pool)
     rec->chunk.flags = 0;
     rec->chunk.length = 0;
     rec->chunk.npieces = 0;
+    rec->chunk.pieces = &rec->first_piece;
     rec->refused_in_sink = false;
     rec->batch_extra = 0;
     return rec;

@@ -18,6 +18,7 @@
  */
 #ifndef RCI_CHUNK_POOL_H
 #define RCI_CHUNK_POOL_H
+#include <stdalign.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -26,15 +27,27 @@
 #include <urcu/lfstack.h>
 #include "readout/chunk.h"
 
+/* Two cache lines. The first holds all a consumer reads of a one-piece
+ * chunk (the descriptor and its piece): a consumer that prefetches the
+ * descriptor it dequeues has the piece too, instead of loading a piece slot
+ * elsewhere only once the descriptor has told it where (at 64 B chunks that
+ * dependent load was the publisher thread's largest stall). The second holds
+ * what the pool and a release use. A chunk of several pieces keeps them all
+ * in the record's piece slots. */
+#define RCI_CHUNK_REC_LINE 64u
 struct rci_chunk_rec {
-    struct cds_lfs_node node;       /* on the free stack while free */
+    struct rci_chunk chunk;          /* chunk.pieces -> first_piece, or this record's piece slots */
+    struct rci_piece first_piece;    /* the piece of a one-piece chunk */
+    alignas(RCI_CHUNK_REC_LINE) struct cds_lfs_node node;   /* on the free stack while free */
     _Atomic uint64_t live_key;      /* key while handed to the sink, else 0 */
     uint32_t gen;                   /* decoder only */
     uint32_t index;
-    bool refused_in_sink;           /* decoder only: rci_readout_refuse() during the offer */
     uint32_t batch_extra;           /* on the free stack: records of its batch in its piece slots */
-    struct rci_chunk chunk;          /* chunk.pieces -> this record's piece slots */
+    bool refused_in_sink;           /* decoder only: rci_readout_refuse() during the offer */
 };
+_Static_assert(offsetof(struct rci_chunk_rec, node) == RCI_CHUNK_REC_LINE,
+               "a one-piece chunk's descriptor and piece fill the record's first line");
+_Static_assert(sizeof(struct rci_chunk_rec) == 2 * RCI_CHUNK_REC_LINE, "a record is two lines");
 
 struct rci_chunk_pool {
     struct rci_chunk_rec *recs;

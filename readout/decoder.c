@@ -315,8 +315,17 @@ static bool add_piece(struct rci_readout *r, struct rci_chunk_rec *rec, const st
     if (c->npieces >= r->pool.max_pieces || sc->len > r->p.max_chunk_size - c->length)
         return false;
     uint32_t ring_offset = r->cur.block * r->p.block_size + sc->offset;
-    rec_pieces(r, rec)[c->npieces] = (struct rci_piece){
-        .addr = r->ring_base + ring_offset, .len = sc->len, .ring_offset = ring_offset };
+    struct rci_piece piece = { .addr = r->ring_base + ring_offset, .len = sc->len, .ring_offset = ring_offset };
+    if (c->npieces == 0) {
+        rec->first_piece = piece;   /* c->pieces points there (rci_chunk_pool_get) */
+    } else {
+        struct rci_piece *slots = rec_pieces(r, rec);
+        if (c->npieces == 1) {      /* a second piece: all go to the piece slots */
+            slots[0] = rec->first_piece;
+            c->pieces = slots;
+        }
+        slots[c->npieces] = piece;
+    }
     c->npieces++;
     c->length += sc->len;
     r->cur.pieces++;   /* covered by the block's bias until finish_block_refs() */
@@ -709,7 +718,7 @@ static bool spill_open(struct rci_readout *r, unsigned elink, struct rci_chunk_r
     if (c->length > r->spill_slot || !first_ring_piece(c))
         return false;
     uint8_t *slot = r->spill + (size_t)elink * r->spill_slot;
-    struct rci_piece *pcs = rec_pieces(r, rec);
+    const struct rci_piece *pcs = c->pieces;
     uint32_t off = 0;
     for (uint32_t i = 0; i < c->npieces; i++) {
         /* A spilled head is already at the slot's start (off 0). */
@@ -718,7 +727,8 @@ static bool spill_open(struct rci_readout *r, unsigned elink, struct rci_chunk_r
         off += pcs[i].len;
     }
     drop_piece_refs(r, c);
-    pcs[0] = (struct rci_piece){ .addr = slot, .len = c->length, .ring_offset = RCI_PIECE_SPILLED };
+    rec->first_piece = (struct rci_piece){ .addr = slot, .len = c->length, .ring_offset = RCI_PIECE_SPILLED };
+    c->pieces = &rec->first_piece;
     c->npieces = 1;
     rci_counter_add(&r->elink_stats[elink].chunks_spilled, 1);
     rci_counter_add(&r->st.bytes_spilled, c->length);
