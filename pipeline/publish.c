@@ -573,6 +573,7 @@ static void thread_totals(const struct rci_pipeline *pb, const struct publish_th
     t->subscribers_kicked = rci_counter_get(&th->t.kicked);
     t->subscribers_cut_by_allow = rci_counter_get(&th->t.cut_by_allow);
     t->doorbell_rings = rci_shared_counter_get(&th->doorbell_rings);
+    t->fabric_polls_deferred = rci_counter_get(&th->polls_deferred);
     t->shares_deferred = rci_counter_get(&th->t.deferred);
     t->backlog_full_waits = rci_counter_get(&th->t.backlog_full_waits);
     t->shares_deferred_now = rci_counter_get(&th->t.deferred_now);
@@ -586,7 +587,8 @@ static void thread_totals(const struct rci_pipeline *pb, const struct publish_th
     X(queue_full) X(blocked)                                                                        \
     X(subscriber_overflow) X(table_errors) X(subscribers_untracked) X(chunks_queued)                \
     X(chunks_dispatched) X(dispatch_errors) X(records_exhausted) X(fanout_refused) X(subscribers_cut_off) \
-    X(subscribers_kicked) X(subscribers_cut_by_allow) X(doorbell_rings) X(shares_deferred)           \
+    X(subscribers_kicked) X(subscribers_cut_by_allow) X(doorbell_rings) X(fabric_polls_deferred) \
+    X(shares_deferred)                                                                              \
     X(backlog_full_waits) X(shares_deferred_now) X(deferred_high_water)
 #define COUNT_FIELD(field) +1
 _Static_assert(sizeof(struct rci_publish_totals) == (0 TOTALS_FIELDS(COUNT_FIELD)) * sizeof(uint64_t),
@@ -840,13 +842,14 @@ static void write_totals_json(FILE *f, const struct rci_publish_totals *t)
             ",\"table_errors\":%" PRIu64 ",\"subscribers_untracked\":%" PRIu64 ",\"chunks_queued\":%" PRIu64
             ",\"fanout_refused\":%" PRIu64 ",\"subscribers_cut_off\":%" PRIu64
             ",\"subscribers_kicked\":%" PRIu64 ",\"subscribers_cut_by_allow\":%" PRIu64
-            ",\"doorbell_rings\":%" PRIu64 ",\"shares_deferred\":%" PRIu64 ",\"backlog_full_waits\":%" PRIu64,
+            ",\"doorbell_rings\":%" PRIu64 ",\"fabric_polls_deferred\":%" PRIu64
+            ",\"shares_deferred\":%" PRIu64 ",\"backlog_full_waits\":%" PRIu64,
             t->chunks_sent, t->bytes_sent, t->chunks_dropped, t->chunks_no_subscriber, t->chunks_published,
             t->shares, t->shares_failed, t->shares_unsent, t->chunks_unread_at_leave, t->chunks_abandoned,
             t->queue_full, t->blocked,
             t->subscriber_overflow, t->table_errors, t->subscribers_untracked, t->chunks_queued,
             t->fanout_refused, t->subscribers_cut_off, t->subscribers_kicked, t->subscribers_cut_by_allow,
-            t->doorbell_rings, t->shares_deferred, t->backlog_full_waits);
+            t->doorbell_rings, t->fabric_polls_deferred, t->shares_deferred, t->backlog_full_waits);
 }
 
 static void write_threads_json(const struct rci_pipeline *pb, FILE *f)

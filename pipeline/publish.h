@@ -160,6 +160,8 @@ struct rci_publish_totals {
     uint64_t subscribers_cut_by_allow; /* closed by a reload whose allow list excludes them */
     uint64_t doorbell_rings;        /* wake-ups of a sleeping publisher thread (eventfd writes): at
                                      * full rate far fewer than chunks_queued */
+    uint64_t fabric_polls_deferred; /* busy loop turns that left the fabric unpolled (polled at most
+                                     * every 40 us while the lanes keep the thread busy) */
     uint64_t shares_deferred;       /* block: shares put in their subscriber's backlog (it could not
                                      * take them; the lane went on to the others) */
     uint64_t backlog_full_waits;    /* block: times a full backlog made the lane wait (once per

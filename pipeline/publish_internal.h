@@ -299,6 +299,11 @@ struct publish_thread {
     uint32_t deferred_now;
     enum { BEHIND_LIMIT, BEHIND_AGE, BEHIND_QUOTA } behind;  /* why send_share last said -EAGAIN */
     uint64_t last_stall_check_ns;
+    /* Busy turns poll the fabric at most every BUSY_POLL_NS (publish_thread.c,
+     * progress_after_work): when the last turn ended, when it last polled,
+     * and the busy turns that did not poll. */
+    uint64_t turn_end_ns, last_poll_ns;
+    rci_counter polls_deferred;
 
     struct stream_sub *ssubs;           /* nsubs_max entries (block-stream subscribers) */
     uint32_t nssubs;                    /* in use */

@@ -322,6 +322,7 @@ static const struct totals_row totals_rows[] = {
     {"subscribers_kicked", "subscribers_kicked", P(subscribers_kicked), "Subscribers closed by ringcast-ctl kick"},
     {"subscribers_cut_by_allow", "subscribers_cut_by_allow", P(subscribers_cut_by_allow), "Subscribers closed because a reloaded allow list excludes them"},
     {"doorbell_rings", "doorbell_rings", P(doorbell_rings), "Wake-ups of this thread from its idle sleep by a queued chunk or request"},
+    {"fabric_polls_deferred", "fabric_polls_deferred", P(fabric_polls_deferred), "Busy turns of the publisher thread that left the fabric unpolled (polled at most every 40 us while its queues keep it busy)"},
     {"shares_deferred", "shares_deferred", P(shares_deferred), "slow_policy = block: shares put in their subscriber's backlog while it could not take them (the others went on)"},
     {"backlog_full_waits", "backlog_full_waits", P(backlog_full_waits), "slow_policy = block: times a subscriber's full backlog made its lane wait"},
 };

@@ -141,6 +141,20 @@ expect_eq "overlap zero-copy sends (tags 4-5)" "$(json_num sends "$f")" "$zc"
 expect_eq "overlap buffered_records (other tags)" "$(json_num buffered_records "$f")" \
     "$(( $(json_num chunks_sent "$f") - zc ))"
 
+# Busy turns poll the fabric at most every 40 us (pipeline/README.md, "Fabric polls while busy"):
+# with one subscriber of 64 B buffered chunks the publisher thread is the bottleneck and its lane
+# hands it full bursts, so some turns leave the fabric unpolled; still every chunk arrives, exact.
+start_daemon busy-polls -o readout.wait_subscribers=1 -o readout.linger=20s -o readout.mode=buffered \
+    -o sim.0.run_chunks=400000 -o sim.0.chunk_size_min=64 -o sim.0.chunk_size_max=64
+start_sub busy-polls-a tcp msg --verify --count 400000; sub_a=$sub
+wait_sub busy-polls-a "$sub_a"
+wait_daemon busy-polls
+check_sub_exact busy-polls-a 400000
+expect_gt "busy-polls fabric_polls_deferred" "$(json_num fabric_polls_deferred "$WORK/busy-polls.json")" 0
+check_daemon_clean busy-polls
+check_accounting busy-polls
+PORT=$((PORT + 1))
+
 # Tags nobody subscribed are released at once: card 1 (tags 0x10000...) has no subscriber.
 start_daemon nosub -o readout.wait_subscribers=1 -o sim.0.run_chunks=20000 -o card.1.type=sim \
     -o sim.1.run_chunks=30000
