@@ -7,6 +7,7 @@
 #include "pipeline/publish_internal.h"
 #include "common/cpus.h"
 #include "common/errbuf.h"
+#include "common/prefault.h"
 #include "common/monotonic.h"
 #include "common/thread_watch.h"
 
@@ -52,10 +53,10 @@ static void ensure_rcu_reader(void)
 }
 
 /* The chunk's subscribers: the one lookup per chunk, split by publisher
- * thread into each lane's entry (e[t] for thread t). Returns the threads
- * that have one, a bit each. More than RCI_FANOUT_MAX_SENDS subscribers: the
- * first ones get the chunk, the extras are skipped (counted). */
-static uint32_t look_up(struct rci_publish_card *c, uint64_t tag, struct lane_entry *e)
+ * thread (s[t] for thread t). Returns the threads that have one, a bit
+ * each. More than RCI_FANOUT_MAX_SENDS subscribers: the first ones get the
+ * chunk, the extras are skipped (counted). */
+static uint32_t look_up(struct rci_publish_card *c, uint64_t tag, struct lane_subs *s)
 {
     uint32_t ids[RCI_FANOUT_MAX_SENDS];
     unsigned found = rci_sub_table_lookup(c->pb->table, tag, ids, RCI_FANOUT_MAX_SENDS);
@@ -70,11 +71,26 @@ static uint32_t look_up(struct rci_publish_card *c, uint64_t tag, struct lane_en
             continue;   /* never: ids are made by our threads */
         if (!(threads & (1u << t))) {
             threads |= 1u << t;
-            e[t].nsubs = 0;
+            s[t].n = 0;
         }
-        e[t].subs[e[t].nsubs++] = ids[i];
+        s[t].ids[s[t].n++] = ids[i];
     }
     return threads;
+}
+
+/* Fill the lane's entry of a chunk about to be enqueued: one subscriber in
+ * the entry, several in the lane's next side set (producer only). */
+static void lane_entry_set(struct publish_lane *lane, struct lane_entry *e, const struct rci_chunk *chunk,
+                           uint64_t key, const struct lane_subs *s)
+{
+    e->chunk = chunk;
+    e->key = key;
+    e->nsubs = s->n;
+    e->sub = s->ids[0];
+    if (s->n > 1) {
+        memcpy(lane->side[lane->side_head], s->ids, s->n * sizeof s->ids[0]);
+        lane->side_head = lane->side_head + 1 == lane->nside ? 0 : lane->side_head + 1;
+    }
 }
 
 /* The first lane of the set whose queue is full, or NULL. The sink is each
@@ -97,8 +113,10 @@ static void lane_push_burst(struct publish_lane *lane, const struct lane_entry *
 {
     unsigned put = rci_chunk_queue_enqueue(lane->queue, e, n);
     rci_counter_add(&lane->produced, put);
-    for (unsigned i = put; i < n; i++) {
+    for (unsigned i = n; i-- > put;) {   /* last first: their side sets are the last written */
         rci_counter_add(&lane->card->dispatch_errors, 1);
+        if (e[i].nsubs > 1)
+            lane->side_head = (lane->side_head == 0 ? lane->nside : lane->side_head) - 1;
         rci_publish_lane_release(lane, e[i].key);
     }
 }
@@ -117,8 +135,8 @@ static void backpressure(void)
  * threads it was queued to. */
 static int dispatch(struct rci_publish_card *c, const struct rci_chunk *chunk, uint32_t *woke)
 {
-    struct lane_entry e[RCI_MAX_PUBLISHER_THREADS];
-    uint32_t threads = look_up(c, chunk->tag, e);
+    struct lane_subs s[RCI_MAX_PUBLISHER_THREADS];
+    uint32_t threads = look_up(c, chunk->tag, s);
     if (threads == 0) {
         rci_counter_add(&c->no_subscriber, 1);
         rci_readout_release(c->readout, chunk->key);
@@ -137,9 +155,9 @@ static int dispatch(struct rci_publish_card *c, const struct rci_chunk *chunk, u
     unsigned share = 0;
     for (uint32_t m = threads; m; m &= m - 1) {
         unsigned t = (unsigned)__builtin_ctz(m);
-        e[t].chunk = chunk;
-        e[t].key = rci_fanout_send_handle(first, share++);
-        lane_push_burst(&c->lanes[t], &e[t], 1);
+        struct lane_entry e;
+        lane_entry_set(&c->lanes[t], &e, chunk, rci_fanout_send_handle(first, share++), &s[t]);
+        lane_push_burst(&c->lanes[t], &e, 1);
     }
     rci_counter_add(&c->dispatched, 1);
     *woke |= threads;
@@ -156,6 +174,7 @@ static unsigned sink_one_thread(struct rci_publish_card *c, const struct rci_chu
 {
     struct publish_lane *lane = &c->lanes[0];
     struct lane_entry batch[RCI_READOUT_BURST];
+    struct lane_subs subs;
     unsigned queued = rci_chunk_queue_count(lane->queue);
     unsigned room = queued < c->pb->queue_capacity ? c->pb->queue_capacity - queued : 0;
     unsigned taken = 0, nbatch = 0;
@@ -163,7 +182,7 @@ static unsigned sink_one_thread(struct rci_publish_card *c, const struct rci_chu
         n = RCI_READOUT_BURST;   /* never, by the contract; the rest would be offered again */
     for (; taken < n; taken++) {
         const struct rci_chunk *chunk = chunks[taken];
-        if (look_up(c, chunk->tag, &batch[nbatch]) == 0) {
+        if (look_up(c, chunk->tag, &subs) == 0) {
             rci_counter_add(&c->no_subscriber, 1);
             rci_readout_release(c->readout, chunk->key);
             continue;
@@ -172,9 +191,7 @@ static unsigned sink_one_thread(struct rci_publish_card *c, const struct rci_chu
             rci_counter_add(&lane->queue_full, 1);
             break;
         }
-        batch[nbatch].chunk = chunk;
-        batch[nbatch].key = chunk->key;
-        nbatch++;
+        lane_entry_set(lane, &batch[nbatch++], chunk, chunk->key, &subs);
     }
     if (nbatch > 0) {
         lane_push_burst(lane, batch, nbatch);
@@ -331,6 +348,13 @@ static int lane_create(struct rci_publish_card *c, struct publish_thread *th, ch
     int rc = rci_chunk_queue_create(&qp, &lane->queue, err, errlen);
     if (rc != 0)
         return rc;
+    lane->nside = c->pb->queue_capacity + BURST;
+    lane->side = calloc(lane->nside, sizeof *lane->side);
+    if (!lane->side) {
+        rci_set_err(err, errlen, "publisher lane %s: cannot allocate %u subscriber sets", name, lane->nside);
+        return -ENOMEM;
+    }
+    rci_prefault(lane->side, (size_t)lane->nside * sizeof *lane->side);
     /* A lane's records in use: its current chunk's, one per chunk with a
      * posted zero-copy share, which holds one of the thread's tokens, and one
      * per chunk deferred in a block backlog: room for one subscriber's full
@@ -346,6 +370,8 @@ static void card_fini(struct rci_publish_card *c)
         struct publish_lane *lane = &c->lanes[t];
         rci_chunk_queue_destroy(lane->queue);
         rci_fanout_destroy(lane->fanout);
+        free(lane->side);
+        lane->side = NULL;
         lane->queue = NULL;
         lane->fanout = NULL;
     }

@@ -141,7 +141,20 @@ struct lane_entry {
     const struct rci_chunk *chunk;
     uint64_t key;
     uint32_t nsubs;
-    uint32_t subs[RCI_FANOUT_MAX_SENDS];
+    uint32_t sub;                       /* the subscriber when nsubs == 1 */
+};
+/* 24 bytes: the sink writes and the publisher thread reads each entry on
+ * the other core, and rte_ring copies the whole element. With the ids of
+ * up to RCI_FANOUT_MAX_SENDS subscribers in it (152 bytes) that copy was
+ * most of the enqueue's and the dequeue's time (each 5 % of all samples at
+ * 64 B buffered, issue 17). A chunk with several subscribers on one thread
+ * keeps their ids in the lane's side store (struct publish_lane). */
+_Static_assert(sizeof(struct lane_entry) == 24, "a lane entry is 24 bytes");
+
+/* A chunk's subscribers on one publisher thread, as the sink looked them up. */
+struct lane_subs {
+    uint32_t n;
+    uint32_t ids[RCI_FANOUT_MAX_SENDS];
 };
 
 /* The chunks of one card for one publisher thread: an SPSC queue of
@@ -150,12 +163,21 @@ struct publish_lane {
     struct rci_publish_card *card;
     struct rci_chunk_queue *queue;
     struct rci_fanout *fanout;           /* this thread's shares of the lane's chunks */
+    /* The side store: the subscriber ids of entries with nsubs > 1, in
+     * queue order (a FIFO of its own beside the queue: the producer writes
+     * an entry's ids before it enqueues the entry, the consumer reads them
+     * after it dequeued it). Queue capacity + BURST sets, so that none is
+     * written again while its entry is queued or in the consumer's batch. */
+    uint32_t (*side)[RCI_FANOUT_MAX_SENDS];
+    uint32_t nside;
     /* Producer: the card's readout thread. */
     alignas(RCI_CACHE_LINE) rci_counter produced;   /* entries enqueued so far */
     rci_counter queue_full;             /* times the sink stopped a burst because this queue was full */
+    uint32_t side_head;                 /* the next side set to write */
     /* Consumer: the publisher thread. */
     alignas(RCI_CACHE_LINE) struct lane_entry batch[BURST];
     unsigned batch_pos, batch_len;
+    uint32_t side_tail;                 /* the next side set to read */
     const struct rci_chunk *cur;         /* the chunk being sent, NULL: none */
     uint64_t cur_key;                   /* what its shares give back */
     bool cur_begun;

@@ -886,7 +886,12 @@ static bool next_chunk(struct publish_lane *lane)
     lane->cur_key = e->key;
     lane->cur = e->chunk;
     lane->cur_nsubs = e->nsubs;
-    memcpy(lane->cur_subs, e->subs, e->nsubs * sizeof e->subs[0]);
+    if (e->nsubs > 1) {   /* in the lane's side store, in queue order (publish_internal.h) */
+        memcpy(lane->cur_subs, lane->side[lane->side_tail], e->nsubs * sizeof lane->cur_subs[0]);
+        lane->side_tail = lane->side_tail + 1 == lane->nside ? 0 : lane->side_tail + 1;
+    } else {
+        lane->cur_subs[0] = e->sub;
+    }
     lane->cur_begun = false;
     return true;
 }

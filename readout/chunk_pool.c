@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* chunk_pool.c — fixed pool of chunk descriptors (see chunk_pool.h). */
 #include "common/errbuf.h"
+#include "common/prefault.h"
 #include "common/tsan.h"
 #include "readout/chunk_pool.h"
 
@@ -11,20 +12,6 @@
 
 #define KEY_INDEX_MASK 0xffffffffull
 
-
-/* Make every page of a fresh allocation resident now. The piece store
- * (max_chunks_in_flight x max_chunk_pieces x 16 B: 64 MiB at the defaults) is
- * otherwise touched record by record as more chunks are in flight at once than
- * ever before, so the daemon's RSS grew with each subscriber that made chunks
- * pile up (issue 12 item 8) until the whole pool was in; now it is in from the
- * start and RSS stays flat. A volatile store per page: the compiler may not drop
- * it as a write of zeros to calloc'ed memory. */
-static void prefault(void *mem, size_t bytes)
-{
-    volatile char *p = mem;
-    for (size_t off = 0; off < bytes; off += 4096)
-        p[off] = 0;
-}
 
 int rci_chunk_pool_init(struct rci_chunk_pool *pool, uint32_t count, uint32_t max_pieces,
                        char *err, size_t errlen)
@@ -46,7 +33,8 @@ int rci_chunk_pool_init(struct rci_chunk_pool *pool, uint32_t count, uint32_t ma
         rci_chunk_pool_fini(pool);
         return -ENOMEM;
     }
-    prefault(pool->piece_store, (size_t)count * max_pieces * sizeof *pool->piece_store);
+    /* max_chunks_in_flight x max_chunk_pieces x 16 B: 64 MiB at the defaults. */
+    rci_prefault(pool->piece_store, (size_t)count * max_pieces * sizeof *pool->piece_store);
     pool->count = count;
     pool->max_pieces = max_pieces;
     pool->batch_max = max_pieces * (uint32_t)(sizeof(struct rci_piece) / sizeof(uint32_t));

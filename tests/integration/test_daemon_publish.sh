@@ -202,6 +202,39 @@ check_daemon_clean split
 check_accounting split
 PORT=$((PORT + 1))
 
+# Overlapping tag sets on one publisher thread: a takes tags 0-5, b 0-3, c 2-7, so a chunk has
+# one (tags 6-7), two or three subscribers there, and an entry of the thread's queue keeps two or
+# more in the lane's side store, read back in queue order (pipeline/publish_internal.h). Each must
+# receive exactly the chunks of its tags, counted per e-link by the daemon: a side set read for
+# the wrong chunk would send one to a subscriber of other tags (unwanted) or miss one of its own.
+n=60000
+start_daemon overlap-subs -o readout.wait_subscribers=3 -o readout.linger=3s -o sim.0.run_chunks=$n \
+    -o readout.mode=auto -o readout.buffered_threshold=256 -o sim.0.chunk_size_min=8 -o sim.0.chunk_size_max=2000
+TAGS=0-5 start_sub overlap-subs-a tcp msg --verify --duration 50; sub_a=$sub
+TAGS=0-3 start_sub overlap-subs-b tcp msg --verify --duration 50; sub_b=$sub
+TAGS=2-0xffff start_sub overlap-subs-c tcp msg --verify --duration 50; sub_c=$sub
+TAGS=0-0xffff
+wait_daemon overlap-subs
+kill -TERM "$sub_a" "$sub_b" "$sub_c"
+elink_sum() { # elink_sum NAME FIRST LAST: chunks card 0 decoded on e-links FIRST..LAST
+    jq "[.cards[0].elinks[] | select(.elink >= $2 and .elink <= $3) | .chunks] | add" "$WORK/$1.json"
+}
+expect_eq "overlap-subs chunks decoded on e-links 0-7" "$(elink_sum overlap-subs 0 7)" $n
+for x in a:0:5 b:0:3 c:2:7; do
+    sub=${x%%:*}; range=${x#*:}
+    eval "pid=\$sub_$sub"
+    wait_sub "overlap-subs-$sub" "$pid"
+    want=$(elink_sum overlap-subs "${range%:*}" "${range#*:}")
+    expect_gt "overlap-subs-$sub chunks of its tags" "$want" 0
+    check_sub_exact "overlap-subs-$sub" "$want"
+    expect_eq "overlap-subs-$sub unwanted" "$(json_num unwanted "$WORK/overlap-subs-$sub.json")" 0
+done
+expect_eq "overlap-subs chunks_sent" "$(json_num chunks_sent "$WORK/overlap-subs.json")" \
+    $(( $(elink_sum overlap-subs 0 5) + $(elink_sum overlap-subs 0 3) + $(elink_sum overlap-subs 2 7) ))
+check_daemon_clean overlap-subs
+check_accounting overlap-subs
+PORT=$((PORT + 1))
+
 # SIGTERM at full rate with a subscriber taking data: exit 0 within 5 s,
 # every key back. The exit includes the subscriber reading the tail and
 # answering the end-of-run BYE (readout.linger); on a loaded 2-core machine
