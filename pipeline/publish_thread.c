@@ -1401,9 +1401,9 @@ static int sleep_or_wait(struct publish_thread *th, uint64_t hang_at)
 /* A turn that did work polls the fabric (completions, messages, connection
  * events, the publisher's timers) unless the lanes kept the thread busy (a
  * full burst) and the last poll is under BUSY_POLL_NS old. Each poll of
- * libfabric's tcp provider is one or two epoll_wait calls whatever it
- * finds: at 64 B buffered one turn every 32 chunks made 125 K of them a
- * second, 27 % of the publisher thread's samples (issue 17, per-chunk cost),
+ * libfabric's tcp provider runs its progress (epoll_wait system calls)
+ * whatever it finds: at 64 B buffered a poll every 32 chunks made 125-172 K
+ * of them a second, 27 % of the publisher thread's samples (issue 17),
  * while a page went out every 30 turns. A turn that found the queues short,
  * or could not send (a pool or the provider's queue empty), polls as before,
  * and an idle thread sleeps on the fabric (sleep_or_wait). */
