@@ -251,6 +251,12 @@ struct rci_publisher {
     uint64_t last_timers_ns;   /* when run_timers last ran */
     uint64_t idle_period_ns;   /* timer period with nothing in flight (rci_publisher_sleep) */
     uint32_t ndoomed;          /* peers marked for teardown (done in progress only) */
+    /* shm: region files of closed peers whose process still looked alive
+     * then (a SIGKILLed subscriber can take longer than peer_timeout to be
+     * gone on a loaded machine): tried again at each timer tick for
+     * RCI_PUB_SHM_RETRY_NS (publisher.c, retry_shm_reclaims). */
+    struct { char name[112]; uint64_t since_ns; } shm_retry[8];
+    uint32_t nshm_retry;
     uint32_t nclosed;          /* closed peers whose keys are not yet reported */
     uint32_t ndraining;        /* peers in RCI_PEER_DRAINING */
     uint32_t ngone_due;        /* peers whose GONE event progress has yet to report */

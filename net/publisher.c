@@ -243,6 +243,34 @@ static void reclaim_peer_rx(struct rci_publisher *p, uint32_t idx)
  * (issue 10). MSG: fi_close of its endpoint flushes or cancels everything.
  * RDM over ofi_rxm: fi_av_remove with FI_AV_REMOVE_CLEANUP=1 (fabric.c sets
  * it) closes the hidden connection, i.e. rxm's core endpoint of that peer. */
+/* A closed shm peer's region file goes once its process is gone; one that
+ * still looks alive is tried again by the timers (retry_shm_reclaims). */
+static void reclaim_shm_file(struct rci_publisher *p, const char *name)
+{
+    if (rci_fabric_shm_reclaim(name) > 0) {
+        p->st.shm_files_reclaimed++;  /* a SIGKILLed shm subscriber's 16 MiB */
+        return;
+    }
+    if (p->nshm_retry == sizeof p->shm_retry / sizeof p->shm_retry[0])
+        return;   /* full: the next subscriber to start removes it (rci_fabric_shm_reclaim_all) */
+    snprintf(p->shm_retry[p->nshm_retry].name, sizeof p->shm_retry[0].name, "%s", name);
+    p->shm_retry[p->nshm_retry++].since_ns = rci_now_ns();
+}
+
+#define RCI_PUB_SHM_RETRY_NS (10ull * 1000 * 1000 * 1000)
+
+static void retry_shm_reclaims(struct rci_publisher *p, uint64_t now)
+{
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < p->nshm_retry; i++) {
+        if (rci_fabric_shm_reclaim(p->shm_retry[i].name) > 0)
+            p->st.shm_files_reclaimed++;
+        else if (now - p->shm_retry[i].since_ns < RCI_PUB_SHM_RETRY_NS)
+            p->shm_retry[kept++] = p->shm_retry[i];   /* still alive: again next tick */
+    }
+    p->nshm_retry = kept;
+}
+
 static bool close_transport(struct rci_publisher *p, struct rci_pub_peer *peer)
 {
     uint32_t idx = (uint32_t)(peer - p->peers);
@@ -261,8 +289,8 @@ static bool close_transport(struct rci_publisher *p, struct rci_pub_peer *peer)
         else if (p->fab.letgo == RCI_LETGO_AV_REMOVE)
             let_go = true;
         peer->has_addr = false;
-        if (p->fab.copy_max && rci_fabric_shm_reclaim(peer->name) > 0)
-            p->st.shm_files_reclaimed++;  /* a SIGKILLed shm subscriber's 16 MiB */
+        if (p->fab.copy_max)
+            reclaim_shm_file(p, peer->name);
     }
     rci_buf_drop_filling(p, peer);
     peer->state = RCI_PEER_CLOSED;
@@ -881,6 +909,8 @@ static void run_timers(struct rci_publisher *p, uint64_t now)
     }
     if (p->half_open_on)
         reap_half_open(p, now);
+    if (p->nshm_retry)
+        retry_shm_reclaims(p, now);
 }
 
 /* A progress call after a long pause (this thread starved, or the

@@ -65,9 +65,14 @@ fixed_run shm-buffered 30000 -o readout.mode=buffered -o sim.0.chunk_size_min=8 
 # SIGKILL of one subscriber in mid-run: the other gets everything; the daemon
 # declares the dead one gone (silence) and removes its /dev/shm file. A run
 # that met libfabric 1.17's dead-peer lock (lib.sh, shm_lock_hazard) is
-# checked for that and run again, at most 3 times.
-kill_attempt() { # kill_attempt NAME: 0 done, 1 the shm hazard (checked)
-    name=$1; n=60000
+# checked for that and run again, at most 3 times. HOW stop: the subscriber
+# is stopped first and killed only once the daemon declared it dead, so its
+# process was alive then and its file could not go; the daemon's timers try
+# again (net/publisher.c, retry_shm_reclaims) and remove it after the kill.
+# (A SIGKILLed process on a loaded machine can take longer than peer_timeout
+# to be gone: CI saw shm_files_reclaimed 0 twice before the retry.)
+kill_attempt() { # kill_attempt NAME [HOW]: 0 done, 1 the shm hazard (checked)
+    name=$1; how=${2:-kill}; n=60000
     start_daemon $name -o fabric.provider=shm -o fabric.endpoint=rdm -o readout.wait_subscribers=2 \
         -o sim.0.run_chunks=$n -o sim.0.rate=20000chunks/s -o fabric.peer_timeout=1s -o fabric.heartbeat=200ms \
         -o readout.thread_stuck_after=4s
@@ -78,6 +83,16 @@ kill_attempt() { # kill_attempt NAME: 0 done, 1 the shm hazard (checked)
     victim=$(sub_pid "$sub_b")
     [ -n "$victim" ] || fail "$name: no subscriber to kill"
     expect_gt "$name: files of the victim before the kill" "$(shm_files_of "$victim")" 0
+    if [ "$how" = stop ]; then
+        kill -STOP "$victim"
+        i=0
+        until grep -q "subscriber fi_shm://$victim:[0-9:]* left" "$WORK/$name.log"; do
+            i=$((i + 1)); [ $i -lt 200 ] || break   # (the shm hazard: seen below)
+            sleep 0.05
+        done
+        [ $i -ge 200 ] || expect_gt "$name: files of the stopped victim when declared dead" \
+            "$(shm_files_of "$victim")" 0
+    fi
     kill -KILL "$victim"
     wait "$sub_b" 2>/dev/null
     wait "$daemon"; st=$?
@@ -96,6 +111,8 @@ kill_attempt() { # kill_attempt NAME: 0 done, 1 the shm hazard (checked)
 }
 kill_attempt shm-kill-1 || kill_attempt shm-kill-2 || kill_attempt shm-kill-3 || \
     fail "shm-kill: every attempt hit the shm dead-peer lock"
+kill_attempt shm-stop-1 stop || kill_attempt shm-stop-2 stop || kill_attempt shm-stop-3 stop || \
+    fail "shm-stop: every attempt hit the shm dead-peer lock"
 
 # A subscriber SIGKILLed with no daemon to notice leaves its file; the next
 # subscriber (of this user) removes it at start.
