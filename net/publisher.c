@@ -235,14 +235,6 @@ static void reclaim_peer_rx(struct rci_publisher *p, uint32_t idx)
     }
 }
 
-/* Close the transport to a peer: afterwards it can neither send nor receive.
- * Returns true when the provider has provably let go of every operation
- * posted to it (fabric.h, enum rci_fabric_letgo): only then may the keys still
- * on its op list be released, since until then the provider may still read
- * the ring memory behind them and hand it to a subscriber that is alive
- * (issue 10). MSG: fi_close of its endpoint flushes or cancels everything.
- * RDM over ofi_rxm: fi_av_remove with FI_AV_REMOVE_CLEANUP=1 (fabric.c sets
- * it) closes the hidden connection, i.e. rxm's core endpoint of that peer. */
 /* A closed shm peer's region file goes once its process is gone; one that
  * still looks alive is tried again by the timers (retry_shm_reclaims). */
 static void reclaim_shm_file(struct rci_publisher *p, const char *name)
@@ -271,6 +263,14 @@ static void retry_shm_reclaims(struct rci_publisher *p, uint64_t now)
     p->nshm_retry = kept;
 }
 
+/* Close the transport to a peer: afterwards it can neither send nor receive.
+ * Returns true when the provider has provably let go of every operation
+ * posted to it (fabric.h, enum rci_fabric_letgo): only then may the keys still
+ * on its op list be released, since until then the provider may still read
+ * the ring memory behind them and hand it to a subscriber that is alive
+ * (issue 10). MSG: fi_close of its endpoint flushes or cancels everything.
+ * RDM over ofi_rxm: fi_av_remove with FI_AV_REMOVE_CLEANUP=1 (fabric.c sets
+ * it) closes the hidden connection, i.e. rxm's core endpoint of that peer. */
 static bool close_transport(struct rci_publisher *p, struct rci_pub_peer *peer)
 {
     uint32_t idx = (uint32_t)(peer - p->peers);
