@@ -35,10 +35,12 @@ under_sanitizer() { [ -n "$RCI_SANITIZER_REPORTS" ]; }
 # script's, and a failed script would exit 0.
 on_exit() {
     st=${1:-$?}
-    if [ -n "$RCI_SANITIZER_REPORTS" ]; then
-        wait 2>/dev/null   # programs still in the background write their reports when they end
-        sanitizer_reports_check || st=1
-    fi
+    # A failed check leaves its daemon and subscribers running, and a daemon
+    # without a run limit runs for ever: end them (they would hold the wait
+    # below until the runner's 900 s limit, and go on loading the machine).
+    [ "$st" -eq 0 ] || pkill -TERM -P $$ 2>/dev/null
+    end_children 60
+    [ -z "$RCI_SANITIZER_REPORTS" ] || sanitizer_reports_check || st=1
     # A failed script keeps its daemon and subscriber logs: the runner's log
     # has only the failing check's line, and a CI clone is removed after it.
     if [ "$st" -eq 0 ]; then
@@ -49,6 +51,16 @@ on_exit() {
     exit $st
 }
 trap on_exit EXIT
+# end_children SECONDS: wait for this script's programs still running (under
+# a sanitizer they write their reports when they end), SECONDS at most, then
+# SIGKILL what is left.
+end_children() {
+    ec_kids=$(pgrep -P $$)
+    [ -n "$ec_kids" ] || return 0
+    ( sleep "$1"; kill -KILL $ec_kids 2>/dev/null ) & ec_dog=$!
+    wait $ec_kids 2>/dev/null
+    pkill -P $ec_dog 2>/dev/null; kill $ec_dog 2>/dev/null
+}
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
@@ -117,7 +129,8 @@ shm_hazard_checked() {
 }
 
 # For tests with subscribers ($PORT, $TAGS set by the test):
-# start_sub NAME PROVIDER ENDPOINT OPTIONS...: a subscriber in the background ($sub).
+# start_sub NAME PROVIDER ENDPOINT OPTIONS...: a subscriber in the background
+# ($sub), ended with SIGTERM after $sub_limit seconds (60 unless set).
 start_sub() {
     sname=$1; prov=$2; ep=$3; shift 3
     # -k: a subscriber that does not end on SIGTERM is killed 10 s later, so
@@ -127,7 +140,7 @@ start_sub() {
     # runs on (seen in CI and in 2 of 6 test_control runs on a loaded machine;
     # the cause is not found). --foreground keeps timeout from following the
     # TERM with a SIGCONT to the group, one signal less at that moment.
-    timeout --foreground -k 10 60 "$BIN/ringcast-sub" --connect "127.0.0.1:$PORT" --provider "$prov" --endpoint "$ep" \
+    timeout --foreground -k 10 "${sub_limit:-60}" "$BIN/ringcast-sub" --connect "127.0.0.1:$PORT" --provider "$prov" --endpoint "$ep" \
         --tags "$TAGS" --json "$@" >"$WORK/$sname.json" 2>"$WORK/$sname.log" &
     sub=$!
 }
@@ -151,8 +164,45 @@ wait_cards_started() {
     done
 }
 
-wait_daemon() { # wait_daemon NAME
-    wait "$daemon"; st=$?
+# show_stuck PID: what a process that should have ended is doing: each
+# thread's state, wait channel and tracer, its child processes (LeakSanitizer
+# runs its exit-time scan from one, which stops every thread with ptrace),
+# and each thread's backtrace when gdb is installed and can attach.
+show_stuck() {
+    for ss_t in /proc/"$1"/task/*; do
+        [ -d "$ss_t" ] || continue
+        echo "  thread ${ss_t##*/} ($(cat "$ss_t/comm" 2>/dev/null)):" \
+            "$(grep -E '^(State|TracerPid):' "$ss_t/status" 2>/dev/null | tr '\t\n' '  ')wchan $(cat "$ss_t/wchan" 2>/dev/null)"
+    done
+    ps -o pid,stat,wchan:32,comm --ppid "$1" 2>/dev/null | sed 's/^/  child: /'
+    if command -v gdb >/dev/null 2>&1; then
+        timeout -k 5 60 gdb -p "$1" -batch -ex 'thread apply all bt 16' 2>&1 | grep -E '^(Thread|#)' | head -n 300
+    fi
+}
+
+# wait_bounded PID SECONDS WHAT: wait for the background process PID, at
+# most SECONDS; its exit status in $wb_st. One still running then is shown
+# (show_stuck), killed, and the script fails naming WHAT: a hung process
+# costs this script, not the whole run's 900 s limit, and leaves a trace of
+# where it hung instead of a bare timeout.
+wait_bounded() {
+    wb_end=$(($(date +%s) + $2))
+    while [ -d "/proc/$1" ] && ! grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null; do
+        if [ "$(date +%s)" -ge $wb_end ]; then
+            echo "$3: pid $1 still running after $2 s:" >&2
+            show_stuck "$1" >&2
+            kill -KILL "$1" 2>/dev/null; wait "$1" 2>/dev/null
+            fail "$3: did not end within $2 s (its threads above)"
+        fi
+        sleep 0.1
+    done
+    wait "$1"; wb_st=$?
+}
+
+# wait_daemon NAME: the daemon's end, exit status 0. 300 s is far beyond any
+# run here (the longest linger is 40 s), so only a hang reaches it.
+wait_daemon() {
+    wait_bounded "$daemon" 300 "$1: the daemon"; st=$wb_st
     [ "$st" -eq 0 ] || { cat "$WORK/$1.log"; fail "$1: daemon exit status $st"; }
 }
 

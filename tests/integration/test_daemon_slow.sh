@@ -254,17 +254,24 @@ grep -q '^slow_policy = block$' "$RCFG" || fail "hold-reload: no slow_policy = b
     -o sim.0.chunk_size_min=32k -o sim.0.chunk_size_max=32k -o card.0.block_size=64k -o sim.0.rate=400chunks/s \
     -o control.socket="$WORK/hold-reload.sock" --stats-json "$WORK/hold-reload.json" 2>"$WORK/hold-reload.log" &
 daemon=$!
-start_sub hold-reload-send tcp msg --verify --duration 10 --hold 1 --hold-ms 500; sub_a=$sub
-start_sub hold-reload-rma tcp msg --verify --duration 10 --hold 1 --hold-ms 500 --delivery rma \
+start_sub hold-reload-send tcp msg --verify --duration 15 --hold 1 --hold-ms 2500; sub_a=$sub
+start_sub hold-reload-rma tcp msg --verify --duration 15 --hold 1 --hold-ms 2500 --delivery rma \
     --rma-ring-size 2097152; sub_b=$sub
 start_sub hold-reload-norm tcp msg --verify --count $hold_n; sub_c=$sub
 wait_cards_started hold-reload
-# Until both holders have deferred shares waiting (the run lasts 2 s).
-i=0
+# Until both holders have deferred shares waiting (the run lasts 2 s). Each
+# holder keeps every view 2.5 s: the send holder has 64 buffers of 64 KiB,
+# two 32 000-byte chunks each, so it takes about 51 chunks a second and its
+# backlog lasts about 15 s, beyond this loop's 8 s even when a busy machine
+# makes each probe (ringcast-ctl and python3) take half a second. A CI run
+# under ASan reloaded 6.3 s after the start: with 0.5 s holds the send
+# holder had taken its last chunk by then and there was nothing to drop.
+# Bounded by time, not probes: slow probes must not end the wait early.
+t_end=$(($(date +%s) + 8))
 until [ "$(ctl_subs hold-reload | python3 -c "
 import json,sys
 print(sum(1 for s in json.load(sys.stdin)['subscribers'] if s['deferred'] > 0))")" = 2 ]; do
-    i=$((i + 1)); [ $i -lt 100 ] || fail "hold-reload: the holders never had deferred shares"; sleep 0.02
+    [ "$(date +%s)" -lt $t_end ] || fail "hold-reload: the holders never had deferred shares"; sleep 0.02
 done
 sed -i 's|^slow_policy = block$|slow_policy = drop|' "$RCFG"
 out=$("$BIN/ringcast-ctl" --socket "$WORK/hold-reload.sock" --compact reload) || fail "hold-reload: reload: $out"
