@@ -38,7 +38,7 @@ on_exit() {
     # A failed check leaves its daemon and subscribers running, and a daemon
     # without a run limit runs for ever: end them (they would hold the wait
     # below until the runner's 900 s limit, and go on loading the machine).
-    [ "$st" -eq 0 ] || pkill -TERM -P $$ 2>/dev/null
+    [ "$st" -eq 0 ] || pkill -TERM -P $$ 2>/dev/null || true
     end_children 60
     [ -z "$RCI_SANITIZER_REPORTS" ] || sanitizer_reports_check || st=1
     # A failed script keeps its daemon and subscriber logs: the runner's log
@@ -53,13 +53,15 @@ on_exit() {
 trap on_exit EXIT
 # end_children SECONDS: wait for this script's programs still running (under
 # a sanitizer they write their reports when they end), SECONDS at most, then
-# SIGKILL what is left.
+# SIGKILL what is left. Every status is ignored (|| true): some scripts run
+# with set -e, and a failing command here would end them with status 1.
 end_children() {
-    ec_kids=$(pgrep -P $$)
+    ec_kids=$(pgrep -P $$) || true
     [ -n "$ec_kids" ] || return 0
     ( sleep "$1"; kill -KILL $ec_kids 2>/dev/null ) & ec_dog=$!
-    wait $ec_kids 2>/dev/null
-    pkill -P $ec_dog 2>/dev/null; kill $ec_dog 2>/dev/null
+    wait $ec_kids 2>/dev/null || true
+    pkill -P $ec_dog 2>/dev/null || true
+    kill $ec_dog 2>/dev/null || true
 }
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -196,7 +198,7 @@ wait_bounded() {
         fi
         sleep 0.1
     done
-    wait "$1"; wb_st=$?
+    wb_st=0; wait "$1" || wb_st=$?
 }
 
 # wait_daemon NAME: the daemon's end, exit status 0. 300 s is far beyond any

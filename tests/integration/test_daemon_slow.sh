@@ -254,8 +254,8 @@ grep -q '^slow_policy = block$' "$RCFG" || fail "hold-reload: no slow_policy = b
     -o sim.0.chunk_size_min=32k -o sim.0.chunk_size_max=32k -o card.0.block_size=64k -o sim.0.rate=400chunks/s \
     -o control.socket="$WORK/hold-reload.sock" --stats-json "$WORK/hold-reload.json" 2>"$WORK/hold-reload.log" &
 daemon=$!
-start_sub hold-reload-send tcp msg --verify --duration 15 --hold 1 --hold-ms 2500; sub_a=$sub
-start_sub hold-reload-rma tcp msg --verify --duration 15 --hold 1 --hold-ms 2500 --delivery rma \
+start_sub hold-reload-send tcp msg --verify --duration 50 --exit-on-close --hold 1 --hold-ms 2500; sub_a=$sub
+start_sub hold-reload-rma tcp msg --verify --duration 50 --exit-on-close --hold 1 --hold-ms 2500 --delivery rma \
     --rma-ring-size 2097152; sub_b=$sub
 start_sub hold-reload-norm tcp msg --verify --count $hold_n; sub_c=$sub
 wait_cards_started hold-reload
@@ -267,6 +267,9 @@ wait_cards_started hold-reload
 # under ASan reloaded 6.3 s after the start: with 0.5 s holds the send
 # holder had taken its last chunk by then and there was nothing to drop.
 # Bounded by time, not probes: slow probes must not end the wait early.
+# The holders end at the daemon's end-of-run BYE (--exit-on-close), which
+# follows everything sent to them: a fixed duration ended one in a CI run
+# with 27 chunks sent and not yet read (2.5 s holds drain slowly).
 t_end=$(($(date +%s) + 8))
 until [ "$(ctl_subs hold-reload | python3 -c "
 import json,sys
