@@ -60,11 +60,13 @@ queue() {
 
 # Each lane, in its own ports, takes the next script nobody has taken yet:
 # mkdir is atomic, so exactly one lane claims each script.
-span=$((20000 / JOBS))
+# Ports 10000-31999, below the kernel's ephemeral ports (lib.sh, port_base);
+# 200 left at each lane's end for the scripts' PORT + n.
+span=$((22000 / JOBS))
 lane=0
 while [ "$lane" -lt "$JOBS" ]; do
     (
-        export RCI_PORT_FIRST=$((20000 + lane * span)) RCI_PORT_SPAN=$((span - 200))
+        export RCI_PORT_FIRST=$((10000 + lane * span)) RCI_PORT_SPAN=$((span - 200))
         for t in $(queue); do
             mkdir "$results/claim.$(basename "$t" .sh)" 2>/dev/null && run_one "$t"
         done

@@ -69,9 +69,12 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 # port_base K: the first port of this script: a spot in [RCI_PORT_FIRST,
 # RCI_PORT_FIRST + RCI_PORT_SPAN) picked from the PID and the script's own
 # offset K. tests/run-integration-tests.sh gives scripts that run at the same
-# time disjoint ranges; alone the range is 20000-39999. ($$ is this script's
-# PID also inside $(...).)
-port_base() { echo $(( ${RCI_PORT_FIRST:-20000} + ($$ + $1) % ${RCI_PORT_SPAN:-20000} )); }
+# time disjoint ranges; alone the range is 10000-31999. Every range stays
+# below Linux's ephemeral ports (32768-60999, ip_local_port_range), which
+# the kernel hands to outgoing connections: a CI run's daemon found its port
+# 35086 taken ("Address already in use") by some client's local end. ($$ is
+# this script's PID also inside $(...).)
+port_base() { echo $(( ${RCI_PORT_FIRST:-10000} + ($$ + $1) % ${RCI_PORT_SPAN:-22000} )); }
 ok()   { checks=$((checks + 1)); echo "ok: $*"; }
 
 # pub NAME FIELD: a counter of the publisher object in $WORK/NAME.json (the daemon's JSON).
