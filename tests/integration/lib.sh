@@ -159,6 +159,19 @@ start_daemon() {
     daemon=$!
 }
 
+# wait_listening NAME: until the daemon (log $WORK/NAME.log, pid $daemon)
+# listens (30 s at most). A subscriber with a short --duration started before
+# that can spend its run on refused connects and end before a loaded daemon
+# reads its handshake (CI: "never connected ... Connection refused").
+wait_listening() {
+    wl_i=0
+    until grep -q "listening on" "$WORK/$1.log"; do
+        kill -0 "$daemon" 2>/dev/null || { cat "$WORK/$1.log"; fail "$1: the daemon ended before it listened"; }
+        wl_i=$((wl_i + 1)); [ $wl_i -lt 600 ] || { cat "$WORK/$1.log"; fail "$1: never listening"; }
+        sleep 0.05
+    done
+}
+
 # wait_cards_started NAME: until the daemon (log $WORK/NAME.log) saw its
 # readout.wait_subscribers subscribe and started the cards (15 s at most).
 wait_cards_started() {

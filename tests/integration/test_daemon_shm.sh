@@ -30,14 +30,6 @@ shm_files_of() { ls "$SHM" 2>/dev/null | grep -c "^$1:" ; }
 # sub_pid TIMEOUT_PID: the ringcast-sub under lib.sh's `timeout` wrapper.
 sub_pid() { pgrep -P "$1" ringcast-sub; }
 
-wait_listening() { # wait_listening NAME: until the daemon's publisher listens (15 s at most)
-    i=0
-    until grep -q "listening on" "$WORK/$1.log"; do
-        i=$((i + 1)); [ $i -lt 300 ] || { cat "$WORK/$1.log"; fail "$1: never listening"; }
-        sleep 0.05
-    done
-}
-
 fixed_run() { # fixed_run NAME CHUNKS OVERRIDES...
     name=$1; n=$2; shift 2
     start_daemon "$name" -o fabric.provider=shm -o fabric.endpoint=rdm -o readout.wait_subscribers=2 \

@@ -275,7 +275,8 @@ PORT=$((PORT + 1))
 # A card the daemon does not have: BYE(refused) with the reason, at both ends.
 name=stream-refused
 start_daemon "$name" -o fabric.provider=tcp -o fabric.endpoint=msg -o sim.0.run_chunks=10 -o readout.wait_subscribers=1
-timeout -k 5 20 "$BIN/ringcast-sub" --connect "127.0.0.1:$PORT" --stream 7 --duration 2 --json \
+wait_listening "$name"
+timeout -k 5 30 "$BIN/ringcast-sub" --connect "127.0.0.1:$PORT" --stream 7 --duration 5 --json \
     >"$WORK/$name-s.json" 2>"$WORK/$name-s.log"
 grep -q "no such card" "$WORK/$name-s.log" || { cat "$WORK/$name-s.log"; fail "$name: the subscriber does not say why"; }
 ok "$name: the subscriber says why"

@@ -27,6 +27,7 @@ stop_daemon() { # stop_daemon NAME
 refused() { # refused NAME PROVIDER ENDPOINT
     name=$1
     start_daemon "$name" "10.0.0.0/8, fd00::/8" "$2" "$3"
+    wait_listening "$name"
     start_sub "$name-sub" "$2" "$3" --duration 4
     wait "$sub"
     stop_daemon "$name"
