@@ -58,6 +58,7 @@ API_HEADERS := $(wildcard include/ringcast/*.h)
 TOOL_MAIN := $(wildcard tools/ringcast-*.c)
 TOOL_AUX  := $(filter-out $(TOOL_MAIN),$(wildcard tools/*.c))
 TOOL_AUX_OBJ := $(TOOL_AUX:%.c=$(BUILD)/obj/%.o)
+TOOL_AUX_LIB := $(BUILD)/obj/tools/libringcast-tools.a
 TOOLS     := $(TOOL_MAIN:tools/%.c=$(BUILD)/bin/%)
 TEST_SRC  := $(wildcard tests/unit/test_*.c)
 TEST_AUX  := $(filter-out $(TEST_SRC),$(wildcard tests/unit/*.c))
@@ -139,9 +140,17 @@ $(ALLOC_SHIM): tools/alloc_count/alloc_count.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(WARN) -fPIC -shared $(CFLAGS) -o $@ $<
 
-$(BUILD)/bin/%: $(BUILD)/obj/tools/%.o $(TOOL_AUX_OBJ) $(STATIC_LIB)
+# A tool takes from the tools' shared parts (an archive) and from the
+# libraries only what it uses (--as-needed). Linking them all made every tool
+# load libfabric, whose psm provider loads libinfinipath, whose constructor
+# sleeps about 0.2 s: ringcast-ctl took 0.29 s to print --help, 0.02 s now.
+$(TOOL_AUX_LIB): $(TOOL_AUX_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $< $(TOOL_AUX_OBJ) $(STATIC_LIB) $(LDLIBS) $(LDFLAGS)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/bin/%: $(BUILD)/obj/tools/%.o $(TOOL_AUX_LIB) $(STATIC_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $< $(TOOL_AUX_LIB) $(STATIC_LIB) -Wl,--as-needed $(LDLIBS) $(LDFLAGS)
 
 # ringcast-sub is built as an outside program would be: from the public
 # headers (tests/check-includes.sh) against the client library's exported
