@@ -56,7 +56,7 @@ i=0; until grep -q "waiting for \`ringcast-sim" "$WORK/hint.log"; do
     i=$((i + 1)); [ $i -lt 600 ] || { cat "$WORK/hint.log"; fail "no sim-process hint"; }; sleep 0.05; done
 grep -q "ringcast-sim -c deploy/ringcast.ini --card 0 -o 'card.0.type=sim-process' -o 'card.0.memory=shm' -o 'card.0.shm_name=rcctl$$' -o 'fabric.port=$PORT' -o 'readout.stats_interval=0'\`" \
     "$WORK/hint.log" || { cat "$WORK/hint.log"; fail "the sim-process hint leaves out the -o overrides"; }
-kill -TERM "$daemon"; wait "$daemon"
+kill -TERM "$daemon"; wait_bounded "$daemon" 300 "sim-process hint: the daemon"
 ok "the sim-process hint names the daemon's -o overrides"
 PORT=$((PORT + 1))
 
@@ -223,7 +223,7 @@ i=0; while ctl subscribers | grep -q '"address":"127.0.0.1:'; do
 ok "the reloaded allow list closed A and B"
 sleep 1
 kill -TERM "$daemon"
-wait "$daemon"; st=$?
+wait_bounded "$daemon" 300 "the daemon"; st=$wb_st
 [ "$st" -eq 0 ] || { tail -30 "$WORK/d.log"; fail "daemon exit status $st"; }
 kill -TERM "$sub_a" "$sub_b" 2>/dev/null
 wait "$sub_a"; wait "$sub_b"

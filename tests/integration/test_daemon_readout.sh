@@ -46,7 +46,8 @@ timeout --foreground -k 30 60 "$BIN/ringcast-readout" -c "$WORK/proc.ini" --stat
 daemon=$!
 timeout --foreground -k 10 60 "$BIN/ringcast-sim" -c "$WORK/proc.ini" --card 0 >"$WORK/sim.log" 2>&1 \
     || { cat "$WORK/sim.log"; fail "ringcast-sim exit status $?"; }
-wait "$daemon" || { cat "$WORK/proc.log"; fail "daemon with sim-process: exit status $?"; }
+wait_bounded "$daemon" 300 "daemon with sim-process"
+[ "$wb_st" -eq 0 ] || { cat "$WORK/proc.log"; fail "daemon with sim-process: exit status $wb_st"; }
 check_exact_run proc 100000
 [ ! -e "/dev/shm/$shm-ring" ] && [ ! -e "/dev/shm/$shm-bar" ] || fail "shm objects left in /dev/shm"
 ok "no shm objects left behind"

@@ -47,7 +47,8 @@ dd of="$WORK/blocks.bin" bs=4096 count="$blocks" <&3 2>/dev/null || fail "cannot
 exec 3<&-
 expect_eq "block file size" "$(wc -c < "$WORK/blocks.bin")" $((blocks * 4096))
 kill -TERM "$keeper"; wait "$keeper" 2>/dev/null
-wait "$daemon" || { cat "$WORK/capture.log"; fail "capture daemon exit status"; }
+wait_bounded "$daemon" 300 "capture daemon"
+[ "$wb_st" -eq 0 ] || { cat "$WORK/capture.log"; fail "capture daemon exit status $wb_st"; }
 expect_eq "capture keys_outstanding" "$(json_num keys_outstanding "$WORK/capture.json")" 0
 
 PORT=$((PORT + 1))
@@ -58,7 +59,8 @@ daemon=$!
 timeout --foreground -k 10 60 "$BIN/ringcast-sub" --connect "127.0.0.1:$PORT" --tags "$TAGS" --json --count "$N" \
     --out "$WORK/replayed.out" >"$WORK/replayed.json" 2>"$WORK/replayed.log" \
     || { cat "$WORK/replayed.log"; fail "replay subscriber failed"; }
-wait "$daemon" || { cat "$WORK/replay.log"; fail "replay daemon exit status"; }
+wait_bounded "$daemon" 300 "replay daemon"
+[ "$wb_st" -eq 0 ] || { cat "$WORK/replay.log"; fail "replay daemon exit status $wb_st"; }
 expect_eq "replay chunks_produced" "$(json_num chunks_produced "$WORK/replay.json")" "$N"
 expect_eq "replay chunks_sent" "$(json_num chunks_sent "$WORK/replay.json")" "$N"
 expect_eq "replay keys_outstanding" "$(json_num keys_outstanding "$WORK/replay.json")" 0

@@ -91,7 +91,7 @@ kill_attempt() { # kill_attempt NAME PROVIDER ENDPOINT: 0 done, 1 the shm hazard
     [ -n "$victim" ] || fail "$name: no subscriber to kill"
     kill -KILL "$victim"
     wait "$sub_b" 2>/dev/null
-    wait "$daemon"; st=$?
+    wait_bounded "$daemon" 300 "$name: the daemon"; st=$wb_st
     if shm_hazard_checked "$name" "$st" "$prov" "$name-send" "$sub_a"; then
         PORT=$((PORT + 1))
         return 1

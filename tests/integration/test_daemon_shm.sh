@@ -89,7 +89,7 @@ kill_attempt() { # kill_attempt NAME [HOW]: 0 done, 1 the shm hazard (checked)
     fi
     kill -KILL "$victim"
     wait "$sub_b" 2>/dev/null
-    wait "$daemon"; st=$?
+    wait_bounded "$daemon" 300 "$name: the daemon"; st=$wb_st
     PORT=$((PORT + 1))
     if shm_hazard_checked "$name" "$st" shm "$name-a" "$sub_a"; then
         # The daemon that would have reclaimed the victim's file is gone, and an

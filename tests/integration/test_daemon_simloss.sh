@@ -39,7 +39,8 @@ ok "wait: the daemon reported the dead simulator, naming the card"
 timeout --foreground -k 10 60 "$BIN/ringcast-sim" -c "$ini" --card 0 --run-chunks 20000 >"$WORK/sim-b.log" 2>&1 \
     || { cat "$WORK/sim-b.log" "$WORK/wait.log"; fail "wait: the new ringcast-sim failed"; }
 ok "wait: a new ringcast-sim took over and finished its run"
-wait "$daemon" || { cat "$WORK/wait.log"; fail "wait: daemon exit status $?"; }
+wait_bounded "$daemon" 300 "wait: the daemon"
+[ "$wb_st" -eq 0 ] || { cat "$WORK/wait.log"; fail "wait: daemon exit status $wb_st"; }
 f="$WORK/wait.json"
 expect_eq "wait firmware_losses" "$(json_num firmware_losses "$f")" 1
 expect_gt "wait chunks_produced (both simulators)" "$(json_num chunks_produced "$f")" 20000
@@ -60,7 +61,7 @@ timeout --foreground -k 10 60 "$BIN/ringcast-sim" -c "$ini" --card 0 >"$WORK/sim
 sim_c=$!
 wait_log "$WORK/stop.log" "produced [1-9]" "stop: nothing produced"
 pkill -STOP -P "$sim_c" ringcast-sim || fail "stop: no ringcast-sim to stop"
-st=0; wait "$daemon" || st=$?
+wait_bounded "$daemon" 300 "stop: the daemon"; st=$wb_st
 pkill -KILL -P "$sim_c" ringcast-sim
 wait "$sim_c" 2>/dev/null
 [ "$st" -eq 0 ] || { cat "$WORK/stop.log"; fail "stop: daemon exit status $st"; }
@@ -77,7 +78,7 @@ timeout --foreground -k 10 60 "$BIN/ringcast-sim" -c "$ini" --card 0 >"$WORK/sim
 sim_d=$!
 wait_log "$WORK/orphan.log" "produced [1-9]" "orphan: nothing produced"
 kill -KILL "$daemon"
-wait "$daemon" 2>/dev/null
+wait_bounded "$daemon" 60 "orphan: the SIGKILLed daemon"
 st=0; wait "$sim_d" || st=$?
 [ "$st" -eq 1 ] || { cat "$WORK/sim-d.log"; fail "orphan: ringcast-sim exit status $st, expected 1"; }
 grep -q "the daemon is gone" "$WORK/sim-d.log" || { cat "$WORK/sim-d.log"; fail "orphan: no reason given"; }

@@ -114,7 +114,7 @@ kill_attempt() { # kill_attempt NAME PROVIDER ENDPOINT: 0 done, 1 the shm hazard
     [ -n "$victim" ] || fail "$name: no subscriber to kill"
     kill -KILL "$victim"
     wait "$sub_b" 2>/dev/null
-    wait "$daemon"; st=$?
+    wait_bounded "$daemon" 300 "$name: the daemon"; st=$wb_st
     PORT=$((PORT + 1))
     shm_hazard_checked "$name" "$st" "$prov" "$name-tags" "$sub_a" && return 1
     [ "$st" -eq 0 ] || { cat "$WORK/$name.log"; fail "$name: daemon exit status $st"; }
@@ -246,7 +246,7 @@ restart_run() {
     i=0
     while kill -0 "$daemon" 2>/dev/null; do
         kill -0 "$sub_s" 2>/dev/null || i=$((i + 1))
-        [ $i -lt 100 ] || { kill -TERM "$daemon"; wait "$daemon"; cat "$WORK/$rs-s.log" "$WORK/$rs-s.json"
+        [ $i -lt 100 ] || { kill -TERM "$daemon"; wait_bounded "$daemon" 300 "$rs: the daemon"; cat "$WORK/$rs-s.log" "$WORK/$rs-s.json"
                             fail "$rs-s: ended, and run $1 ($3 B blocks) never had it back"; }
         sleep 0.1
     done
@@ -282,7 +282,7 @@ grep -q "no such card" "$WORK/$name-s.log" || { cat "$WORK/$name-s.log"; fail "$
 ok "$name: the subscriber says why"
 expect_gt "$name-s refused" "$(json_num refused "$WORK/$name-s.json")" 0
 kill -TERM "$daemon"
-wait "$daemon"
+wait_daemon "$name"
 expect_gt "$name stream_refused" "$(pub "$name" stream_refused)" 0
 grep -q "block stream refused: the publisher has no such card" "$WORK/$name.log" || \
     { cat "$WORK/$name.log"; fail "$name: the daemon does not log the refusal"; }

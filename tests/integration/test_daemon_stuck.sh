@@ -46,7 +46,7 @@ ok "the stop left the stuck thread behind"
 m=$(curl -s "http://127.0.0.1:$MPORT/metrics" | grep '^ringcast_threads_stuck ')
 expect_eq "ringcast_threads_stuck" "$m" "ringcast_threads_stuck 1"
 
-wait "$daemon"; st=$?
+wait_bounded "$daemon" 300 "the daemon"; st=$wb_st
 expect_eq "daemon exit status (3: a thread was stuck)" "$st" 3
 grep -q "ended because a thread was stuck (1 stuck, 1 left behind at the stop): exit status 3" "$WORK/$name.log" \
     || { cat "$WORK/$name.log"; fail "no closing line about the stuck thread"; }
@@ -78,7 +78,7 @@ sub_r=$sub
 wait_cards_started "$name"
 until_logged "$WORK/$name.log" "the readout thread of card.0 is stuck" "the stuck readout thread was never named"
 ok "the stuck readout thread is named: $(grep -o 'the readout thread of card.0 is stuck[^;]*' "$WORK/$name.log")"
-wait "$daemon"; rst=$?
+wait_bounded "$daemon" 300 "$name: the daemon"; rst=$wb_st
 expect_eq "$name daemon exit status (3: a thread was stuck)" "$rst" 3
 grep -q "card.0: its readout thread has not turned its loop .* left behind" "$WORK/$name.log" \
     || { cat "$WORK/$name.log"; fail "the stop did not leave the stuck readout thread behind"; }
