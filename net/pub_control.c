@@ -452,7 +452,7 @@ static void rdm_hello(struct rci_publisher *p, const uint8_t *buf, size_t len, u
 {
     struct rci_wire_hello h;
     rci_wire_check_hello(buf, len, &h);
-    char name[112];
+    char name[RCI_PUB_PEER_NAME_MAX];
     if (h.addr_len == 0) {
         refuse_unreachable(p, "no address in it");
         return;

@@ -36,6 +36,7 @@
 #define RCI_PUB_CTRL_SPARE 8u           /* for refusals to senders without a peer slot */
 #define RCI_PUB_CTRL_MAX 48u            /* largest control message we send (WELCOME granting a stream) */
 #define RCI_PUB_CQ_BATCH 32u
+#define RCI_PUB_PEER_NAME_MAX 112u      /* a subscriber's printable address (fi_av_straddr, shm names) */
 /* Smallest rx_buffer_size served: 4 KiB (a DATA header and 4056 B of
  * payload per fragment). Below it one chunk costs many fragments (header
  * slots, messages, completions: a 9000 B chunk at the wire's floor of 72 B
@@ -198,7 +199,7 @@ struct rci_pub_peer {
     uint32_t nranges;
     struct rci_pub_ctrl_msg ctrl[RCI_PUB_CTRL_QUEUE];
     uint32_t ctrl_head, ctrl_count;
-    char name[112];
+    char name[RCI_PUB_PEER_NAME_MAX];
 };
 
 struct rci_pub_rxbuf {
@@ -255,7 +256,7 @@ struct rci_publisher {
      * then (a SIGKILLed subscriber can take longer than peer_timeout to be
      * gone on a loaded machine): tried again at each timer tick for
      * RCI_PUB_SHM_RETRY_NS (publisher.c, retry_shm_reclaims). */
-    struct { char name[112]; uint64_t since_ns; } shm_retry[8];
+    struct { char name[RCI_PUB_PEER_NAME_MAX]; uint64_t since_ns; } shm_retry[8];
     uint32_t nshm_retry;
     uint32_t nclosed;          /* closed peers whose keys are not yet reported */
     uint32_t ndraining;        /* peers in RCI_PEER_DRAINING */

@@ -235,14 +235,22 @@ static void reclaim_peer_rx(struct rci_publisher *p, uint32_t idx)
     }
 }
 
+/* shm: remove a dead subscriber's region file (16 MiB each) and count it;
+ * false while its process still looks alive. */
+static bool reclaim_shm_counted(struct rci_publisher *p, const char *name)
+{
+    if (rci_fabric_shm_reclaim(name) <= 0)
+        return false;
+    p->st.shm_files_reclaimed++;
+    return true;
+}
+
 /* A closed shm peer's region file goes once its process is gone; one that
  * still looks alive is tried again by the timers (retry_shm_reclaims). */
 static void reclaim_shm_file(struct rci_publisher *p, const char *name)
 {
-    if (rci_fabric_shm_reclaim(name) > 0) {
-        p->st.shm_files_reclaimed++;  /* a SIGKILLed shm subscriber's 16 MiB */
+    if (reclaim_shm_counted(p, name))
         return;
-    }
     if (p->nshm_retry == sizeof p->shm_retry / sizeof p->shm_retry[0])
         return;   /* full: the next subscriber to start removes it (rci_fabric_shm_reclaim_all) */
     snprintf(p->shm_retry[p->nshm_retry].name, sizeof p->shm_retry[0].name, "%s", name);
@@ -251,13 +259,13 @@ static void reclaim_shm_file(struct rci_publisher *p, const char *name)
 
 #define RCI_PUB_SHM_RETRY_NS (10ull * 1000 * 1000 * 1000)
 
+/* now = UINT64_MAX (destroy): a last try for each, none kept. */
 static void retry_shm_reclaims(struct rci_publisher *p, uint64_t now)
 {
     uint32_t kept = 0;
     for (uint32_t i = 0; i < p->nshm_retry; i++) {
-        if (rci_fabric_shm_reclaim(p->shm_retry[i].name) > 0)
-            p->st.shm_files_reclaimed++;
-        else if (now - p->shm_retry[i].since_ns < RCI_PUB_SHM_RETRY_NS)
+        if (!reclaim_shm_counted(p, p->shm_retry[i].name) &&
+            now - p->shm_retry[i].since_ns < RCI_PUB_SHM_RETRY_NS)
             p->shm_retry[kept++] = p->shm_retry[i];   /* still alive: again next tick */
     }
     p->nshm_retry = kept;
@@ -1299,6 +1307,7 @@ void rci_publisher_destroy(struct rci_publisher *p)
             close_transport(p, &p->peers[i]);
     if (p->fab.rdm)
         rci_pub_forget_refused(p, UINT64_MAX);
+    retry_shm_reclaims(p, UINT64_MAX);
     /* The RDM endpoint goes before the MRs its operations used, and before
      * any key is released: closing it is what lets go of every send. */
     rci_fabric_ep_close(p->fab.ep);
