@@ -103,6 +103,7 @@ struct options {
     bool latency;         /* chunks carry a sim fill=timestamp stamp */
     bool exit_on_close;   /* the publisher closing the connection ends the run (no reconnect) */
     double duration;      /* seconds, 0 = until stopped */
+    double peer_timeout;  /* --peer-timeout S: publisher silent this long = gone; 0 = the library's 5 s */
     uint64_t count;       /* chunks, 0 = no limit */
     const char *out;
     uint32_t rx_buffer_size, max_chunk_size;
@@ -138,6 +139,9 @@ static void usage(FILE *f)
             "  --verify                check simulator pattern data and per-tag sequences\n"
             "  --duration S            stop after S seconds\n"
             "  --count N               stop after N chunks\n"
+            "  --peer-timeout S        a publisher silent for S seconds is taken as gone:\n"
+            "                          reconnect (default 5; more than the 1 s heartbeat,\n"
+            "                          at most 3600)\n"
             "  --out FILE              write every chunk as a record (tools/README.md)\n"
             "  --json                  print the summary as one JSON object\n"
             "  --exit-on-close         exit when the publisher closes the connection or says\n"
@@ -326,6 +330,12 @@ static int parse_option(int c, const char *arg, struct options *o)
         if (errno || *end || !(o->duration > 0) || !isfinite(o->duration))
             return rci_cli_usage_error("ringcast-sub", "--duration '%s': expected seconds > 0", arg);
         return 0;
+    case 'T':
+        errno = 0;
+        o->peer_timeout = strtod(arg, &end);
+        if (errno || *end || !(o->peer_timeout > 1.0) || !(o->peer_timeout <= 3600.0))
+            return rci_cli_usage_error("ringcast-sub", "--peer-timeout '%s': expected seconds > 1 (the heartbeat) and <= 3600", arg);
+        return 0;
     case 'n':
         if (rci_cli_parse_u64(arg, &v) || v == 0)
             return rci_cli_usage_error("ringcast-sub", "--count '%s': expected a number of chunks > 0", arg);
@@ -415,7 +425,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"hold-ms", required_argument, NULL, 'M'},
         {"stream", required_argument, NULL, 'G'},   {"stream-ring-size", required_argument, NULL, 'R'},
         {"poll-spin", required_argument, NULL, 'W'}, {"poll-spin-fixed", no_argument, NULL, 'F'},
-        {"poll-coalesce", required_argument, NULL, 'Q'},
+        {"poll-coalesce", required_argument, NULL, 'Q'}, {"peer-timeout", required_argument, NULL, 'T'},
         {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof *o);
@@ -1488,6 +1498,8 @@ static int setup(struct app *a, const struct options *o)
     if (o->max_chunk_size)
         p.max_chunk_size = o->max_chunk_size;
     p.test_stall_after_chunks = o->stall_after;
+    if (o->peer_timeout > 0)
+        p.peer_timeout_ns = (uint64_t)(o->peer_timeout * 1e9);
     if (o->poll_spin_set)
         p.poll_spin_ns = o->poll_spin_us * 1000u;
     p.poll_spin_fixed = o->poll_spin_fixed;
