@@ -44,11 +44,7 @@ silent() { # silent PROVIDER ENDPOINT
     awk -v t="$took" 'BEGIN { exit !(t >= 1.0 && t < 4.5) }' \
         || { cat "$WORK/$name-sub.log"; fail "$name: silence noticed after $took s, expected 1.5 s (1.0..4.5)"; }
     ok "$name: the publisher's silence noticed after $took s (--peer-timeout 1.5)"
-    i=0
-    until grep -q "resubscribed at 127.0.0.1:$PORT" "$WORK/$name-sub.log"; do
-        i=$((i + 1)); [ $i -lt 400 ] || { cat "$WORK/$name-sub.log"; fail "$name: no reconnect after the daemon went on"; }
-        sleep 0.05
-    done
+    until_logged "$WORK/$name-sub.log" "resubscribed at 127.0.0.1:$PORT" "$name: no reconnect after the daemon went on"
     ok "$name: reconnected once the daemon went on"
     kill -TERM "$s"
     wait_bounded "$s" 60 "$name-sub"
